@@ -1,0 +1,148 @@
+# btrace-bpf build. `make` builds, `make test` runs every test, `make bench`
+# runs the benchmarks. V=1 shows the commands.
+#
+# Conventions (new files are picked up without editing this file):
+#   bpf/NAME.bpf.c        -> build/bpf/NAME.bpf.o -> skeletons/NAME.skel.h
+#   user/btrace_buffer.c  -> build/libbtrace.a     (the buffer library, no libbpf)
+#   user/*.c              -> build/btrace-bpf      (the tool; main() in user/main.c)
+#   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
+#   tests/stress/stress_*.c -> build/tests/stress_*{,.tsan,.asan}
+#   tests/bpf/*.c         -> build/tests/*         (workload programs for real-kernel tests)
+#   tests/fuzz/fuzz_*.c   -> build/tests/fuzz_*    (libFuzzer, clang)
+#   bench/*.c             -> build/bench/*
+
+CC       ?= gcc
+CLANG    ?= clang
+BPFTOOL  ?= $(shell command -v bpftool 2>/dev/null || echo /usr/sbin/bpftool)
+ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e 's/ppc64le/powerpc/')
+OUT      := build
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -pthread -D_GNU_SOURCE
+CPPFLAGS += -Iuser -Ibpf -I$(OUT) -Iskeletons
+LDLIBS_BPF := -lbpf -lelf -lz -lpthread -lm
+
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst bpf/%.bpf.c,skeletons/%.skel.h,$(BPF_SRCS))
+LIB_SRCS   := user/btrace_buffer.c
+USER_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
+USER_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
+TOOL_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
+STRESS_SRCS:= $(wildcard tests/stress/stress_*.c)
+STRESS_BINS:= $(foreach s,$(patsubst tests/stress/%.c,$(OUT)/tests/%,$(STRESS_SRCS)),$(s) $(s).tsan $(s).asan)
+WORK_SRCS  := $(wildcard tests/bpf/*.c)
+WORK_BINS  := $(patsubst tests/bpf/%.c,$(OUT)/tests/%,$(WORK_SRCS))
+FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
+FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
+BENCH_SRCS := $(wildcard bench/*.c)
+BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRCS))
+
+.PHONY: all tool tests test bench clean deps check-deps
+all: tool tests
+
+tool: $(OUT)/btrace-bpf
+tests: $(UNIT_BINS) $(STRESS_BINS) $(WORK_BINS) $(FUZZ_BINS) $(BENCH_BINS)
+
+# Dependencies are installed on demand (idempotent; a no-op when present).
+deps:
+	$(Q)scripts/install-deps.sh
+
+check-deps:
+	$(Q)scripts/install-deps.sh --check >/dev/null 2>&1 || scripts/install-deps.sh
+
+# ---- BPF pipeline: vmlinux.h -> .bpf.o -> .skel.h ---------------------------
+vmlinux/vmlinux.h:
+	$(call msg,GEN,$@)
+	$(Q)if [ -r /sys/kernel/btf/vmlinux ]; then \
+		$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@; \
+	else echo "btrace-bpf: kernel has no BTF (/sys/kernel/btf/vmlinux missing); need CONFIG_DEBUG_INFO_BTF=y" >&2; exit 1; fi
+
+$(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h $(wildcard bpf/*.h) | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -c $< -o $@
+	$(Q)llvm-strip -g $@ 2>/dev/null || true
+
+skeletons/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
+
+# ---- user space ---------------------------------------------------------------
+$(OUT)/user/btrace_buffer.o: user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libbtrace.a: $(OUT)/user/btrace_buffer.o
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(OUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard bpf/*.h) $(SKELS) | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/btrace_buffer.o
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(OUT)/btrace-bpf: $(OUT)/user/main.o $(OUT)/libbtrace-tool.a
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS_BPF) -o $@
+
+# ---- tests --------------------------------------------------------------------
+# Buffer-only unit tests link libbtrace.a alone: proves it needs no libbpf.
+$(OUT)/tests/test_buffer%: tests/unit/test_buffer%.c $(OUT)/libbtrace.a tests/harness.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+
+$(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
+
+# Stress tests compile the buffer in with the test, three ways.
+$(OUT)/tests/stress_%: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< user/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_%.tsan: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< user/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< user/btrace_buffer.c -lpthread -o $@
+
+$(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
+
+$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) user/btrace_buffer.c $(SKELS) | $(OUT)/tests
+	$(call msg,FUZZ,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
+
+$(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
+
+test: check-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)tests/run.sh
+
+bench: check-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/bench.sh
+
+$(OUT)/bpf $(OUT)/user $(OUT)/tests $(OUT)/bench:
+	$(Q)mkdir -p $@
+
+clean:
+	rm -rf $(OUT) skeletons/*.skel.h vmlinux/vmlinux.h
+
+.DELETE_ON_ERROR:
+.SECONDARY:

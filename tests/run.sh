@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs every test program and ends with one line: "N passed, M failed".
+# A test program prints TAP lines ("ok N - name" / "not ok N - name"); a program
+# that crashes or exits non-zero without a "not ok" line counts as one failure.
+#   TESTS=pattern  run only programs whose name matches (grep -E)
+#   STRESS_SECONDS=N  time bound per stress run (default 4)
+set -u
+cd "$(dirname "$0")/.."
+B=build/tests
+pass=0 fail=0 skip=0
+failed_names=()
+filter=${TESTS:-.}
+export STRESS_SECONDS=${STRESS_SECONDS:-4}
+export BTRACE_BPF=$PWD/build/btrace-bpf
+export TEST_BIN=$PWD/$B
+
+run_one() { # name timeout cmd...
+	local name=$1 to=$2; shift 2
+	echo "$name" | grep -qE "$filter" || return 0
+	local log; log=$(mktemp)
+	printf '== %s\n' "$name"
+	timeout --kill-after=10 "$to" "$@" >"$log" 2>&1
+	local rc=$? p f s
+	p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
+	s=$(grep -cE '^ok [0-9]+.*# SKIP' "$log" | tr -d ' ')
+	f=$(grep -cE '^not ok [0-9]+' "$log" | tr -d ' ')
+	p=$((p - s))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		[ "$rc" -eq 124 ] && echo "  TIMEOUT after ${to}s" >>"$log"
+		echo "  exit status $rc" >>"$log"
+	fi
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	if [ "$f" -ne 0 ]; then
+		failed_names+=("$name")
+		sed 's/^/    /' "$log"
+	else
+		grep -E '^(not )?ok|^#' "$log" | sed 's/^/    /'
+	fi
+	rm -f "$log"
+}
+
+for t in "$B"/test_*; do
+	[ -x "$t" ] || continue
+	run_one "unit/$(basename "$t")" 300 "$t"
+done
+for t in "$B"/stress_*; do
+	[ -x "$t" ] || continue
+	case "$t" in
+	*.tsan) TSAN_OPTIONS="halt_on_error=1 abort_on_error=1 second_deadlock_stack=1" run_one "stress/$(basename "$t")" 300 "$t" ;;
+	*.asan) ASAN_OPTIONS="abort_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" run_one "stress/$(basename "$t")" 300 "$t" ;;
+	*) run_one "stress/$(basename "$t")" 300 "$t" ;;
+	esac
+done
+for t in tests/bpf/test_*.sh; do
+	[ -f "$t" ] || continue
+	run_one "bpf/$(basename "$t" .sh)" 600 bash "$t"
+done
+for t in "$B"/fuzz_*; do
+	[ -x "$t" ] || continue
+	# Seeds are copied so the run never dirties the tree.
+	corpus=$(mktemp -d)
+	cp tests/fuzz/seeds/"$(basename "$t")"/* "$corpus"/ 2>/dev/null || true
+	run_one "fuzz/$(basename "$t")" 120 bash -c "'$t' -max_total_time=${FUZZ_SECONDS:-20} -rss_limit_mb=2048 '$corpus' >/dev/null 2>&1 && echo 'ok 1 - $(basename "$t") ran ${FUZZ_SECONDS:-20}s without a crash' || { '$t' -runs=0 '$corpus' 2>&1 | tail -30; echo 'not ok 1 - $(basename "$t") crashed'; }"
+	rm -rf "$corpus"
+done
+
+if [ ${#failed_names[@]} -gt 0 ]; then
+	echo "failed: ${failed_names[*]}"
+fi
+[ "$skip" -gt 0 ] && echo "($skip skipped)"
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * btrace_buffer.h - the block-partitioned flight-recorder buffer (libbtrace).
+ *
+ * One global buffer of N equally sized data blocks, handed out to cores one
+ * block at a time and overwritten oldest-first (the BTrace design, ASPLOS'25,
+ * sections 3 and 4). See btrace_buffer.c for the design comment.
+ *
+ * Concurrency contract:
+ *   bt_write()          any number of threads, for any core, at once;
+ *                       lock-free, never blocks, never waits for another writer.
+ *   bt_read()           up to BT_MAX_READERS readers at once, concurrently with
+ *                       writers; never blocks writers (speculative reads).
+ *   bt_resize()         one resizer at a time (others get -EBUSY); concurrent
+ *                       with writers and readers.
+ *   bt_buffer_destroy() only when nobody else uses the buffer.
+ *
+ * Errors: functions return 0 or a negative errno; constructors return NULL and
+ * set errno (and fill an optional error message).
+ */
+#ifndef BTRACE_BUFFER_H
+#define BTRACE_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BT_MAX_READERS 8
+#define BT_MAX_CORES 4096
+#define BT_MIN_BLOCK_SIZE 256u
+#define BT_MAX_BLOCK_SIZE (1u << 20)
+#define BT_DEFAULT_BLOCK_SIZE 4096u
+#define BT_NO_POS UINT64_MAX /* "no block": first block of a core, etc. */
+
+/* Every block starts with this header; entries follow at offset BT_BLOCK_HDR. */
+struct bt_block_hdr {
+	uint64_t pos;      /* global position of the block (round * A + meta); 0 = never used */
+	uint64_t prev_pos; /* position of the same core's previous block, BT_NO_POS if none */
+	uint32_t core;     /* core that owns the block, BT_RESIZER_CORE for internal blocks */
+	uint32_t flags;    /* reserved, 0 */
+};
+#define BT_BLOCK_HDR ((uint32_t)sizeof(struct bt_block_hdr))
+#define BT_RESIZER_CORE UINT32_MAX
+
+/* Every entry in a block starts with this header; payload follows. */
+struct bt_entry_hdr {
+	uint32_t size; /* whole entry, header included, multiple of 8 */
+	uint32_t kind; /* BT_ENTRY_DATA or BT_ENTRY_PAD */
+};
+#define BT_ENTRY_HDR ((uint32_t)sizeof(struct bt_entry_hdr))
+#define BT_ENTRY_DATA 0x44415441u /* "DATA" */
+#define BT_ENTRY_PAD 0x50414444u  /* "PADD": dummy data, never returned */
+
+/* Largest payload bt_write() accepts for a given block size. */
+#define BT_MAX_PAYLOAD(block_size) ((block_size) - BT_BLOCK_HDR - BT_ENTRY_HDR)
+
+struct bt_config {
+	size_t size;          /* initial capacity in bytes (data blocks only) */
+	size_t max_size;      /* virtual reservation; 0 = same as size */
+	uint32_t block_size;  /* power of two, BT_MIN_BLOCK_SIZE..BT_MAX_BLOCK_SIZE; 0 = 4 KiB */
+	uint32_t ncores;      /* cores that write (core ids 0..ncores-1) */
+	uint32_t active;      /* A, number of active (metadata) blocks; 0 = 16 * ncores */
+	uint32_t start_round; /* first round number (tests start near 2^32 to test wrap) */
+	unsigned prefault:1;  /* touch memory at create/grow so writes never page-fault */
+};
+
+/* Monotonic counters; a snapshot is taken by bt_buffer_stats(). */
+struct bt_stats {
+	uint64_t entries_written;   /* entries confirmed in a block */
+	uint64_t bytes_written;     /* payload + entry headers of those entries */
+	uint64_t entries_rejected;  /* larger than a block: -EMSGSIZE */
+	uint64_t padding_bytes;     /* dummy data (block ends, closing, stale reservations) */
+	uint64_t blocks_used;       /* blocks locked for writing (each advance) */
+	uint64_t blocks_closed;     /* blocks closed early by block closing (not filled by their core) */
+	uint64_t blocks_skipped;    /* positions skipped because a lagging writer held the block */
+	uint64_t positions_stale;   /* positions skipped because another producer got there first */
+	uint64_t core_races;        /* advances that lost the race for the core (block closed empty) */
+	uint64_t resizes;           /* completed bt_resize() calls */
+	size_t size;                /* current capacity (bytes of data blocks) */
+	size_t max_size;            /* reserved capacity */
+	size_t resident;            /* bytes of data blocks backed by memory now */
+	size_t metadata_bytes;      /* fixed metadata (never reclaimed) */
+	uint32_t block_size, nblocks, active, ncores;
+};
+
+/* What a reader was handed for one block. */
+struct bt_block_view {
+	uint64_t pos;      /* global position, increasing with time of locking */
+	uint64_t prev_pos; /* the same core's previous block, BT_NO_POS if none */
+	uint32_t core;
+	uint32_t used;     /* bytes of entries (from BT_BLOCK_HDR), padding included */
+	int complete;      /* 1: block closed; 0: active block read up to its confirmed prefix */
+	const uint8_t *data; /* whole block copy; valid only during the callback */
+};
+
+/* Reader accounting for one bt_read() pass. */
+struct bt_read_stats {
+	uint64_t blocks_read;        /* delivered to the callback */
+	uint64_t blocks_lost;        /* overwritten while being read: dropped, never torn */
+	uint64_t blocks_busy;        /* active block with a write in flight: not delivered */
+	uint64_t blocks_empty;       /* never used since creation */
+	uint64_t entries;            /* data entries in delivered blocks */
+};
+
+struct bt_buffer;
+
+/* Create a buffer; on failure returns NULL, sets errno, and (if err != NULL)
+ * writes a one-line reason to err[0..errlen). */
+struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen);
+void bt_buffer_destroy(struct bt_buffer *b);
+
+/* Append one entry for `core`. Returns 0, -EMSGSIZE (entry can never fit a
+ * block; counted), -EINVAL (core out of range), -ENOSPC (buffer resized to
+ * nothing usable; should not happen). Never blocks. */
+int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len);
+
+/* Reserve/commit form for callers that build the entry in place. The pointer
+ * is valid until bt_commit(); commit exactly once. */
+struct bt_reservation {
+	void *data;
+	void *meta_;     /* internal */
+	uint32_t size_;  /* internal */
+};
+int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reservation *r);
+void bt_commit(struct bt_buffer *b, struct bt_reservation *r);
+
+/* Speculatively read every retained block, oldest position first, handing a
+ * private copy of each valid block to cb. A non-zero return from cb stops the
+ * walk and is returned. Blocks overwritten during the read are dropped and
+ * counted in st. Never blocks writers. */
+typedef int (*bt_block_cb)(const struct bt_block_view *blk, void *ctx);
+int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st);
+
+/* Iterate data entries of a block view: returns the next payload or NULL.
+ * *off starts at 0. Padding is skipped; a malformed block ends the walk. */
+const void *bt_block_next(const struct bt_block_view *blk, uint32_t *off, uint32_t *len);
+
+/* Grow or shrink to `size` bytes (rounded down to a whole number of
+ * A blocks). Memory released by a shrink is returned to the kernel before
+ * this returns. -EINVAL bad size (msg in err), -E2BIG over max_size,
+ * -EBUSY another resize is running, -ETIMEDOUT a writer stalled inside a
+ * released block for over timeout_ms (the logical size changed; memory is
+ * released by the next successful call). */
+int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, size_t errlen);
+
+void bt_buffer_stats(const struct bt_buffer *b, struct bt_stats *st);
+
+/* Size helpers: the capacity bt_resize(size) would give, and the granule. */
+size_t bt_round_size(const struct bt_buffer *b, size_t size);
+size_t bt_size_granule(const struct bt_buffer *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* BTRACE_BUFFER_H */

@@ -1,0 +1,7 @@
+/* SPDX-License-Identifier: MIT */
+/* commands.h - subcommands dispatched by main.c (`btrace-bpf CMD ...`). Each returns the exit status. */
+#ifndef BTRACE_COMMANDS_H
+#define BTRACE_COMMANDS_H
+int cmd_record(int argc, char **argv);  /* user/cmd_record.c */
+int cmd_report(int argc, char **argv);  /* user/cmd_report.c */
+#endif
