@@ -47,7 +47,7 @@ FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRCS))
 
-.PHONY: all tool tests test bench clean deps check-deps
+.PHONY: all tool tests test bench clean deps check-deps run
 all: tool tests
 
 tool: $(OUT)/btrace-bpf
@@ -63,7 +63,7 @@ check-deps:
 # ---- BPF pipeline: vmlinux.h -> .bpf.o -> .skel.h ---------------------------
 vmlinux/vmlinux.h:
 	$(call msg,GEN,$@)
-	$(Q)if [ -r /sys/kernel/btf/vmlinux ]; then \
+	$(Q)mkdir -p $(@D); if [ -r /sys/kernel/btf/vmlinux ]; then \
 		$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@; \
 	else echo "btrace-bpf: kernel has no BTF (/sys/kernel/btf/vmlinux missing); need CONFIG_DEBUG_INFO_BTF=y" >&2; exit 1; fi
 
@@ -74,6 +74,7 @@ $(OUT)/bpf/%.bpf.o: bpf/%.bpf.c vmlinux/vmlinux.h $(wildcard bpf/*.h) | $(OUT)/b
 
 skeletons/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(call msg,SKEL,$@)
+	$(Q)mkdir -p $(@D)
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- user space ---------------------------------------------------------------
@@ -103,7 +104,7 @@ $(OUT)/tests/test_buffer%: tests/unit/test_buffer%.c $(OUT)/libbtrace.a tests/ha
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
 
-$(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h | $(OUT)/tests
+$(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h $(SKELS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
@@ -126,7 +127,7 @@ $(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) 
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
 
-$(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) | $(OUT)/bench
+$(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
@@ -137,6 +138,11 @@ test: check-deps
 bench: check-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/bench.sh
+
+# The main job with sensible defaults: `make run` (extra flags: ARGS="-e sched,syscalls").
+run: check-deps
+	$(Q)$(MAKE) --no-print-directory tool
+	$(Q)if [ "$$(id -u)" -ne 0 ]; then exec sudo $(OUT)/btrace-bpf record $(ARGS); else exec $(OUT)/btrace-bpf record $(ARGS); fi
 
 $(OUT)/bpf $(OUT)/user $(OUT)/tests $(OUT)/bench:
 	$(Q)mkdir -p $@

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * events.h - the event ABI shared by the BPF programs (bpf/*.bpf.c, included
+ * events.h - the event ABI shared by the BPF programs (bpf/NAME.bpf.c, included
  * after vmlinux.h) and user space (included after <linux/types.h>).
  *
  * Fixed-width fields only, explicit padding, every struct a multiple of 8

@@ -21,8 +21,9 @@ static int h_ntests, h_nfail_tests, h_case_failed;
 /* CHECK that stops the current test (for preconditions later checks rely on). */
 #define REQUIRE(cond, ...)                                                            \
 	do {                                                                          \
-		CHECK(cond, __VA_ARGS__);                                             \
-		if (!(cond))                                                          \
+		int h_ok_ = !!(cond); /* evaluated once: cond may have effects */     \
+		CHECK(h_ok_ && #cond, __VA_ARGS__);                                   \
+		if (!h_ok_)                                                           \
 			return;                                                       \
 	} while (0)
 

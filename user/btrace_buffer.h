@@ -47,7 +47,7 @@ struct bt_block_hdr {
 
 /* Every entry in a block starts with this header; payload follows. */
 struct bt_entry_hdr {
-	uint32_t size; /* whole entry, header included, multiple of 8 */
+	uint32_t size; /* header + payload bytes; the next entry starts 8-aligned after it */
 	uint32_t kind; /* BT_ENTRY_DATA or BT_ENTRY_PAD */
 };
 #define BT_ENTRY_HDR ((uint32_t)sizeof(struct bt_entry_hdr))
@@ -63,7 +63,7 @@ struct bt_config {
 	uint32_t block_size;  /* power of two, BT_MIN_BLOCK_SIZE..BT_MAX_BLOCK_SIZE; 0 = 4 KiB */
 	uint32_t ncores;      /* cores that write (core ids 0..ncores-1) */
 	uint32_t active;      /* A, number of active (metadata) blocks; 0 = 16 * ncores */
-	uint32_t start_round; /* first round number (tests start near 2^32 to test wrap) */
+	uint32_t start_round; /* first round number, 0 = 1 (tests start near 2^32 to test wrap) */
 	unsigned prefault:1;  /* touch memory at create/grow so writes never page-fault */
 };
 
@@ -72,6 +72,7 @@ struct bt_stats {
 	uint64_t entries_written;   /* entries confirmed in a block */
 	uint64_t bytes_written;     /* payload + entry headers of those entries */
 	uint64_t entries_rejected;  /* larger than a block: -EMSGSIZE */
+	uint64_t entries_dropped;   /* -EAGAIN: every candidate block held by stalled writers */
 	uint64_t padding_bytes;     /* dummy data (block ends, closing, stale reservations) */
 	uint64_t blocks_used;       /* blocks locked for writing (each advance) */
 	uint64_t blocks_closed;     /* blocks closed early by block closing (not filled by their core) */
@@ -113,8 +114,10 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 void bt_buffer_destroy(struct bt_buffer *b);
 
 /* Append one entry for `core`. Returns 0, -EMSGSIZE (entry can never fit a
- * block; counted), -EINVAL (core out of range), -ENOSPC (buffer resized to
- * nothing usable; should not happen). Never blocks. */
+ * block; counted), -EINVAL (core out of range), -EAGAIN (every candidate
+ * block was held by a stalled writer for 2*A advances; counted, only with
+ * pathological settings such as A close to the number of threads). Never
+ * blocks, never waits for another writer. */
 int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len);
 
 /* Reserve/commit form for callers that build the entry in place. The pointer
@@ -123,6 +126,7 @@ struct bt_reservation {
 	void *data;
 	void *meta_;     /* internal */
 	uint32_t size_;  /* internal */
+	uint32_t core_;  /* internal */
 };
 int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reservation *r);
 void bt_commit(struct bt_buffer *b, struct bt_reservation *r);

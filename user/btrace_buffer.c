@@ -1,0 +1,1098 @@
+// SPDX-License-Identifier: MIT
+/*
+ * btrace_buffer.c - the block-partitioned flight-recorder buffer.
+ *
+ * Design (BTrace, ASPLOS'25, sections 3 and 4)
+ * ============================================
+ *
+ *   global word  [gen:8 | pos:56]   FAA hands out block positions 0,1,2,...
+ *
+ *   position p -> meta m = p % A, round r = p / A
+ *              -> data block d = slot(r) * A + m   (slot from the layout)
+ *
+ *   metadata (A blocks, never reclaimed)          data (R slots of A blocks)
+ *   +-------------------------------+             slot 0: D0  D1 ... D(A-1)
+ *   | M0  alloc [rnd:32|pos:32]     | --------->  slot 1: DA  ...
+ *   |     conf  [rnd:32|pos:32]     |   ratio     ...
+ *   |     didx  (data block of rnd) |   R = N/A   slot R-1
+ *   | M1 ...                        |
+ *   +-------------------------------+
+ *   per-core word (ratio_and_pos) [rnd:32 | slot:16 | meta:16] = current block
+ *
+ * Fast path (4.1): FAA on alloc reserves bytes in the core's block, the caller
+ * copies, then FAA on conf confirms: conf is a *counter*, so writers confirm
+ * out of order and nobody waits for a preempted writer. A block is complete
+ * when conf.pos == block size.
+ *
+ * Slow path (4.2): an entry that does not fit pads the block's tail with a
+ * dummy entry and advances: FAA the global position, close the lagging block
+ * A positions behind (the meta's current round, 3.2 block closing), and lock
+ * the meta for the new round by CAS on conf, but only if its previous round
+ * is complete. A block still held by a lagging writer is skipped (3.4): the
+ * position is abandoned and the next one tried; the block is reused in a
+ * later round. The winner publishes the block in the per-core word by CAS.
+ *
+ * Implicit reclaiming (3.3): a round's data block can be overwritten or
+ * unmapped only when its conf reached the block size (every reservation was
+ * confirmed), so producers need no epoch or reference count of their own.
+ *
+ * Resize (4.4): the data area is one reservation of max_size bytes; a slot is
+ * A consecutive blocks (A*B bytes) that is either mapped or PROT_NONE. The
+ * layout maps rounds to physical slots (cyclic, oldest overwritten first); a
+ * resize publishes a new layout under a new generation in the global word.
+ * Shrinking drops the slots with the oldest data, then proves no producer can
+ * touch them (every meta's round is forwarded past the old generation once
+ * its block completed) and no reader can (epochs), then unmaps them.
+ *
+ * Readers (4.3) copy a block speculatively and re-check its header: the
+ * header's pos is a sequence word (zeroed before a new owner rewrites the
+ * block), so a block overwritten during the copy is dropped and counted,
+ * never returned torn.
+ */
+#include "btrace_buffer.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CACHELINE 128 /* two lines: the adjacent-line prefetcher pairs them */
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define BT_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define BT_TSAN 1
+#endif
+
+/* [rnd:32 | pos:32] words of alloc and conf */
+#define RND(x) ((uint32_t)((x) >> 32))
+#define POS(x) ((uint32_t)(x))
+#define RP(r, p) (((uint64_t)(uint32_t)(r) << 32) | (uint32_t)(p))
+
+/* global word [gen:8 | pos:56] */
+#define GEN_SHIFT 56
+#define GPOS(g) ((g) & ((1ull << GEN_SHIFT) - 1))
+#define GGEN(g) ((uint32_t)((g) >> GEN_SHIFT))
+#define GWORD(gen, pos) (((uint64_t)((gen) & 0xff) << GEN_SHIFT) | (pos))
+
+/* per-core word [rnd:32 | slot:16 | meta:16] */
+#define CORE_NONE UINT64_MAX
+#define CW(r, slot, m) RP(r, ((uint32_t)(slot) << 16) | (m))
+#define CW_SLOT(c) ((uint32_t)((c) >> 16) & 0xffff)
+#define CW_META(c) ((uint32_t)(c)&0xffff)
+
+#define NLAYOUTS 4 /* generations whose layout may still be read */
+#define MAX_SLOTS 0xfffe
+
+static inline bool rnd_before(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b) < 0;
+}
+
+struct bt_meta {
+	_Atomic uint64_t alloc;
+	_Atomic uint64_t conf;
+	_Atomic uint32_t didx; /* data block of the current round */
+} __attribute__((aligned(CACHELINE)));
+
+struct bt_core {
+	_Atomic uint64_t cur; /* ratio_and_pos: the block this core writes */
+	char pad1[CACHELINE - sizeof(uint64_t)];
+	_Atomic uint64_t entries; /* written only by this core's writers */
+	_Atomic uint64_t bytes;
+} __attribute__((aligned(CACHELINE)));
+
+struct bt_layout {
+	_Atomic uint64_t base_round; /* 64-bit round that maps to order[0] */
+	_Atomic uint32_t nslots;     /* R */
+	_Atomic uint16_t *order;     /* physical slot of virtual slot i */
+};
+
+struct bt_reader {
+	_Atomic uint32_t claimed;
+	_Atomic uint64_t epoch; /* 0 = not reading */
+} __attribute__((aligned(CACHELINE)));
+
+struct bt_buffer {
+	/* read-mostly geometry */
+	uint8_t *data;
+	uint32_t bsize, bshift, A, ncores, max_slots;
+	size_t max_size;
+	struct bt_meta *meta;
+	struct bt_core *cores;
+	struct bt_layout layouts[NLAYOUTS];
+	bool prefault;
+
+	_Atomic uint64_t global __attribute__((aligned(CACHELINE)));
+
+	/* slow-path counters */
+	_Atomic uint64_t padding __attribute__((aligned(CACHELINE)));
+	_Atomic uint64_t rejected, dropped, blocks_used, closed, skipped, stale, core_races;
+
+	/* resize state (one resizer at a time) */
+	atomic_flag resizing;
+	_Atomic uint32_t nslots; /* current R, for stats */
+	_Atomic uint64_t resizes;
+	uint8_t *mapped;         /* [max_slots] slot has memory */
+	uint16_t *pending;       /* slots to release once safe */
+	uint32_t npending;
+	struct bt_reader readers[BT_MAX_READERS];
+	_Atomic uint64_t epoch __attribute__((aligned(CACHELINE)));
+};
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static inline uint8_t *block_at(const struct bt_buffer *b, uint32_t d)
+{
+	return b->data + ((size_t)d << b->bshift);
+}
+
+static inline struct bt_block_hdr *hdr_at(const struct bt_buffer *b, uint32_t d)
+{
+	return (struct bt_block_hdr *)block_at(b, d);
+}
+
+/* The header's pos is the block's sequence word (seqlock-style). */
+static inline _Atomic uint64_t *hdr_pos(const struct bt_buffer *b, uint32_t d)
+{
+	return (_Atomic uint64_t *)&hdr_at(b, d)->pos;
+}
+
+static inline size_t slot_bytes(const struct bt_buffer *b)
+{
+	return (size_t)b->A << b->bshift;
+}
+
+/* ---- writers: padding and closing -------------------------------------- */
+
+/* Fill [off, off+len) of block d with one dummy entry and confirm it. The
+ * caller owns that range through its reservation on the meta's alloc. */
+static void pad_confirm(struct bt_buffer *b, struct bt_meta *mt, uint32_t d, uint32_t off, uint32_t len)
+{
+	struct bt_entry_hdr *e = (struct bt_entry_hdr *)(block_at(b, d) + off);
+
+	e->size = len;
+	e->kind = BT_ENTRY_PAD;
+	atomic_fetch_add_explicit(&b->padding, len, memory_order_relaxed);
+	/* Release: the dummy before the count; pairs with the acquire loads of
+	 * conf in read_block() and lock_position(). */
+	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
+}
+
+/* Close the meta's current round if it is older than `r` and still open:
+ * take the rest of the block with one CAS and pad it (block closing, 3.2).
+ * Returns true if this call closed it. */
+static bool close_round_before(struct bt_buffer *b, struct bt_meta *mt, uint32_t r)
+{
+	/* Acquire: pairs with the release CAS in lock_position() that reset
+	 * alloc for this round, so didx below is this round's block. */
+	uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
+
+	for (;;) {
+		if (!rnd_before(RND(a), r) || POS(a) >= b->bsize)
+			return false;
+		if (atomic_compare_exchange_weak_explicit(&mt->alloc, &a, RP(RND(a), b->bsize),
+							  memory_order_acquire, memory_order_acquire)) {
+			/* didx cannot change: the round stays open until we confirm. */
+			uint32_t d = atomic_load_explicit(&mt->didx, memory_order_relaxed);
+
+			pad_confirm(b, mt, d, POS(a), b->bsize - POS(a));
+			return true;
+		}
+	}
+}
+
+/* A reservation that landed in a newer round of the meta than the writer
+ * expected (the block was closed and relocked while the writer was
+ * preempted between its check and its FAA). The bytes are ours in that
+ * round's block: turn them into padding so the round can complete. */
+static void neutralize_stale(struct bt_buffer *b, struct bt_meta *mt, uint64_t old, uint32_t size)
+{
+	uint32_t off = POS(old), end = off + size;
+
+	if (off >= b->bsize)
+		return;
+	if (end > b->bsize)
+		end = b->bsize;
+	/* The FAA was acquire: we see the didx stored before the reset. */
+	pad_confirm(b, mt, atomic_load_explicit(&mt->didx, memory_order_relaxed), off, end - off);
+}
+
+/* ---- writers: block advancement (slow path, 4.2) ----------------------- */
+
+/* Physical slot of a 64-bit round in generation `gen`, or -1 if that layout
+ * is gone (the position is then stale and skipped). */
+static int layout_slot(struct bt_buffer *b, uint32_t gen, uint64_t round)
+{
+	struct bt_layout *l = &b->layouts[gen % NLAYOUTS];
+	uint64_t base = atomic_load_explicit(&l->base_round, memory_order_relaxed);
+	uint32_t n = atomic_load_explicit(&l->nslots, memory_order_relaxed);
+	uint32_t slot;
+
+	if (n == 0 || n > b->max_slots)
+		return -1;
+	slot = atomic_load_explicit(&l->order[(round - base) % n], memory_order_relaxed);
+	/* Acquire fence: if the loads above saw a later resize's rewrite of
+	 * this layout, the gen check below sees that resize's publication;
+	 * pairs with the release fence in publish_layout(). */
+	atomic_thread_fence(memory_order_acquire);
+	if (GGEN(atomic_load_explicit(&b->global, memory_order_relaxed)) != (gen & 0xff))
+		return -1;
+	return slot < b->max_slots ? (int)slot : -1;
+}
+
+enum lock_result { LOCKED, SKIPPED, STALE };
+
+/* Try to take position p for `core`. On LOCKED the block is initialized and
+ * its header confirmed, and *cw_new describes it. */
+static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64_t g, uint64_t prev_pos,
+				      uint64_t *cw_new)
+{
+	uint64_t p = GPOS(g), round = p / b->A;
+	uint32_t m = (uint32_t)(p % b->A), r = (uint32_t)round;
+	struct bt_meta *mt = &b->meta[m];
+	struct bt_block_hdr *h;
+	uint64_t cf, a;
+	uint32_t d;
+	int slot;
+
+	/* Block closing: the lagging block A positions behind stops taking
+	 * entries, whoever holds it. */
+	if (close_round_before(b, mt, r))
+		atomic_fetch_add_explicit(&b->closed, 1, memory_order_relaxed);
+
+	/* Acquire: pairs with the release confirmations, so a complete round's
+	 * data is settled before we reuse its metadata. */
+	cf = atomic_load_explicit(&mt->conf, memory_order_acquire);
+	if (!rnd_before(RND(cf), r))
+		return STALE; /* a wrap-around producer or a resize got further */
+	if (POS(cf) != b->bsize)
+		return SKIPPED; /* a lagging writer still holds the block: skip it */
+	slot = layout_slot(b, GGEN(g), round);
+	if (slot < 0)
+		return STALE;
+	/* Lock: nobody can reuse or reclaim the meta's block while conf.pos is
+	 * below the block size. */
+	if (!atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(r, 0), memory_order_acq_rel,
+						     memory_order_relaxed))
+		return STALE;
+
+	d = (uint32_t)slot * b->A + m;
+	atomic_store_explicit(&mt->didx, d, memory_order_relaxed);
+
+	/* Rewrite the header seqlock-style: invalidate, fence, fields, publish. */
+	h = hdr_at(b, d);
+	atomic_store_explicit(hdr_pos(b, d), 0, memory_order_relaxed);
+	/* Release fence: the invalidation is visible before the new fields;
+	 * pairs with the acquire fence in read_block(). */
+	atomic_thread_fence(memory_order_release);
+	h->prev_pos = prev_pos;
+	h->core = core;
+	h->flags = 0;
+	/* Release: header fields before pos; pairs with the acquire load of
+	 * pos in read_block(). */
+	atomic_store_explicit(hdr_pos(b, d), p, memory_order_release);
+
+	/* Reset alloc to the header's end. Stale FAAs may still bump the old
+	 * round's word, so retry; the round lock keeps everyone else out. */
+	a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+	/* Release: didx and header before the new round is visible to
+	 * writers; pairs with the acquire FAA in bt_reserve() and the acquire
+	 * load in close_round_before(). */
+	while (!atomic_compare_exchange_weak_explicit(&mt->alloc, &a, RP(r, BT_BLOCK_HDR), memory_order_release,
+						      memory_order_relaxed))
+		;
+	/* Release: confirm the header; pairs with acquire loads of conf. */
+	atomic_fetch_add_explicit(&mt->conf, BT_BLOCK_HDR, memory_order_release);
+	*cw_new = CW(r, slot, m);
+	return LOCKED;
+}
+
+/* 64-bit position of the block a core word names, given a recent position
+ * (rounds in the word are 32-bit; the true round is within 2^31 of now). */
+static uint64_t cw_position(const struct bt_buffer *b, uint64_t cw, uint64_t now_pos)
+{
+	uint64_t now_round = now_pos / b->A;
+	uint64_t round = now_round - (uint32_t)((uint32_t)now_round - RND(cw));
+
+	return round * b->A + CW_META(cw);
+}
+
+/* Move `core` off the block named by cw_old. Returns 0 when the core has a
+ * new block (ours or another thread's), -EAGAIN after 2*A failed positions. */
+static int advance(struct bt_buffer *b, uint32_t core, uint64_t cw_old)
+{
+	struct bt_core *c = &b->cores[core];
+	uint32_t tries;
+
+	for (tries = 0; tries < 2 * b->A; tries++) {
+		uint64_t cw_new, prev, g;
+
+		/* Another thread of this core already advanced: use its block. */
+		if (atomic_load_explicit(&c->cur, memory_order_relaxed) != cw_old)
+			return 0;
+		/* Acquire: pairs with the release CAS in publish_layout(), so
+		 * the layout of this position's generation is visible. */
+		g = atomic_fetch_add_explicit(&b->global, 1, memory_order_acquire);
+		prev = cw_old == CORE_NONE ? BT_NO_POS : cw_position(b, cw_old, GPOS(g));
+		switch (lock_position(b, core, g, prev, &cw_new)) {
+		case SKIPPED:
+			atomic_fetch_add_explicit(&b->skipped, 1, memory_order_relaxed);
+			continue;
+		case STALE:
+			atomic_fetch_add_explicit(&b->stale, 1, memory_order_relaxed);
+			continue;
+		case LOCKED:
+			break;
+		}
+		atomic_fetch_add_explicit(&b->blocks_used, 1, memory_order_relaxed);
+		/* Release: the block's header and metadata before other writers
+		 * of this core use it; pairs with the acquire load in bt_reserve(). */
+		if (atomic_compare_exchange_strong_explicit(&c->cur, &cw_old, cw_new, memory_order_release,
+							    memory_order_relaxed))
+			return 0;
+		/* Lost the race for the core: close our fresh block empty. */
+		atomic_fetch_add_explicit(&b->core_races, 1, memory_order_relaxed);
+		close_round_before(b, &b->meta[CW_META(cw_new)], RND(cw_new) + 1);
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* ---- writers: public API ------------------------------------------------- */
+
+int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reservation *res)
+{
+	uint32_t size = (BT_ENTRY_HDR + len + 7) & ~7u; /* bytes taken: 8-aligned */
+	struct bt_core *c;
+
+	if (core >= b->ncores)
+		return -EINVAL;
+	if (len > BT_MAX_PAYLOAD(b->bsize)) {
+		atomic_fetch_add_explicit(&b->rejected, 1, memory_order_relaxed);
+		return -EMSGSIZE;
+	}
+	c = &b->cores[core];
+	for (;;) {
+		/* Acquire: pairs with the release CAS in advance(); the block's
+		 * header and reset metadata are visible. */
+		uint64_t cw = atomic_load_explicit(&c->cur, memory_order_acquire);
+
+		if (cw != CORE_NONE) {
+			uint32_t r = RND(cw), m = CW_META(cw);
+			struct bt_meta *mt = &b->meta[m];
+			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+
+			/* FAA even when it will not fit: the straddling writer pads
+			 * the tail, so the block completes without waiting for
+			 * block closing. */
+			if (RND(a) == r && POS(a) < b->bsize) {
+				/* Acquire: if this lands in a newer round, pairs with
+				 * the release reset in lock_position() (see
+				 * neutralize_stale()). */
+				uint64_t old = atomic_fetch_add_explicit(&mt->alloc, size, memory_order_acquire);
+				uint32_t off = POS(old);
+				uint32_t d = CW_SLOT(cw) * b->A + m;
+
+				if (RND(old) != r) {
+					neutralize_stale(b, mt, old, size);
+					continue;
+				}
+				if (off + size <= b->bsize) {
+					struct bt_entry_hdr *e = (struct bt_entry_hdr *)(block_at(b, d) + off);
+
+					e->size = BT_ENTRY_HDR + len; /* exact length */
+					e->kind = BT_ENTRY_DATA;
+					res->data = e + 1;
+					res->meta_ = mt;
+					res->size_ = size;
+					res->core_ = core;
+					return 0;
+				}
+				/* Does not fit: pad the tail we own, then advance. */
+				if (off < b->bsize)
+					pad_confirm(b, mt, d, off, b->bsize - off);
+			}
+		}
+		if (advance(b, core, cw) < 0) {
+			atomic_fetch_add_explicit(&b->dropped, 1, memory_order_relaxed);
+			return -EAGAIN;
+		}
+	}
+}
+
+void bt_commit(struct bt_buffer *b, struct bt_reservation *res)
+{
+	struct bt_core *c = &b->cores[res->core_];
+	struct bt_meta *mt = res->meta_;
+
+	atomic_fetch_add_explicit(&c->entries, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->bytes, res->size_, memory_order_relaxed);
+	/* Release: payload before the confirmation count; pairs with the
+	 * acquire load of conf in read_block() (and lock_position()). */
+	atomic_fetch_add_explicit(&mt->conf, res->size_, memory_order_release);
+}
+
+int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len)
+{
+	struct bt_reservation r;
+	int err = bt_reserve(b, core, len, &r);
+
+	if (err)
+		return err;
+	memcpy(r.data, data, len);
+	bt_commit(b, &r);
+	return 0;
+}
+
+/* ---- readers (speculative consumer, 4.3) --------------------------------- */
+
+static int reader_enter(struct bt_buffer *b)
+{
+	for (int i = 0; i < BT_MAX_READERS; i++) {
+		uint32_t z = 0;
+
+		if (atomic_compare_exchange_strong_explicit(&b->readers[i].claimed, &z, 1, memory_order_acquire,
+							    memory_order_relaxed)) {
+			uint64_t e = atomic_load_explicit(&b->epoch, memory_order_seq_cst);
+
+			/* Seq_cst: the announcement is ordered before our layout
+			 * load; pairs with the seq_cst epoch bump and scan in
+			 * wait_readers(). */
+			atomic_store_explicit(&b->readers[i].epoch, e, memory_order_seq_cst);
+			return i;
+		}
+	}
+	return -EBUSY;
+}
+
+static void reader_exit(struct bt_buffer *b, int i)
+{
+	/* Release: our reads of the blocks are done; pairs with the acquire
+	 * load in wait_readers() before memory is unmapped. */
+	atomic_store_explicit(&b->readers[i].epoch, 0, memory_order_release);
+	atomic_store_explicit(&b->readers[i].claimed, 0, memory_order_release);
+}
+
+/* Copy a block that writers may be changing; the result is validated by the
+ * caller through the header's sequence word, so the race is intended. */
+#ifdef BT_TSAN
+__attribute__((no_sanitize("thread")))
+#endif
+static void speculative_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
+{
+	const volatile uint64_t *s = (const volatile uint64_t *)src;
+	uint64_t *o = (uint64_t *)dst;
+
+	for (uint32_t i = 0; i < len / 8; i++)
+		o[i] = s[i];
+}
+
+enum read_result { READ_OK, READ_LOST, READ_BUSY };
+
+static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t expect, uint8_t *scratch,
+				   struct bt_block_view *v)
+{
+	/* Acquire: pairs with the release store of pos in lock_position(). */
+	uint64_t h1 = atomic_load_explicit(hdr_pos(b, d), memory_order_acquire), h2;
+	uint32_t m, r, used;
+	struct bt_meta *mt;
+	uint64_t cf, a;
+	const struct bt_block_hdr *h;
+
+	if (h1 != expect)
+		return READ_LOST;
+	m = (uint32_t)(h1 % b->A);
+	r = (uint32_t)(h1 / b->A);
+	mt = &b->meta[m];
+	/* Acquire: pairs with the release confirmations; every confirmed
+	 * entry's bytes are visible. */
+	cf = atomic_load_explicit(&mt->conf, memory_order_acquire);
+	a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
+	if (RND(cf) == r && POS(cf) < b->bsize) {
+		/* Active block: readable up to conf only when nothing is in
+		 * flight (conf read first, so alloc == conf means all bytes
+		 * below it were confirmed at the time of the conf load). */
+		if (RND(a) != r || POS(a) != POS(cf))
+			return READ_BUSY;
+		used = POS(cf);
+		v->complete = 0;
+	} else if (RND(cf) == r || rnd_before(r, RND(cf))) {
+		used = b->bsize; /* complete (its meta may have moved on) */
+		v->complete = 1;
+	} else {
+		return READ_LOST;
+	}
+	speculative_copy(scratch, block_at(b, d), used);
+	/* Acquire fence: if the copy saw any write of a new owner, the pos
+	 * reload sees that owner's invalidation; pairs with the release fence
+	 * in lock_position(). */
+	atomic_thread_fence(memory_order_acquire);
+	h2 = atomic_load_explicit(hdr_pos(b, d), memory_order_relaxed);
+	if (h2 != h1)
+		return READ_LOST;
+	h = (const struct bt_block_hdr *)scratch;
+	v->pos = h1;
+	v->prev_pos = h->prev_pos;
+	v->core = h->core;
+	v->used = used;
+	v->data = scratch;
+	return READ_OK;
+}
+
+struct pos_idx {
+	uint64_t pos;
+	uint32_t d;
+};
+
+static int cmp_pos(const void *x, const void *y)
+{
+	const struct pos_idx *a = x, *b = y;
+
+	return a->pos < b->pos ? -1 : a->pos > b->pos;
+}
+
+static uint32_t count_entries(const struct bt_block_view *v)
+{
+	uint32_t off = 0, len, n = 0;
+
+	while (bt_block_next(v, &off, &len))
+		n++;
+	return n;
+}
+
+int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st)
+{
+	struct bt_read_stats local = { 0 };
+	struct pos_idx *idx = NULL;
+	uint8_t *scratch = NULL;
+	uint32_t n = 0, nslots, i;
+	uint16_t *slots = NULL;
+	int ri, ret = 0;
+
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	ri = reader_enter(b);
+	if (ri < 0)
+		return ri;
+
+	/* Seq_cst: after our epoch announcement (see reader_enter()). */
+	{
+		uint32_t gen = GGEN(atomic_load_explicit(&b->global, memory_order_seq_cst));
+		struct bt_layout *l = &b->layouts[gen % NLAYOUTS];
+
+		nslots = atomic_load_explicit(&l->nslots, memory_order_relaxed);
+		slots = malloc(sizeof(*slots) * (nslots ? nslots : 1));
+		idx = malloc(sizeof(*idx) * ((size_t)nslots * b->A + 1));
+		scratch = aligned_alloc(64, b->bsize);
+		if (!slots || !idx || !scratch) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (i = 0; i < nslots; i++)
+			slots[i] = atomic_load_explicit(&l->order[i], memory_order_relaxed);
+	}
+
+	/* Pass 1: which blocks hold what, then oldest position first. */
+	for (i = 0; i < nslots; i++) {
+		for (uint32_t m = 0; m < b->A; m++) {
+			uint32_t d = (uint32_t)slots[i] * b->A + m;
+			uint64_t p = atomic_load_explicit(hdr_pos(b, d), memory_order_relaxed);
+
+			if (p == 0) {
+				st->blocks_empty++;
+				continue;
+			}
+			idx[n].pos = p;
+			idx[n].d = d;
+			n++;
+		}
+	}
+	qsort(idx, n, sizeof(*idx), cmp_pos);
+
+	/* Pass 2: speculative copies, validated one by one. */
+	for (i = 0; i < n; i++) {
+		struct bt_block_view v;
+		enum read_result rr = READ_BUSY;
+
+		/* An active block with a write in flight: give it a moment. */
+		for (int tries = 0; tries < 64; tries++) {
+			rr = read_block(b, idx[i].d, idx[i].pos, scratch, &v);
+			if (rr != READ_BUSY)
+				break;
+			sched_yield();
+		}
+		if (rr == READ_LOST) {
+			st->blocks_lost++;
+			continue;
+		}
+		if (rr == READ_BUSY) {
+			st->blocks_busy++;
+			continue;
+		}
+		st->blocks_read++;
+		st->entries += count_entries(&v);
+		ret = cb(&v, ctx);
+		if (ret)
+			break;
+	}
+out:
+	reader_exit(b, ri);
+	free(slots);
+	free(idx);
+	free(scratch);
+	return ret;
+}
+
+const void *bt_block_next(const struct bt_block_view *v, uint32_t *off, uint32_t *len)
+{
+	for (;;) {
+		const struct bt_entry_hdr *e;
+		uint32_t o = *off ? *off : BT_BLOCK_HDR;
+
+		if (o + BT_ENTRY_HDR > v->used)
+			return NULL;
+		e = (const struct bt_entry_hdr *)(v->data + o);
+		if (e->size < BT_ENTRY_HDR || ((e->size + 7) & ~7u) > v->used - o)
+			return NULL; /* malformed: stop rather than walk garbage */
+		*off = o + ((e->size + 7) & ~7u);
+		if (e->kind == BT_ENTRY_DATA) {
+			*len = e->size - BT_ENTRY_HDR;
+			return e + 1;
+		}
+		if (e->kind != BT_ENTRY_PAD)
+			return NULL;
+	}
+}
+
+/* ---- resize (4.4) -------------------------------------------------------- */
+
+static int map_slot(struct bt_buffer *b, uint32_t s)
+{
+	uint8_t *p = block_at(b, s * b->A);
+
+	if (mprotect(p, slot_bytes(b), PROT_READ | PROT_WRITE))
+		return -errno;
+	if (b->prefault)
+		memset(p, 0, slot_bytes(b)); /* fresh anonymous pages: zero, and resident */
+	b->mapped[s] = 1;
+	return 0;
+}
+
+static int unmap_slot(struct bt_buffer *b, uint32_t s)
+{
+	/* Replacing the range drops its pages at once (memory returned). */
+	if (mmap(block_at(b, s * b->A), slot_bytes(b), PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+		return -errno;
+	b->mapped[s] = 0;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+static void pause_briefly(void)
+{
+	struct timespec ts = { 0, 20000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Wait until no reader that entered before now is still reading. */
+static int wait_readers(struct bt_buffer *b, uint64_t deadline)
+{
+	/* Seq_cst: pairs with the seq_cst announcement in reader_enter(). */
+	uint64_t e = atomic_fetch_add_explicit(&b->epoch, 1, memory_order_seq_cst) + 1;
+
+	for (int i = 0; i < BT_MAX_READERS; i++) {
+		for (;;) {
+			/* Acquire: pairs with the release in reader_exit(). */
+			uint64_t re = atomic_load_explicit(&b->readers[i].epoch, memory_order_acquire);
+
+			if (re == 0 || re >= e)
+				break;
+			if (now_ns() > deadline)
+				return -ETIMEDOUT;
+			pause_briefly();
+		}
+	}
+	return 0;
+}
+
+/* Build the layout of the next generation for a change from R to R2 slots
+ * at round r0 and publish it. `add` holds the new physical slots (grow);
+ * `drop` receives the slots no longer used (shrink). Returns the global
+ * position at which the new generation starts. */
+static uint64_t publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t *add, uint16_t *drop,
+			       uint32_t *ndrop)
+{
+	uint64_t g = atomic_load_explicit(&b->global, memory_order_acquire);
+
+	for (;;) {
+		uint32_t gen = GGEN(g), ngen = (gen + 1) & 0xff;
+		struct bt_layout *ol = &b->layouts[gen % NLAYOUTS], *nl = &b->layouts[ngen % NLAYOUTS];
+		uint64_t obase = atomic_load_explicit(&ol->base_round, memory_order_relaxed);
+		uint32_t R = atomic_load_explicit(&ol->nslots, memory_order_relaxed);
+		uint64_t r0 = GPOS(g) / b->A;
+		uint32_t K = R < R2 ? R : R2, k = 0, j;
+#define OLD_SLOT(round) atomic_load_explicit(&ol->order[((round)-obase) % R], memory_order_relaxed)
+
+		/* Release fence: whoever reads this rewritten layout slot and
+		 * then the global word sees at least the generation that
+		 * retired it; pairs with the acquire fence in layout_slot(). */
+		atomic_thread_fence(memory_order_release);
+		atomic_store_explicit(&nl->order[k++], OLD_SLOT(r0), memory_order_relaxed);
+		for (j = 0; j < R2 - K; j++)
+			atomic_store_explicit(&nl->order[k++], add[j], memory_order_relaxed);
+		for (j = K - 1; j >= 1; j--) /* kept old slots, oldest first */
+			atomic_store_explicit(&nl->order[k++], OLD_SLOT(r0 - j), memory_order_relaxed);
+		*ndrop = 0;
+		for (j = K; j < R; j++) /* dropped: the R-K oldest */
+			drop[(*ndrop)++] = OLD_SLOT(r0 - j);
+#undef OLD_SLOT
+		atomic_store_explicit(&nl->base_round, r0, memory_order_relaxed);
+		atomic_store_explicit(&nl->nslots, R2, memory_order_relaxed);
+		/* Release: the layout before the generation that uses it;
+		 * pairs with the acquire FAA in advance(). Seq_cst also orders
+		 * it before the epoch bump (readers, see reader_enter()). */
+		if (atomic_compare_exchange_strong_explicit(&b->global, &g, GWORD(ngen, GPOS(g)),
+							    memory_order_seq_cst, memory_order_acquire))
+			return GPOS(g);
+	}
+}
+
+/* After a shrink: forward every meta past the old generation once its
+ * current block is complete, so no producer can touch a dropped slot. */
+static int retire_old_generation(struct bt_buffer *b, uint64_t P, uint64_t deadline)
+{
+	uint64_t r0 = P / b->A;
+
+	for (uint32_t m = 0; m < b->A; m++) {
+		struct bt_meta *mt = &b->meta[m];
+		/* Last round of meta m handed out under the old generation. */
+		uint32_t last_old = (uint32_t)(m >= P % b->A ? r0 - 1 : r0);
+
+		for (;;) {
+			uint64_t cf = atomic_load_explicit(&mt->conf, memory_order_acquire);
+
+			if (!rnd_before(RND(cf), last_old + 1))
+				break; /* already in the new generation, or forwarded */
+			if (POS(cf) == b->bsize) {
+				if (atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(last_old, b->bsize),
+									    memory_order_acq_rel,
+									    memory_order_relaxed))
+					break;
+				continue;
+			}
+			/* Writers still in the block: stop new ones, let the
+			 * in-flight ones confirm. Never blocks them. */
+			if (close_round_before(b, mt, RND(cf) + 1))
+				atomic_fetch_add_explicit(&b->closed, 1, memory_order_relaxed);
+			if (now_ns() > deadline)
+				return -ETIMEDOUT;
+			pause_briefly();
+		}
+	}
+	return 0;
+}
+
+static int release_pending(struct bt_buffer *b, uint64_t deadline)
+{
+	int err = wait_readers(b, deadline);
+
+	if (err)
+		return err;
+	while (b->npending) {
+		err = unmap_slot(b, b->pending[b->npending - 1]);
+		if (err)
+			return err;
+		b->npending--;
+	}
+	return 0;
+}
+
+size_t bt_size_granule(const struct bt_buffer *b)
+{
+	return slot_bytes(b);
+}
+
+size_t bt_round_size(const struct bt_buffer *b, size_t size)
+{
+	return size / slot_bytes(b) * slot_bytes(b);
+}
+
+int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, size_t errlen)
+{
+	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms ? timeout_ms : 2000) * 1000000ull;
+	uint32_t R, R2 = (uint32_t)(size / slot_bytes(b)), nadd = 0, ndrop = 0;
+	uint16_t *add = NULL, *drop = NULL;
+	uint64_t P;
+	int ret = 0;
+
+	if (size > b->max_size) {
+		set_err(err, errlen, "%zu bytes is over the maximum of %zu reserved at start (raise the maximum size)",
+			size, b->max_size);
+		return -E2BIG;
+	}
+	if (R2 == 0) {
+		set_err(err, errlen, "%zu bytes is below the minimum of %zu (A=%u blocks of %u bytes)", size,
+			slot_bytes(b), b->A, b->bsize);
+		return -EINVAL;
+	}
+	if (atomic_flag_test_and_set_explicit(&b->resizing, memory_order_acquire)) {
+		set_err(err, errlen, "another resize is in progress");
+		return -EBUSY;
+	}
+	R = atomic_load_explicit(&b->nslots, memory_order_relaxed);
+	add = calloc(b->max_slots, sizeof(*add));
+	drop = calloc(b->max_slots, sizeof(*drop));
+	if (!add || !drop) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (R2 > R) {
+		/* Grow: back the new slots before anyone can be handed them. */
+		for (uint32_t s = 0; s < b->max_slots && nadd < R2 - R; s++) {
+			bool pend = false;
+
+			for (uint32_t i = 0; i < b->npending; i++)
+				pend |= b->pending[i] == s;
+			if (b->mapped[s] && !pend)
+				continue;
+			if (pend) { /* mapped, awaiting release: take it back */
+				for (uint32_t i = 0; i < b->npending; i++)
+					if (b->pending[i] == s)
+						b->pending[i] = b->pending[--b->npending];
+			} else if ((ret = map_slot(b, s)) < 0) {
+				set_err(err, errlen, "cannot map %zu bytes: %s", slot_bytes(b), strerror(-ret));
+				for (uint32_t i = 0; i < nadd; i++)
+					unmap_slot(b, add[i]);
+				goto out;
+			}
+			add[nadd++] = (uint16_t)s;
+		}
+	}
+	if (R2 != R) {
+		P = publish_layout(b, R2, add, drop, &ndrop);
+		atomic_store_explicit(&b->nslots, R2, memory_order_relaxed);
+		for (uint32_t i = 0; i < ndrop; i++)
+			b->pending[b->npending++] = drop[i];
+		if (ndrop)
+			ret = retire_old_generation(b, P, deadline);
+	}
+	if (ret == 0)
+		ret = release_pending(b, deadline);
+	if (ret == -ETIMEDOUT)
+		set_err(err, errlen, "a writer stalled inside a released block; memory is released by the next resize");
+	else if (ret == 0)
+		atomic_fetch_add_explicit(&b->resizes, 1, memory_order_relaxed);
+out:
+	free(add);
+	free(drop);
+	atomic_flag_clear_explicit(&b->resizing, memory_order_release);
+	return ret;
+}
+
+/* ---- create / destroy / stats -------------------------------------------- */
+
+struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen)
+{
+	uint32_t bsize = cfg->block_size ? cfg->block_size : BT_DEFAULT_BLOCK_SIZE;
+	uint32_t ncores = cfg->ncores, A;
+	size_t sbytes, max_size;
+	struct bt_buffer *b;
+	uint32_t R, Rmax, start;
+
+	if (bsize < BT_MIN_BLOCK_SIZE || bsize > BT_MAX_BLOCK_SIZE || (bsize & (bsize - 1))) {
+		set_err(err, errlen, "block size %u must be a power of two between %u and %u", bsize,
+			BT_MIN_BLOCK_SIZE, BT_MAX_BLOCK_SIZE);
+		goto inval;
+	}
+	if (ncores == 0 || ncores > BT_MAX_CORES) {
+		set_err(err, errlen, "number of cores %u must be between 1 and %u", ncores, BT_MAX_CORES);
+		goto inval;
+	}
+	if (cfg->size == 0) {
+		set_err(err, errlen, "buffer size must be greater than zero");
+		goto inval;
+	}
+	A = cfg->active;
+	if (A == 0) { /* default 16 x cores, the paper's sweet spot, if it fits */
+		A = 16 * ncores;
+		if ((size_t)A * bsize > cfg->size)
+			A = (uint32_t)(cfg->size / bsize);
+		if (A < ncores) {
+			set_err(err, errlen, "buffer of %zu bytes holds %zu blocks of %u bytes, fewer than %u cores",
+				cfg->size, cfg->size / bsize, bsize, ncores);
+			goto inval;
+		}
+	}
+	if (A == 0 || A > 0xffff) {
+		set_err(err, errlen, "active blocks %u must be between 1 and 65535", A);
+		goto inval;
+	}
+	sbytes = (size_t)A * bsize;
+	if (sbytes % (size_t)sysconf(_SC_PAGESIZE)) {
+		set_err(err, errlen, "A=%u blocks of %u bytes (%zu) must be a multiple of the page size %ld", A,
+			bsize, sbytes, sysconf(_SC_PAGESIZE));
+		goto inval;
+	}
+	max_size = cfg->max_size ? cfg->max_size : cfg->size;
+	if (max_size < cfg->size) {
+		set_err(err, errlen, "maximum size %zu is below the size %zu", max_size, cfg->size);
+		goto inval;
+	}
+	R = (uint32_t)(cfg->size / sbytes);
+	if (R == 0) {
+		set_err(err, errlen, "buffer of %zu bytes is smaller than A=%u active blocks of %u bytes (%zu)",
+			cfg->size, A, bsize, sbytes);
+		goto inval;
+	}
+	if (max_size / sbytes > MAX_SLOTS) {
+		set_err(err, errlen, "maximum size %zu needs more than %u slots of %zu bytes (raise the block size)",
+			max_size, MAX_SLOTS, sbytes);
+		goto inval;
+	}
+	Rmax = (uint32_t)(max_size / sbytes);
+	start = cfg->start_round ? cfg->start_round : 1; /* position 0 marks a never-used block */
+
+	b = aligned_alloc(CACHELINE, (sizeof(*b) + CACHELINE - 1) / CACHELINE * CACHELINE);
+	if (!b)
+		goto nomem;
+	memset(b, 0, sizeof(*b));
+	b->bsize = bsize;
+	b->bshift = (uint32_t)__builtin_ctz(bsize);
+	b->A = A;
+	b->ncores = ncores;
+	b->max_slots = Rmax;
+	b->max_size = (size_t)Rmax * sbytes;
+	b->prefault = cfg->prefault;
+	atomic_flag_clear(&b->resizing);
+	atomic_init(&b->epoch, 1);
+	b->meta = aligned_alloc(CACHELINE, sizeof(*b->meta) * A);
+	b->cores = aligned_alloc(CACHELINE, sizeof(*b->cores) * ncores);
+	b->mapped = calloc(Rmax, 1);
+	b->pending = calloc(Rmax, sizeof(*b->pending));
+	for (int i = 0; i < NLAYOUTS; i++)
+		b->layouts[i].order = calloc(Rmax, sizeof(*b->layouts[i].order));
+	if (!b->meta || !b->cores || !b->mapped || !b->pending || !b->layouts[NLAYOUTS - 1].order ||
+	    !b->layouts[0].order || !b->layouts[1].order || !b->layouts[2].order)
+		goto nomem_free;
+	for (uint32_t m = 0; m < A; m++) {
+		/* Round start-1 complete: the first advance locks round start. */
+		atomic_init(&b->meta[m].alloc, RP(start - 1, bsize));
+		atomic_init(&b->meta[m].conf, RP(start - 1, bsize));
+		atomic_init(&b->meta[m].didx, 0);
+	}
+	for (uint32_t c = 0; c < ncores; c++) {
+		atomic_init(&b->cores[c].cur, CORE_NONE);
+		atomic_init(&b->cores[c].entries, 0);
+		atomic_init(&b->cores[c].bytes, 0);
+	}
+	b->data = mmap(NULL, b->max_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (b->data == MAP_FAILED) {
+		set_err(err, errlen, "cannot reserve %zu bytes of address space: %s", b->max_size, strerror(errno));
+		b->data = NULL;
+		goto nomem_free;
+	}
+	for (uint32_t s = 0; s < R; s++) {
+		int e = map_slot(b, s);
+
+		if (e) {
+			set_err(err, errlen, "cannot map %zu bytes: %s", sbytes, strerror(-e));
+			goto nomem_free;
+		}
+		atomic_init(&b->layouts[0].order[s], (uint16_t)s);
+	}
+	atomic_init(&b->layouts[0].nslots, R);
+	atomic_init(&b->layouts[0].base_round, (uint64_t)start);
+	atomic_init(&b->nslots, R);
+	atomic_init(&b->global, GWORD(0, (uint64_t)start * A));
+	return b;
+
+nomem_free:
+	if (err && !err[0])
+		set_err(err, errlen, "out of memory");
+	bt_buffer_destroy(b);
+	errno = ENOMEM;
+	return NULL;
+nomem:
+	set_err(err, errlen, "out of memory");
+	errno = ENOMEM;
+	return NULL;
+inval:
+	errno = EINVAL;
+	return NULL;
+}
+
+void bt_buffer_destroy(struct bt_buffer *b)
+{
+	if (!b)
+		return;
+	if (b->data)
+		munmap(b->data, b->max_size);
+	for (int i = 0; i < NLAYOUTS; i++)
+		free((void *)b->layouts[i].order);
+	free(b->pending);
+	free(b->mapped);
+	free(b->cores);
+	free(b->meta);
+	free(b);
+}
+
+void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
+{
+	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */
+	uint32_t R = atomic_load_explicit(&b->nslots, memory_order_relaxed), mapped = 0;
+
+	memset(st, 0, sizeof(*st));
+	for (uint32_t c = 0; c < b->ncores; c++) {
+		st->entries_written += atomic_load_explicit(&b->cores[c].entries, memory_order_relaxed);
+		st->bytes_written += atomic_load_explicit(&b->cores[c].bytes, memory_order_relaxed);
+	}
+	st->entries_rejected = atomic_load_explicit(&b->rejected, memory_order_relaxed);
+	st->entries_dropped = atomic_load_explicit(&b->dropped, memory_order_relaxed);
+	st->padding_bytes = atomic_load_explicit(&b->padding, memory_order_relaxed);
+	st->blocks_used = atomic_load_explicit(&b->blocks_used, memory_order_relaxed);
+	st->blocks_closed = atomic_load_explicit(&b->closed, memory_order_relaxed);
+	st->blocks_skipped = atomic_load_explicit(&b->skipped, memory_order_relaxed);
+	st->positions_stale = atomic_load_explicit(&b->stale, memory_order_relaxed);
+	st->core_races = atomic_load_explicit(&b->core_races, memory_order_relaxed);
+	st->resizes = atomic_load_explicit(&b->resizes, memory_order_relaxed);
+	st->size = (size_t)R * slot_bytes(b);
+	st->max_size = b->max_size;
+	for (uint32_t s = 0; s < b->max_slots; s++)
+		mapped += b->mapped[s];
+	st->resident = (size_t)mapped * slot_bytes(b);
+	st->metadata_bytes = sizeof(struct bt_meta) * b->A + sizeof(struct bt_core) * b->ncores;
+	st->block_size = b->bsize;
+	st->nblocks = R * b->A;
+	st->active = b->A;
+	st->ncores = b->ncores;
+}
