@@ -380,6 +380,32 @@ static int advance(struct bt_buffer *b, uint32_t core, uint64_t cw_old)
 
 /* ---- writers: public API ------------------------------------------------- */
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
+/* The block is full and another writer of this core (the one whose
+ * reservation straddled the end) is advancing. Give it a bounded moment
+ * before advancing ourselves: without this, every writer of the core races
+ * to lock a block and all but one close theirs empty. Bounded, so a
+ * preempted advancer never blocks us. */
+static void wait_for_advance(struct bt_core *c, uint64_t cw)
+{
+	for (int i = 0; i < 200; i++) {
+		if (atomic_load_explicit(&c->cur, memory_order_relaxed) != cw)
+			return;
+		if (i < 190)
+			cpu_relax();
+		else
+			sched_yield();
+	}
+}
+
 int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reservation *res)
 {
 	uint32_t size = (BT_ENTRY_HDR + len + 7) & ~7u; /* bytes taken: 8-aligned */
@@ -431,6 +457,10 @@ int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reser
 				/* Does not fit: pad the tail we own, then advance. */
 				if (off < b->bsize)
 					pad_confirm(b, mt, d, off, b->bsize - off);
+				else
+					wait_for_advance(c, cw);
+			} else if (RND(a) == r) {
+				wait_for_advance(c, cw);
 			}
 		}
 		if (advance(b, core, cw) < 0) {
@@ -770,11 +800,13 @@ static uint64_t publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t 
 		atomic_store_explicit(&nl->order[k++], OLD_SLOT(r0), memory_order_relaxed);
 		for (j = 0; j < R2 - K; j++)
 			atomic_store_explicit(&nl->order[k++], add[j], memory_order_relaxed);
+		/* Round r0+i (0 < i < R) names the slot written R-i rounds ago
+		 * (rounds counted forward so they never precede the old base). */
 		for (j = K - 1; j >= 1; j--) /* kept old slots, oldest first */
-			atomic_store_explicit(&nl->order[k++], OLD_SLOT(r0 - j), memory_order_relaxed);
+			atomic_store_explicit(&nl->order[k++], OLD_SLOT(r0 + R - j), memory_order_relaxed);
 		*ndrop = 0;
 		for (j = K; j < R; j++) /* dropped: the R-K oldest */
-			drop[(*ndrop)++] = OLD_SLOT(r0 - j);
+			drop[(*ndrop)++] = OLD_SLOT(r0 + R - j);
 #undef OLD_SLOT
 		atomic_store_explicit(&nl->base_round, r0, memory_order_relaxed);
 		atomic_store_explicit(&nl->nslots, R2, memory_order_relaxed);
