@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# install-deps.sh - install what btrace-bpf needs to build and test, on Debian
+# bookworm (or a derivative). Idempotent: when everything is present it only
+# runs one dpkg-query and exits (well under a second).
+#
+#   scripts/install-deps.sh            install what is missing
+#   scripts/install-deps.sh --check    exit 0 if complete, else list what is missing (installs nothing)
+#   scripts/install-deps.sh --bench    also the benchmark-only tools (bpftrace, perf, ...)
+#
+# Not its job: mounting tracefs, kernel configuration (BTF), loading modules.
+set -euo pipefail
+
+# Build and test. One package per line so additions are one-line diffs.
+PKGS=(
+	make
+	gcc
+	libc6-dev             # gcc only recommends it; --no-install-recommends skips it
+	clang                 # BPF objects, sanitizer and fuzzer builds
+	llvm                  # llvm-strip for BPF objects
+	libclang-rt-14-dev    # TSan/ASan/UBSan/libFuzzer runtimes for clang 14
+	libbpf-dev
+	bpftool               # vmlinux.h and skeleton generation
+	libelf-dev
+	zlib1g-dev
+	pkg-config
+	systemtap-sdt-dev     # <sys/sdt.h> for USDT test workloads
+	protobuf-compiler
+	python3
+	procps
+	util-linux
+	coreutils
+)
+
+# Benchmarks only (--bench): comparison tracers and load generators.
+BENCH_PKGS=(
+	bpftrace
+	linux-perf
+	trace-cmd
+	stress-ng
+)
+
+usage()
+{
+	sed -n '2,10s/^# \{0,1\}//p' "$0"
+}
+
+check=0
+bench=0
+for arg in "$@"; do
+	case "$arg" in
+	--check) check=1 ;;
+	--bench) bench=1 ;;
+	-h|--help) usage; exit 0 ;;
+	*) echo "install-deps: unknown option '$arg' (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+want=("${PKGS[@]}")
+[ "$bench" -eq 1 ] && want+=("${BENCH_PKGS[@]}")
+
+# Print the wanted packages dpkg does not report as installed.
+missing_pkgs()
+{
+	local installed
+	# One dpkg-query for all packages: fast. Unknown packages only print to
+	# stderr (and make it exit 1), so they simply never appear as installed.
+	installed=$(dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' "${want[@]}" 2>/dev/null |
+		awk 'substr($2, 2, 1) == "i" { print $1 }' || true)
+	local p
+	for p in "${want[@]}"; do
+		grep -qxF -- "$p" <<<"$installed" || printf '%s\n' "$p"
+	done
+}
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "install-deps: dpkg-query not found: this script supports Debian/Ubuntu only." >&2
+	echo "install-deps: install these packages (or equivalents) by hand: ${want[*]}" >&2
+	exit 1
+fi
+
+mapfile -t missing < <(missing_pkgs)
+
+if [ "$check" -eq 1 ]; then
+	if [ "${#missing[@]}" -gt 0 ]; then
+		echo "install-deps: missing: ${missing[*]}"
+		echo "install-deps: run scripts/install-deps.sh$([ "$bench" -eq 1 ] && echo ' --bench') to install them"
+		exit 1
+	fi
+	echo "install-deps: all ${#want[@]} packages present"
+	exit 0
+fi
+
+[ "${#missing[@]}" -eq 0 ] && exit 0
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "install-deps: missing packages: ${missing[*]}" >&2
+		echo "install-deps: need root to install them, and sudo is not available; rerun as root." >&2
+		exit 1
+	fi
+	sudo=(sudo)
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+apt_install()
+{
+	"${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+}
+
+echo "install-deps: installing: ${missing[*]}"
+# Try with the current package lists first: apt-get update is slow and often
+# unnecessary. A fresh image has no lists at all, so the first try fails there.
+if ! apt_install; then
+	echo "install-deps: install failed; refreshing package lists (apt-get update) and retrying"
+	"${sudo[@]}" apt-get update
+	apt_install
+fi
+
+mapfile -t missing < <(missing_pkgs)
+if [ "${#missing[@]}" -gt 0 ]; then
+	echo "install-deps: still missing after apt-get install: ${missing[*]}" >&2
+	exit 1
+fi
+echo "install-deps: done"
