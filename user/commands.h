@@ -4,4 +4,5 @@
 #define BTRACE_COMMANDS_H
 int cmd_record(int argc, char **argv);  /* user/cmd_record.c */
 int cmd_report(int argc, char **argv);  /* user/cmd_report.c */
+int cmd_convert(int argc, char **argv); /* user/cmd_convert.c */
 #endif
