@@ -7,6 +7,7 @@
 #define BTRACE_DUMP_H
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "btrace_buffer.h"
 #include "tasks.h"
 #include "probes.h"
@@ -32,7 +33,8 @@ struct bt_dump_info {
 };
 
 /* Write a dump of `buf` into directory `dir` (created if missing) as
- * btrace-<host>-<YYYYmmdd-HHMMSS>-<seq>.btd, or to `path` if non-NULL.
+ * btrace-<host>-<YYYYmmdd-HHMMSS>-<seq>.btd (never replacing a file: -2, -3,
+ * ... are appended on a clash), or to `path` if non-NULL (replaced).
  * Atomic: written to a temporary name, fsync'd, renamed; mode 0600. On any
  * error the temporary file is removed and -errno returned with a message in err.
  * zlevel: 0 = no compression, 1..9 zlib level. The path written goes to out_path. */
@@ -48,6 +50,16 @@ struct bt_dump_header {
 	uint64_t created_realtime_ns, created_boottime_ns; /* wall = boot + (realtime - boottime) */
 	uint64_t dump_seq, overlaps_dump, buffer_size, recorder_pid;
 	char hostname[64], kernel[128], reason[16];
+	/* added with the implementation */
+	uint32_t groups_enabled;   /* bitmask of enum bt_group */
+	uint32_t compression;      /* 0 none, 1 zlib */
+	uint32_t clock_id;         /* CLOCK_BOOTTIME */
+	uint64_t file_size;        /* bytes of the file (header + body) */
+	uint64_t body_len;         /* stored body bytes */
+	uint64_t body_raw_len;     /* uncompressed body bytes */
+	uint64_t nblocks_stored;   /* blocks in the dump */
+	uint64_t nevents_stored;   /* entries in the dump */
+	uint64_t drain_events, drain_rejected; /* from bt_dump_info */
 };
 
 /* Open and fully validate a dump. NULL + errno + one-line message on a
@@ -55,6 +67,11 @@ struct bt_dump_header {
 struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen);
 /* Same from memory (used by the fuzzer). */
 struct bt_dump *bt_dump_open_mem(const void *data, size_t len, char *err, size_t errlen);
+/* With flags: BT_DUMP_OPEN_NOCRC skips the three crc32 checks (so a fuzzer
+ * reaches the section parser; everything else is still validated). */
+#define BT_DUMP_OPEN_NOCRC 0x1
+struct bt_dump *bt_dump_open_mem_flags(const void *data, size_t len, unsigned flags, char *err,
+				       size_t errlen);
 void bt_dump_close(struct bt_dump *d);
 
 const struct bt_dump_header *bt_dump_header(const struct bt_dump *d);
@@ -68,4 +85,74 @@ const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d);
  * cpu, seq). Each is a pointer to a validated event (size >= its type's size). */
 struct bt_dump_event { const struct bt_event_hdr *ev; uint32_t len; uint32_t block_core; };
 const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);
+
+/* ring-buffer events submitted [ncpus*ngroups], NULL if the recorder gave none */
+const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);
+/* Entries skipped because their type is newer than this reader (type >= BT_EV_MAX). */
+uint64_t bt_dump_unknown_events(const struct bt_dump *d);
+
+/* The blocks as stored (oldest position first). */
+struct bt_dump_block {
+	uint64_t pos, prev_pos;
+	uint32_t core, used, nentries, complete;
+};
+const struct bt_dump_block *bt_dump_blocks(const struct bt_dump *d, size_t *n);
+
+/*
+ * Sequence analysis: per-CPU seq gaps and the latest continuous window.
+ *
+ * Per CPU (event hdr.cpu), events are put in seq order (32-bit seqs are
+ * unwrapped along time order); a gap is a missing run of seqs between two
+ * retained events, `missing` counts its seqs. A CPU is continuous from
+ * start_ts up to its newest event, where start_ts is
+ *   - the time of the first event after its newest gap, if it has gaps;
+ *   - else the time of its oldest retained event, if that event's seq is not 0
+ *     (older events existed and were overwritten or lost);
+ *   - else (seq 0 retained: the recording started there) no limit.
+ * The latest continuous window is [start, last_ts] with last_ts the newest
+ * event of the dump and start the latest start_ts over all CPUs that have
+ * events (at least the oldest event): inside it no CPU is missing an event
+ * that seq numbers can reveal. Events after a CPU's newest retained event
+ * cannot be proven missing (see blocks_busy and the ring-buffer drops).
+ */
+enum bt_seq_limit { BT_SEQ_LIMIT_NONE, BT_SEQ_LIMIT_HISTORY, BT_SEQ_LIMIT_GAP };
+struct bt_seq_cpu {
+	uint64_t events;              /* retained events of the CPU */
+	uint64_t first_ts, last_ts;   /* oldest/newest event time */
+	uint32_t first_seq, last_seq; /* lowest/highest seq (after unwrapping) */
+	uint64_t gaps, missing;       /* seq gaps and the seqs missing in them */
+	uint64_t dups;                /* events whose seq was already seen */
+	uint64_t start_ts;            /* continuous from here; 0 with BT_SEQ_LIMIT_NONE */
+	int limit;                    /* enum bt_seq_limit: what sets start_ts */
+	uint32_t gap_from, gap_to;    /* newest gap: seqs gap_from..gap_to missing */
+};
+struct bt_seq_window {
+	uint64_t events, first_ts, last_ts; /* everything analyzed */
+	uint64_t gaps, missing, dups;       /* sums over CPUs */
+	uint32_t cpus_with_events;
+	int32_t limit_cpu;                  /* CPU whose start_ts starts the window, -1 none */
+	uint64_t cont_start_ts;             /* latest continuous window: [cont_start_ts, last_ts] */
+	uint64_t cont_events;               /* events with ts >= cont_start_ts */
+};
+/* ev: time-ordered events (as from bt_dump_events); cpus >= ncpus are ignored.
+ * percpu: [ncpus] or NULL. Returns 0 or -ENOMEM. */
+int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_window *w,
+		   struct bt_seq_cpu *percpu);
+
+/* Every seq gap: index (into ev) of the first event after the gap in seq
+ * order, the CPU, the first missing seq and how many are missing. *out is
+ * malloc'd (free it), sorted by index. Returns 0 or -ENOMEM. */
+struct bt_seq_gap {
+	size_t index;
+	uint32_t cpu;
+	uint32_t from_seq;
+	uint64_t missing;
+};
+int bt_seq_gaps(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_gap **out,
+		size_t *nout);
+
+/* ---- report (user/cmd_report.c) ---- */
+/* Print the report of an opened dump to out as `btrace-bpf report` does
+ * without filters (stats != 0: as with --stats). Returns 0 or -errno. */
+int bt_dump_report(const struct bt_dump *d, int stats, FILE *out);
 #endif

@@ -1,0 +1,708 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_report.c - `btrace-bpf report FILE`: the events of a dump in time order,
+ * one line each in the trace-cmd report format, or (--stats) what the dump
+ * holds and everything it lost.
+ *
+ *   cpus=2
+ *         pingpong-1234  [001]  1234.567890: sched_switch: prev_comm=...
+ *   CPU:1 [LOST 12 EVENTS]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <linux/types.h>
+#include "events.h"
+#include "commands.h"
+#include "dump.h"
+#include "event_names.h"
+
+#define PROG "btrace-bpf"
+
+struct tspec {
+	int set;
+	int mode; /* 0: after the first event, 1: before the last event (-N), 2: absolute (@N) */
+	uint64_t ns;
+};
+
+struct ropts {
+	int stats, wall, no_lost;
+	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
+	uint32_t *pids;
+	size_t npids;
+	uint32_t types; /* bitmask of event types, 0 = all */
+	struct tspec since, until;
+};
+
+/* the filter resolved against the dump */
+struct filt {
+	const struct ropts *o;
+	uint64_t t0, t1; /* inclusive */
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " report [OPTIONS] FILE\n"
+		"\n"
+		"Print the events of a dump in time order (all blocks and CPUs merged), one\n"
+		"line each, like trace-cmd report:\n"
+		"      COMM-TID    [CPU] SECONDS: EVENT: FIELDS\n"
+		"SECONDS is CLOCK_BOOTTIME (seconds since boot) with microseconds. Missing\n"
+		"events found from the per-CPU sequence numbers are shown where they were\n"
+		"lost as \"CPU:N [LOST M EVENTS]\".\n"
+		"\n"
+		"Options:\n"
+		"  -s, --stats          summary instead of events: header, events per CPU and\n"
+		"                       group, time window, latest continuous window, and every\n"
+		"                       loss counter\n"
+		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
+		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
+		"                       an event is about: next of a switch, woken, forked child)\n"
+		"  -e, --event NAMES    only these events (comma list, repeatable): event names\n"
+		"                       (sched_switch, sys_enter, uretprobe, ...) or groups\n"
+		"                       (sched, irq, power, syscalls, uprobe = uprobe, uretprobe\n"
+		"                       and usdt events)\n"
+		"      --since T        only events at or after T\n"
+		"      --until T        only events at or before T\n"
+		"                       T is seconds (fractions allowed): N = N s after the first\n"
+		"                       event of the dump, -N = N s before its last event,\n"
+		"                       @N = absolute boot time (the SECONDS column)\n"
+		"  -w, --wall           print wall-clock time (local) instead of boot time\n"
+		"      --no-lost        do not print LOST lines\n"
+		"  -h, --help           this help\n"
+		"\n"
+		"Examples:\n"
+		"  " PROG " report traces/btrace-host-20250101-120000-1.btd\n"
+		"  " PROG " report --stats dump.btd\n"
+		"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
+		"  " PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
+		"  " PROG " report --since @1234.5 --until @1234.6 dump.btd\n"
+		"\n"
+		"Exit status: 0 ok, 1 unreadable or damaged dump, 2 bad usage.\n");
+}
+
+/* ---- option parsing ------------------------------------------------------ */
+
+static int parse_u32(const char **s, uint32_t *out)
+{
+	const char *p = *s;
+	uint64_t v = 0;
+	if (*p < '0' || *p > '9')
+		return -EINVAL;
+	while (*p >= '0' && *p <= '9') {
+		v = v * 10 + (uint64_t)(*p - '0');
+		if (v > UINT32_MAX)
+			return -ERANGE;
+		p++;
+	}
+	*s = p;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int parse_cpus(struct ropts *o, const char *arg)
+{
+	const char *p = arg;
+	if (!o->cpus && !(o->cpus = calloc(BT_DUMP_MAX_CPUS / 8, 1)))
+		return -ENOMEM;
+	for (;;) {
+		uint32_t a, b;
+		if (parse_u32(&p, &a) < 0)
+			return -EINVAL;
+		b = a;
+		if (*p == '-') {
+			p++;
+			if (parse_u32(&p, &b) < 0 || b < a)
+				return -EINVAL;
+		}
+		if (b >= BT_DUMP_MAX_CPUS)
+			return -ERANGE;
+		for (uint32_t c = a; c <= b; c++)
+			o->cpus[c / 8] |= (uint8_t)(1u << (c % 8));
+		if (*p == '\0')
+			return 0;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
+}
+
+static int parse_pids(struct ropts *o, const char *arg)
+{
+	const char *p = arg;
+	for (;;) {
+		uint32_t v;
+		if (parse_u32(&p, &v) < 0)
+			return -EINVAL;
+		uint32_t *n = realloc(o->pids, (o->npids + 1) * sizeof(*n));
+		if (!n)
+			return -ENOMEM;
+		o->pids = n;
+		o->pids[o->npids++] = v;
+		if (*p == '\0')
+			return 0;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
+}
+
+static int parse_events(struct ropts *o, const char *arg)
+{
+	char buf[256];
+	const char *p = arg;
+	while (*p) {
+		size_t n = strcspn(p, ",");
+		if (n == 0 || n >= sizeof(buf)) {
+			fprintf(stderr, PROG ": report: bad event list '%s'\n", arg);
+			return -EINVAL;
+		}
+		memcpy(buf, p, n);
+		buf[n] = '\0';
+		/* a group first: "uprobe" is both, and means every uprobe event */
+		int g = bt_group_from_name(buf), t;
+		if (g >= 0) {
+			for (int i = 1; i < BT_EV_MAX; i++)
+				if (bt_event_group((uint32_t)i) == g)
+					o->types |= 1u << i;
+		} else if ((t = bt_event_type(buf)) > 0) {
+			o->types |= 1u << t;
+		} else {
+			fprintf(stderr, PROG ": report: unknown event '%s'; known:", buf);
+			for (int i = 1; i < BT_EV_MAX; i++)
+				fprintf(stderr, " %s", bt_event_name((uint32_t)i));
+			fprintf(stderr, "; groups:");
+			for (int i = 0; i < BT_GROUP_MAX; i++)
+				fprintf(stderr, " %s", bt_group_name(i));
+			fputc('\n', stderr);
+			return -EINVAL;
+		}
+		p += n;
+		if (*p == ',' && *++p == '\0') {
+			fprintf(stderr, PROG ": report: bad event list '%s'\n", arg);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* [@|-]SECONDS[.FRACTION] */
+static int parse_time(struct tspec *t, const char *arg)
+{
+	const char *p = arg;
+	uint64_t sec = 0, frac = 0, scale = 100000000;
+	t->mode = 0;
+	if (*p == '@')
+		t->mode = 2, p++;
+	else if (*p == '-')
+		t->mode = 1, p++;
+	if ((*p < '0' || *p > '9') && *p != '.')
+		return -EINVAL;
+	while (*p >= '0' && *p <= '9') {
+		sec = sec * 10 + (uint64_t)(*p++ - '0');
+		if (sec > 10000000000ull) /* > 300 years: keeps sec * 1e9 in 64 bits */
+			return -ERANGE;
+	}
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			if (p - arg < 2 || p[-2] < '0' || p[-2] > '9')
+				return -EINVAL; /* "." alone */
+		while (*p >= '0' && *p <= '9') {
+			frac += (uint64_t)(*p++ - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (*p)
+		return -EINVAL;
+	t->ns = sec * 1000000000ull + frac;
+	t->set = 1;
+	return 0;
+}
+
+/* ---- filtering ----------------------------------------------------------- */
+
+static int cpu_ok(const struct ropts *o, uint32_t cpu)
+{
+	return !o->cpus || (cpu < BT_DUMP_MAX_CPUS && (o->cpus[cpu / 8] & (1u << (cpu % 8))));
+}
+
+static int pid_match(const struct ropts *o, uint32_t v)
+{
+	for (size_t i = 0; i < o->npids; i++)
+		if (o->pids[i] == v)
+			return 1;
+	return 0;
+}
+
+/* the task an event is about, besides the current one; 0 if none */
+static uint32_t subject_tid(const struct bt_event_hdr *h)
+{
+	switch (h->type) {
+	case BT_EV_SCHED_SWITCH:
+		return ((const struct bt_ev_sched_switch *)h)->next_tid;
+	case BT_EV_SCHED_WAKEUP:
+	case BT_EV_SCHED_WAKEUP_NEW:
+	case BT_EV_SCHED_WAKING:
+		return ((const struct bt_ev_sched_wakeup *)h)->tid;
+	case BT_EV_SCHED_MIGRATE:
+		return ((const struct bt_ev_sched_migrate *)h)->tid;
+	case BT_EV_PROCESS_FORK:
+	case BT_EV_PROCESS_EXIT:
+	case BT_EV_TASK_RENAME:
+		return ((const struct bt_ev_task *)h)->tid;
+	default:
+		return 0;
+	}
+}
+
+static int time_ok(const struct filt *f, uint64_t ts)
+{
+	return ts >= f->t0 && ts <= f->t1;
+}
+
+static int event_ok(const struct filt *f, const struct bt_event_hdr *h)
+{
+	const struct ropts *o = f->o;
+	if (!time_ok(f, h->ts_ns) || !cpu_ok(o, h->cpu))
+		return 0;
+	if (o->types && !(o->types & (1u << h->type)))
+		return 0;
+	if (o->npids && !pid_match(o, h->tid) && !pid_match(o, h->tgid)) {
+		uint32_t s = subject_tid(h);
+		if (!s || !pid_match(o, s))
+			return 0;
+	}
+	return 1;
+}
+
+static uint64_t resolve_time(const struct tspec *t, uint64_t first, uint64_t last, uint64_t dflt)
+{
+	if (!t->set)
+		return dflt;
+	switch (t->mode) {
+	case 0:
+		return first + t->ns < first ? UINT64_MAX : first + t->ns;
+	case 1:
+		return t->ns > last ? 0 : last - t->ns;
+	default:
+		return t->ns;
+	}
+}
+
+static void filt_init(struct filt *f, const struct ropts *o, const struct bt_dump_event *ev, size_t n)
+{
+	uint64_t first = n ? ev[0].ev->ts_ns : 0, last = n ? ev[n - 1].ev->ts_ns : 0;
+	f->o = o;
+	f->t0 = resolve_time(&o->since, first, last, 0);
+	f->t1 = resolve_time(&o->until, first, last, UINT64_MAX);
+}
+
+/* ---- time formatting ----------------------------------------------------- */
+
+static const char *fmt_wall(const struct bt_dump_header *h, uint64_t ts, char *buf, size_t len)
+{
+	/* wall = ts + (realtime - boottime), in wrapping unsigned arithmetic */
+	int64_t w = (int64_t)(ts + (h->created_realtime_ns - h->created_boottime_ns));
+	time_t sec = (time_t)(w / 1000000000);
+	long us = (long)((w % 1000000000) / 1000);
+	if (us < 0)
+		us += 1000000, sec--;
+	struct tm tm;
+	char d[40];
+	if (!localtime_r(&sec, &tm) || !strftime(d, sizeof(d), "%Y-%m-%d %H:%M:%S", &tm))
+		snprintf(d, sizeof(d), "%lld", (long long)sec);
+	snprintf(buf, len, "%s.%06ld", d, us);
+	return buf;
+}
+
+static const char *fmt_secs(uint64_t ns, char *buf, size_t len)
+{
+	return bt_format_ts(ns, buf, len);
+}
+
+/* ---- events -------------------------------------------------------------- */
+
+static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *out)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	size_t n, ntasks, nprobes, ngaps = 0, gi = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	const struct bt_task *tasks = bt_dump_tasks(d, &ntasks);
+	const struct bt_probe_desc *probes = bt_dump_probes(d, &nprobes);
+	struct bt_seq_gap *gaps = NULL;
+	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
+	struct filt f;
+	char fields[1024], tb[64];
+
+	if (!nm)
+		return -ENOMEM;
+	if (!o->no_lost && bt_seq_gaps(ev, n, h->ncpus, &gaps, &ngaps) < 0) {
+		bt_namer_free(nm);
+		return -ENOMEM;
+	}
+	filt_init(&f, o, ev, n);
+	fprintf(out, "cpus=%u\n", h->ncpus);
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_event_hdr *e = ev[i].ev;
+		for (; gi < ngaps && gaps[gi].index == i; gi++)
+			if (cpu_ok(o, gaps[gi].cpu) && time_ok(&f, e->ts_ns))
+				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
+		if (e->type == BT_EV_PROCESS_EXEC)
+			bt_namer_apply(nm, e, ev[i].len);
+		if (event_ok(&f, e)) {
+			const char *comm = e->tid == 0 ? "<idle>" : bt_namer_comm(nm, e->tid, e->cpu);
+			bt_format_fields(fields, sizeof(fields), e, ev[i].len, nm, probes, nprobes);
+			if (o->wall)
+				fmt_wall(h, e->ts_ns, tb, sizeof(tb));
+			else
+				snprintf(tb, sizeof(tb), "%5" PRIu64 ".%06" PRIu64, (uint64_t)e->ts_ns / 1000000000u,
+					 ((uint64_t)e->ts_ns % 1000000000u) / 1000u);
+			fprintf(out, "%16s-%-5u [%03u] %s: %s: %s\n", comm, e->tid, e->cpu, tb, bt_event_name(e->type),
+				fields);
+		}
+		if (e->type != BT_EV_PROCESS_EXEC)
+			bt_namer_apply(nm, e, ev[i].len);
+	}
+	free(gaps);
+	bt_namer_free(nm);
+	return 0;
+}
+
+/* ---- stats --------------------------------------------------------------- */
+
+static const char *human(uint64_t b, char *buf, size_t len)
+{
+	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int i = 0;
+	double v = (double)b;
+	while (v >= 1024 && i < 4)
+		v /= 1024, i++;
+	if (i == 0)
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	else
+		snprintf(buf, len, "%.1f %s", v, u[i]);
+	return buf;
+}
+
+static const char *dur(uint64_t a, uint64_t b, char *buf, size_t len)
+{
+	uint64_t d = b > a ? b - a : 0;
+	snprintf(buf, len, "%" PRIu64 ".%06" PRIu64 " s", d / 1000000000u, (d % 1000000000u) / 1000u);
+	return buf;
+}
+
+static int print_stats(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	const struct bt_stats *bs = bt_dump_buffer_stats(d);
+	const struct bt_read_stats *rs = bt_dump_read_stats(d);
+	const uint64_t *drops = bt_dump_rb_drops(d), *emitted = bt_dump_rb_emitted(d);
+	size_t n, nblocks, ntasks, nprobes;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	uint32_t nc = h->ncpus, ng = h->ngroups;
+	char b1[64], b2[64], b3[64];
+	struct filt f;
+	int filtered = o->cpus || o->npids || o->types || o->since.set || o->until.set;
+
+	bt_dump_blocks(d, &nblocks);
+	bt_dump_tasks(d, &ntasks);
+	bt_dump_probes(d, &nprobes);
+	struct bt_seq_cpu *sc = calloc(nc, sizeof(*sc));
+	uint64_t *cnt = calloc((size_t)nc * BT_GROUP_MAX, sizeof(*cnt)); /* filtered events [cpu][group] */
+	if (!sc || !cnt) {
+		free(sc);
+		free(cnt);
+		return -ENOMEM;
+	}
+	struct bt_seq_window w;
+	if (bt_seq_analyze(ev, n, nc, &w, sc) < 0) {
+		free(sc);
+		free(cnt);
+		return -ENOMEM;
+	}
+	filt_init(&f, o, ev, n);
+	uint64_t nmatch = 0, mfirst = 0, mlast = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_event_hdr *e = ev[i].ev;
+		if (!event_ok(&f, e))
+			continue;
+		if (!nmatch)
+			mfirst = e->ts_ns;
+		mlast = e->ts_ns;
+		nmatch++;
+		int g = bt_event_group(e->type);
+		if (g >= 0 && e->cpu < nc)
+			cnt[(size_t)e->cpu * BT_GROUP_MAX + (uint32_t)g]++;
+	}
+
+	/* header */
+	if (path)
+		fprintf(out, "dump:       %s\n", path);
+	fprintf(out, "format:     version %u, ", h->version);
+	if (h->compression)
+		fprintf(out, "zlib level %u, ", h->zlevel);
+	else
+		fprintf(out, "uncompressed, ");
+	fprintf(out, "%s file, %s of blocks and tables\n", human(h->file_size, b1, sizeof(b1)),
+		human(h->body_raw_len, b2, sizeof(b2)));
+	fprintf(out, "host:       %s, kernel %s, %u CPUs, recorder pid %" PRIu64 "\n", h->hostname, h->kernel, nc,
+		h->recorder_pid);
+	fprintf(out, "created:    %s (boot time %s), reason %s, dump #%" PRIu64,
+		fmt_wall(h, h->created_boottime_ns, b1, sizeof(b1)), fmt_secs(h->created_boottime_ns, b2, sizeof(b2)),
+		h->reason[0] ? h->reason : "-", h->dump_seq);
+	if (h->overlaps_dump)
+		fprintf(out, " (may overlap dump #%" PRIu64 ")", h->overlaps_dump);
+	fputc('\n', out);
+	fprintf(out, "buffer:     %s, %u blocks of %s, %u active; groups", human(h->buffer_size, b1, sizeof(b1)),
+		h->nblocks, human(h->block_size, b2, sizeof(b2)), h->active);
+	int any = 0;
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		if (h->groups_enabled & (1u << g))
+			fprintf(out, "%s%s", any++ ? "," : " ", bt_group_name(g));
+	fprintf(out, "%s\n", any ? "" : " none recorded");
+	fprintf(out, "tables:     %zu tasks, %zu probes\n", ntasks, nprobes);
+	if (h->clock_id != 7)
+		fprintf(out, "clock:      %u (not CLOCK_BOOTTIME: times are not seconds since boot)\n", h->clock_id);
+	fputc('\n', out);
+
+	/* windows */
+	fprintf(out, "events:     %" PRIu64 " in %zu blocks\n", w.events, nblocks);
+	if (w.events)
+		fprintf(out, "window:     %s .. %s (%s)\n", fmt_secs(w.first_ts, b1, sizeof(b1)),
+			fmt_secs(w.last_ts, b2, sizeof(b2)), dur(w.first_ts, w.last_ts, b3, sizeof(b3)));
+	if (filtered) {
+		fprintf(out, "matching:   %" PRIu64 " events", nmatch);
+		if (nmatch)
+			fprintf(out, ", %s .. %s (%s)", fmt_secs(mfirst, b1, sizeof(b1)), fmt_secs(mlast, b2, sizeof(b2)),
+				dur(mfirst, mlast, b3, sizeof(b3)));
+		fputc('\n', out);
+	}
+	if (w.events) {
+		fprintf(out, "latest continuous window: %s .. %s (%s, %" PRIu64 " events)\n",
+			fmt_secs(w.cont_start_ts, b1, sizeof(b1)), fmt_secs(w.last_ts, b2, sizeof(b2)),
+			dur(w.cont_start_ts, w.last_ts, b3, sizeof(b3)), w.cont_events);
+		if (w.limit_cpu < 0) {
+			fprintf(out, "            starts at the first event: no CPU misses an event\n");
+		} else {
+			const struct bt_seq_cpu *p = &sc[w.limit_cpu];
+			if (p->limit == BT_SEQ_LIMIT_GAP)
+				fprintf(out, "            starts after CPU %d's newest seq gap (seqs %u..%u missing)\n",
+					w.limit_cpu, p->gap_from, p->gap_to);
+			else
+				fprintf(out, "            starts at CPU %d's oldest retained event (seq %u; older ones were overwritten)\n",
+					w.limit_cpu, p->first_seq);
+		}
+		fprintf(out, "            (newest stretch ending at the last event in which no CPU misses an\n"
+			     "            event: it starts at the latest, over CPUs, of the first event after the\n"
+			     "            CPU's newest seq gap, or its oldest retained event unless that is seq 0)\n");
+	}
+	fputc('\n', out);
+
+	/* per CPU */
+	fprintf(out, "%-5s %10s", "cpu", filtered ? "matching" : "events");
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		fprintf(out, " %9s", bt_group_name(g));
+	fprintf(out, " %9s %8s %9s  %-16s %s\n", "rb_drops", "seq_gaps", "missing", "oldest", "seqs");
+	uint64_t tg[BT_GROUP_MAX] = { 0 }, tall = 0, tdrop = 0, tgaps = 0, tmiss = 0;
+	for (uint32_t c = 0; c < nc; c++) {
+		uint64_t all = 0, dr = 0;
+		for (int g = 0; g < BT_GROUP_MAX; g++)
+			all += cnt[(size_t)c * BT_GROUP_MAX + (uint32_t)g];
+		for (uint32_t g = 0; g < ng; g++)
+			dr += drops[(size_t)c * ng + g];
+		if (!all && !dr && !sc[c].events)
+			continue;
+		if (!cpu_ok(o, c))
+			continue;
+		fprintf(out, "%-5u %10" PRIu64, c, all);
+		for (int g = 0; g < BT_GROUP_MAX; g++) {
+			fprintf(out, " %9" PRIu64, cnt[(size_t)c * BT_GROUP_MAX + (uint32_t)g]);
+			tg[g] += cnt[(size_t)c * BT_GROUP_MAX + (uint32_t)g];
+		}
+		if (sc[c].events)
+			snprintf(b1, sizeof(b1), "%u..%u", sc[c].first_seq, sc[c].last_seq);
+		else
+			snprintf(b1, sizeof(b1), "-");
+		fprintf(out, " %9" PRIu64 " %8" PRIu64 " %9" PRIu64 "  %-16s %s\n", dr, sc[c].gaps, sc[c].missing,
+			sc[c].events ? fmt_secs(sc[c].first_ts, b2, sizeof(b2)) : "-", b1);
+		tall += all;
+		tdrop += dr;
+		tgaps += sc[c].gaps;
+		tmiss += sc[c].missing;
+	}
+	fprintf(out, "%-5s %10" PRIu64, "total", tall);
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		fprintf(out, " %9" PRIu64, tg[g]);
+	fprintf(out, " %9" PRIu64 " %8" PRIu64 " %9" PRIu64 "\n", tdrop, tgaps, tmiss);
+	fputc('\n', out);
+
+	/* losses */
+	uint64_t alldrops = 0;
+	for (size_t i = 0; i < (size_t)nc * ng; i++)
+		alldrops += drops[i];
+	fprintf(out, "losses:\n");
+	fprintf(out, "  ring-buffer reservation failures: %" PRIu64 "\n", alldrops);
+	for (uint32_t c = 0; c < nc && alldrops; c++) {
+		uint64_t row = 0;
+		for (uint32_t g = 0; g < ng; g++)
+			row += drops[(size_t)c * ng + g];
+		if (!row)
+			continue;
+		fprintf(out, "    cpu %u:", c);
+		for (uint32_t g = 0; g < ng; g++) {
+			const char *gn = bt_group_name((int)g);
+			if (gn)
+				fprintf(out, " %s %" PRIu64, gn, drops[(size_t)c * ng + g]);
+			else
+				fprintf(out, " group%u %" PRIu64, g, drops[(size_t)c * ng + g]);
+		}
+		fputc('\n', out);
+	}
+	if (emitted) {
+		uint64_t e = 0;
+		for (size_t i = 0; i < (size_t)nc * ng; i++)
+			e += emitted[i];
+		fprintf(out, "  ring-buffer events submitted: %" PRIu64 "\n", e);
+	}
+	fprintf(out, "  seq gaps: %" PRIu64 " gaps, %" PRIu64 " events missing, %" PRIu64 " duplicates\n", w.gaps,
+		w.missing, w.dups);
+	fprintf(out, "  dump read: %" PRIu64 " blocks read, %" PRIu64 " lost (overwritten while dumping), %" PRIu64
+		     " busy (write in flight, not dumped), %" PRIu64 " never used\n",
+		rs->blocks_read, rs->blocks_lost, rs->blocks_busy, rs->blocks_empty);
+	fprintf(out, "  buffer entries: %" PRIu64 " written, %" PRIu64 " rejected (too large), %" PRIu64
+		     " dropped (blocks held by stalled writers)\n",
+		bs->entries_written, bs->entries_rejected, bs->entries_dropped);
+	fprintf(out, "  buffer blocks: %" PRIu64 " used, %" PRIu64 " closed early, %" PRIu64 " skipped, %" PRIu64
+		     " positions stale, %" PRIu64 " core races, %" PRIu64 " padding bytes, %" PRIu64 " resizes\n",
+		bs->blocks_used, bs->blocks_closed, bs->blocks_skipped, bs->positions_stale, bs->core_races,
+		bs->padding_bytes, bs->resizes);
+	fprintf(out, "  drain: %" PRIu64 " events written into the buffer, %" PRIu64 " rejected\n", h->drain_events,
+		h->drain_rejected);
+	if (bt_dump_unknown_events(d))
+		fprintf(out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
+			bt_dump_unknown_events(d));
+	free(sc);
+	free(cnt);
+	return 0;
+}
+
+static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
+{
+	int r = o->stats ? print_stats(d, path, o, out) : print_events(d, o, out);
+	if (fflush(out) != 0 || ferror(out))
+		return r ? r : -EIO;
+	return r;
+}
+
+int bt_dump_report(const struct bt_dump *d, int stats, FILE *out)
+{
+	struct ropts o = { .stats = stats };
+	return run(d, NULL, &o, out);
+}
+
+static void ropts_free(struct ropts *o)
+{
+	free(o->cpus);
+	free(o->pids);
+}
+
+int cmd_report(int argc, char **argv)
+{
+	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST };
+	static const struct option longopts[] = {
+		{ "stats", no_argument, NULL, 's' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "pid", required_argument, NULL, 'p' },
+		{ "event", required_argument, NULL, 'e' },
+		{ "since", required_argument, NULL, OPT_SINCE },
+		{ "until", required_argument, NULL, OPT_UNTIL },
+		{ "wall", no_argument, NULL, 'w' },
+		{ "no-lost", no_argument, NULL, OPT_NO_LOST },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ropts o = { 0 };
+	int c, r;
+
+	optind = 0; /* full reset: main may have used getopt */
+	while ((c = getopt_long(argc, argv, "sc:p:e:wh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o.stats = 1;
+			break;
+		case 'c':
+			r = parse_cpus(&o, optarg);
+			if (r < 0) {
+				fprintf(stderr, PROG ": report: bad CPU list '%s' (e.g. 0,2-3; CPUs < %d)\n", optarg,
+					BT_DUMP_MAX_CPUS);
+				goto usage_err;
+			}
+			break;
+		case 'p':
+			if (parse_pids(&o, optarg) < 0) {
+				fprintf(stderr, PROG ": report: bad pid list '%s' (e.g. 1234,1240)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case 'e':
+			if (parse_events(&o, optarg) < 0)
+				goto usage_err;
+			break;
+		case OPT_SINCE:
+		case OPT_UNTIL:
+			if (parse_time(c == OPT_SINCE ? &o.since : &o.until, optarg) < 0) {
+				fprintf(stderr, PROG ": report: bad time '%s' (seconds: N after the first event, -N before the last, @N boot time)\n",
+					optarg);
+				goto usage_err;
+			}
+			break;
+		case 'w':
+			o.wall = 1;
+			break;
+		case OPT_NO_LOST:
+			o.no_lost = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			ropts_free(&o);
+			return 0;
+		default:
+			goto usage_err;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": report: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
+		goto usage_err;
+	}
+	const char *path = argv[optind];
+	char err[256];
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	if (!d) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		ropts_free(&o);
+		return 1;
+	}
+	r = run(d, path, &o, stdout);
+	if (r < 0)
+		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
+	else if (!o.stats && !o.no_lost) {
+		size_t n;
+		struct bt_seq_window w;
+		const struct bt_dump_event *ev = bt_dump_events(d, &n);
+		if (bt_seq_analyze(ev, n, bt_dump_header(d)->ncpus, &w, NULL) == 0 && w.missing)
+			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64 " seq gap(s) (see --stats)\n",
+				path, w.missing, w.gaps);
+	}
+	bt_dump_close(d);
+	ropts_free(&o);
+	return r < 0 ? 1 : 0;
+
+usage_err:
+	fprintf(stderr, "Try '" PROG " report --help'.\n");
+	ropts_free(&o);
+	return 2;
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump_format.h - on-disk layout of btrace-bpf dump files (.btd), shared by
+ * the writer (dump_write.c) and the reader (dump_read.c). docs/dump-format.md
+ * is the prose version; keep both in step.
+ *
+ *   offset 0              header_size (512)                    + body_len
+ *   +---------------------+-----------------------------------+
+ *   | struct btd_header   | body: raw, or one zlib stream of: |
+ *   | (never compressed)  |  TASK PROB LOSS BLCK... END       |
+ *   +---------------------+-----------------------------------+
+ *
+ * Every body section is struct btd_section + len bytes of payload + zero
+ * padding to a multiple of 8, so everything in the (uncompressed) body is
+ * 8-byte aligned. All integers are little-endian.
+ */
+#ifndef BTRACE_DUMP_FORMAT_H
+#define BTRACE_DUMP_FORMAT_H
+#include <stdint.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the dump format is little-endian; add byte swapping for this host"
+#endif
+
+#define BTD_MAGIC "\x89" "BTD\r\n\x1a\n" /* PNG-style: catches text-mode mangling */
+#define BTD_MAGIC_LEN 8
+#define BTD_VERSION 1
+#define BTD_HEADER_SIZE 512
+#define BTD_COMP_NONE 0
+#define BTD_COMP_ZLIB 1
+#define BTD_CLOCK_BOOTTIME 7 /* CLOCK_BOOTTIME */
+#define BTD_MAX_GROUPS 64
+#define BTD_MAX_CPUS 4096
+
+struct btd_header {
+	uint8_t magic[8];              /*   0 BTD_MAGIC */
+	uint32_t version;              /*   8 BTD_VERSION */
+	uint32_t header_size;          /*  12 body starts here; >= 512 */
+	uint32_t compression;          /*  16 BTD_COMP_* */
+	uint32_t zlevel;               /*  20 zlib level used, 0 if none */
+	uint64_t body_len;             /*  24 bytes stored after the header */
+	uint64_t body_raw_len;         /*  32 bytes of the uncompressed body */
+	uint32_t body_crc;             /*  40 crc32 of the stored body bytes */
+	uint32_t raw_crc;              /*  44 crc32 of the uncompressed body */
+	uint32_t clock_id;             /*  48 clock of event timestamps */
+	uint32_t ncpus;                /*  52 */
+	uint32_t ngroups;              /*  56 */
+	uint32_t groups_enabled;       /*  60 bitmask of enum bt_group */
+	uint32_t block_size;           /*  64 buffer geometry ... */
+	uint32_t nblocks;              /*  68 */
+	uint32_t active;               /*  72 */
+	uint32_t flags;                /*  76 reserved, 0 */
+	uint64_t buffer_size;          /*  80 */
+	uint64_t created_realtime_ns;  /*  88 CLOCK_REALTIME when the dump started */
+	uint64_t created_boottime_ns;  /*  96 CLOCK_BOOTTIME at the same instant */
+	uint64_t dump_seq;             /* 104 */
+	uint64_t overlaps_dump;        /* 112 */
+	uint64_t recorder_pid;         /* 120 */
+	uint64_t nblocks_stored;       /* 128 BLCK sections */
+	uint64_t nevents_stored;       /* 136 entries in them */
+	uint64_t nsections;            /* 144 sections, END included */
+	char hostname[64];             /* 152 NUL-terminated */
+	char kernel[128];              /* 216 uname release */
+	char reason[16];               /* 344 */
+	uint8_t reserved[148];         /* 360 zero */
+	uint32_t header_crc;           /* 508 crc32 of bytes 0..507 */
+};
+_Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout");
+
+#define BTD_FOURCC(a, b, c, d) \
+	((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)
+#define BTD_SEC_TASKS BTD_FOURCC('T', 'A', 'S', 'K')
+#define BTD_SEC_PROBES BTD_FOURCC('P', 'R', 'O', 'B')
+#define BTD_SEC_LOSS BTD_FOURCC('L', 'O', 'S', 'S')
+#define BTD_SEC_BLOCK BTD_FOURCC('B', 'L', 'C', 'K')
+#define BTD_SEC_END BTD_FOURCC('E', 'N', 'D', '.')
+#define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
+
+struct btd_section {
+	uint32_t type;  /* BTD_SEC_* */
+	uint32_t flags; /* BTD_SEC_F_* */
+	uint64_t len;   /* payload bytes, padding excluded */
+};
+
+/* TASK and PROB payloads: struct btd_table + count records of rec_size bytes
+ * (rec_size may grow in later versions; readers use the prefix they know). */
+struct btd_table {
+	uint32_t count;
+	uint32_t rec_size;
+};
+
+struct btd_task {
+	uint32_t tid;
+	uint32_t tgid;
+	uint64_t exit_ts;
+	char comm[16];
+};
+
+struct btd_probe {
+	uint32_t id;
+	uint32_t flags;
+	int32_t pid;
+	uint32_t nargs;
+	uint64_t offset;
+	char spec[256];
+	char binary[256];
+	char func[128];
+};
+
+/* LOSS: fixed part, then u64 counters[ncounters] (enum btd_counter order),
+ * u64 rb_drops[ncpus * ngroups] (index cpu * ngroups + group), then, if
+ * has_emitted, u64 rb_emitted[ncpus * ngroups]. */
+struct btd_loss {
+	uint32_t ncpus;
+	uint32_t ngroups;
+	uint32_t has_emitted;
+	uint32_t ncounters;
+	uint64_t drain_events;
+	uint64_t drain_rejected;
+};
+
+enum btd_counter { /* struct bt_stats at dump start */
+	BTD_CNT_ENTRIES_WRITTEN,
+	BTD_CNT_BYTES_WRITTEN,
+	BTD_CNT_ENTRIES_REJECTED,
+	BTD_CNT_PADDING_BYTES,
+	BTD_CNT_BLOCKS_USED,
+	BTD_CNT_BLOCKS_CLOSED,
+	BTD_CNT_BLOCKS_SKIPPED,
+	BTD_CNT_POSITIONS_STALE,
+	BTD_CNT_CORE_RACES,
+	BTD_CNT_RESIZES,
+	BTD_CNT_SIZE,
+	BTD_CNT_MAX_SIZE,
+	BTD_CNT_RESIDENT,
+	BTD_CNT_METADATA_BYTES,
+	BTD_CNT_BLOCK_SIZE,
+	BTD_CNT_NBLOCKS,
+	BTD_CNT_ACTIVE,
+	BTD_CNT_NCORES,
+	BTD_CNT_ENTRIES_DROPPED,
+	BTD_NCOUNTERS
+};
+
+/* BLCK: struct btd_block, then nentries entries, each struct btd_entry +
+ * len bytes + zero padding to 8. Padding entries of the buffer are not stored. */
+#define BTD_BLOCK_COMPLETE 0x1
+struct btd_block {
+	uint64_t pos;
+	uint64_t prev_pos;
+	uint32_t core;
+	uint32_t flags;    /* BTD_BLOCK_* */
+	uint32_t nentries;
+	uint32_t used;     /* bytes the block used in the buffer, padding included */
+};
+
+#define BTD_ENTRY_KIND 0x41544144u /* "DATA" */
+struct btd_entry {
+	uint32_t len;  /* payload bytes (one event) */
+	uint32_t kind; /* BTD_ENTRY_KIND */
+};
+
+/* END: counts of what precedes it (a check), and the read statistics of the
+ * pass that produced the blocks. Must be the last section. */
+struct btd_end {
+	uint64_t nsections; /* sections before END */
+	uint64_t nblocks;
+	uint64_t nentries;
+	uint64_t blocks_read;
+	uint64_t blocks_lost;  /* overwritten while the dump read them */
+	uint64_t blocks_busy;  /* active blocks with a write in flight: not dumped */
+	uint64_t blocks_empty;
+	uint64_t entries_read;
+};
+
+static inline uint64_t btd_pad8(uint64_t n)
+{
+	return (n + 7) & ~(uint64_t)7;
+}
+#endif

@@ -1,0 +1,939 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dump_read.c - open and fully validate a dump file (format: dump_format.h,
+ * docs/dump-format.md), and the per-CPU sequence analysis used by report.
+ *
+ * Nothing in the file is trusted: every length, count and offset is checked
+ * against what holds it before use, allocations are bounded by the file size
+ * (and by zlib's maximum expansion for compressed bodies), and every event is
+ * checked against the size of its type. A file that fails any check is
+ * refused with a one-line reason; the caller never sees a partial dump.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <linux/types.h>
+#include "events.h"
+#include "dump.h"
+#include "dump_format.h"
+#include "event_names.h"
+
+/* deflate expands at most ~1032:1; anything claiming more is corrupt */
+#define ZLIB_MAX_RATIO 1040u
+
+struct bt_dump {
+	struct bt_dump_header hdr;
+	uint8_t *mem;  /* file contents when read by bt_dump_open (owned) */
+	uint8_t *body; /* uncompressed body (owned, or inside mem) */
+	int body_owned;
+	uint64_t body_len;
+	struct bt_task *tasks;
+	size_t ntasks;
+	struct bt_probe_desc *probes;
+	size_t nprobes;
+	uint64_t *rb_drops, *rb_emitted;
+	struct bt_stats bst;
+	struct bt_read_stats rst;
+	struct bt_dump_block *blocks;
+	size_t nblocks, cap_blocks;
+	struct bt_dump_event *events;
+	size_t nevents, cap_events;
+	uint64_t nentries; /* entries stored, unknown types included */
+	uint64_t hdr_nsections;
+	uint64_t unknown;
+};
+
+__attribute__((format(printf, 4, 5))) static void *rerr(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	errno = e;
+	return NULL;
+}
+
+static const char *sec_name(uint32_t type, char buf[16])
+{
+	for (int i = 0; i < 4; i++) {
+		char c = (char)(type >> (8 * i));
+		buf[i] = (c >= 0x20 && c < 0x7f) ? c : '?';
+	}
+	buf[4] = '\0';
+	return buf;
+}
+
+static uint32_t crc_of(const uint8_t *p, uint64_t len)
+{
+	uint32_t crc = (uint32_t)crc32(0, Z_NULL, 0);
+	while (len) {
+		uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		crc = (uint32_t)crc32(crc, p, n);
+		p += n;
+		len -= n;
+	}
+	return crc;
+}
+
+static void nul_terminate(char *s, size_t len)
+{
+	s[len - 1] = '\0';
+}
+
+void bt_dump_close(struct bt_dump *d)
+{
+	if (!d)
+		return;
+	if (d->body_owned)
+		free(d->body);
+	free(d->mem);
+	free(d->tasks);
+	free(d->probes);
+	free(d->rb_drops);
+	free(d->rb_emitted);
+	free(d->blocks);
+	free(d->events);
+	free(d);
+}
+
+/* ---- body ---------------------------------------------------------------- */
+
+static int inflate_body(struct bt_dump *d, const uint8_t *in, uint64_t in_len, char *err, size_t errlen)
+{
+	z_stream z = { 0 };
+	if (inflateInit(&z) != Z_OK) {
+		rerr(err, errlen, ENOMEM, "out of memory (zlib)");
+		return -ENOMEM;
+	}
+	uint64_t in_off = 0, out_off = 0;
+	int r = Z_OK;
+	while (r != Z_STREAM_END) {
+		if (z.avail_in == 0 && in_off < in_len) {
+			uint64_t n = in_len - in_off > (1u << 30) ? (1u << 30) : in_len - in_off;
+			z.next_in = (Bytef *)(in + in_off);
+			z.avail_in = (uInt)n;
+			in_off += n;
+		}
+		if (z.avail_out == 0 && out_off < d->body_len) {
+			uint64_t n = d->body_len - out_off > (1u << 30) ? (1u << 30) : d->body_len - out_off;
+			z.next_out = d->body + out_off;
+			z.avail_out = (uInt)n;
+			out_off += n;
+		}
+		uInt before_in = z.avail_in, before_out = z.avail_out;
+		r = inflate(&z, Z_NO_FLUSH);
+		if (r == Z_STREAM_END)
+			break;
+		if (r == Z_NEED_DICT || r == Z_DATA_ERROR || r == Z_STREAM_ERROR || r == Z_MEM_ERROR) {
+			rerr(err, errlen, EBADMSG, "corrupt dump: compressed body is damaged (zlib: %s)",
+			     z.msg ? z.msg : "error");
+			inflateEnd(&z);
+			return -EBADMSG;
+		}
+		if (z.avail_in == before_in && z.avail_out == before_out) {
+			/* No progress: input exhausted or output full. */
+			if (z.avail_out == 0 && out_off >= d->body_len)
+				rerr(err, errlen, EBADMSG,
+				     "corrupt dump: compressed body is larger than its recorded size (%" PRIu64 " bytes)",
+				     d->body_len);
+			else
+				rerr(err, errlen, EBADMSG, "corrupt dump: compressed body ends early");
+			inflateEnd(&z);
+			return -EBADMSG;
+		}
+	}
+	uint64_t total = out_off - z.avail_out; /* z.total_out may be 32-bit */
+	int trailing = z.avail_in != 0 || in_off < in_len;
+	inflateEnd(&z);
+	if (total != d->body_len) {
+		rerr(err, errlen, EBADMSG,
+		     "corrupt dump: compressed body holds %" PRIu64 " bytes, header says %" PRIu64, total, d->body_len);
+		return -EBADMSG;
+	}
+	if (trailing) {
+		rerr(err, errlen, EBADMSG, "corrupt dump: data after the end of the compressed body");
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+struct parse {
+	struct bt_dump *d;
+	char *err;
+	size_t errlen;
+	uint64_t off; /* of the current section */
+	char nb[16];
+};
+
+#define PFAIL(p, ...) (rerr((p)->err, (p)->errlen, EBADMSG, __VA_ARGS__), -EBADMSG)
+
+static int table_check(struct parse *p, const uint8_t *pl, uint64_t len, uint32_t min_rec, struct btd_table *tb,
+		       const char *what)
+{
+	if (len < sizeof(*tb))
+		return PFAIL(p, "corrupt dump: %s table at body offset %" PRIu64 " too short", what, p->off);
+	memcpy(tb, pl, sizeof(*tb));
+	if (tb->rec_size < min_rec || tb->rec_size > (1u << 20))
+		return PFAIL(p, "corrupt dump: %s table record size %u (need %u..%u)", what, tb->rec_size, min_rec,
+			     1u << 20);
+	if ((uint64_t)tb->count * tb->rec_size != len - sizeof(*tb))
+		return PFAIL(p, "corrupt dump: %s table of %u records of %u bytes does not fill its %" PRIu64
+				" bytes", what, tb->count, tb->rec_size, len - sizeof(*tb));
+	return 0;
+}
+
+static int cmp_task(const void *a, const void *b)
+{
+	const struct bt_task *x = a, *y = b;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+static int parse_tasks(struct parse *p, const uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_table tb;
+	int r = table_check(p, pl, len, sizeof(struct btd_task), &tb, "task");
+	if (r)
+		return r;
+	d->tasks = calloc(tb.count ? tb.count : 1, sizeof(*d->tasks));
+	if (!d->tasks)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	for (uint32_t i = 0; i < tb.count; i++) {
+		struct btd_task t;
+		memcpy(&t, pl + sizeof(tb) + (uint64_t)i * tb.rec_size, sizeof(t));
+		d->tasks[i].tid = t.tid;
+		d->tasks[i].tgid = t.tgid;
+		d->tasks[i].exit_ts = t.exit_ts;
+		memcpy(d->tasks[i].comm, t.comm, sizeof(d->tasks[i].comm));
+		nul_terminate(d->tasks[i].comm, sizeof(d->tasks[i].comm));
+	}
+	d->ntasks = tb.count;
+	qsort(d->tasks, d->ntasks, sizeof(*d->tasks), cmp_task);
+	for (size_t i = 1; i < d->ntasks; i++)
+		if (d->tasks[i].tid == d->tasks[i - 1].tid)
+			return PFAIL(p, "corrupt dump: task table lists tid %u twice", d->tasks[i].tid);
+	return 0;
+}
+
+static int parse_probes(struct parse *p, const uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_table tb;
+	int r = table_check(p, pl, len, sizeof(struct btd_probe), &tb, "probe");
+	if (r)
+		return r;
+	d->probes = calloc(tb.count ? tb.count : 1, sizeof(*d->probes));
+	if (!d->probes)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	for (uint32_t i = 0; i < tb.count; i++) {
+		struct btd_probe b;
+		struct bt_probe_desc *o = &d->probes[i];
+		memcpy(&b, pl + sizeof(tb) + (uint64_t)i * tb.rec_size, sizeof(b));
+		o->id = b.id;
+		o->flags = b.flags;
+		o->pid = b.pid;
+		o->nargs = b.nargs;
+		o->offset = b.offset;
+		_Static_assert(sizeof(o->spec) == sizeof(b.spec) && sizeof(o->binary) == sizeof(b.binary) &&
+				       sizeof(o->func) == sizeof(b.func),
+			       "probe record strings");
+		memcpy(o->spec, b.spec, sizeof(o->spec));
+		memcpy(o->binary, b.binary, sizeof(o->binary));
+		memcpy(o->func, b.func, sizeof(o->func));
+		nul_terminate(o->spec, sizeof(o->spec));
+		nul_terminate(o->binary, sizeof(o->binary));
+		nul_terminate(o->func, sizeof(o->func));
+	}
+	d->nprobes = tb.count;
+	return 0;
+}
+
+static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_loss l;
+	if (len < sizeof(l))
+		return PFAIL(p, "corrupt dump: loss section too short (%" PRIu64 " bytes)", len);
+	memcpy(&l, pl, sizeof(l));
+	if (l.ncpus != d->hdr.ncpus || l.ngroups != d->hdr.ngroups)
+		return PFAIL(p, "corrupt dump: loss section is for %u CPUs x %u groups, header says %u x %u", l.ncpus,
+			     l.ngroups, d->hdr.ncpus, d->hdr.ngroups);
+	if (l.has_emitted > 1 || l.ncounters > 1024)
+		return PFAIL(p, "corrupt dump: loss section has bad counts");
+	uint64_t n = (uint64_t)l.ncpus * l.ngroups;
+	uint64_t want = sizeof(l) + (uint64_t)l.ncounters * 8 + n * 8 * (l.has_emitted ? 2 : 1);
+	if (want != len)
+		return PFAIL(p, "corrupt dump: loss section is %" PRIu64 " bytes, its counts need %" PRIu64, len, want);
+	uint64_t cnt[BTD_NCOUNTERS] = { 0 };
+	memcpy(cnt, pl + sizeof(l), (l.ncounters < BTD_NCOUNTERS ? l.ncounters : BTD_NCOUNTERS) * 8);
+	struct bt_stats *s = &d->bst;
+	s->entries_written = cnt[BTD_CNT_ENTRIES_WRITTEN];
+	s->bytes_written = cnt[BTD_CNT_BYTES_WRITTEN];
+	s->entries_rejected = cnt[BTD_CNT_ENTRIES_REJECTED];
+	s->padding_bytes = cnt[BTD_CNT_PADDING_BYTES];
+	s->blocks_used = cnt[BTD_CNT_BLOCKS_USED];
+	s->blocks_closed = cnt[BTD_CNT_BLOCKS_CLOSED];
+	s->blocks_skipped = cnt[BTD_CNT_BLOCKS_SKIPPED];
+	s->positions_stale = cnt[BTD_CNT_POSITIONS_STALE];
+	s->core_races = cnt[BTD_CNT_CORE_RACES];
+	s->resizes = cnt[BTD_CNT_RESIZES];
+	s->size = (size_t)cnt[BTD_CNT_SIZE];
+	s->max_size = (size_t)cnt[BTD_CNT_MAX_SIZE];
+	s->resident = (size_t)cnt[BTD_CNT_RESIDENT];
+	s->metadata_bytes = (size_t)cnt[BTD_CNT_METADATA_BYTES];
+	s->block_size = (uint32_t)cnt[BTD_CNT_BLOCK_SIZE];
+	s->nblocks = (uint32_t)cnt[BTD_CNT_NBLOCKS];
+	s->active = (uint32_t)cnt[BTD_CNT_ACTIVE];
+	s->ncores = (uint32_t)cnt[BTD_CNT_NCORES];
+	s->entries_dropped = cnt[BTD_CNT_ENTRIES_DROPPED];
+	d->hdr.drain_events = l.drain_events;
+	d->hdr.drain_rejected = l.drain_rejected;
+	const uint8_t *arr = pl + sizeof(l) + (uint64_t)l.ncounters * 8;
+	d->rb_drops = calloc(n ? n : 1, 8);
+	if (!d->rb_drops)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	memcpy(d->rb_drops, arr, n * 8);
+	if (l.has_emitted) {
+		d->rb_emitted = calloc(n ? n : 1, 8);
+		if (!d->rb_emitted)
+			return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+		memcpy(d->rb_emitted, arr + n * 8, n * 8);
+	}
+	return 0;
+}
+
+static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_block b;
+	if (len < sizeof(b))
+		return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 " too short", p->off);
+	memcpy(&b, pl, sizeof(b));
+	if (d->nblocks == d->cap_blocks) {
+		size_t cap = d->cap_blocks ? d->cap_blocks * 2 : 64;
+		void *n = realloc(d->blocks, cap * sizeof(*d->blocks));
+		if (!n)
+			return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+		d->blocks = n;
+		d->cap_blocks = cap;
+	}
+	d->blocks[d->nblocks++] = (struct bt_dump_block){
+		.pos = b.pos, .prev_pos = b.prev_pos, .core = b.core, .used = b.used,
+		.nentries = b.nentries, .complete = !!(b.flags & BTD_BLOCK_COMPLETE),
+	};
+	uint64_t o = sizeof(b);
+	for (uint32_t i = 0; i < b.nentries; i++) {
+		struct btd_entry e;
+		if (len - o < sizeof(e))
+			return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 " ends inside entry %u of %u",
+				     p->off, i, b.nentries);
+		memcpy(&e, pl + o, sizeof(e));
+		o += sizeof(e);
+		if (e.kind != BTD_ENTRY_KIND || e.len > len - o || btd_pad8(e.len) > len - o)
+			return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 ": bad entry %u (%u bytes)",
+				     p->off, i, e.len);
+		/* 8-aligned: the body is, and sections and entries are padded to 8 */
+		const struct bt_event_hdr *ev = (const void *)(pl + o);
+		o += btd_pad8(e.len);
+		d->nentries++;
+		if (e.len < sizeof(*ev))
+			return PFAIL(p, "corrupt dump: event of %u bytes in block at body offset %" PRIu64
+					" (an event header is %zu)", e.len, p->off, sizeof(*ev));
+		if (ev->type >= BT_EV_MAX) {
+			d->unknown++; /* a newer recorder's event type */
+			continue;
+		}
+		uint32_t need = bt_event_min_size(ev->type);
+		if (!need)
+			return PFAIL(p, "corrupt dump: event type %u in block at body offset %" PRIu64, ev->type,
+				     p->off);
+		if (e.len < need)
+			return PFAIL(p, "corrupt dump: %s event of %u bytes (needs %u) in block at body offset %" PRIu64,
+				     bt_event_name(ev->type), e.len, need, p->off);
+		if (ev->cpu >= d->hdr.ncpus)
+			return PFAIL(p, "corrupt dump: event on CPU %u, the dump has %u CPUs", ev->cpu, d->hdr.ncpus);
+		if (ev->type == BT_EV_UPROBE_ENTRY || ev->type == BT_EV_USDT || ev->type == BT_EV_UPROBE_RETURN) {
+			const struct bt_ev_uprobe *u = (const void *)ev;
+			if (u->nargs > BT_MAX_UARGS)
+				return PFAIL(p, "corrupt dump: uprobe event with %u arguments (max %d)", u->nargs,
+					     BT_MAX_UARGS);
+		}
+		if (d->nevents == d->cap_events) {
+			size_t cap = d->cap_events ? d->cap_events * 2 : 1024;
+			void *n = realloc(d->events, cap * sizeof(*d->events));
+			if (!n)
+				return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+			d->events = n;
+			d->cap_events = cap;
+		}
+		d->events[d->nevents++] = (struct bt_dump_event){ .ev = ev, .len = e.len, .block_core = b.core };
+	}
+	if (o != len)
+		return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 " has %" PRIu64 " bytes after its %u entries",
+			     p->off, len - o, b.nentries);
+	return 0;
+}
+
+static int parse_end(struct parse *p, const uint8_t *pl, uint64_t len, uint64_t nsections)
+{
+	struct bt_dump *d = p->d;
+	struct btd_end e;
+	if (len < sizeof(e))
+		return PFAIL(p, "corrupt dump: END section too short");
+	memcpy(&e, pl, sizeof(e));
+	if (e.nsections != nsections || e.nblocks != d->nblocks || e.nentries != d->nentries)
+		return PFAIL(p, "corrupt dump: END says %" PRIu64 " sections, %" PRIu64 " blocks, %" PRIu64
+				" events; the body has %" PRIu64 ", %zu, %" PRIu64, e.nsections, e.nblocks, e.nentries,
+			     nsections, d->nblocks, d->nentries);
+	d->rst.blocks_read = e.blocks_read;
+	d->rst.blocks_lost = e.blocks_lost;
+	d->rst.blocks_busy = e.blocks_busy;
+	d->rst.blocks_empty = e.blocks_empty;
+	d->rst.entries = e.entries_read;
+	return 0;
+}
+
+static int parse_body(struct bt_dump *d, char *err, size_t errlen)
+{
+	struct parse p = { .d = d, .err = err, .errlen = errlen };
+	int seen_tasks = 0, seen_probes = 0, seen_loss = 0, seen_end = 0, r = 0;
+	uint64_t nsec = 0;
+
+	while (p.off < d->body_len) {
+		struct btd_section s;
+		if (seen_end)
+			return PFAIL(&p, "corrupt dump: data after the END section (body offset %" PRIu64 ")", p.off);
+		if (d->body_len - p.off < sizeof(s))
+			return PFAIL(&p, "corrupt dump: body ends inside a section header (offset %" PRIu64 ")", p.off);
+		memcpy(&s, d->body + p.off, sizeof(s));
+		uint64_t room = d->body_len - p.off - sizeof(s);
+		if (s.len > room || btd_pad8(s.len) > room)
+			return PFAIL(&p, "corrupt dump: section %s at body offset %" PRIu64 " is %" PRIu64
+					 " bytes, only %" PRIu64 " remain", sec_name(s.type, p.nb), p.off, s.len, room);
+		uint8_t *pl = d->body + p.off + sizeof(s);
+		switch (s.type) {
+		case BTD_SEC_TASKS:
+			r = seen_tasks++ ? PFAIL(&p, "corrupt dump: two task tables") : parse_tasks(&p, pl, s.len);
+			break;
+		case BTD_SEC_PROBES:
+			r = seen_probes++ ? PFAIL(&p, "corrupt dump: two probe tables") : parse_probes(&p, pl, s.len);
+			break;
+		case BTD_SEC_LOSS:
+			r = seen_loss++ ? PFAIL(&p, "corrupt dump: two loss sections") : parse_loss(&p, pl, s.len);
+			break;
+		case BTD_SEC_BLOCK:
+			r = parse_block(&p, pl, s.len);
+			break;
+		case BTD_SEC_END:
+			seen_end = 1;
+			r = parse_end(&p, pl, s.len, nsec);
+			break;
+		default:
+			if (s.flags & BTD_SEC_F_REQUIRED)
+				r = PFAIL(&p, "dump needs a newer btrace-bpf (unknown required section %s)",
+					  sec_name(s.type, p.nb));
+			break; /* optional sections of newer writers are skipped */
+		}
+		if (r)
+			return r;
+		nsec++;
+		p.off += sizeof(s) + btd_pad8(s.len);
+	}
+	if (!seen_end)
+		return PFAIL(&p, "truncated dump (body has no END section)");
+	if (!seen_tasks || !seen_probes || !seen_loss)
+		return PFAIL(&p, "corrupt dump: missing %s section",
+			     !seen_tasks ? "task" : !seen_probes ? "probe" : "loss");
+	if (d->hdr.nblocks_stored != d->nblocks || d->hdr.nevents_stored != d->nentries || d->hdr_nsections != nsec)
+		return PFAIL(&p, "corrupt dump: header says %" PRIu64 " sections, %" PRIu64 " blocks and %" PRIu64
+				 " events, body has %" PRIu64 ", %zu and %" PRIu64,
+			     d->hdr_nsections, d->hdr.nblocks_stored, d->hdr.nevents_stored, nsec, d->nblocks, d->nentries);
+	return 0;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct bt_dump_event *x = a, *y = b;
+	const struct bt_event_hdr *p = x->ev, *q = y->ev;
+	if (p->ts_ns != q->ts_ns)
+		return p->ts_ns < q->ts_ns ? -1 : 1;
+	if (p->cpu != q->cpu)
+		return p->cpu < q->cpu ? -1 : 1;
+	if (p->seq != q->seq)
+		return p->seq < q->seq ? -1 : 1;
+	/* file order: deterministic */
+	return (uintptr_t)p < (uintptr_t)q ? -1 : (uintptr_t)p > (uintptr_t)q;
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+static struct bt_dump *open_buf(uint8_t *mem, const uint8_t *data, size_t len, unsigned flags, char *err,
+				size_t errlen)
+{
+	struct btd_header h;
+	struct bt_dump *d;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (len == 0)
+		return rerr(err, errlen, EINVAL, "empty file, not a btrace-bpf dump");
+	size_t ml = len < BTD_MAGIC_LEN ? len : BTD_MAGIC_LEN;
+	if (memcmp(data, BTD_MAGIC, ml) != 0)
+		return rerr(err, errlen, EINVAL, "not a btrace-bpf dump (bad magic)");
+	if (len < BTD_HEADER_SIZE)
+		return rerr(err, errlen, EBADMSG, "truncated dump (file ends at %zu of %u header bytes)", len,
+			    BTD_HEADER_SIZE);
+	memcpy(&h, data, sizeof(h));
+	if (h.version != BTD_VERSION)
+		return rerr(err, errlen, ENOTSUP, "unsupported dump format version %u (this btrace-bpf reads version %u)",
+			    h.version, BTD_VERSION);
+	if (!(flags & BT_DUMP_OPEN_NOCRC)) {
+		uint32_t c = crc_of(data, offsetof(struct btd_header, header_crc));
+		if (c != h.header_crc)
+			return rerr(err, errlen, EBADMSG, "corrupt dump header (checksum %08x, expected %08x)", c,
+				    h.header_crc);
+	}
+	if (h.header_size < BTD_HEADER_SIZE || h.header_size % 8 || h.header_size > (1u << 20))
+		return rerr(err, errlen, EBADMSG, "corrupt dump header (header size %u)", h.header_size);
+	if (h.compression > BTD_COMP_ZLIB || h.zlevel > 9 || (h.compression == BTD_COMP_NONE) != (h.zlevel == 0))
+		return rerr(err, errlen, EBADMSG, "corrupt dump header (compression %u level %u)", h.compression,
+			    h.zlevel);
+	if (h.ncpus == 0 || h.ncpus > BTD_MAX_CPUS || h.ngroups > BTD_MAX_GROUPS)
+		return rerr(err, errlen, EBADMSG, "corrupt dump header (%u CPUs, %u groups)", h.ncpus, h.ngroups);
+	if (h.header_size > len)
+		return rerr(err, errlen, EBADMSG, "truncated dump (file ends at %zu of %u header bytes)", len,
+			    h.header_size);
+	uint64_t room = len - h.header_size;
+	if (h.body_len > room)
+		return rerr(err, errlen, EBADMSG, "truncated dump (file ends at %zu of %" PRIu64 " bytes)", len,
+			    h.header_size + h.body_len);
+	if (h.body_len < room)
+		return rerr(err, errlen, EBADMSG, "corrupt dump (%" PRIu64 " unexpected bytes after the body)",
+			    room - h.body_len);
+	if (h.body_raw_len % 8 || h.body_raw_len < sizeof(struct btd_section) + sizeof(struct btd_end) ||
+	    (h.compression == BTD_COMP_NONE && h.body_raw_len != h.body_len) ||
+	    (h.compression == BTD_COMP_ZLIB && h.body_raw_len / ZLIB_MAX_RATIO > h.body_len) ||
+	    h.body_raw_len > SIZE_MAX / 2)
+		return rerr(err, errlen, EBADMSG,
+			    "corrupt dump header (body of %" PRIu64 " bytes, %" PRIu64 " uncompressed)", h.body_len,
+			    h.body_raw_len);
+	const uint8_t *body = data + h.header_size;
+	if (!(flags & BT_DUMP_OPEN_NOCRC)) {
+		uint32_t c = crc_of(body, h.body_len);
+		if (c != h.body_crc)
+			return rerr(err, errlen, EBADMSG, "corrupt dump (body checksum %08x, expected %08x)", c,
+				    h.body_crc);
+	}
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return rerr(err, errlen, ENOMEM, "out of memory");
+	struct bt_dump_header *o = &d->hdr;
+	o->version = h.version;
+	o->ncpus = h.ncpus;
+	o->ngroups = h.ngroups;
+	o->block_size = h.block_size;
+	o->nblocks = h.nblocks;
+	o->active = h.active;
+	o->zlevel = h.zlevel;
+	o->created_realtime_ns = h.created_realtime_ns;
+	o->created_boottime_ns = h.created_boottime_ns;
+	o->dump_seq = h.dump_seq;
+	o->overlaps_dump = h.overlaps_dump;
+	o->buffer_size = h.buffer_size;
+	o->recorder_pid = h.recorder_pid;
+	_Static_assert(sizeof(o->hostname) == sizeof(h.hostname) && sizeof(o->kernel) == sizeof(h.kernel) &&
+			       sizeof(o->reason) == sizeof(h.reason),
+		       "header strings");
+	memcpy(o->hostname, h.hostname, sizeof(o->hostname));
+	memcpy(o->kernel, h.kernel, sizeof(o->kernel));
+	memcpy(o->reason, h.reason, sizeof(o->reason));
+	nul_terminate(o->hostname, sizeof(o->hostname));
+	nul_terminate(o->kernel, sizeof(o->kernel));
+	nul_terminate(o->reason, sizeof(o->reason));
+	o->groups_enabled = h.groups_enabled;
+	o->compression = h.compression;
+	o->clock_id = h.clock_id;
+	o->file_size = len;
+	o->body_len = h.body_len;
+	o->body_raw_len = h.body_raw_len;
+	o->nblocks_stored = h.nblocks_stored;
+	o->nevents_stored = h.nevents_stored;
+	d->body_len = h.body_raw_len;
+	d->hdr_nsections = h.nsections;
+
+	if (h.compression == BTD_COMP_NONE && mem && (uintptr_t)body % 8 == 0) {
+		d->body = (uint8_t *)body; /* inside mem: bt_dump_open hands mem to d */
+	} else {
+		d->body = malloc(d->body_len);
+		if (!d->body) {
+			free(d);
+			return rerr(err, errlen, ENOMEM, "out of memory for a %" PRIu64 "-byte body", h.body_raw_len);
+		}
+		d->body_owned = 1;
+		if (h.compression == BTD_COMP_NONE)
+			memcpy(d->body, body, d->body_len);
+		else if (inflate_body(d, body, h.body_len, err, errlen) < 0)
+			goto fail;
+	}
+	if (!(flags & BT_DUMP_OPEN_NOCRC) && h.compression != BTD_COMP_NONE) {
+		uint32_t c = crc_of(d->body, d->body_len);
+		if (c != h.raw_crc) {
+			rerr(err, errlen, EBADMSG, "corrupt dump (uncompressed body checksum %08x, expected %08x)", c,
+			     h.raw_crc);
+			goto fail;
+		}
+	}
+	if (parse_body(d, err, errlen) < 0)
+		goto fail;
+	if (d->nevents)
+		qsort(d->events, d->nevents, sizeof(*d->events), cmp_event);
+	return d;
+fail: {
+	int e = errno;
+	bt_dump_close(d);
+	errno = e;
+	return NULL;
+}
+}
+
+struct bt_dump *bt_dump_open_mem_flags(const void *data, size_t len, unsigned flags, char *err, size_t errlen)
+{
+	if (!data && len)
+		return rerr(err, errlen, EINVAL, "no data");
+	return open_buf(NULL, data ? data : "", len, flags, err, errlen);
+}
+
+struct bt_dump *bt_dump_open_mem(const void *data, size_t len, char *err, size_t errlen)
+{
+	return bt_dump_open_mem_flags(data, len, 0, err, errlen);
+}
+
+struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		int e = errno;
+		return rerr(err, errlen, e, "cannot open: %s", strerror(e));
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		int e = S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+		close(fd);
+		return rerr(err, errlen, e, "not a regular file");
+	}
+	if ((uint64_t)st.st_size > SIZE_MAX / 2) {
+		close(fd);
+		return rerr(err, errlen, EFBIG, "file too large");
+	}
+	size_t size = (size_t)st.st_size;
+	uint8_t *mem = malloc(size ? size : 1);
+	if (!mem) {
+		close(fd);
+		return rerr(err, errlen, ENOMEM, "out of memory reading %zu bytes", size);
+	}
+	size_t got = 0;
+	while (got < size) {
+		ssize_t r = read(fd, mem + got, size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			free(mem);
+			close(fd);
+			return rerr(err, errlen, e, "read error: %s", strerror(e));
+		}
+		if (r == 0)
+			break; /* shrank while reading: validation reports the truncation */
+		got += (size_t)r;
+	}
+	close(fd);
+	struct bt_dump *d = open_buf(mem, mem, got, 0, err, errlen);
+	int e = errno;
+	if (d && !d->body_owned)
+		d->mem = mem; /* the body lives in the file image */
+	else
+		free(mem);
+	errno = e;
+	return d;
+}
+
+/* ---- accessors ----------------------------------------------------------- */
+
+const struct bt_dump_header *bt_dump_header(const struct bt_dump *d)
+{
+	return &d->hdr;
+}
+
+const struct bt_task *bt_dump_tasks(const struct bt_dump *d, size_t *n)
+{
+	*n = d->ntasks;
+	return d->tasks;
+}
+
+const struct bt_probe_desc *bt_dump_probes(const struct bt_dump *d, size_t *n)
+{
+	*n = d->nprobes;
+	return d->probes;
+}
+
+const uint64_t *bt_dump_rb_drops(const struct bt_dump *d)
+{
+	return d->rb_drops;
+}
+
+const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d)
+{
+	return d->rb_emitted;
+}
+
+const struct bt_stats *bt_dump_buffer_stats(const struct bt_dump *d)
+{
+	return &d->bst;
+}
+
+const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d)
+{
+	return &d->rst;
+}
+
+const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n)
+{
+	*n = d->nevents;
+	return d->events;
+}
+
+const struct bt_dump_block *bt_dump_blocks(const struct bt_dump *d, size_t *n)
+{
+	*n = d->nblocks;
+	return d->blocks;
+}
+
+uint64_t bt_dump_unknown_events(const struct bt_dump *d)
+{
+	return d->unknown;
+}
+
+/* ---- sequence analysis --------------------------------------------------- */
+
+struct sq {
+	uint64_t seq; /* unwrapped */
+	uint64_t ts;
+	size_t idx;   /* in the time-ordered event array */
+};
+
+static int cmp_sq(const void *a, const void *b)
+{
+	const struct sq *x = a, *y = b;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Events bucketed by CPU (start[c]..start[c+1]), each bucket in seq order.
+ * The 32-bit seq is unwrapped along time order: consecutive events of a CPU
+ * differ by less than 2^31 seqs. */
+struct seqs {
+	size_t *start; /* [ncpus + 1] */
+	struct sq *it;
+};
+
+static void seqs_free(struct seqs *q)
+{
+	free(q->start);
+	free(q->it);
+}
+
+static int seqs_build(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct seqs *q)
+{
+	size_t *fill = calloc(ncpus ? ncpus : 1, sizeof(*fill));
+	uint64_t *last = calloc(ncpus ? ncpus : 1, sizeof(*last));
+	q->start = calloc((size_t)ncpus + 1, sizeof(*q->start));
+	q->it = malloc((n ? n : 1) * sizeof(*q->it));
+	if (!fill || !last || !q->start || !q->it) {
+		free(fill);
+		free(last);
+		seqs_free(q);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (ev[i].ev->cpu < ncpus)
+			q->start[ev[i].ev->cpu + 1]++;
+	for (uint32_t c = 0; c < ncpus; c++)
+		q->start[c + 1] += q->start[c];
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_event_hdr *h = ev[i].ev;
+		if (h->cpu >= ncpus)
+			continue;
+		uint32_t c = h->cpu;
+		uint64_t s;
+		if (fill[c] == 0)
+			s = (1ull << 32) + h->seq; /* headroom for a first event seen out of order */
+		else
+			s = last[c] + (uint64_t)(int64_t)(int32_t)(h->seq - (uint32_t)last[c]);
+		last[c] = s;
+		q->it[q->start[c] + fill[c]++] = (struct sq){ .seq = s, .ts = h->ts_ns, .idx = i };
+	}
+	for (uint32_t c = 0; c < ncpus; c++)
+		if (fill[c] > 1)
+			qsort(q->it + q->start[c], fill[c], sizeof(*q->it), cmp_sq);
+	free(fill);
+	free(last);
+	return 0;
+}
+
+int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_window *w,
+		   struct bt_seq_cpu *percpu)
+{
+	struct seqs q = { 0 };
+	memset(w, 0, sizeof(*w));
+	w->limit_cpu = -1;
+	if (percpu)
+		memset(percpu, 0, sizeof(*percpu) * ncpus);
+	if (!n || !ncpus)
+		return 0;
+	struct bt_seq_cpu *pc = percpu ? percpu : calloc(ncpus, sizeof(*pc));
+	if (!pc || seqs_build(ev, n, ncpus, &q) < 0) {
+		if (pc != percpu)
+			free(pc);
+		return -ENOMEM;
+	}
+
+	w->first_ts = UINT64_MAX;
+	for (uint32_t c = 0; c < ncpus; c++) {
+		const struct sq *a = q.it + q.start[c];
+		size_t k = q.start[c + 1] - q.start[c];
+		struct bt_seq_cpu *p = &pc[c];
+		uint64_t gap_ts = 0;
+		if (!k)
+			continue;
+		p->events = k;
+		p->first_ts = UINT64_MAX;
+		p->first_seq = (uint32_t)a[0].seq;
+		p->last_seq = (uint32_t)a[k - 1].seq;
+		for (size_t j = 0; j < k; j++) {
+			if (a[j].ts < p->first_ts)
+				p->first_ts = a[j].ts;
+			if (a[j].ts > p->last_ts)
+				p->last_ts = a[j].ts;
+			if (!j)
+				continue;
+			uint64_t dlt = a[j].seq - a[j - 1].seq;
+			if (dlt == 0) {
+				p->dups++;
+			} else if (dlt > 1) {
+				p->gaps++;
+				p->missing += dlt - 1;
+				if (a[j].ts >= gap_ts) {
+					gap_ts = a[j].ts;
+					p->gap_from = (uint32_t)(a[j - 1].seq + 1);
+					p->gap_to = (uint32_t)(a[j].seq - 1);
+				}
+			}
+		}
+		p->limit = BT_SEQ_LIMIT_NONE;
+		p->start_ts = 0;
+		if (p->first_seq != 0) {
+			/* older events of this CPU existed: it is continuous only
+			 * from its oldest retained event on */
+			p->limit = BT_SEQ_LIMIT_HISTORY;
+			p->start_ts = a[0].ts;
+		}
+		if (p->gaps && gap_ts >= p->start_ts) {
+			p->limit = BT_SEQ_LIMIT_GAP;
+			p->start_ts = gap_ts;
+		}
+		w->events += k;
+		w->cpus_with_events++;
+		w->gaps += p->gaps;
+		w->missing += p->missing;
+		w->dups += p->dups;
+		if (p->first_ts < w->first_ts)
+			w->first_ts = p->first_ts;
+		if (p->last_ts > w->last_ts)
+			w->last_ts = p->last_ts;
+	}
+	if (!w->events) {
+		w->first_ts = 0;
+	} else {
+		uint64_t cont = w->first_ts;
+		for (uint32_t c = 0; c < ncpus; c++) {
+			if (!pc[c].events || pc[c].limit == BT_SEQ_LIMIT_NONE)
+				continue;
+			if (w->limit_cpu < 0 ? pc[c].start_ts >= cont : pc[c].start_ts > cont) {
+				cont = pc[c].start_ts;
+				w->limit_cpu = (int32_t)c;
+			}
+		}
+		w->cont_start_ts = cont;
+		for (size_t i = 0; i < n; i++)
+			if (ev[i].ev->cpu < ncpus && ev[i].ev->ts_ns >= cont)
+				w->cont_events++;
+	}
+	seqs_free(&q);
+	if (pc != percpu)
+		free(pc);
+	return 0;
+}
+
+static int cmp_gap(const void *a, const void *b)
+{
+	const struct bt_seq_gap *x = a, *y = b;
+	return x->index < y->index ? -1 : x->index > y->index;
+}
+
+int bt_seq_gaps(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_gap **out, size_t *nout)
+{
+	struct seqs q = { 0 };
+	size_t cnt = 0, cap = 0;
+	struct bt_seq_gap *g = NULL;
+
+	*out = NULL;
+	*nout = 0;
+	if (!n || !ncpus)
+		return 0;
+	if (seqs_build(ev, n, ncpus, &q) < 0)
+		return -ENOMEM;
+	for (uint32_t c = 0; c < ncpus; c++) {
+		const struct sq *a = q.it + q.start[c];
+		size_t k = q.start[c + 1] - q.start[c];
+		for (size_t j = 1; j < k; j++) {
+			uint64_t dlt = a[j].seq - a[j - 1].seq;
+			if (dlt <= 1)
+				continue;
+			if (cnt == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				void *p = realloc(g, nc * sizeof(*g));
+				if (!p) {
+					free(g);
+					seqs_free(&q);
+					return -ENOMEM;
+				}
+				g = p;
+				cap = nc;
+			}
+			g[cnt++] = (struct bt_seq_gap){
+				.index = a[j].idx, .cpu = c, .from_seq = (uint32_t)(a[j - 1].seq + 1), .missing = dlt - 1,
+			};
+		}
+	}
+	seqs_free(&q);
+	if (cnt)
+		qsort(g, cnt, sizeof(*g), cmp_gap);
+	*out = g;
+	*nout = cnt;
+	return 0;
+}

@@ -1,0 +1,640 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dump_write.c - write a dump of a live buffer (format: dump_format.h,
+ * docs/dump-format.md).
+ *
+ * The dump thread runs this while the drain thread keeps writing into the
+ * buffer. bt_read() hands us a private copy of one block at a time; each is
+ * streamed through zlib into the file at once, so memory stays bounded by one
+ * block plus the zlib state and a 256 KiB output buffer, whatever the buffer
+ * size. The header is reserved first and written last (pwrite), when the body
+ * lengths and checksums are known:
+ *
+ *   mkostemp(dir/.NAME.XXXXXX) -> zero header -> TASK PROB LOSS BLCK.. END
+ *   -> pwrite header -> fsync -> close -> rename(NAME) -> fsync(dir)
+ *
+ * Any failure unlinks the temporary file and returns -errno with a message.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <linux/types.h>
+#include "events.h"
+#include "dump.h"
+#include "dump_format.h"
+
+#define OUT_BUF (256u << 10)
+
+__attribute__((format(printf, 4, 5))) static int werr(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -e;
+}
+
+/* ---- body stream: raw or deflate, with running crc32s -------------------- */
+
+struct zout {
+	int fd;
+	int zlevel; /* 0: stored as is */
+	z_stream z;
+	int zinit;
+	uint8_t *obuf;
+	size_t olen;
+	uint64_t raw_len, stored_len;
+	uint32_t raw_crc, stored_crc;
+	int err; /* sticky -errno */
+	const char *err_op;
+};
+
+static uint32_t crc_update(uint32_t crc, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	while (len) {
+		uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		crc = (uint32_t)crc32(crc, b, n);
+		b += n;
+		len -= n;
+	}
+	return crc;
+}
+
+static int write_all(int fd, const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	while (len) {
+		ssize_t r = write(fd, b, len);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		b += r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static void zout_flush(struct zout *zo)
+{
+	if (zo->err || !zo->olen)
+		return;
+	int r = write_all(zo->fd, zo->obuf, zo->olen);
+	if (r < 0) {
+		zo->err = r;
+		zo->err_op = "write";
+		return;
+	}
+	zo->stored_crc = crc_update(zo->stored_crc, zo->obuf, zo->olen);
+	zo->stored_len += zo->olen;
+	zo->olen = 0;
+}
+
+static void zout_deflate(struct zout *zo, int flush)
+{
+	for (;;) {
+		zo->z.next_out = zo->obuf + zo->olen;
+		zo->z.avail_out = (uInt)(OUT_BUF - zo->olen);
+		int r = deflate(&zo->z, flush);
+		zo->olen = OUT_BUF - zo->z.avail_out;
+		if (r == Z_STREAM_ERROR) {
+			zo->err = -EIO;
+			zo->err_op = "deflate";
+			return;
+		}
+		if (zo->olen == OUT_BUF)
+			zout_flush(zo);
+		if (zo->err)
+			return;
+		if (flush == Z_FINISH) {
+			if (r == Z_STREAM_END)
+				return;
+		} else if (zo->z.avail_in == 0 && zo->z.avail_out != 0) {
+			return;
+		}
+	}
+}
+
+static void body_put(struct zout *zo, const void *p, size_t len)
+{
+	if (zo->err || !len)
+		return;
+	zo->raw_crc = crc_update(zo->raw_crc, p, len);
+	zo->raw_len += len;
+	const uint8_t *b = p;
+	if (!zo->zlevel) {
+		while (len && !zo->err) {
+			size_t n = OUT_BUF - zo->olen < len ? OUT_BUF - zo->olen : len;
+			memcpy(zo->obuf + zo->olen, b, n);
+			zo->olen += n;
+			b += n;
+			len -= n;
+			if (zo->olen == OUT_BUF)
+				zout_flush(zo);
+		}
+		return;
+	}
+	while (len && !zo->err) {
+		uInt n = len > (1u << 30) ? (1u << 30) : (uInt)len;
+		zo->z.next_in = (Bytef *)b;
+		zo->z.avail_in = n;
+		zout_deflate(zo, Z_NO_FLUSH);
+		b += n;
+		len -= n;
+	}
+}
+
+static void body_pad(struct zout *zo, uint64_t len)
+{
+	static const uint8_t zeros[8];
+	body_put(zo, zeros, (size_t)(btd_pad8(len) - len));
+}
+
+static void section_begin(struct zout *zo, uint32_t type, uint32_t flags, uint64_t len)
+{
+	struct btd_section s = { .type = type, .flags = flags, .len = len };
+	body_put(zo, &s, sizeof(s));
+}
+
+static void zout_finish(struct zout *zo)
+{
+	if (zo->zlevel && !zo->err)
+		zout_deflate(zo, Z_FINISH);
+	zout_flush(zo);
+}
+
+/* ---- sections ------------------------------------------------------------ */
+
+static void put_tasks(struct zout *zo, const struct bt_task *t, size_t n)
+{
+	struct btd_table tb = { .count = (uint32_t)n, .rec_size = sizeof(struct btd_task) };
+	uint64_t len = sizeof(tb) + (uint64_t)n * sizeof(struct btd_task);
+	section_begin(zo, BTD_SEC_TASKS, 0, len);
+	body_put(zo, &tb, sizeof(tb));
+	for (size_t i = 0; i < n; i++) {
+		struct btd_task r = { .tid = t[i].tid, .tgid = t[i].tgid, .exit_ts = t[i].exit_ts };
+		memcpy(r.comm, t[i].comm, sizeof(r.comm) < sizeof(t[i].comm) ? sizeof(r.comm) : sizeof(t[i].comm));
+		r.comm[sizeof(r.comm) - 1] = '\0';
+		body_put(zo, &r, sizeof(r));
+	}
+	body_pad(zo, len);
+}
+
+static void copy_str(char *dst, size_t dlen, const char *src, size_t slen)
+{
+	size_t n = strnlen(src, slen);
+	if (n >= dlen)
+		n = dlen - 1;
+	memcpy(dst, src, n);
+	memset(dst + n, 0, dlen - n);
+}
+
+static void put_probes(struct zout *zo, const struct bt_probe_desc *p, size_t n)
+{
+	struct btd_table tb = { .count = (uint32_t)n, .rec_size = sizeof(struct btd_probe) };
+	uint64_t len = sizeof(tb) + (uint64_t)n * sizeof(struct btd_probe);
+	section_begin(zo, BTD_SEC_PROBES, 0, len);
+	body_put(zo, &tb, sizeof(tb));
+	for (size_t i = 0; i < n; i++) {
+		struct btd_probe r = {
+			.id = p[i].id, .flags = p[i].flags, .pid = p[i].pid, .nargs = p[i].nargs, .offset = p[i].offset,
+		};
+		copy_str(r.spec, sizeof(r.spec), p[i].spec, sizeof(p[i].spec));
+		copy_str(r.binary, sizeof(r.binary), p[i].binary, sizeof(p[i].binary));
+		copy_str(r.func, sizeof(r.func), p[i].func, sizeof(p[i].func));
+		body_put(zo, &r, sizeof(r));
+	}
+	body_pad(zo, len);
+}
+
+static void put_loss(struct zout *zo, const struct bt_dump_info *info, const struct bt_stats *st)
+{
+	uint64_t cnt[BTD_NCOUNTERS] = {
+		[BTD_CNT_ENTRIES_WRITTEN] = st->entries_written,
+		[BTD_CNT_BYTES_WRITTEN] = st->bytes_written,
+		[BTD_CNT_ENTRIES_REJECTED] = st->entries_rejected,
+		[BTD_CNT_PADDING_BYTES] = st->padding_bytes,
+		[BTD_CNT_BLOCKS_USED] = st->blocks_used,
+		[BTD_CNT_BLOCKS_CLOSED] = st->blocks_closed,
+		[BTD_CNT_BLOCKS_SKIPPED] = st->blocks_skipped,
+		[BTD_CNT_POSITIONS_STALE] = st->positions_stale,
+		[BTD_CNT_CORE_RACES] = st->core_races,
+		[BTD_CNT_RESIZES] = st->resizes,
+		[BTD_CNT_SIZE] = st->size,
+		[BTD_CNT_MAX_SIZE] = st->max_size,
+		[BTD_CNT_RESIDENT] = st->resident,
+		[BTD_CNT_METADATA_BYTES] = st->metadata_bytes,
+		[BTD_CNT_BLOCK_SIZE] = st->block_size,
+		[BTD_CNT_NBLOCKS] = st->nblocks,
+		[BTD_CNT_ACTIVE] = st->active,
+		[BTD_CNT_NCORES] = st->ncores,
+		[BTD_CNT_ENTRIES_DROPPED] = st->entries_dropped,
+	};
+	size_t n = (size_t)info->ncpus * info->ngroups;
+	int has_emitted = info->rb_emitted != NULL;
+	struct btd_loss l = {
+		.ncpus = info->ncpus,
+		.ngroups = info->ngroups,
+		.has_emitted = (uint32_t)has_emitted,
+		.ncounters = BTD_NCOUNTERS,
+		.drain_events = info->drain_events,
+		.drain_rejected = info->drain_rejected,
+	};
+	uint64_t len = sizeof(l) + sizeof(cnt) + n * 8 * (has_emitted ? 2 : 1);
+	section_begin(zo, BTD_SEC_LOSS, BTD_SEC_F_REQUIRED, len);
+	body_put(zo, &l, sizeof(l));
+	body_put(zo, cnt, sizeof(cnt));
+	if (info->rb_drops) {
+		body_put(zo, info->rb_drops, n * 8);
+	} else {
+		static const uint64_t zeros[64];
+		for (size_t i = 0; i < n; i += 64)
+			body_put(zo, zeros, (n - i < 64 ? n - i : 64) * 8);
+	}
+	if (has_emitted)
+		body_put(zo, info->rb_emitted, n * 8);
+	body_pad(zo, len);
+}
+
+struct blk_ctx {
+	struct zout *zo;
+	uint8_t *scratch;
+	size_t cap;
+	uint64_t nblocks, nentries, nsections;
+};
+
+static int block_cb(const struct bt_block_view *blk, void *arg)
+{
+	struct blk_ctx *c = arg;
+	struct zout *zo = c->zo;
+	uint32_t off = 0, len, n = 0;
+	uint64_t bytes = 0;
+	const void *p;
+
+	while ((p = bt_block_next(blk, &off, &len))) {
+		n++;
+		bytes += sizeof(struct btd_entry) + btd_pad8(len);
+	}
+	if (bytes > c->cap) {
+		/* Cannot happen (our framing is never larger than the buffer's),
+		 * but grow rather than trust that. */
+		uint8_t *s = realloc(c->scratch, bytes);
+		if (!s)
+			return -ENOMEM;
+		c->scratch = s;
+		c->cap = bytes;
+	}
+	size_t o = 0;
+	off = 0;
+	uint32_t n2 = 0;
+	while (n2 < n && (p = bt_block_next(blk, &off, &len))) {
+		struct btd_entry e = { .len = len, .kind = BTD_ENTRY_KIND };
+		if (o + sizeof(e) + btd_pad8(len) > c->cap)
+			break; /* the block changed under us: impossible, it is a copy */
+		memcpy(c->scratch + o, &e, sizeof(e));
+		memcpy(c->scratch + o + sizeof(e), p, len);
+		memset(c->scratch + o + sizeof(e) + len, 0, (size_t)(btd_pad8(len) - len));
+		o += sizeof(e) + btd_pad8(len);
+		n2++;
+	}
+	struct btd_block b = {
+		.pos = blk->pos,
+		.prev_pos = blk->prev_pos,
+		.core = blk->core,
+		.flags = blk->complete ? BTD_BLOCK_COMPLETE : 0,
+		.nentries = n2,
+		.used = blk->used,
+	};
+	section_begin(zo, BTD_SEC_BLOCK, 0, sizeof(b) + o);
+	body_put(zo, &b, sizeof(b));
+	body_put(zo, c->scratch, o);
+	c->nblocks++;
+	c->nentries += n2;
+	c->nsections++;
+	return zo->err;
+}
+
+/* ---- files --------------------------------------------------------------- */
+
+static int mkdir_p(const char *dir)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+	if (n == 0 || n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char c = p[i];
+		p[i] = '\0';
+		if (mkdir(p, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		p[i] = c;
+	}
+	struct stat st;
+	if (stat(dir, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+}
+
+static int fsync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	int r = fsync(fd) < 0 ? -errno : 0;
+	close(fd);
+	/* Some file systems cannot fsync a directory; the data itself is synced. */
+	return (r == -EINVAL || r == -EROFS) ? 0 : r;
+}
+
+static void clean_host(char *h, size_t len)
+{
+	if (gethostname(h, len) < 0 || !h[0])
+		snprintf(h, len, "localhost");
+	h[len - 1] = '\0';
+	for (char *c = h; *c; c++)
+		if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+		      *c == '-' || *c == '.' || *c == '_'))
+			*c = '_';
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Move tmp to final without replacing an existing file; on a name clash try
+ * final-2.btd, -3, ... (auto-named dumps only). */
+static int place_file(const char *tmp, char *final, size_t flen, int replace)
+{
+	if (replace)
+		return rename(tmp, final) < 0 ? -errno : 0;
+	char base[PATH_MAX];
+	size_t bl = strlen(final);
+	if (bl < 4 || bl >= sizeof(base))
+		return -ENAMETOOLONG;
+	memcpy(base, final, bl - 4); /* without ".btd" */
+	base[bl - 4] = '\0';
+	for (int i = 1; i < 1000; i++) {
+		if (i > 1 && (size_t)snprintf(final, flen, "%s-%d.btd", base, i) >= flen)
+			return -ENAMETOOLONG;
+		if (renameat2(AT_FDCWD, tmp, AT_FDCWD, final, RENAME_NOREPLACE) == 0)
+			return 0;
+		if (errno == EEXIST)
+			continue;
+		if (errno != EINVAL && errno != ENOSYS)
+			return -errno;
+		/* No RENAME_NOREPLACE on this file system: link + unlink. */
+		if (link(tmp, final) == 0) {
+			unlink(tmp);
+			return 0;
+		}
+		if (errno == EEXIST)
+			continue;
+		if (access(final, F_OK) == 0)
+			continue;
+		return rename(tmp, final) < 0 ? -errno : 0;
+	}
+	return -EEXIST;
+}
+
+int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir,
+		  const char *path, int zlevel, char *out_path, size_t out_len,
+		  struct bt_read_stats *rst, char *err, size_t errlen)
+{
+	char dpath[PATH_MAX], final[PATH_MAX], tmp[2 * PATH_MAX + 16];
+	struct bt_read_stats rs = { 0 };
+	struct btd_header h = { 0 };
+	struct zout zo = { .fd = -1 };
+	struct blk_ctx bc = { .zo = &zo };
+	struct bt_stats bst;
+	int fd = -1, r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (out_path && out_len)
+		out_path[0] = '\0';
+	if (!buf || !info || (!dir && !path))
+		return werr(err, errlen, EINVAL, "dump: no buffer, info or destination");
+	if (info->ncpus == 0 || info->ncpus > BTD_MAX_CPUS || info->ngroups > BTD_MAX_GROUPS)
+		return werr(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
+			    info->ngroups);
+	if ((info->ntasks && !info->tasks) || (info->nprobes && !info->probes) || info->ntasks > UINT32_MAX ||
+	    info->nprobes > UINT32_MAX)
+		return werr(err, errlen, EINVAL, "dump: bad task or probe table");
+	if (zlevel < 0 || zlevel > 9)
+		return werr(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
+
+	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
+	uint64_t rt = clock_ns(CLOCK_REALTIME);
+	uint64_t b2 = clock_ns(CLOCK_BOOTTIME);
+
+	/* Names. */
+	if (path) {
+		if ((size_t)snprintf(final, sizeof(final), "%s", path) >= sizeof(final))
+			return werr(err, errlen, ENAMETOOLONG, "dump: path too long: %s", path);
+		const char *slash = strrchr(final, '/');
+		if (!slash)
+			snprintf(dpath, sizeof(dpath), ".");
+		else if (slash == final)
+			snprintf(dpath, sizeof(dpath), "/");
+		else
+			snprintf(dpath, sizeof(dpath), "%.*s", (int)(slash - final), final);
+	} else {
+		char host[64];
+		struct tm tm;
+		time_t now = (time_t)(rt / 1000000000u);
+		clean_host(host, sizeof(host));
+		localtime_r(&now, &tm);
+		if ((size_t)snprintf(dpath, sizeof(dpath), "%s", dir) >= sizeof(dpath) ||
+		    (size_t)snprintf(final, sizeof(final), "%s/btrace-%s-%04d%02d%02d-%02d%02d%02d-%" PRIu64 ".btd", dir,
+				     host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+				     tm.tm_sec, info->dump_seq) >= sizeof(final))
+			return werr(err, errlen, ENAMETOOLONG, "dump: directory name too long: %s", dir);
+		r = mkdir_p(dir);
+		if (r < 0)
+			return werr(err, errlen, -r, "dump: cannot create directory %s: %s", dir, strerror(-r));
+	}
+	const char *base = strrchr(final, '/');
+	base = base ? base + 1 : final;
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dpath, base) >= PATH_MAX)
+		return werr(err, errlen, ENAMETOOLONG, "dump: path too long: %s", final);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		return werr(err, errlen, -r, "dump: cannot create a file in %s: %s", dpath, strerror(-r));
+	}
+	zo.fd = fd;
+	if (fchmod(fd, 0600) < 0) {
+		r = -errno;
+		werr(err, errlen, -r, "dump: chmod %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	zo.obuf = malloc(OUT_BUF);
+	bt_buffer_stats(buf, &bst);
+	bc.cap = bst.block_size ? bst.block_size : BT_DEFAULT_BLOCK_SIZE;
+	bc.scratch = malloc(bc.cap);
+	if (!zo.obuf || !bc.scratch) {
+		r = -ENOMEM;
+		werr(err, errlen, ENOMEM, "dump: out of memory");
+		goto fail;
+	}
+	zo.zlevel = zlevel;
+	if (zlevel) {
+		if (deflateInit(&zo.z, zlevel) != Z_OK) {
+			r = -ENOMEM;
+			werr(err, errlen, ENOMEM, "dump: zlib init failed");
+			goto fail;
+		}
+		zo.zinit = 1;
+	}
+	zo.raw_crc = zo.stored_crc = (uint32_t)crc32(0, Z_NULL, 0);
+
+	/* Reserve the header; it is written last. */
+	r = write_all(fd, &h, sizeof(h));
+	if (r < 0) {
+		werr(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+
+	put_tasks(&zo, info->tasks, info->ntasks);
+	put_probes(&zo, info->probes, info->nprobes);
+	put_loss(&zo, info, &bst);
+	bc.nsections = 3;
+	if (!zo.err) {
+		r = bt_read(buf, block_cb, &bc, &rs);
+		if (r < 0 && !zo.err) {
+			werr(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	struct btd_end end = {
+		.nsections = bc.nsections,
+		.nblocks = bc.nblocks,
+		.nentries = bc.nentries,
+		.blocks_read = rs.blocks_read,
+		.blocks_lost = rs.blocks_lost,
+		.blocks_busy = rs.blocks_busy,
+		.blocks_empty = rs.blocks_empty,
+		.entries_read = rs.entries,
+	};
+	section_begin(&zo, BTD_SEC_END, BTD_SEC_F_REQUIRED, sizeof(end));
+	body_put(&zo, &end, sizeof(end));
+	zout_finish(&zo);
+	if (zo.err) {
+		r = zo.err;
+		werr(err, errlen, -r, "dump: %s %s: %s", zo.err_op ? zo.err_op : "write", tmp, strerror(-r));
+		goto fail;
+	}
+
+	memcpy(h.magic, BTD_MAGIC, BTD_MAGIC_LEN);
+	h.version = BTD_VERSION;
+	h.header_size = BTD_HEADER_SIZE;
+	h.compression = zlevel ? BTD_COMP_ZLIB : BTD_COMP_NONE;
+	h.zlevel = (uint32_t)zlevel;
+	h.body_len = zo.stored_len;
+	h.body_raw_len = zo.raw_len;
+	h.body_crc = zo.stored_crc;
+	h.raw_crc = zo.raw_crc;
+	h.clock_id = BTD_CLOCK_BOOTTIME;
+	h.ncpus = info->ncpus;
+	h.ngroups = info->ngroups;
+	h.groups_enabled = info->groups_enabled;
+	h.block_size = bst.block_size;
+	h.nblocks = bst.nblocks;
+	h.active = bst.active;
+	h.buffer_size = bst.size;
+	h.created_realtime_ns = rt;
+	h.created_boottime_ns = b1 + (b2 - b1) / 2;
+	h.dump_seq = info->dump_seq;
+	h.overlaps_dump = info->overlaps_dump;
+	h.recorder_pid = (uint64_t)getpid();
+	h.nblocks_stored = bc.nblocks;
+	h.nevents_stored = bc.nentries;
+	h.nsections = bc.nsections + 1;
+	gethostname(h.hostname, sizeof(h.hostname) - 1);
+	struct utsname u;
+	if (uname(&u) == 0)
+		copy_str(h.kernel, sizeof(h.kernel), u.release, sizeof(u.release));
+	if (info->reason)
+		copy_str(h.reason, sizeof(h.reason), info->reason, strlen(info->reason) + 1);
+	h.header_crc = crc_update((uint32_t)crc32(0, Z_NULL, 0), &h, offsetof(struct btd_header, header_crc));
+
+	for (;;) {
+		ssize_t w = pwrite(fd, &h, sizeof(h), 0);
+		if (w == (ssize_t)sizeof(h))
+			break;
+		if (w < 0 && errno == EINTR)
+			continue;
+		r = w < 0 ? -errno : -EIO;
+		werr(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	if (fsync(fd) < 0) {
+		r = -errno;
+		werr(err, errlen, -r, "dump: fsync %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	r = close(fd);
+	fd = -1;
+	if (r < 0) {
+		r = -errno;
+		werr(err, errlen, -r, "dump: close %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	r = place_file(tmp, final, sizeof(final), path != NULL);
+	if (r < 0) {
+		werr(err, errlen, -r, "dump: rename %s to %s: %s", tmp, final, strerror(-r));
+		goto fail;
+	}
+	r = fsync_dir(dpath);
+	if (r < 0) {
+		/* The file is complete and in place; only its durability is unsure. */
+		werr(err, errlen, -r, "dump: fsync directory %s: %s", dpath, strerror(-r));
+		unlink(final);
+		tmp[0] = '\0';
+		goto fail;
+	}
+	if (zo.zinit)
+		deflateEnd(&zo.z);
+	free(zo.obuf);
+	free(bc.scratch);
+	if (out_path && out_len)
+		snprintf(out_path, out_len, "%s", final);
+	if (rst)
+		*rst = rs;
+	return 0;
+
+fail:
+	if (zo.zinit)
+		deflateEnd(&zo.z);
+	free(zo.obuf);
+	free(bc.scratch);
+	if (fd >= 0)
+		close(fd);
+	if (tmp[0])
+		unlink(tmp);
+	if (rst)
+		*rst = rs;
+	return r < 0 ? r : -EIO;
+}
