@@ -22,7 +22,10 @@
  * Fast path (4.1): FAA on alloc reserves bytes in the core's block, the caller
  * copies, then FAA on conf confirms: conf is a *counter*, so writers confirm
  * out of order and nobody waits for a preempted writer. A block is complete
- * when conf.pos == block size.
+ * when conf's byte count reaches the block size. conf's low word is
+ * [entries | bytes] (bytes in the low bshift+1 bits), so the confirming FAA
+ * also counts the entry: no other atomic per write. A round's count is
+ * folded into the totals when its meta is locked for the next round.
  *
  * Slow path (4.2): an entry that does not fit pads the block's tail with a
  * dummy entry and advances: FAA the global position, close the lagging block
@@ -85,6 +88,10 @@
 #define GGEN(g) ((uint32_t)((g) >> GEN_SHIFT))
 #define GWORD(gen, pos) (((uint64_t)((gen) & 0xff) << GEN_SHIFT) | (pos))
 
+/* conf's low word [entries | bytes]: bytes take the low cbits bits */
+#define CBYTES(b, x) ((uint32_t)(x) & ((1u << (b)->cbits) - 1))
+#define CCOUNT(b, x) ((uint32_t)(x) >> (b)->cbits)
+
 /* per-core word [rnd:32 | slot:16 | meta:16] */
 #define CORE_NONE UINT64_MAX
 #define CW(r, slot, m) RP(r, ((uint32_t)(slot) << 16) | (m))
@@ -107,9 +114,6 @@ struct bt_meta {
 
 struct bt_core {
 	_Atomic uint64_t cur; /* ratio_and_pos: the block this core writes */
-	char pad1[CACHELINE - sizeof(uint64_t)];
-	_Atomic uint64_t entries; /* written only by this core's writers */
-	_Atomic uint64_t bytes;
 } __attribute__((aligned(CACHELINE)));
 
 struct bt_layout {
@@ -126,7 +130,7 @@ struct bt_reader {
 struct bt_buffer {
 	/* read-mostly geometry */
 	uint8_t *data;
-	uint32_t bsize, bshift, A, ncores, max_slots;
+	uint32_t bsize, bshift, cbits, A, ncores, max_slots;
 	size_t max_size;
 	struct bt_meta *meta;
 	struct bt_core *cores;
@@ -138,6 +142,8 @@ struct bt_buffer {
 	/* slow-path counters */
 	_Atomic uint64_t padding __attribute__((aligned(CACHELINE)));
 	_Atomic uint64_t rejected, dropped, blocks_used, closed, skipped, stale, core_races;
+	/* conf words of finished rounds, folded when their meta moves on */
+	_Atomic uint64_t folded_entries, folded_bytes, phantom_bytes;
 
 	/* resize state (one resizer at a time) */
 	atomic_flag resizing;
@@ -262,6 +268,13 @@ static int layout_slot(struct bt_buffer *b, uint32_t gen, uint64_t round)
 
 enum lock_result { LOCKED, SKIPPED, STALE };
 
+/* Account a finished round whose conf word we just replaced (once). */
+static void fold_round(struct bt_buffer *b, uint64_t cf)
+{
+	atomic_fetch_add_explicit(&b->folded_entries, CCOUNT(b, cf), memory_order_relaxed);
+	atomic_fetch_add_explicit(&b->folded_bytes, CBYTES(b, cf), memory_order_relaxed);
+}
+
 /* Try to take position p for `core`. On LOCKED the block is initialized and
  * its header confirmed, and *cw_new describes it. */
 static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64_t g, uint64_t prev_pos,
@@ -285,7 +298,7 @@ static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64
 	cf = atomic_load_explicit(&mt->conf, memory_order_acquire);
 	if (!rnd_before(RND(cf), r))
 		return STALE; /* a wrap-around producer or a resize got further */
-	if (POS(cf) != b->bsize)
+	if (CBYTES(b, cf) != b->bsize)
 		return SKIPPED; /* a lagging writer still holds the block: skip it */
 	slot = layout_slot(b, GGEN(g), round);
 	if (slot < 0)
@@ -295,6 +308,7 @@ static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64
 	if (!atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(r, 0), memory_order_acq_rel,
 						     memory_order_relaxed))
 		return STALE;
+	fold_round(b, cf);
 
 	d = (uint32_t)slot * b->A + m;
 	atomic_store_explicit(&mt->didx, d, memory_order_relaxed);
@@ -390,19 +404,16 @@ static inline void cpu_relax(void)
 }
 
 /* The block is full and another writer of this core (the one whose
- * reservation straddled the end) is advancing. Give it a bounded moment
- * before advancing ourselves: without this, every writer of the core races
- * to lock a block and all but one close theirs empty. Bounded, so a
- * preempted advancer never blocks us. */
+ * reservation started at or straddled the end) is advancing. Spin a bounded
+ * moment before advancing ourselves: without this, every writer of the core
+ * races to lock a block and all but one close theirs empty. Bounded and
+ * without yielding, so a preempted advancer never holds us up for long. */
 static void wait_for_advance(struct bt_core *c, uint64_t cw)
 {
-	for (int i = 0; i < 200; i++) {
+	for (int i = 0; i < 256; i++) {
 		if (atomic_load_explicit(&c->cur, memory_order_relaxed) != cw)
 			return;
-		if (i < 190)
-			cpu_relax();
-		else
-			sched_yield();
+		cpu_relax();
 	}
 }
 
@@ -428,10 +439,11 @@ int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reser
 			struct bt_meta *mt = &b->meta[m];
 			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
 
-			/* FAA even when it will not fit: the straddling writer pads
-			 * the tail, so the block completes without waiting for
-			 * block closing. */
-			if (RND(a) == r && POS(a) < b->bsize) {
+			/* FAA even when it will not fit, and when the block is
+			 * exactly full: the writer whose reservation starts at or
+			 * straddles the end pads the tail and is the one that
+			 * advances; the others wait for it a moment. */
+			if (RND(a) == r && POS(a) <= b->bsize) {
 				/* Acquire: if this lands in a newer round, pairs with
 				 * the release reset in lock_position() (see
 				 * neutralize_stale()). */
@@ -457,10 +469,10 @@ int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reser
 				/* Does not fit: pad the tail we own, then advance. */
 				if (off < b->bsize)
 					pad_confirm(b, mt, d, off, b->bsize - off);
-				else
+				else if (off > b->bsize)
 					wait_for_advance(c, cw);
 			} else if (RND(a) == r) {
-				wait_for_advance(c, cw);
+				wait_for_advance(c, cw); /* past the end: someone advances */
 			}
 		}
 		if (advance(b, core, cw) < 0) {
@@ -472,14 +484,12 @@ int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reser
 
 void bt_commit(struct bt_buffer *b, struct bt_reservation *res)
 {
-	struct bt_core *c = &b->cores[res->core_];
 	struct bt_meta *mt = res->meta_;
 
-	atomic_fetch_add_explicit(&c->entries, 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&c->bytes, res->size_, memory_order_relaxed);
-	/* Release: payload before the confirmation count; pairs with the
-	 * acquire load of conf in read_block() (and lock_position()). */
-	atomic_fetch_add_explicit(&mt->conf, res->size_, memory_order_release);
+	/* Release: payload before the confirmation (bytes, and one entry);
+	 * pairs with the acquire load of conf in read_block() and
+	 * lock_position(). */
+	atomic_fetch_add_explicit(&mt->conf, (1u << b->cbits) + res->size_, memory_order_release);
 }
 
 int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len)
@@ -558,13 +568,13 @@ static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t exp
 	 * entry's bytes are visible. */
 	cf = atomic_load_explicit(&mt->conf, memory_order_acquire);
 	a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
-	if (RND(cf) == r && POS(cf) < b->bsize) {
+	if (RND(cf) == r && CBYTES(b, cf) < b->bsize) {
 		/* Active block: readable up to conf only when nothing is in
 		 * flight (conf read first, so alloc == conf means all bytes
 		 * below it were confirmed at the time of the conf load). */
-		if (RND(a) != r || POS(a) != POS(cf))
+		if (RND(a) != r || POS(a) != CBYTES(b, cf))
 			return READ_BUSY;
-		used = POS(cf);
+		used = CBYTES(b, cf);
 		v->complete = 0;
 	} else if (RND(cf) == r || rnd_before(r, RND(cf))) {
 		used = b->bsize; /* complete (its meta may have moved on) */
@@ -835,11 +845,15 @@ static int retire_old_generation(struct bt_buffer *b, uint64_t P, uint64_t deadl
 
 			if (!rnd_before(RND(cf), last_old + 1))
 				break; /* already in the new generation, or forwarded */
-			if (POS(cf) == b->bsize) {
+			if (CBYTES(b, cf) == b->bsize) {
+				/* The forwarded round is a phantom: complete, empty. */
 				if (atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(last_old, b->bsize),
 									    memory_order_acq_rel,
-									    memory_order_relaxed))
+									    memory_order_relaxed)) {
+					fold_round(b, cf);
+					atomic_fetch_add_explicit(&b->phantom_bytes, b->bsize, memory_order_relaxed);
 					break;
+				}
 				continue;
 			}
 			/* Writers still in the block: stop new ones, let the
@@ -1020,6 +1034,9 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	memset(b, 0, sizeof(*b));
 	b->bsize = bsize;
 	b->bshift = (uint32_t)__builtin_ctz(bsize);
+	b->cbits = b->bshift + 1;
+	/* The rounds before the first are phantoms: complete and empty. */
+	atomic_init(&b->phantom_bytes, (uint64_t)A * bsize);
 	b->A = A;
 	b->ncores = ncores;
 	b->max_slots = Rmax;
@@ -1044,8 +1061,6 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	}
 	for (uint32_t c = 0; c < ncores; c++) {
 		atomic_init(&b->cores[c].cur, CORE_NONE);
-		atomic_init(&b->cores[c].entries, 0);
-		atomic_init(&b->cores[c].bytes, 0);
 	}
 	b->data = mmap(NULL, b->max_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (b->data == MAP_FAILED) {
@@ -1103,11 +1118,19 @@ void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */
 	uint32_t R = atomic_load_explicit(&b->nslots, memory_order_relaxed), mapped = 0;
 
+	uint64_t entries = atomic_load_explicit(&b->folded_entries, memory_order_relaxed);
+	uint64_t bytes = atomic_load_explicit(&b->folded_bytes, memory_order_relaxed);
+
 	memset(st, 0, sizeof(*st));
-	for (uint32_t c = 0; c < b->ncores; c++) {
-		st->entries_written += atomic_load_explicit(&b->cores[c].entries, memory_order_relaxed);
-		st->bytes_written += atomic_load_explicit(&b->cores[c].bytes, memory_order_relaxed);
+	/* Finished rounds are folded; add the rounds still open. Exact when
+	 * writers are quiescent, a close estimate while they run. */
+	for (uint32_t m = 0; m < b->A; m++) {
+		uint64_t cf = atomic_load_explicit(&b->meta[m].conf, memory_order_relaxed);
+
+		entries += CCOUNT(b, cf);
+		bytes += CBYTES(b, cf);
 	}
+	st->entries_written = entries;
 	st->entries_rejected = atomic_load_explicit(&b->rejected, memory_order_relaxed);
 	st->entries_dropped = atomic_load_explicit(&b->dropped, memory_order_relaxed);
 	st->padding_bytes = atomic_load_explicit(&b->padding, memory_order_relaxed);
@@ -1116,6 +1139,9 @@ void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 	st->blocks_skipped = atomic_load_explicit(&b->skipped, memory_order_relaxed);
 	st->positions_stale = atomic_load_explicit(&b->stale, memory_order_relaxed);
 	st->core_races = atomic_load_explicit(&b->core_races, memory_order_relaxed);
+	/* Confirmed bytes minus everything that is not an entry. */
+	st->bytes_written = bytes - atomic_load_explicit(&b->phantom_bytes, memory_order_relaxed) -
+			    st->blocks_used * BT_BLOCK_HDR - st->padding_bytes;
 	st->resizes = atomic_load_explicit(&b->resizes, memory_order_relaxed);
 	st->size = (size_t)R * slot_bytes(b);
 	st->max_size = b->max_size;

@@ -31,7 +31,7 @@ extern "C" {
 #define BT_MAX_READERS 8
 #define BT_MAX_CORES 4096
 #define BT_MIN_BLOCK_SIZE 256u
-#define BT_MAX_BLOCK_SIZE (1u << 20)
+#define BT_MAX_BLOCK_SIZE (1u << 16) /* conf packs bytes and entries in 32 bits */
 #define BT_DEFAULT_BLOCK_SIZE 4096u
 #define BT_NO_POS UINT64_MAX /* "no block": first block of a core, etc. */
 
@@ -70,7 +70,7 @@ struct bt_config {
 /* Monotonic counters; a snapshot is taken by bt_buffer_stats(). */
 struct bt_stats {
 	uint64_t entries_written;   /* entries confirmed in a block */
-	uint64_t bytes_written;     /* payload + entry headers of those entries */
+	uint64_t bytes_written;     /* space those entries take (headers, 8-byte alignment) */
 	uint64_t entries_rejected;  /* larger than a block: -EMSGSIZE */
 	uint64_t entries_dropped;   /* -EAGAIN: every candidate block held by stalled writers */
 	uint64_t padding_bytes;     /* dummy data (block ends, closing, stale reservations) */

@@ -52,6 +52,7 @@ static struct bt_buffer *buf;
 static atomic_int stop;
 static int nthreads;
 static _Atomic uint64_t written[MAX_THREADS], dropped[MAX_THREADS];
+static _Atomic uint64_t total_bytes;
 static _Atomic uint64_t snapshots, resizes, resize_timeouts, chain_breaks, lost_blocks, busy_blocks;
 static atomic_int failures;
 
@@ -122,6 +123,7 @@ static void *writer(void *arg)
 			break;
 		}
 		atomic_store_explicit(&written[w], seq + 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&total_bytes, (BT_ENTRY_HDR + len + 7) & ~7u, memory_order_relaxed);
 		if (core != 0 && x % 16 == 0)
 			sched_yield(); /* slower cores, and preemption in odd places */
 	}
@@ -304,6 +306,7 @@ static void run(int with_resize)
 	atomic_store(&stop, 0);
 	memset(written, 0, sizeof(written));
 	memset(dropped, 0, sizeof(dropped));
+	atomic_store(&total_bytes, 0);
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&tw[i], NULL, writer, (void *)(uintptr_t)i);
 	pthread_create(&tr, NULL, reader, NULL);
@@ -325,6 +328,8 @@ static void run(int with_resize)
 	CHECK(st.entries_written == total, "buffer counted %lu entries, writers wrote %lu",
 	      (unsigned long)st.entries_written, (unsigned long)total);
 	CHECK(st.entries_dropped == 0, "%lu writes dropped", (unsigned long)st.entries_dropped);
+	CHECK(st.bytes_written == atomic_load(&total_bytes), "buffer counted %lu bytes, writers wrote %lu",
+	      (unsigned long)st.bytes_written, (unsigned long)atomic_load(&total_bytes));
 	CHECK(atomic_load(&failures) == 0, "%d failures", atomic_load(&failures));
 	CHECK(atomic_load(&snapshots) > 1, "only %lu snapshots", (unsigned long)atomic_load(&snapshots));
 	if (with_resize) {

@@ -199,6 +199,11 @@ static void test_order_single_core(void)
 	      (unsigned long)st.blocks_busy);
 	bt_buffer_stats(b, &s);
 	CHECK(s.entries_written == 1000, "entries_written %lu", (unsigned long)s.entries_written);
+	uint64_t expect_bytes = 0;
+	for (uint64_t i = 0; i < 1000; i++)
+		expect_bytes += (BT_ENTRY_HDR + 24 + (uint32_t)(i * 7) % 200 + 7) & ~7u;
+	CHECK(s.bytes_written == expect_bytes, "bytes_written %lu, expected %lu", (unsigned long)s.bytes_written,
+	      (unsigned long)expect_bytes);
 	CHECK(st.entries == 1000, "read stats entries %lu", (unsigned long)st.entries);
 	free(c.v);
 	bt_buffer_destroy(b);
