@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * uprobes.h - user-space probes for `record -u/-U`: parse probe specs, resolve
+ * them against running processes and ELF files, load bpf/uprobe.bpf.c into
+ * record's ring buffer and attach everything, all or nothing.
+ *
+ * Spec syntax (as perf probe / bpftrace users know it):
+ *
+ *   -u [BINARY:]FUNCTION[+OFFSET][%return]
+ *   -u [BINARY:]0xADDRESS[%return]
+ *   -U [BINARY:]PROVIDER:NAME
+ *
+ *   BINARY    a path, or a name looked up in the target's memory maps with -p
+ *             ("libc" finds the libc.so.6 that process maps, "myprog" its
+ *             executable), else in the standard library directories and PATH.
+ *             Omitted: the executable of the -p process.
+ *   FUNCTION  a symbol from .symtab or .dynsym; C++ functions mangled
+ *             (_ZN3foo3barEi) or demangled (foo::bar, or foo::bar(int) to
+ *             pick one overload).
+ *   +OFFSET   bytes into the function (decimal or 0x hex), entry probes only.
+ *   0xADDRESS a virtual address as nm/objdump print it, for stripped binaries.
+ *   %return   a return probe: return value and duration since the entry.
+ *
+ * With pids, each spec is attached once per pid and only that process (all
+ * its threads) triggers it; without, every process mapping the binary does,
+ * including processes started later. Each (spec, pid) pair is one probe id
+ * and one row of the probe table (struct bt_probe_desc) stored in dumps.
+ */
+#ifndef BTRACE_UPROBES_H
+#define BTRACE_UPROBES_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "probes.h"
+
+#define BT_UPROBE_DEFAULT_NARGS 6
+
+/* bt_probe_desc.flags: the probe's process had ended when the table was
+ * taken (bt_uprobes_table). Belongs in probes.h next to BT_PROBE_USDT. */
+#ifndef BT_PROBE_ENDED
+#define BT_PROBE_ENDED 0x4
+#endif
+
+/* One parsed -u / -U argument. */
+struct bt_uprobe_spec {
+	char binary[256];  /* "" = the executable of the -p process */
+	char func[256];    /* symbol as written; "" when has_addr */
+	char provider[128], name[128]; /* usdt */
+	uint64_t addr;     /* has_addr: virtual address in the binary */
+	uint64_t offset;   /* +OFFSET */
+	int has_addr;
+	int retprobe;      /* %return */
+	int usdt;
+};
+
+/* Parse `spec` (usdt: a -U argument). 0, or -EINVAL with one line in err. */
+int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char *err, size_t errlen);
+
+struct bt_uprobe_opts {
+	const char *const *specs; size_t nspecs; /* -u */
+	const char *const *usdts; size_t nusdts; /* -U */
+	const int *pids; size_t npids;           /* -p; none: every process */
+	int nargs;                 /* --uargs 0..6; negative: BT_UPROBE_DEFAULT_NARGS */
+	uint64_t wakeup_bytes;     /* as record's loader; 0: never force a wakeup */
+	uint32_t max_threads;      /* entry-timestamp slots (thread x return probe); 0: 8192 */
+};
+
+/*
+ * Resolve every spec for every pid without touching BPF: the probe table
+ * that bt_uprobes_open() would attach (malloc'd, *n rows, ids 0..n-1).
+ * 0, or -errno with one line in err: no such process, permission denied,
+ * not an ELF file, symbol not found (with the closest names), stripped
+ * binary, offset outside the function, ...
+ */
+int bt_uprobes_resolve(const struct bt_uprobe_opts *o, struct bt_probe_desc **table, size_t *n,
+		       char *err, size_t errlen);
+
+struct bt_uprobes;
+
+/*
+ * Resolve, load bpf/uprobe.bpf.c with record's ring buffer and cpu_state map
+ * (bpf_map__reuse_fd; a negative fd: the object creates its own, see
+ * bt_uprobes_ringbuf_fd) and attach every probe. All or nothing: on any
+ * failure whatever was attached is detached again, NULL is returned, errno
+ * set and one line written into err.
+ */
+struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_fd, int cpu_state_fd,
+				   char *err, size_t errlen);
+
+/* The probe table for dumps (ids are indexes). Refreshes BT_PROBE_ENDED in
+ * place: call it from one thread (the dump writer); the rows stay valid until
+ * bt_uprobes_destroy(). */
+const struct bt_probe_desc *bt_uprobes_table(struct bt_uprobes *u, size_t *n);
+
+/* Rows of the probe table (one per spec and pid). */
+size_t bt_uprobes_nprobes(const struct bt_uprobes *u);
+
+/* BPF links attached (entry, return and USDT attachments; a %return probe
+ * has an entry attachment too, shared with an entry probe on the same place). */
+size_t bt_uprobes_nattached(const struct bt_uprobes *u);
+
+/* BPF run time of the probe programs (kernel.bpf_stats_enabled, or while a
+ * bpf_enable_stats() fd is open): totals over every program. 0 or -errno. */
+int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t *run_cnt);
+
+int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u);
+int bt_uprobes_cpu_state_fd(const struct bt_uprobes *u);
+
+/* Targets (-p pids) that ended since the last call: up to max pids into
+ * pids, returns how many. Recording goes on; the kernel side simply stops
+ * seeing their calls. Non-blocking. */
+size_t bt_uprobes_poll_exited(struct bt_uprobes *u, int *pids, size_t max);
+
+/* Detach every probe (no new events after this returns); idempotent. */
+void bt_uprobes_detach(struct bt_uprobes *u);
+void bt_uprobes_destroy(struct bt_uprobes *u);
+
+/* ---- building blocks, exposed for tests ---- */
+
+/*
+ * Find BINARY (a path or a name, see above) for pid (<= 0: no process: own
+ * maps, library directories, PATH). path: the name to show (the target's
+ * path), attach: a path this process can open for the same file (may be
+ * /proc/PID/root/... or /proc/PID/map_files/...). 0 or -errno + err.
+ */
+int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathlen, char *attach,
+			  size_t attachlen, char *err, size_t errlen);
+
+struct bt_uprobe_sym {
+	uint64_t vaddr;    /* link-time address of the probed instruction */
+	uint64_t size;     /* the function's size, 0 if unknown */
+	uint64_t file_off; /* file offset of the probed instruction (what uprobes take) */
+	char name[128];    /* what to show: symbol (demangled), plus +0xOFF */
+};
+
+/* Resolve spec (not usdt) in the ELF file `attach` (`path` names it in
+ * messages). 0 or -errno + err (with suggestions). */
+int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
+			  struct bt_uprobe_sym *out, char *err, size_t errlen);
+
+/* The C++ demangling of `sym` (malloc'd), NULL if not mangled or no
+ * demangler (libstdc++ is loaded on first use). */
+char *bt_demangle(const char *sym);
+
+/* Levenshtein distance (strings cut at 255 characters). */
+unsigned bt_edit_distance(const char *a, const char *b);
+
+/* ---- report --functions (user/cmd_functions.c) ---- */
+struct bt_dump;
+/* Per probed function: calls, and for return probes the latency
+ * distribution (count, min, p50, p99, max); which targets ended. 0 or -errno. */
+int bt_report_functions(const struct bt_dump *d, FILE *out);
+#endif
