@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# test_convert.sh - `btrace-bpf convert` on real recordings: a 2 s recording
+# of every event group with a known workload (tests/bpf/pingpong.c) is
+# converted to Perfetto protobuf (compact and plain sched, gzip) and Chrome
+# JSON, and each output is checked by tests/perfetto/check_trace.py against
+# the dump: event counts per type equal `btrace-bpf report`'s, every tid has a
+# name, timestamps never decrease per CPU, slices nest, a LOST slice per seq
+# gap, the loss counters present. Then the error paths (damaged dump, failing
+# write) and, when record has uprobes (-u), function slices of
+# tests/bpf/uprobe_target.c (recursive bt_fib: nested slices).
+#
+# Needs root (record). Env (set by tests/run.sh): BTRACE_BPF, TEST_BIN.
+# Prints TAP lines.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/bpf/lib.sh
+
+CHECKER=tests/perfetto/check_trace.py
+PROTO=tests/perfetto/perfetto_subset.proto
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "convert tests" "need root"
+	finish
+	exit $?
+fi
+if [ ! -x "$BT" ] || [ ! -x "$TB/pingpong" ]; then
+	not_ok "build: $BT and $TB/pingpong exist" "run make first"
+	finish
+	exit 1
+fi
+if ! "$BT" convert --help >/dev/null 2>&1; then
+	skip "convert tests" "$BT has no convert command (user/main.c does not dispatch it yet)"
+	finish
+	exit $?
+fi
+HAVE_PROTOC=1
+command -v protoc >/dev/null 2>&1 || HAVE_PROTOC=0
+command -v python3 >/dev/null 2>&1 || {
+	skip "convert tests" "python3 not installed (scripts/install-deps.sh)"
+	finish
+	exit $?
+}
+
+# "name=N,..." per event type from a report (one line per event)
+report_counts() {
+	sed -nE 's/^[^[]*\[[0-9]+\] +[0-9]+\.[0-9]+: ([a-z_]+):.*/\1/p' "$1" | sort | uniq -c |
+		awk '{ printf "%s%s=%s", (n++ ? "," : ""), $2, $1 }'
+}
+
+# checker FORMAT FILE ARGS...: ok/not_ok with the checker's lines
+checker() {
+	local fmt=$1 file=$2 out
+	shift 2
+	if out=$(python3 "$CHECKER" "$fmt" "$file" --proto "$PROTO" "$@" 2>&1); then
+		ok "$fmt checks: $(basename "$file")"
+		printf '%s\n' "$out" | sed 's/^/#   /'
+	else
+		not_ok "$fmt checks: $(basename "$file")" "$out"
+	fi
+}
+
+# ---- a recording of everything with a known workload --------------------------
+OUT=$T_TMP/rec
+LOG=$T_TMP/rec.log
+# 8 MiB: the dump holds the last ~150k events, enough to check, quick to decode
+if ! rec_start "$LOG" -o "$OUT" --duration 2s -e all -m 8M; then
+	not_ok "recorder starts" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+ok "recorder starts (-e all --duration 2s)"
+# the workload runs until the recording ends, so the retained window has it
+"$TB/pingpong" -n 100000000 -a bt-cping -b bt-cpong >"$T_TMP/pp.txt" 2>&1 &
+PP_PID=$!
+T_PIDS+=("$PP_PID")
+if wait_for 30 sh -c "! kill -0 $REC_PID"; then
+	ok "recorder stops by itself after --duration"
+else
+	not_ok "recorder stops by itself after --duration" "$(cat "$LOG")"
+	rec_stop "$REC_PID" INT
+fi
+kill "$PP_PID" 2>/dev/null
+wait "$PP_PID" 2>/dev/null
+diag "workload: $(head -1 "$T_TMP/pp.txt")"
+DUMP=$(ls -t "$OUT"/*.btd 2>/dev/null | head -1)
+if [ -z "$DUMP" ] || [ ! -s "$DUMP" ]; then
+	not_ok "the recording wrote a dump" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+ok "the recording wrote a dump"
+
+"$BT" report "$DUMP" >"$T_TMP/report.txt" 2>"$T_TMP/report.err"
+EXPECT=$(report_counts "$T_TMP/report.txt")
+GAPS=$(grep -c '\[LOST [0-9]* EVENTS\]' "$T_TMP/report.txt")
+NEV=$(echo "$EXPECT" | tr ',' '\n' | awk -F= '{ s += $2 } END { print s + 0 }')
+diag "dump: $NEV events, $GAPS seq gaps: $EXPECT"
+check "the dump has sched events of the workload" grep -q 'bt-cping' "$T_TMP/report.txt"
+
+# ---- perfetto ------------------------------------------------------------------------
+PF=$T_TMP/trace.perfetto-trace
+check "convert (perfetto, compact sched)" "$BT" convert -q -o "$PF" "$DUMP"
+PFN=$T_TMP/trace-plain.perfetto-trace
+check "convert --no-compact-sched" "$BT" convert -q --no-compact-sched -o "$PFN" "$DUMP"
+PFZ=$T_TMP/trace.perfetto-trace.gz
+check "convert -z" "$BT" convert -q -z -o "$PFZ" "$DUMP"
+check "gzip output is gzip" sh -c "head -c 2 '$PFZ' | od -An -tx1 | grep -q '1f 8b'"
+check "gzip output inflates to the plain output" sh -c "gzip -dc '$PFZ' | cmp -s - '$PF'"
+if [ "$HAVE_PROTOC" -eq 1 ]; then
+	checker perfetto "$PF" --expect "$EXPECT" --gaps "$GAPS" --same-sched-as "$PFN"
+	checker perfetto "$PFN" --expect "$EXPECT" --gaps "$GAPS"
+else
+	skip "perfetto output decodes with protoc" "protoc not installed (scripts/install-deps.sh)"
+fi
+diag "sizes: dump $(stat -c %s "$DUMP"), perfetto $(stat -c %s "$PF") (plain sched $(stat -c %s "$PFN"), gzip $(stat -c %s "$PFZ"))"
+
+# the same bytes on standard output
+check "convert -o - writes the same trace to standard output" sh -c "'$BT' convert -q -o - '$DUMP' | cmp -s - '$PF'"
+
+# ---- json --------------------------------------------------------------------------------
+JS=$T_TMP/trace.json
+check "convert --format json" "$BT" convert -q --format json -o "$JS" "$DUMP"
+checker json "$JS" --expect "$EXPECT" --gaps "$GAPS"
+check "json parses with python3 -c 'import json'" python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$JS"
+check "convert -f json -z" "$BT" convert -q -f json -z -o "$JS.gz" "$DUMP"
+check "json gzip inflates to the plain json" sh -c "gzip -dc '$JS.gz' | cmp -s - '$JS'"
+diag "sizes: json $(stat -c %s "$JS"), gzip $(stat -c %s "$JS.gz")"
+
+# ---- errors ------------------------------------------------------------------------------
+BAD=$T_TMP/bad.btd
+cp "$DUMP" "$BAD"
+size=$(stat -c %s "$BAD")
+printf '\x55' | dd of="$BAD" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+"$BT" report "$BAD" >/dev/null 2>"$T_TMP/bad-report.err"
+"$BT" convert -o "$T_TMP/bad.perfetto-trace" "$BAD" 2>"$T_TMP/bad-convert.err"
+rc=$?
+check "damaged dump: exit 1" test "$rc" -eq 1
+check "damaged dump: the same message as report" cmp -s "$T_TMP/bad-report.err" "$T_TMP/bad-convert.err"
+diag "$(cat "$T_TMP/bad-convert.err")"
+check "damaged dump: no output file" test ! -e "$T_TMP/bad.perfetto-trace"
+
+mkdir -p "$T_TMP/lim"
+(ulimit -f 64; "$BT" convert -q -o "$T_TMP/lim/out.perfetto-trace" "$DUMP") 2>"$T_TMP/lim.err"
+rc=$?
+check "write error (file size limit): exit 1" test "$rc" -eq 1
+check "write error: no output and no temporary file" test -z "$(ls -A "$T_TMP/lim")"
+diag "$(cat "$T_TMP/lim.err")"
+
+# ---- uprobes (when record has them) -----------------------------------------------------
+TARGET=$TB/uprobe_target
+if ! "$BT" record --help 2>&1 | grep -q -- '--uargs'; then
+	skip "uprobe slices" "record has no -u/-U options yet"
+elif [ ! -x "$TARGET" ]; then
+	skip "uprobe slices" "no $TARGET (make tests)"
+else
+	THREADS=2
+	"$TARGET" -t $THREADS >"$T_TMP/target.out" 2>&1 &
+	TPID=$!
+	T_PIDS+=("$TPID")
+	wait_for 10 grep -q '^ready' "$T_TMP/target.out"
+	UOUT=$T_TMP/urec
+	if rec_start "$T_TMP/urec.log" -o "$UOUT" -e sched -p "$TPID" -u bt_add -u 'bt_add%return' -u bt_fib \
+		-u 'bt_fib%return' -u bt_args6 -U 'uprobe_target:btrace_test:tick'; then
+		kill -USR1 "$TPID"
+		wait "$TPID"
+		sleep 0.3
+		rec_stop "$REC_PID" INT
+		UD=$(ls -t "$UOUT"/*.btd 2>/dev/null | head -1)
+		"$BT" report "$UD" >"$T_TMP/ureport.txt" 2>/dev/null
+		UEXP=$(report_counts "$T_TMP/ureport.txt")
+		UGAPS=$(grep -c '\[LOST [0-9]* EVENTS\]' "$T_TMP/ureport.txt")
+		diag "uprobe dump: $UEXP"
+		# bt_add: 50 calls per thread, bt_fib(6): 15 (recursive)
+		PAIRS=$((THREADS * (50 + 15)))
+		check "convert the uprobe recording" "$BT" convert -q -o "$T_TMP/u.perfetto-trace" "$UD"
+		[ "$HAVE_PROTOC" -eq 1 ] &&
+			checker perfetto "$T_TMP/u.perfetto-trace" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+		check "convert the uprobe recording to json" "$BT" convert -q -f json -o "$T_TMP/u.json" "$UD"
+		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+	else
+		not_ok "record with uprobes starts" "$(cat "$T_TMP/urec.log")"
+	fi
+fi
+
+finish

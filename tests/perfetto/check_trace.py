@@ -1,0 +1,525 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""check_trace.py - check a `btrace-bpf convert` output (used by
+tests/unit/test_export.c and tests/bpf/test_convert.sh).
+
+  check_trace.py perfetto FILE [--proto tests/perfetto/perfetto_subset.proto] [options]
+  check_trace.py json FILE [options]
+
+Options:
+  --expect NAME=N,...   events per dump event type (sched_switch=10,uprobe=3,...);
+                        types not listed must be absent
+  --gaps N              seq gaps the dump has (LOST slices expected)
+  --uprobe-slices N     matched uprobe entry/return pairs expected
+  --counts              print the counts found (NAME=N,...) and exit 0
+  --same-sched-as FILE  (perfetto) the sched_switch events, with prev_* of
+                        compact ones inferred as Perfetto's importer does (from
+                        the CPU's previous switch), equal FILE's
+
+Perfetto output is decoded with `protoc --decode=perfetto.protos.Trace PROTO`
+(a .gz file is gunzipped first). Checks, each printed as "ok"/"FAIL" with a
+reason: event counts per type; every tid in an event has a name in the
+ProcessTree; event timestamps never decrease per CPU; uprobe slices nest per
+thread track (every end closes the innermost open begin, none left open);
+clock snapshot with BOOTTIME and REALTIME; the loss counters (dump info
+annotations, FtraceStats at start and end, a LOST slice per gap, lost_events
+on the bundles of CPUs with gaps). JSON output: the same counts (cat split
+on ','), thread names from "M" events for every thread used, CPU run slices
+that never overlap per CPU, uprobe/syscall slices that nest per thread, loss
+counters in "metadata" and a btrace_loss slice per gap. Exit 1 if any fails.
+"""
+import gzip
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+
+EVENT_TYPES = [
+    "sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_waking", "sched_migrate_task",
+    "sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
+    "irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit", "cpu_frequency",
+    "cpu_idle", "sys_enter", "sys_exit", "uprobe", "uretprobe", "usdt",
+]
+CPU_PID = 0x7FFF0000
+LOSS_KEYS = ["loss.rb_drops", "loss.seq_gaps", "loss.seq_missing", "loss.buffer_entries_rejected",
+             "loss.dump_blocks_lost", "loss.dump_blocks_busy", "loss.drain_rejected"]
+
+failures = 0
+
+
+def result(ok, name, why=""):
+    global failures
+    if ok:
+        print("ok - %s" % name)
+    else:
+        failures += 1
+        print("FAIL - %s%s" % (name, (": " + why) if why else ""))
+
+
+# ---- protoc text format ------------------------------------------------------
+
+def unquote(s):
+    # protoc prints strings C-escaped: \", \\, \n, octal \ooo
+    out = bytearray()
+    i = 1
+    b = s.encode("utf-8", "surrogateescape")
+    end = len(b) - 1
+    while i < end:
+        c = b[i]
+        if c == 0x5C and i + 1 < end:
+            n = b[i + 1]
+            if 0x30 <= n <= 0x37:
+                j = i + 1
+                v = 0
+                while j < end and j < i + 4 and 0x30 <= b[j] <= 0x37:
+                    v = v * 8 + (b[j] - 0x30)
+                    j += 1
+                out.append(v & 0xFF)
+                i = j
+                continue
+            m = {ord("n"): 10, ord("t"): 9, ord("r"): 13, ord("'"): 39, ord('"'): 34, ord("\\"): 92}
+            out.append(m.get(n, n))
+            i += 2
+            continue
+        out.append(c)
+        i += 1
+    return out.decode("utf-8", "replace")
+
+
+def parse_text(lines):
+    """protoc text output -> nested dicts of lists (field -> [values])."""
+    root = defaultdict(list)
+    stack = [root]
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line == "}":
+            stack.pop()
+            continue
+        if line.endswith("{"):
+            name = line[:-1].strip()
+            child = defaultdict(list)
+            stack[-1][name].append(child)
+            stack.append(child)
+            continue
+        name, _, val = line.partition(":")
+        val = val.strip()
+        if val.startswith('"'):
+            v = unquote(val)
+        else:
+            try:
+                v = int(val)
+            except ValueError:
+                try:
+                    v = float(val)
+                except ValueError:
+                    v = val  # enum name
+        stack[-1][name.strip()].append(v)
+    return root
+
+
+def one(msg, field, default=None):
+    v = msg.get(field)
+    return v[0] if v else default
+
+
+def decode_perfetto(path, proto):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    pdir, pname = os.path.split(os.path.abspath(proto))
+    p = subprocess.run(["protoc", "-I", pdir, "--decode=perfetto.protos.Trace", pname], input=data,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        result(False, "protoc decodes the trace", p.stderr.decode(errors="replace")[:2000])
+        return None
+    result(True, "protoc decodes the trace (%d bytes)" % len(data))
+    text = p.stdout.decode("utf-8", "surrogateescape")
+    # Unknown fields print as "NUMBER: value": a writer/schema mismatch.
+    unknown = [l for l in text.splitlines() if l.strip()[:1].isdigit()]
+    result(not unknown, "no fields unknown to the schema", "; ".join(unknown[:5]))
+    return parse_text(text.splitlines())
+
+
+TID_FIELDS = {
+    "sched_switch": ["prev_pid", "next_pid"],
+    "sched_wakeup": ["pid"], "sched_wakeup_new": ["pid"], "sched_waking": ["pid"],
+    "sched_migrate_task": ["pid"], "sched_process_fork": ["parent_pid", "child_pid"],
+    "sched_process_exec": ["pid"], "sched_process_exit": ["pid"], "task_rename": ["pid"],
+}
+
+
+def check_same_sched(trace, other_path, proto):
+    other = decode_perfetto(other_path, proto)
+    if other is None:
+        return
+    a, b = sched_switches(trace), sched_switches(other)
+    diff = []
+    for cpu in sorted(set(a) | set(b), key=lambda c: (c is None, c)):
+        x, y = a.get(cpu, []), b.get(cpu, [])
+        if x != y:
+            n = next((i for i, (p, q) in enumerate(zip(x, y)) if p != q), min(len(x), len(y)))
+            diff.append("cpu %s: %d vs %d switches, first difference at #%d: %s vs %s" %
+                        (cpu, len(x), len(y), n, x[n] if n < len(x) else None, y[n] if n < len(y) else None))
+    result(not diff, "sched_switch events as the importer infers them equal %s's" % other_path, "; ".join(diff[:3]))
+
+
+def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts):
+    packets = trace.get("packet", [])
+    counts = defaultdict(int)
+    names = {}
+    tgids = {}
+    comm_names = {}
+    used_tids = set()     # tids the importer makes tracks for
+    payload_tids = set()  # tids named only inside events (wakeup, fork, ...)
+    last_ts = {}
+    mono_bad = []
+    tracks = {}
+    track_events = []
+    info = None
+    fstats = {}
+    lost_cpus = set()
+    clocks = set()
+    uts = None
+
+    for idx, pk in enumerate(packets):
+        for pt in pk.get("process_tree", []):
+            for t in pt.get("threads", []):
+                names[one(t, "tid")] = one(t, "name", "")
+                tgids[one(t, "tid")] = one(t, "tgid", 0)
+            for pr in pt.get("processes", []):
+                cmd = pr.get("cmdline", [])
+                names.setdefault(one(pr, "pid"), cmd[0] if cmd else "")
+        for cs in pk.get("clock_snapshot", []):
+            for c in cs.get("clocks", []):
+                clocks.add(one(c, "clock_id"))
+        for si in pk.get("system_info", []):
+            uts = one(si, "utsname")
+        for fs in pk.get("ftrace_stats", []):
+            fstats[one(fs, "phase")] = fs
+        for td in pk.get("track_descriptor", []):
+            tracks[one(td, "uuid")] = td
+            th = one(td, "thread")
+            if th is not None:
+                used_tids.add(one(th, "tid"))
+        for te in pk.get("track_event", []):
+            track_events.append((one(pk, "timestamp", 0), idx, te))
+        for b in pk.get("ftrace_events", []):
+            cpu = one(b, "cpu")
+            if one(b, "lost_events"):
+                lost_cpus.add(cpu)
+            tss = []
+            for ev in b.get("event", []):
+                ts = one(ev, "timestamp")
+                tss.append(ts)
+                used_tids.add(one(ev, "pid"))
+                kinds = [k for k in ev.keys() if k in EVENT_TYPES]
+                if len(kinds) != 1:
+                    result(False, "ftrace event has one known type", str(dict(ev))[:300])
+                    continue
+                k = kinds[0]
+                counts[k] += 1
+                body = ev[k][0]
+                for f in TID_FIELDS.get(k, []):
+                    payload_tids.add(one(body, f))
+                if k == "sched_switch":
+                    # the importer names threads from these too
+                    used_tids.add(one(body, "prev_pid"))
+                    used_tids.add(one(body, "next_pid"))
+                    comm_names[one(body, "prev_pid")] = one(body, "prev_comm", "")
+                    comm_names[one(body, "next_pid")] = one(body, "next_comm", "")
+            cs = one(b, "compact_sched")
+            if cs is not None:
+                acc = 0
+                n = len(cs.get("switch_timestamp", []))
+                for f in ("switch_prev_state", "switch_next_pid", "switch_next_prio", "switch_next_comm_index"):
+                    if len(cs.get(f, [])) != n:
+                        result(False, "compact_sched arrays have equal lengths", f)
+                interned = cs.get("intern_table", [])
+                for d, pid, ci in zip(cs.get("switch_timestamp", []), cs.get("switch_next_pid", []),
+                                      cs.get("switch_next_comm_index", [])):
+                    acc += d
+                    tss.append(acc)
+                    used_tids.add(pid)
+                    if ci >= len(interned):
+                        result(False, "compact comm index in the intern table", str(ci))
+                    else:
+                        comm_names[pid] = interned[ci]
+                counts["sched_switch"] += n
+            tss.sort()  # compact and full events of one bundle are merged by time
+            for ts in tss:
+                if cpu in last_ts and ts < last_ts[cpu]:
+                    mono_bad.append("cpu %s: %s after %s" % (cpu, ts, last_ts[cpu]))
+                last_ts[cpu] = ts
+
+    # uprobe events from track events
+    loss_slices = 0
+    for ts, idx, te in track_events:
+        cats = te.get("categories", [])
+        typ = one(te, "type")
+        name = one(te, "name", "")
+        if "uprobe" in cats:
+            if typ == "TYPE_SLICE_BEGIN":
+                counts["uprobe"] += 1
+            elif typ == "TYPE_SLICE_END":
+                counts["uretprobe"] += 1
+            elif name.endswith("(entry, no return)"):
+                counts["uprobe"] += 1
+            elif name.endswith("(return, no entry)"):
+                counts["uretprobe"] += 1
+        elif "usdt" in cats:
+            counts["usdt"] += 1
+        elif "btrace" in cats and typ == "TYPE_SLICE_BEGIN" and name.startswith("LOST "):
+            loss_slices += 1
+        if name == "dump info":
+            info = {one(a, "name"): a for a in te.get("debug_annotations", [])}
+
+    if print_counts:
+        print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
+        return
+    check_counts(counts, expect)
+
+    # Every thread with a track is named: by the ProcessTree, or (a thread
+    # whose process the dump does not know) by the sched_switch comms.
+    unnamed = sorted(t for t in used_tids if t not in (None, 0) and not names.get(t) and not comm_names.get(t))
+    result(not unnamed, "every tid with a track has a name (%d tids, %d in the ProcessTree)" %
+           (len(used_tids - {0, None}), len(names)), "unnamed: %s" % unnamed[:20])
+    orphans = sorted(t for t, g in tgids.items() if not g)
+    result(not orphans, "no ProcessTree thread without its process (the importer would file it under pid 0)",
+           str(orphans[:20]))
+    nameless = sorted(t for t in (used_tids | payload_tids) - {0, None} if t in names and not names[t])
+    result(not nameless, "no empty names in the ProcessTree", str(nameless[:20]))
+    result(not mono_bad, "timestamps never decrease per CPU (%d CPUs)" % len(last_ts), "; ".join(mono_bad[:5]))
+
+    # nesting per track
+    bad = []
+    stacks = defaultdict(list)
+    pairs = 0
+    for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
+        uuid = one(te, "track_uuid")
+        typ = one(te, "type")
+        if uuid not in tracks:
+            bad.append("event on undescribed track %s" % uuid)
+        if typ == "TYPE_SLICE_BEGIN":
+            stacks[uuid].append(ts)
+        elif typ == "TYPE_SLICE_END":
+            if not stacks[uuid]:
+                bad.append("end without begin at %s on %s" % (ts, uuid))
+            else:
+                b = stacks[uuid].pop()
+                if b > ts:
+                    bad.append("slice ends before it begins (%s > %s)" % (b, ts))
+                if "uprobe" in te.get("categories", []):
+                    pairs += 1
+    left = {u: s for u, s in stacks.items() if s}
+    if left:
+        bad.append("slices never ended on tracks %s" % list(left)[:5])
+    result(not bad, "track event slices nest on every track (%d uprobe slices)" % pairs, "; ".join(bad[:5]))
+    if uprobe_slices is not None:
+        result(pairs == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % pairs)
+
+    result(6 in clocks and 1 in clocks, "clock snapshot has BOOTTIME and REALTIME", str(clocks))
+    result(uts is not None and one(uts, "sysname") == "Linux" and bool(one(uts, "release")),
+           "system info has the kernel release", str(uts))
+    result(info is not None and all(k in info for k in LOSS_KEYS), "dump info carries the loss counters",
+           "missing: %s" % ([k for k in LOSS_KEYS if not info or k not in info]))
+    result("START_OF_TRACE" in fstats and "END_OF_TRACE" in fstats, "FtraceStats at start and end",
+           str(list(fstats)))
+    if gaps is not None:
+        result(loss_slices == gaps, "a LOST slice per seq gap (%d)" % gaps, "found %d" % loss_slices)
+        if gaps:
+            result(bool(lost_cpus), "bundles after gaps have lost_events", "none")
+        if info is not None:
+            g = one(info["loss.seq_gaps"], "uint_value", 0)
+            result(g == gaps, "dump info loss.seq_gaps = %d" % gaps, "found %s" % g)
+
+
+def sched_switches(trace):
+    """Per CPU, the switches as the importer sees them: compact ones get
+    prev_pid/prev_prio from the CPU's previous switch (none: skipped)."""
+    per_cpu = defaultdict(list)
+    for pk in trace.get("packet", []):
+        for b in pk.get("ftrace_events", []):
+            cpu = one(b, "cpu")
+            for ev in b.get("event", []):
+                sw = one(ev, "sched_switch")
+                if sw is not None:
+                    per_cpu[cpu].append((one(ev, "timestamp"), 1, (one(sw, "prev_pid"), one(sw, "prev_prio"),
+                                         one(sw, "prev_state"), one(sw, "next_pid"), one(sw, "next_prio"))))
+            cs = one(b, "compact_sched")
+            if cs is not None:
+                acc = 0
+                for d, st, pid, prio in zip(cs.get("switch_timestamp", []), cs.get("switch_prev_state", []),
+                                            cs.get("switch_next_pid", []), cs.get("switch_next_prio", [])):
+                    acc += d
+                    per_cpu[cpu].append((acc, 0, (st, pid, prio)))
+    out = {}
+    for cpu, evs in per_cpu.items():
+        evs.sort(key=lambda e: (e[0], e[1]))  # the importer's order: by time
+        last = None
+        res = []
+        for ts, full, data in evs:
+            if full:
+                res.append((ts,) + data)
+                last = (data[3], data[4])
+            else:
+                st, pid, prio = data
+                res.append((ts, last[0], last[1], st, pid, prio) if last else (ts, "skipped"))
+                last = (pid, prio)
+        out[cpu] = res
+    return out
+
+
+def check_counts(counts, expect):
+    if expect is None:
+        return
+    bad = []
+    for k in EVENT_TYPES:
+        if counts.get(k, 0) != expect.get(k, 0):
+            bad.append("%s: %d, dump has %d" % (k, counts.get(k, 0), expect.get(k, 0)))
+    total = sum(expect.values())
+    result(not bad, "event counts per type equal the dump's (%d events, %d types)" %
+           (total, len([k for k in expect if expect[k]])), "; ".join(bad))
+
+
+def check_json(path, expect, gaps, uprobe_slices, print_counts):
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as e:
+        result(False, "the JSON parses", str(e))
+        return
+    evs = doc.get("traceEvents")
+    result(isinstance(evs, list), "the JSON parses, traceEvents is a list (%d events)" % len(evs or []))
+    if not isinstance(evs, list):
+        return
+    counts = defaultdict(int)
+    tnames = {}
+    pnames = {}
+    used = set()
+    loss = 0
+    cpu_runs = defaultdict(list)
+    thread_slices = defaultdict(list)
+    bad = []
+    for e in evs:
+        ph = e.get("ph")
+        for k in ("ph", "name", "pid"):
+            if k not in e:
+                bad.append("event without %s: %s" % (k, e))
+        if ph == "M":
+            if e["name"] == "thread_name":
+                tnames[e["tid"]] = e["args"]["name"]
+            elif e["name"] == "process_name":
+                pnames[e["pid"]] = e["args"]["name"]
+            continue
+        if "ts" not in e or not isinstance(e["ts"], (int, float)):
+            bad.append("event without a numeric ts: %s" % e)
+            continue
+        for c in (e.get("cat") or "").split(","):
+            if c in EVENT_TYPES:
+                counts[c] += 1
+        if e.get("cat") == "btrace_loss":
+            loss += 1
+        if "tid" in e and ph != "C":
+            used.add(e["tid"])
+        if ph == "X":
+            if e.get("dur", -1) < 0:
+                bad.append("X without dur: %s" % e)
+            if e["pid"] == CPU_PID and e["tid"] < CPU_PID + 0x2000:
+                cpu_runs[e["tid"]].append((e["ts"], e["ts"] + e["dur"]))
+            elif e["pid"] != CPU_PID:
+                thread_slices[e["tid"]].append((e["ts"], -e["dur"], e["name"]))
+    result(not bad, "every event has ph, name, pid, ts", "; ".join(str(b) for b in bad[:3]))
+    if print_counts:
+        print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
+        return
+    check_counts(counts, expect)
+    unnamed = sorted(t for t in used if not tnames.get(t) and t != 0)
+    result(not unnamed, "every thread has a thread_name (%d threads)" % len(used), "unnamed: %s" % unnamed[:20])
+    overlap = []
+    eps = 1e-6
+    for tid, runs in cpu_runs.items():
+        runs.sort()
+        for (a0, a1), (b0, b1) in zip(runs, runs[1:]):
+            if b0 < a1 - eps:
+                overlap.append("cpu track %d: run at %s starts before %s" % (tid - CPU_PID, b0, a1))
+    result(not overlap, "CPU run slices never overlap (%d CPUs)" % len(cpu_runs), "; ".join(overlap[:5]))
+    nest = []
+    for tid, sl in thread_slices.items():
+        sl.sort()
+        stack = []
+        for ts, ndur, name in sl:
+            end = ts - ndur
+            while stack and stack[-1][0] <= ts + eps:
+                stack.pop()
+            if stack and end > stack[-1][0] + eps:
+                nest.append("tid %d: %s [%s, %s] overlaps %s ending %s" % (tid, name, ts, end, stack[-1][1],
+                                                                            stack[-1][0]))
+            stack.append((end, name))
+    result(not nest, "slices nest on every thread (%d threads)" % len(thread_slices), "; ".join(nest[:5]))
+    if uprobe_slices is not None:
+        n = sum(1 for e in evs if e.get("cat") == "uprobe,uretprobe")
+        result(n == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % n)
+    md = doc.get("metadata", {})
+    result(all(k in md for k in LOSS_KEYS), "metadata carries the loss counters",
+           "missing: %s" % [k for k in LOSS_KEYS if k not in md])
+    if gaps is not None:
+        result(loss == gaps, "a btrace_loss slice per seq gap (%d)" % gaps, "found %d" % loss)
+        result(md.get("loss.seq_gaps") == gaps, "metadata loss.seq_gaps = %d" % gaps,
+               "found %s" % md.get("loss.seq_gaps"))
+
+
+def main(argv):
+    if len(argv) < 3 or argv[1] not in ("perfetto", "json"):
+        print(__doc__)
+        return 2
+    fmt, path = argv[1], argv[2]
+    proto = "tests/perfetto/perfetto_subset.proto"
+    expect = gaps = uprobe_slices = same = None
+    print_counts = False
+    i = 3
+    while i < len(argv):
+        a = argv[i]
+        if a == "--proto":
+            proto = argv[i + 1]
+            i += 2
+        elif a == "--expect":
+            expect = {}
+            for kv in filter(None, argv[i + 1].split(",")):
+                k, _, v = kv.partition("=")
+                expect[k] = int(v)
+            i += 2
+        elif a == "--gaps":
+            gaps = int(argv[i + 1])
+            i += 2
+        elif a == "--uprobe-slices":
+            uprobe_slices = int(argv[i + 1])
+            i += 2
+        elif a == "--same-sched-as":
+            same = argv[i + 1]
+            i += 2
+        elif a == "--counts":
+            print_counts = True
+            i += 1
+        else:
+            print("unknown option %s" % a)
+            return 2
+    if fmt == "perfetto":
+        trace = decode_perfetto(path, proto)
+        if trace is not None:
+            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts)
+            if same:
+                check_same_sched(trace, same, proto)
+    else:
+        check_json(path, expect, gaps, uprobe_slices, print_counts)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,1060 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_export.c - `convert`: a real dump (a bt_buffer filled with synthetic
+ * events of every type, uprobe entry/return pairs nested and unmatched, a seq
+ * gap, odd task names; written with bt_dump_write, opened with bt_dump_open)
+ * converted to Perfetto protobuf and Chrome JSON, then checked from the
+ * outside: tests/perfetto/check_trace.py decodes the protobuf with protoc and
+ * tests/perfetto/perfetto_subset.proto, parses the JSON with python3, and
+ * compares event counts per type with the dump's, thread names, per-CPU
+ * timestamp order, slice nesting and the loss counters.
+ *
+ * Also: the protobuf encoder byte for byte, gzip output, compact sched,
+ * atomic output (a failing write leaves no file and no temporary), the
+ * command line (exit codes, damaged dump message, default output name) and
+ * bounded memory on a large dump.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <linux/types.h>
+#include "events.h"
+#include "harness.h"
+#include "btrace_buffer.h"
+#include "dump.h"
+#include "event_names.h"
+#include "export.h"
+#include "pbwriter.h"
+#include "commands.h"
+
+#define NCPUS 4
+#define CHECKER "tests/perfetto/check_trace.py"
+#define SUBSET "tests/perfetto/perfetto_subset.proto"
+
+static char tmpdir[256];
+static char dump_path[512];
+static struct bt_dump *D;
+static int have_protoc, have_python;
+static char root[512]; /* repository root (where tests/perfetto is) */
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+	return remove(p);
+}
+
+static int count_dir(const char *dir, const char *prefix)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (!strncmp(e->d_name, prefix, strlen(prefix)))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static uint8_t *read_all(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+static int run_cmd(const char *cmd, char *out, size_t outlen)
+{
+	FILE *p = popen(cmd, "r");
+	size_t o = 0;
+	if (!p)
+		return -1;
+	if (out && outlen)
+		out[0] = '\0';
+	char line[4096];
+	while (fgets(line, sizeof(line), p)) {
+		size_t l = strlen(line);
+		if (out && o + l + 1 < outlen) {
+			memcpy(out + o, line, l + 1);
+			o += l;
+		}
+	}
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* ---- the synthetic dump ------------------------------------------------------ */
+
+union any_ev {
+	struct bt_event_hdr h;
+	struct bt_ev_sched_switch sw;
+	struct bt_ev_sched_wakeup wk;
+	struct bt_ev_sched_migrate mg;
+	struct bt_ev_task tk;
+	struct bt_ev_irq irq;
+	struct bt_ev_power pw;
+	struct bt_ev_syscall sc;
+	struct bt_ev_uprobe up;
+};
+
+static struct bt_task tasks[] = {
+	{ .tid = 1, .tgid = 1, .comm = "systemd" },
+	{ .tid = 100, .tgid = 100, .comm = "app" },
+	{ .tid = 101, .tgid = 100, .comm = "app-worker" },
+	{ .tid = 200, .tgid = 200, .comm = "bash" },
+	{ .tid = 300, .tgid = 300, .comm = "we\"ird\\\x01\xff" }, /* quote, backslash, control, bad UTF-8 */
+	{ .tid = 400, .tgid = 400, .comm = "caf\xc3\xa9" },
+};
+
+enum { P_MALLOC, P_MALLOC_RET, P_REQ, P_REQ_RET, P_TICK, NPROBES };
+static struct bt_probe_desc probes[NPROBES];
+
+static void init_probes(void)
+{
+	memset(probes, 0, sizeof(probes));
+	for (int i = 0; i < NPROBES; i++) {
+		probes[i].id = (uint32_t)i;
+		probes[i].pid = -1;
+	}
+	snprintf(probes[P_MALLOC].func, sizeof(probes[0].func), "malloc");
+	snprintf(probes[P_MALLOC].binary, sizeof(probes[0].binary), "/usr/lib/libc.so.6");
+	probes[P_MALLOC].offset = 0x9a0f0;
+	probes[P_MALLOC].nargs = 1;
+	probes[P_MALLOC_RET] = probes[P_MALLOC];
+	probes[P_MALLOC_RET].id = P_MALLOC_RET;
+	probes[P_MALLOC_RET].flags = BT_PROBE_RETURN;
+	snprintf(probes[P_REQ].func, sizeof(probes[0].func), "handle_request");
+	snprintf(probes[P_REQ].binary, sizeof(probes[0].binary), "/usr/bin/app");
+	probes[P_REQ].offset = 0x1230;
+	probes[P_REQ].nargs = 3;
+	probes[P_REQ_RET] = probes[P_REQ];
+	probes[P_REQ_RET].id = P_REQ_RET;
+	probes[P_REQ_RET].flags = BT_PROBE_RETURN;
+	snprintf(probes[P_TICK].func, sizeof(probes[0].func), "app:tick");
+	snprintf(probes[P_TICK].binary, sizeof(probes[0].binary), "/usr/bin/app");
+	probes[P_TICK].flags = BT_PROBE_USDT;
+}
+
+struct gen {
+	struct bt_buffer *b;
+	uint32_t seq[NCPUS];
+	uint64_t ts;
+	uint32_t cur[NCPUS]; /* task running on each CPU */
+	uint64_t written, failed;
+};
+
+static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t len)
+{
+	e->h.ts_ns = (g->ts += 1000);
+	e->h.seq = g->seq[cpu]++;
+	e->h.tid = tid;
+	e->h.tgid = tid == 101 ? 100 : tid;
+	e->h.cpu = (uint16_t)cpu;
+	e->h.type = (uint16_t)type;
+	if (bt_write(g->b, cpu, e, len) == 0)
+		g->written++;
+	else
+		g->failed++;
+}
+
+static void ev_switch(struct gen *g, uint32_t cpu, uint32_t next, uint32_t state)
+{
+	union any_ev e = { 0 };
+	e.sw.prev_tid = g->cur[cpu];
+	e.sw.next_tid = next;
+	e.sw.prev_state = state;
+	e.sw.prev_prio = 120;
+	e.sw.next_prio = 120;
+	put(g, &e, BT_EV_SCHED_SWITCH, cpu, g->cur[cpu], sizeof(e.sw));
+	g->cur[cpu] = next;
+}
+
+static void ev_wake(struct gen *g, uint32_t type, uint32_t cpu, uint32_t tid)
+{
+	union any_ev e = { 0 };
+	e.wk.tid = tid;
+	e.wk.target_cpu = (uint16_t)((cpu + 1) % NCPUS);
+	e.wk.prio = 120;
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.wk));
+}
+
+static void ev_task(struct gen *g, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t tgid, const char *comm)
+{
+	union any_ev e = { 0 };
+	e.tk.tid = tid;
+	e.tk.tgid = tgid;
+	if (comm)
+		strncpy(e.tk.comm, comm, sizeof(e.tk.comm));
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.tk));
+}
+
+static void ev_irq(struct gen *g, uint32_t type, uint32_t cpu, uint32_t irq, int32_t ret)
+{
+	union any_ev e = { 0 };
+	e.irq.irq = irq;
+	e.irq.ret = ret;
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.irq));
+}
+
+static void ev_power(struct gen *g, uint32_t type, uint32_t cpu, uint32_t state)
+{
+	union any_ev e = { 0 };
+	e.pw.state = state;
+	e.pw.cpu_id = cpu;
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.pw));
+}
+
+static void ev_sys(struct gen *g, uint32_t type, uint32_t cpu, int64_t id, int64_t ret)
+{
+	union any_ev e = { 0 };
+	e.sc.id = id;
+	e.sc.ret = ret;
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.sc));
+}
+
+static void ev_up(struct gen *g, uint32_t type, uint32_t cpu, uint32_t probe, uint64_t arg_or_ret)
+{
+	union any_ev e = { 0 };
+	e.up.probe_id = probe;
+	if (type == BT_EV_UPROBE_RETURN) {
+		e.up.ret = arg_or_ret;
+		e.up.duration_ns = 2000;
+	} else {
+		e.up.nargs = 2;
+		e.up.args[0] = arg_or_ret;
+		e.up.args[1] = 0xdeadbeef;
+	}
+	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.up));
+}
+
+/* Matched uprobe pairs the scenario below produces. */
+#define EXPECT_UPROBE_PAIRS 6
+
+/* One round of everything; uprobes only when `uprobes` (once). */
+static void round_of(struct gen *g, int i, int uprobes)
+{
+	for (uint32_t c = 0; c < NCPUS; c++) {
+		uint32_t a = c == 0 ? 100 : c == 1 ? 101 : c == 2 ? 200 : 300;
+		ev_wake(g, BT_EV_SCHED_WAKEUP, c, a);
+		ev_switch(g, c, a, 0);
+		ev_irq(g, BT_EV_IRQ_ENTRY, c, 24 + c, 0);
+		ev_irq(g, BT_EV_IRQ_EXIT, c, 24 + c, 1);
+		ev_irq(g, BT_EV_SOFTIRQ_ENTRY, c, 3, 0);
+		ev_irq(g, BT_EV_SOFTIRQ_EXIT, c, 3, 0);
+		ev_sys(g, BT_EV_SYS_ENTER, c, 0, 0);
+		ev_sys(g, BT_EV_SYS_EXIT, c, 0, 4096);
+		ev_power(g, BT_EV_CPU_IDLE, c, 1);
+		ev_switch(g, c, 0, 1); /* to idle, sleeping */
+		ev_power(g, BT_EV_CPU_IDLE, c, UINT32_MAX);
+		ev_power(g, BT_EV_CPU_FREQUENCY, c, 1200000 + (uint32_t)i * 100000 % 1000000);
+	}
+	if (!uprobes)
+		return;
+	/* on CPU 0, tid 100: handle_request { malloc; malloc } */
+	ev_switch(g, 0, 100, 0);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_REQ, 1);
+	ev_sys(g, BT_EV_SYS_ENTER, 0, 1, 0);
+	ev_sys(g, BT_EV_SYS_EXIT, 0, 1, 64);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_MALLOC, 64);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_MALLOC_RET, 0x55d0c8a0);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_MALLOC, 128);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_MALLOC_RET, 0x55d0c900);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_REQ_RET, 0);            /* 3 pairs */
+	/* recursion: handle_request { handle_request { } } */
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_REQ, 2);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_REQ, 3);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_REQ_RET, 0);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_REQ_RET, (uint64_t)-1); /* 5 pairs */
+	/* a malloc whose return was lost: handle_request { malloc( } */
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_REQ, 4);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 0, P_MALLOC, 32);
+	ev_up(g, BT_EV_UPROBE_RETURN, 0, P_REQ_RET, 0);            /* 6 pairs, 1 entry alone */
+	ev_up(g, BT_EV_USDT, 0, P_TICK, 7);
+	/* on CPU 1, tid 101: a return whose entry is older than the dump, an
+	 * entry still running at the end */
+	ev_switch(g, 1, 101, 0);
+	ev_up(g, BT_EV_UPROBE_RETURN, 1, P_REQ_RET, 0);
+	ev_up(g, BT_EV_UPROBE_ENTRY, 1, P_MALLOC, 16);
+	ev_up(g, BT_EV_USDT, 1, P_TICK, 8);
+	/* the rest of the sched group */
+	ev_wake(g, BT_EV_SCHED_WAKING, 2, 200);
+	ev_wake(g, BT_EV_SCHED_WAKEUP_NEW, 2, 555);
+	ev_task(g, BT_EV_PROCESS_FORK, 2, 555, 555, "child");
+	ev_task(g, BT_EV_PROCESS_EXEC, 2, 555, 555, "ls");
+	ev_task(g, BT_EV_TASK_RENAME, 2, 200, 200, "bash-renamed");
+	ev_task(g, BT_EV_PROCESS_EXIT, 2, 555, 555, NULL);
+	union any_ev e = { 0 };
+	e.mg.tid = 777; /* a tid nothing names */
+	e.mg.orig_cpu = 2;
+	e.mg.dest_cpu = 3;
+	put(g, &e, BT_EV_SCHED_MIGRATE, 2, g->cur[2], sizeof(e.mg));
+}
+
+static uint64_t drops[NCPUS * BT_GROUP_MAX];
+
+/* Write a dump of `rounds` rounds to path; a seq gap on CPU 1 when gap. */
+static int make_dump(const char *path, int rounds, int gap, size_t bufsize)
+{
+	struct bt_config cfg = { .size = bufsize, .block_size = 4096, .ncores = NCPUS };
+	char err[256], out[512];
+	struct gen g = { 0 };
+	g.ts = 5000000000ull;
+	g.b = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!g.b) {
+		fprintf(stderr, "  bt_buffer_create: %s\n", err);
+		return -1;
+	}
+	for (int i = 0; i < rounds; i++) {
+		round_of(&g, i, i == rounds / 2);
+		if (gap && i == rounds / 3)
+			g.seq[1] += 5; /* five events of CPU 1 lost */
+	}
+	for (int i = 0; i < NCPUS * BT_GROUP_MAX; i++)
+		drops[i] = i % 3 ? 0 : (uint64_t)i + 1;
+	init_probes();
+	struct bt_dump_info info = {
+		.ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = drops,
+		.tasks = tasks, .ntasks = sizeof(tasks) / sizeof(tasks[0]),
+		.probes = probes, .nprobes = NPROBES, .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = (1u << BT_GROUP_MAX) - 1,
+	};
+	int r = bt_dump_write(g.b, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	if (g.failed)
+		fprintf(stderr, "  %" PRIu64 " writes failed\n", g.failed);
+	bt_buffer_destroy(g.b);
+	return r;
+}
+
+/* "--expect sched_switch=N,..." from the dump's own events */
+static void expect_arg(const struct bt_dump *d, char *buf, size_t len)
+{
+	uint64_t n[BT_EV_MAX] = { 0 };
+	size_t nev, o = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &nev);
+	for (size_t i = 0; i < nev; i++)
+		if (ev[i].ev->type < BT_EV_MAX)
+			n[ev[i].ev->type]++;
+	buf[0] = '\0';
+	for (int t = 1; t < BT_EV_MAX; t++)
+		if (n[t])
+			o += (size_t)snprintf(buf + o, len - o, "%s%s=%" PRIu64, o ? "," : "", bt_event_name((uint32_t)t),
+					      n[t]);
+}
+
+static uint64_t dump_gaps(const struct bt_dump *d)
+{
+	struct bt_seq_window w;
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	if (bt_seq_analyze(ev, n, bt_dump_header(d)->ncpus, &w, NULL) < 0)
+		return UINT64_MAX;
+	return w.gaps;
+}
+
+/* Run the checker on a converted file; its lines become diagnostics. */
+static int checker2(const char *fmt, const char *file, const struct bt_dump *d, int pairs, const char *extra)
+{
+	char expect[1024], cmd[4096], out[16384];
+	expect_arg(d, expect, sizeof(expect));
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && python3 " CHECKER " %s '%s' --proto " SUBSET " --expect '%s' --gaps %" PRIu64
+		 " --uprobe-slices %d %s 2>&1",
+		 root, fmt, file, expect, dump_gaps(d), pairs, extra ? extra : "");
+	int r = run_cmd(cmd, out, sizeof(out));
+	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+		printf("#   %s\n", l);
+	return r;
+}
+
+static int checker(const char *fmt, const char *file, const struct bt_dump *d, int pairs)
+{
+	return checker2(fmt, file, d, pairs, NULL);
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_pbwriter(void)
+{
+	struct pbw w;
+	pbw_init(&w);
+	pbw_uint(&w, 1, 150); /* the protobuf docs' example: 08 96 01 */
+	REQUIRE(pbw_len(&w) == 3 && !memcmp(pbw_data(&w), "\x08\x96\x01", 3), "varint field");
+	pbw_reset(&w);
+	pbw_int(&w, 2, -1); /* int32/int64 -1: ten bytes */
+	CHECK(pbw_len(&w) == 11 && pbw_data(&w)[0] == 0x10 && pbw_data(&w)[10] == 0x01, "negative int: %zu bytes",
+	      pbw_len(&w));
+	pbw_reset(&w);
+	pbw_sint(&w, 1, -1); /* zigzag: 1 */
+	CHECK(pbw_len(&w) == 2 && pbw_data(&w)[1] == 1, "sint");
+	pbw_reset(&w);
+	pbw_string(&w, 2, "testing"); /* 12 07 74 65 73 74 69 6e 67 */
+	CHECK(pbw_len(&w) == 9 && !memcmp(pbw_data(&w), "\x12\x07testing", 9), "string");
+	pbw_reset(&w);
+	pbw_stringn(&w, 1, "abcdefgh", 4);
+	CHECK(pbw_len(&w) == 6 && !memcmp(pbw_data(&w), "\x0a\x04" "abcd", 6), "stringn");
+	pbw_reset(&w);
+	pbw_fixed64(&w, 1, 0x0102030405060708ull);
+	CHECK(pbw_len(&w) == 9 && pbw_data(&w)[0] == 0x09 && pbw_data(&w)[1] == 0x08 && pbw_data(&w)[8] == 0x01,
+	      "fixed64 little-endian");
+	pbw_reset(&w);
+
+	/* nested: 3 { 1: 150 } = 1a 03 08 96 01 */
+	pbw_begin(&w, 3);
+	pbw_uint(&w, 1, 150);
+	pbw_end(&w);
+	CHECK(pbw_len(&w) == 5 && !memcmp(pbw_data(&w), "\x1a\x03\x08\x96\x01", 5), "nested");
+	pbw_reset(&w);
+
+	/* bodies of 1, 2 and 3 length bytes, nested twice: the back-patch moves them */
+	static const size_t sizes[] = { 127, 128, 300, 16383, 16384, 70000 };
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		char *blob = malloc(n);
+		REQUIRE(blob, "malloc");
+		for (size_t i = 0; i < n; i++)
+			blob[i] = (char)('a' + i % 26);
+		pbw_reset(&w);
+		pbw_begin(&w, 1);
+		pbw_begin(&w, 2);
+		pbw_bytes(&w, 3, blob, n);
+		pbw_end(&w);
+		pbw_uint(&w, 4, 7);
+		pbw_end(&w);
+		REQUIRE(!pbw_error(&w), "no error");
+		/* decode by hand */
+		const uint8_t *p = pbw_data(&w), *end = p + pbw_len(&w);
+		uint64_t v = 0, l1 = 0, l2 = 0, l3 = 0;
+		int s = 0, ok = *p++ == 0x0a;
+		for (s = 0; p < end; s += 7) { v = *p++; l1 |= (v & 0x7f) << s; if (!(v & 0x80)) break; }
+		ok = ok && l1 == (uint64_t)(end - p);
+		ok = ok && *p++ == 0x12;
+		for (s = 0; p < end; s += 7) { v = *p++; l2 |= (v & 0x7f) << s; if (!(v & 0x80)) break; }
+		const uint8_t *inner_end = p + l2;
+		ok = ok && *p++ == 0x1a;
+		for (s = 0; p < end; s += 7) { v = *p++; l3 |= (v & 0x7f) << s; if (!(v & 0x80)) break; }
+		ok = ok && l3 == n && !memcmp(p, blob, n) && p + n == inner_end;
+		ok = ok && inner_end + 2 == end && inner_end[0] == 0x20 && inner_end[1] == 7;
+		CHECK(ok, "nested body of %zu bytes encodes with minimal lengths", n);
+		/* minimal: total = tag + varint(l1) + l1 */
+		CHECK(pbw_len(&w) == 1 + pbw_varint_size(l1) + l1, "minimal length prefix for %zu", n);
+		free(blob);
+	}
+	/* errors are sticky */
+	pbw_reset(&w);
+	pbw_end(&w);
+	CHECK(pbw_error(&w) == -EINVAL, "end without begin is an error");
+	pbw_uint(&w, 1, 1);
+	CHECK(pbw_len(&w) == 0, "nothing written after an error");
+	pbw_free(&w);
+
+	/* protoc agrees (decode_raw) */
+	if (have_protoc) {
+		char path[600], out[4096];
+		snprintf(path, sizeof(path), "%s/raw.pb", tmpdir);
+		pbw_init(&w);
+		pbw_begin(&w, 1);
+		pbw_uint(&w, 8, 1234567890123ull);
+		pbw_begin(&w, 11);
+		pbw_string(&w, 23, "hello");
+		pbw_int(&w, 4, -5);
+		pbw_end(&w);
+		pbw_end(&w);
+		FILE *f = fopen(path, "wb");
+		REQUIRE(f, "open");
+		fwrite(pbw_data(&w), 1, pbw_len(&w), f);
+		fclose(f);
+		pbw_free(&w);
+		char cmd[800];
+		snprintf(cmd, sizeof(cmd), "protoc --decode_raw < '%s' 2>&1", path);
+		int r = run_cmd(cmd, out, sizeof(out));
+		CHECK(r == 0 && strstr(out, "8: 1234567890123") && strstr(out, "23: \"hello\"") &&
+			      strstr(out, "4: 18446744073709551611"),
+		      "protoc --decode_raw reads it: %s", out);
+	}
+}
+
+static char pf_path[600], pf_compact[600], pf_gz[600], js_path[600], js_gz[600];
+
+static void convert(const char *path, int format, int gzip, int compact, struct bt_export_stats *st)
+{
+	char err[256];
+	struct bt_export_opts o = { .format = format, .gzip = gzip, .compact_sched = compact };
+	int r = bt_export_file(D, path, &o, st, err, sizeof(err));
+	CHECK(r == 0, "bt_export_file %s: %s", path, err);
+}
+
+static void test_perfetto(void)
+{
+	struct bt_export_stats st;
+	size_t nev;
+	bt_dump_events(D, &nev);
+	convert(pf_path, BT_EXPORT_PERFETTO, 0, 0, &st);
+	CHECK(st.events == nev, "converted %" PRIu64 " of %zu events", st.events, nev);
+	CHECK(st.uprobe_slices == EXPECT_UPROBE_PAIRS, "uprobe pairs %" PRIu64, st.uprobe_slices);
+	CHECK(st.uprobe_unmatched == 3, "unmatched uprobes %" PRIu64, st.uprobe_unmatched);
+	CHECK(st.gaps == 1 && st.missing == 5, "gaps %" PRIu64 " missing %" PRIu64, st.gaps, st.missing);
+	printf("# perfetto: %zu events -> %" PRIu64 " bytes, %" PRIu64 " packets\n", nev, st.bytes, st.records);
+	if (!have_protoc || !have_python)
+		return;
+	CHECK(checker("perfetto", pf_path, D, EXPECT_UPROBE_PAIRS) == 0, "checker passes (see above)");
+}
+
+/* protoc's text of a trace (subset schema), each line stripped of its
+ * indentation; malloc'd, NULL on failure. */
+static char *decode_text(const char *file, const char *proto_dir, const char *proto)
+{
+	char cmd[2048];
+	snprintf(cmd, sizeof(cmd), "protoc -I '%s' --decode=perfetto.protos.Trace '%s' < '%s' 2>/dev/null", proto_dir,
+		 proto, file);
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return NULL;
+	size_t cap = 1 << 20, len = 0;
+	char *out = malloc(cap), line[4096];
+	while (out && fgets(line, sizeof(line), p)) {
+		const char *l = line;
+		while (*l == ' ')
+			l++;
+		size_t n = strlen(l);
+		if (len + n + 1 > cap) {
+			char *q = realloc(out, cap *= 2);
+			if (!q) {
+				free(out);
+				out = NULL;
+				break;
+			}
+			out = q;
+		}
+		memcpy(out + len, l, n + 1);
+		len += n;
+	}
+	int st = pclose(p);
+	if (!WIFEXITED(st) || WEXITSTATUS(st)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* Field names against values: every event type of the scenario, decoded
+ * with the subset schema, carries the values the generator put in, under
+ * Perfetto's field names (protoc prints fields in number order). */
+static void test_perfetto_fields(void)
+{
+	if (!have_protoc)
+		return;
+	char dir[700];
+	snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
+	char *t = decode_text(pf_path, dir, "perfetto_subset.proto");
+	REQUIRE(t, "protoc decodes %s", pf_path);
+	char ret[160];
+	snprintf(ret, sizeof(ret), "debug_annotations {\nint_value: %" PRId64 "\nname: \"ret\"\n}", (int64_t)0x55d0c8a0);
+	const char *want[] = {
+		"sched_switch {\nprev_comm: \"swapper/0\"\nprev_pid: 0\nprev_prio: 120\nprev_state: 256\n"
+		"next_comm: \"app\"\nnext_pid: 100\nnext_prio: 120\n}",
+		"sched_switch {\nprev_comm: \"app\"\nprev_pid: 100\nprev_prio: 120\nprev_state: 1\n"
+		"next_comm: \"swapper/0\"\nnext_pid: 0\nnext_prio: 120\n}",
+		"sched_wakeup {\ncomm: \"app\"\npid: 100\nprio: 120\ntarget_cpu: 1\n}",
+		"sched_waking {\ncomm: \"bash\"\npid: 200\nprio: 120\ntarget_cpu: 3\n}",
+		"sched_wakeup_new {\ncomm: \"<...>\"\npid: 555\nprio: 120\ntarget_cpu: 3\n}",
+		"sched_migrate_task {\ncomm: \"<...>\"\npid: 777\norig_cpu: 2\ndest_cpu: 3\n}",
+		"sched_process_fork {\nparent_comm: \"swapper/2\"\nparent_pid: 0\nchild_comm: \"child\"\nchild_pid: 555\n}",
+		"sched_process_exec {\nfilename: \"ls\"\npid: 0\nold_pid: 555\n}",
+		"task_rename {\npid: 200\noldcomm: \"bash\"\nnewcomm: \"bash-renamed\"\n}",
+		"sched_process_exit {\ncomm: \"child\"\npid: 555\ntgid: 555\n}",
+		"irq_handler_entry {\nirq: 24\nname: \"24\"\n}",
+		"irq_handler_exit {\nirq: 24\nret: 1\n}",
+		"softirq_entry {\nvec: 3\n}",
+		"softirq_exit {\nvec: 3\n}",
+		"cpu_idle {\nstate: 1\ncpu_id: 0\n}",
+		"cpu_idle {\nstate: 4294967295\ncpu_id: 0\n}",
+		"cpu_frequency {\nstate: 1200000\ncpu_id: 0\n}",
+		"sys_enter {\nid: 1\n}",
+		"sys_exit {\nid: 1\nret: 64\n}",
+		"sys_exit {\nid: 0\nret: 4096\n}",
+		"debug_annotations {\npointer_value: 64\nname: \"arg1\"\n}\ndebug_annotations {\npointer_value: 3735928559\n"
+		"name: \"arg2\"\n}",
+		ret,
+		"type: TYPE_SLICE_BEGIN\n",
+		"categories: \"uprobe\"\nname: \"handle_request\"\n",
+		"categories: \"uprobe\"\nname: \"malloc (entry, no return)\"\n",
+		"categories: \"uprobe\"\nname: \"handle_request (return, no entry)\"\n",
+		"categories: \"usdt\"\nname: \"app:tick\"\n",
+		"categories: \"btrace\"\nname: \"LOST 5 events\"\n",
+		"thread {\npid: 100\ntid: 101\nthread_name: \"app-worker\"\n}",
+		"disallow_merging_with_system_tracks: true\n",
+		"threads {\ntid: 101\nname: \"app-worker\"\ntgid: 100\n}",
+		"processes {\npid: 100\ncmdline: \"app\"\ncmdline_is_comm: true\n}",
+		"clocks {\nclock_id: 6\n",
+		"clocks {\nclock_id: 1\n",
+		"primary_trace_clock: BUILTIN_CLOCK_BOOTTIME\n",
+		"phase: END_OF_TRACE\n",
+		"lost_events: true\n",
+		"utsname {\nsysname: \"Linux\"\n",
+		"uint_value: 1\nname: \"loss.seq_gaps\"\n",
+		"uint_value: 5\nname: \"loss.seq_missing\"\n",
+		"uint_value: 4\nname: \"loss.rb_drops.cpu0.syscalls\"\n", /* drops[0 * 5 + 3] = 4 */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(t, want[i]), "decoded trace has:\n%s", want[i]);
+	free(t);
+}
+
+static void test_perfetto_full_schema(void)
+{
+	/* Decoding with the real perfetto_trace.proto, when a copy is around
+	 * (PERFETTO_PROTO=path), must find no unknown field either. */
+	const char *full = getenv("PERFETTO_PROTO");
+	if (!full || !have_protoc)
+		return;
+	char cmd[2048], out[16384];
+	snprintf(cmd, sizeof(cmd),
+		 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto '%s' --gaps %" PRIu64 " 2>&1", root, pf_path,
+		 full, dump_gaps(D));
+	int r = run_cmd(cmd, out, sizeof(out));
+	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+		printf("#   %s\n", l);
+	CHECK(r == 0, "decodes with %s", full);
+}
+
+static void test_perfetto_compact(void)
+{
+	struct bt_export_stats st, st0;
+	size_t n0 = 0, n1 = 0;
+	convert(pf_compact, BT_EXPORT_PERFETTO, 0, 1, &st);
+	free(read_all(pf_path, &n0));
+	free(read_all(pf_compact, &n1));
+	memset(&st0, 0, sizeof(st0));
+	CHECK(n1 > 0 && n1 < n0, "compact sched is smaller: %zu vs %zu bytes", n1, n0);
+	printf("# compact sched: %zu bytes, plain %zu bytes (%.0f%%)\n", n1, n0, n0 ? 100.0 * (double)n1 / (double)n0 : 0);
+	if (!have_protoc || !have_python)
+		return;
+	char extra[700];
+	snprintf(extra, sizeof(extra), "--same-sched-as '%s'", pf_path);
+	CHECK(checker2("perfetto", pf_compact, D, EXPECT_UPROBE_PAIRS, extra) == 0,
+	      "checker passes on compact sched, switches as in the plain output");
+}
+
+static int gunzip_equals(const char *gz, const char *plain)
+{
+	size_t nz = 0, np = 0;
+	uint8_t *z = read_all(gz, &nz), *p = read_all(plain, &np);
+	int ok = 0;
+	if (z && p && nz > 2 && z[0] == 0x1f && z[1] == 0x8b) {
+		uint8_t *out = malloc(np + 1);
+		z_stream s = { 0 };
+		if (out && inflateInit2(&s, 15 + 16) == Z_OK) {
+			s.next_in = z;
+			s.avail_in = (uInt)nz;
+			s.next_out = out;
+			s.avail_out = (uInt)(np + 1);
+			int r = inflate(&s, Z_FINISH);
+			ok = r == Z_STREAM_END && s.total_out == np && !memcmp(out, p, np) && s.avail_in == 0;
+			inflateEnd(&s);
+		}
+		free(out);
+	}
+	free(z);
+	free(p);
+	return ok;
+}
+
+static void test_gzip(void)
+{
+	struct bt_export_stats st;
+	convert(pf_gz, BT_EXPORT_PERFETTO, 1, 0, &st);
+	CHECK(gunzip_equals(pf_gz, pf_path), "gzip perfetto output inflates to the plain output");
+	convert(js_gz, BT_EXPORT_JSON, 1, 0, &st);
+	CHECK(gunzip_equals(js_gz, js_path), "gzip json output inflates to the plain output");
+	if (have_protoc && have_python)
+		CHECK(checker("perfetto", pf_gz, D, EXPECT_UPROBE_PAIRS) == 0, "checker reads the gzip file");
+}
+
+static void test_json(void)
+{
+	struct bt_export_stats st;
+	size_t nev;
+	bt_dump_events(D, &nev);
+	convert(js_path, BT_EXPORT_JSON, 0, 0, &st);
+	CHECK(st.events == nev, "converted %" PRIu64 " of %zu events", st.events, nev);
+	printf("# json: %zu events -> %" PRIu64 " bytes, %" PRIu64 " trace events\n", nev, st.bytes, st.records);
+	size_t n = 0;
+	char *t = (char *)read_all(js_path, &n);
+	REQUIRE(t, "read %s", js_path);
+	t = realloc(t, n + 1);
+	REQUIRE(t, "realloc");
+	t[n] = '\0';
+	const char *want[] = {
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":100,\"tid\":101,\"args\":{\"name\":\"app-worker\"}}",
+		"\"args\":{\"name\":\"we\\\"ird\\\\\\u0001\\ufffd\"}", /* quote, backslash, control, bad byte */
+		"\"args\":{\"name\":\"caf\xc3\xa9\"}",                   /* valid UTF-8 as is */
+		"{\"ph\":\"X\",\"name\":\"handle_request\",\"cat\":\"uprobe,uretprobe\"",
+		"\"args\":{\"arg1\":\"0x40\",\"arg2\":\"0xdeadbeef\",\"ret\":1439746208,\"ret_hex\":\"0x55d0c8a0\"",
+		"{\"ph\":\"i\",\"name\":\"malloc (entry, no return)\",\"cat\":\"uprobe\"",
+		"{\"ph\":\"i\",\"name\":\"app:tick\",\"cat\":\"usdt\"",
+		"{\"ph\":\"C\",\"name\":\"cpu 0 freq\",\"cat\":\"cpu_frequency\"",
+		"\"args\":{\"state\":-1}",
+		"{\"ph\":\"X\",\"name\":\"LOST 5 events\",\"cat\":\"btrace_loss\"",
+		"{\"ph\":\"X\",\"name\":\"IRQ 24\",\"cat\":\"irq_handler_entry,irq_handler_exit\"",
+		"{\"ph\":\"X\",\"name\":\"NET_RX\",\"cat\":\"softirq_entry,softirq_exit\"",
+		"{\"ph\":\"X\",\"name\":\"syscall 1\",\"cat\":\"sys_enter,sys_exit\"",
+		"{\"ph\":\"X\",\"name\":\"app\",\"cat\":\"sched_switch\"",
+		"\"end_state\":\"S\"",
+		"\"loss.seq_gaps\":1,",
+		"\"loss.rb_drops.cpu0.syscalls\":4,",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(t, want[i]), "json has: %s", want[i]);
+	free(t);
+	if (!have_python)
+		return;
+	CHECK(checker("json", js_path, D, EXPECT_UPROBE_PAIRS) == 0, "checker passes (see above)");
+}
+
+static int stop_now(uint64_t done, uint64_t total, void *ctx)
+{
+	return 1;
+}
+
+/* A write that fails half way (RLIMIT_FSIZE) leaves neither the output nor
+ * a temporary file; an existing output stays as it was. */
+static void test_atomic(void)
+{
+	char dir[600], out[700], err[256];
+	struct rlimit old, lim;
+	snprintf(dir, sizeof(dir), "%s/atomic", tmpdir);
+	mkdir(dir, 0700);
+	snprintf(out, sizeof(out), "%s/out.perfetto-trace", dir);
+
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO };
+	getrlimit(RLIMIT_FSIZE, &old);
+	lim = old;
+	lim.rlim_cur = 4096;
+	signal(SIGXFSZ, SIG_IGN);
+	REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+	int r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
+	setrlimit(RLIMIT_FSIZE, &old);
+	CHECK(r < 0, "a failing write is an error");
+	CHECK(err[0] != '\0', "with a message");
+	printf("# failing write: %s\n", err);
+	CHECK(access(out, F_OK) != 0, "no output file");
+	CHECK(count_dir(dir, ".") == 2, "no temporary file left (%d entries)", count_dir(dir, "."));
+
+	/* an existing file survives a failed conversion */
+	FILE *f = fopen(out, "w");
+	REQUIRE(f, "create");
+	fputs("old", f);
+	fclose(f);
+	REQUIRE(setrlimit(RLIMIT_FSIZE, &lim) == 0, "setrlimit");
+	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
+	setrlimit(RLIMIT_FSIZE, &old);
+	size_t n = 0;
+	char *s = (char *)read_all(out, &n);
+	CHECK(r < 0 && s && n == 3 && !memcmp(s, "old", 3), "existing output untouched");
+	free(s);
+
+	/* interrupted (Ctrl-C: the progress callback says stop) */
+	o.progress = stop_now;
+	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
+	o.progress = NULL;
+	s = (char *)read_all(out, &n);
+	CHECK(r == -EINTR && s && n == 3, "interrupted: %d %s, old output kept", r, err);
+	free(s);
+	CHECK(count_dir(dir, ".") == 2, "no temporary file left after the interruption");
+
+	/* no such directory */
+	snprintf(out, sizeof(out), "%s/nodir/out.json", tmpdir);
+	o.format = BT_EXPORT_JSON;
+	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
+	CHECK(r == -ENOENT, "missing directory: %d %s", r, err);
+
+	/* success replaces the old file, leaves nothing else */
+	snprintf(out, sizeof(out), "%s/out.perfetto-trace", dir);
+	o.format = BT_EXPORT_PERFETTO;
+	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
+	CHECK(r == 0, "convert: %s", err);
+	CHECK(count_dir(dir, ".") == 2 && count_dir(dir, "out.") == 1, "only the output in the directory");
+	struct stat sb;
+	CHECK(stat(out, &sb) == 0 && sb.st_size > 1000, "output written");
+}
+
+/* cmd_convert with stdout/stderr captured into files. */
+static int run_convert(char *const *args, int nargs, char *errout, size_t errlen, const char *stdout_path)
+{
+	char ep[600];
+	snprintf(ep, sizeof(ep), "%s/stderr.txt", tmpdir);
+	fflush(stdout);
+	fflush(stderr);
+	int se = dup(2), so = dup(1);
+	int fe = open(ep, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	int fo = stdout_path ? open(stdout_path, O_WRONLY | O_CREAT | O_TRUNC, 0600) : -1;
+	dup2(fe, 2);
+	if (fo >= 0)
+		dup2(fo, 1);
+	char *argv[16];
+	argv[0] = "convert";
+	for (int i = 0; i < nargs; i++)
+		argv[i + 1] = args[i];
+	argv[nargs + 1] = NULL;
+	int r = cmd_convert(nargs + 1, argv);
+	fflush(stdout);
+	fflush(stderr);
+	dup2(se, 2);
+	dup2(so, 1);
+	close(se);
+	close(so);
+	close(fe);
+	if (fo >= 0)
+		close(fo);
+	size_t n = 0;
+	char *s = (char *)read_all(ep, &n);
+	snprintf(errout, errlen, "%.*s", s ? (int)n : 0, s ? s : "");
+	free(s);
+	return r;
+}
+
+static void test_cmd(void)
+{
+	char err[4096], bad[600], copy[600], js[600], def[600];
+	size_t n = 0;
+
+	/* default output name next to the dump */
+	snprintf(copy, sizeof(copy), "%s/copy.btd", tmpdir);
+	uint8_t *img = read_all(dump_path, &n);
+	REQUIRE(img && n > 600, "dump image");
+	FILE *f = fopen(copy, "wb");
+	REQUIRE(f, "copy");
+	fwrite(img, 1, n, f);
+	fclose(f);
+	char *a1[] = { "-q", copy };
+	CHECK(run_convert(a1, 2, err, sizeof(err), NULL) == 0, "convert DUMP: %s", err);
+	snprintf(def, sizeof(def), "%s/copy.perfetto-trace", tmpdir);
+	CHECK(access(def, F_OK) == 0, "default output %s", def);
+	char *a1z[] = { "-q", "-z", "-f", "json", copy };
+	CHECK(run_convert(a1z, 5, err, sizeof(err), NULL) == 0, "convert -z -f json: %s", err);
+	snprintf(def, sizeof(def), "%s/copy.json.gz", tmpdir);
+	CHECK(access(def, F_OK) == 0, "default output %s", def);
+
+	/* json to standard output, summary on stderr */
+	snprintf(js, sizeof(js), "%s/stdout.json", tmpdir);
+	char *a2[] = { "--format", "json", "-o", "-", copy };
+	CHECK(run_convert(a2, 5, err, sizeof(err), js) == 0, "convert -o -: %s", err);
+	CHECK(strstr(err, "events -> standard output"), "summary line: %s", err);
+	size_t nj = 0;
+	char *sj = (char *)read_all(js, &nj);
+	CHECK(sj && nj > 100 && !memcmp(sj, "{\"displayTimeUnit\"", 18), "json on stdout");
+	free(sj);
+
+	/* a damaged dump: report's message, exit 1, no output */
+	snprintf(bad, sizeof(bad), "%s/bad.btd", tmpdir);
+	img[n / 2] ^= 0x55;
+	f = fopen(bad, "wb");
+	REQUIRE(f, "bad");
+	fwrite(img, 1, n, f);
+	fclose(f);
+	char want[1024], e2[256];
+	struct bt_dump *d2 = bt_dump_open(bad, e2, sizeof(e2));
+	CHECK(!d2, "the damaged dump is refused by the reader");
+	bt_dump_close(d2);
+	snprintf(want, sizeof(want), "btrace-bpf: %s: %s\n", bad, e2);
+	char out[700];
+	snprintf(out, sizeof(out), "%s/bad.perfetto-trace", tmpdir);
+	char *a3[] = { "-o", out, bad };
+	CHECK(run_convert(a3, 3, err, sizeof(err), NULL) == 1, "damaged dump exits 1");
+	CHECK(!strcmp(err, want), "message as report's: '%s' want '%s'", err, want);
+	CHECK(access(out, F_OK) != 0, "no output for a damaged dump");
+
+	/* truncated */
+	f = fopen(bad, "wb");
+	REQUIRE(f, "bad");
+	fwrite(img, 1, 300, f);
+	fclose(f);
+	CHECK(run_convert(a3, 3, err, sizeof(err), NULL) == 1 && strstr(err, "truncated"), "truncated: %s", err);
+	free(img);
+
+	char *a4[] = { "-f", "xml", copy };
+	CHECK(run_convert(a4, 3, err, sizeof(err), NULL) == 2 && strstr(err, "unknown format"), "bad format: %s", err);
+	char *a5[] = { "-q" };
+	CHECK(run_convert(a5, 1, err, sizeof(err), NULL) == 2 && strstr(err, "no dump file"), "no file: %s", err);
+	char *a6[] = { "/nonexistent/x.btd" };
+	CHECK(run_convert(a6, 1, err, sizeof(err), NULL) == 1 && strstr(err, "cannot open"), "missing: %s", err);
+	char *a8[] = { "-o", copy, copy };
+	CHECK(run_convert(a8, 3, err, sizeof(err), NULL) == 2 && strstr(err, "is the dump itself"), "same file: %s", err);
+	char *a7[] = { "--help" };
+	CHECK(run_convert(a7, 1, err, sizeof(err), js) == 0, "--help");
+}
+
+/* A dump of ~400k events: the encoder holds a bounded amount at any time. */
+static void test_large(void)
+{
+	char path[600], out[700], err[256];
+	snprintf(path, sizeof(path), "%s/large.btd", tmpdir);
+	REQUIRE(make_dump(path, 8000, 1, 64u << 20) == 0, "large dump");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	size_t nev;
+	bt_dump_events(d, &nev);
+	struct stat sb;
+	stat(path, &sb);
+	snprintf(out, sizeof(out), "%s/large.perfetto-trace", tmpdir);
+	struct bt_export_stats st;
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO };
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	int r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	CHECK(r == 0, "convert: %s", err);
+	CHECK(st.events == nev, "all events");
+	CHECK(st.max_pending < (1u << 20), "at most %zu bytes held at once", st.max_pending);
+	CHECK(st.records > nev / 1000, "%" PRIu64 " packets for %zu events", st.records, nev);
+	printf("# large: %zu events, dump %lld bytes -> perfetto %" PRIu64 " bytes in %.2fs, max held %zu bytes\n", nev,
+	       (long long)sb.st_size, st.bytes, secs, st.max_pending);
+	o.format = BT_EXPORT_JSON;
+	snprintf(out, sizeof(out), "%s/large.json", tmpdir);
+	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	CHECK(r == 0, "convert json: %s", err);
+	printf("# large: json %" PRIu64 " bytes\n", st.bytes);
+	o.format = BT_EXPORT_PERFETTO;
+	o.compact_sched = 1;
+	snprintf(out, sizeof(out), "%s/large-compact.perfetto-trace", tmpdir);
+	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	CHECK(r == 0, "convert compact: %s", err);
+	printf("# large: perfetto compact sched %" PRIu64 " bytes\n", st.bytes);
+	o.compact_sched = 0;
+	o.gzip = 1;
+	snprintf(out, sizeof(out), "%s/large.perfetto-trace.gz", tmpdir);
+	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	CHECK(r == 0, "convert gzip: %s", err);
+	printf("# large: perfetto gzip %" PRIu64 " bytes\n", st.bytes);
+	bt_dump_close(d);
+}
+
+static void test_empty(void)
+{
+	/* a dump without events still converts to valid files */
+	char path[600], out[700], err[256];
+	snprintf(path, sizeof(path), "%s/empty.btd", tmpdir);
+	REQUIRE(make_dump(path, 0, 0, 1u << 20) == 0, "empty dump");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO };
+	snprintf(out, sizeof(out), "%s/empty.perfetto-trace", tmpdir);
+	CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "perfetto: %s", err);
+	if (have_protoc) {
+		char cmd[2048];
+		snprintf(cmd, sizeof(cmd), "cd '%s' && protoc --decode=perfetto.protos.Trace " SUBSET " < '%s' >/dev/null 2>&1",
+			 root, out);
+		CHECK(run_cmd(cmd, NULL, 0) == 0, "protoc decodes the empty trace");
+	}
+	o.format = BT_EXPORT_JSON;
+	snprintf(out, sizeof(out), "%s/empty.json", tmpdir);
+	CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "json: %s", err);
+	if (have_python) {
+		char cmd[2048];
+		snprintf(cmd, sizeof(cmd), "python3 -c 'import json,sys; json.load(open(sys.argv[1]))' '%s' 2>&1", out);
+		CHECK(run_cmd(cmd, NULL, 0) == 0, "the empty json parses");
+	}
+	bt_dump_close(d);
+}
+
+static void skip_line(const char *name, const char *why)
+{
+	h_ntests++;
+	printf("ok %d - %s # SKIP %s\n", h_ntests, name, why);
+	fflush(stdout);
+}
+
+int main(void)
+{
+	char err[256];
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/btrace-export.XXXXXX");
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	/* the repository root (tests/perfetto): the working directory when run
+	 * by tests/run.sh, else three levels above build/tests/test_export */
+	int found = 0;
+	char probe[700];
+	if (getcwd(root, sizeof(root))) {
+		snprintf(probe, sizeof(probe), "%s/" CHECKER, root);
+		found = access(probe, R_OK) == 0;
+	}
+	if (!found) {
+		ssize_t n = readlink("/proc/self/exe", root, sizeof(root) - 1);
+		if (n > 0) {
+			root[n] = '\0';
+			for (int up = 0; up < 3; up++) {
+				char *sl = strrchr(root, '/');
+				if (sl)
+					*sl = '\0';
+			}
+			snprintf(probe, sizeof(probe), "%s/" CHECKER, root);
+			found = access(probe, R_OK) == 0;
+		}
+	}
+	have_python = found && run_cmd("python3 -c 'import json' 2>&1", NULL, 0) == 0;
+	have_protoc = found && run_cmd("protoc --version 2>&1", NULL, 0) == 0;
+
+	snprintf(dump_path, sizeof(dump_path), "%s/test.btd", tmpdir);
+	snprintf(pf_path, sizeof(pf_path), "%s/test.perfetto-trace", tmpdir);
+	snprintf(pf_compact, sizeof(pf_compact), "%s/test-compact.perfetto-trace", tmpdir);
+	snprintf(pf_gz, sizeof(pf_gz), "%s/test.perfetto-trace.gz", tmpdir);
+	snprintf(js_path, sizeof(js_path), "%s/test.json", tmpdir);
+	snprintf(js_gz, sizeof(js_gz), "%s/test.json.gz", tmpdir);
+	if (make_dump(dump_path, 30, 1, 4u << 20) < 0 || !(D = bt_dump_open(dump_path, err, sizeof(err)))) {
+		fprintf(stderr, "cannot build the test dump: %s\n", err);
+		printf("not ok 1 - build a dump\n");
+		return 1;
+	}
+
+	RUN(test_pbwriter);
+	if (!have_protoc)
+		skip_line("perfetto output decodes with protoc",
+			  found ? "protoc not installed (scripts/install-deps.sh)" : "tests/perfetto not found");
+	if (!have_python)
+		skip_line("outputs checked by " CHECKER, found ? "python3 not installed" : "tests/perfetto not found");
+	RUN(test_perfetto);
+	RUN(test_perfetto_fields);
+	RUN(test_perfetto_full_schema);
+	RUN(test_perfetto_compact);
+	RUN(test_json);
+	RUN(test_gzip);
+	RUN(test_atomic);
+	RUN(test_cmd);
+	RUN(test_empty);
+	RUN(test_large);
+
+	bt_dump_close(D);
+	if (!getenv("KEEP_TMP"))
+		nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	else
+		printf("# files kept in %s\n", tmpdir);
+	return h_done();
+}

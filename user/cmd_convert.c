@@ -1,0 +1,919 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_convert.c - `btrace-bpf convert DUMP [-o OUT] [--format perfetto|json]`:
+ * a dump as a trace that the Perfetto UI (ui.perfetto.dev) or
+ * chrome://tracing opens.
+ *
+ * This file also holds what both exporters (export_perfetto.c,
+ * export_json.c) share, see export.h:
+ *   - the output sink: buffered write(2), optionally through gzip;
+ *   - the pre-pass over the dump: every thread with its name and process,
+ *     the pairing of uprobe entries with their returns (one byte per uprobe
+ *     event), and the seq gaps;
+ *   - atomic file output (temporary file + rename, removed on error).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+#include "export.h"
+#include "commands.h"
+#include "event_names.h"
+
+#define PROG "btrace-bpf"
+#define SINK_BUF (256u << 10)
+
+/* ---- output sink ---------------------------------------------------------- */
+
+struct bt_sink {
+	int fd;
+	int gzip;
+	int err;
+	z_stream z;
+	uint8_t *in;   /* pending input bytes */
+	size_t inlen;
+	uint8_t *zout; /* gzip: compressed output chunk */
+	uint64_t bytes;
+};
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t r = write(fd, p, n);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		p += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+static int sink_out(struct bt_sink *s, const uint8_t *p, size_t n)
+{
+	int r = write_all(s->fd, p, n);
+	if (r < 0)
+		return s->err = r;
+	s->bytes += n;
+	return 0;
+}
+
+/* Compress (gzip) or write n bytes; flush: Z_NO_FLUSH or Z_FINISH. */
+static int sink_emit(struct bt_sink *s, const uint8_t *p, size_t n, int flush)
+{
+	if (s->err)
+		return s->err;
+	if (!s->gzip)
+		return n ? sink_out(s, p, n) : 0;
+	s->z.next_in = (Bytef *)p;
+	s->z.avail_in = (uInt)n; /* n <= SINK_BUF */
+	for (;;) {
+		s->z.next_out = s->zout;
+		s->z.avail_out = SINK_BUF;
+		int r = deflate(&s->z, flush);
+		if (r == Z_STREAM_ERROR)
+			return s->err = -EIO;
+		size_t have = SINK_BUF - s->z.avail_out;
+		if (have && sink_out(s, s->zout, have) < 0)
+			return s->err;
+		if (flush == Z_FINISH ? r == Z_STREAM_END : s->z.avail_in == 0 && s->z.avail_out != 0)
+			return 0;
+	}
+}
+
+struct bt_sink *bt_sink_new(int fd, int gzip)
+{
+	struct bt_sink *s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->fd = fd;
+	s->gzip = gzip;
+	s->in = malloc(SINK_BUF);
+	s->zout = gzip ? malloc(SINK_BUF) : NULL;
+	/* windowBits 15 + 16: a gzip wrapper, as gzip(1) writes */
+	if (!s->in || (gzip && (!s->zout || deflateInit2(&s->z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK))) {
+		free(s->in);
+		free(s->zout);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+int bt_sink_write(struct bt_sink *s, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	if (s->err)
+		return s->err;
+	if (!s->gzip && n >= SINK_BUF) { /* large: straight through */
+		if (s->inlen && sink_emit(s, s->in, s->inlen, Z_NO_FLUSH) < 0)
+			return s->err;
+		s->inlen = 0;
+		return sink_out(s, b, n);
+	}
+	while (n) {
+		size_t k = SINK_BUF - s->inlen < n ? SINK_BUF - s->inlen : n;
+		memcpy(s->in + s->inlen, b, k);
+		s->inlen += k;
+		b += k;
+		n -= k;
+		if (s->inlen == SINK_BUF) {
+			if (sink_emit(s, s->in, s->inlen, Z_NO_FLUSH) < 0)
+				return s->err;
+			s->inlen = 0;
+		}
+	}
+	return 0;
+}
+
+int bt_sink_printf(struct bt_sink *s, const char *fmt, ...)
+{
+	char small[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return s->err ? s->err : (s->err = -EINVAL);
+	if ((size_t)n < sizeof(small))
+		return bt_sink_write(s, small, (size_t)n);
+	char *big = malloc((size_t)n + 1);
+	if (!big)
+		return s->err ? s->err : (s->err = -ENOMEM);
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	int r = bt_sink_write(s, big, (size_t)n);
+	free(big);
+	return r;
+}
+
+int bt_sink_error(const struct bt_sink *s)
+{
+	return s->err;
+}
+
+uint64_t bt_sink_bytes(const struct bt_sink *s)
+{
+	return s->bytes;
+}
+
+int bt_sink_finish(struct bt_sink *s, uint64_t *bytes)
+{
+	int r;
+	if (s->gzip)
+		sink_emit(s, s->in, s->inlen, Z_FINISH);
+	else
+		sink_emit(s, s->in, s->inlen, Z_NO_FLUSH);
+	s->inlen = 0;
+	r = s->err;
+	if (bytes)
+		*bytes = s->bytes;
+	bt_sink_free(s);
+	return r;
+}
+
+void bt_sink_free(struct bt_sink *s)
+{
+	if (!s)
+		return;
+	if (s->gzip)
+		deflateEnd(&s->z);
+	free(s->in);
+	free(s->zout);
+	free(s);
+}
+
+/* ---- uint32 map ------------------------------------------------------------ */
+
+static size_t map_slot(const struct bt_u32map *m, uint32_t key)
+{
+	size_t i = (size_t)((key * 2654435761u) ^ (key >> 16)) & (m->cap - 1);
+	while (m->used[i] && m->keys[i] != key)
+		i = (i + 1) & (m->cap - 1);
+	return i;
+}
+
+int bt_u32map_put(struct bt_u32map *m, uint32_t key, uint32_t val)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		struct bt_u32map g = { .cap = m->cap ? m->cap * 2 : 64 };
+		g.keys = malloc(g.cap * sizeof(*g.keys));
+		g.vals = malloc(g.cap * sizeof(*g.vals));
+		g.used = calloc(g.cap, 1);
+		if (!g.keys || !g.vals || !g.used) {
+			free(g.keys);
+			free(g.vals);
+			free(g.used);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->used[i])
+				continue;
+			size_t j = map_slot(&g, m->keys[i]);
+			g.used[j] = 1;
+			g.keys[j] = m->keys[i];
+			g.vals[j] = m->vals[i];
+		}
+		g.n = m->n;
+		bt_u32map_free(m);
+		*m = g;
+	}
+	size_t i = map_slot(m, key);
+	if (!m->used[i]) {
+		m->used[i] = 1;
+		m->keys[i] = key;
+		m->n++;
+	}
+	m->vals[i] = val;
+	return 0;
+}
+
+int bt_u32map_get(const struct bt_u32map *m, uint32_t key, uint32_t *val)
+{
+	if (!m->cap)
+		return 0;
+	size_t i = map_slot(m, key);
+	if (!m->used[i])
+		return 0;
+	if (val)
+		*val = m->vals[i];
+	return 1;
+}
+
+void bt_u32map_free(struct bt_u32map *m)
+{
+	free(m->keys);
+	free(m->vals);
+	free(m->used);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- pre-pass ------------------------------------------------------------- */
+
+static int is_uprobe_type(uint32_t t)
+{
+	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
+}
+
+/* Threads: collected in a map tid -> index into a growing array. */
+struct tcoll {
+	struct bt_u32map map;
+	struct bt_xthread *t;
+	size_t n, cap;
+};
+
+static int tcoll_add(struct tcoll *c, uint32_t tid, uint32_t tgid)
+{
+	uint32_t idx;
+	if (tid == 0)
+		return 0;
+	if (bt_u32map_get(&c->map, tid, &idx)) {
+		if (!c->t[idx].tgid && tgid)
+			c->t[idx].tgid = tgid;
+		return 0;
+	}
+	if (c->n == c->cap) {
+		size_t cap = c->cap ? c->cap * 2 : 256;
+		void *p = realloc(c->t, cap * sizeof(*c->t));
+		if (!p)
+			return -ENOMEM;
+		c->t = p;
+		c->cap = cap;
+	}
+	memset(&c->t[c->n], 0, sizeof(c->t[c->n]));
+	c->t[c->n].tid = tid;
+	c->t[c->n].tgid = tgid;
+	if (bt_u32map_put(&c->map, tid, (uint32_t)c->n) < 0)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct bt_xthread *x = a, *y = b;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Probe equivalence class: an entry probe and the return probe of the same
+ * function (same binary, offset and symbol) pair up; without a table entry
+ * only the same probe id does. */
+static uint32_t probe_class(const struct bt_export_prep *p, uint32_t id)
+{
+	const struct bt_probe_desc *d = bt_probe_find(p->probes, p->nprobes, id);
+	if (!d)
+		return 0x80000000u | id;
+	for (size_t i = 0; i < p->nprobes; i++) {
+		const struct bt_probe_desc *q = &p->probes[i];
+		if (q == d || (q->offset == d->offset && !strcmp(q->binary, d->binary) && !strcmp(q->func, d->func)))
+			return (uint32_t)i;
+	}
+	return (uint32_t)(d - p->probes);
+}
+
+#define USTACK_MAX 256
+
+struct ustack {
+	uint32_t n;
+	struct { uint32_t cls; uint32_t slot; } e[USTACK_MAX];
+};
+
+static int pair_uprobes(struct bt_export_prep *p)
+{
+	struct bt_u32map map = { 0 };   /* tid -> index into stacks */
+	struct ustack **stk = NULL;
+	size_t nstk = 0, cap = 0;
+	uint32_t *cls = NULL;
+	int r = 0;
+
+	/* class per probe id, computed once (probe tables are small) */
+	if (p->nprobes) {
+		cls = malloc(p->nprobes * sizeof(*cls));
+		if (!cls)
+			return -ENOMEM;
+		for (size_t i = 0; i < p->nprobes; i++)
+			cls[i] = probe_class(p, p->probes[i].id);
+	}
+	size_t k = 0;
+	for (size_t i = 0; i < p->nev && r == 0; i++) {
+		const struct bt_event_hdr *h = p->ev[i].ev;
+		/* the exporters skip what this skips: roles stay aligned */
+		if (!is_uprobe_type(h->type) || h->cpu >= p->hdr->ncpus)
+			continue;
+		const struct bt_ev_uprobe *u = (const void *)h;
+		size_t slot = k++;
+		if (h->type == BT_EV_USDT) {
+			p->urole[slot] = BT_UR_USDT;
+			continue;
+		}
+		const struct bt_probe_desc *d = bt_probe_find(p->probes, p->nprobes, u->probe_id);
+		uint32_t c = d ? cls[d - p->probes] : 0x80000000u | u->probe_id;
+		uint32_t si;
+		if (!bt_u32map_get(&map, h->tid, &si)) {
+			if (h->type == BT_EV_UPROBE_RETURN) {
+				p->urole[slot] = BT_UR_RETURN_ALONE;
+				continue;
+			}
+			if (nstk == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				void *q = realloc(stk, nc * sizeof(*stk));
+				if (!q) {
+					r = -ENOMEM;
+					break;
+				}
+				stk = q;
+				cap = nc;
+			}
+			stk[nstk] = calloc(1, sizeof(struct ustack));
+			if (!stk[nstk] || bt_u32map_put(&map, h->tid, (uint32_t)nstk) < 0) {
+				free(stk[nstk]);
+				r = -ENOMEM;
+				break;
+			}
+			si = (uint32_t)nstk++;
+		}
+		struct ustack *s = stk[si];
+		if (h->type == BT_EV_UPROBE_ENTRY) {
+			p->urole[slot] = BT_UR_ENTRY_ALONE; /* until its return shows up */
+			if (s->n == USTACK_MAX) { /* the oldest stays unmatched */
+				memmove(&s->e[0], &s->e[1], (USTACK_MAX - 1) * sizeof(s->e[0]));
+				s->n--;
+			}
+			s->e[s->n].cls = c;
+			s->e[s->n].slot = (uint32_t)slot;
+			s->n++;
+			continue;
+		}
+		/* a return: the innermost open entry of the same function */
+		uint32_t j = s->n;
+		while (j > 0 && s->e[j - 1].cls != c)
+			j--;
+		if (!j) {
+			p->urole[slot] = BT_UR_RETURN_ALONE;
+			continue;
+		}
+		/* entries above it never returned (in the dump): they stay alone */
+		p->urole[s->e[j - 1].slot] = BT_UR_BEGIN;
+		p->urole[slot] = BT_UR_END;
+		s->n = j - 1;
+	}
+	for (size_t i = 0; i < nstk; i++)
+		free(stk[i]);
+	free(stk);
+	free(cls);
+	bt_u32map_free(&map);
+	return r;
+}
+
+int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
+{
+	struct tcoll tc = { 0 };
+	struct bt_namer *nm = NULL;
+	int r = -ENOMEM;
+
+	memset(p, 0, sizeof(*p));
+	p->d = d;
+	p->hdr = bt_dump_header(d);
+	p->ev = bt_dump_events(d, &p->nev);
+	p->tasks = bt_dump_tasks(d, &p->ntasks);
+	p->probes = bt_dump_probes(d, &p->nprobes);
+	if (p->nev) {
+		p->first_ts = p->ev[0].ev->ts_ns;
+		p->last_ts = p->ev[p->nev - 1].ev->ts_ns;
+	}
+
+	for (size_t i = 0; i < p->ntasks; i++)
+		if (tcoll_add(&tc, p->tasks[i].tid, p->tasks[i].tgid) < 0)
+			goto out;
+	size_t nu = 0;
+	for (size_t i = 0; i < p->nev; i++) {
+		const struct bt_event_hdr *h = p->ev[i].ev;
+		int e = tcoll_add(&tc, h->tid, h->tgid);
+		switch (h->type) {
+		case BT_EV_SCHED_SWITCH: {
+			const struct bt_ev_sched_switch *s = (const void *)h;
+			e |= tcoll_add(&tc, s->prev_tid, 0) | tcoll_add(&tc, s->next_tid, 0);
+			break;
+		}
+		case BT_EV_SCHED_WAKEUP:
+		case BT_EV_SCHED_WAKEUP_NEW:
+		case BT_EV_SCHED_WAKING:
+			e |= tcoll_add(&tc, ((const struct bt_ev_sched_wakeup *)(const void *)h)->tid, 0);
+			break;
+		case BT_EV_SCHED_MIGRATE:
+			e |= tcoll_add(&tc, ((const struct bt_ev_sched_migrate *)(const void *)h)->tid, 0);
+			break;
+		case BT_EV_PROCESS_FORK:
+		case BT_EV_PROCESS_EXEC:
+		case BT_EV_PROCESS_EXIT:
+		case BT_EV_TASK_RENAME: {
+			const struct bt_ev_task *t = (const void *)h;
+			e |= tcoll_add(&tc, t->tid, t->tgid);
+			/* a new process: its parent is the forking process */
+			if (!e && h->type == BT_EV_PROCESS_FORK && t->tid == t->tgid && t->tgid != h->tgid && h->tgid) {
+				uint32_t idx;
+				if (bt_u32map_get(&tc.map, t->tid, &idx))
+					tc.t[idx].ppid = h->tgid;
+			}
+			break;
+		}
+		default:
+			if (is_uprobe_type(h->type) && h->cpu < p->hdr->ncpus)
+				nu++;
+			break;
+		}
+		if (e < 0)
+			goto out;
+	}
+
+	/* names: the task table's, else the last one events gave, else "<...>" */
+	nm = bt_namer_new(NULL, 0);
+	if (!nm)
+		goto out;
+	for (size_t i = 0; i < p->nev; i++)
+		bt_namer_apply(nm, p->ev[i].ev, p->ev[i].len);
+	for (size_t i = 0; i < tc.n; i++) {
+		struct bt_xthread *t = &tc.t[i];
+		const struct bt_task *tk = bt_tasks_find(p->tasks, p->ntasks, t->tid);
+		if (tk && tk->comm[0]) {
+			t->in_table = 1;
+			if (tk->tgid)
+				t->tgid = tk->tgid;
+			snprintf(t->name, sizeof(t->name), "%s", tk->comm);
+		} else {
+			snprintf(t->name, sizeof(t->name), "%s", bt_namer_comm(nm, t->tid, 0));
+		}
+		if (!t->name[0])
+			snprintf(t->name, sizeof(t->name), "<...>");
+	}
+	if (tc.n)
+		qsort(tc.t, tc.n, sizeof(*tc.t), cmp_thread);
+	p->threads = tc.t;
+	p->nthreads = tc.n;
+	tc.t = NULL;
+
+	p->urole = calloc(nu ? nu : 1, 1);
+	if (!p->urole)
+		goto out;
+	p->nurole = nu;
+	if (pair_uprobes(p) < 0)
+		goto out;
+
+	p->percpu = calloc(p->hdr->ncpus ? p->hdr->ncpus : 1, sizeof(*p->percpu));
+	if (!p->percpu)
+		goto out;
+	if (bt_seq_analyze(p->ev, p->nev, p->hdr->ncpus, &p->win, p->percpu) < 0 ||
+	    bt_seq_gaps(p->ev, p->nev, p->hdr->ncpus, &p->gaps, &p->ngaps) < 0)
+		goto out;
+	r = 0;
+out:
+	bt_namer_free(nm);
+	bt_u32map_free(&tc.map);
+	free(tc.t);
+	if (r)
+		bt_export_prep_free(p);
+	return r;
+}
+
+void bt_export_prep_free(struct bt_export_prep *p)
+{
+	free(p->threads);
+	free(p->urole);
+	free(p->gaps);
+	free(p->percpu);
+	memset(p, 0, sizeof(*p));
+}
+
+const struct bt_xthread *bt_export_thread(const struct bt_export_prep *p, uint32_t tid)
+{
+	size_t lo = 0, hi = p->nthreads;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->threads[mid].tid == tid)
+			return &p->threads[mid];
+		if (p->threads[mid].tid < tid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_id, char *buf, size_t len)
+{
+	const struct bt_probe_desc *d = bt_probe_find(p->probes, p->nprobes, probe_id);
+	if (d && d->func[0])
+		return d->func;
+	if (d && d->spec[0])
+		return d->spec;
+	snprintf(buf, len, "probe#%u", probe_id);
+	return buf;
+}
+
+uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu)
+{
+	const uint64_t *drops = bt_dump_rb_drops(p->d);
+	uint64_t sum = 0;
+	if (!drops || cpu >= p->hdr->ncpus)
+		return 0;
+	for (uint32_t g = 0; g < p->hdr->ngroups; g++)
+		sum += drops[(size_t)cpu * p->hdr->ngroups + g];
+	return sum;
+}
+
+/* ---- file output ------------------------------------------------------------ */
+
+static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct bt_export_opts *o,
+		      struct bt_export_stats *st, char *err, size_t errlen)
+{
+	struct bt_export_prep p;
+	int r = bt_export_prepare(d, &p);
+	if (r < 0) {
+		snprintf(err, errlen, "out of memory");
+		return r;
+	}
+	if (o->format == BT_EXPORT_JSON)
+		r = bt_export_json(&p, s, o, st, err, errlen);
+	else
+		r = bt_export_perfetto(&p, s, o, st, err, errlen);
+	bt_export_prep_free(&p);
+	return r;
+}
+
+int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_export_opts *o,
+		   struct bt_export_stats *st, char *err, size_t errlen)
+{
+	struct bt_export_stats dummy;
+	char tmp[PATH_MAX];
+	int fd, r;
+
+	if (!st)
+		st = &dummy;
+	memset(st, 0, sizeof(*st));
+	if (err && errlen)
+		err[0] = '\0';
+	if (!strcmp(path, "-")) {
+		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip);
+		if (!s) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		r = run_export(d, s, o, st, err, errlen);
+		int f = bt_sink_finish(s, &st->bytes);
+		if (!r && f) {
+			r = f;
+			snprintf(err, errlen, "write error on standard output: %s", strerror(-f));
+		}
+		return r;
+	}
+
+	/* temporary file next to the target, so rename() is atomic */
+	const char *slash = strrchr(path, '/');
+	int n;
+	if (slash)
+		n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-r));
+		return r;
+	}
+	mode_t um = umask(0);
+	umask(um);
+	if (fchmod(fd, 0666 & ~um) < 0) {
+		/* keep mkostemp's 0600: readable by the owner, still usable */
+	}
+	struct bt_sink *s = bt_sink_new(fd, o->gzip);
+	if (!s) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	r = run_export(d, s, o, st, err, errlen);
+	int f = bt_sink_finish(s, &st->bytes);
+	if (r < 0)
+		goto fail;
+	if (f < 0) {
+		r = f;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-f));
+		goto fail;
+	}
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS) {
+		r = -errno;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(-r));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return r;
+}
+
+/* ---- command line ------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: " PROG " convert [OPTIONS] DUMP\n"
+		"\n"
+		"Convert a dump into a trace for the Perfetto UI (https://ui.perfetto.dev:\n"
+		"\"Open trace file\") or, with --format json, the Chrome trace event format\n"
+		"(chrome://tracing, Perfetto UI, speedscope).\n"
+		"\n"
+		"Perfetto output has CPU tracks (who ran where), thread states, IRQ and softirq\n"
+		"slices, CPU frequency and idle counters, syscalls, uprobe function slices with\n"
+		"their arguments and return values, process and thread names, and the losses:\n"
+		"\"btrace-bpf\" tracks with a slice where each CPU's history has a hole (seq gap)\n"
+		"and the dump's loss counters, ring-buffer drops in Info and stats.\n"
+		"\n"
+		"Options:\n"
+		"  -o, --output FILE    write to FILE (atomically); '-' for standard output.\n"
+		"                       Default: DUMP with .btd replaced by .perfetto-trace\n"
+		"                       (.json for json), plus .gz with -z\n"
+		"  -f, --format FMT     perfetto (default) or json\n"
+		"  -z, --gzip           gzip the output (the Perfetto UI opens .gz files as is)\n"
+		"      --no-compact-sched\n"
+		"                       perfetto: every sched_switch as a full ftrace event. By\n"
+		"                       default a switch whose previous task the importer infers\n"
+		"                       from the CPU's last switch goes into the bundle's compact\n"
+		"                       arrays: the same trace in files about 3x smaller\n"
+		"      --bundle-events N  perfetto: at most N events per CPU bundle packet\n"
+		"                       (default 1000)\n"
+		"  -q, --quiet          no progress and no summary line\n"
+		"  -h, --help           this help\n"
+		"\n"
+		"Examples:\n"
+		"  " PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
+		"  " PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
+		"  " PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
+		"\n"
+		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
+		"2 bad usage.\n");
+}
+
+struct progress {
+	int on;
+	uint64_t last_ns;
+	int shown;
+};
+
+static volatile sig_atomic_t interrupted;
+
+static void on_signal(int sig)
+{
+	interrupted = sig;
+}
+
+static int progress_cb(uint64_t done, uint64_t total, void *ctx)
+{
+	struct progress *pg = ctx;
+	struct timespec ts;
+	if (interrupted)
+		return 1;
+	if (!pg->on)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uint64_t now = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	if (done >= total) {
+		if (pg->shown)
+			fprintf(stderr, "\r\033[K");
+		pg->shown = 0;
+		return 0;
+	}
+	if (now < pg->last_ns + 200000000ull)
+		return 0;
+	pg->last_ns = now;
+	pg->shown = 1;
+	fprintf(stderr, "\r" PROG ": converting %3u%% (%" PRIu64 " of %" PRIu64 " events)",
+		(unsigned)(total ? done * 100 / total : 100), done, total);
+	return 0;
+}
+
+static int default_output(char *out, size_t len, const char *dump, const struct bt_export_opts *o)
+{
+	const char *ext = o->format == BT_EXPORT_JSON ? ".json" : ".perfetto-trace";
+	size_t n = strlen(dump);
+	if (n > 4 && !strcmp(dump + n - 4, ".btd"))
+		n -= 4;
+	int r = snprintf(out, len, "%.*s%s%s", (int)n, dump, ext, o->gzip ? ".gz" : "");
+	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE };
+	static const struct option longopts[] = {
+		{ "output", required_argument, NULL, 'o' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "gzip", no_argument, NULL, 'z' },
+		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
+		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
+		{ "bundle-events", required_argument, NULL, OPT_BUNDLE },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .compact_sched = 1 };
+	const char *out = NULL;
+	int quiet = 0, c;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "o:f:zqh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			if (!strcmp(optarg, "perfetto") || !strcmp(optarg, "proto") || !strcmp(optarg, "protobuf"))
+				o.format = BT_EXPORT_PERFETTO;
+			else if (!strcmp(optarg, "json") || !strcmp(optarg, "chrome"))
+				o.format = BT_EXPORT_JSON;
+			else {
+				fprintf(stderr, PROG ": convert: unknown format '%s' (perfetto or json)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case 'z':
+			o.gzip = 1;
+			break;
+		case OPT_COMPACT:
+			o.compact_sched = 1;
+			break;
+		case OPT_NO_COMPACT:
+			o.compact_sched = 0;
+			break;
+		case OPT_BUNDLE: {
+			char *end;
+			errno = 0;
+			unsigned long v = strtoul(optarg, &end, 10);
+			if (errno || *end || !*optarg || v < 1 || v > 1000000 || optarg[0] == '-') {
+				fprintf(stderr, PROG ": convert: bad --bundle-events '%s' (1..1000000)\n", optarg);
+				goto usage_err;
+			}
+			o.bundle_events = (uint32_t)v;
+			break;
+		}
+		case 'q':
+			quiet = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			goto usage_err;
+		}
+	}
+	if (optind != argc - 1) {
+		fprintf(stderr, PROG ": convert: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
+		goto usage_err;
+	}
+	const char *path = argv[optind];
+	char outbuf[PATH_MAX], err[512];
+	if (!out) {
+		if (default_output(outbuf, sizeof(outbuf), path, &o) < 0) {
+			fprintf(stderr, PROG ": convert: output path too long; give -o\n");
+			return 2;
+		}
+		out = outbuf;
+	}
+	int to_stdout = !strcmp(out, "-");
+	struct stat sin, sout;
+	if (!to_stdout && stat(path, &sin) == 0 && stat(out, &sout) == 0 && sin.st_dev == sout.st_dev &&
+	    sin.st_ino == sout.st_ino) {
+		fprintf(stderr, PROG ": convert: %s is the dump itself; give another -o\n", out);
+		return 2;
+	}
+	if (to_stdout && isatty(STDOUT_FILENO) && (o.format == BT_EXPORT_PERFETTO || o.gzip)) {
+		fprintf(stderr, PROG ": convert: not writing a binary trace to a terminal; give -o FILE or redirect\n");
+		return 2;
+	}
+
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	if (!d) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		return 1;
+	}
+	/* Ctrl-C or a kill stops the conversion cleanly (the temporary file is
+	 * removed); a file size limit makes write() fail instead of killing us */
+	struct sigaction sa = { .sa_handler = on_signal };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGXFSZ, SIG_IGN);
+	interrupted = 0;
+	struct progress pg = { .on = !quiet && isatty(STDERR_FILENO) };
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	/* the first progress line after a moment: short conversions show none */
+	pg.last_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + 300000000ull;
+	o.progress = progress_cb;
+	o.progress_ctx = &pg;
+	struct bt_export_stats st;
+	int r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	if (pg.shown)
+		fprintf(stderr, "\r\033[K");
+	if (r < 0) {
+		fprintf(stderr, PROG ": convert: %s\n", err[0] ? err : strerror(-r));
+		bt_dump_close(d);
+		return 1;
+	}
+	if (!quiet) {
+		char sz[32];
+		double b = (double)st.bytes;
+		if (b >= 1 << 20)
+			snprintf(sz, sizeof(sz), "%.1f MiB", b / (1 << 20));
+		else if (b >= 1 << 10)
+			snprintf(sz, sizeof(sz), "%.1f KiB", b / (1 << 10));
+		else
+			snprintf(sz, sizeof(sz), "%" PRIu64 " B", st.bytes);
+		fprintf(stderr, PROG ": %s: %" PRIu64 " events -> %s (%s, %s%s)\n", path, st.events,
+			to_stdout ? "standard output" : out, o.format == BT_EXPORT_JSON ? "json" : "perfetto",
+			sz, o.gzip ? " gzip" : "");
+		if (st.missing)
+			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64
+					" seq gap(s), shown on the btrace-bpf tracks\n",
+				path, st.missing, st.gaps);
+	}
+	bt_dump_close(d);
+	return 0;
+
+usage_err:
+	fprintf(stderr, "Try '" PROG " convert --help'.\n");
+	return 2;
+}

@@ -1,0 +1,1103 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export_perfetto.c - a dump as a Perfetto protobuf trace (a concatenation of
+ * Trace.packet fields, i.e. a serialized perfetto.protos.Trace).
+ *
+ * What is written, in this order:
+ *   1. ClockSnapshot (BOOTTIME, REALTIME at dump time) so the UI can show wall
+ *      clock time; every timestamp is CLOCK_BOOTTIME, Perfetto's default.
+ *   2. SystemInfo: utsname (the importer picks the sched_switch prev_state
+ *      encoding from the kernel release, and the syscall table from the
+ *      machine), number of CPUs.
+ *   3. ProcessTree packets: every process and thread of the task table and of
+ *      the events whose process is known, with names (and parents from fork
+ *      events), so no track is nameless.
+ *   4. FtraceStats (start of trace): zero counters per CPU.
+ *   5. TrackDescriptors for the "btrace-bpf" tracks (dump info, lost events
+ *      per CPU) and a "dump info" instant carrying every loss counter.
+ *   6. The events, streamed in time order:
+ *      - kernel events as FtraceEvents in per-CPU FtraceEventBundles of up to
+ *        opts.bundle_events events (one TracePacket each); a bundle that
+ *        follows a seq gap of its CPU has lost_events set (the importer then
+ *        flags the CPU's data loss in Info and stats);
+ *      - with opts.compact_sched (convert's default), sched_switch in the
+ *        bundle's CompactSched arrays when the importer can infer its prev_*
+ *        fields (the CPU's previous switch is in the output, no seq gap since,
+ *        and it switched to this prev task), else a full event; a sched-heavy
+ *        trace is then about 3x smaller (gzip: 2x);
+ *      - uprobe entry/return pairs as TrackEvent slices on a "uprobes" track
+ *        of their thread (TrackDescriptor per thread, kept apart from the
+ *        thread's syscall slices), function name as slice name, arguments and
+ *        return value as debug annotations; unmatched entries/returns and
+ *        USDT as instants;
+ *      - each seq gap as a "LOST n events" slice on the CPU's loss track, from
+ *        the CPU's last event before the hole to its first event after it.
+ *   7. FtraceStats (end of trace): per CPU events, ring-buffer drops.
+ *
+ * Field numbers are Perfetto's (protos/perfetto/trace/perfetto_trace.proto);
+ * tests/perfetto/perfetto_subset.proto declares the same subset and the unit
+ * test decodes our output with it.
+ *
+ * Sequences: 1 carries the ftrace bundles and the metadata packets, 2 the
+ * TrackDescriptors and TrackEvents (no interning, so no incremental state).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export.h"
+#include "event_names.h"
+#include "pbwriter.h"
+
+/* ---- field numbers (perfetto_trace.proto) -------------------------------- */
+/* Trace */
+#define TRACE_PACKET 1
+/* TracePacket */
+#define TP_FTRACE_EVENTS 1
+#define TP_PROCESS_TREE 2
+#define TP_CLOCK_SNAPSHOT 6
+#define TP_TIMESTAMP 8
+#define TP_TRUSTED_PACKET_SEQUENCE_ID 10
+#define TP_TRACK_EVENT 11
+#define TP_SEQUENCE_FLAGS 13
+#define TP_FTRACE_STATS 34
+#define TP_SYSTEM_INFO 45
+#define TP_TRACK_DESCRIPTOR 60
+#define SEQ_INCREMENTAL_STATE_CLEARED 1
+/* ClockSnapshot */
+#define CS_CLOCKS 1
+#define CS_PRIMARY_TRACE_CLOCK 2
+#define CLK_CLOCK_ID 1
+#define CLK_TIMESTAMP 2
+#define BUILTIN_CLOCK_REALTIME 1
+#define BUILTIN_CLOCK_BOOTTIME 6
+/* SystemInfo, Utsname */
+#define SI_UTSNAME 1
+#define SI_NUM_CPUS 8
+#define UTS_SYSNAME 1
+#define UTS_RELEASE 3
+#define UTS_MACHINE 4
+/* ProcessTree */
+#define PT_PROCESSES 1
+#define PT_THREADS 2
+#define PT_PROC_PID 1
+#define PT_PROC_PPID 2
+#define PT_PROC_CMDLINE 3
+#define PT_PROC_CMDLINE_IS_COMM 9
+#define PT_THREAD_TID 1
+#define PT_THREAD_NAME 2
+#define PT_THREAD_TGID 3
+/* FtraceStats, FtraceCpuStats */
+#define FS_PHASE 1
+#define FS_CPU_STATS 2
+#define FS_START_OF_TRACE 1
+#define FS_END_OF_TRACE 2
+#define FCS_CPU 1
+#define FCS_ENTRIES 2
+#define FCS_DROPPED_EVENTS 8
+#define FCS_READ_EVENTS 9
+/* FtraceEventBundle */
+#define FB_CPU 1
+#define FB_EVENT 2
+#define FB_LOST_EVENTS 3
+#define FB_COMPACT_SCHED 4
+/* FtraceEventBundle.CompactSched */
+#define CSCH_SWITCH_TIMESTAMP 1
+#define CSCH_SWITCH_PREV_STATE 2
+#define CSCH_SWITCH_NEXT_PID 3
+#define CSCH_SWITCH_NEXT_PRIO 4
+#define CSCH_INTERN_TABLE 5
+#define CSCH_SWITCH_NEXT_COMM_INDEX 6
+/* FtraceEvent */
+#define FE_TIMESTAMP 1
+#define FE_PID 2
+#define FE_SCHED_SWITCH 4
+#define FE_CPU_FREQUENCY 11
+#define FE_CPU_IDLE 13
+#define FE_SCHED_WAKEUP 17
+#define FE_SCHED_WAKING 20
+#define FE_SOFTIRQ_ENTRY 24
+#define FE_SOFTIRQ_EXIT 25
+#define FE_IRQ_HANDLER_ENTRY 36
+#define FE_IRQ_HANDLER_EXIT 37
+#define FE_SCHED_WAKEUP_NEW 114
+#define FE_TASK_RENAME 236
+#define FE_SCHED_PROCESS_EXEC 237
+#define FE_SCHED_PROCESS_EXIT 238
+#define FE_SCHED_PROCESS_FORK 239
+#define FE_SYS_ENTER 329
+#define FE_SYS_EXIT 330
+#define FE_SCHED_MIGRATE_TASK 491
+/* SchedSwitchFtraceEvent */
+#define SW_PREV_COMM 1
+#define SW_PREV_PID 2
+#define SW_PREV_PRIO 3
+#define SW_PREV_STATE 4
+#define SW_NEXT_COMM 5
+#define SW_NEXT_PID 6
+#define SW_NEXT_PRIO 7
+/* SchedWakeup/SchedWaking/SchedWakeupNew FtraceEvent */
+#define WK_COMM 1
+#define WK_PID 2
+#define WK_PRIO 3
+#define WK_TARGET_CPU 5
+/* SchedMigrateTaskFtraceEvent */
+#define MG_COMM 1
+#define MG_PID 2
+#define MG_ORIG_CPU 4
+#define MG_DEST_CPU 5
+/* SchedProcessForkFtraceEvent */
+#define FK_PARENT_COMM 1
+#define FK_PARENT_PID 2
+#define FK_CHILD_COMM 3
+#define FK_CHILD_PID 4
+/* SchedProcessExecFtraceEvent */
+#define EX_FILENAME 1
+#define EX_PID 2
+#define EX_OLD_PID 3
+/* SchedProcessExitFtraceEvent */
+#define XT_COMM 1
+#define XT_PID 2
+#define XT_TGID 3
+/* TaskRenameFtraceEvent */
+#define RN_PID 1
+#define RN_OLDCOMM 2
+#define RN_NEWCOMM 3
+/* IrqHandlerEntry/Exit, SoftirqEntry/Exit */
+#define IRQ_IRQ 1
+#define IRQ_NAME 2
+#define IRQ_RET 2
+#define SIRQ_VEC 1
+/* CpuFrequency, CpuIdle */
+#define PW_STATE 1
+#define PW_CPU_ID 2
+/* SysEnter, SysExit */
+#define SYS_ID 1
+#define SYS_RET 2
+/* TrackDescriptor, ThreadDescriptor */
+#define TD_UUID 1
+#define TD_NAME 2
+#define TD_THREAD 4
+#define TD_PARENT_UUID 5
+#define TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS 9
+#define THD_PID 1
+#define THD_TID 2
+#define THD_THREAD_NAME 5
+/* TrackEvent */
+#define TE_DEBUG_ANNOTATIONS 4
+#define TE_TYPE 9
+#define TE_TRACK_UUID 11
+#define TE_CATEGORIES 22
+#define TE_NAME 23
+#define TE_TYPE_SLICE_BEGIN 1
+#define TE_TYPE_SLICE_END 2
+#define TE_TYPE_INSTANT 3
+/* DebugAnnotation */
+#define DA_BOOL_VALUE 2
+#define DA_UINT_VALUE 3
+#define DA_INT_VALUE 4
+#define DA_STRING_VALUE 6
+#define DA_POINTER_VALUE 7
+#define DA_NAME 10
+
+#define SEQ_FTRACE 1
+#define SEQ_TRACK 2
+
+/* TrackDescriptor uuids: a kind in the top bits, an id below. */
+#define UUID_ROOT (0xb7ace000ull << 32)
+#define UUID_INFO (UUID_ROOT | 1)
+#define UUID_LOSS(cpu) ((0xb7ace001ull << 32) | (cpu))
+#define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
+
+#define DEFAULT_BUNDLE_EVENTS 1000
+#define MAX_PENDING (8u << 20) /* encoded bytes held in per-CPU bundles before all are flushed */
+#define PROCTREE_CHUNK 1000    /* threads per ProcessTree packet */
+#define PROGRESS_EVERY 16384
+
+struct compact {
+	struct pbw ts, state, pid, prio, comm; /* packed arrays (bare varints) */
+	uint32_t n;
+	uint64_t last_ts;
+	char (*intern)[BT_TASK_COMM_LEN];
+	uint32_t nintern, capintern;
+};
+
+struct cpub {
+	struct pbw w;     /* open: Trace.packet > TracePacket > FtraceEventBundle */
+	uint32_t n;       /* events in the open bundle (compact ones included) */
+	int open;
+	int lost;         /* a seq gap precedes events in this bundle */
+	struct compact cs;
+	/* last sched_switch written for this CPU (full or compact), for compact */
+	int have_last;
+	uint32_t last_next_tid, last_next_prio;
+	uint64_t last_switch_ts;
+	uint64_t last_ts;  /* newest event of this CPU so far (gap slice start) */
+	int have_ts;
+	size_t held;       /* bytes of this bundle counted in pf.pending */
+};
+
+struct pf {
+	const struct bt_export_prep *p;
+	const struct bt_export_opts *o;
+	struct bt_sink *out;
+	struct bt_export_stats *st;
+	struct pbw pkt; /* standalone packets */
+	struct cpub *cpu;
+	uint32_t ncpus;
+	uint32_t bundle_events;
+	size_t pending;
+	struct bt_namer *nm;
+	struct bt_u32map thread_tracks; /* tids with a TrackDescriptor */
+	uint8_t *loss_tracks;           /* [ncpus] descriptor written */
+	int seq_track_started;
+	size_t uslot;                   /* next index into p->urole */
+	char *err;
+	size_t errlen;
+};
+
+/* ---- packets ----------------------------------------------------------------- */
+
+static void packet_begin(struct pf *f, struct pbw *w, uint32_t seq, uint64_t ts)
+{
+	pbw_begin(w, TRACE_PACKET);
+	if (ts)
+		pbw_uint(w, TP_TIMESTAMP, ts);
+	pbw_uint(w, TP_TRUSTED_PACKET_SEQUENCE_ID, seq);
+	if (seq == SEQ_TRACK && !f->seq_track_started) {
+		pbw_uint(w, TP_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+		f->seq_track_started = 1;
+	}
+}
+
+/* Close the packet (the outermost open message) and write the buffer out. */
+static int packet_flush(struct pf *f, struct pbw *w)
+{
+	while (w->depth)
+		pbw_end(w);
+	if (pbw_error(w)) {
+		snprintf(f->err, f->errlen, "out of memory encoding the trace");
+		return pbw_error(w);
+	}
+	if (pbw_len(w) > f->st->max_pending)
+		f->st->max_pending = pbw_len(w);
+	int r = bt_sink_write(f->out, pbw_data(w), pbw_len(w));
+	f->st->records++;
+	pbw_reset(w);
+	if (r < 0)
+		snprintf(f->err, f->errlen, "write error: %s", strerror(-r));
+	return r;
+}
+
+/* ---- debug annotations --------------------------------------------------------- */
+
+static void ann_uint(struct pbw *w, const char *name, uint64_t v)
+{
+	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
+	pbw_string(w, DA_NAME, name);
+	pbw_uint(w, DA_UINT_VALUE, v);
+	pbw_end(w);
+}
+
+static void ann_int(struct pbw *w, const char *name, int64_t v)
+{
+	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
+	pbw_string(w, DA_NAME, name);
+	pbw_int(w, DA_INT_VALUE, v);
+	pbw_end(w);
+}
+
+static void ann_ptr(struct pbw *w, const char *name, uint64_t v)
+{
+	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
+	pbw_string(w, DA_NAME, name);
+	pbw_uint(w, DA_POINTER_VALUE, v);
+	pbw_end(w);
+}
+
+static void ann_str(struct pbw *w, const char *name, const char *v)
+{
+	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
+	pbw_string(w, DA_NAME, name);
+	pbw_utf8(w, DA_STRING_VALUE, v, SIZE_MAX);
+	pbw_end(w);
+}
+
+static void ann_bool(struct pbw *w, const char *name, int v)
+{
+	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
+	pbw_string(w, DA_NAME, name);
+	pbw_bool(w, DA_BOOL_VALUE, v);
+	pbw_end(w);
+}
+
+/* ---- track events ------------------------------------------------------------------ */
+
+static void te_begin(struct pf *f, uint64_t ts, uint64_t uuid, int type, const char *name, const char *cat)
+{
+	struct pbw *w = &f->pkt;
+	packet_begin(f, w, SEQ_TRACK, ts);
+	pbw_begin(w, TP_TRACK_EVENT);
+	pbw_uint(w, TE_TYPE, (uint64_t)type);
+	pbw_uint(w, TE_TRACK_UUID, uuid);
+	if (cat)
+		pbw_string(w, TE_CATEGORIES, cat);
+	if (name)
+		pbw_utf8(w, TE_NAME, name, SIZE_MAX);
+}
+
+static int track_descriptor(struct pf *f, uint64_t uuid, uint64_t parent, const char *name)
+{
+	struct pbw *w = &f->pkt;
+	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
+	pbw_begin(w, TP_TRACK_DESCRIPTOR);
+	pbw_uint(w, TD_UUID, uuid);
+	if (parent)
+		pbw_uint(w, TD_PARENT_UUID, parent);
+	pbw_utf8(w, TD_NAME, name, SIZE_MAX);
+	return packet_flush(f, w);
+}
+
+static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
+{
+	if (bt_u32map_get(&f->thread_tracks, tid, NULL))
+		return 0;
+	if (bt_u32map_put(&f->thread_tracks, tid, 1) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	const struct bt_xthread *t = bt_export_thread(f->p, tid);
+	struct pbw *w = &f->pkt;
+	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
+	pbw_begin(w, TP_TRACK_DESCRIPTOR);
+	pbw_uint(w, TD_UUID, UUID_THREAD(tid));
+	/* A track of its own next to the thread's syscall slices: a call whose
+	 * entry or return was lost can then never break their nesting. */
+	pbw_utf8(w, TD_NAME, "uprobes", SIZE_MAX);
+	pbw_bool(w, TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS, 1);
+	pbw_begin(w, TD_THREAD);
+	pbw_int(w, THD_PID, (int32_t)(tgid ? tgid : t && t->tgid ? t->tgid : tid));
+	pbw_int(w, THD_TID, (int64_t)tid);
+	if (t)
+		pbw_utf8(w, THD_THREAD_NAME, t->name, BT_TASK_COMM_LEN);
+	pbw_end(w);
+	return packet_flush(f, w);
+}
+
+/* ---- metadata packets ---------------------------------------------------------------- */
+
+static int write_clock_snapshot(struct pf *f)
+{
+	const struct bt_dump_header *h = f->p->hdr;
+	struct pbw *w = &f->pkt;
+	if (!h->created_boottime_ns || !h->created_realtime_ns)
+		return 0;
+	packet_begin(f, w, SEQ_FTRACE, h->created_boottime_ns);
+	pbw_begin(w, TP_CLOCK_SNAPSHOT);
+	pbw_begin(w, CS_CLOCKS);
+	pbw_uint(w, CLK_CLOCK_ID, BUILTIN_CLOCK_BOOTTIME);
+	pbw_uint(w, CLK_TIMESTAMP, h->created_boottime_ns);
+	pbw_end(w);
+	pbw_begin(w, CS_CLOCKS);
+	pbw_uint(w, CLK_CLOCK_ID, BUILTIN_CLOCK_REALTIME);
+	pbw_uint(w, CLK_TIMESTAMP, h->created_realtime_ns);
+	pbw_end(w);
+	pbw_uint(w, CS_PRIMARY_TRACE_CLOCK, BUILTIN_CLOCK_BOOTTIME);
+	return packet_flush(f, w);
+}
+
+static const char *machine_name(void)
+{
+#if defined(__x86_64__)
+	return "x86_64";
+#elif defined(__aarch64__)
+	return "aarch64";
+#elif defined(__arm__)
+	return "armv7l";
+#elif defined(__i386__)
+	return "i686";
+#elif defined(__riscv) && __riscv_xlen == 64
+	return "riscv64";
+#else
+	return "";
+#endif
+}
+
+static int write_system_info(struct pf *f)
+{
+	const struct bt_dump_header *h = f->p->hdr;
+	struct pbw *w = &f->pkt;
+	packet_begin(f, w, SEQ_FTRACE, 0);
+	pbw_begin(w, TP_SYSTEM_INFO);
+	pbw_begin(w, SI_UTSNAME);
+	pbw_string(w, UTS_SYSNAME, "Linux");
+	/* The importer decodes sched_switch prev_state by kernel version; the
+	 * recorder always writes the 4.14+ tracepoint encoding (it needs BTF
+	 * and tp_btf, 5.5+), so a dump without a release gets a 5.x one. */
+	pbw_utf8(w, UTS_RELEASE, h->kernel[0] ? h->kernel : "5.5.0-unknown", sizeof(h->kernel));
+	/* The dump does not record the machine; the recorder runs the same
+	 * build as this converter in practice. */
+	if (machine_name()[0])
+		pbw_string(w, UTS_MACHINE, machine_name());
+	pbw_end(w);
+	pbw_uint(w, SI_NUM_CPUS, h->ncpus);
+	return packet_flush(f, w);
+}
+
+static int write_process_tree(struct pf *f)
+{
+	const struct bt_export_prep *p = f->p;
+	struct pbw *w = &f->pkt;
+	uint64_t ts = p->first_ts ? p->first_ts : p->hdr->created_boottime_ns;
+	int r = 0;
+
+	/* processes: every known tgid, named after its main thread if known */
+	struct bt_u32map seen = { 0 };
+	size_t inpkt = 0;
+	for (size_t i = 0; i < p->nthreads && r == 0; i++) {
+		uint32_t tgid = p->threads[i].tgid;
+		if (!tgid || bt_u32map_get(&seen, tgid, NULL))
+			continue;
+		if (bt_u32map_put(&seen, tgid, 1) < 0) {
+			snprintf(f->err, f->errlen, "out of memory");
+			r = -ENOMEM;
+			break;
+		}
+		const struct bt_xthread *leader = bt_export_thread(p, tgid);
+		if (!inpkt) {
+			packet_begin(f, w, SEQ_FTRACE, ts);
+			pbw_begin(w, TP_PROCESS_TREE);
+		}
+		pbw_begin(w, PT_PROCESSES);
+		pbw_int(w, PT_PROC_PID, (int32_t)tgid);
+		if (leader && leader->ppid)
+			pbw_int(w, PT_PROC_PPID, (int32_t)leader->ppid);
+		pbw_utf8(w, PT_PROC_CMDLINE, leader ? leader->name : p->threads[i].name, BT_TASK_COMM_LEN);
+		pbw_bool(w, PT_PROC_CMDLINE_IS_COMM, 1);
+		pbw_end(w);
+		if (++inpkt == PROCTREE_CHUNK) {
+			r = packet_flush(f, w);
+			inpkt = 0;
+		}
+	}
+	bt_u32map_free(&seen);
+	for (size_t i = 0; i < p->nthreads && r == 0; i++) {
+		const struct bt_xthread *t = &p->threads[i];
+		/* The importer files a thread under its tgid, pid 0 (swapper) when
+		 * the field is missing: a thread whose process is unknown is left
+		 * out (if it ran, sched_switch comms name it). */
+		if (!t->tgid)
+			continue;
+		if (!inpkt) {
+			packet_begin(f, w, SEQ_FTRACE, ts);
+			pbw_begin(w, TP_PROCESS_TREE);
+		}
+		pbw_begin(w, PT_THREADS);
+		pbw_int(w, PT_THREAD_TID, (int32_t)t->tid);
+		pbw_utf8(w, PT_THREAD_NAME, t->name, BT_TASK_COMM_LEN);
+		if (t->tgid)
+			pbw_int(w, PT_THREAD_TGID, (int32_t)t->tgid);
+		pbw_end(w);
+		if (++inpkt == PROCTREE_CHUNK) {
+			r = packet_flush(f, w);
+			inpkt = 0;
+		}
+	}
+	if (inpkt && r == 0)
+		r = packet_flush(f, w);
+	return r;
+}
+
+static int write_ftrace_stats(struct pf *f, int end)
+{
+	const struct bt_export_prep *p = f->p;
+	struct pbw *w = &f->pkt;
+	uint64_t ts = end ? p->last_ts : p->first_ts;
+	packet_begin(f, w, SEQ_FTRACE, ts ? ts : p->hdr->created_boottime_ns);
+	pbw_begin(w, TP_FTRACE_STATS);
+	pbw_uint(w, FS_PHASE, end ? FS_END_OF_TRACE : FS_START_OF_TRACE);
+	for (uint32_t c = 0; c < p->hdr->ncpus; c++) {
+		pbw_begin(w, FS_CPU_STATS);
+		pbw_uint(w, FCS_CPU, c);
+		if (end) {
+			uint64_t n = p->percpu ? p->percpu[c].events : 0;
+			pbw_uint(w, FCS_ENTRIES, n);
+			pbw_uint(w, FCS_DROPPED_EVENTS, bt_export_cpu_drops(p, c));
+			pbw_uint(w, FCS_READ_EVENTS, n);
+		} else {
+			pbw_uint(w, FCS_ENTRIES, 0);
+			pbw_uint(w, FCS_DROPPED_EVENTS, 0);
+			pbw_uint(w, FCS_READ_EVENTS, 0);
+		}
+		pbw_end(w);
+	}
+	return packet_flush(f, w);
+}
+
+/* The "dump info" instant: where the dump came from and every loss counter. */
+static int write_dump_info(struct pf *f)
+{
+	const struct bt_export_prep *p = f->p;
+	const struct bt_dump_header *h = p->hdr;
+	const struct bt_stats *bs = bt_dump_buffer_stats(p->d);
+	const struct bt_read_stats *rs = bt_dump_read_stats(p->d);
+	const uint64_t *drops = bt_dump_rb_drops(p->d);
+	struct pbw *w = &f->pkt;
+	char name[96];
+	uint64_t total_drops = 0;
+
+	te_begin(f, p->first_ts ? p->first_ts : h->created_boottime_ns, UUID_INFO, TE_TYPE_INSTANT, "dump info",
+		 "btrace");
+	ann_str(w, "host", h->hostname);
+	ann_str(w, "kernel", h->kernel);
+	ann_str(w, "reason", h->reason);
+	ann_uint(w, "dump_seq", h->dump_seq);
+	if (h->overlaps_dump)
+		ann_uint(w, "overlaps_dump", h->overlaps_dump);
+	ann_uint(w, "recorder_pid", h->recorder_pid);
+	ann_uint(w, "ncpus", h->ncpus);
+	ann_uint(w, "groups_enabled", h->groups_enabled);
+	ann_uint(w, "buffer_size", h->buffer_size);
+	ann_uint(w, "created_realtime_ns", h->created_realtime_ns);
+	ann_uint(w, "created_boottime_ns", h->created_boottime_ns);
+	ann_uint(w, "events", p->nev);
+	/* losses */
+	for (uint32_t c = 0; drops && c < h->ncpus; c++)
+		for (uint32_t g = 0; g < h->ngroups; g++) {
+			uint64_t v = drops[(size_t)c * h->ngroups + g];
+			total_drops += v;
+			if (!v)
+				continue;
+			const char *gn = bt_group_name((int)g);
+			if (gn)
+				snprintf(name, sizeof(name), "loss.rb_drops.cpu%u.%s", c, gn);
+			else
+				snprintf(name, sizeof(name), "loss.rb_drops.cpu%u.group%u", c, g);
+			ann_uint(w, name, v);
+		}
+	ann_uint(w, "loss.rb_drops", total_drops);
+	ann_uint(w, "loss.seq_gaps", p->win.gaps);
+	ann_uint(w, "loss.seq_missing", p->win.missing);
+	ann_uint(w, "loss.seq_dups", p->win.dups);
+	ann_uint(w, "loss.buffer_entries_rejected", bs->entries_rejected);
+	ann_uint(w, "loss.buffer_entries_dropped", bs->entries_dropped);
+	ann_uint(w, "loss.buffer_blocks_skipped", bs->blocks_skipped);
+	ann_uint(w, "loss.buffer_positions_stale", bs->positions_stale);
+	ann_uint(w, "loss.dump_blocks_lost", rs->blocks_lost);
+	ann_uint(w, "loss.dump_blocks_busy", rs->blocks_busy);
+	ann_uint(w, "loss.drain_rejected", h->drain_rejected);
+	ann_uint(w, "loss.unknown_events", bt_dump_unknown_events(p->d));
+	ann_uint(w, "window.first_ts", p->win.first_ts);
+	ann_uint(w, "window.last_ts", p->win.last_ts);
+	ann_uint(w, "window.continuous_from_ts", p->win.cont_start_ts);
+	ann_uint(w, "window.continuous_events", p->win.cont_events);
+	if (p->win.limit_cpu >= 0)
+		ann_int(w, "window.limited_by_cpu", p->win.limit_cpu);
+	ann_uint(w, "drain_events", h->drain_events);
+	ann_uint(w, "buffer_blocks_closed", bs->blocks_closed);
+	ann_uint(w, "buffer_core_races", bs->core_races);
+	ann_uint(w, "buffer_entries_written", bs->entries_written);
+	return packet_flush(f, w);
+}
+
+/* ---- ftrace bundles ---------------------------------------------------------------- */
+
+static void compact_reset(struct compact *cs)
+{
+	pbw_reset(&cs->ts);
+	pbw_reset(&cs->state);
+	pbw_reset(&cs->pid);
+	pbw_reset(&cs->prio);
+	pbw_reset(&cs->comm);
+	cs->n = 0;
+	cs->nintern = 0;
+	cs->last_ts = 0;
+}
+
+static void compact_free(struct compact *cs)
+{
+	pbw_free(&cs->ts);
+	pbw_free(&cs->state);
+	pbw_free(&cs->pid);
+	pbw_free(&cs->prio);
+	pbw_free(&cs->comm);
+	free(cs->intern);
+}
+
+static size_t compact_bytes(const struct compact *cs)
+{
+	return pbw_len(&cs->ts) + pbw_len(&cs->state) + pbw_len(&cs->pid) + pbw_len(&cs->prio) +
+	       pbw_len(&cs->comm) + cs->nintern * BT_TASK_COMM_LEN;
+}
+
+static int bundle_flush(struct pf *f, uint32_t c)
+{
+	struct cpub *b = &f->cpu[c];
+	struct compact *cs = &b->cs;
+	struct pbw *w = &b->w;
+	int r;
+
+	if (!b->open)
+		return 0;
+	if (b->lost)
+		pbw_bool(w, FB_LOST_EVENTS, 1);
+	if (cs->n) {
+		if (pbw_error(&cs->ts) || pbw_error(&cs->state) || pbw_error(&cs->pid) || pbw_error(&cs->prio) ||
+		    pbw_error(&cs->comm)) {
+			snprintf(f->err, f->errlen, "out of memory encoding the trace");
+			return -ENOMEM;
+		}
+		pbw_begin(w, FB_COMPACT_SCHED);
+		for (uint32_t i = 0; i < cs->nintern; i++)
+			pbw_utf8(w, CSCH_INTERN_TABLE, cs->intern[i], BT_TASK_COMM_LEN);
+		pbw_bytes(w, CSCH_SWITCH_TIMESTAMP, pbw_data(&cs->ts), pbw_len(&cs->ts));
+		pbw_bytes(w, CSCH_SWITCH_PREV_STATE, pbw_data(&cs->state), pbw_len(&cs->state));
+		pbw_bytes(w, CSCH_SWITCH_NEXT_PID, pbw_data(&cs->pid), pbw_len(&cs->pid));
+		pbw_bytes(w, CSCH_SWITCH_NEXT_PRIO, pbw_data(&cs->prio), pbw_len(&cs->prio));
+		pbw_bytes(w, CSCH_SWITCH_NEXT_COMM_INDEX, pbw_data(&cs->comm), pbw_len(&cs->comm));
+		pbw_end(w);
+	}
+	if (f->pending > f->st->max_pending)
+		f->st->max_pending = f->pending;
+	r = packet_flush(f, w);
+	f->pending -= b->held;
+	b->held = 0;
+	compact_reset(cs);
+	b->open = 0;
+	b->n = 0;
+	b->lost = 0;
+	return r;
+}
+
+static int flush_all(struct pf *f)
+{
+	for (uint32_t c = 0; c < f->ncpus; c++) {
+		int r = bundle_flush(f, c);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static struct pbw *bundle_for(struct pf *f, uint32_t c)
+{
+	struct cpub *b = &f->cpu[c];
+	if (!b->open) {
+		packet_begin(f, &b->w, SEQ_FTRACE, 0);
+		pbw_begin(&b->w, TP_FTRACE_EVENTS);
+		pbw_uint(&b->w, FB_CPU, c);
+		b->open = 1;
+	}
+	return &b->w;
+}
+
+/* After an event went into CPU c's bundle: account, flush when full. */
+static int bundle_added(struct pf *f, uint32_t c)
+{
+	struct cpub *b = &f->cpu[c];
+	size_t now = pbw_len(&b->w) + compact_bytes(&b->cs);
+	f->pending += now - b->held;
+	b->held = now;
+	b->n++;
+	if (b->n >= f->bundle_events)
+		return bundle_flush(f, c);
+	if (f->pending > MAX_PENDING)
+		return flush_all(f);
+	return 0;
+}
+
+static void fe_begin(struct pbw *w, const struct bt_event_hdr *h, uint32_t field)
+{
+	pbw_begin(w, FB_EVENT);
+	/* timestamp, pid, then the event: the importer's fast path expects this order */
+	pbw_uint(w, FE_TIMESTAMP, h->ts_ns);
+	pbw_uint(w, FE_PID, h->tid);
+	pbw_begin(w, field);
+}
+
+static void fe_end(struct pbw *w)
+{
+	pbw_end(w); /* the event */
+	pbw_end(w); /* FtraceEvent */
+}
+
+/* sched_switch prev_state as the 4.14+ tracepoint reports it: one TASK_REPORT
+ * bit (the highest, as __task_state_index() picks), 0x80 idle, 0x100
+ * (TASK_REPORT_MAX) preempted. The recorder writes 0 for preempted. */
+static int64_t tp_prev_state(uint32_t s)
+{
+	uint32_t bits = s & 0xff;
+	if (!bits)
+		return 0x100;
+	uint32_t top = 1;
+	while (bits >>= 1)
+		top <<= 1;
+	return top;
+}
+
+static const char *comm_of(struct pf *f, uint32_t tid, uint32_t cpu)
+{
+	return bt_namer_comm(f->nm, tid, cpu);
+}
+
+static uint32_t intern_comm(struct compact *cs, const char *comm)
+{
+	char key[BT_TASK_COMM_LEN] = { 0 };
+	strncpy(key, comm, sizeof(key) - 1);
+	for (uint32_t i = 0; i < cs->nintern; i++)
+		if (!memcmp(cs->intern[i], key, sizeof(key)))
+			return i;
+	if (cs->nintern == cs->capintern) {
+		uint32_t cap = cs->capintern ? cs->capintern * 2 : 64;
+		void *p = realloc(cs->intern, cap * sizeof(*cs->intern));
+		if (!p)
+			return UINT32_MAX;
+		cs->intern = p;
+		cs->capintern = cap;
+	}
+	memcpy(cs->intern[cs->nintern], key, sizeof(key));
+	return cs->nintern++;
+}
+
+static int put_sched_switch(struct pf *f, const struct bt_ev_sched_switch *e)
+{
+	const struct bt_event_hdr *h = &e->h;
+	struct cpub *b = &f->cpu[h->cpu];
+	struct pbw *w = bundle_for(f, h->cpu);
+	int64_t state = tp_prev_state(e->prev_state);
+
+	/* Compact only when the importer infers prev_* right: the CPU's last
+	 * switch (written, in time order, no gap since) switched to this prev.
+	 * A strictly later time keeps the importer's order (it sorts the compact
+	 * and the full events of a CPU by time) unambiguous. */
+	if (f->o->compact_sched && b->have_last && b->last_next_tid == e->prev_tid &&
+	    b->last_next_prio == e->prev_prio && h->ts_ns > b->last_switch_ts) {
+		struct compact *cs = &b->cs;
+		uint32_t ci = intern_comm(cs, comm_of(f, e->next_tid, h->cpu));
+		if (ci == UINT32_MAX) {
+			snprintf(f->err, f->errlen, "out of memory");
+			return -ENOMEM;
+		}
+		pbw_raw_varint(&cs->ts, h->ts_ns - cs->last_ts); /* first one absolute */
+		cs->last_ts = h->ts_ns;
+		pbw_raw_varint(&cs->state, (uint64_t)state);
+		pbw_raw_varint(&cs->pid, (uint64_t)(int64_t)(int32_t)e->next_tid);
+		pbw_raw_varint(&cs->prio, e->next_prio);
+		pbw_raw_varint(&cs->comm, ci);
+		cs->n++;
+	} else {
+		fe_begin(w, h, FE_SCHED_SWITCH);
+		pbw_utf8(w, SW_PREV_COMM, comm_of(f, e->prev_tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, SW_PREV_PID, (int32_t)e->prev_tid);
+		pbw_int(w, SW_PREV_PRIO, e->prev_prio);
+		pbw_int(w, SW_PREV_STATE, state);
+		pbw_utf8(w, SW_NEXT_COMM, comm_of(f, e->next_tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, SW_NEXT_PID, (int32_t)e->next_tid);
+		pbw_int(w, SW_NEXT_PRIO, e->next_prio);
+		fe_end(w);
+	}
+	b->have_last = 1;
+	b->last_switch_ts = h->ts_ns;
+	b->last_next_tid = e->next_tid;
+	b->last_next_prio = e->next_prio;
+	return bundle_added(f, h->cpu);
+}
+
+static int put_ftrace(struct pf *f, const struct bt_event_hdr *h)
+{
+	struct pbw *w;
+	char num[16];
+
+	if (h->type == BT_EV_SCHED_SWITCH)
+		return put_sched_switch(f, (const void *)h);
+	w = bundle_for(f, h->cpu);
+	switch (h->type) {
+	case BT_EV_SCHED_WAKEUP:
+	case BT_EV_SCHED_WAKEUP_NEW:
+	case BT_EV_SCHED_WAKING: {
+		const struct bt_ev_sched_wakeup *e = (const void *)h;
+		fe_begin(w, h, h->type == BT_EV_SCHED_WAKEUP ? FE_SCHED_WAKEUP
+			       : h->type == BT_EV_SCHED_WAKING ? FE_SCHED_WAKING : FE_SCHED_WAKEUP_NEW);
+		pbw_utf8(w, WK_COMM, comm_of(f, e->tid, e->target_cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, WK_PID, (int32_t)e->tid);
+		pbw_int(w, WK_PRIO, e->prio);
+		pbw_int(w, WK_TARGET_CPU, e->target_cpu);
+		break;
+	}
+	case BT_EV_SCHED_MIGRATE: {
+		const struct bt_ev_sched_migrate *e = (const void *)h;
+		fe_begin(w, h, FE_SCHED_MIGRATE_TASK);
+		pbw_utf8(w, MG_COMM, comm_of(f, e->tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, MG_PID, (int32_t)e->tid);
+		pbw_int(w, MG_ORIG_CPU, e->orig_cpu);
+		pbw_int(w, MG_DEST_CPU, e->dest_cpu);
+		break;
+	}
+	case BT_EV_PROCESS_FORK: {
+		const struct bt_ev_task *e = (const void *)h;
+		fe_begin(w, h, FE_SCHED_PROCESS_FORK);
+		pbw_utf8(w, FK_PARENT_COMM, comm_of(f, h->tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, FK_PARENT_PID, (int32_t)h->tid);
+		pbw_utf8(w, FK_CHILD_COMM, e->comm, BT_COMM_LEN);
+		pbw_int(w, FK_CHILD_PID, (int32_t)e->tid);
+		break;
+	}
+	case BT_EV_PROCESS_EXEC: {
+		const struct bt_ev_task *e = (const void *)h;
+		fe_begin(w, h, FE_SCHED_PROCESS_EXEC);
+		/* the recorder keeps the new comm, not the path */
+		pbw_utf8(w, EX_FILENAME, e->comm, BT_COMM_LEN);
+		pbw_int(w, EX_PID, (int32_t)h->tid);
+		pbw_int(w, EX_OLD_PID, (int32_t)e->tid);
+		break;
+	}
+	case BT_EV_PROCESS_EXIT: {
+		const struct bt_ev_task *e = (const void *)h;
+		fe_begin(w, h, FE_SCHED_PROCESS_EXIT);
+		pbw_utf8(w, XT_COMM, comm_of(f, e->tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_int(w, XT_PID, (int32_t)e->tid);
+		pbw_int(w, XT_TGID, (int32_t)e->tgid);
+		break;
+	}
+	case BT_EV_TASK_RENAME: {
+		const struct bt_ev_task *e = (const void *)h;
+		fe_begin(w, h, FE_TASK_RENAME);
+		pbw_int(w, RN_PID, (int32_t)e->tid);
+		pbw_utf8(w, RN_OLDCOMM, comm_of(f, e->tid, h->cpu), BT_TASK_COMM_LEN);
+		pbw_utf8(w, RN_NEWCOMM, e->comm, BT_COMM_LEN);
+		break;
+	}
+	case BT_EV_IRQ_ENTRY: {
+		const struct bt_ev_irq *e = (const void *)h;
+		fe_begin(w, h, FE_IRQ_HANDLER_ENTRY);
+		pbw_int(w, IRQ_IRQ, (int32_t)e->irq);
+		/* no handler name recorded: the UI shows "IRQ (<number>)" */
+		snprintf(num, sizeof(num), "%u", e->irq);
+		pbw_string(w, IRQ_NAME, num);
+		break;
+	}
+	case BT_EV_IRQ_EXIT: {
+		const struct bt_ev_irq *e = (const void *)h;
+		fe_begin(w, h, FE_IRQ_HANDLER_EXIT);
+		pbw_int(w, IRQ_IRQ, (int32_t)e->irq);
+		pbw_int(w, IRQ_RET, e->ret);
+		break;
+	}
+	case BT_EV_SOFTIRQ_ENTRY:
+	case BT_EV_SOFTIRQ_EXIT: {
+		const struct bt_ev_irq *e = (const void *)h;
+		fe_begin(w, h, h->type == BT_EV_SOFTIRQ_ENTRY ? FE_SOFTIRQ_ENTRY : FE_SOFTIRQ_EXIT);
+		pbw_uint(w, SIRQ_VEC, e->irq);
+		break;
+	}
+	case BT_EV_CPU_FREQUENCY:
+	case BT_EV_CPU_IDLE: {
+		const struct bt_ev_power *e = (const void *)h;
+		fe_begin(w, h, h->type == BT_EV_CPU_FREQUENCY ? FE_CPU_FREQUENCY : FE_CPU_IDLE);
+		pbw_uint(w, PW_STATE, e->state);
+		pbw_uint(w, PW_CPU_ID, e->cpu_id);
+		break;
+	}
+	case BT_EV_SYS_ENTER: {
+		const struct bt_ev_syscall *e = (const void *)h;
+		fe_begin(w, h, FE_SYS_ENTER);
+		pbw_int(w, SYS_ID, e->id);
+		break;
+	}
+	case BT_EV_SYS_EXIT: {
+		const struct bt_ev_syscall *e = (const void *)h;
+		fe_begin(w, h, FE_SYS_EXIT);
+		pbw_int(w, SYS_ID, e->id);
+		pbw_int(w, SYS_RET, e->ret);
+		break;
+	}
+	default:
+		return 0;
+	}
+	fe_end(w);
+	return bundle_added(f, h->cpu);
+}
+
+/* ---- uprobes ------------------------------------------------------------------------ */
+
+static void uprobe_args(struct pbw *w, const struct bt_ev_uprobe *u)
+{
+	static const char *const names[BT_MAX_UARGS] = { "arg1", "arg2", "arg3", "arg4", "arg5", "arg6" };
+	uint32_t n = u->nargs < BT_MAX_UARGS ? u->nargs : BT_MAX_UARGS;
+	for (uint32_t i = 0; i < n; i++)
+		ann_ptr(w, names[i], u->args[i]);
+}
+
+static int put_uprobe(struct pf *f, const struct bt_event_hdr *h)
+{
+	const struct bt_ev_uprobe *u = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[160];
+	int role = f->uslot < f->p->nurole ? f->p->urole[f->uslot] : BT_UR_USDT;
+	f->uslot++;
+
+	int r = thread_track(f, h->tid, h->tgid);
+	if (r < 0)
+		return r;
+	const char *fn = bt_export_probe_name(f->p, u->probe_id, nb, sizeof(nb));
+	uint64_t uuid = UUID_THREAD(h->tid);
+	switch (role) {
+	case BT_UR_BEGIN:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uprobe");
+		uprobe_args(w, u);
+		f->st->uprobe_slices++;
+		break;
+	case BT_UR_END:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		if (u->duration_ns)
+			ann_uint(w, "duration_ns", u->duration_ns);
+		break;
+	case BT_UR_ENTRY_ALONE:
+		snprintf(name, sizeof(name), "%s (entry, no return)", fn);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
+		uprobe_args(w, u);
+		ann_bool(w, "unmatched", 1);
+		f->st->uprobe_unmatched++;
+		break;
+	case BT_UR_RETURN_ALONE:
+		snprintf(name, sizeof(name), "%s (return, no entry)", fn);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		if (u->duration_ns)
+			ann_uint(w, "duration_ns", u->duration_ns);
+		ann_bool(w, "unmatched", 1);
+		f->st->uprobe_unmatched++;
+		break;
+	default: /* USDT */
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "usdt");
+		uprobe_args(w, u);
+		break;
+	}
+	ann_uint(w, "probe_id", u->probe_id);
+	return packet_flush(f, w);
+}
+
+/* ---- seq gaps ------------------------------------------------------------------------ */
+
+static int put_gap(struct pf *f, const struct bt_seq_gap *g, uint64_t ts)
+{
+	struct cpub *b = &f->cpu[g->cpu];
+	struct pbw *w = &f->pkt;
+	char name[64];
+	int r;
+
+	if (!f->loss_tracks[g->cpu]) {
+		snprintf(name, sizeof(name), "btrace-bpf: lost events CPU %u", g->cpu);
+		r = track_descriptor(f, UUID_LOSS(g->cpu), UUID_ROOT, name);
+		if (r < 0)
+			return r;
+		f->loss_tracks[g->cpu] = 1;
+	}
+	uint64_t from = b->have_ts ? b->last_ts : ts;
+	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
+	te_begin(f, from, UUID_LOSS(g->cpu), TE_TYPE_SLICE_BEGIN, name, "btrace");
+	ann_uint(w, "cpu", g->cpu);
+	ann_uint(w, "first_missing_seq", g->from_seq);
+	ann_uint(w, "missing", g->missing);
+	if ((r = packet_flush(f, w)) < 0)
+		return r;
+	te_begin(f, ts, UUID_LOSS(g->cpu), TE_TYPE_SLICE_END, NULL, "btrace");
+	if ((r = packet_flush(f, w)) < 0)
+		return r;
+	/* the importer flags the CPU's data loss; and compact switches must
+	 * not infer prev_* across the hole */
+	bundle_for(f, g->cpu);
+	b->lost = 1;
+	b->have_last = 0;
+	f->st->gaps++;
+	f->st->missing += g->missing;
+	return 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static int is_uprobe(uint32_t t)
+{
+	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
+}
+
+int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, const struct bt_export_opts *o,
+		       struct bt_export_stats *st, char *err, size_t errlen)
+{
+	struct bt_export_stats dummy;
+	struct pf f = {
+		.p = p, .o = o, .out = out, .st = st ? st : &dummy, .ncpus = p->hdr->ncpus,
+		.bundle_events = o->bundle_events ? o->bundle_events : DEFAULT_BUNDLE_EVENTS,
+		.err = err, .errlen = errlen,
+	};
+	int r = -ENOMEM;
+
+	if (!st)
+		memset(&dummy, 0, sizeof(dummy));
+	pbw_init(&f.pkt);
+	f.cpu = calloc(f.ncpus, sizeof(*f.cpu));
+	f.loss_tracks = calloc(f.ncpus, 1);
+	f.nm = bt_namer_new(p->tasks, p->ntasks);
+	if (!f.cpu || !f.loss_tracks || !f.nm) {
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+
+	if ((r = write_clock_snapshot(&f)) < 0 || (r = write_system_info(&f)) < 0 ||
+	    (r = write_process_tree(&f)) < 0 || (r = write_ftrace_stats(&f, 0)) < 0 ||
+	    (r = track_descriptor(&f, UUID_ROOT, 0, "btrace-bpf")) < 0 ||
+	    (r = track_descriptor(&f, UUID_INFO, UUID_ROOT, "btrace-bpf: dump")) < 0 || (r = write_dump_info(&f)) < 0)
+		goto out;
+
+	size_t gi = 0;
+	for (size_t i = 0; i < p->nev; i++) {
+		const struct bt_event_hdr *h = p->ev[i].ev;
+		if (o->progress && i % PROGRESS_EVERY == 0 && o->progress(i, p->nev, o->progress_ctx)) {
+			r = -EINTR;
+			snprintf(err, errlen, "interrupted");
+			goto out;
+		}
+		while (gi < p->ngaps && p->gaps[gi].index < i)
+			gi++;
+		for (; gi < p->ngaps && p->gaps[gi].index == i; gi++)
+			if (p->gaps[gi].cpu < f.ncpus && (r = put_gap(&f, &p->gaps[gi], h->ts_ns)) < 0)
+				goto out;
+		if (h->type >= BT_EV_MAX || h->cpu >= f.ncpus)
+			continue;
+		if (is_uprobe(h->type))
+			r = put_uprobe(&f, h);
+		else
+			r = put_ftrace(&f, h);
+		if (r < 0)
+			goto out;
+		bt_namer_apply(f.nm, h, p->ev[i].len);
+		f.cpu[h->cpu].last_ts = h->ts_ns;
+		f.cpu[h->cpu].have_ts = 1;
+		f.st->events++;
+		f.st->per_type[h->type]++;
+	}
+	if ((r = flush_all(&f)) < 0 || (r = write_ftrace_stats(&f, 1)) < 0)
+		goto out;
+	if (o->progress)
+		o->progress(p->nev, p->nev, o->progress_ctx);
+	r = bt_sink_error(out);
+	if (r < 0)
+		snprintf(err, errlen, "write error: %s", strerror(-r));
+out:
+	if (f.cpu) {
+		for (uint32_t c = 0; c < f.ncpus; c++) {
+			pbw_free(&f.cpu[c].w);
+			compact_free(&f.cpu[c].cs);
+		}
+	}
+	free(f.cpu);
+	free(f.loss_tracks);
+	pbw_free(&f.pkt);
+	bt_namer_free(f.nm);
+	bt_u32map_free(&f.thread_tracks);
+	return r;
+}
