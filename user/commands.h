@@ -5,4 +5,5 @@
 int cmd_record(int argc, char **argv);  /* user/cmd_record.c */
 int cmd_report(int argc, char **argv);  /* user/cmd_report.c */
 int cmd_convert(int argc, char **argv); /* user/cmd_convert.c */
+int cmd_ctl(int argc, char **argv);     /* user/cmd_ctl.c */
 #endif

@@ -1,0 +1,425 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * record.bpf.c - the kernel side of `btrace-bpf record`.
+ *
+ * One BTF-enabled raw tracepoint program (tp_btf) per tracepoint, grouped as
+ * in enum bt_group; the loader turns groups on and off with autoload, so a
+ * group that is off costs nothing. Every program does the same few steps:
+ *
+ *   filter (rodata, pruned by the verifier when no filter is set)
+ *     -> one lookup of this CPU's struct bt_cpu_state
+ *     -> seq = state->seq++ (atomic if it can nest) (taken even if the next step fails)
+ *     -> bpf_ringbuf_reserve()                      (failure: ++drops[group], done)
+ *     -> fill header + payload
+ *     -> bpf_ringbuf_submit(BPF_RB_NO_WAKEUP)       (FORCE_WAKEUP past the fill threshold)
+ *     -> ++emitted[group]
+ *
+ * No wakeup per event: user space drains on a short timer, and is woken early
+ * only when the ring holds more than wakeup_bytes (checked every 64th event of
+ * a CPU, bpf_ringbuf_query() is cheap but not free).
+ *
+ * seq and the counters are per CPU, but programs nest on a CPU: a hardirq
+ * (irq_handler_entry, or a timer's sched_wakeup) can fire inside a sys_enter,
+ * softirq_entry or sched_process_fork program. A program that runs with
+ * interrupts enabled therefore takes seq with an atomic fetch-add (one
+ * instruction, so never split by an interrupt); a program that always runs
+ * with interrupts disabled cannot be interrupted between its load and store
+ * and uses a plain increment, which saves a locked instruction on the
+ * hottest events:
+ *   irqs off, plain:   sched_switch (inside __schedule), sched_wakeup,
+ *                      sched_wakeup_new, sched_migrate_task (under the rq or
+ *                      pi lock, raw spinlocks taken with irqs off),
+ *                      irq_handler_entry/exit (hardirq context; hardirqs do
+ *                      not nest)
+ *   irqs on, atomic:   everything else
+ * (No NMI program shares these maps.)
+ *
+ * Filters: sched events pass if any task they name matches (prev or next of
+ * a switch, the woken task or the waker, the migrated task); irq and syscall
+ * events if the current task matches; power events and the task lifecycle
+ * events (fork, exec, exit, rename) always pass: the former are about CPUs,
+ * the latter keep user space's task-name table complete so every thread on
+ * either side of a switch is named.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+#include "core_fixes.bpf.h"
+#include "record.bpf.h"
+
+/* Read-only data, set by the loader before load. The verifier sees the final
+ * values, so an unused filter costs nothing. */
+const volatile __u32 filter_tgid = 0;            /* 0: every process */
+const volatile char filter_comm[BT_COMM_LEN] = {}; /* "": every name */
+const volatile __u32 self_tgid = 0;              /* the recorder: no syscall events of its own */
+const volatile __u64 wakeup_bytes = 0;           /* force a wakeup past this fill; 0: never */
+
+#define BT_WAKEUP_CHECK_MASK 63 /* check the fill every 64th event of a CPU */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 16 << 20); /* resized by the loader (--ring-size) */
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bt_cpu_state);
+} cpu_state SEC(".maps");
+
+/* ---- fast path ------------------------------------------------------------ */
+
+/* Whether the calling program runs with interrupts disabled (see the top). */
+#define BT_IRQS_ON 0
+#define BT_IRQS_OFF 1
+
+/* Take a sequence number and reserve `size` bytes; fill the header. NULL if
+ * the reservation failed (counted) or the state map is unreachable. */
+static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
+				      struct bt_cpu_state **stp)
+{
+	struct bt_cpu_state *st;
+	struct bt_event_hdr *h;
+	__u32 zero = 0;
+	__u64 seq, pid_tgid;
+
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!st)
+		return NULL;
+	if (irqs_off)
+		seq = st->seq++;
+	else
+		seq = __sync_fetch_and_add(&st->seq, 1);
+	h = bpf_ringbuf_reserve(&events, size, 0);
+	if (!h) {
+		__sync_fetch_and_add(&st->drops[group], 1);
+		return NULL;
+	}
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->seq = (__u32)seq;
+	pid_tgid = bpf_get_current_pid_tgid();
+	h->tid = (__u32)pid_tgid;
+	h->tgid = pid_tgid >> 32;
+	h->cpu = bpf_get_smp_processor_id();
+	h->type = type;
+	*stp = st;
+	return h;
+}
+
+static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, __u32 group, int irqs_off)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) == 0 &&
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(ev, flags);
+	if (irqs_off)
+		st->emitted[group]++;
+	else
+		__sync_fetch_and_add(&st->emitted[group], 1);
+}
+
+/* ---- filters ----------------------------------------------------------------- */
+
+static __always_inline bool bt_filtering(void)
+{
+	return filter_tgid || filter_comm[0];
+}
+
+/* t: a BTF pointer (tracepoint argument). */
+static __always_inline bool bt_task_match(struct task_struct *t)
+{
+	char comm[BT_COMM_LEN];
+
+	if (filter_tgid && t->tgid != filter_tgid)
+		return false;
+	if (filter_comm[0]) {
+		if (bpf_probe_read_kernel(comm, sizeof(comm), t->comm))
+			return false;
+		return bt_comm_equal(comm, filter_comm);
+	}
+	return true;
+}
+
+static __always_inline bool bt_current_match(void)
+{
+	char comm[BT_COMM_LEN];
+
+	if (filter_tgid && (bpf_get_current_pid_tgid() >> 32) != filter_tgid)
+		return false;
+	if (filter_comm[0]) {
+		if (bpf_get_current_comm(comm, sizeof(comm)))
+			return false;
+		return bt_comm_equal(comm, filter_comm);
+	}
+	return true;
+}
+
+/* ---- sched ----------------------------------------------------------------- */
+
+static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev,
+					  struct task_struct *next, __u32 state)
+{
+	struct bt_ev_sched_switch *e;
+	struct bt_cpu_state *st;
+
+	if (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next))
+		return 0;
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_SWITCH, BT_IRQS_OFF, &st);
+	if (!e)
+		return 0;
+	e->prev_tid = prev->pid;
+	e->next_tid = next->pid;
+	e->prev_state = bt_switch_state(preempt, state, prev->exit_state);
+	e->prev_prio = prev->prio;
+	e->next_prio = next->prio;
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	return 0;
+}
+
+/* >= 5.18: prev_state is the 4th argument. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	return bt_emit_switch(preempt, prev, next, prev_state);
+}
+
+/* < 5.18: no prev_state argument; read it from the task (core_fixes.bpf.h). */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_sched_switch_legacy, bool preempt, struct task_struct *prev,
+	     struct task_struct *next)
+{
+	return bt_emit_switch(preempt, prev, next, bt_task_state(prev));
+}
+
+static __always_inline int bt_emit_wakeup(struct task_struct *p, __u16 type)
+{
+	struct bt_ev_sched_wakeup *e;
+	struct bt_cpu_state *st;
+
+	if (bt_filtering() && !bt_task_match(p) && !bt_current_match())
+		return 0;
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, type, BT_IRQS_OFF, &st);
+	if (!e)
+		return 0;
+	e->tid = p->pid;
+	e->target_cpu = bt_task_cpu(p);
+	e->prio = p->prio;
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(handle_sched_wakeup, struct task_struct *p)
+{
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(handle_sched_wakeup_new, struct task_struct *p)
+{
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP_NEW);
+}
+
+SEC("tp_btf/sched_migrate_task")
+int BPF_PROG(handle_sched_migrate_task, struct task_struct *p, int dest_cpu)
+{
+	struct bt_ev_sched_migrate *e;
+	struct bt_cpu_state *st;
+
+	if (bt_filtering() && !bt_task_match(p))
+		return 0;
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_MIGRATE, BT_IRQS_OFF, &st);
+	if (!e)
+		return 0;
+	e->tid = p->pid;
+	e->orig_cpu = bt_task_cpu(p);
+	e->dest_cpu = dest_cpu;
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	return 0;
+}
+
+/* Task lifecycle: never filtered (see the top of the file). */
+static __always_inline struct bt_ev_task *bt_begin_task(__u16 type, struct bt_cpu_state **stp)
+{
+	return bt_begin(sizeof(struct bt_ev_task), BT_GROUP_SCHED, type, BT_IRQS_ON, stp);
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_sched_process_fork, struct task_struct *parent, struct task_struct *child)
+{
+	struct bt_cpu_state *st;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_FORK, &st);
+
+	if (!e)
+		return 0;
+	e->tid = child->pid;
+	e->tgid = child->tgid;
+	/* task->comm is always BT_COMM_LEN bytes, NUL-padded. */
+	if (bpf_probe_read_kernel(e->comm, sizeof(e->comm), child->comm))
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
+	     struct linux_binprm *bprm)
+{
+	struct bt_cpu_state *st;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXEC, &st);
+
+	if (!e)
+		return 0;
+	e->tid = old_pid;
+	e->tgid = p->tgid;
+	if (bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm))
+		__builtin_memset(e->comm, 0, sizeof(e->comm));
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_sched_process_exit, struct task_struct *p)
+{
+	struct bt_cpu_state *st;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXIT, &st);
+
+	if (!e)
+		return 0;
+	e->tid = p->pid;
+	e->tgid = p->tgid;
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(handle_task_rename, struct task_struct *task, const char *comm)
+{
+	struct bt_cpu_state *st;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_TASK_RENAME, &st);
+
+	if (!e)
+		return 0;
+	e->tid = task->pid;
+	e->tgid = task->tgid;
+	/* The new name can be longer than a comm (exec passes the file's base
+	 * name): truncate as __set_task_comm() does, pad with NULs. */
+	__builtin_memset(e->comm, 0, sizeof(e->comm));
+	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
+	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	return 0;
+}
+
+/* ---- irq ----------------------------------------------------------------------- */
+
+static __always_inline int bt_emit_irq(__u16 type, __u32 irq, __s32 ret, int irqs_off)
+{
+	struct bt_ev_irq *e;
+	struct bt_cpu_state *st;
+
+	if (bt_filtering() && !bt_current_match())
+		return 0;
+	e = bt_begin(sizeof(*e), BT_GROUP_IRQ, type, irqs_off, &st);
+	if (!e)
+		return 0;
+	e->irq = irq;
+	e->ret = ret;
+	bt_commit(e, st, BT_GROUP_IRQ, irqs_off);
+	return 0;
+}
+
+SEC("tp_btf/irq_handler_entry")
+int BPF_PROG(handle_irq_handler_entry, int irq, struct irqaction *action)
+{
+	return bt_emit_irq(BT_EV_IRQ_ENTRY, irq, 0, BT_IRQS_OFF);
+}
+
+SEC("tp_btf/irq_handler_exit")
+int BPF_PROG(handle_irq_handler_exit, int irq, struct irqaction *action, int ret)
+{
+	return bt_emit_irq(BT_EV_IRQ_EXIT, irq, ret, BT_IRQS_OFF);
+}
+
+SEC("tp_btf/softirq_entry")
+int BPF_PROG(handle_softirq_entry, unsigned int vec_nr)
+{
+	return bt_emit_irq(BT_EV_SOFTIRQ_ENTRY, vec_nr, 0, BT_IRQS_ON);
+}
+
+SEC("tp_btf/softirq_exit")
+int BPF_PROG(handle_softirq_exit, unsigned int vec_nr)
+{
+	return bt_emit_irq(BT_EV_SOFTIRQ_EXIT, vec_nr, 0, BT_IRQS_ON);
+}
+
+/* ---- power ------------------------------------------------------------------- */
+
+static __always_inline int bt_emit_power(__u16 type, __u32 state, __u32 cpu_id)
+{
+	struct bt_ev_power *e;
+	struct bt_cpu_state *st;
+
+	e = bt_begin(sizeof(*e), BT_GROUP_POWER, type, BT_IRQS_ON, &st);
+	if (!e)
+		return 0;
+	e->state = state;
+	e->cpu_id = cpu_id;
+	bt_commit(e, st, BT_GROUP_POWER, BT_IRQS_ON);
+	return 0;
+}
+
+SEC("tp_btf/cpu_frequency")
+int BPF_PROG(handle_cpu_frequency, unsigned int frequency, unsigned int cpu_id)
+{
+	return bt_emit_power(BT_EV_CPU_FREQUENCY, frequency, cpu_id);
+}
+
+SEC("tp_btf/cpu_idle")
+int BPF_PROG(handle_cpu_idle, unsigned int state, unsigned int cpu_id)
+{
+	return bt_emit_power(BT_EV_CPU_IDLE, state, cpu_id);
+}
+
+/* ---- syscalls ------------------------------------------------------------------ */
+
+static __always_inline int bt_emit_syscall(__u16 type, __s64 id, __s64 ret)
+{
+	struct bt_ev_syscall *e;
+	struct bt_cpu_state *st;
+
+	/* The recorder's own system calls (the dump writer's writes above all)
+	 * would push the events it is dumping out of the buffer. */
+	if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
+		return 0;
+	if (bt_filtering() && !bt_current_match())
+		return 0;
+	e = bt_begin(sizeof(*e), BT_GROUP_SYSCALLS, type, BT_IRQS_ON, &st);
+	if (!e)
+		return 0;
+	e->id = id;
+	e->ret = ret;
+	bt_commit(e, st, BT_GROUP_SYSCALLS, BT_IRQS_ON);
+	return 0;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
+{
+	return bt_emit_syscall(BT_EV_SYS_ENTER, id, 0);
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
+{
+	return bt_emit_syscall(BT_EV_SYS_EXIT, bt_syscall_nr(regs), ret);
+}
+
+/* bpf_probe_read_kernel() is a GPL-only helper. */
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,125 @@
+# shellcheck shell=bash
+# lib.sh - helpers for the real-kernel tests (tests/bpf/test_*.sh), sourced.
+#
+# TAP output on stdout ("ok N - name", "not ok N - name", "# diagnostics"),
+# which tests/run.sh counts. Everything else goes to stderr or files.
+#
+#   ok NAME / not_ok NAME [WHY]   one result
+#   check NAME CMD...             ok if CMD succeeds, else not_ok (CMD's output shown)
+#   skip NAME WHY                 ok with "# SKIP WHY"
+#   diag TEXT...                  a "# " line
+#   run_with_timeout SECS CMD...  CMD, killed after SECS (status 124)
+#   rec_start LOG ARGS...         start `btrace-bpf record ARGS` in the background,
+#                                 stderr to LOG; waits until it records; sets REC_PID
+#   rec_stop PID [SIG] [SECS]     send SIG (default INT), wait up to SECS; sets REC_STATUS
+#   wait_for SECS CMD...          poll CMD every 0.1 s until it succeeds
+#   finish                        "# N passed, M failed"; returns 1 if any failed
+# A trap on EXIT kills every recorder started here and removes $T_TMP.
+
+BT=${BTRACE_BPF:-$PWD/build/btrace-bpf}
+# shellcheck disable=SC2034 # used by the tests that source this file
+TB=${TEST_BIN:-$PWD/build/tests}
+T_N=0
+T_FAIL=0
+T_PIDS=()
+T_TMP=$(mktemp -d /tmp/btrace-test.XXXXXX)
+
+ok() {
+	T_N=$((T_N + 1))
+	echo "ok $T_N - $1"
+}
+
+not_ok() {
+	T_N=$((T_N + 1))
+	T_FAIL=$((T_FAIL + 1))
+	echo "not ok $T_N - $1"
+	[ $# -gt 1 ] && printf '%s\n' "$2" | sed 's/^/#   /'
+	return 0
+}
+
+skip() {
+	T_N=$((T_N + 1))
+	echo "ok $T_N - $1 # SKIP $2"
+}
+
+diag() {
+	echo "# $*"
+}
+
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		ok "$name"
+	else
+		not_ok "$name" "$(printf 'command: %s\n%s' "$*" "$out" | head -40)"
+	fi
+}
+
+run_with_timeout() {
+	local secs=$1
+	shift
+	timeout --kill-after=5 "$secs" "$@"
+}
+
+wait_for() {
+	local secs=$1 i=0
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -ge $((secs * 10)) ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
+rec_start() {
+	local log=$1
+	shift
+	"$BT" record "$@" 2>"$log" &
+	REC_PID=$!
+	T_PIDS+=("$REC_PID")
+	if ! wait_for 20 grep -q 'recording (pid' "$log"; then
+		diag "recorder did not start: $(tr '\n' ' ' <"$log")"
+		return 1
+	fi
+	# The recorder seeds its task table and starts draining before it says
+	# "recording"; give the programs a moment to see the first events.
+	sleep 0.2
+	return 0
+}
+
+rec_stop() {
+	local pid=$1 sig=${2:-INT} secs=${3:-60} i=0
+	kill -"$sig" "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do
+		i=$((i + 1))
+		if [ "$i" -ge $((secs * 10)) ]; then
+			diag "recorder $pid still running ${secs}s after SIG$sig: killing it"
+			kill -KILL "$pid" 2>/dev/null
+			break
+		fi
+		sleep 0.1
+	done
+	wait "$pid" 2>/dev/null
+	# shellcheck disable=SC2034 # read by the caller
+	REC_STATUS=$?
+}
+
+t_cleanup() {
+	local p
+	for p in "${T_PIDS[@]}"; do
+		if kill -0 "$p" 2>/dev/null; then
+			kill -TERM "$p" 2>/dev/null
+			sleep 0.5
+			kill -KILL "$p" 2>/dev/null
+		fi
+	done
+	rm -rf "$T_TMP"
+}
+trap t_cleanup EXIT
+
+finish() {
+	echo "# $((T_N - T_FAIL)) passed, $T_FAIL failed"
+	[ "$T_FAIL" -eq 0 ]
+}

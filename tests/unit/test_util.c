@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* test_util.c - strict size/duration/integer parsing (user/util.c). */
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+#include "harness.h"
+#include "util.h"
+
+static void test_size_valid(void)
+{
+	static const struct {
+		const char *s;
+		uint64_t v;
+	} ok[] = {
+		{ "1", 1 },
+		{ "4096", 4096 },
+		{ "1B", 1 },
+		{ "1K", 1024 },
+		{ "1k", 1024 },
+		{ "64M", 64ull << 20 },
+		{ "64m", 64ull << 20 },
+		{ "64MB", 64ull << 20 },
+		{ "64MiB", 64ull << 20 },
+		{ "64mib", 64ull << 20 },
+		{ "2G", 2ull << 30 },
+		{ "1T", 1ull << 40 },
+		{ "007", 7 },
+		{ "16777215T", 16777215ull << 40 },       /* just fits */
+		{ "18446744073709551615", UINT64_MAX },     /* largest plain value */
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 0;
+		int r = parse_size(ok[i].s, &v);
+
+		CHECK(r == 0, "parse_size(\"%s\") = %d", ok[i].s, r);
+		CHECK(v == ok[i].v, "parse_size(\"%s\") gave %llu, want %llu", ok[i].s,
+		      (unsigned long long)v, (unsigned long long)ok[i].v);
+	}
+}
+
+static void test_size_invalid(void)
+{
+	static const char *const bad[] = {
+		"", "0", "0K", "-5", "+5", " 5", "5 ", "12Q", "1.5G", "0x10", "K", "M64",
+		"64MQ", "64iB", "64KBB", "64 M", "1e6", "--1", "5\n", "１",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 12345;
+		int r = parse_size(bad[i], &v);
+
+		CHECK(r == -EINVAL, "parse_size(\"%s\") = %d, want -EINVAL", bad[i], r);
+		CHECK(v == 12345, "parse_size(\"%s\") touched *out", bad[i]);
+	}
+	uint64_t v = 12345;
+	CHECK(parse_size(NULL, &v) == -EINVAL, "NULL");
+}
+
+static void test_size_overflow(void)
+{
+	static const char *const big[] = {
+		"18446744073709551616", /* UINT64_MAX + 1 */
+		"99999999999999999999999",
+		"16777216T", /* 2^64 */
+		"17179869184G",
+		"18446744073709551615K",
+	};
+	for (size_t i = 0; i < sizeof(big) / sizeof(big[0]); i++) {
+		uint64_t v = 12345;
+		int r = parse_size(big[i], &v);
+
+		CHECK(r == -ERANGE, "parse_size(\"%s\") = %d, want -ERANGE", big[i], r);
+		CHECK(v == 12345, "parse_size(\"%s\") touched *out", big[i]);
+	}
+	/* A malformed suffix wins over the overflow: the input is not a size. */
+	uint64_t v;
+	CHECK(parse_size("99999999999999999999999Q", &v) == -EINVAL, "overflow + bad suffix");
+}
+
+static void test_duration(void)
+{
+	static const struct {
+		const char *s;
+		uint64_t ns;
+	} ok[] = {
+		{ "10s", 10000000000ull }, { "500ms", 500000000ull }, { "2m", 120000000000ull },
+		{ "2min", 120000000000ull }, { "1h", 3600000000000ull }, { "10", 10000000000ull },
+		{ "250us", 250000ull }, { "7ns", 7 },
+	};
+	static const char *const bad[] = {
+		"", "0", "0s", "-1s", "1.5s", "10x", "s", "10 s", " 10s", "10S", "1d", "ms",
+	};
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		uint64_t v = 0;
+		int r = parse_duration(ok[i].s, &v);
+
+		CHECK(r == 0 && v == ok[i].ns, "parse_duration(\"%s\") = %d, %llu", ok[i].s, r,
+		      (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		uint64_t v = 1;
+		int r = parse_duration(bad[i], &v);
+
+		CHECK(r == -EINVAL && v == 1, "parse_duration(\"%s\") = %d, want -EINVAL", bad[i], r);
+	}
+	uint64_t v = 1;
+	CHECK(parse_duration("5124096h", &v) == -ERANGE, "hours overflow");
+	CHECK(parse_duration("99999999999999999999ns", &v) == -ERANGE, "digits overflow");
+	CHECK(parse_duration("5124095h", &v) == 0, "largest hours");
+}
+
+static void test_uint(void)
+{
+	uint64_t v = 0;
+
+	CHECK(parse_uint("0", 9, &v) == 0 && v == 0, "0");
+	CHECK(parse_uint("9", 9, &v) == 0 && v == 9, "9");
+	CHECK(parse_uint("10", 9, &v) == -ERANGE, "above max");
+	CHECK(parse_uint("-1", 9, &v) == -EINVAL, "sign");
+	CHECK(parse_uint("1K", UINT64_MAX, &v) == -EINVAL, "suffix");
+	CHECK(parse_uint("", 9, &v) == -EINVAL, "empty");
+	CHECK(parse_uint("18446744073709551616", UINT64_MAX, &v) == -ERANGE, "overflow");
+}
+
+static void test_format_size(void)
+{
+	char b[32];
+
+	CHECK(!strcmp(format_size(12, b, sizeof(b)), "12 B"), "%s", b);
+	CHECK(!strcmp(format_size(64ull << 20, b, sizeof(b)), "64 MiB"), "%s", b);
+	CHECK(!strcmp(format_size(1536, b, sizeof(b)), "1.5 KiB"), "%s", b);
+	CHECK(!strcmp(format_size(1ull << 30, b, sizeof(b)), "1 GiB"), "%s", b);
+}
+
+int main(void)
+{
+	RUN(test_size_valid);
+	RUN(test_size_invalid);
+	RUN(test_size_overflow);
+	RUN(test_duration);
+	RUN(test_uint);
+	RUN(test_format_size);
+	return h_done();
+}

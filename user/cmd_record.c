@@ -1,0 +1,755 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cmd_record.c - `btrace-bpf record`: kernel tracepoints into the flight
+ * recorder, dumps on signal.
+ *
+ * Threads:
+ *   main   options, checks, setup; then waits in ppoll() with the signals
+ *          unblocked. Signal handlers only set flags; main turns SIGUSR1 into
+ *          a dump request and SIGINT/SIGTERM (or --duration) into shutdown.
+ *   drain  (loader.c) BPF ring buffer -> block buffer, task table.
+ *   dump   writes dumps with bt_dump_write(), one at a time, so draining never
+ *          stops. Requests that arrive while a dump is being written are
+ *          coalesced into one more dump: a storm of SIGUSR1 gives a few dumps,
+ *          each complete and valid.
+ *
+ * Shutdown: detach the programs, drain the ring to the last event, write the
+ * final dump (unless --no-final-dump), free everything, exit 0 (1 if the
+ * final dump failed).
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/libbpf.h>
+#include "events.h"
+#include "btrace_buffer.h"
+#include "commands.h"
+#include "dump.h"
+#include "loader.h"
+#include "tasks.h"
+#include "util.h"
+
+#define DEFAULT_BUFFER_SIZE (64ull << 20)
+#define DEFAULT_OUTPUT_DIR "./traces"
+#define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
+#define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
+/* zlib level 1: a full 64 MiB buffer (1.4 M events, all groups) compresses
+ * to 11.0 MiB in 0.39 s of CPU; level 6 gives 8.8 MiB but takes 1.17 s, three
+ * times longer for 20% less. A dump should be quick, so 1. */
+#define DEFAULT_ZLEVEL 1
+#define FLUSH_TIMEOUT_MS 2000
+
+static const char *const group_names[BT_GROUP_MAX] = {
+	"sched", "irq", "power", "syscalls", "uprobe",
+};
+
+struct record_opts {
+	uint64_t buffer_size;
+	uint64_t block_size;
+	uint64_t active_blocks;
+	const char *output_dir;
+	uint32_t groups;
+	uint32_t filter_tgid;
+	char filter_comm[BT_COMM_LEN];
+	uint64_t duration_ns;
+	int verbose;
+	int final_dump;
+	int zlevel;
+	uint64_t ring_size;
+};
+
+/* ---- options ------------------------------------------------------------------ */
+
+enum {
+	OPT_COMM = 0x100,
+	OPT_NO_FINAL_DUMP,
+	OPT_RING_SIZE,
+};
+
+static const struct argp_option options[] = {
+	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
+	{ "block-size", 'b', "SIZE", 0, "Buffer block size, a power of two from 256 to 1M (default 4K)", 0 },
+	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
+	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
+	  "BPF ring buffer between kernel and recorder, rounded up to a power of two (default 16M)", 0 },
+	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
+	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
+	{ "no-final-dump", OPT_NO_FINAL_DUMP, NULL, 0, "Do not write a dump when stopping", 0 },
+	{ "events", 'e', "GROUPS", 0,
+	  "Event groups, comma-separated: sched, irq, power, syscalls, or all "
+	  "(default sched,irq,power)", 1 },
+	{ "pid", 'p', "PID", 0, "Only events of process PID (its threads, as tgid)", 1 },
+	{ "comm", OPT_COMM, "NAME", 0, "Only events of tasks named NAME (at most 15 characters)", 1 },
+	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
+	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
+	{ 0 },
+};
+
+static const char doc[] =
+	"Record kernel scheduling, interrupt, power (and optionally system-call) events "
+	"into an in-memory flight recorder; write a dump on SIGUSR1 and on exit."
+	"\v"
+	"Events are recorded continuously, the oldest overwritten when the buffer is full. "
+	"SIGUSR1 writes a dump of the buffer and keeps recording; SIGINT or SIGTERM "
+	"write a final dump and stop. Dumps are named btrace-HOST-YYYYmmdd-HHMMSS-N.btd; "
+	"read them with `btrace-bpf report FILE`.\n"
+	"\n"
+	"Filters (-p, --comm): sched events pass if any task they name matches, irq and "
+	"syscall events if the interrupted or calling task matches; power events and "
+	"task lifecycle events (fork, exec, exit, rename) are always recorded.\n"
+	"\n"
+	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
+	"\n"
+	"Examples:\n"
+	"  btrace-bpf record                  # sched,irq,power; Ctrl-C to stop\n"
+	"  kill -USR1 $(pidof btrace-bpf)     # dump now, keep recording\n"
+	"  btrace-bpf record -m 256M -o /var/tmp/traces\n"
+	"  btrace-bpf record -e all -p 1234 --duration 30s\n"
+	"  btrace-bpf record -e sched --comm nginx -z 0\n"
+	"  btrace-bpf report traces/btrace-myhost-20250101-120000-1.btd";
+
+static int parse_groups(const char *s, uint32_t *out)
+{
+	char *copy = strdup(s), *save = NULL, *tok;
+	uint32_t mask = 0;
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	if (!*s)
+		ret = -EINVAL;
+	/* strtok_r would skip empty items ("sched,,irq"): scan by hand. */
+	for (tok = copy; !ret && tok; tok = save) {
+		int g, found = 0;
+
+		save = strchr(tok, ',');
+		if (save)
+			*save++ = '\0';
+		if (strcmp(tok, "all") == 0) {
+			mask |= ALL_GROUPS;
+			continue;
+		}
+		for (g = 0; g < BT_GROUP_MAX; g++) {
+			if (g != BT_GROUP_UPROBE && strcmp(tok, group_names[g]) == 0) {
+				mask |= 1u << g;
+				found = 1;
+			}
+		}
+		if (!found)
+			ret = -EINVAL;
+	}
+	free(copy);
+	if (!ret)
+		*out = mask;
+	return ret;
+}
+
+static void size_error(struct argp_state *state, const char *opt, const char *arg, int err)
+{
+	if (err == -ERANGE)
+		argp_error(state, "invalid %s '%s': too large", opt, arg);
+	argp_error(state,
+		   "invalid %s '%s': give a positive whole number of bytes with an optional "
+		   "K, M or G suffix, e.g. 64M",
+		   opt, arg);
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct record_opts *o = state->input;
+	uint64_t v;
+	int err;
+
+	switch (key) {
+	case 'm':
+		err = parse_size(arg, &o->buffer_size);
+		if (err)
+			size_error(state, "--buffer-size", arg, err);
+		break;
+	case 'b':
+		err = parse_size(arg, &o->block_size);
+		if (err)
+			size_error(state, "--block-size", arg, err);
+		if (o->block_size < BT_MIN_BLOCK_SIZE || o->block_size > BT_MAX_BLOCK_SIZE ||
+		    (o->block_size & (o->block_size - 1)))
+			argp_error(state, "invalid --block-size '%s': must be a power of two from "
+				   "256 to 1M, e.g. 4K", arg);
+		break;
+	case 'a':
+		if (parse_uint(arg, UINT32_MAX, &v) || v == 0)
+			argp_error(state, "invalid --active-blocks '%s': give a positive whole number", arg);
+		o->active_blocks = v;
+		break;
+	case OPT_RING_SIZE:
+		err = parse_size(arg, &o->ring_size);
+		if (err)
+			size_error(state, "--ring-size", arg, err);
+		if (o->ring_size > (1ull << 30))
+			argp_error(state, "invalid --ring-size '%s': at most 1G", arg);
+		break;
+	case 'o':
+		if (!*arg)
+			argp_error(state, "invalid --output-dir '': give a directory");
+		o->output_dir = arg;
+		break;
+	case 'z':
+		if (parse_uint(arg, 9, &v))
+			argp_error(state, "invalid --compress '%s': give a level from 0 (none) to 9", arg);
+		o->zlevel = (int)v;
+		break;
+	case OPT_NO_FINAL_DUMP:
+		o->final_dump = 0;
+		break;
+	case 'e':
+		if (parse_groups(arg, &o->groups))
+			argp_error(state, "invalid --events '%s': give a comma-separated list of "
+				   "sched, irq, power, syscalls, or all", arg);
+		break;
+	case 'p':
+		if (parse_uint(arg, UINT32_MAX, &v) || v == 0)
+			argp_error(state, "invalid --pid '%s': give a process id, e.g. -p 1234", arg);
+		o->filter_tgid = (uint32_t)v;
+		break;
+	case OPT_COMM:
+		if (!*arg || strlen(arg) >= BT_COMM_LEN)
+			argp_error(state, "invalid --comm '%s': task names have 1 to 15 characters", arg);
+		memset(o->filter_comm, 0, sizeof(o->filter_comm));
+		memcpy(o->filter_comm, arg, strlen(arg));
+		break;
+	case 'd':
+		err = parse_duration(arg, &o->duration_ns);
+		if (err)
+			argp_error(state, "invalid --duration '%s': give a positive time with a unit, "
+				   "e.g. 500ms, 10s, 2m, 1h", arg);
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+/* ---- startup checks --------------------------------------------------------------- */
+
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+static int check_privileges(void)
+{
+	unsigned long long caps = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	int found = 0;
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+				found = 1;
+				break;
+			}
+		fclose(f);
+	}
+	if (!found)
+		return geteuid() == 0 ? 0 : -EPERM;
+	if (caps & (1ull << CAP_SYS_ADMIN_BIT))
+		return 0;
+	if ((caps & (1ull << CAP_BPF_BIT)) && (caps & (1ull << CAP_PERFMON_BIT)))
+		return 0;
+	return -EPERM;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Create dir if missing and prove a file can be created in it (root ignores
+ * mode bits, so access(W_OK) says nothing about read-only mounts). */
+static int check_output_dir(const char *dir)
+{
+	char probe[PATH_MAX];
+	struct stat st;
+	int fd, ret = mkdir_p(dir);
+
+	if (ret) {
+		bt_warn("cannot create output directory %s: %s: choose another with -o DIR",
+			dir, strerror(-ret));
+		return ret;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		bt_warn("output directory %s is not a directory: choose another with -o DIR", dir);
+		return -ENOTDIR;
+	}
+	if ((size_t)snprintf(probe, sizeof(probe), "%s/.btrace-probe-XXXXXX", dir) >= sizeof(probe))
+		return -ENAMETOOLONG;
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		ret = -errno;
+		bt_warn("output directory %s is not writable: %s: choose another with -o DIR",
+			dir, strerror(errno));
+		return ret;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* ---- signals ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t got_dump, got_stop;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		got_dump = 1;
+	else
+		got_stop = sig;
+}
+
+/* ---- dumps ------------------------------------------------------------------------ */
+
+struct recorder {
+	const struct record_opts *o;
+	struct bt_buffer *buf;
+	struct bt_loader *loader;
+	struct bt_task_table *tasks;
+	uint32_t ncpus;
+
+	/* dump thread; fields below under lock */
+	pthread_t dump_thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending;         /* a dump was asked for */
+	const char *reason;  /* of the pending dump */
+	int quit;            /* write what is pending, then exit */
+	int final_failed;    /* the last "exit" dump failed */
+
+	/* dump thread only */
+	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
+	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
+	uint64_t ndumps, nfailed;
+};
+
+static void request_dump(struct recorder *r, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	/* Coalesce: one pending dump covers every request made before it starts. */
+	if (!r->pending || strcmp(reason, "exit") == 0)
+		r->reason = reason;
+	r->pending = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int write_dump(struct recorder *r, const char *reason)
+{
+	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
+	uint64_t *drops = calloc(ncells, sizeof(*drops));
+	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
+	struct bt_task *tasks = NULL;
+	struct bt_drain_stats ds;
+	struct bt_read_stats rst;
+	struct bt_dump_info info;
+	struct bt_stats bs;
+	char path[PATH_MAX], err[512], sz[32];
+	uint64_t t0 = bt_now_ns(), bytes;
+	struct stat st;
+	int ret;
+
+	memset(&info, 0, sizeof(info));
+	memset(&rst, 0, sizeof(rst));
+	if (!drops || !emitted) {
+		ret = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	/* Events the kernel emitted before the request may still sit in the
+	 * BPF ring: bring them into the buffer first. */
+	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
+		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
+			FLUSH_TIMEOUT_MS);
+	ret = bt_loader_read_cpu_state(r->loader, drops, emitted, NULL);
+	if (ret)
+		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
+	ret = bt_tasks_snapshot(r->tasks, &tasks, &ntasks);
+	if (ret) {
+		snprintf(err, sizeof(err), "cannot copy the task table: %s", strerror(-ret));
+		goto out;
+	}
+	bt_loader_drain_stats(r->loader, &ds);
+	bt_buffer_stats(r->buf, &bs);
+	bytes = bs.bytes_written + bs.padding_bytes;
+
+	info.ncpus = r->ncpus;
+	info.ngroups = BT_GROUP_MAX;
+	info.rb_drops = drops;
+	info.rb_emitted = emitted;
+	info.tasks = tasks;
+	info.ntasks = ntasks;
+	info.dump_seq = r->last_seq + 1;
+	/* The previous dump's window may overlap this one unless the buffer
+	 * has been overwritten completely since. */
+	info.overlaps_dump = r->last_seq && bytes - r->last_bytes < bs.size ? r->last_seq : 0;
+	info.reason = reason;
+	info.drain_events = ds.events;
+	info.drain_rejected = ds.rejected;
+	info.groups_enabled = bt_loader_groups(r->loader);
+
+	err[0] = '\0';
+	ret = bt_dump_write(r->buf, &info, r->o->output_dir, NULL, r->o->zlevel, path, sizeof(path),
+			    &rst, err, sizeof(err));
+out:
+	if (ret) {
+		r->nfailed++;
+		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
+			ret == -ENOSPC || ret == -EDQUOT ?
+				" (free space there or choose another directory with -o)" : "",
+			strcmp(reason, "exit") ? "; recording continues" : "");
+	} else {
+		r->last_seq = info.dump_seq;
+		r->last_bytes = bytes;
+		r->ndumps++;
+		if (stat(path, &st))
+			st.st_size = 0;
+		bt_warn("dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
+			info.dump_seq, path, reason, rst.entries,
+			format_size((uint64_t)st.st_size, sz, sizeof(sz)),
+			(double)(bt_now_ns() - t0) / 1e9);
+	}
+	free(tasks);
+	free(drops);
+	free(emitted);
+	return ret;
+}
+
+static void *dump_main(void *arg)
+{
+	struct recorder *r = arg;
+
+	pthread_setname_np(pthread_self(), "btrace-dump");
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *reason;
+		int ret;
+
+		while (!r->pending && !r->quit)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (!r->pending)
+			break;
+		reason = r->reason;
+		r->pending = 0;
+		pthread_mutex_unlock(&r->lock);
+		ret = write_dump(r, reason);
+		pthread_mutex_lock(&r->lock);
+		if (strcmp(reason, "exit") == 0)
+			r->final_failed = ret != 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* ---- main loop ------------------------------------------------------------------ */
+
+static void groups_str(uint32_t mask, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		if (mask & (1u << g))
+			o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "",
+					      group_names[g]);
+	if (!o)
+		snprintf(buf, len, "none");
+}
+
+static void print_rates(struct recorder *r, uint64_t *last_events, uint64_t *last_t)
+{
+	struct bt_drain_stats ds;
+	uint64_t now = bt_now_ns(), drops = 0;
+	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
+	uint64_t *d = calloc(ncells, sizeof(*d));
+
+	bt_loader_drain_stats(r->loader, &ds);
+	if (d && bt_loader_read_cpu_state(r->loader, d, NULL, NULL) == 0)
+		for (size_t i = 0; i < ncells; i++)
+			drops += d[i];
+	free(d);
+	bt_warn("%" PRIu64 " events (%.0f/s), %" PRIu64 " lost in the ring buffer, %" PRIu64
+		" rejected by the buffer",
+		ds.events, (double)(ds.events - *last_events) * 1e9 / (double)(now - *last_t + 1),
+		drops, ds.rejected);
+	*last_events = ds.events;
+	*last_t = now;
+}
+
+static int run_loop(struct recorder *r, const sigset_t *waitmask)
+{
+	const struct record_opts *o = r->o;
+	uint64_t start = bt_now_ns(), last_rates = start, last_events = 0;
+
+	while (!got_stop) {
+		uint64_t now = bt_now_ns(), wait = 1000000000ull;
+		struct timespec ts;
+
+		if (o->duration_ns) {
+			if (now - start >= o->duration_ns)
+				break;
+			if (o->duration_ns - (now - start) < wait)
+				wait = o->duration_ns - (now - start);
+		}
+		ts.tv_sec = (time_t)(wait / 1000000000ull);
+		ts.tv_nsec = (long)(wait % 1000000000ull);
+		/* Signals are blocked except inside ppoll: a flag set by a handler
+		 * is seen right after, never lost between test and wait. */
+		ppoll(NULL, 0, &ts, waitmask);
+		if (got_dump) {
+			got_dump = 0;
+			request_dump(r, "signal");
+		}
+		if (o->verbose && bt_now_ns() - last_rates >= 1000000000ull)
+			print_rates(r, &last_events, &last_rates);
+	}
+	return 0;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_opts o = {
+		.buffer_size = DEFAULT_BUFFER_SIZE,
+		.output_dir = DEFAULT_OUTPUT_DIR,
+		.groups = DEFAULT_GROUPS,
+		.final_dump = 1,
+		.zlevel = DEFAULT_ZLEVEL,
+	};
+	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
+	struct recorder r;
+	struct bt_loader_opts lo;
+	struct bt_config cfg;
+	struct bt_drain_stats ds;
+	struct sigaction sa;
+	sigset_t block, oldmask, waitmask;
+	char err[512], gs[64], s1[32], s2[32];
+	char *args[argc + 1];
+	int ncpus, ret, exit_code = 0, dump_thread = 0;
+	uint64_t drops = 0;
+
+	/* argp names the program after argv[0]: "btrace-bpf record: ...". */
+	for (int i = 0; i < argc; i++)
+		args[i] = argv[i];
+	args[argc] = NULL;
+	args[0] = (char *)BT_PROG " record";
+	argp_err_exit_status = 2;
+	argp_parse(&argp, argc, args, 0, NULL, &o);
+	bt_verbose = o.verbose;
+	bt_loader_set_libbpf_verbosity(o.verbose);
+
+	/* First thing after the options: block our signals in every thread
+	 * (main takes them inside ppoll()) and install the handlers, so a
+	 * signal sent while starting up is kept for the main loop, not lost
+	 * (a background job of a shell inherits SIGINT ignored) or fatal. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
+	waitmask = oldmask;
+	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGUSR1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+
+	/* Checks a user will hit, cheapest and most likely first. */
+	if (check_privileges()) {
+		bt_warn("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
+			"(e.g. sudo btrace-bpf record)");
+		return 1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		bt_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
+			"kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+		return 1;
+	}
+	if (o.filter_tgid) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/proc/%u", o.filter_tgid);
+		if (access(p, F_OK)) {
+			bt_warn("no process with pid %u: give the pid of a running process to -p",
+				o.filter_tgid);
+			return 1;
+		}
+	}
+	if (check_output_dir(o.output_dir))
+		return 1;
+
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
+		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
+		return 1;
+	}
+	r.ncpus = (uint32_t)ncpus;
+
+	/* The buffer is prefaulted: asking for more than the machine has would
+	 * end with the OOM killer rather than an error. */
+	if (mem_available() && o.buffer_size > mem_available()) {
+		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
+			"--buffer-size", format_size(o.buffer_size, s1, sizeof(s1)),
+			format_size(mem_available(), s2, sizeof(s2)));
+		return 1;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = (size_t)o.buffer_size;
+	cfg.block_size = (uint32_t)o.block_size;
+	cfg.ncores = r.ncpus;
+	cfg.active = (uint32_t)o.active_blocks;
+	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
+	err[0] = '\0';
+	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!r.buf) {
+		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --block-size or "
+			"--active-blocks", format_size(o.buffer_size, s1, sizeof(s1)),
+			err[0] ? err : strerror(errno));
+		return 1;
+	}
+	r.tasks = bt_tasks_new();
+	if (!r.tasks) {
+		bt_warn("out of memory");
+		exit_code = 1;
+		goto out;
+	}
+
+	memset(&lo, 0, sizeof(lo));
+	lo.groups = o.groups;
+	lo.filter_tgid = o.filter_tgid;
+	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
+	lo.ring_size = o.ring_size;
+	r.loader = bt_loader_open(&lo, err, sizeof(err));
+	if (!r.loader) {
+		bt_warn("%s", err);
+		exit_code = 1;
+		goto out;
+	}
+	ret = bt_loader_start(r.loader, r.buf, r.tasks);
+	if (ret) {
+		exit_code = 1;
+		goto out;
+	}
+	/* After the drain started: seeding never overrides names from events,
+	 * and every thread born after attach has a fork event. */
+	ret = bt_tasks_seed_proc(r.tasks);
+	if (ret < 0)
+		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
+
+	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
+	if (ret) {
+		bt_warn("cannot start the dump thread: %s", strerror(ret));
+		exit_code = 1;
+		goto out;
+	}
+	dump_thread = 1;
+
+	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
+	bt_warn("recording %s into %s (%u tracepoints, ring %s), dumps to %s", gs,
+		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
+		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), o.output_dir);
+	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
+		(int)getpid());
+
+	run_loop(&r, &waitmask);
+
+	/* Shutdown: no new events, every event drained, then the last dump. */
+	bt_loader_detach(r.loader);
+	bt_loader_stop(r.loader);
+	if (o.final_dump)
+		request_dump(&r, "exit");
+
+out:
+	if (dump_thread) {
+		pthread_mutex_lock(&r.lock);
+		r.quit = 1;
+		pthread_cond_signal(&r.cond);
+		pthread_mutex_unlock(&r.lock);
+		pthread_join(r.dump_thread, NULL);
+		if (o.final_dump && r.final_failed)
+			exit_code = 1;
+	}
+	if (r.loader && dump_thread) {
+		uint64_t *d = calloc((size_t)r.ncpus * BT_GROUP_MAX, sizeof(*d));
+
+		bt_loader_drain_stats(r.loader, &ds);
+		if (d && bt_loader_read_cpu_state(r.loader, d, NULL, NULL) == 0)
+			for (size_t i = 0; i < (size_t)r.ncpus * BT_GROUP_MAX; i++)
+				drops += d[i];
+		free(d);
+		bt_warn("stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
+			PRIu64 " rejected; %" PRIu64 " dumps written%s", ds.events, drops, ds.rejected,
+			r.ndumps, r.nfailed ? ", some failed" : "");
+	}
+	bt_loader_destroy(r.loader);
+	bt_tasks_free(r.tasks);
+	bt_buffer_destroy(r.buf);
+	pthread_cond_destroy(&r.cond);
+	pthread_mutex_destroy(&r.lock);
+	return exit_code;
+}

@@ -1,0 +1,603 @@
+// SPDX-License-Identifier: MIT
+/*
+ * loader.c - open/probe/load/attach the record programs and drain their ring
+ * buffer into the block buffer (see loader.h for the picture).
+ *
+ * Probing: every program is a tp_btf program on one tracepoint; a tracepoint
+ * exists in the running kernel iff its BTF has the typedef btf_trace_<name>.
+ * Programs of groups not asked for, and programs whose tracepoint is missing,
+ * get autoload off, so one missing tracepoint never stops the others. For
+ * sched_switch the number of arguments of btf_trace_sched_switch picks the
+ * program variant (see core_fixes.bpf.h).
+ *
+ * Draining: the BPF side submits without waking user space. The drain thread
+ * waits in ring_buffer__poll() for at most drain_ms (it returns early when a
+ * program forced a wakeup because the ring passed its fill threshold), then
+ * consumes whatever is there with ring_buffer__consume(), since a timed-out
+ * poll consumes nothing.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "events.h"
+#include "btrace_buffer.h"
+#include "tasks.h"
+#include "loader.h"
+#include "util.h"
+#include "record.skel.h"
+
+#define BT_MAX_RINGS 1 /* see loader.h: room for one ring per group of CPUs */
+
+static const struct prog_desc {
+	const char *name;
+	int group;
+} prog_descs[] = {
+	{ "handle_sched_switch", BT_GROUP_SCHED },
+	{ "handle_sched_switch_legacy", BT_GROUP_SCHED },
+	{ "handle_sched_wakeup", BT_GROUP_SCHED },
+	{ "handle_sched_wakeup_new", BT_GROUP_SCHED },
+	{ "handle_sched_migrate_task", BT_GROUP_SCHED },
+	{ "handle_sched_process_fork", BT_GROUP_SCHED },
+	{ "handle_sched_process_exec", BT_GROUP_SCHED },
+	{ "handle_sched_process_exit", BT_GROUP_SCHED },
+	{ "handle_task_rename", BT_GROUP_SCHED },
+	{ "handle_irq_handler_entry", BT_GROUP_IRQ },
+	{ "handle_irq_handler_exit", BT_GROUP_IRQ },
+	{ "handle_softirq_entry", BT_GROUP_IRQ },
+	{ "handle_softirq_exit", BT_GROUP_IRQ },
+	{ "handle_cpu_frequency", BT_GROUP_POWER },
+	{ "handle_cpu_idle", BT_GROUP_POWER },
+	{ "handle_sys_enter", BT_GROUP_SYSCALLS },
+	{ "handle_sys_exit", BT_GROUP_SYSCALLS },
+};
+#define NPROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
+
+static const char *const group_names[BT_GROUP_MAX] = {
+	"sched", "irq", "power", "syscalls", "uprobe",
+};
+
+/* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
+_Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
+
+struct bt_drain {
+	struct bt_loader *l;
+	struct ring_buffer *rb;
+	pthread_t thread;
+	int running;
+	atomic_int stop;
+	/* Flush handshake (bt_loader_flush): under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t flush_req, flush_done;
+	/* Written by the drain thread only (plain load+store), read by others. */
+	_Atomic uint64_t events, rejected, malformed, wakeups;
+};
+
+struct bt_loader {
+	struct record_bpf *skel;
+	struct bpf_link *links[NPROGS];
+	unsigned nlinks;
+	uint32_t groups;
+	uint32_t ncpus;
+	uint64_t ring_size;
+	unsigned drain_ms;
+	struct bt_buffer *buf;
+	struct bt_task_table *tasks;
+	struct bt_drain drains[BT_MAX_RINGS];
+	unsigned ndrains;
+};
+
+/* ---- libbpf messages ---------------------------------------------------------- */
+
+static int libbpf_verbosity;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (libbpf_verbosity >= 2 || (libbpf_verbosity == 1 && level == LIBBPF_WARN))
+		return vfprintf(stderr, fmt, ap);
+	return 0;
+}
+
+void bt_loader_set_libbpf_verbosity(int level)
+{
+	libbpf_verbosity = level;
+	libbpf_set_print(libbpf_print);
+}
+
+/* ---- probing ------------------------------------------------------------------- */
+
+static const struct prog_desc *find_desc(const char *name)
+{
+	for (size_t i = 0; i < NPROGS; i++)
+		if (strcmp(prog_descs[i].name, name) == 0)
+			return &prog_descs[i];
+	return NULL;
+}
+
+/* "tp_btf/sched_switch" -> "sched_switch" */
+static const char *prog_tracepoint(const struct bpf_program *prog)
+{
+	const char *sec = bpf_program__section_name(prog);
+	const char *slash = sec ? strchr(sec, '/') : NULL;
+
+	return slash ? slash + 1 : sec;
+}
+
+static int tracepoint_exists(const struct btf *vmlinux, const char *tp)
+{
+	char name[128];
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
+}
+
+/*
+ * Which sched_switch program fits: 1 = handle_sched_switch (prev_state is
+ * the 4th argument), 0 = handle_sched_switch_legacy (3 arguments), -1 =
+ * neither (unknown layout, or no such tracepoint).
+ */
+static int switch_variant(const struct btf *vmlinux)
+{
+	const struct btf_type *t;
+	const struct btf_param *p;
+	int id = btf__find_by_name_kind(vmlinux, "btf_trace_sched_switch", BTF_KIND_TYPEDEF);
+	int nargs;
+
+	if (id <= 0)
+		return -1;
+	t = btf__type_by_id(vmlinux, btf__type_by_id(vmlinux, id)->type);
+	if (!t || !btf_is_ptr(t))
+		return -1;
+	t = btf__type_by_id(vmlinux, t->type);
+	if (!t || !btf_is_func_proto(t))
+		return -1;
+	nargs = btf_vlen(t) - 1; /* the first parameter is the tracepoint's void *data */
+	p = btf_params(t);
+	if (nargs == 3)
+		return 0;
+	if (nargs >= 4) {
+		/* (data, preempt, prev, next, prev_state): prev must be a pointer
+		 * and prev_state an integer, not the short-lived 5.18-rc order
+		 * (preempt, prev_state, prev, next). */
+		const struct btf_type *a2 = btf__type_by_id(vmlinux, p[2].type);
+		const struct btf_type *a4 = btf__type_by_id(vmlinux, p[4].type);
+
+		while (a4 && (btf_is_typedef(a4) || btf_is_mod(a4)))
+			a4 = btf__type_by_id(vmlinux, a4->type);
+		if (a2 && btf_is_ptr(a2) && a4 && btf_is_int(a4))
+			return 1;
+	}
+	return -1;
+}
+
+/* Turn off what was not asked for or what the kernel lacks. */
+static int probe_programs(struct bt_loader *l, uint32_t groups, char *err, size_t errlen)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	uint32_t loadable = 0;
+	struct bpf_program *prog;
+	int variant;
+
+	if (!vmlinux) {
+		snprintf(err, errlen,
+			 "cannot read the kernel's BTF (/sys/kernel/btf/vmlinux): %s; "
+			 "btrace-bpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y",
+			 strerror(errno));
+		return -ENOENT;
+	}
+	variant = switch_variant(vmlinux);
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		const char *name = bpf_program__name(prog);
+		const struct prog_desc *d = find_desc(name);
+		const char *tp = prog_tracepoint(prog);
+		int on = d && (groups & (1u << d->group));
+
+		if (on && !tracepoint_exists(vmlinux, tp)) {
+			if (strcmp(name, "handle_sched_switch_legacy") != 0) /* warned once */
+				bt_warn("tracepoint %s is not available in this kernel: its events are not recorded", tp);
+			on = 0;
+		}
+		if (on && strcmp(name, "handle_sched_switch") == 0) {
+			if (variant < 0)
+				bt_warn("sched_switch has arguments this version does not know: "
+					"sched_switch is not recorded");
+			on = variant == 1;
+		} else if (on && strcmp(name, "handle_sched_switch_legacy") == 0) {
+			on = variant == 0;
+		}
+		bpf_program__set_autoload(prog, on);
+		if (on)
+			loadable |= 1u << d->group;
+	}
+	btf__free(vmlinux);
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		if ((groups & (1u << g)) && !(loadable & (1u << g)))
+			bt_warn("no tracepoint of event group %s exists in this kernel: group disabled",
+				group_names[g]);
+	if (!loadable) {
+		snprintf(err, errlen, "none of the requested tracepoints exists in this kernel");
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static void describe_load_error(int e, char *err, size_t errlen)
+{
+	switch (e) {
+	case EPERM:
+		snprintf(err, errlen,
+			 "BPF not permitted (loading programs failed with EPERM): run as root, or "
+			 "grant CAP_BPF and CAP_PERFMON; as root, BPF may be blocked by kernel "
+			 "lockdown, a seccomp filter or a container");
+		break;
+	case EACCES:
+	case EINVAL:
+		snprintf(err, errlen,
+			 "the kernel rejected a BPF program (%s): run with -v to see the verifier's log",
+			 strerror(e));
+		break;
+	case ENOMEM:
+		snprintf(err, errlen,
+			 "not enough memory for the BPF maps: try a smaller --ring-size");
+		break;
+	default:
+		snprintf(err, errlen, "cannot load the BPF programs: %s (run with -v for details)",
+			 strerror(e));
+		break;
+	}
+}
+
+static uint64_t round_ring_size(uint64_t sz)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), r = page;
+
+	if (sz > (1ull << 30))
+		sz = 1ull << 30;
+	while (r < sz)
+		r <<= 1;
+	return r;
+}
+
+struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
+{
+	struct bt_loader *l = calloc(1, sizeof(*l));
+	struct bpf_program *prog;
+	int ret, ncpus;
+
+	if (!l) {
+		snprintf(err, errlen, "out of memory");
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (!libbpf_verbosity)
+		bt_loader_set_libbpf_verbosity(0);
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0) {
+		snprintf(err, errlen, "cannot count the possible CPUs: %s", strerror(-ncpus));
+		ret = ncpus ? ncpus : -EINVAL;
+		goto fail;
+	}
+	l->ncpus = (uint32_t)ncpus;
+	l->drain_ms = o->drain_ms ? o->drain_ms : BT_DEFAULT_DRAIN_MS;
+	l->ring_size = round_ring_size(o->ring_size ? o->ring_size : BT_DEFAULT_RING_SIZE);
+
+	l->skel = record_bpf__open();
+	if (!l->skel) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
+		goto fail;
+	}
+	ret = bpf_map__set_max_entries(l->skel->maps.events, (uint32_t)l->ring_size);
+	if (ret) {
+		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-ret));
+		goto fail;
+	}
+	l->skel->rodata->filter_tgid = o->filter_tgid;
+	memcpy(l->skel->rodata->filter_comm, o->filter_comm, sizeof(l->skel->rodata->filter_comm));
+	l->skel->rodata->filter_comm[sizeof(l->skel->rodata->filter_comm) - 1] = '\0';
+	l->skel->rodata->self_tgid = (uint32_t)getpid();
+	l->skel->rodata->wakeup_bytes = o->wakeup_bytes ? o->wakeup_bytes : l->ring_size / 2;
+
+	ret = probe_programs(l, o->groups, err, errlen);
+	if (ret)
+		goto fail;
+
+	ret = record_bpf__load(l->skel);
+	if (ret) {
+		describe_load_error(-ret, err, errlen);
+		goto fail;
+	}
+
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		const struct prog_desc *d;
+		struct bpf_link *link;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		link = bpf_program__attach(prog);
+		if (!link) {
+			bt_warn("cannot attach to tracepoint %s: %s: its events are not recorded",
+				prog_tracepoint(prog), strerror(errno));
+			continue;
+		}
+		l->links[l->nlinks++] = link;
+		d = find_desc(bpf_program__name(prog));
+		if (d)
+			l->groups |= 1u << d->group;
+	}
+	if (!l->nlinks) {
+		ret = -ENOENT;
+		snprintf(err, errlen, "could not attach to any tracepoint (run with -v for details)");
+		goto fail;
+	}
+	return l;
+fail:
+	bt_loader_destroy(l);
+	errno = ret < 0 ? -ret : EINVAL;
+	return NULL;
+}
+
+uint32_t bt_loader_groups(const struct bt_loader *l)
+{
+	return l->groups;
+}
+
+unsigned bt_loader_nattached(const struct bt_loader *l)
+{
+	return l->nlinks;
+}
+
+uint64_t bt_loader_ring_size(const struct bt_loader *l)
+{
+	return l->ring_size;
+}
+
+uint32_t bt_loader_ncpus(const struct bt_loader *l)
+{
+	return l->ncpus;
+}
+
+int bt_loader_ringbuf_fd(const struct bt_loader *l)
+{
+	return bpf_map__fd(l->skel->maps.events);
+}
+
+int bt_loader_cpu_state_fd(const struct bt_loader *l)
+{
+	return bpf_map__fd(l->skel->maps.cpu_state);
+}
+
+/* ---- drain ------------------------------------------------------------------- */
+
+static inline void bump(_Atomic uint64_t *c)
+{
+	/* Single writer: a relaxed load and store, no locked instruction. */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+static int drain_sample(void *ctx, void *data, size_t len)
+{
+	struct bt_drain *d = ctx;
+	const struct bt_event_hdr *h = data;
+
+	if (len < sizeof(*h) || len > UINT32_MAX || h->cpu >= d->l->ncpus) {
+		bump(&d->malformed);
+		return 0;
+	}
+	/* Name first: a dump that holds this event must name the task. */
+	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
+		bt_tasks_apply(d->l->tasks, h, (uint32_t)len);
+	if (bt_write(d->l->buf, h->cpu, data, (uint32_t)len) == 0)
+		bump(&d->events);
+	else
+		bump(&d->rejected);
+	return 0;
+}
+
+static void *drain_main(void *arg)
+{
+	struct bt_drain *d = arg;
+	int ret;
+
+	pthread_setname_np(pthread_self(), "btrace-drain");
+	/* Pairs with the release store in bt_loader_stop(). */
+	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
+		uint64_t req;
+
+		ret = ring_buffer__poll(d->rb, (int)d->l->drain_ms);
+		if (ret < 0 && ret != -EINTR) {
+			bt_warn("ring buffer poll failed: %s", strerror(-ret));
+			usleep(d->l->drain_ms * 1000);
+		}
+		/* Read the flush request before consuming: this pass then covers
+		 * every event submitted before the request was made. */
+		pthread_mutex_lock(&d->lock);
+		req = d->flush_req;
+		pthread_mutex_unlock(&d->lock);
+		/* A poll that timed out consumed nothing: events are submitted
+		 * without wakeups. */
+		ring_buffer__consume(d->rb);
+		bump(&d->wakeups);
+		if (req != d->flush_done) {
+			pthread_mutex_lock(&d->lock);
+			d->flush_done = req;
+			pthread_cond_broadcast(&d->cond);
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+	ring_buffer__consume(d->rb);
+	pthread_mutex_lock(&d->lock);
+	d->flush_done = d->flush_req;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks)
+{
+	sigset_t all, old;
+	int ret = 0;
+
+	l->buf = buf;
+	l->tasks = tasks;
+	l->ndrains = 1;
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+
+		d->l = l;
+		pthread_mutex_init(&d->lock, NULL);
+		pthread_cond_init(&d->cond, NULL);
+		d->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), drain_sample, d, NULL);
+		if (!d->rb) {
+			ret = -errno;
+			bt_warn("cannot map the BPF ring buffer: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	/* Drain threads take no signals: the main thread handles them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+
+		ret = -pthread_create(&d->thread, NULL, drain_main, d);
+		if (ret) {
+			bt_warn("cannot start the drain thread: %s", strerror(-ret));
+			break;
+		}
+		pthread_mutex_lock(&d->lock);
+		d->running = 1;
+		pthread_mutex_unlock(&d->lock);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto fail;
+	return 0;
+fail:
+	bt_loader_stop(l);
+	return ret;
+}
+
+int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+		uint64_t want;
+
+		pthread_mutex_lock(&d->lock);
+		want = ++d->flush_req;
+		while (d->flush_done < want && d->running && !ret)
+			if (pthread_cond_timedwait(&d->cond, &d->lock, &deadline) == ETIMEDOUT)
+				ret = -ETIMEDOUT;
+		pthread_mutex_unlock(&d->lock);
+	}
+	return ret;
+}
+
+void bt_loader_detach(struct bt_loader *l)
+{
+	for (unsigned i = 0; i < l->nlinks; i++)
+		bpf_link__destroy(l->links[i]);
+	l->nlinks = 0;
+}
+
+void bt_loader_stop(struct bt_loader *l)
+{
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+
+		if (d->running) {
+			atomic_store_explicit(&d->stop, 1, memory_order_release);
+			pthread_join(d->thread, NULL);
+			pthread_mutex_lock(&d->lock);
+			d->running = 0;
+			pthread_mutex_unlock(&d->lock);
+		}
+		ring_buffer__free(d->rb);
+		d->rb = NULL;
+	}
+}
+
+static void drains_destroy(struct bt_loader *l)
+{
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		pthread_cond_destroy(&l->drains[i].cond);
+		pthread_mutex_destroy(&l->drains[i].lock);
+	}
+	l->ndrains = 0;
+}
+
+void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		const struct bt_drain *d = &l->drains[i];
+
+		st->events += atomic_load_explicit(&d->events, memory_order_relaxed);
+		st->rejected += atomic_load_explicit(&d->rejected, memory_order_relaxed);
+		st->malformed += atomic_load_explicit(&d->malformed, memory_order_relaxed);
+		st->wakeups += atomic_load_explicit(&d->wakeups, memory_order_relaxed);
+	}
+}
+
+int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_t *emitted,
+			     uint64_t *seq)
+{
+	struct bt_cpu_state *v = calloc(l->ncpus, sizeof(*v));
+	__u32 key = 0;
+	int ret;
+
+	if (!v)
+		return -ENOMEM;
+	ret = bpf_map__lookup_elem(l->skel->maps.cpu_state, &key, sizeof(key), v,
+				   l->ncpus * sizeof(*v), 0);
+	if (ret) {
+		free(v);
+		return ret;
+	}
+	for (uint32_t c = 0; c < l->ncpus; c++) {
+		for (int g = 0; g < BT_GROUP_MAX; g++) {
+			if (drops)
+				drops[c * BT_GROUP_MAX + g] = v[c].drops[g];
+			if (emitted)
+				emitted[c * BT_GROUP_MAX + g] = v[c].emitted[g];
+		}
+		if (seq)
+			seq[c] = v[c].seq;
+	}
+	free(v);
+	return 0;
+}
+
+void bt_loader_destroy(struct bt_loader *l)
+{
+	if (!l)
+		return;
+	bt_loader_detach(l);
+	bt_loader_stop(l);
+	drains_destroy(l);
+	record_bpf__destroy(l->skel);
+	free(l);
+}

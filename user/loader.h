@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader.h - the BPF side of `record`: open the skeleton, probe what the
+ * running kernel has, set read-only data, load, attach, and drain the BPF
+ * ring buffer(s) into the block buffer.
+ *
+ *   BPF programs --(ring buffer, no wakeup per event)--> drain thread
+ *        |                                                  |  bt_tasks_apply (lifecycle events)
+ *   cpu_state map (seq, drops, emitted per CPU)             v
+ *                                                       bt_write(buf, ev->cpu, ev, len)
+ *
+ * One ring and one drain thread today. struct bt_drain is per ring so a
+ * many-core machine can get several rings (e.g. an array of ring buffers
+ * indexed by CPU / K, one drain thread each) without changing the API.
+ */
+#ifndef BTRACE_LOADER_H
+#define BTRACE_LOADER_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct bt_buffer;
+struct bt_task_table;
+
+#define BT_DEFAULT_RING_SIZE (16u << 20)
+#define BT_DEFAULT_DRAIN_MS 20
+
+struct bt_loader_opts {
+	uint32_t groups;       /* requested groups, bitmask of 1 << enum bt_group */
+	uint32_t filter_tgid;  /* 0: every process */
+	char filter_comm[16];  /* "": every name */
+	uint64_t ring_size;    /* bytes; rounded up to a power of two, 0 = default */
+	uint64_t wakeup_bytes; /* force a wakeup past this fill; 0 = ring_size / 2 */
+	unsigned drain_ms;     /* drain period; 0 = BT_DEFAULT_DRAIN_MS */
+};
+
+struct bt_drain_stats {
+	uint64_t events;    /* written into the block buffer */
+	uint64_t rejected;  /* refused by bt_write() (e.g. -EMSGSIZE) */
+	uint64_t malformed; /* too short, or a CPU out of range: dropped */
+	uint64_t wakeups;   /* drain passes */
+};
+
+struct bt_loader;
+
+/*
+ * Open, probe, load and attach. On failure returns NULL, sets errno and
+ * writes one line (cause and remedy) into err. Tracepoints the kernel lacks
+ * are skipped with a warning on stderr.
+ */
+struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen);
+
+/* Groups that have at least one attached program (bitmask). */
+uint32_t bt_loader_groups(const struct bt_loader *l);
+/* Number of attached programs, and the ring size in use. */
+unsigned bt_loader_nattached(const struct bt_loader *l);
+uint64_t bt_loader_ring_size(const struct bt_loader *l);
+/* Possible CPUs: the range of event cpu numbers and of the per-CPU arrays. */
+uint32_t bt_loader_ncpus(const struct bt_loader *l);
+
+/* File descriptors of the ring buffer and of the per-CPU state map, for
+ * other BPF objects that emit into the same ring (uprobes.h). */
+int bt_loader_ringbuf_fd(const struct bt_loader *l);
+int bt_loader_cpu_state_fd(const struct bt_loader *l);
+
+/* Start the drain thread(s): events go to buf (core = event cpu) and
+ * lifecycle events to tasks first. 0 or -errno. */
+int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks);
+
+/* Wait until every event submitted before the call is in the block buffer
+ * (the drain thread finished a pass over the ring that started after the
+ * call), at most timeout_ms. 0, or -ETIMEDOUT under a flood the drain cannot
+ * catch up with. */
+int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms);
+
+/* Detach every program: no new events after this returns. */
+void bt_loader_detach(struct bt_loader *l);
+
+/* Stop the drain thread(s) after a last full drain of the rings. */
+void bt_loader_stop(struct bt_loader *l);
+
+void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st);
+
+/*
+ * Per-CPU counters of the BPF side, [ncpus * BT_GROUP_MAX] each (index
+ * cpu * BT_GROUP_MAX + group); seq is [ncpus]. Any pointer may be NULL.
+ * 0 or -errno.
+ */
+int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_t *emitted,
+			     uint64_t *seq);
+
+void bt_loader_destroy(struct bt_loader *l);
+
+/* libbpf's messages: level 0 none (default), 1 warnings, 2 everything. */
+void bt_loader_set_libbpf_verbosity(int level);
+#endif

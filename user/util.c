@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+/*
+ * util.c - strict size/duration parsing and diagnostics (see util.h).
+ *
+ * strtoull() is not used on purpose: it accepts leading spaces, a sign
+ * ("-5" wraps to a huge value) and prefixes, none of which a size may have.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include "util.h"
+
+int bt_verbose;
+
+/* Scan [0-9]+ at *sp. Returns 0 with the value, -EINVAL if no digit,
+ * -ERANGE on overflow (the digits are still consumed). */
+static int scan_digits(const char **sp, uint64_t *v)
+{
+	const char *s = *sp;
+	uint64_t x = 0;
+	int err = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (x > (UINT64_MAX - d) / 10)
+			err = -ERANGE;
+		else
+			x = x * 10 + d;
+	}
+	*sp = s;
+	*v = x;
+	return err;
+}
+
+static int mul_checked(uint64_t a, uint64_t b, uint64_t *out)
+{
+	if (b && a > UINT64_MAX / b)
+		return -ERANGE;
+	*out = a * b;
+	return 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	uint64_t v, mult = 1, r;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = scan_digits(&s, &v);
+	if (err == -EINVAL)
+		return err;
+	switch (*s) {
+	case 'k': case 'K': mult = 1ull << 10; s++; break;
+	case 'm': case 'M': mult = 1ull << 20; s++; break;
+	case 'g': case 'G': mult = 1ull << 30; s++; break;
+	case 't': case 'T': mult = 1ull << 40; s++; break;
+	default: break;
+	}
+	/* Optional "B" or (after a multiplier) "iB". */
+	if (mult > 1 && (*s == 'i' || *s == 'I') && (s[1] == 'b' || s[1] == 'B'))
+		s += 2;
+	else if (*s == 'b' || *s == 'B')
+		s++;
+	if (*s)
+		return -EINVAL;
+	if (err)
+		return err;
+	if (v == 0)
+		return -EINVAL;
+	if (mul_checked(v, mult, &r))
+		return -ERANGE;
+	*out = r;
+	return 0;
+}
+
+int parse_duration(const char *s, uint64_t *out_ns)
+{
+	static const struct {
+		const char *unit;
+		uint64_t ns;
+	} units[] = {
+		{ "ns", 1 },
+		{ "us", 1000 },
+		{ "ms", 1000000 },
+		{ "s", 1000000000ull },
+		{ "", 1000000000ull },
+		{ "m", 60 * 1000000000ull },
+		{ "min", 60 * 1000000000ull },
+		{ "h", 3600 * 1000000000ull },
+	};
+	uint64_t v, r;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = scan_digits(&s, &v);
+	if (err == -EINVAL)
+		return err;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (strcmp(s, units[i].unit) != 0)
+			continue;
+		if (err)
+			return err;
+		if (v == 0)
+			return -EINVAL;
+		if (mul_checked(v, units[i].ns, &r))
+			return -ERANGE;
+		*out_ns = r;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v;
+	int err;
+
+	if (!s)
+		return -EINVAL;
+	err = scan_digits(&s, &v);
+	if (err == -EINVAL || *s)
+		return -EINVAL;
+	if (err || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+const char *format_size(uint64_t bytes, char *buf, unsigned len)
+{
+	static const char *const units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	unsigned u = 0;
+	double v = (double)bytes;
+
+	while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%llu B", (unsigned long long)bytes);
+	else if (v == (double)(uint64_t)v)
+		snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
+	else
+		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+static void vmsg(const char *fmt, va_list ap)
+{
+	char line[1024];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	/* One write, so lines of several threads never interleave. */
+	fprintf(stderr, "%s: %s\n", BT_PROG, line);
+}
+
+void bt_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void bt_info(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!bt_verbose)
+		return;
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+}
+
+void bt_die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(fmt, ap);
+	va_end(ap);
+	exit(1);
+}
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t bt_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t bt_boottime_ns(void)
+{
+	return clock_ns(CLOCK_BOOTTIME);
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * util.h - small helpers shared by the subcommands: strict parsing of sizes
+ * and durations, and one-line diagnostics on stderr.
+ */
+#ifndef BTRACE_UTIL_H
+#define BTRACE_UTIL_H
+#include <stdint.h>
+
+#define BT_PROG "btrace-bpf"
+
+/*
+ * Parse a size: decimal digits, then an optional binary suffix K, M, G or T
+ * (any case, optionally followed by "B" or "iB": 64M = 64MB = 64MiB =
+ * 67108864). Nothing else is accepted: no sign, no spaces, no fraction, no
+ * hex, no zero. Returns 0 and the size in *out, -EINVAL for a malformed or
+ * zero size, -ERANGE if it does not fit 64 bits. *out is untouched on error.
+ */
+int parse_size(const char *s, uint64_t *out);
+
+/*
+ * Parse a duration: decimal digits then a unit, ns, us, ms, s, m or h; a bare
+ * number is seconds ("10s", "500ms", "2m", "10"). Same strictness as
+ * parse_size (no zero). Returns 0 and nanoseconds in *out, -EINVAL or -ERANGE.
+ */
+int parse_duration(const char *s, uint64_t *out_ns);
+
+/* Parse a decimal unsigned integer strictly (no sign, no spaces, no suffix);
+ * 0 allowed. Returns 0, -EINVAL or -ERANGE (above max). */
+int parse_uint(const char *s, uint64_t max, uint64_t *out);
+
+/* "64.0 MiB", "512 KiB", "12 B": human-readable size into buf. */
+const char *format_size(uint64_t bytes, char *buf, unsigned len);
+
+/* Diagnostics: "btrace-bpf: <message>\n" on stderr. bt_die exits with status 1. */
+extern int bt_verbose;
+void bt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void bt_info(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with -v */
+void bt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Monotonic clocks in ns. */
+uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
+uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
+#endif
