@@ -39,6 +39,7 @@
 #include "dump.h"
 #include "loader.h"
 #include "tasks.h"
+#include "uprobes.h"
 #include "util.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
@@ -68,6 +69,9 @@ struct record_opts {
 	int final_dump;
 	int zlevel;
 	uint64_t ring_size;
+	const char **uspecs, **usdts; /* -u, -U */
+	size_t nuspecs, nusdts;
+	int uargs;                    /* --uargs; -1: default (6) */
 };
 
 /* ---- options ------------------------------------------------------------------ */
@@ -76,6 +80,7 @@ enum {
 	OPT_COMM = 0x100,
 	OPT_NO_FINAL_DUMP,
 	OPT_RING_SIZE,
+	OPT_UARGS,
 };
 
 static const struct argp_option options[] = {
@@ -92,6 +97,11 @@ static const struct argp_option options[] = {
 	  "(default sched,irq,power)", 1 },
 	{ "pid", 'p', "PID", 0, "Only events of process PID (its threads, as tgid)", 1 },
 	{ "comm", OPT_COMM, "NAME", 0, "Only events of tasks named NAME (at most 15 characters)", 1 },
+	{ "uprobe", 'u', "SPEC", 0,
+	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
+	  "(repeatable; see below)", 2 },
+	{ "usdt", 'U', "SPEC", 0, "Probe a USDT probe: BINARY:PROVIDER:NAME (repeatable)", 2 },
+	{ "uargs", OPT_UARGS, "N", 0, "Integer arguments captured at function entry and USDT probes, 0 to 6 (default 6)", 2 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
 	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
 	{ 0 },
@@ -110,6 +120,19 @@ static const char doc[] =
 	"syscall events if the interrupted or calling task matches; power events and "
 	"task lifecycle events (fork, exec, exit, rename) are always recorded.\n"
 	"\n"
+	"User-space probes (-u, -U) go into the same recorder, with the thread, CPU, time and "
+	"sequence of every other event. -u [BINARY:]FUNCTION[+OFFSET][%return]: BINARY is a path, "
+	"or a name looked up in the memory maps of the -p process (libc finds the libc.so.6 it "
+	"maps), else in the library directories and PATH; omitted, the executable of the -p "
+	"process. FUNCTION is a symbol (.symtab or .dynsym), C++ mangled or demangled "
+	"(ns::f, or ns::f(int) for one overload); 0xADDRESS (as nm prints it) for stripped "
+	"binaries. Entry probes record the first --uargs integer arguments, %return probes the "
+	"return value and the time since the entry. -U BINARY:PROVIDER:NAME probes a USDT probe "
+	"(sys/sdt.h). With -p only that process triggers the probes; without, every process "
+	"mapping the binary, including ones started later. A target that exits is reported; "
+	"recording goes on. Attaching is all or nothing. Per-function calls and latencies: "
+	"`btrace-bpf report --functions DUMP`.\n"
+	"\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
 	"\n"
 	"Examples:\n"
@@ -118,6 +141,8 @@ static const char doc[] =
 	"  btrace-bpf record -m 256M -o /var/tmp/traces\n"
 	"  btrace-bpf record -e all -p 1234 --duration 30s\n"
 	"  btrace-bpf record -e sched --comm nginx -z 0\n"
+	"  btrace-bpf record -p 1234 -u myfunc -u 'libc:malloc' -u 'libc:malloc%return'\n"
+	"  btrace-bpf record -p 1234 -U 'libfoo:myprov:request_start' --uargs 2\n"
 	"  btrace-bpf report traces/btrace-myhost-20250101-120000-1.btd";
 
 static int parse_groups(const char *s, uint32_t *out)
@@ -227,6 +252,24 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --comm '%s': task names have 1 to 15 characters", arg);
 		memset(o->filter_comm, 0, sizeof(o->filter_comm));
 		memcpy(o->filter_comm, arg, strlen(arg));
+		break;
+	case 'u':
+	case 'U': {
+		const char ***vec = key == 'u' ? &o->uspecs : &o->usdts;
+		size_t *n = key == 'u' ? &o->nuspecs : &o->nusdts;
+		const char **nv = realloc(*vec, (*n + 1) * sizeof(*nv));
+
+		if (!nv)
+			argp_failure(state, 1, ENOMEM, "out of memory");
+		nv[(*n)++] = arg;
+		*vec = nv;
+		break;
+	}
+	case OPT_UARGS:
+		if (parse_uint(arg, BT_MAX_UARGS, &v))
+			argp_error(state, "invalid --uargs '%s': give a number of arguments from 0 to %d", arg,
+				   BT_MAX_UARGS);
+		o->uargs = (int)v;
 		break;
 	case 'd':
 		err = parse_duration(arg, &o->duration_ns);
@@ -362,6 +405,7 @@ struct recorder {
 	const struct record_opts *o;
 	struct bt_buffer *buf;
 	struct bt_loader *loader;
+	struct bt_uprobes *uprobes; /* NULL without -u/-U */
 	struct bt_task_table *tasks;
 	uint32_t ncpus;
 
@@ -444,6 +488,10 @@ static int write_dump(struct recorder *r, const char *reason)
 	info.drain_events = ds.events;
 	info.drain_rejected = ds.rejected;
 	info.groups_enabled = bt_loader_groups(r->loader);
+	if (r->uprobes) {
+		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
+		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
+	}
 
 	err[0] = '\0';
 	ret = bt_dump_write(r->buf, &info, r->o->output_dir, NULL, r->o->zlevel, path, sizeof(path),
@@ -559,6 +607,13 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 		}
 		if (o->verbose && bt_now_ns() - last_rates >= 1000000000ull)
 			print_rates(r, &last_events, &last_rates);
+		if (r->uprobes) {
+			int ended[16];
+			size_t k = bt_uprobes_poll_exited(r->uprobes, ended, 16);
+
+			for (size_t i = 0; i < k; i++)
+				bt_warn("process %d ended; its probes see nothing more, recording goes on", ended[i]);
+		}
 	}
 	return 0;
 }
@@ -571,6 +626,7 @@ int cmd_record(int argc, char **argv)
 		.groups = DEFAULT_GROUPS,
 		.final_dump = 1,
 		.zlevel = DEFAULT_ZLEVEL,
+		.uargs = -1,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	struct recorder r;
@@ -690,6 +746,23 @@ int cmd_record(int argc, char **argv)
 		exit_code = 1;
 		goto out;
 	}
+	if (o.nuspecs || o.nusdts) {
+		int pid = (int)o.filter_tgid;
+		struct bt_uprobe_opts uo = {
+			.specs = o.uspecs, .nspecs = o.nuspecs,
+			.usdts = o.usdts, .nusdts = o.nusdts,
+			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
+			.nargs = o.uargs,
+			.wakeup_bytes = bt_loader_ring_size(r.loader) / 2,
+		};
+		r.uprobes = bt_uprobes_open(&uo, bt_loader_ringbuf_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
+					    err, sizeof(err));
+		if (!r.uprobes) {
+			bt_warn("%s", err);
+			exit_code = 1;
+			goto out;
+		}
+	}
 	ret = bt_loader_start(r.loader, r.buf, r.tasks);
 	if (ret) {
 		exit_code = 1;
@@ -710,6 +783,9 @@ int cmd_record(int argc, char **argv)
 	dump_thread = 1;
 
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
+	if (r.uprobes)
+		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
+			bt_uprobes_nattached(r.uprobes));
 	bt_warn("recording %s into %s (%u tracepoints, ring %s), dumps to %s", gs,
 		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
 		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), o.output_dir);
@@ -719,6 +795,7 @@ int cmd_record(int argc, char **argv)
 	run_loop(&r, &waitmask);
 
 	/* Shutdown: no new events, every event drained, then the last dump. */
+	bt_uprobes_detach(r.uprobes);
 	bt_loader_detach(r.loader);
 	bt_loader_stop(r.loader);
 	if (o.final_dump)
@@ -746,7 +823,10 @@ out:
 			PRIu64 " rejected; %" PRIu64 " dumps written%s", ds.events, drops, ds.rejected,
 			r.ndumps, r.nfailed ? ", some failed" : "");
 	}
+	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
+	free(o.uspecs);
+	free(o.usdts);
 	bt_tasks_free(r.tasks);
 	bt_buffer_destroy(r.buf);
 	pthread_cond_destroy(&r.cond);

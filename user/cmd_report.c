@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "dump.h"
 #include "event_names.h"
+#include "uprobes.h"
 
 #define PROG "btrace-bpf"
 
@@ -30,7 +31,7 @@ struct tspec {
 };
 
 struct ropts {
-	int stats, wall, no_lost;
+	int stats, wall, no_lost, functions;
 	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
 	uint32_t *pids;
 	size_t npids;
@@ -60,6 +61,10 @@ static void usage(FILE *f)
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
 		"                       group, time window, latest continuous window, and every\n"
 		"                       loss counter\n"
+		"  -f, --functions      user-space probes per function instead of events:\n"
+		"                       calls, returns and, for %%return probes, the latency\n"
+		"                       distribution (count, min, p50, p99, max); targets that\n"
+		"                       ended\n"
 		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
 		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
 		"                       an event is about: next of a switch, woken, forked child)\n"
@@ -592,7 +597,9 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
-	int r = o->stats ? print_stats(d, path, o, out) : print_events(d, o, out);
+	int r = o->functions ? bt_report_functions(d, out)
+		: o->stats   ? print_stats(d, path, o, out)
+			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
 		return r ? r : -EIO;
 	return r;
@@ -615,6 +622,7 @@ int cmd_report(int argc, char **argv)
 	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
+		{ "functions", no_argument, NULL, 'f' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "event", required_argument, NULL, 'e' },
@@ -629,10 +637,13 @@ int cmd_report(int argc, char **argv)
 	int c, r;
 
 	optind = 0; /* full reset: main may have used getopt */
-	while ((c = getopt_long(argc, argv, "sc:p:e:wh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "sfc:p:e:wh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			o.stats = 1;
+			break;
+		case 'f':
+			o.functions = 1;
 			break;
 		case 'c':
 			r = parse_cpus(&o, optarg);
@@ -689,7 +700,7 @@ int cmd_report(int argc, char **argv)
 	r = run(d, path, &o, stdout);
 	if (r < 0)
 		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
-	else if (!o.stats && !o.no_lost) {
+	else if (!o.stats && !o.functions && !o.no_lost) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);
