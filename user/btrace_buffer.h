@@ -64,7 +64,8 @@ struct bt_config {
 	uint32_t ncores;      /* cores that write (core ids 0..ncores-1) */
 	uint32_t active;      /* A, number of active (metadata) blocks; 0 = 16 * ncores */
 	uint32_t start_round; /* first round number, 0 = 1 (tests start near 2^32 to test wrap) */
-	unsigned prefault:1;  /* touch memory at create/grow so writes never page-fault */
+	unsigned prefault:1;  /* back the initial size at create so writes never page-fault
+			       * (a grow is backed lazily: see map_slot()) */
 };
 
 /* Monotonic counters; a snapshot is taken by bt_buffer_stats(). */

@@ -41,6 +41,8 @@
 #include "tasks.h"
 #include "uprobes.h"
 #include "util.h"
+#include "recorder.h"
+#include "ctl.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -56,23 +58,7 @@ static const char *const group_names[BT_GROUP_MAX] = {
 	"sched", "irq", "power", "syscalls", "uprobe",
 };
 
-struct record_opts {
-	uint64_t buffer_size;
-	uint64_t block_size;
-	uint64_t active_blocks;
-	const char *output_dir;
-	uint32_t groups;
-	uint32_t filter_tgid;
-	char filter_comm[BT_COMM_LEN];
-	uint64_t duration_ns;
-	int verbose;
-	int final_dump;
-	int zlevel;
-	uint64_t ring_size;
-	const char **uspecs, **usdts; /* -u, -U */
-	size_t nuspecs, nusdts;
-	int uargs;                    /* --uargs; -1: default (6) */
-};
+
 
 /* ---- options ------------------------------------------------------------------ */
 
@@ -81,7 +67,18 @@ enum {
 	OPT_NO_FINAL_DUMP,
 	OPT_RING_SIZE,
 	OPT_UARGS,
+	OPT_CTL,
+	OPT_NO_CTL,
+	OPT_MAX_SIZE,
+	OPT_DUMP_EVERY,
+	OPT_MAX_DUMPS,
+	OPT_TRIGGER_UPROBE,
+	OPT_TRIGGER_DELAY,
+	OPT_MIN_DUMP_INTERVAL,
 };
+
+#define DEFAULT_MAX_SIZE (1ull << 30)
+#define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
 
 static const struct argp_option options[] = {
 	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
@@ -104,6 +101,22 @@ static const struct argp_option options[] = {
 	{ "uargs", OPT_UARGS, "N", 0, "Integer arguments captured at function entry and USDT probes, 0 to 6 (default 6)", 2 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
 	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
+	{ "max-size", OPT_MAX_SIZE, "SIZE", 0,
+	  "Largest size `ctl resize` may grow the buffer to; address space reserved at start, memory used "
+	  "only when grown (default 1G, or -m if larger)", 3 },
+	{ "ctl", OPT_CTL, "PATH", 0, "Control socket for `btrace-bpf ctl` (default /run/btrace-bpf/PID.sock)", 3 },
+	{ "no-ctl", OPT_NO_CTL, NULL, 0, "No control socket", 3 },
+	{ "dump-every", OPT_DUMP_EVERY, "TIME", 0, "Write a dump every TIME (e.g. 30s, 5m)", 3 },
+	{ "max-dumps", OPT_MAX_DUMPS, "N", 0,
+	  "Keep at most N dump files written by this recorder, removing the oldest (default: keep all)", 3 },
+	{ "trigger-uprobe", OPT_TRIGGER_UPROBE, "SPEC", 0,
+	  "Dump when this user function is hit (uprobe SPEC as for -u; e.g. the function an application "
+	  "calls when it detects an anomaly)", 3 },
+	{ "trigger-delay", OPT_TRIGGER_DELAY, "TIME", 0,
+	  "Keep recording TIME after a trigger before dumping, to see what happened next (default 0)", 3 },
+	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
+	  "Rate limit of automatic dumps (triggers, --dump-every): at most one per TIME; triggers in "
+	  "between are counted and dropped (default 1s)", 3 },
 	{ 0 },
 };
 
@@ -277,6 +290,42 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid --duration '%s': give a positive time with a unit, "
 				   "e.g. 500ms, 10s, 2m, 1h", arg);
 		break;
+	case OPT_MAX_SIZE:
+		err = parse_size(arg, &o->max_size);
+		if (err)
+			size_error(state, "--max-size", arg, err);
+		break;
+	case OPT_CTL:
+		o->ctl_path = arg;
+		break;
+	case OPT_NO_CTL:
+		o->no_ctl = 1;
+		break;
+	case OPT_DUMP_EVERY:
+	case OPT_TRIGGER_DELAY:
+	case OPT_MIN_DUMP_INTERVAL: {
+		uint64_t *dst = key == OPT_DUMP_EVERY ? &o->dump_every_ns :
+				key == OPT_TRIGGER_DELAY ? &o->trigger_delay_ns : &o->min_dump_interval_ns;
+		const char *name = key == OPT_DUMP_EVERY ? "--dump-every" :
+				   key == OPT_TRIGGER_DELAY ? "--trigger-delay" : "--min-dump-interval";
+
+		if (key == OPT_TRIGGER_DELAY && strcmp(arg, "0") == 0) {
+			*dst = 0;
+			break;
+		}
+		err = parse_duration(arg, dst);
+		if (err)
+			argp_error(state, "invalid %s '%s': give a positive time with a unit, e.g. 500ms, 10s, 2m",
+				   name, arg);
+		break;
+	}
+	case OPT_MAX_DUMPS:
+		if (parse_uint(arg, 1000000, &o->max_dumps) || o->max_dumps == 0)
+			argp_error(state, "invalid --max-dumps '%s': give a number of files, at least 1", arg);
+		break;
+	case OPT_TRIGGER_UPROBE:
+		o->trigger_spec = arg;
+		break;
 	case 'v':
 		o->verbose++;
 		break;
@@ -401,30 +450,9 @@ static void on_signal(int sig)
 
 /* ---- dumps ------------------------------------------------------------------------ */
 
-struct recorder {
-	const struct record_opts *o;
-	struct bt_buffer *buf;
-	struct bt_loader *loader;
-	struct bt_uprobes *uprobes; /* NULL without -u/-U */
-	struct bt_task_table *tasks;
-	uint32_t ncpus;
 
-	/* dump thread; fields below under lock */
-	pthread_t dump_thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int pending;         /* a dump was asked for */
-	const char *reason;  /* of the pending dump */
-	int quit;            /* write what is pending, then exit */
-	int final_failed;    /* the last "exit" dump failed */
 
-	/* dump thread only */
-	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
-	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
-	uint64_t ndumps, nfailed;
-};
-
-static void request_dump(struct recorder *r, const char *reason)
+void recorder_request_dump(struct recorder *r, const char *reason)
 {
 	pthread_mutex_lock(&r->lock);
 	/* Coalesce: one pending dump covers every request made before it starts. */
@@ -435,7 +463,44 @@ static void request_dump(struct recorder *r, const char *reason)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static int write_dump(struct recorder *r, const char *reason)
+static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why,
+		      size_t whylen);
+
+/* Keep at most --max-dumps of the files this recorder generated. */
+static void rotate(struct recorder *r, const char *path)
+{
+	char **k = realloc(r->kept, (r->nkept + 1) * sizeof(*k));
+
+	if (!k || !(k[r->nkept] = strdup(path))) {
+		r->kept = k ? k : r->kept;
+		return;
+	}
+	r->kept = k;
+	r->nkept++;
+	while (r->o->max_dumps && r->nkept > r->o->max_dumps) {
+		if (unlink(r->kept[0]) && errno != ENOENT)
+			bt_warn("cannot remove old dump %s: %s", r->kept[0], strerror(errno));
+		else
+			bt_info("removed old dump %s (--max-dumps %" PRIu64 ")", r->kept[0], r->o->max_dumps);
+		free(r->kept[0]);
+		memmove(r->kept, r->kept + 1, --r->nkept * sizeof(*r->kept));
+	}
+}
+
+int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
+			size_t outlen, char *why, size_t whylen)
+{
+	int ret;
+
+	pthread_mutex_lock(&r->dump_serial);
+	ret = write_dump(r, reason, explicit_path, why, whylen);
+	if (ret == 0 && out)
+		snprintf(out, outlen, "%s", r->last_path);
+	pthread_mutex_unlock(&r->dump_serial);
+	return ret;
+}
+
+static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why, size_t whylen)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
 	uint64_t *drops = calloc(ncells, sizeof(*drops));
@@ -494,11 +559,13 @@ static int write_dump(struct recorder *r, const char *reason)
 	}
 
 	err[0] = '\0';
-	ret = bt_dump_write(r->buf, &info, r->o->output_dir, NULL, r->o->zlevel, path, sizeof(path),
+	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
 			    &rst, err, sizeof(err));
 out:
 	if (ret) {
 		r->nfailed++;
+		if (why)
+			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
 		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
 			ret == -ENOSPC || ret == -EDQUOT ?
 				" (free space there or choose another directory with -o)" : "",
@@ -507,6 +574,9 @@ out:
 		r->last_seq = info.dump_seq;
 		r->last_bytes = bytes;
 		r->ndumps++;
+		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
+		if (!explicit_path)
+			rotate(r, path);
 		if (stat(path, &st))
 			st.st_size = 0;
 		bt_warn("dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
@@ -537,7 +607,7 @@ static void *dump_main(void *arg)
 		reason = r->reason;
 		r->pending = 0;
 		pthread_mutex_unlock(&r->lock);
-		ret = write_dump(r, reason);
+		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
 		pthread_mutex_lock(&r->lock);
 		if (strcmp(reason, "exit") == 0)
 			r->final_failed = ret != 0;
@@ -581,13 +651,87 @@ static void print_rates(struct recorder *r, uint64_t *last_events, uint64_t *las
 	*last_t = now;
 }
 
+static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len);
+
+/* Probe ids of the --trigger-uprobe spec (one per pid). */
+static int find_trigger_ids(struct recorder *r)
+{
+	size_t n;
+	const struct bt_probe_desc *t = bt_uprobes_table(r->uprobes, &n);
+
+	r->trigger_ids = calloc(n ? n : 1, sizeof(*r->trigger_ids));
+	if (!r->trigger_ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].spec, r->o->trigger_spec) == 0 && !(t[i].flags & BT_PROBE_RETURN))
+			r->trigger_ids[r->ntrigger_ids++] = t[i].id;
+	if (!r->ntrigger_ids) {
+		bt_warn("--trigger-uprobe '%s': not an entry probe (drop %%return)", r->o->trigger_spec);
+		return -EINVAL;
+	}
+	bt_loader_set_hook(r->loader, on_probe_event, r);
+	return 0;
+}
+
+/* An automatic dump, unless the rate limit says one was written too recently. */
+static void auto_dump(struct recorder *r, uint64_t now, const char *reason)
+{
+	if (r->last_auto && now - r->last_auto < r->o->min_dump_interval_ns) {
+		r->triggers_suppressed++;
+		bt_warn("%s dump skipped: the last automatic dump was %.2fs ago (--min-dump-interval); %" PRIu64
+			" skipped so far",
+			reason, (double)(now - r->last_auto) / 1e9, r->triggers_suppressed);
+		return;
+	}
+	r->last_auto = now;
+	recorder_request_dump(r, reason);
+}
+
+static void check_automatic_dumps(struct recorder *r, uint64_t now, uint64_t *last_interval)
+{
+	uint64_t t = atomic_load(&r->trigger_at);
+
+	if (t && now - t >= r->o->trigger_delay_ns) {
+		/* Hits during the delay are part of this dump. */
+		atomic_store(&r->trigger_at, 0);
+		auto_dump(r, now, "trigger");
+	}
+	if (r->o->dump_every_ns && now - *last_interval >= r->o->dump_every_ns) {
+		*last_interval = now;
+		auto_dump(r, now, "interval");
+	}
+}
+
+/* Drain thread: a uprobe event arrived; is it the trigger? */
+static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len)
+{
+	struct recorder *r = ctx;
+	const struct bt_ev_uprobe *u = (const struct bt_ev_uprobe *)h;
+	uint64_t zero = 0;
+
+	if (h->type != BT_EV_UPROBE_ENTRY || len < offsetof(struct bt_ev_uprobe, duration_ns))
+		return;
+	for (size_t i = 0; i < r->ntrigger_ids; i++) {
+		if (u->probe_id == r->trigger_ids[i]) {
+			/* The first hit starts the delay; later ones join it. */
+			if (atomic_compare_exchange_strong(&r->trigger_at, &zero, bt_now_ns()))
+				bt_warn("trigger %s hit by thread %u%s", r->o->trigger_spec, h->tid,
+					r->o->trigger_delay_ns ? ": dumping after the delay" : "");
+			return;
+		}
+	}
+}
+
 static int run_loop(struct recorder *r, const sigset_t *waitmask)
 {
 	const struct record_opts *o = r->o;
 	uint64_t start = bt_now_ns(), last_rates = start, last_events = 0;
+	uint64_t last_interval = start, rate_t = start, rate_events = 0;
+	/* Triggers and intervals are checked this often. */
+	uint64_t tick = r->ntrigger_ids || o->dump_every_ns ? 20000000ull : 1000000000ull;
 
 	while (!got_stop) {
-		uint64_t now = bt_now_ns(), wait = 1000000000ull;
+		uint64_t now = bt_now_ns(), wait = tick;
 		struct timespec ts;
 
 		if (o->duration_ns) {
@@ -603,10 +747,20 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 		ppoll(NULL, 0, &ts, waitmask);
 		if (got_dump) {
 			got_dump = 0;
-			request_dump(r, "signal");
+			recorder_request_dump(r, "signal");
 		}
 		if (o->verbose && bt_now_ns() - last_rates >= 1000000000ull)
 			print_rates(r, &last_events, &last_rates);
+		now = bt_now_ns();
+		if (now - rate_t >= 1000000000ull) {
+			struct bt_drain_stats ds;
+
+			bt_loader_drain_stats(r->loader, &ds);
+			atomic_store(&r->rate, (ds.events - rate_events) * 1000000000ull / (now - rate_t));
+			rate_events = ds.events;
+			rate_t = now;
+		}
+		check_automatic_dumps(r, now, &last_interval);
 		if (r->uprobes) {
 			int ended[16];
 			size_t k = bt_uprobes_poll_exited(r->uprobes, ended, 16);
@@ -646,7 +800,27 @@ int cmd_record(int argc, char **argv)
 	args[argc] = NULL;
 	args[0] = (char *)BT_PROG " record";
 	argp_err_exit_status = 2;
+	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
+	if (!o.max_size)
+		o.max_size = o.buffer_size > DEFAULT_MAX_SIZE ? o.buffer_size : DEFAULT_MAX_SIZE;
+	if (o.max_size < o.buffer_size) {
+		bt_warn("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
+			format_size(o.buffer_size, s2, sizeof(s2)));
+		return 2;
+	}
+	if (o.trigger_spec) {
+		/* The trigger is a uprobe like the others; its hits also go into
+		 * the buffer, so the dump shows the call that triggered it. */
+		const char **v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
+
+		if (!v) {
+			bt_warn("out of memory");
+			return 1;
+		}
+		o.uspecs = v;
+		o.uspecs[o.nuspecs++] = o.trigger_spec;
+	}
 	bt_verbose = o.verbose;
 	bt_loader_set_libbpf_verbosity(o.verbose);
 
@@ -698,6 +872,8 @@ int cmd_record(int argc, char **argv)
 	r.o = &o;
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
+	pthread_mutex_init(&r.dump_serial, NULL);
+	r.start_ns = bt_now_ns();
 
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
@@ -719,6 +895,7 @@ int cmd_record(int argc, char **argv)
 	cfg.block_size = (uint32_t)o.block_size;
 	cfg.ncores = r.ncpus;
 	cfg.active = (uint32_t)o.active_blocks;
+	cfg.max_size = (size_t)o.max_size;
 	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
 	err[0] = '\0';
 	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
@@ -762,6 +939,10 @@ int cmd_record(int argc, char **argv)
 			exit_code = 1;
 			goto out;
 		}
+		if (o.trigger_spec && find_trigger_ids(&r) < 0) {
+			exit_code = 1;
+			goto out;
+		}
 	}
 	ret = bt_loader_start(r.loader, r.buf, r.tasks);
 	if (ret) {
@@ -782,6 +963,17 @@ int cmd_record(int argc, char **argv)
 	}
 	dump_thread = 1;
 
+	if (!o.no_ctl) {
+		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
+		if (!r.ctl) {
+			bt_warn("%s", err);
+			exit_code = 1;
+			got_stop = SIGTERM; /* nothing recorded yet worth a dump */
+			o.final_dump = 0;
+			goto out;
+		}
+	}
+
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
 	if (r.uprobes)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
@@ -791,15 +983,19 @@ int cmd_record(int argc, char **argv)
 		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), o.output_dir);
 	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
 		(int)getpid());
+	if (r.ctl)
+		bt_warn("control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
 
 	run_loop(&r, &waitmask);
+	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */
+	r.ctl = NULL;
 
 	/* Shutdown: no new events, every event drained, then the last dump. */
 	bt_uprobes_detach(r.uprobes);
 	bt_loader_detach(r.loader);
 	bt_loader_stop(r.loader);
 	if (o.final_dump)
-		request_dump(&r, "exit");
+		recorder_request_dump(&r, "exit");
 
 out:
 	if (dump_thread) {
@@ -823,13 +1019,19 @@ out:
 			PRIu64 " rejected; %" PRIu64 " dumps written%s", ds.events, drops, ds.rejected,
 			r.ndumps, r.nfailed ? ", some failed" : "");
 	}
+	bt_ctl_stop(r.ctl);
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
+	for (size_t i = 0; i < r.nkept; i++)
+		free(r.kept[i]);
+	free(r.kept);
+	free(r.trigger_ids);
 	free(o.uspecs);
 	free(o.usdts);
 	bt_tasks_free(r.tasks);
 	bt_buffer_destroy(r.buf);
 	pthread_cond_destroy(&r.cond);
 	pthread_mutex_destroy(&r.lock);
+	pthread_mutex_destroy(&r.dump_serial);
 	return exit_code;
 }

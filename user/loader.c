@@ -96,6 +96,8 @@ struct bt_loader {
 	struct bt_task_table *tasks;
 	struct bt_drain drains[BT_MAX_RINGS];
 	unsigned ndrains;
+	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
+	void *hook_ctx;
 };
 
 /* ---- libbpf messages ---------------------------------------------------------- */
@@ -403,6 +405,8 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		bump(&d->events);
 	else
 		bump(&d->rejected);
+	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
+		d->l->hook(d->l->hook_ctx, h, (uint32_t)len);
 	return 0;
 }
 
@@ -600,4 +604,10 @@ void bt_loader_destroy(struct bt_loader *l)
 	drains_destroy(l);
 	record_bpf__destroy(l->skel);
 	free(l);
+}
+
+void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx)
+{
+	l->hook = fn;
+	l->hook_ctx = ctx;
 }

@@ -20,6 +20,7 @@
 
 struct bt_buffer;
 struct bt_task_table;
+struct bt_event_hdr;
 
 #define BT_DEFAULT_RING_SIZE (16u << 20)
 #define BT_DEFAULT_DRAIN_MS 20
@@ -87,6 +88,11 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
  */
 int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_t *emitted,
 			     uint64_t *seq);
+
+/* Called by the drain thread for every uprobe and USDT event, after it is in
+ * the buffer (e.g. for dump triggers). Set before bt_loader_start(). */
+typedef void (*bt_probe_hook)(void *ctx, const struct bt_event_hdr *h, uint32_t len);
+void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx);
 
 void bt_loader_destroy(struct bt_loader *l);
 

@@ -417,6 +417,15 @@ static void test_resize(void)
 	after = read_all(b, NULL);
 	latest_run(&after, 0, &f2);
 	CHECK(f2 == f_small, "grow lost history: first %lu (was %lu)", (unsigned long)f2, (unsigned long)f_small);
+	/* Writing less than the added capacity (9 slots, 144 KiB; these
+	 * entries take ~90 bytes) overwrites nothing old. */
+	for (int i = 0; i < 1200; i++)
+		REQUIRE(put(b, 0, n++, 48 + i % 64) == 0, "write");
+	free(after.v);
+	after = read_all(b, NULL);
+	latest_run(&after, 0, &f2);
+	CHECK(f2 == f_small, "after grow, old history overwritten early: first %lu (was %lu)", (unsigned long)f2,
+	      (unsigned long)f_small);
 	for (int i = 0; i < 30000; i++)
 		REQUIRE(put(b, 0, n++, 48 + i % 64) == 0, "write");
 	free(after.v);

@@ -1,0 +1,165 @@
+#!/usr/bin/env bash
+# test_ctl.sh - runtime control of a running recorder (`btrace-bpf ctl`):
+# resize down and up during a workload with the dumps around each resize
+# checked for unexplained gaps, resident memory after a shrink, status, dump
+# -o, a trigger uprobe producing exactly one dump, dump rotation, overlapping
+# dumps, and every error path. Needs root; prints TAP lines.
+# shellcheck disable=SC2015
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/bpf/lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "ctl tests" "need root"
+	finish
+	exit $?
+fi
+
+CTL=$T_TMP/ctl.sock
+OUT=$T_TMP/out
+LOG=$T_TMP/rec.log
+ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"; }
+# "latest continuous window: A .. B" and the newest event time of a dump.
+window_start() { "$BT" report --stats "$1" | sed -n 's/^latest continuous window: *\([0-9.]*\) .*/\1/p'; }
+last_event() { "$BT" report --stats "$1" | sed -n 's/^window: *[0-9.]* \.\. \([0-9.]*\).*/\1/p'; }
+seq_missing() { "$BT" report --stats "$1" | sed -n 's/^ *seq gaps: [0-9]* gaps, \([0-9]*\) events missing.*/\1/p'; }
+rb_drops() { "$BT" report --stats "$1" | sed -n 's/^ *ring-buffer reservation failures: \([0-9]*\).*/\1/p'; }
+
+# ---- resize during a workload ---------------------------------------------------
+if ! rec_start "$LOG" -o "$OUT" -m 256M --max-size 512M --ctl "$CTL" -e sched; then
+	not_ok "recorder starts" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+check "startup line names the control socket" grep -q "ctl --ctl $CTL" "$LOG"
+"$TB/pingpong" -n 200000 -a bt-ping -b bt-pong >/dev/null 2>&1 &
+WL=$!
+sleep 1
+ST=$(ctl status 2>&1)
+echo "$ST" | grep -q "^buffer: 256 MiB (max 512 MiB)" && echo "$ST" | grep -q "latest continuous window:" &&
+	echo "$ST" | grep -q "^ring-buffer drops:" && echo "$ST" | grep -q "^events: .*/s" &&
+	ok "status: size, rate, latest continuous window, losses" || not_ok "status" "$ST"
+
+RSS_BIG=$(rss_kb "$REC_PID")
+prev=$(ctl dump -o "$T_TMP/d0.btd" 2>&1)
+[ "$prev" = "$T_TMP/d0.btd" ] && [ -s "$T_TMP/d0.btd" ] && ok "dump -o prints the path written" ||
+	not_ok "dump -o" "$prev"
+gapfree=1
+i=0
+for size in 16M 128M 8M 512M 64M; do
+	i=$((i + 1))
+	r=$(ctl resize $size 2>&1) || { not_ok "resize $size" "$r"; gapfree=0; continue; }
+	ctl dump -o "$T_TMP/d$i.btd" >/dev/null 2>&1 || { not_ok "dump after resize $size"; gapfree=0; continue; }
+	before=$T_TMP/d$((i - 1)).btd
+	# Nothing inside the kept window is lost: the newest events of the dump
+	# taken before the resize are inside the continuous window after it.
+	ws=$(window_start "$T_TMP/d$i.btd")
+	le=$(last_event "$before")
+	if ! awk -v w="$ws" -v l="$le" 'BEGIN { exit !(w + 0 <= l + 0) }'; then
+		gapfree=0
+		diag "resize $size: window after starts at $ws, after the last event $le of the dump before"
+		"$BT" report --stats "$T_TMP/d$i.btd" | grep -E "^(cpu|[0-9]|total|window|latest|  *starts)" | sed 's/^/#   /'
+		"$BT" report --stats "$before" | grep -E "^(cpu|[0-9]|total|window|latest|  *starts)" | sed 's/^/#   before /'
+	fi
+	if [ "$(rb_drops "$T_TMP/d$i.btd")" != 0 ]; then
+		gapfree=0
+		diag "resize $size: ring-buffer drops $(rb_drops "$T_TMP/d$i.btd")"
+	fi
+done
+[ $gapfree = 1 ] && ok "5 resizes while recording: each dump's continuous window reaches back before the resize, no drops" ||
+	not_ok "resizes keep the window gap-free"
+kill "$WL" 2>/dev/null
+wait "$WL" 2>/dev/null
+
+# Resident memory really drops on a shrink (the buffer was 256M, prefaulted).
+ctl resize 16M >/dev/null 2>&1
+sleep 0.2
+RSS_SMALL=$(rss_kb "$REC_PID")
+diag "recorder VmRSS: ${RSS_BIG} kB at 256M, ${RSS_SMALL} kB after resize 16M"
+[ $((RSS_BIG - RSS_SMALL)) -gt $((200 * 1024)) ] && ok "shrink returns memory: VmRSS dropped by >200 MiB" ||
+	not_ok "shrink returns memory" "VmRSS ${RSS_BIG} -> ${RSS_SMALL} kB"
+
+# ---- errors: no change to the running recorder ---------------------------------
+r=$(ctl resize 12Q 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$r" | grep -q "bad size '12Q'" && ok "bad size string: clear error" || not_ok "bad size" "$r"
+r=$(ctl resize 2G 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$r" | grep -q "over the maximum 512 MiB.*--max-size" &&
+	ok "size over the maximum: says the maximum and how to raise it" || not_ok "over max" "$r"
+ctl status | grep -q "^buffer: 16 MiB" && ok "failed resizes changed nothing" || not_ok "size after errors" "$(ctl status)"
+r=$(setpriv --reuid=65534 --regid=65534 --clear-groups "$BT" ctl --ctl "$CTL" status 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$r" | grep -qi "permission denied" && ok "client without permission: clear error" ||
+	not_ok "no permission" "$r"
+r=$("$BT" record -o "$OUT" --ctl "$CTL" 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$r" | grep -q "in use by a running recorder" && ok "socket in use by a live recorder: refused" ||
+	not_ok "socket in use" "$r"
+r=$("$BT" ctl --pid 999999 status 2>&1); rc=$?
+[ $rc -ne 0 ] && echo "$r" | grep -q "no recorder with pid 999999" && ok "ctl --pid of no recorder: clear error" ||
+	not_ok "ctl bad pid" "$r"
+r=$(ctl frobnicate 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$r" | grep -q "unknown command" && ok "unknown command: usage error" || not_ok "unknown cmd" "$r"
+
+# Two dumps close together overlap, and the second one says so.
+ctl dump -o "$T_TMP/o1.btd" >/dev/null && ctl dump -o "$T_TMP/o2.btd" >/dev/null
+"$BT" report --stats "$T_TMP/o2.btd" | grep -q "may overlap dump #" && ok "consecutive dumps: the second names the dump it overlaps" ||
+	not_ok "overlap noted" "$("$BT" report --stats "$T_TMP/o2.btd" | head -8)"
+
+r=$(ctl stop 2>&1)
+rec_stop "$REC_PID" INT 30
+[ "$REC_STATUS" -eq 0 ] && [ ! -e "$CTL" ] && ok "ctl stop: recorder exits 0, socket removed" ||
+	not_ok "ctl stop" "status $REC_STATUS; $r"
+
+# ---- a stale socket from a crashed recorder is cleaned up ---------------------------
+python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$CTL"
+if rec_start "$LOG" -o "$OUT" --ctl "$CTL" --no-final-dump; then
+	grep -q "removed stale control socket" "$LOG" && ctl status >/dev/null 2>&1 &&
+		ok "stale socket removed, new recorder reachable" || not_ok "stale socket" "$(cat "$LOG")"
+	rec_stop "$REC_PID" INT 30
+else
+	not_ok "recorder starts over a stale socket" "$(cat "$LOG")"
+fi
+
+# ---- dump rotation --------------------------------------------------------------------
+ROT=$T_TMP/rot
+if rec_start "$LOG" -o "$ROT" --ctl "$CTL" --dump-every 300ms --min-dump-interval 100ms --max-dumps 2; then
+	sleep 2.5
+	rec_stop "$REC_PID" INT 30
+	n=$(find "$ROT" -name '*.btd' | wc -l)
+	w=$(grep -c "written to" "$LOG")
+	[ "$n" -eq 2 ] && [ "$w" -ge 5 ] && ok "--dump-every + --max-dumps 2: $w dumps written, 2 kept" ||
+		not_ok "rotation" "kept $n, written $w"
+else
+	not_ok "recorder with --dump-every starts" "$(cat "$LOG")"
+fi
+
+# ---- trigger uprobe: exactly one dump, events before and after ---------------------
+TRG=$T_TMP/trg
+"$TB/uprobe_target" >"$T_TMP/target.out" 2>&1 &
+TP=$!
+wait_for 10 grep -q ready "$T_TMP/target.out"
+if rec_start "$LOG" -o "$TRG" --ctl "$CTL" -e sched -p "$TP" -u bt_add --trigger-uprobe bt_sleep_us \
+	--trigger-delay 300ms --min-dump-interval 30s --no-final-dump; then
+	kill -USR1 "$TP"
+	wait_for 20 grep -q done "$T_TMP/target.out"
+	sleep 1
+	rec_stop "$REC_PID" INT 30
+	n=$(find "$TRG" -name '*.btd' | wc -l)
+	f=$(find "$TRG" -name '*.btd' | head -1)
+	if [ "$n" -eq 1 ]; then
+		ok "trigger: exactly one dump (hits during the delay and rate limit coalesced)"
+		rep=$("$BT" report "$f")
+		first=$(echo "$rep" | grep -m1 "bt_sleep_us" | awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) { t = $(i + 1); sub(":", "", t); print t; exit } }')
+		before=$(echo "$rep" | grep -c "uprobe: bt_add")
+		after=$(echo "$rep" | awk -v t="$first" '{ for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) { s = $(i + 1); sub(":", "", s); if (s + 0 > t + 0.05) n++; break } } END { print n + 0 }')
+		"$BT" report --stats "$f" | grep -q "reason trigger" && [ "$before" -gt 0 ] && [ "$after" -gt 0 ] &&
+			ok "trigger dump holds events before ($before bt_add calls) and after ($after events) the trigger" ||
+			not_ok "trigger dump contents" "before=$before after=$after first=$first"
+	else
+		not_ok "trigger: exactly one dump" "$n dumps; $(cat "$LOG")"
+	fi
+else
+	not_ok "recorder with --trigger-uprobe starts" "$(cat "$LOG")"
+fi
+kill "$TP" 2>/dev/null
+
+finish

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ctl.c - control socket of a running recorder (server thread and client).
+ *
+ * Protocol: the client connects, writes one line "CMD ARG...\n"; the server
+ * answers with any number of text lines, then "ok\n" or "error: WHY\n", and
+ * closes. One connection at a time: commands are rare and some (resize,
+ * dump) must not run concurrently anyway.
+ */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define IO_TIMEOUT_MS 5000
+#define CLIENT_TIMEOUT_MS 120000
+
+struct bt_ctl_server {
+	int fd;
+	int stop_pipe[2];
+	pthread_t thread;
+	bt_ctl_handler handler;
+	void *ctx;
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+};
+
+static void set_err(char *err, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, len, fmt, ap);
+	va_end(ap);
+}
+
+static int fill_addr(struct sockaddr_un *a, const char *path)
+{
+	memset(a, 0, sizeof(*a));
+	a->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(a->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(a->sun_path, path);
+	return 0;
+}
+
+/* Connect to a socket path; returns the fd or -errno. */
+static int ctl_connect(const char *path)
+{
+	struct sockaddr_un a;
+	int fd, err = fill_addr(&a, path);
+
+	if (err)
+		return err;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int wait_fd(int fd, short ev, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = ev };
+	int n = poll(&p, 1, ms);
+
+	return n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
+}
+
+static int write_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		/* MSG_NOSIGNAL: a client that went away must not kill the recorder. */
+		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read one line (without '\n') of at most max-1 bytes; -EPIPE at EOF. */
+static int read_line(int fd, char *buf, size_t max, int timeout_ms)
+{
+	size_t n = 0;
+
+	while (n + 1 < max) {
+		int err = wait_fd(fd, POLLIN, timeout_ms);
+		ssize_t r;
+
+		if (err)
+			return err;
+		r = read(fd, buf + n, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0 && n == 0)
+			return -EPIPE;
+		if (r == 0 || buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return n + 1 >= max ? -E2BIG : 0;
+}
+
+/* ---- server ----------------------------------------------------------------- */
+
+static int split_args(char *line, char **argv)
+{
+	int argc = 0;
+
+	for (char *tok = strtok(line, " \t\r"); tok && argc < BT_CTL_MAX_ARGS; tok = strtok(NULL, " \t\r"))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	return argc;
+}
+
+static void serve_one(struct bt_ctl_server *s, int c)
+{
+	char line[BT_CTL_MAX_LINE], why[512] = "", *argv[BT_CTL_MAX_ARGS + 1];
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	char *reply = NULL;
+	size_t rlen = 0;
+	FILE *out;
+	int argc, ret;
+
+	/* The socket is 0600 in a 0700 directory; check the peer anyway. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+	    (cred.uid != 0 && cred.uid != geteuid())) {
+		write_all(c, "error: permission denied (run btrace-bpf ctl as root)\n", 54);
+		return;
+	}
+	if (read_line(c, line, sizeof(line), IO_TIMEOUT_MS) < 0) {
+		write_all(c, "error: bad request\n", 19);
+		return;
+	}
+	argc = split_args(line, argv);
+	out = open_memstream(&reply, &rlen);
+	if (!out)
+		return;
+	if (argc == 0) {
+		ret = -EINVAL;
+		snprintf(why, sizeof(why), "empty command");
+	} else {
+		ret = s->handler(s->ctx, argc, argv, out, why, sizeof(why));
+	}
+	if (ret == 0)
+		fputs("ok\n", out);
+	else
+		fprintf(out, "error: %s\n", why[0] ? why : strerror(-ret));
+	fclose(out);
+	write_all(c, reply, rlen);
+	free(reply);
+}
+
+static void *serve(void *arg)
+{
+	struct bt_ctl_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = s->fd, .events = POLLIN }, { .fd = s->stop_pipe[0], .events = POLLIN } };
+		int c;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (p[1].revents)
+			break;
+		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (c < 0)
+			continue;
+		serve_one(s, c);
+		close(c);
+	}
+	return NULL;
+}
+
+struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen)
+{
+	struct bt_ctl_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_un a;
+	int e = 0, fd;
+
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->fd = -1;
+	s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	s->handler = h;
+	s->ctx = ctx;
+	if (path)
+		snprintf(s->path, sizeof(s->path), "%s", path);
+	else
+		snprintf(s->path, sizeof(s->path), "%s/%d.sock", BT_CTL_DIR, (int)getpid());
+	if (!path && mkdir(BT_CTL_DIR, 0700) < 0 && errno != EEXIST) {
+		e = errno;
+		set_err(err, errlen, "cannot create %s: %s", BT_CTL_DIR, strerror(e));
+		goto fail;
+	}
+	if (fill_addr(&a, s->path)) {
+		e = ENAMETOOLONG;
+		set_err(err, errlen, "control socket path too long: %s", s->path);
+		goto fail;
+	}
+	/* An existing socket: in use by a live recorder, or stale from a crash. */
+	fd = ctl_connect(s->path);
+	if (fd >= 0) {
+		close(fd);
+		e = EADDRINUSE;
+		set_err(err, errlen, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
+			s->path);
+		goto fail;
+	}
+	if (fd == -ECONNREFUSED) {
+		struct stat st;
+
+		if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+			unlink(s->path);
+			fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
+				s->path);
+		}
+	}
+	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(s->path, 0600) < 0 ||
+	    listen(s->fd, 8) < 0) {
+		e = errno;
+		set_err(err, errlen, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		goto fail_unlink;
+	}
+	if (pipe2(s->stop_pipe, O_CLOEXEC) < 0 || (e = pthread_create(&s->thread, NULL, serve, s)) != 0) {
+		e = errno ? errno : e;
+		set_err(err, errlen, "cannot start the control thread: %s", strerror(e));
+		goto fail_unlink;
+	}
+	return s;
+
+fail_unlink:
+	unlink(s->path);
+fail:
+	if (s->fd >= 0)
+		close(s->fd);
+	if (s->stop_pipe[0] >= 0) {
+		close(s->stop_pipe[0]);
+		close(s->stop_pipe[1]);
+	}
+	free(s);
+	errno = e;
+	return NULL;
+}
+
+const char *bt_ctl_path(const struct bt_ctl_server *s)
+{
+	return s->path;
+}
+
+void bt_ctl_stop(struct bt_ctl_server *s)
+{
+	if (!s)
+		return;
+	if (write(s->stop_pipe[1], "x", 1) == 1)
+		pthread_join(s->thread, NULL);
+	close(s->stop_pipe[0]);
+	close(s->stop_pipe[1]);
+	close(s->fd);
+	unlink(s->path);
+	free(s);
+}
+
+/* ---- client ------------------------------------------------------------------ */
+
+int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, size_t whylen)
+{
+	char buf[BT_CTL_MAX_LINE];
+	int fd = ctl_connect(path), err;
+
+	if (fd < 0) {
+		if (fd == -EACCES || fd == -EPERM)
+			set_err(why, whylen, "permission denied on %s: run as root", path);
+		else if (fd == -ECONNREFUSED)
+			set_err(why, whylen, "no recorder listens on %s (stale socket: the recorder exited)", path);
+		else
+			set_err(why, whylen, "cannot connect to %s: %s", path, strerror(-fd));
+		return fd;
+	}
+	snprintf(buf, sizeof(buf), "%s\n", line);
+	err = write_all(fd, buf, strlen(buf));
+	while (!err) {
+		/* A dump of a big buffer can take seconds: be patient. */
+		err = read_line(fd, buf, sizeof(buf), CLIENT_TIMEOUT_MS);
+		if (err)
+			break;
+		if (strcmp(buf, "ok") == 0)
+			break;
+		if (strncmp(buf, "error: ", 7) == 0) {
+			set_err(why, whylen, "%s", buf + 7);
+			close(fd);
+			return 1;
+		}
+		fprintf(out, "%s\n", buf);
+	}
+	close(fd);
+	if (err)
+		set_err(why, whylen, "lost the connection to %s: %s", path, strerror(-err));
+	return err;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl.h - the control channel of a running recorder: a Unix stream socket
+ * (root-only, /run/btrace-bpf/<pid>.sock or --ctl PATH) that takes one
+ * command line per connection and answers with text lines ending in a line
+ * "ok" or "error: <why>". `btrace-bpf ctl` is the client.
+ */
+#ifndef BTRACE_CTL_H
+#define BTRACE_CTL_H
+#include <stddef.h>
+#include <stdio.h>
+
+#define BT_CTL_DIR "/run/btrace-bpf"
+#define BT_CTL_MAX_LINE 4096
+#define BT_CTL_MAX_ARGS 16
+
+/* Runs on the control thread. Writes reply lines to out; returns 0 for
+ * "ok" or -errno for an error whose one-line reason it wrote to why. */
+typedef int (*bt_ctl_handler)(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
+
+struct bt_ctl_server;
+
+/* Listen on path (NULL: BT_CTL_DIR/<pid>.sock). A stale socket left by a
+ * crashed recorder is removed; one in use by a live recorder is an error.
+ * NULL + errno + message on failure. */
+struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen);
+const char *bt_ctl_path(const struct bt_ctl_server *s);
+/* Stop the thread, close and unlink the socket. NULL is fine. */
+void bt_ctl_stop(struct bt_ctl_server *s);
+
+/* Client side: send one command to a socket, copy the reply lines (without
+ * the final status line) to out. Returns 0 (ok), 1 (the recorder said
+ * error: message in why) or -errno (could not talk to it). */
+int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, size_t whylen);
+#endif

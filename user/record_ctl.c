@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: MIT
+/*
+ * record_ctl.c - what a running recorder answers on its control socket:
+ * status, dump [-o FILE], resize SIZE, stop (and ping, used by `ctl` to find
+ * live recorders). Runs on the control thread; every change it makes goes
+ * through the same thread-safe paths as the rest of the recorder (bt_resize,
+ * the serialized dump writer, a signal to the main loop).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "btrace_buffer.h"
+#include "live_window.h"
+#include "loader.h"
+#include "probes.h"
+#include "recorder.h"
+#include "uprobes.h"
+#include "util.h"
+
+static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe" };
+
+/* Resident set of this process, from /proc (what `ps` shows). */
+static uint64_t rss_bytes(void)
+{
+	unsigned long pages = 0, rss = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+
+	if (f) {
+		if (fscanf(f, "%lu %lu", &pages, &rss) != 2)
+			rss = 0;
+		fclose(f);
+	}
+	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen)
+{
+	char e[256] = "", a[32], b2[32], c[32], d[32];
+	uint64_t size, t0, rss0;
+	struct bt_stats before, after;
+	int err;
+
+	if (argc != 2) {
+		snprintf(why, whylen, "usage: resize SIZE (e.g. resize 256M)");
+		return -EINVAL;
+	}
+	err = parse_size(argv[1], &size);
+	if (err) {
+		snprintf(why, whylen, "bad size '%s': give a positive size like 64M or 1G", argv[1]);
+		return -EINVAL;
+	}
+	bt_buffer_stats(r->buf, &before);
+	if (bt_round_size(r->buf, size) == 0 && size <= before.max_size) {
+		snprintf(why, whylen, "%s is below the smallest size %s (A blocks)", argv[1],
+			 format_size(bt_size_granule(r->buf), a, sizeof(a)));
+		return -EINVAL;
+	}
+	rss0 = rss_bytes();
+	t0 = bt_now_ns();
+	err = bt_resize(r->buf, size, 2000, e, sizeof(e));
+	if (err == -E2BIG) {
+		snprintf(why, whylen, "%s is over the maximum %s reserved at start: restart the recorder with --max-size",
+			 argv[1], format_size(before.max_size, a, sizeof(a)));
+		return err;
+	}
+	if (err) {
+		snprintf(why, whylen, "resize to %s failed: %s", argv[1], e[0] ? e : strerror(-err));
+		return err;
+	}
+	bt_buffer_stats(r->buf, &after);
+	fprintf(out, "resized %s -> %s in %.1f ms (granule %s)\n", format_size(before.size, a, sizeof(a)),
+		format_size(after.size, b2, sizeof(b2)), (double)(bt_now_ns() - t0) / 1e6,
+		format_size(bt_size_granule(r->buf), c, sizeof(c)));
+	fprintf(out, "buffer memory %s, recorder resident %s (was %s)\n", format_size(after.resident, a, sizeof(a)),
+		format_size(rss_bytes(), d, sizeof(d)), format_size(rss0, b2, sizeof(b2)));
+	return 0;
+}
+
+static int do_dump(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen)
+{
+	const char *path = NULL;
+	char written[4096];
+	int err;
+
+	if (argc == 3 && strcmp(argv[1], "-o") == 0)
+		path = argv[2];
+	else if (argc != 1) {
+		snprintf(why, whylen, "usage: dump [-o FILE]");
+		return -EINVAL;
+	}
+	if (path && path[0] != '/') {
+		snprintf(why, whylen, "give an absolute path to dump -o (the recorder runs in another directory)");
+		return -EINVAL;
+	}
+	err = recorder_write_dump(r, "ctl", path, written, sizeof(written), why, whylen);
+	if (err)
+		return err;
+	fprintf(out, "%s\n", written);
+	return 0;
+}
+
+static void print_losses(struct recorder *r, FILE *out)
+{
+	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
+	uint64_t *drops = calloc(ncells, sizeof(*drops)), g[BT_GROUP_MAX] = { 0 }, total = 0;
+	struct bt_drain_stats ds;
+	struct bt_stats bs;
+
+	if (drops && bt_loader_read_cpu_state(r->loader, drops, NULL, NULL) == 0)
+		for (size_t i = 0; i < ncells; i++) {
+			g[i % BT_GROUP_MAX] += drops[i];
+			total += drops[i];
+		}
+	free(drops);
+	fprintf(out, "ring-buffer drops: %" PRIu64, total);
+	for (int i = 0; i < BT_GROUP_MAX; i++)
+		if (g[i])
+			fprintf(out, " (%s %" PRIu64 ")", group_names[i], g[i]);
+	fputc('\n', out);
+	bt_loader_drain_stats(r->loader, &ds);
+	bt_buffer_stats(r->buf, &bs);
+	fprintf(out,
+		"buffer: %" PRIu64 " entries written, %" PRIu64 " rejected, %" PRIu64 " dropped; %" PRIu64
+		" blocks used, %" PRIu64 " closed early, %" PRIu64 " skipped, %" PRIu64 " padding bytes, %" PRIu64
+		" resizes\n",
+		bs.entries_written, bs.entries_rejected + ds.rejected, bs.entries_dropped, bs.blocks_used,
+		bs.blocks_closed, bs.blocks_skipped, bs.padding_bytes, bs.resizes);
+}
+
+static int do_status(struct recorder *r, FILE *out)
+{
+	char a[32], b2[32], c[32], d[32], e[32];
+	struct bt_seq_window w;
+	struct bt_read_stats rst;
+	struct bt_drain_stats ds;
+	struct bt_stats bs;
+	int err;
+
+	bt_buffer_stats(r->buf, &bs);
+	bt_loader_drain_stats(r->loader, &ds);
+	fprintf(out, "recorder pid %d, up %.1fs\n", (int)getpid(), (double)(bt_now_ns() - r->start_ns) / 1e9);
+	fprintf(out, "buffer: %s (max %s), %u blocks of %s, %u active, memory %s, recorder resident %s\n",
+		format_size(bs.size, a, sizeof(a)), format_size(bs.max_size, b2, sizeof(b2)), bs.nblocks,
+		format_size(bs.block_size, c, sizeof(c)), bs.active, format_size(bs.resident, d, sizeof(d)),
+		format_size(rss_bytes(), e, sizeof(e)));
+	fprintf(out, "events: %" PRIu64 " recorded, %" PRIu64 "/s\n", ds.events, atomic_load(&r->rate));
+	err = bt_live_window(r->buf, r->ncpus, &w, &rst);
+	if (err == 0 && w.events) {
+		fprintf(out, "window: %.3fs, %" PRIu64 " events retained\n", (double)(w.last_ts - w.first_ts) / 1e9,
+			w.events);
+		fprintf(out, "latest continuous window: %.3fs, %" PRIu64 " events (%" PRIu64 " seq gaps, %" PRIu64
+			" events missing)\n",
+			(double)(w.last_ts - w.cont_start_ts) / 1e9, w.cont_events, w.gaps, w.missing);
+	} else if (err == 0) {
+		fprintf(out, "window: empty\n");
+	} else {
+		fprintf(out, "window: unavailable (%s)\n", strerror(-err));
+	}
+	print_losses(r, out);
+	pthread_mutex_lock(&r->dump_serial);
+	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " automatic skipped by the rate limit%s%s\n",
+		r->ndumps, r->nfailed, r->triggers_suppressed, r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
+	pthread_mutex_unlock(&r->dump_serial);
+	if (r->uprobes) {
+		size_t n;
+		const struct bt_probe_desc *t;
+
+		pthread_mutex_lock(&r->dump_serial); /* the table is the dump thread's */
+		t = bt_uprobes_table(r->uprobes, &n);
+		fprintf(out, "probes: %zu\n", n);
+		for (size_t i = 0; i < n; i++)
+			fprintf(out, "  %u %s (pid %d)%s\n", t[i].id, t[i].spec, t[i].pid,
+				t[i].flags & BT_PROBE_ENDED ? " ended" : "");
+		pthread_mutex_unlock(&r->dump_serial);
+	} else {
+		fprintf(out, "probes: none\n");
+	}
+	return 0;
+}
+
+int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen)
+{
+	struct recorder *r = ctx;
+
+	if (strcmp(argv[0], "ping") == 0)
+		return 0;
+	if (strcmp(argv[0], "status") == 0)
+		return do_status(r, out);
+	if (strcmp(argv[0], "dump") == 0)
+		return do_dump(r, argc, argv, out, why, whylen);
+	if (strcmp(argv[0], "resize") == 0)
+		return do_resize(r, argc, argv, out, why, whylen);
+	if (strcmp(argv[0], "stop") == 0) {
+		/* The main loop takes SIGTERM: final dump, detach, exit. */
+		kill(getpid(), SIGTERM);
+		fprintf(out, "stopping recorder %d\n", (int)getpid());
+		return 0;
+	}
+	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, stop)", argv[0]);
+	return -EINVAL;
+}

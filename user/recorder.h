@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * recorder.h - state of a running `btrace-bpf record`, shared by the command
+ * (cmd_record.c) and its control-socket handlers (record_ctl.c).
+ */
+#ifndef BTRACE_RECORDER_H
+#define BTRACE_RECORDER_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <linux/types.h>
+#include "events.h"
+
+struct bt_buffer;
+struct bt_loader;
+struct bt_uprobes;
+struct bt_task_table;
+struct bt_ctl_server;
+
+struct record_opts {
+	uint64_t buffer_size;
+	uint64_t block_size;
+	uint64_t active_blocks;
+	const char *output_dir;
+	uint32_t groups;
+	uint32_t filter_tgid;
+	char filter_comm[BT_COMM_LEN];
+	uint64_t duration_ns;
+	int verbose;
+	int final_dump;
+	int zlevel;
+	uint64_t ring_size;
+	const char **uspecs, **usdts; /* -u, -U */
+	size_t nuspecs, nusdts;
+	int uargs;                    /* --uargs; -1: default (6) */
+	/* control and automatic dumps */
+	const char *ctl_path;         /* --ctl; NULL: /run/btrace-bpf/PID.sock */
+	int no_ctl;
+	uint64_t max_size;            /* --max-size: largest `ctl resize` */
+	uint64_t dump_every_ns;       /* --dump-every */
+	uint64_t max_dumps;           /* --max-dumps: files kept, oldest removed */
+	const char *trigger_spec;     /* --trigger-uprobe */
+	uint64_t trigger_delay_ns;    /* --trigger-delay */
+	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
+};
+
+struct recorder {
+	const struct record_opts *o;
+	struct bt_buffer *buf;
+	struct bt_loader *loader;
+	struct bt_uprobes *uprobes; /* NULL without -u/-U */
+	struct bt_task_table *tasks;
+	uint32_t ncpus;
+
+	/* dump thread; fields below under lock */
+	pthread_t dump_thread;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int pending;         /* a dump was asked for */
+	const char *reason;  /* of the pending dump */
+	int quit;            /* write what is pending, then exit */
+	int final_failed;    /* the last "exit" dump failed */
+
+	/* dump thread only */
+	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
+	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
+	uint64_t ndumps, nfailed;
+
+	/* any thread */
+	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
+	struct bt_ctl_server *ctl;
+	uint64_t start_ns;
+	_Atomic uint64_t rate;       /* events/s over the last second */
+	char last_path[4096];        /* under dump_serial */
+	char **kept;                 /* dumps kept for --max-dumps, oldest first */
+	size_t nkept;
+
+	/* triggers */
+	uint32_t *trigger_ids;       /* probe ids of --trigger-uprobe */
+	size_t ntrigger_ids;
+	_Atomic uint64_t trigger_at; /* monotonic ns of an unserved trigger hit, 0 none */
+	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
+	uint64_t triggers_suppressed;
+};
+
+/* Ask the dump thread for a dump (coalesced with one already pending). */
+void recorder_request_dump(struct recorder *r, const char *reason);
+/* Write a dump now, serialized with the dump thread. path NULL: the output
+ * directory with a generated name. The path written goes to out. 0 or -errno
+ * with a reason in why. */
+int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
+			char *why, size_t whylen);
+/* Control-socket commands (record_ctl.c). */
+int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
+#endif
