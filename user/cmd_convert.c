@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <zlib.h>
 #include "export.h"
+#include "util.h"
 #include "commands.h"
 #include "event_names.h"
 
@@ -46,26 +47,9 @@ struct bt_sink {
 	uint64_t bytes;
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t r = write(fd, p, n);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO;
-		p += r;
-		n -= (size_t)r;
-	}
-	return 0;
-}
-
 static int sink_out(struct bt_sink *s, const uint8_t *p, size_t n)
 {
-	int r = write_all(s->fd, p, n);
+	int r = bt_write_full(s->fd, p, n);
 	if (r < 0)
 		return s->err = r;
 	s->bytes += n;

@@ -31,6 +31,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
+#include "util.h"
 #include "dump_format.h"
 
 #define OUT_BUF (256u << 10)
@@ -73,29 +74,11 @@ static uint32_t crc_update(uint32_t crc, const void *p, size_t len)
 	return crc;
 }
 
-static int write_all(int fd, const void *p, size_t len)
-{
-	const uint8_t *b = p;
-	while (len) {
-		ssize_t r = write(fd, b, len);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -EIO;
-		b += r;
-		len -= (size_t)r;
-	}
-	return 0;
-}
-
 static void zout_flush(struct zout *zo)
 {
 	if (zo->err || !zo->olen)
 		return;
-	int r = write_all(zo->fd, zo->obuf, zo->olen);
+	int r = bt_write_full(zo->fd, zo->obuf, zo->olen);
 	if (r < 0) {
 		zo->err = r;
 		zo->err_op = "write";
@@ -511,7 +494,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	zo.raw_crc = zo.stored_crc = (uint32_t)crc32(0, Z_NULL, 0);
 
 	/* Reserve the header; it is written last. */
-	r = write_all(fd, &h, sizeof(h));
+	r = bt_write_full(fd, &h, sizeof(h));
 	if (r < 0) {
 		werr(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
 		goto fail;

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 #include "util.h"
 
 int bt_verbose;
@@ -209,4 +210,24 @@ uint64_t bt_now_ns(void)
 uint64_t bt_boottime_ns(void)
 {
 	return clock_ns(CLOCK_BOOTTIME);
+}
+
+int bt_write_full(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t r = write(fd, b, n);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -EIO;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
 }

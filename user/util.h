@@ -5,6 +5,7 @@
  */
 #ifndef BTRACE_UTIL_H
 #define BTRACE_UTIL_H
+#include <stddef.h>
 #include <stdint.h>
 
 #define BT_PROG "btrace-bpf"
@@ -39,6 +40,9 @@ void bt_info(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* onl
 void bt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
 /* Monotonic clocks in ns. */
+/* write(2) all of p, retrying short writes and EINTR: 0 or -errno. */
+int bt_write_full(int fd, const void *p, size_t n);
+
 uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
 uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
 #endif
