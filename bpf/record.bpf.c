@@ -8,15 +8,23 @@
  *
  *   filter (rodata, pruned by the verifier when no filter is set)
  *     -> one lookup of this CPU's struct bt_cpu_state
- *     -> seq = state->seq++ (atomic if it can nest) (taken even if the next step fails)
+ *     -> seq = state->seq++ (atomic if it can nest) (taken even if the next steps fail)
+ *     -> this CPU's ring: rings[cpu]                (missing: ++drops[group], done)
  *     -> bpf_ringbuf_reserve()                      (failure: ++drops[group], done)
  *     -> fill header + payload
  *     -> bpf_ringbuf_submit(BPF_RB_NO_WAKEUP)       (FORCE_WAKEUP past the fill threshold)
  *     -> ++emitted[group]
  *
+ * One ring buffer per CPU: `rings` is an array of ring buffers indexed by CPU
+ * (the loader creates the rings and fills the array before attaching). A
+ * single ring shared by all CPUs made every event ~3x dearer as soon as two
+ * CPUs produced at once (reserve and submit contend on the ring's lock and
+ * producer position); only its own CPU (and programs nesting there) writes
+ * into a per-CPU ring.
+ *
  * No wakeup per event: user space drains on a short timer, and is woken early
- * only when the ring holds more than wakeup_bytes (checked every 64th event of
- * a CPU, bpf_ringbuf_query() is cheap but not free).
+ * only when this CPU's ring holds more than wakeup_bytes (checked every 64th
+ * event of a CPU, bpf_ringbuf_query() is cheap but not free).
  *
  * seq and the counters are per CPU, but programs nest on a CPU: a hardirq
  * (irq_handler_entry, or a timer's sched_wakeup) can fire inside a sys_enter,
@@ -58,10 +66,19 @@ const volatile __u64 wakeup_bytes = 0;           /* force a wakeup past this fil
 
 #define BT_WAKEUP_CHECK_MASK 63 /* check the fill every 64th event of a CPU */
 
-struct {
+/* The inner map prototype: the verifier checks every program against it, the
+ * rings the loader puts in `rings` match it (only the size may differ). */
+struct bt_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); /* resized by the loader (--ring-size) */
-} events SEC(".maps");
+	__uint(max_entries, 4096);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* possible CPUs, set by the loader */
+	__type(key, __u32);
+	__array(values, struct bt_ring);
+} rings SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -76,15 +93,17 @@ struct {
 #define BT_IRQS_ON 0
 #define BT_IRQS_OFF 1
 
-/* Take a sequence number and reserve `size` bytes; fill the header. NULL if
- * the reservation failed (counted) or the state map is unreachable. */
+/* Take a sequence number and reserve `size` bytes in this CPU's ring; fill
+ * the header. NULL if the reservation failed or the CPU has no ring (both
+ * counted), or the state map is unreachable. *ringp: the ring, for bt_commit. */
 static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
-				      struct bt_cpu_state **stp)
+				      struct bt_cpu_state **stp, void **ringp)
 {
 	struct bt_cpu_state *st;
-	struct bt_event_hdr *h;
-	__u32 zero = 0;
+	struct bt_event_hdr *h = NULL;
+	__u32 zero = 0, cpu;
 	__u64 seq, pid_tgid;
+	void *ring;
 
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
@@ -93,7 +112,10 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 		seq = st->seq++;
 	else
 		seq = __sync_fetch_and_add(&st->seq, 1);
-	h = bpf_ringbuf_reserve(&events, size, 0);
+	cpu = bpf_get_smp_processor_id();
+	ring = bpf_map_lookup_elem(&rings, &cpu);
+	if (ring)
+		h = bpf_ringbuf_reserve(ring, size, 0);
 	if (!h) {
 		__sync_fetch_and_add(&st->drops[group], 1);
 		return NULL;
@@ -103,18 +125,20 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	pid_tgid = bpf_get_current_pid_tgid();
 	h->tid = (__u32)pid_tgid;
 	h->tgid = pid_tgid >> 32;
-	h->cpu = bpf_get_smp_processor_id();
+	h->cpu = cpu;
 	h->type = type;
 	*stp = st;
+	*ringp = ring;
 	return h;
 }
 
-static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, __u32 group, int irqs_off)
+static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
+				      int irqs_off)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) == 0 &&
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(ev, flags);
 	if (irqs_off)
@@ -166,10 +190,11 @@ static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev
 {
 	struct bt_ev_sched_switch *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
 	if (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next))
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_SWITCH, BT_IRQS_OFF, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_SWITCH, BT_IRQS_OFF, &st, &ring);
 	if (!e)
 		return 0;
 	e->prev_tid = prev->pid;
@@ -177,7 +202,7 @@ static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev
 	e->prev_state = bt_switch_state(preempt, state, prev->exit_state);
 	e->prev_prio = prev->prio;
 	e->next_prio = next->prio;
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_OFF);
 	return 0;
 }
 
@@ -201,16 +226,17 @@ static __always_inline int bt_emit_wakeup(struct task_struct *p, __u16 type)
 {
 	struct bt_ev_sched_wakeup *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
 	if (bt_filtering() && !bt_task_match(p) && !bt_current_match())
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, type, BT_IRQS_OFF, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, type, BT_IRQS_OFF, &st, &ring);
 	if (!e)
 		return 0;
 	e->tid = p->pid;
 	e->target_cpu = bt_task_cpu(p);
 	e->prio = p->prio;
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_OFF);
 	return 0;
 }
 
@@ -231,30 +257,33 @@ int BPF_PROG(handle_sched_migrate_task, struct task_struct *p, int dest_cpu)
 {
 	struct bt_ev_sched_migrate *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
 	if (bt_filtering() && !bt_task_match(p))
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_MIGRATE, BT_IRQS_OFF, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_MIGRATE, BT_IRQS_OFF, &st, &ring);
 	if (!e)
 		return 0;
 	e->tid = p->pid;
 	e->orig_cpu = bt_task_cpu(p);
 	e->dest_cpu = dest_cpu;
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_OFF);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_OFF);
 	return 0;
 }
 
 /* Task lifecycle: never filtered (see the top of the file). */
-static __always_inline struct bt_ev_task *bt_begin_task(__u16 type, struct bt_cpu_state **stp)
+static __always_inline struct bt_ev_task *bt_begin_task(__u16 type, struct bt_cpu_state **stp,
+							 void **ringp)
 {
-	return bt_begin(sizeof(struct bt_ev_task), BT_GROUP_SCHED, type, BT_IRQS_ON, stp);
+	return bt_begin(sizeof(struct bt_ev_task), BT_GROUP_SCHED, type, BT_IRQS_ON, stp, ringp);
 }
 
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_sched_process_fork, struct task_struct *parent, struct task_struct *child)
 {
 	struct bt_cpu_state *st;
-	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_FORK, &st);
+	void *ring;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_FORK, &st, &ring);
 
 	if (!e)
 		return 0;
@@ -263,7 +292,7 @@ int BPF_PROG(handle_sched_process_fork, struct task_struct *parent, struct task_
 	/* task->comm is always BT_COMM_LEN bytes, NUL-padded. */
 	if (bpf_probe_read_kernel(e->comm, sizeof(e->comm), child->comm))
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_ON);
 	return 0;
 }
 
@@ -272,7 +301,8 @@ int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	     struct linux_binprm *bprm)
 {
 	struct bt_cpu_state *st;
-	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXEC, &st);
+	void *ring;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXEC, &st, &ring);
 
 	if (!e)
 		return 0;
@@ -280,7 +310,7 @@ int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	e->tgid = p->tgid;
 	if (bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm))
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_ON);
 	return 0;
 }
 
@@ -288,14 +318,15 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(handle_sched_process_exit, struct task_struct *p)
 {
 	struct bt_cpu_state *st;
-	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXIT, &st);
+	void *ring;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXIT, &st, &ring);
 
 	if (!e)
 		return 0;
 	e->tid = p->pid;
 	e->tgid = p->tgid;
 	__builtin_memset(e->comm, 0, sizeof(e->comm));
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_ON);
 	return 0;
 }
 
@@ -303,7 +334,8 @@ SEC("tp_btf/task_rename")
 int BPF_PROG(handle_task_rename, struct task_struct *task, const char *comm)
 {
 	struct bt_cpu_state *st;
-	struct bt_ev_task *e = bt_begin_task(BT_EV_TASK_RENAME, &st);
+	void *ring;
+	struct bt_ev_task *e = bt_begin_task(BT_EV_TASK_RENAME, &st, &ring);
 
 	if (!e)
 		return 0;
@@ -313,7 +345,7 @@ int BPF_PROG(handle_task_rename, struct task_struct *task, const char *comm)
 	 * name): truncate as __set_task_comm() does, pad with NULs. */
 	__builtin_memset(e->comm, 0, sizeof(e->comm));
 	bpf_probe_read_kernel_str(e->comm, sizeof(e->comm), comm);
-	bt_commit(e, st, BT_GROUP_SCHED, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_ON);
 	return 0;
 }
 
@@ -323,15 +355,16 @@ static __always_inline int bt_emit_irq(__u16 type, __u32 irq, __s32 ret, int irq
 {
 	struct bt_ev_irq *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
 	if (bt_filtering() && !bt_current_match())
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_IRQ, type, irqs_off, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_IRQ, type, irqs_off, &st, &ring);
 	if (!e)
 		return 0;
 	e->irq = irq;
 	e->ret = ret;
-	bt_commit(e, st, BT_GROUP_IRQ, irqs_off);
+	bt_commit(e, st, ring, BT_GROUP_IRQ, irqs_off);
 	return 0;
 }
 
@@ -365,13 +398,14 @@ static __always_inline int bt_emit_power(__u16 type, __u32 state, __u32 cpu_id)
 {
 	struct bt_ev_power *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
-	e = bt_begin(sizeof(*e), BT_GROUP_POWER, type, BT_IRQS_ON, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_POWER, type, BT_IRQS_ON, &st, &ring);
 	if (!e)
 		return 0;
 	e->state = state;
 	e->cpu_id = cpu_id;
-	bt_commit(e, st, BT_GROUP_POWER, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_POWER, BT_IRQS_ON);
 	return 0;
 }
 
@@ -393,6 +427,7 @@ static __always_inline int bt_emit_syscall(__u16 type, __s64 id, __s64 ret)
 {
 	struct bt_ev_syscall *e;
 	struct bt_cpu_state *st;
+	void *ring;
 
 	/* The recorder's own system calls (the dump writer's writes above all)
 	 * would push the events it is dumping out of the buffer. */
@@ -400,12 +435,12 @@ static __always_inline int bt_emit_syscall(__u16 type, __s64 id, __s64 ret)
 		return 0;
 	if (bt_filtering() && !bt_current_match())
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SYSCALLS, type, BT_IRQS_ON, &st);
+	e = bt_begin(sizeof(*e), BT_GROUP_SYSCALLS, type, BT_IRQS_ON, &st, &ring);
 	if (!e)
 		return 0;
 	e->id = id;
 	e->ret = ret;
-	bt_commit(e, st, BT_GROUP_SYSCALLS, BT_IRQS_ON);
+	bt_commit(e, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON);
 	return 0;
 }
 

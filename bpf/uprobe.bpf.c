@@ -16,13 +16,14 @@
  *
  * Fast path, as in record.bpf.c: one lookup of this CPU's struct
  * bt_cpu_state, seq = atomic fetch-add (taken even if the reservation
- * fails), bpf_ringbuf_reserve (failure: ++drops[BT_GROUP_UPROBE]), fill,
- * submit with BPF_RB_NO_WAKEUP (FORCE_WAKEUP past wakeup_bytes, checked every
- * 64th event of a CPU), ++emitted[BT_GROUP_UPROBE].
+ * fails), this CPU's ring rings[cpu] and bpf_ringbuf_reserve (either failing:
+ * ++drops[BT_GROUP_UPROBE]), fill, submit with BPF_RB_NO_WAKEUP (FORCE_WAKEUP
+ * past wakeup_bytes in that ring, checked every 64th event of a CPU),
+ * ++emitted[BT_GROUP_UPROBE].
  *
- * `events` and `cpu_state` are declared exactly as in record.bpf.c: the
+ * `rings` and `cpu_state` are declared exactly as in record.bpf.c: the
  * loader hands record's maps over with bpf_map__reuse_fd() before load, so
- * both skeletons write the same ring and the same per-CPU sequence.
+ * both skeletons write the same per-CPU rings and the same per-CPU sequence.
  *
  * Return probes and durations: for a `%return` probe user space also attaches
  * the entry program with a stamp id. The entry pushes (timestamp, stack
@@ -123,10 +124,19 @@ const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured argumen
 
 #define BT_WAKEUP_CHECK_MASK 63
 
-struct {
+/* Replaced by record's array of per-CPU rings (bpf_map__reuse_fd), or by
+ * one that user/uprobes.c makes (see bt_uprobes_open). */
+struct bt_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 16 << 20); /* replaced by record's ring (bpf_map__reuse_fd) */
-} events SEC(".maps");
+	__uint(max_entries, 4096);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__array(values, struct bt_ring);
+} rings SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -160,18 +170,23 @@ struct {
 
 /* ---- fast path (as record.bpf.c) -------------------------------------------- */
 
-static __always_inline struct bt_ev_uprobe *bt_begin(__u16 type, struct bt_cpu_state **stp)
+static __always_inline struct bt_ev_uprobe *bt_begin(__u16 type, struct bt_cpu_state **stp,
+						      void **ringp)
 {
 	struct bt_cpu_state *st;
-	struct bt_ev_uprobe *e;
-	__u32 zero = 0;
+	struct bt_ev_uprobe *e = NULL;
+	__u32 zero = 0, cpu;
 	__u64 seq, pid_tgid;
+	void *ring;
 
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return NULL;
 	seq = __sync_fetch_and_add(&st->seq, 1);
-	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	cpu = bpf_get_smp_processor_id();
+	ring = bpf_map_lookup_elem(&rings, &cpu);
+	if (ring)
+		e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
 	if (!e) {
 		__sync_fetch_and_add(&st->drops[BT_GROUP_UPROBE], 1);
 		return NULL;
@@ -181,18 +196,19 @@ static __always_inline struct bt_ev_uprobe *bt_begin(__u16 type, struct bt_cpu_s
 	pid_tgid = bpf_get_current_pid_tgid();
 	e->h.tid = (__u32)pid_tgid;
 	e->h.tgid = pid_tgid >> 32;
-	e->h.cpu = bpf_get_smp_processor_id();
+	e->h.cpu = cpu;
 	e->h.type = type;
 	*stp = st;
+	*ringp = ring;
 	return e;
 }
 
-static __always_inline void bt_commit(struct bt_ev_uprobe *e, struct bt_cpu_state *st)
+static __always_inline void bt_commit(struct bt_ev_uprobe *e, struct bt_cpu_state *st, void *ring)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
 	if (wakeup_bytes && (e->h.seq & BT_WAKEUP_CHECK_MASK) == 0 &&
-	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(e, flags);
 	__sync_fetch_and_add(&st->emitted[BT_GROUP_UPROBE], 1);
@@ -293,10 +309,11 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	__u32 id = BT_UC_ID(cookie), stamp = BT_UC_STAMP(cookie);
 	struct bt_cpu_state *st = NULL;
 	struct bt_ev_uprobe *e = NULL;
+	void *ring = NULL;
 	__u64 ts = 0;
 
 	if (id != BT_UC_NONE) {
-		e = bt_begin(BT_EV_UPROBE_ENTRY, &st);
+		e = bt_begin(BT_EV_UPROBE_ENTRY, &st, &ring);
 		if (e)
 			ts = e->h.ts_ns;
 	}
@@ -316,7 +333,7 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	e->args[3] = n > 3 ? PT_REGS_PARM4(ctx) : 0;
 	e->args[4] = n > 4 ? PT_REGS_PARM5(ctx) : 0;
 	e->args[5] = n > 5 ? PT_REGS_PARM6(ctx) : 0;
-	bt_commit(e, st);
+	bt_commit(e, st, ring);
 	return 0;
 }
 
@@ -327,9 +344,10 @@ int bt_uprobe_return(struct pt_regs *ctx)
 	__u32 id = BT_UC_ID(cookie), stamp = BT_UC_STAMP(cookie);
 	struct bt_cpu_state *st;
 	struct bt_ev_uprobe *e;
+	void *ring;
 	__u64 dur = 0;
 
-	e = bt_begin(BT_EV_UPROBE_RETURN, &st);
+	e = bt_begin(BT_EV_UPROBE_RETURN, &st, &ring);
 	if (stamp != BT_UC_NONE)
 		dur = bt_stamp_pop(stamp, e ? e->h.ts_ns : bpf_ktime_get_boot_ns(), PT_REGS_SP(ctx));
 	if (!e)
@@ -344,7 +362,7 @@ int bt_uprobe_return(struct pt_regs *ctx)
 	e->args[3] = 0;
 	e->args[4] = 0;
 	e->args[5] = 0;
-	bt_commit(e, st);
+	bt_commit(e, st, ring);
 	return 0;
 }
 
@@ -388,6 +406,7 @@ int bt_usdt(struct pt_regs *ctx)
 	struct __bpf_usdt_spec *spec;
 	struct bt_cpu_state *st;
 	struct bt_ev_uprobe *e;
+	void *ring;
 	__u64 cookie;
 	__u32 n;
 
@@ -398,7 +417,7 @@ int bt_usdt(struct pt_regs *ctx)
 	n = bt_nargs(cookie);
 	if (spec->arg_cnt >= 0 && (__u32)spec->arg_cnt < n)
 		n = spec->arg_cnt;
-	e = bt_begin(BT_EV_USDT, &st);
+	e = bt_begin(BT_EV_USDT, &st, &ring);
 	if (!e)
 		return 0;
 	e->probe_id = BT_UC_ID(cookie);
@@ -408,7 +427,7 @@ int bt_usdt(struct pt_regs *ctx)
 #pragma unroll
 	for (int i = 0; i < BT_MAX_UARGS; i++)
 		e->args[i] = (__u32)i < n ? bt_usdt_arg(ctx, &spec->args[i]) : 0;
-	bt_commit(e, st);
+	bt_commit(e, st, ring);
 	return 0;
 }
 

@@ -7,13 +7,13 @@
  *   main   options, checks, setup; then waits in ppoll() with the signals
  *          unblocked. Signal handlers only set flags; main turns SIGUSR1 into
  *          a dump request and SIGINT/SIGTERM (or --duration) into shutdown.
- *   drain  (loader.c) BPF ring buffer -> block buffer, task table.
+ *   drain  (loader.c) BPF ring buffers (one per CPU) -> block buffer, task table.
  *   dump   writes dumps with bt_dump_write(), one at a time, so draining never
  *          stops. Requests that arrive while a dump is being written are
  *          coalesced into one more dump: a storm of SIGUSR1 gives a few dumps,
  *          each complete and valid.
  *
- * Shutdown: detach the programs, drain the ring to the last event, write the
+ * Shutdown: detach the programs, drain the rings to the last event, write the
  * final dump (unless --no-final-dump), free everything, exit 0 (1 if the
  * final dump failed).
  */
@@ -85,7 +85,7 @@ static const struct argp_option options[] = {
 	{ "block-size", 'b', "SIZE", 0, "Buffer block size, a power of two from 256 to 1M (default 4K)", 0 },
 	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
-	  "BPF ring buffer between kernel and recorder, rounded up to a power of two (default 16M)", 0 },
+	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
 	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
 	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
 	{ "no-final-dump", OPT_NO_FINAL_DUMP, NULL, 0, "Do not write a dump when stopping", 0 },
@@ -789,7 +789,7 @@ int cmd_record(int argc, char **argv)
 	struct bt_drain_stats ds;
 	struct sigaction sa;
 	sigset_t block, oldmask, waitmask;
-	char err[512], gs[64], s1[32], s2[32];
+	char err[512], gs[64], s1[32], s2[32], s3[32];
 	char *args[argc + 1];
 	int ncpus, ret, exit_code = 0, dump_thread = 0;
 	uint64_t drops = 0;
@@ -930,9 +930,9 @@ int cmd_record(int argc, char **argv)
 			.usdts = o.usdts, .nusdts = o.nusdts,
 			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
 			.nargs = o.uargs,
-			.wakeup_bytes = bt_loader_ring_size(r.loader) / 2,
+			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
 		};
-		r.uprobes = bt_uprobes_open(&uo, bt_loader_ringbuf_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
+		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
 					    err, sizeof(err));
 		if (!r.uprobes) {
 			bt_warn("%s", err);
@@ -978,9 +978,10 @@ int cmd_record(int argc, char **argv)
 	if (r.uprobes)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
-	bt_warn("recording %s into %s (%u tracepoints, ring %s), dumps to %s", gs,
+	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
-		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), o.output_dir);
+		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
+		format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
 	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
 		(int)getpid());
 	if (r.ctl)

@@ -10,13 +10,36 @@
  * sched_switch the number of arguments of btf_trace_sched_switch picks the
  * program variant (see core_fixes.bpf.h).
  *
- * Draining: the BPF side submits without waking user space. The drain thread
- * waits in ring_buffer__poll() for at most drain_ms (it returns early when a
- * program forced a wakeup because the ring passed its fill threshold), then
- * consumes whatever is there with ring_buffer__consume(), since a timed-out
- * poll consumes nothing.
+ * Rings: one BPF ring buffer per possible CPU, in the BPF array of maps
+ * `rings` (index = CPU). The loader creates them after loading the object
+ * (the verifier knows only the inner map prototype of record.bpf.c) and
+ * fills `rings` before attaching anything. --ring-size is the total: each
+ * CPU gets ring_size / ncpus, rounded up to a power of two and at least a
+ * page, so the total in use (bt_loader_ring_size) can be larger than asked.
+ *
+ * Draining: the BPF side submits without waking user space. A drain thread
+ * owns a range of rings in one libbpf struct ring_buffer (ring_buffer__add,
+ * one epoll set over all of them); it waits in ring_buffer__poll() for at
+ * most drain_ms (it returns early when a program forced a wakeup because its
+ * CPU's ring passed the fill threshold), then consumes every ring with
+ * ring_buffer__consume(), since a timed-out poll consumes nothing. One drain
+ * thread today.
+ *
+ * Task events: rings are consumed one after the other, so a pass sees the
+ * events of different CPUs out of time order (a fork on CPU 1, the child's
+ * exec on CPU 0 a moment later, CPU 0's ring drained first). Applied in that
+ * order the task table would end with the pre-exec name. The drain therefore
+ * holds fork/exec/exit/rename events back and applies them to the task table
+ * in timestamp order, up to the time the pass began: every ring has been
+ * consumed up to that time once the pass ends (events still being written
+ * then excepted), so nothing older can come later. The events themselves go
+ * into the block buffer at once; a flush (bt_loader_flush) covers the table
+ * too, so a dump names every task of the events submitted before it. (With
+ * several drain threads, the held-back events of all of them would have to
+ * be merged before they are applied.)
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,7 +60,9 @@
 #include "util.h"
 #include "record.skel.h"
 
-#define BT_MAX_RINGS 1 /* see loader.h: room for one ring per group of CPUs */
+#define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
+#define BT_MAX_RING_SIZE (1ull << 30) /* per CPU */
+#define BT_TASK_PENDING 4096 /* task events held back per drain (see the top) */
 
 static const struct prog_desc {
 	const char *name;
@@ -73,9 +98,14 @@ _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
 struct bt_drain {
 	struct bt_loader *l;
 	struct ring_buffer *rb;
+	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
 	pthread_t thread;
 	int running;
 	atomic_int stop;
+	/* Task events held back until they can be applied in time order
+	 * (drain thread only); NULL: applied as they come. */
+	struct bt_ev_task *pending;
+	size_t npending;
 	/* Flush handshake (bt_loader_flush): under lock. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -90,11 +120,13 @@ struct bt_loader {
 	unsigned nlinks;
 	uint32_t groups;
 	uint32_t ncpus;
-	uint64_t ring_size;
+	uint64_t ring_size;     /* per CPU */
+	uint64_t wakeup_bytes;  /* per ring */
+	int *ring_fds;          /* [ncpus], -1 when not created */
 	unsigned drain_ms;
 	struct bt_buffer *buf;
 	struct bt_task_table *tasks;
-	struct bt_drain drains[BT_MAX_RINGS];
+	struct bt_drain drains[BT_MAX_DRAINS];
 	unsigned ndrains;
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
 	void *hook_ctx;
@@ -260,15 +292,58 @@ static void describe_load_error(int e, char *err, size_t errlen)
 	}
 }
 
-static uint64_t round_ring_size(uint64_t sz)
+/* The ring of one CPU: its share of the total, rounded up to a power of two
+ * and at least a page (what the kernel takes), at most BT_MAX_RING_SIZE. */
+static uint64_t ring_size_per_cpu(uint64_t total, uint32_t ncpus)
 {
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), r = page;
+	uint64_t sz = (total + ncpus - 1) / ncpus;
 
-	if (sz > (1ull << 30))
-		sz = 1ull << 30;
+	if (sz > BT_MAX_RING_SIZE)
+		sz = BT_MAX_RING_SIZE;
 	while (r < sz)
 		r <<= 1;
 	return r;
+}
+
+/* One ring per possible CPU, into `rings` (loaded, not attached yet). */
+static int create_rings(struct bt_loader *l, char *err, size_t errlen)
+{
+	int outer = bpf_map__fd(l->skel->maps.rings);
+
+	l->ring_fds = malloc(l->ncpus * sizeof(*l->ring_fds));
+	if (!l->ring_fds) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t c = 0; c < l->ncpus; c++)
+		l->ring_fds[c] = -1;
+	for (uint32_t c = 0; c < l->ncpus; c++) {
+		char name[24]; /* the kernel keeps 15 characters */
+		int fd, ret;
+
+		snprintf(name, sizeof(name), "bt_ring_%u", c);
+		fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, name, 0, 0, (uint32_t)l->ring_size, NULL);
+		if (fd < 0) {
+			ret = -errno;
+			if (ret == -ENOMEM)
+				snprintf(err, errlen, "not enough memory for %u BPF ring buffers of %" PRIu64
+					 " KiB (one per possible CPU): try a smaller --ring-size",
+					 l->ncpus, l->ring_size >> 10);
+			else
+				snprintf(err, errlen, "cannot create the BPF ring buffer of CPU %u: %s",
+					 c, strerror(-ret));
+			return ret;
+		}
+		l->ring_fds[c] = fd;
+		if (bpf_map_update_elem(outer, &c, &fd, BPF_ANY)) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot install the BPF ring buffer of CPU %u: %s", c,
+				 strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
 }
 
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
@@ -292,7 +367,8 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	}
 	l->ncpus = (uint32_t)ncpus;
 	l->drain_ms = o->drain_ms ? o->drain_ms : BT_DEFAULT_DRAIN_MS;
-	l->ring_size = round_ring_size(o->ring_size ? o->ring_size : BT_DEFAULT_RING_SIZE);
+	l->ring_size = ring_size_per_cpu(o->ring_size ? o->ring_size : BT_DEFAULT_RING_SIZE, l->ncpus);
+	l->wakeup_bytes = o->wakeup_bytes ? o->wakeup_bytes : l->ring_size / 2;
 
 	l->skel = record_bpf__open();
 	if (!l->skel) {
@@ -300,16 +376,16 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		snprintf(err, errlen, "cannot open the BPF object: %s", strerror(errno));
 		goto fail;
 	}
-	ret = bpf_map__set_max_entries(l->skel->maps.events, (uint32_t)l->ring_size);
+	ret = bpf_map__set_max_entries(l->skel->maps.rings, l->ncpus);
 	if (ret) {
-		snprintf(err, errlen, "cannot size the ring buffer: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot size the array of ring buffers: %s", strerror(-ret));
 		goto fail;
 	}
 	l->skel->rodata->filter_tgid = o->filter_tgid;
 	memcpy(l->skel->rodata->filter_comm, o->filter_comm, sizeof(l->skel->rodata->filter_comm));
 	l->skel->rodata->filter_comm[sizeof(l->skel->rodata->filter_comm) - 1] = '\0';
 	l->skel->rodata->self_tgid = (uint32_t)getpid();
-	l->skel->rodata->wakeup_bytes = o->wakeup_bytes ? o->wakeup_bytes : l->ring_size / 2;
+	l->skel->rodata->wakeup_bytes = l->wakeup_bytes;
 
 	ret = probe_programs(l, o->groups, err, errlen);
 	if (ret)
@@ -320,6 +396,9 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		describe_load_error(-ret, err, errlen);
 		goto fail;
 	}
+	ret = create_rings(l, err, errlen);
+	if (ret)
+		goto fail;
 
 	bpf_object__for_each_program(prog, l->skel->obj) {
 		const struct prog_desc *d;
@@ -362,7 +441,17 @@ unsigned bt_loader_nattached(const struct bt_loader *l)
 
 uint64_t bt_loader_ring_size(const struct bt_loader *l)
 {
+	return l->ring_size * l->ncpus;
+}
+
+uint64_t bt_loader_ring_size_per_cpu(const struct bt_loader *l)
+{
 	return l->ring_size;
+}
+
+uint64_t bt_loader_wakeup_bytes(const struct bt_loader *l)
+{
+	return l->wakeup_bytes;
 }
 
 uint32_t bt_loader_ncpus(const struct bt_loader *l)
@@ -370,9 +459,9 @@ uint32_t bt_loader_ncpus(const struct bt_loader *l)
 	return l->ncpus;
 }
 
-int bt_loader_ringbuf_fd(const struct bt_loader *l)
+int bt_loader_rings_fd(const struct bt_loader *l)
 {
-	return bpf_map__fd(l->skel->maps.events);
+	return bpf_map__fd(l->skel->maps.rings);
 }
 
 int bt_loader_cpu_state_fd(const struct bt_loader *l)
@@ -389,6 +478,53 @@ static inline void bump(_Atomic uint64_t *c)
 			      memory_order_relaxed);
 }
 
+static uint64_t boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts); /* the clock of bpf_ktime_get_boot_ns() */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_task_event(const void *a, const void *b)
+{
+	const struct bt_event_hdr *x = a, *y = b;
+
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Apply the held-back task events older than `horizon` (all: UINT64_MAX) in
+ * time order, keep the others. */
+static void apply_task_events(struct bt_drain *d, uint64_t horizon)
+{
+	size_t i, k = 0;
+
+	if (!d->npending)
+		return;
+	qsort(d->pending, d->npending, sizeof(*d->pending), cmp_task_event);
+	for (i = 0; i < d->npending && d->pending[i].h.ts_ns < horizon; i++)
+		bt_tasks_apply(d->l->tasks, &d->pending[i].h, sizeof(d->pending[i]));
+	for (; i < d->npending; i++)
+		d->pending[k++] = d->pending[i];
+	d->npending = k;
+}
+
+static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t len)
+{
+	if (!d->pending || len != sizeof(*d->pending)) {
+		bt_tasks_apply(d->l->tasks, h, len);
+		return;
+	}
+	/* Full (a storm of forks in one pass): apply what is there, in order. */
+	if (d->npending == BT_TASK_PENDING)
+		apply_task_events(d, UINT64_MAX);
+	memcpy(&d->pending[d->npending++], h, len);
+}
+
 static int drain_sample(void *ctx, void *data, size_t len)
 {
 	struct bt_drain *d = ctx;
@@ -398,9 +534,8 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		bump(&d->malformed);
 		return 0;
 	}
-	/* Name first: a dump that holds this event must name the task. */
 	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
-		bt_tasks_apply(d->l->tasks, h, (uint32_t)len);
+		task_event(d, h, (uint32_t)len);
 	if (bt_write(d->l->buf, h->cpu, data, (uint32_t)len) == 0)
 		bump(&d->events);
 	else
@@ -418,7 +553,7 @@ static void *drain_main(void *arg)
 	pthread_setname_np(pthread_self(), "btrace-drain");
 	/* Pairs with the release store in bt_loader_stop(). */
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
-		uint64_t req;
+		uint64_t req, horizon;
 
 		ret = ring_buffer__poll(d->rb, (int)d->l->drain_ms);
 		if (ret < 0 && ret != -EINTR) {
@@ -431,8 +566,10 @@ static void *drain_main(void *arg)
 		req = d->flush_req;
 		pthread_mutex_unlock(&d->lock);
 		/* A poll that timed out consumed nothing: events are submitted
-		 * without wakeups. */
+		 * without wakeups. Every ring is consumed past `horizon`. */
+		horizon = boottime_ns();
 		ring_buffer__consume(d->rb);
+		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
 			pthread_mutex_lock(&d->lock);
@@ -442,11 +579,29 @@ static void *drain_main(void *arg)
 		}
 	}
 	ring_buffer__consume(d->rb);
+	apply_task_events(d, UINT64_MAX);
 	pthread_mutex_lock(&d->lock);
 	d->flush_done = d->flush_req;
 	pthread_cond_broadcast(&d->cond);
 	pthread_mutex_unlock(&d->lock);
 	return NULL;
+}
+
+/* The ring buffer of a drain: every ring it owns in one epoll set. */
+static int drain_open(struct bt_drain *d)
+{
+	struct bt_loader *l = d->l;
+	int ret;
+
+	d->rb = ring_buffer__new(l->ring_fds[d->ring_first], drain_sample, d, NULL);
+	if (!d->rb)
+		return -errno;
+	for (unsigned i = 1; i < d->ring_count; i++) {
+		ret = ring_buffer__add(d->rb, l->ring_fds[d->ring_first + i], drain_sample, d);
+		if (ret)
+			return ret;
+	}
+	return 0;
 }
 
 int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks)
@@ -461,12 +616,15 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 		struct bt_drain *d = &l->drains[i];
 
 		d->l = l;
+		d->ring_first = i * l->ncpus / l->ndrains;
+		d->ring_count = (i + 1) * l->ncpus / l->ndrains - d->ring_first;
 		pthread_mutex_init(&d->lock, NULL);
 		pthread_cond_init(&d->cond, NULL);
-		d->rb = ring_buffer__new(bpf_map__fd(l->skel->maps.events), drain_sample, d, NULL);
-		if (!d->rb) {
-			ret = -errno;
-			bt_warn("cannot map the BPF ring buffer: %s", strerror(errno));
+		/* Without it task events are applied as they come (see the top). */
+		d->pending = malloc(BT_TASK_PENDING * sizeof(*d->pending));
+		ret = drain_open(d);
+		if (ret) {
+			bt_warn("cannot map the BPF ring buffers: %s", strerror(-ret));
 			goto fail;
 		}
 	}
@@ -541,6 +699,9 @@ void bt_loader_stop(struct bt_loader *l)
 		}
 		ring_buffer__free(d->rb);
 		d->rb = NULL;
+		free(d->pending);
+		d->pending = NULL;
+		d->npending = 0;
 	}
 }
 
@@ -603,6 +764,10 @@ void bt_loader_destroy(struct bt_loader *l)
 	bt_loader_stop(l);
 	drains_destroy(l);
 	record_bpf__destroy(l->skel);
+	for (uint32_t c = 0; l->ring_fds && c < l->ncpus; c++)
+		if (l->ring_fds[c] >= 0)
+			close(l->ring_fds[c]);
+	free(l->ring_fds);
 	free(l);
 }
 

@@ -2,16 +2,17 @@
 /*
  * loader.h - the BPF side of `record`: open the skeleton, probe what the
  * running kernel has, set read-only data, load, attach, and drain the BPF
- * ring buffer(s) into the block buffer.
+ * ring buffers into the block buffer.
  *
- *   BPF programs --(ring buffer, no wakeup per event)--> drain thread
- *        |                                                  |  bt_tasks_apply (lifecycle events)
- *   cpu_state map (seq, drops, emitted per CPU)             v
+ *   BPF programs --(rings[cpu]: one ring buffer per CPU, --> drain thread
+ *        |          no wakeup per event)                    |  bt_tasks_apply (lifecycle events,
+ *   cpu_state map (seq, drops, emitted per CPU)             v   in time order)
  *                                                       bt_write(buf, ev->cpu, ev, len)
  *
- * One ring and one drain thread today. struct bt_drain is per ring so a
- * many-core machine can get several rings (e.g. an array of ring buffers
- * indexed by CPU / K, one drain thread each) without changing the API.
+ * One ring buffer per possible CPU (a shared ring makes CPUs contend on every
+ * event), all drained by one thread today through one epoll set. struct
+ * bt_drain owns a range of rings, so a many-core machine can get several
+ * drain threads (CPUs / K each) without changing the API.
  */
 #ifndef BTRACE_LOADER_H
 #define BTRACE_LOADER_H
@@ -29,8 +30,11 @@ struct bt_loader_opts {
 	uint32_t groups;       /* requested groups, bitmask of 1 << enum bt_group */
 	uint32_t filter_tgid;  /* 0: every process */
 	char filter_comm[16];  /* "": every name */
-	uint64_t ring_size;    /* bytes; rounded up to a power of two, 0 = default */
-	uint64_t wakeup_bytes; /* force a wakeup past this fill; 0 = ring_size / 2 */
+	uint64_t ring_size;    /* bytes, the total over all CPUs, 0 = default; each
+				* possible CPU gets ring_size / ncpus rounded up to
+				* a power of two and at least a page */
+	uint64_t wakeup_bytes; /* force a wakeup past this fill of a CPU's ring;
+				* 0 = half of a CPU's ring */
 	unsigned drain_ms;     /* drain period; 0 = BT_DEFAULT_DRAIN_MS */
 };
 
@@ -52,15 +56,19 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 
 /* Groups that have at least one attached program (bitmask). */
 uint32_t bt_loader_groups(const struct bt_loader *l);
-/* Number of attached programs, and the ring size in use. */
+/* Number of attached programs; ring buffer bytes in use, total over all CPUs
+ * and per CPU; the fill of a CPU's ring that forces a wakeup. */
 unsigned bt_loader_nattached(const struct bt_loader *l);
 uint64_t bt_loader_ring_size(const struct bt_loader *l);
+uint64_t bt_loader_ring_size_per_cpu(const struct bt_loader *l);
+uint64_t bt_loader_wakeup_bytes(const struct bt_loader *l);
 /* Possible CPUs: the range of event cpu numbers and of the per-CPU arrays. */
 uint32_t bt_loader_ncpus(const struct bt_loader *l);
 
-/* File descriptors of the ring buffer and of the per-CPU state map, for
- * other BPF objects that emit into the same ring (uprobes.h). */
-int bt_loader_ringbuf_fd(const struct bt_loader *l);
+/* File descriptors of the array of per-CPU ring buffers (`rings`, an
+ * ARRAY_OF_MAPS indexed by CPU) and of the per-CPU state map, for other BPF
+ * objects that emit into the same rings (uprobes.h). */
+int bt_loader_rings_fd(const struct bt_loader *l);
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
 
 /* Start the drain thread(s): events go to buf (core = event cpu) and
@@ -68,8 +76,9 @@ int bt_loader_cpu_state_fd(const struct bt_loader *l);
 int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks);
 
 /* Wait until every event submitted before the call is in the block buffer
- * (the drain thread finished a pass over the ring that started after the
- * call), at most timeout_ms. 0, or -ETIMEDOUT under a flood the drain cannot
+ * and every task event among them in the task table (the drain thread
+ * finished a pass over the rings that started after the call), at most
+ * timeout_ms. 0, or -ETIMEDOUT under a flood the drain cannot
  * catch up with. */
 int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms);
 

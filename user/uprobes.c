@@ -1492,6 +1492,8 @@ struct bt_uprobes {
 	struct target *tg; /* under lock: the dump thread and the main loop both look */
 	size_t ntg;
 	pthread_mutex_t lock;
+	int ring_fd;  /* the one ring every CPU writes into, -1: the caller's per-CPU rings */
+	int own_ring; /* ring_fd when made here (closed by destroy), else -1 */
 };
 
 static int same_place(const struct rprobe *a, const struct rprobe *b)
@@ -1618,7 +1620,63 @@ static void check_targets(struct bt_uprobes *u)
 	}
 }
 
-struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_fd, int cpu_state_fd, char *err,
+/*
+ * Before load: what `rings` becomes. rings_fd is record's array of per-CPU
+ * rings (reused as it is), or one ring buffer (given, or made here when
+ * rings_fd < 0) that every CPU's slot will point to (fill_rings, after load).
+ */
+static int setup_rings(struct bt_uprobes *u, int rings_fd, char *err, size_t errlen)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	int r, ncpus;
+
+	if (rings_fd >= 0) {
+		memset(&info, 0, sizeof(info));
+		if (bpf_obj_get_info_by_fd(rings_fd, &info, &len))
+			return fail(err, errlen, errno, "cannot inspect the ring buffer map: %s", strerror(errno));
+		if (info.type == BPF_MAP_TYPE_ARRAY_OF_MAPS) {
+			r = bpf_map__reuse_fd(u->skel->maps.rings, rings_fd);
+			if (r)
+				return fail(err, errlen, -r, "cannot share the ring buffers with the uprobe programs: %s",
+					    strerror(-r));
+			return 0;
+		}
+		if (info.type != BPF_MAP_TYPE_RINGBUF)
+			return fail(err, errlen, EINVAL, "map %d is neither a ring buffer nor an array of them",
+				    rings_fd);
+		u->ring_fd = rings_fd;
+	} else {
+		u->own_ring = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "bt_uprobe_ring", 0, 0,
+					     BT_UPROBE_RING_SIZE, NULL);
+		if (u->own_ring < 0)
+			return fail(err, errlen, errno, "cannot create the ring buffer: %s", strerror(errno));
+		u->ring_fd = u->own_ring;
+	}
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0)
+		return fail(err, errlen, ncpus ? -ncpus : EINVAL, "cannot count the possible CPUs: %s",
+			    strerror(ncpus ? -ncpus : EINVAL));
+	r = bpf_map__set_max_entries(u->skel->maps.rings, (uint32_t)ncpus);
+	if (r)
+		return fail(err, errlen, -r, "cannot size the array of ring buffers: %s", strerror(-r));
+	return 0;
+}
+
+/* After load: with one ring, every CPU writes into it. */
+static int fill_rings(struct bt_uprobes *u, char *err, size_t errlen)
+{
+	const struct bpf_map *m = u->skel->maps.rings;
+
+	if (u->ring_fd < 0)
+		return 0;
+	for (__u32 c = 0; c < bpf_map__max_entries(m); c++)
+		if (bpf_map_update_elem(bpf_map__fd(m), &c, &u->ring_fd, BPF_ANY))
+			return fail(err, errlen, errno, "cannot install the ring buffer: %s", strerror(errno));
+	return 0;
+}
+
+struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd, int cpu_state_fd, char *err,
 				   size_t errlen)
 {
 	struct bt_uprobes *u = calloc(1, sizeof(*u));
@@ -1629,6 +1687,7 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_f
 		errno = ENOMEM;
 		return NULL;
 	}
+	u->ring_fd = u->own_ring = -1;
 	pthread_mutex_init(&u->lock, NULL);
 	r = resolve_all(o, &u->rp, &u->n, err, errlen);
 	if (r)
@@ -1663,10 +1722,9 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_f
 	bpf_map__set_max_entries(u->skel->maps.stamps, nret ? (o->max_threads ? o->max_threads : 8192) : 1);
 	if (nusdt)
 		bpf_map__set_max_entries(u->skel->maps.__bpf_usdt_specs, 256 + 64 * (uint32_t)nusdt);
-	if (ringbuf_fd >= 0 && (r = bpf_map__reuse_fd(u->skel->maps.events, ringbuf_fd))) {
-		r = fail(err, errlen, -r, "cannot share the ring buffer with the uprobe programs: %s", strerror(-r));
+	r = setup_rings(u, rings_fd, err, errlen);
+	if (r)
 		goto fail_out;
-	}
 	if (cpu_state_fd >= 0 && (r = bpf_map__reuse_fd(u->skel->maps.cpu_state, cpu_state_fd))) {
 		r = fail(err, errlen, -r, "cannot share the cpu_state map with the uprobe programs: %s", strerror(-r));
 		goto fail_out;
@@ -1682,6 +1740,9 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_f
 				 strerror(e));
 		goto fail_out;
 	}
+	r = fill_rings(u, err, errlen);
+	if (r)
+		goto fail_out;
 	for (size_t i = 0; i < u->natt; i++) {
 		r = attach_one(u, &u->att[i], err, errlen);
 		if (r)
@@ -1747,7 +1808,12 @@ int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t
 
 int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u)
 {
-	return bpf_map__fd(u->skel->maps.events);
+	return u->ring_fd;
+}
+
+int bt_uprobes_rings_fd(const struct bt_uprobes *u)
+{
+	return bpf_map__fd(u->skel->maps.rings);
 }
 
 int bt_uprobes_cpu_state_fd(const struct bt_uprobes *u)
@@ -1788,6 +1854,8 @@ void bt_uprobes_destroy(struct bt_uprobes *u)
 		return;
 	bt_uprobes_detach(u);
 	uprobe_bpf__destroy(u->skel);
+	if (u->own_ring >= 0)
+		close(u->own_ring);
 	for (size_t i = 0; i < u->ntg; i++)
 		if (u->tg[i].pidfd >= 0)
 			close(u->tg[i].pidfd);

@@ -2,7 +2,7 @@
 /*
  * uprobes.h - user-space probes for `record -u/-U`: parse probe specs, resolve
  * them against running processes and ELF files, load bpf/uprobe.bpf.c into
- * record's ring buffer and attach everything, all or nothing.
+ * record's per-CPU ring buffers and attach everything, all or nothing.
  *
  * Spec syntax (as perf probe / bpftrace users know it):
  *
@@ -34,6 +34,7 @@
 #include "probes.h"
 
 #define BT_UPROBE_DEFAULT_NARGS 6
+#define BT_UPROBE_RING_SIZE (16u << 20) /* the ring made when none is given */
 
 /* bt_probe_desc.flags: the probe's process had ended when the table was
  * taken (bt_uprobes_table). Belongs in probes.h next to BT_PROBE_USDT. */
@@ -61,7 +62,8 @@ struct bt_uprobe_opts {
 	const char *const *usdts; size_t nusdts; /* -U */
 	const int *pids; size_t npids;           /* -p; none: every process */
 	int nargs;                 /* --uargs 0..6; negative: BT_UPROBE_DEFAULT_NARGS */
-	uint64_t wakeup_bytes;     /* as record's loader; 0: never force a wakeup */
+	uint64_t wakeup_bytes;     /* fill of a CPU's ring that forces a wakeup, as record's
+				    * loader (bt_loader_wakeup_bytes); 0: never */
 	uint32_t max_threads;      /* entry-timestamp slots (thread x return probe); 0: 8192 */
 };
 
@@ -78,13 +80,18 @@ int bt_uprobes_resolve(const struct bt_uprobe_opts *o, struct bt_probe_desc **ta
 struct bt_uprobes;
 
 /*
- * Resolve, load bpf/uprobe.bpf.c with record's ring buffer and cpu_state map
- * (bpf_map__reuse_fd; a negative fd: the object creates its own, see
- * bt_uprobes_ringbuf_fd) and attach every probe. All or nothing: on any
- * failure whatever was attached is detached again, NULL is returned, errno
- * set and one line written into err.
+ * Resolve, load bpf/uprobe.bpf.c with record's rings and cpu_state map
+ * (bpf_map__reuse_fd; a negative cpu_state_fd: the object creates its own)
+ * and attach every probe. rings_fd is one of:
+ *   - an ARRAY_OF_MAPS of ring buffers indexed by CPU (record's `rings`,
+ *     bt_loader_rings_fd): each CPU writes into its own ring;
+ *   - one BPF_MAP_TYPE_RINGBUF: every CPU writes into it;
+ *   - negative: the same with a ring of BT_UPROBE_RING_SIZE made here
+ *     (bt_uprobes_ringbuf_fd; freed by bt_uprobes_destroy).
+ * All or nothing: on any failure whatever was attached is detached again,
+ * NULL is returned, errno set and one line written into err.
  */
-struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int ringbuf_fd, int cpu_state_fd,
+struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd, int cpu_state_fd,
 				   char *err, size_t errlen);
 
 /* The probe table for dumps (ids are indexes). Refreshes BT_PROBE_ENDED in
@@ -103,7 +110,11 @@ size_t bt_uprobes_nattached(const struct bt_uprobes *u);
  * bpf_enable_stats() fd is open): totals over every program. 0 or -errno. */
 int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t *run_cnt);
 
+/* The single ring the probes write into (given or made by bt_uprobes_open),
+ * -1 when they write into per-CPU rings; the array of rings they use (an
+ * ARRAY_OF_MAPS indexed by CPU); the per-CPU state map. */
 int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u);
+int bt_uprobes_rings_fd(const struct bt_uprobes *u);
 int bt_uprobes_cpu_state_fd(const struct bt_uprobes *u);
 
 /* Targets (-p pids) that ended since the last call: up to max pids into
