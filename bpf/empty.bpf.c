@@ -30,6 +30,7 @@
 EMPTY_PROG(sched, sched_switch)
 EMPTY_PROG(sched, sched_wakeup)
 EMPTY_PROG(sched, sched_wakeup_new)
+EMPTY_PROG(sched, sched_waking)
 EMPTY_PROG(sched, sched_migrate_task)
 EMPTY_PROG(sched, sched_process_fork)
 EMPTY_PROG(sched, sched_process_exec)

@@ -39,7 +39,9 @@
  *                      pi lock, raw spinlocks taken with irqs off),
  *                      irq_handler_entry/exit (hardirq context; hardirqs do
  *                      not nest)
- *   irqs on, atomic:   everything else
+ *   irqs on, atomic:   everything else, sched_waking included: try_to_wake_up()
+ *                      emits it with only preemption disabled when a task
+ *                      wakes itself (p == current)
  * (No NMI program shares these maps.)
  *
  * Filters: sched events pass if any task they name matches (prev or next of
@@ -222,7 +224,7 @@ int BPF_PROG(handle_sched_switch_legacy, bool preempt, struct task_struct *prev,
 	return bt_emit_switch(preempt, prev, next, bt_task_state(prev));
 }
 
-static __always_inline int bt_emit_wakeup(struct task_struct *p, __u16 type)
+static __always_inline int bt_emit_wakeup(struct task_struct *p, __u16 type, int irqs_off)
 {
 	struct bt_ev_sched_wakeup *e;
 	struct bt_cpu_state *st;
@@ -230,26 +232,34 @@ static __always_inline int bt_emit_wakeup(struct task_struct *p, __u16 type)
 
 	if (bt_filtering() && !bt_task_match(p) && !bt_current_match())
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, type, BT_IRQS_OFF, &st, &ring);
+	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, type, irqs_off, &st, &ring);
 	if (!e)
 		return 0;
 	e->tid = p->pid;
 	e->target_cpu = bt_task_cpu(p);
 	e->prio = p->prio;
-	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_OFF);
+	bt_commit(e, st, ring, BT_GROUP_SCHED, irqs_off);
 	return 0;
+}
+
+/* The waker's side, before the woken task is queued: Perfetto derives the
+ * runnable state from it. Not always with irqs off (see the top). */
+SEC("tp_btf/sched_waking")
+int BPF_PROG(handle_sched_waking, struct task_struct *p)
+{
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKING, BT_IRQS_ON);
 }
 
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_sched_wakeup, struct task_struct *p)
 {
-	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP);
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP, BT_IRQS_OFF);
 }
 
 SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(handle_sched_wakeup_new, struct task_struct *p)
 {
-	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP_NEW);
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP_NEW, BT_IRQS_OFF);
 }
 
 SEC("tp_btf/sched_migrate_task")

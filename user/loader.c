@@ -72,6 +72,7 @@ static const struct prog_desc {
 	{ "handle_sched_switch_legacy", BT_GROUP_SCHED },
 	{ "handle_sched_wakeup", BT_GROUP_SCHED },
 	{ "handle_sched_wakeup_new", BT_GROUP_SCHED },
+	{ "handle_sched_waking", BT_GROUP_SCHED },
 	{ "handle_sched_migrate_task", BT_GROUP_SCHED },
 	{ "handle_sched_process_fork", BT_GROUP_SCHED },
 	{ "handle_sched_process_exec", BT_GROUP_SCHED },
