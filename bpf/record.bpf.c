@@ -34,14 +34,14 @@
  * with interrupts disabled cannot be interrupted between its load and store
  * and uses a plain increment, which saves a locked instruction on the
  * hottest events:
- *   irqs off, plain:   sched_switch (inside __schedule), sched_wakeup,
- *                      sched_wakeup_new, sched_migrate_task (under the rq or
- *                      pi lock, raw spinlocks taken with irqs off),
- *                      irq_handler_entry/exit (hardirq context; hardirqs do
- *                      not nest)
- *   irqs on, atomic:   everything else, sched_waking included: try_to_wake_up()
- *                      emits it with only preemption disabled when a task
- *                      wakes itself (p == current)
+ *   irqs off, plain:   sched_switch (inside __schedule), sched_wakeup_new,
+ *                      sched_migrate_task (under the rq or pi lock, raw
+ *                      spinlocks taken with irqs off), irq_handler_entry/exit
+ *                      (hardirq context; hardirqs do not nest)
+ *   irqs on, atomic:   everything else, sched_waking and sched_wakeup
+ *                      included: try_to_wake_up() emits both with only
+ *                      preemption disabled when a task wakes itself
+ *                      (p == current)
  * (No NMI program shares these maps.)
  *
  * Filters: sched events pass if any task they name matches (prev or next of
@@ -253,7 +253,7 @@ int BPF_PROG(handle_sched_waking, struct task_struct *p)
 SEC("tp_btf/sched_wakeup")
 int BPF_PROG(handle_sched_wakeup, struct task_struct *p)
 {
-	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP, BT_IRQS_OFF);
+	return bt_emit_wakeup(p, BT_EV_SCHED_WAKEUP, BT_IRQS_ON); /* see p == current above */
 }
 
 SEC("tp_btf/sched_wakeup_new")
