@@ -41,6 +41,8 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -546,12 +548,20 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	return 0;
 }
 
+/* Nice level of the drain thread (see drain_main()). */
+#define DRAIN_NICE (-10)
+
 static void *drain_main(void *arg)
 {
 	struct bt_drain *d = arg;
 	int ret;
 
 	pthread_setname_np(pthread_self(), "btrace-drain");
+	/* A saturated machine must not starve the drain (the rings would
+	 * overflow): raise its share. Nice, not real-time: under an event
+	 * flood a real-time drain could take a CPU from the workload. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), DRAIN_NICE))
+		bt_info("drain thread keeps normal priority: %s", strerror(errno));
 	/* Pairs with the release store in bt_loader_stop(). */
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		uint64_t req, horizon;
