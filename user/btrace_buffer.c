@@ -149,7 +149,8 @@ struct bt_buffer {
 	atomic_flag resizing;
 	_Atomic uint32_t nslots; /* current R, for stats */
 	_Atomic uint64_t resizes;
-	uint8_t *mapped;         /* [max_slots] slot has memory */
+	uint8_t *mapped;         /* [max_slots] slot has memory (resizer only) */
+	_Atomic uint32_t nmapped; /* slots with memory, for stats from any thread */
 	uint16_t *pending;       /* slots to release once safe */
 	uint32_t npending;
 	struct bt_reader readers[BT_MAX_READERS];
@@ -737,6 +738,7 @@ static int map_slot(struct bt_buffer *b, uint32_t s, bool populate)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0), -1, 0) == MAP_FAILED)
 		return -errno;
 	b->mapped[s] = 1;
+	atomic_fetch_add_explicit(&b->nmapped, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -747,6 +749,7 @@ static int unmap_slot(struct bt_buffer *b, uint32_t s)
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
 		return -errno;
 	b->mapped[s] = 0;
+	atomic_fetch_sub_explicit(&b->nmapped, 1, memory_order_relaxed);
 	return 0;
 }
 
@@ -1120,7 +1123,8 @@ void bt_buffer_destroy(struct bt_buffer *b)
 void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 {
 	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */
-	uint32_t R = atomic_load_explicit(&b->nslots, memory_order_relaxed), mapped = 0;
+	uint32_t R = atomic_load_explicit(&b->nslots, memory_order_relaxed);
+	uint32_t mapped = atomic_load_explicit(&b->nmapped, memory_order_relaxed);
 
 	uint64_t entries = atomic_load_explicit(&b->folded_entries, memory_order_relaxed);
 	uint64_t bytes = atomic_load_explicit(&b->folded_bytes, memory_order_relaxed);
@@ -1149,8 +1153,6 @@ void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 	st->resizes = atomic_load_explicit(&b->resizes, memory_order_relaxed);
 	st->size = (size_t)R * slot_bytes(b);
 	st->max_size = b->max_size;
-	for (uint32_t s = 0; s < b->max_slots; s++)
-		mapped += b->mapped[s];
 	st->resident = (size_t)mapped * slot_bytes(b);
 	st->metadata_bytes = sizeof(struct bt_meta) * b->A + sizeof(struct bt_core) * b->ncores;
 	st->block_size = b->bsize;

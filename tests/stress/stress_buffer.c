@@ -265,8 +265,12 @@ static void take_snapshot(void)
 
 static void *reader(void *arg)
 {
-	while (!atomic_load(&stop))
+	struct bt_stats st;
+
+	while (!atomic_load(&stop)) {
 		take_snapshot();
+		bt_buffer_stats(buf, &st); /* counters are read while everything runs */
+	}
 	return NULL;
 }
 
