@@ -144,6 +144,9 @@ struct bt_buffer {
 	_Atomic uint64_t rejected, dropped, blocks_used, closed, skipped, stale, core_races;
 	/* conf words of finished rounds, folded when their meta moves on */
 	_Atomic uint64_t folded_entries, folded_bytes, phantom_bytes;
+	/* Folds in progress (begun != done): stats retry rather than see a
+	 * round in neither the totals nor its conf word, or in both. */
+	_Atomic uint64_t folds_begun, folds_done;
 
 	/* resize state (one resizer at a time) */
 	atomic_flag resizing;
@@ -153,6 +156,9 @@ struct bt_buffer {
 	_Atomic uint32_t nmapped; /* slots with memory, for stats from any thread */
 	uint16_t *pending;       /* slots to release once safe */
 	uint32_t npending;
+	uint8_t *is_pending;     /* [max_slots] slot is in pending[] */
+	bool retire_unfinished;  /* a shrink's retire timed out: finish it first */
+	uint64_t retire_P;       /* ... at this generation start */
 	struct bt_reader readers[BT_MAX_READERS];
 	_Atomic uint64_t epoch __attribute__((aligned(CACHELINE)));
 };
@@ -269,6 +275,20 @@ static int layout_slot(struct bt_buffer *b, uint32_t gen, uint64_t round)
 
 enum lock_result { LOCKED, SKIPPED, STALE };
 
+/* Bracket a conf-word replacement and its fold for bt_buffer_stats(). */
+static inline void fold_begin(struct bt_buffer *b)
+{
+	/* Seq_cst: ordered before the conf CAS that follows; pairs with the
+	 * seq_cst loads in bt_buffer_stats(). */
+	atomic_fetch_add_explicit(&b->folds_begun, 1, memory_order_seq_cst);
+}
+
+static inline void fold_end(struct bt_buffer *b)
+{
+	/* Seq_cst: after the fold; pairs with the loads in bt_buffer_stats(). */
+	atomic_fetch_add_explicit(&b->folds_done, 1, memory_order_seq_cst);
+}
+
 /* Account a finished round whose conf word we just replaced (once). */
 static void fold_round(struct bt_buffer *b, uint64_t cf)
 {
@@ -306,10 +326,14 @@ static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64
 		return STALE;
 	/* Lock: nobody can reuse or reclaim the meta's block while conf.pos is
 	 * below the block size. */
+	fold_begin(b);
 	if (!atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(r, 0), memory_order_acq_rel,
-						     memory_order_relaxed))
+						     memory_order_relaxed)) {
+		fold_end(b);
 		return STALE;
+	}
 	fold_round(b, cf);
+	fold_end(b);
 
 	d = (uint32_t)slot * b->A + m;
 	atomic_store_explicit(&mt->didx, d, memory_order_relaxed);
@@ -790,11 +814,11 @@ static int wait_readers(struct bt_buffer *b, uint64_t deadline)
 }
 
 /* Build the layout of the next generation for a change from R to R2 slots
- * and publish it. `add` holds the new physical slots (grow);
- * `drop` receives the slots no longer used (shrink). Returns the global
- * position at which the new generation starts. */
-static uint64_t publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t *add, uint16_t *drop,
-			       uint32_t *ndrop)
+ * and publish it. `add` holds the new physical slots (grow); `drop`
+ * receives the slots no longer used (shrink); *start_pos the global position
+ * at which the new generation starts. 0, or -ETIMEDOUT (nothing changed). */
+static int publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t *add, uint16_t *drop, uint32_t *ndrop,
+			  uint64_t deadline, uint64_t *start_pos)
 {
 	uint64_t g = atomic_load_explicit(&b->global, memory_order_acquire);
 
@@ -828,12 +852,22 @@ static uint64_t publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t 
 #undef OLD_SLOT
 		atomic_store_explicit(&nl->base_round, r0, memory_order_relaxed);
 		atomic_store_explicit(&nl->nslots, R2, memory_order_relaxed);
-		/* Release: the layout before the generation that uses it;
-		 * pairs with the acquire FAA in advance(). Seq_cst also orders
-		 * it before the epoch bump (readers, see reader_enter()). */
-		if (atomic_compare_exchange_strong_explicit(&b->global, &g, GWORD(ngen, r0 * b->A),
-							    memory_order_seq_cst, memory_order_acquire))
-			return r0 * b->A;
+		/* The layout only depends on r0: while producers advance within
+		 * the current round, retry the CAS without rebuilding it. */
+		for (;;) {
+			/* Release: the layout before the generation that uses it;
+			 * pairs with the acquire FAA in advance(). Seq_cst also
+			 * orders it before the epoch bump (see reader_enter()). */
+			if (atomic_compare_exchange_strong_explicit(&b->global, &g, GWORD(ngen, r0 * b->A),
+								    memory_order_seq_cst, memory_order_acquire)) {
+				*start_pos = r0 * b->A;
+				return 0;
+			}
+			if ((GPOS(g) + b->A - 1) / b->A != r0 || GGEN(g) != gen)
+				break; /* a new round started: rebuild */
+		}
+		if (now_ns() > deadline)
+			return -ETIMEDOUT;
 	}
 }
 
@@ -854,13 +888,18 @@ static int retire_old_generation(struct bt_buffer *b, uint64_t P, uint64_t deadl
 				break; /* already in the new generation, or forwarded */
 			if (CBYTES(b, cf) == b->bsize) {
 				/* The forwarded round is a phantom: complete, empty. */
-				if (atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(last_old, b->bsize),
-									    memory_order_acq_rel,
-									    memory_order_relaxed)) {
+				bool done;
+
+				fold_begin(b);
+				done = atomic_compare_exchange_strong_explicit(&mt->conf, &cf, RP(last_old, b->bsize),
+									     memory_order_acq_rel, memory_order_relaxed);
+				if (done) {
 					fold_round(b, cf);
 					atomic_fetch_add_explicit(&b->phantom_bytes, b->bsize, memory_order_relaxed);
-					break;
 				}
+				fold_end(b);
+				if (done)
+					break;
 				continue;
 			}
 			/* Writers still in the block: stop new ones, let the
@@ -882,9 +921,12 @@ static int release_pending(struct bt_buffer *b, uint64_t deadline)
 	if (err)
 		return err;
 	while (b->npending) {
-		err = unmap_slot(b, b->pending[b->npending - 1]);
+		uint16_t s = b->pending[b->npending - 1];
+
+		err = unmap_slot(b, s);
 		if (err)
 			return err;
+		b->is_pending[s] = 0;
 		b->npending--;
 	}
 	return 0;
@@ -902,10 +944,11 @@ size_t bt_round_size(const struct bt_buffer *b, size_t size)
 
 int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, size_t errlen)
 {
-	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms ? timeout_ms : 2000) * 1000000ull;
+	uint64_t budget = (uint64_t)(timeout_ms ? timeout_ms : 2000) * 1000000ull, deadline = now_ns() + budget;
 	uint32_t R, R2 = (uint32_t)(size / slot_bytes(b)), nadd = 0, ndrop = 0;
 	uint16_t *add = NULL, *drop = NULL;
-	uint64_t P;
+	uint8_t *taken = NULL;
+	uint64_t P = 0;
 	int ret = 0;
 
 	if (size > b->max_size) {
@@ -922,52 +965,93 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 		set_err(err, errlen, "another resize is in progress");
 		return -EBUSY;
 	}
+	/* A shrink whose retire timed out left producers able to touch its
+	 * dropped slots: finish that first, or change nothing. */
+	if (b->retire_unfinished) {
+		ret = retire_old_generation(b, b->retire_P, deadline);
+		if (ret) {
+			set_err(err, errlen, "a writer is still stalled inside a block of an earlier shrink; try again");
+			goto out;
+		}
+		b->retire_unfinished = false;
+	}
 	R = atomic_load_explicit(&b->nslots, memory_order_relaxed);
 	add = calloc(b->max_slots, sizeof(*add));
 	drop = calloc(b->max_slots, sizeof(*drop));
-	if (!add || !drop) {
+	taken = calloc(b->max_slots, 1);
+	if (!add || !drop || !taken) {
 		ret = -ENOMEM;
 		goto out;
 	}
 	if (R2 > R) {
-		/* Grow: back the new slots before anyone can be handed them. */
+		/* Grow: back the new slots before anyone can be handed them.
+		 * Slots awaiting release are still mapped: take them back. */
 		for (uint32_t s = 0; s < b->max_slots && nadd < R2 - R; s++) {
-			bool pend = false;
-
-			for (uint32_t i = 0; i < b->npending; i++)
-				pend |= b->pending[i] == s;
-			if (b->mapped[s] && !pend)
+			if (b->mapped[s] && !b->is_pending[s])
 				continue;
-			if (pend) { /* mapped, awaiting release: take it back */
-				for (uint32_t i = 0; i < b->npending; i++)
-					if (b->pending[i] == s)
-						b->pending[i] = b->pending[--b->npending];
+			if (b->is_pending[s]) {
+				taken[s] = 1;
 			} else if ((ret = map_slot(b, s, false)) < 0) {
 				set_err(err, errlen, "cannot map %zu bytes: %s", slot_bytes(b), strerror(-ret));
-				for (uint32_t i = 0; i < nadd; i++)
-					unmap_slot(b, add[i]);
+				for (uint32_t i = 0; i < nadd; i++) /* never published */
+					if (!taken[add[i]])
+						unmap_slot(b, add[i]);
 				goto out;
 			}
 			add[nadd++] = (uint16_t)s;
 		}
+		uint32_t k = 0;
+
+		for (uint32_t i = 0; i < b->npending; i++) { /* taken ones leave pending */
+			if (taken[b->pending[i]])
+				b->is_pending[b->pending[i]] = 0;
+			else
+				b->pending[k++] = b->pending[i];
+		}
+		b->npending = k;
 	}
 	if (R2 != R) {
-		P = publish_layout(b, R2, add, drop, &ndrop);
+		ret = publish_layout(b, R2, add, drop, &ndrop, deadline, &P);
+		if (ret) {
+			set_err(err, errlen, "the buffer advanced too fast to publish a new layout in time; try again");
+			for (uint32_t i = 0; i < nadd; i++) /* never published: back to how it was */
+				if (taken[add[i]]) {
+					b->pending[b->npending++] = add[i];
+					b->is_pending[add[i]] = 1;
+				} else {
+					unmap_slot(b, add[i]);
+				}
+			goto out;
+		}
 		atomic_store_explicit(&b->nslots, R2, memory_order_relaxed);
-		for (uint32_t i = 0; i < ndrop; i++)
+		for (uint32_t i = 0; i < ndrop; i++) {
 			b->pending[b->npending++] = drop[i];
-		if (ndrop)
-			ret = retire_old_generation(b, P, deadline);
+			b->is_pending[drop[i]] = 1;
+		}
+		if (ndrop) {
+			/* A fresh budget: publishing may have used some. */
+			ret = retire_old_generation(b, P, now_ns() + budget);
+			if (ret) {
+				b->retire_unfinished = true;
+				b->retire_P = P;
+				set_err(err, errlen,
+					"a writer stalled inside a released block; the size changed, its memory is "
+					"released by the next resize");
+			}
+		}
+	}
+	if (ret == 0) {
+		ret = release_pending(b, now_ns() + budget);
+		if (ret == -ETIMEDOUT)
+			set_err(err, errlen, "a reader (a dump in progress) kept the released memory; it is released by "
+					     "the next resize");
 	}
 	if (ret == 0)
-		ret = release_pending(b, deadline);
-	if (ret == -ETIMEDOUT)
-		set_err(err, errlen, "a writer stalled inside a released block; memory is released by the next resize");
-	else if (ret == 0)
 		atomic_fetch_add_explicit(&b->resizes, 1, memory_order_relaxed);
 out:
 	free(add);
 	free(drop);
+	free(taken);
 	atomic_flag_clear_explicit(&b->resizing, memory_order_release);
 	return ret;
 }
@@ -1055,9 +1139,10 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	b->cores = aligned_alloc(CACHELINE, sizeof(*b->cores) * ncores);
 	b->mapped = calloc(Rmax, 1);
 	b->pending = calloc(Rmax, sizeof(*b->pending));
+	b->is_pending = calloc(Rmax, 1);
 	for (int i = 0; i < NLAYOUTS; i++)
 		b->layouts[i].order = calloc(Rmax, sizeof(*b->layouts[i].order));
-	if (!b->meta || !b->cores || !b->mapped || !b->pending || !b->layouts[NLAYOUTS - 1].order ||
+	if (!b->meta || !b->cores || !b->mapped || !b->pending || !b->is_pending || !b->layouts[NLAYOUTS - 1].order ||
 	    !b->layouts[0].order || !b->layouts[1].order || !b->layouts[2].order)
 		goto nomem_free;
 	for (uint32_t m = 0; m < A; m++) {
@@ -1114,6 +1199,7 @@ void bt_buffer_destroy(struct bt_buffer *b)
 	for (int i = 0; i < NLAYOUTS; i++)
 		free((void *)b->layouts[i].order);
 	free(b->pending);
+	free(b->is_pending);
 	free(b->mapped);
 	free(b->cores);
 	free(b->meta);
@@ -1126,17 +1212,25 @@ void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 	uint32_t R = atomic_load_explicit(&b->nslots, memory_order_relaxed);
 	uint32_t mapped = atomic_load_explicit(&b->nmapped, memory_order_relaxed);
 
-	uint64_t entries = atomic_load_explicit(&b->folded_entries, memory_order_relaxed);
-	uint64_t bytes = atomic_load_explicit(&b->folded_bytes, memory_order_relaxed);
+	uint64_t entries = 0, bytes = 0;
 
 	memset(st, 0, sizeof(*st));
-	/* Finished rounds are folded; add the rounds still open. Exact when
-	 * writers are quiescent, a close estimate while they run. */
-	for (uint32_t m = 0; m < b->A; m++) {
-		uint64_t cf = atomic_load_explicit(&b->meta[m].conf, memory_order_relaxed);
+	/* Finished rounds are folded; add the rounds still open. Retry while a
+	 * fold runs, so no round is counted twice or missed. Exact when writers
+	 * are quiescent; while they run, within the blocks being written. */
+	for (int tries = 0; tries < 1000; tries++) {
+		uint64_t done = atomic_load_explicit(&b->folds_done, memory_order_seq_cst);
 
-		entries += CCOUNT(b, cf);
-		bytes += CBYTES(b, cf);
+		entries = atomic_load_explicit(&b->folded_entries, memory_order_seq_cst);
+		bytes = atomic_load_explicit(&b->folded_bytes, memory_order_seq_cst);
+		for (uint32_t m = 0; m < b->A; m++) {
+			uint64_t cf = atomic_load_explicit(&b->meta[m].conf, memory_order_seq_cst);
+
+			entries += CCOUNT(b, cf);
+			bytes += CBYTES(b, cf);
+		}
+		if (atomic_load_explicit(&b->folds_begun, memory_order_seq_cst) == done)
+			break;
 	}
 	st->entries_written = entries;
 	st->entries_rejected = atomic_load_explicit(&b->rejected, memory_order_relaxed);
@@ -1147,9 +1241,15 @@ void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 	st->blocks_skipped = atomic_load_explicit(&b->skipped, memory_order_relaxed);
 	st->positions_stale = atomic_load_explicit(&b->stale, memory_order_relaxed);
 	st->core_races = atomic_load_explicit(&b->core_races, memory_order_relaxed);
-	/* Confirmed bytes minus everything that is not an entry. */
-	st->bytes_written = bytes - atomic_load_explicit(&b->phantom_bytes, memory_order_relaxed) -
-			    st->blocks_used * BT_BLOCK_HDR - st->padding_bytes;
+	/* Confirmed bytes minus everything that is not an entry. Headers and
+	 * padding of blocks being locked or closed right now may be counted
+	 * on one side only: never report less than zero. */
+	{
+		int64_t v = (int64_t)(bytes - atomic_load_explicit(&b->phantom_bytes, memory_order_relaxed) -
+				      st->blocks_used * BT_BLOCK_HDR - st->padding_bytes);
+
+		st->bytes_written = v > 0 ? (uint64_t)v : 0;
+	}
 	st->resizes = atomic_load_explicit(&b->resizes, memory_order_relaxed);
 	st->size = (size_t)R * slot_bytes(b);
 	st->max_size = b->max_size;

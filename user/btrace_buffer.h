@@ -68,7 +68,8 @@ struct bt_config {
 			       * (a grow is backed lazily: see map_slot()) */
 };
 
-/* Monotonic counters; a snapshot is taken by bt_buffer_stats(). */
+/* Counters, snapshot by bt_buffer_stats(): exact when writers are quiescent;
+ * while they run, entries/bytes are within the blocks being written. */
 struct bt_stats {
 	uint64_t entries_written;   /* entries confirmed in a block */
 	uint64_t bytes_written;     /* space those entries take (headers, 8-byte alignment) */
