@@ -1082,6 +1082,8 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	A = cfg->active;
 	if (A == 0) { /* default 16 x cores, the paper's sweet spot, if it fits */
 		A = 16 * ncores;
+		if (A > 0xffff) /* the per-core word has 16 bits for the meta */
+			A = 0xffff;
 		if ((size_t)A * bsize > cfg->size)
 			A = (uint32_t)(cfg->size / bsize);
 		if (A < ncores) {
