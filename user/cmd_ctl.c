@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "commands.h"
 #include "ctl.h"
+#include "util.h"
 
 static void usage(FILE *f)
 {
@@ -138,8 +140,20 @@ int cmd_ctl(int argc, char **argv)
 		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, stop)\n", cmd);
 		return 2;
 	}
-	if (!strcmp(cmd, "resize") && argc - optind != 2) {
-		fprintf(stderr, "btrace-bpf: ctl: usage: resize SIZE (e.g. resize 256M)\n");
+	if (!strcmp(cmd, "resize")) {
+		uint64_t sz;
+
+		if (argc - optind != 2 || parse_size(argv[optind + 1], &sz)) {
+			fprintf(stderr, "btrace-bpf: ctl: usage: resize SIZE, a positive size like 256M or 1G\n");
+			return 2;
+		}
+	} else if (!strcmp(cmd, "dump")) {
+		if (!(argc - optind == 1 || (argc - optind == 3 && !strcmp(argv[optind + 1], "-o")))) {
+			fprintf(stderr, "btrace-bpf: ctl: usage: dump [-o FILE]\n");
+			return 2;
+		}
+	} else if (argc - optind != 1) {
+		fprintf(stderr, "btrace-bpf: ctl: %s takes no arguments\n", cmd);
 		return 2;
 	}
 	for (int i = optind; i < argc; i++) {

@@ -82,7 +82,8 @@ enum {
 
 static const struct argp_option options[] = {
 	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
-	{ "block-size", 'b', "SIZE", 0, "Buffer block size, a power of two from 256 to 1M (default 4K)", 0 },
+	{ "block-size", 'b', "SIZE", 0, "Buffer block size, a power of two from 256 to 64K (default 4K)", 0 },
+	{ "help-short", 'h', NULL, OPTION_HIDDEN, "Same as --help", 0 },
 	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
@@ -216,6 +217,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (err)
 			size_error(state, "--buffer-size", arg, err);
 		break;
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
 	case 'b':
 		err = parse_size(arg, &o->block_size);
 		if (err)
@@ -223,7 +227,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (o->block_size < BT_MIN_BLOCK_SIZE || o->block_size > BT_MAX_BLOCK_SIZE ||
 		    (o->block_size & (o->block_size - 1)))
 			argp_error(state, "invalid --block-size '%s': must be a power of two from "
-				   "256 to 1M, e.g. 4K", arg);
+				   "256 to 64K, e.g. 4K", arg);
 		break;
 	case 'a':
 		if (parse_uint(arg, UINT32_MAX, &v) || v == 0)
@@ -802,8 +806,17 @@ int cmd_record(int argc, char **argv)
 	argp_err_exit_status = 2;
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
-	if (!o.max_size)
-		o.max_size = o.buffer_size > DEFAULT_MAX_SIZE ? o.buffer_size : DEFAULT_MAX_SIZE;
+	if (!o.max_size) {
+		/* 1G, but no more than the buffer can map (65534 slots of A
+		 * blocks), and never below the size itself. */
+		int cpus = libbpf_num_possible_cpus();
+		uint64_t A = o.active_blocks ? o.active_blocks : 16ull * (uint64_t)(cpus > 0 ? cpus : 1);
+		uint64_t cap = 65534ull * A * (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
+
+		o.max_size = DEFAULT_MAX_SIZE < cap ? DEFAULT_MAX_SIZE : cap;
+		if (o.max_size < o.buffer_size)
+			o.max_size = o.buffer_size;
+	}
 	if (o.max_size < o.buffer_size) {
 		bt_warn("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
 			format_size(o.buffer_size, s2, sizeof(s2)));
@@ -900,7 +913,7 @@ int cmd_record(int argc, char **argv)
 	err[0] = '\0';
 	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
 	if (!r.buf) {
-		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --block-size or "
+		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
 			"--active-blocks", format_size(o.buffer_size, s1, sizeof(s1)),
 			err[0] ? err : strerror(errno));
 		return 1;
@@ -965,7 +978,10 @@ int cmd_record(int argc, char **argv)
 
 	if (!o.no_ctl) {
 		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
-		if (!r.ctl) {
+		if (!r.ctl && !o.ctl_path && errno == EACCES) {
+			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
+			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
+		} else if (!r.ctl) {
 			bt_warn("%s", err);
 			exit_code = 1;
 			got_stop = SIGTERM; /* nothing recorded yet worth a dump */
@@ -986,6 +1002,7 @@ int cmd_record(int argc, char **argv)
 		(int)getpid());
 	if (r.ctl)
 		bt_warn("control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
+	bt_warn("read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
 
 	run_loop(&r, &waitmask);
 	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */

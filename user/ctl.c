@@ -246,9 +246,24 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 				s->path);
 		}
 	}
+	{
+		struct stat st;
+
+		/* Never remove what is not ours: only a stale socket was. */
+		if (lstat(s->path, &st) == 0) {
+			e = EEXIST;
+			set_err(err, errlen, "%s exists and is not a control socket: choose another path with --ctl",
+				s->path);
+			goto fail;
+		}
+	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0 || chmod(s->path, 0600) < 0 ||
-	    listen(s->fd, 8) < 0) {
+	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		e = errno;
+		set_err(err, errlen, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		goto fail;
+	}
+	if (chmod(s->path, 0600) < 0 || listen(s->fd, 8) < 0) {
 		e = errno;
 		set_err(err, errlen, "cannot listen on control socket %s: %s", s->path, strerror(e));
 		goto fail_unlink;

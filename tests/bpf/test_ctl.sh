@@ -85,7 +85,10 @@ diag "recorder VmRSS: ${RSS_BIG} kB at 256M, ${RSS_SMALL} kB after resize 16M"
 
 # ---- errors: no change to the running recorder ---------------------------------
 r=$(ctl resize 12Q 2>&1); rc=$?
-[ $rc -ne 0 ] && echo "$r" | grep -q "bad size '12Q'" && ok "bad size string: clear error" || not_ok "bad size" "$r"
+[ $rc -eq 2 ] && echo "$r" | grep -q "usage: resize SIZE" && ok "bad size string: usage error from ctl" || not_ok "bad size" "$r"
+# The recorder checks too (a client that is not ours).
+r=$(python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"resize 12Q\n"); print(s.recv(4096).decode())' "$CTL")
+echo "$r" | grep -q "error: bad size '12Q'" && ok "bad size string sent raw: the recorder refuses it" || not_ok "raw bad size" "$r"
 r=$(ctl resize 2G 2>&1); rc=$?
 [ $rc -ne 0 ] && echo "$r" | grep -q "over the maximum 512 MiB.*--max-size" &&
 	ok "size over the maximum: says the maximum and how to raise it" || not_ok "over max" "$r"
