@@ -620,14 +620,10 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-r));
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-r));
 		return r;
 	}
-	mode_t um = umask(0);
-	umask(um);
-	if (fchmod(fd, 0666 & ~um) < 0) {
-		/* keep mkostemp's 0600: readable by the owner, still usable */
-	}
+	/* mkostemp's 0600 stays: a trace holds what the dump (0600) holds. */
 	struct bt_sink *s = bt_sink_new(fd, o->gzip);
 	if (!s) {
 		r = -ENOMEM;
@@ -780,6 +776,10 @@ int cmd_convert(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "o:f:zqh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
+			if (!optarg[0]) {
+				fprintf(stderr, "btrace-bpf: convert: -o needs a file name (or - for standard output)\n");
+				return 2;
+			}
 			out = optarg;
 			break;
 		case 'f':

@@ -1034,8 +1034,8 @@ out:
 				drops += d[i];
 		free(d);
 		bt_warn("stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
-			PRIu64 " rejected; %" PRIu64 " dumps written%s", ds.events, drops, ds.rejected,
-			r.ndumps, r.nfailed ? ", some failed" : "");
+			PRIu64 " rejected; %" PRIu64 " dump%s written%s", ds.events, drops, ds.rejected,
+			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
 	}
 	bt_ctl_stop(r.ctl);
 	bt_uprobes_destroy(r.uprobes);
