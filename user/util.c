@@ -97,7 +97,7 @@ int parse_duration(const char *s, uint64_t *out_ns)
 		{ "min", 60 * 1000000000ull },
 		{ "h", 3600 * 1000000000ull },
 	};
-	uint64_t v, r;
+	uint64_t v, r, frac = 0, scale = 1;
 	int err;
 
 	if (!s)
@@ -105,15 +105,26 @@ int parse_duration(const char *s, uint64_t *out_ns)
 	err = scan_digits(&s, &v);
 	if (err == -EINVAL)
 		return err;
+	if (*s == '.') { /* a decimal fraction: 1.5s, 0.25ms (up to 9 digits) */
+		s++;
+		if (*s < '0' || *s > '9')
+			return -EINVAL;
+		for (; *s >= '0' && *s <= '9'; s++)
+			if (scale < 1000000000ull) {
+				frac = frac * 10 + (uint64_t)(*s - '0');
+				scale *= 10;
+			}
+	}
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (strcmp(s, units[i].unit) != 0)
+		if (strcasecmp(s, units[i].unit) != 0 || (strcmp(units[i].unit, "m") == 0 && strcmp(s, "M") == 0))
 			continue;
 		if (err)
 			return err;
-		if (v == 0)
-			return -EINVAL;
 		if (mul_checked(v, units[i].ns, &r))
 			return -ERANGE;
+		r += (uint64_t)((long double)frac * (long double)units[i].ns / (long double)scale);
+		if (r == 0)
+			return -EINVAL;
 		*out_ns = r;
 		return 0;
 	}
