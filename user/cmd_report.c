@@ -595,9 +595,41 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	return 0;
 }
 
+/* Filters that cannot match anything in this dump: say so instead of
+ * printing an empty report that looks like "nothing happened". */
+static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	struct filt f;
+	int any = 0;
+
+	if (o->cpus) {
+		for (uint32_t c = 0; c < h->ncpus; c++)
+			any |= cpu_ok(o, c);
+		if (!any)
+			fprintf(stderr, PROG ": report: --cpu selects none of this dump's CPUs (0-%u)\n", h->ncpus - 1);
+	}
+	if ((o->since.set || o->until.set) && n) {
+		filt_init(&f, o, ev, n);
+		if (f.t0 > f.t1 || f.t0 > ev[n - 1].ev->ts_ns || f.t1 < ev[0].ev->ts_ns)
+			fprintf(stderr,
+				PROG ": report: --since/--until select no event (events span %" PRIu64 ".%06" PRIu64
+				     " .. %" PRIu64 ".%06" PRIu64 ")\n",
+				(uint64_t)ev[0].ev->ts_ns / 1000000000, (uint64_t)ev[0].ev->ts_ns % 1000000000 / 1000,
+				(uint64_t)ev[n - 1].ev->ts_ns / 1000000000,
+				(uint64_t)ev[n - 1].ev->ts_ns % 1000000000 / 1000);
+	}
+}
+
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
-	int r = o->functions ? bt_report_functions(d, out)
+	int r;
+
+	if (path)
+		warn_empty_filters(d, o);
+	r = o->functions ? bt_report_functions(d, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
