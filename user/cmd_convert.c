@@ -560,6 +560,44 @@ uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu)
 	return sum;
 }
 
+void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, const char *key, uint64_t v),
+		      void *ctx)
+{
+	const struct bt_dump_header *h = p->hdr;
+	const struct bt_stats *bs = bt_dump_buffer_stats(p->d);
+	const struct bt_read_stats *rs = bt_dump_read_stats(p->d);
+	const uint64_t *drops = bt_dump_rb_drops(p->d);
+	uint64_t total = 0;
+	char k[96];
+
+	for (uint32_t c = 0; drops && c < h->ncpus; c++)
+		for (uint32_t g = 0; g < h->ngroups; g++) {
+			uint64_t v = drops[(size_t)c * h->ngroups + g];
+			const char *gn = bt_group_name((int)g);
+
+			total += v;
+			if (!v)
+				continue;
+			if (gn)
+				snprintf(k, sizeof(k), "loss.rb_drops.cpu%u.%s", c, gn);
+			else
+				snprintf(k, sizeof(k), "loss.rb_drops.cpu%u.group%u", c, g);
+			emit(ctx, k, v);
+		}
+	emit(ctx, "loss.rb_drops", total);
+	emit(ctx, "loss.seq_gaps", p->win.gaps);
+	emit(ctx, "loss.seq_missing", p->win.missing);
+	emit(ctx, "loss.seq_dups", p->win.dups);
+	emit(ctx, "loss.buffer_entries_rejected", bs->entries_rejected);
+	emit(ctx, "loss.buffer_entries_dropped", bs->entries_dropped);
+	emit(ctx, "loss.buffer_blocks_skipped", bs->blocks_skipped);
+	emit(ctx, "loss.buffer_positions_stale", bs->positions_stale);
+	emit(ctx, "loss.dump_blocks_lost", rs->blocks_lost);
+	emit(ctx, "loss.dump_blocks_busy", rs->blocks_busy);
+	emit(ctx, "loss.drain_rejected", h->drain_rejected);
+	emit(ctx, "loss.unknown_events", bt_dump_unknown_events(p->d));
+}
+
 /* ---- file output ------------------------------------------------------------ */
 
 static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct bt_export_opts *o,

@@ -106,6 +106,11 @@ const struct bt_xthread *bt_export_thread(const struct bt_export_prep *p, uint32
 const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_id, char *buf, size_t len);
 /* Sum of the ring-buffer drops of one CPU over all groups. */
 uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu);
+/* Every loss counter of the dump, as "loss.NAME" keys (ring-buffer drops per
+ * CPU and group where non-zero, then the totals), in one order for both
+ * exporters. */
+void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, const char *key, uint64_t v),
+		      void *ctx);
 
 /* ---- exporters ----------------------------------------------------------- */
 int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, const struct bt_export_opts *o,

@@ -267,16 +267,29 @@ static struct jthread *thread_state(struct jx *j, uint32_t tid)
 }
 
 /* Every loss counter of the dump, as JSON members (no braces). */
+struct loss_ctx {
+	struct jx *j;
+	int as_args, first;
+};
+
+/* bt_export_losses() callback: an args entry or an object member. */
+static void json_loss(void *ctx, const char *key, uint64_t v)
+{
+	struct loss_ctx *lc = ctx;
+
+	if (lc->as_args) {
+		arg_u(lc->j, key, v);
+	} else {
+		bt_sink_printf(lc->j->out, "%s\"%s\":%" PRIu64, lc->first ? "" : ",", key, v);
+		lc->first = 0;
+	}
+}
+
 static void loss_members(struct jx *j, int as_args)
 {
 	const struct bt_export_prep *p = j->p;
 	const struct bt_dump_header *h = p->hdr;
-	const struct bt_stats *bs = bt_dump_buffer_stats(p->d);
-	const struct bt_read_stats *rs = bt_dump_read_stats(p->d);
-	const uint64_t *drops = bt_dump_rb_drops(p->d);
-	uint64_t total = 0;
 	int first = 1;
-	char k[96];
 #define MEMBER_U(key, val)                                                                      \
 	do {                                                                                    \
 		if (as_args)                                                                    \
@@ -286,31 +299,12 @@ static void loss_members(struct jx *j, int as_args)
 			first = 0;                                                              \
 		}                                                                               \
 	} while (0)
-	for (uint32_t c = 0; drops && c < h->ncpus; c++)
-		for (uint32_t g = 0; g < h->ngroups; g++) {
-			uint64_t v = drops[(size_t)c * h->ngroups + g];
-			total += v;
-			if (!v)
-				continue;
-			const char *gn = bt_group_name((int)g);
-			if (gn)
-				snprintf(k, sizeof(k), "loss.rb_drops.cpu%u.%s", c, gn);
-			else
-				snprintf(k, sizeof(k), "loss.rb_drops.cpu%u.group%u", c, g);
-			MEMBER_U(k, v);
-		}
-	MEMBER_U("loss.rb_drops", total);
-	MEMBER_U("loss.seq_gaps", p->win.gaps);
-	MEMBER_U("loss.seq_missing", p->win.missing);
-	MEMBER_U("loss.seq_dups", p->win.dups);
-	MEMBER_U("loss.buffer_entries_rejected", bs->entries_rejected);
-	MEMBER_U("loss.buffer_entries_dropped", bs->entries_dropped);
-	MEMBER_U("loss.buffer_blocks_skipped", bs->blocks_skipped);
-	MEMBER_U("loss.buffer_positions_stale", bs->positions_stale);
-	MEMBER_U("loss.dump_blocks_lost", rs->blocks_lost);
-	MEMBER_U("loss.dump_blocks_busy", rs->blocks_busy);
-	MEMBER_U("loss.drain_rejected", h->drain_rejected);
-	MEMBER_U("loss.unknown_events", bt_dump_unknown_events(p->d));
+	{
+		struct loss_ctx lc = { j, as_args, first };
+
+		bt_export_losses(p, json_loss, &lc);
+		first = lc.first;
+	}
 	MEMBER_U("window.first_ts_ns", p->win.first_ts);
 	MEMBER_U("window.last_ts_ns", p->win.last_ts);
 	MEMBER_U("window.continuous_from_ts_ns", p->win.cont_start_ts);

@@ -535,17 +535,19 @@ static int write_ftrace_stats(struct pf *f, int end)
 	return packet_flush(f, w);
 }
 
+/* bt_export_losses() callback: one annotation per counter. */
+static void ann_loss(void *ctx, const char *key, uint64_t v)
+{
+	ann_uint(ctx, key, v);
+}
+
 /* The "dump info" instant: where the dump came from and every loss counter. */
 static int write_dump_info(struct pf *f)
 {
 	const struct bt_export_prep *p = f->p;
 	const struct bt_dump_header *h = p->hdr;
 	const struct bt_stats *bs = bt_dump_buffer_stats(p->d);
-	const struct bt_read_stats *rs = bt_dump_read_stats(p->d);
-	const uint64_t *drops = bt_dump_rb_drops(p->d);
 	struct pbw *w = &f->pkt;
-	char name[96];
-	uint64_t total_drops = 0;
 
 	te_begin(f, p->first_ts ? p->first_ts : h->created_boottime_ns, UUID_INFO, TE_TYPE_INSTANT, "dump info",
 		 "btrace");
@@ -562,32 +564,7 @@ static int write_dump_info(struct pf *f)
 	ann_uint(w, "created_realtime_ns", h->created_realtime_ns);
 	ann_uint(w, "created_boottime_ns", h->created_boottime_ns);
 	ann_uint(w, "events", p->nev);
-	/* losses */
-	for (uint32_t c = 0; drops && c < h->ncpus; c++)
-		for (uint32_t g = 0; g < h->ngroups; g++) {
-			uint64_t v = drops[(size_t)c * h->ngroups + g];
-			total_drops += v;
-			if (!v)
-				continue;
-			const char *gn = bt_group_name((int)g);
-			if (gn)
-				snprintf(name, sizeof(name), "loss.rb_drops.cpu%u.%s", c, gn);
-			else
-				snprintf(name, sizeof(name), "loss.rb_drops.cpu%u.group%u", c, g);
-			ann_uint(w, name, v);
-		}
-	ann_uint(w, "loss.rb_drops", total_drops);
-	ann_uint(w, "loss.seq_gaps", p->win.gaps);
-	ann_uint(w, "loss.seq_missing", p->win.missing);
-	ann_uint(w, "loss.seq_dups", p->win.dups);
-	ann_uint(w, "loss.buffer_entries_rejected", bs->entries_rejected);
-	ann_uint(w, "loss.buffer_entries_dropped", bs->entries_dropped);
-	ann_uint(w, "loss.buffer_blocks_skipped", bs->blocks_skipped);
-	ann_uint(w, "loss.buffer_positions_stale", bs->positions_stale);
-	ann_uint(w, "loss.dump_blocks_lost", rs->blocks_lost);
-	ann_uint(w, "loss.dump_blocks_busy", rs->blocks_busy);
-	ann_uint(w, "loss.drain_rejected", h->drain_rejected);
-	ann_uint(w, "loss.unknown_events", bt_dump_unknown_events(p->d));
+	bt_export_losses(p, ann_loss, w);
 	ann_uint(w, "window.first_ts", p->win.first_ts);
 	ann_uint(w, "window.last_ts", p->win.last_ts);
 	ann_uint(w, "window.continuous_from_ts", p->win.cont_start_ts);
