@@ -947,6 +947,11 @@ int cmd_record(int argc, char **argv)
 		};
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
 					    err, sizeof(err));
+		if (!r.uprobes && o.trigger_spec && strstr(err, o.trigger_spec)) {
+			bt_warn("--trigger-uprobe: %s", err); /* it is attached like a -u probe */
+			exit_code = 1;
+			goto out;
+		}
 		if (!r.uprobes) {
 			bt_warn("%s", err);
 			exit_code = 1;

@@ -610,7 +610,8 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 
 		if (pid <= 0)
 			return fail(err, errlen, EINVAL,
-				    "no binary given: write BINARY:FUNCTION, or give -p PID to probe that process's executable");
+				    "no binary given: write BINARY:FUNCTION (-u) or BINARY:PROVIDER:NAME (-U), or give -p PID "
+				    "to probe that process's executable");
 		snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 		l = readlink(p, path, pathlen - 1);
 		if (l < 0) {
