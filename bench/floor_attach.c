@@ -102,10 +102,13 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	unsigned mask = DEFAULT_GROUPS, nlinks = 0;
-	int opt, ret = 1;
+	int opt, ret = 1, waking = 0;
 
-	while ((opt = getopt(argc, argv, "e:h")) != -1) {
+	while ((opt = getopt(argc, argv, "e:wh")) != -1) {
 		switch (opt) {
+		case 'w': /* as record --waking */
+			waking = 1;
+			break;
 		case 'e':
 			if (parse_groups(optarg, &mask)) {
 				fprintf(stderr, "floor_attach: invalid -e '%s': give a comma list of "
@@ -114,7 +117,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		default:
-			fprintf(stderr, "usage: floor_attach [-e GROUPS]\n");
+			fprintf(stderr, "usage: floor_attach [-e GROUPS] [-w]\n");
 			return opt == 'h' ? 0 : 2;
 		}
 	}
@@ -147,6 +150,9 @@ int main(int argc, char **argv)
 		const char *tp = strchr(sec, '/') ? strchr(sec, '/') + 1 : sec;
 		int g = prog_group(bpf_program__name(prog));
 		int on = g >= 0 && (mask & (1u << g));
+
+		if (strstr(bpf_program__name(prog), "sched_waking"))
+			on = on && waking; /* record attaches it only with --waking */
 
 		if (on && !tracepoint_exists(vmlinux, tp)) {
 			fprintf(stderr, "floor_attach: tracepoint %s not in this kernel: skipped\n", tp);

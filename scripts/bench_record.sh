@@ -5,7 +5,7 @@
 #             perf bench sched messaging = hackbench) under five
 #             configurations, side by side and interleaved (rotated order
 #             every repetition): no tracing; the floor (empty tp_btf programs
-#             on the same 15 tracepoints: bench/floor_attach); btrace-bpf
+#             on the same 14 tracepoints: bench/floor_attach); btrace-bpf
 #             record (default groups); perf record of the same tracepoints
 #             into a file; bpftrace counting on the same tracepoints.
 #   cost      the kernel's run time per event of each recorder program
@@ -71,7 +71,7 @@ LOOP=build/bench/syscall_loop
 
 # The tracepoints of record's default groups (sched, irq, power): keep in step
 # with bpf/record.bpf.c and bpf/empty.bpf.c.
-TPS=(sched:sched_switch sched:sched_waking sched:sched_wakeup sched:sched_wakeup_new sched:sched_migrate_task
+TPS=(sched:sched_switch sched:sched_wakeup sched:sched_wakeup_new sched:sched_migrate_task
 	sched:sched_process_fork sched:sched_process_exec sched:sched_process_exit
 	task:task_rename irq:irq_handler_entry irq:irq_handler_exit irq:softirq_entry
 	irq:softirq_exit power:cpu_frequency power:cpu_idle)
@@ -365,7 +365,7 @@ overhead()
 	md "messaging: \`perf bench sched messaging -g $MSG_GROUPS -l $MSG_LOOPS\` (hackbench, µs per message, $nmsg messages)."
 	md "Times are medians; ratios are medians of the per-repetition ratios (samples taken side by side)."
 	md "Events and loss: per tracer session (all runs plus ${SETTLE} s settling), median over repetitions."
-	md "Tracepoints: the 15 of record's default groups (sched, irq, power): ${TPS[*]}."
+	md "Tracepoints: the 14 of record's default groups (sched, irq, power): ${TPS[*]}."
 	md ""
 	md "| configuration | pipe µs/op | ×none | ×floor | messaging µs/msg | ×none | ×floor | events/session | lost % |"
 	md "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"

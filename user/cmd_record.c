@@ -69,6 +69,7 @@ enum {
 	OPT_UARGS,
 	OPT_CTL,
 	OPT_NO_CTL,
+	OPT_WAKING,
 	OPT_MAX_SIZE,
 	OPT_DUMP_EVERY,
 	OPT_MAX_DUMPS,
@@ -95,6 +96,9 @@ static const struct argp_option options[] = {
 	  "(default sched,irq,power)", 1 },
 	{ "pid", 'p', "PID", 0, "Only events of process PID (its threads, as tgid)", 1 },
 	{ "comm", OPT_COMM, "NAME", 0, "Only events of tasks named NAME (at most 15 characters)", 1 },
+	{ "waking", OPT_WAKING, NULL, 0,
+	  "Also record sched_waking (with the sched group): Perfetto shows a thread's runnable state from it; "
+	  "one more event per wakeup", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -304,6 +308,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_CTL:
 		o->no_ctl = 1;
+		break;
+	case OPT_WAKING:
+		o->waking = 1;
 		break;
 	case OPT_DUMP_EVERY:
 	case OPT_TRIGGER_DELAY:
@@ -930,6 +937,7 @@ int cmd_record(int argc, char **argv)
 	lo.filter_tgid = o.filter_tgid;
 	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
 	lo.ring_size = o.ring_size;
+	lo.waking = o.waking;
 	r.loader = bt_loader_open(&lo, err, sizeof(err));
 	if (!r.loader) {
 		bt_warn("%s", err);

@@ -219,7 +219,7 @@ static int switch_variant(const struct btf *vmlinux)
 }
 
 /* Turn off what was not asked for or what the kernel lacks. */
-static int probe_programs(struct bt_loader *l, uint32_t groups, char *err, size_t errlen)
+static int probe_programs(struct bt_loader *l, uint32_t groups, int waking, char *err, size_t errlen)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	uint32_t loadable = 0;
@@ -239,6 +239,10 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, char *err, size_
 		const struct prog_desc *d = find_desc(name);
 		const char *tp = prog_tracepoint(prog);
 		int on = d && (groups & (1u << d->group));
+
+		/* sched_waking doubles the wakeup events: only when asked for. */
+		if (strcmp(name, "handle_sched_waking") == 0)
+			on = on && waking;
 
 		if (on && !tracepoint_exists(vmlinux, tp)) {
 			if (strcmp(name, "handle_sched_switch_legacy") != 0) /* warned once */
@@ -390,7 +394,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	l->skel->rodata->self_tgid = (uint32_t)getpid();
 	l->skel->rodata->wakeup_bytes = l->wakeup_bytes;
 
-	ret = probe_programs(l, o->groups, err, errlen);
+	ret = probe_programs(l, o->groups, o->waking, err, errlen);
 	if (ret)
 		goto fail;
 

@@ -30,6 +30,7 @@ struct bt_loader_opts {
 	uint32_t groups;       /* requested groups, bitmask of 1 << enum bt_group */
 	uint32_t filter_tgid;  /* 0: every process */
 	char filter_comm[16];  /* "": every name */
+	int waking;            /* sched group: also sched_waking (Perfetto's runnable state) */
 	uint64_t ring_size;    /* bytes, the total over all CPUs, 0 = default; each
 				* possible CPU gets ring_size / ncpus rounded up to
 				* a power of two and at least a page */

@@ -32,6 +32,7 @@ struct record_opts {
 	int final_dump;
 	int zlevel;
 	uint64_t ring_size;
+	int waking;                   /* --waking */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */
