@@ -66,28 +66,7 @@ const volatile char filter_comm[BT_COMM_LEN] = {}; /* "": every name */
 const volatile __u32 self_tgid = 0;              /* the recorder: no syscall events of its own */
 const volatile __u64 wakeup_bytes = 0;           /* force a wakeup past this fill; 0: never */
 
-#define BT_WAKEUP_CHECK_MASK 63 /* check the fill every 64th event of a CPU */
-
-/* The inner map prototype: the verifier checks every program against it, the
- * rings the loader puts in `rings` match it (only the size may differ). */
-struct bt_ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1); /* possible CPUs, set by the loader */
-	__type(key, __u32);
-	__array(values, struct bt_ring);
-} rings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bt_cpu_state);
-} cpu_state SEC(".maps");
+#include "maps.bpf.h"
 
 /* ---- fast path ------------------------------------------------------------ */
 

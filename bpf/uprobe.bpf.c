@@ -122,28 +122,9 @@ struct {
 const volatile __u64 wakeup_bytes = 0;       /* force a wakeup past this fill; 0: never */
 const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured arguments */
 
-#define BT_WAKEUP_CHECK_MASK 63
-
-/* Replaced by record's array of per-CPU rings (bpf_map__reuse_fd), or by
- * one that user/uprobes.c makes (see bt_uprobes_open). */
-struct bt_ring {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4096);
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__array(values, struct bt_ring);
-} rings SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct bt_cpu_state);
-} cpu_state SEC(".maps");
+/* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
+ * or by one that user/uprobes.c makes (see bt_uprobes_open). */
+#include "maps.bpf.h"
 
 struct bt_stamp_key {
 	__u32 tid;
