@@ -64,69 +64,9 @@
 const volatile __u32 filter_tgid = 0;            /* 0: every process */
 const volatile char filter_comm[BT_COMM_LEN] = {}; /* "": every name */
 const volatile __u32 self_tgid = 0;              /* the recorder: no syscall events of its own */
-const volatile __u64 wakeup_bytes = 0;           /* force a wakeup past this fill; 0: never */
 
-#include "maps.bpf.h"
+#include "emit.bpf.h"
 
-/* ---- fast path ------------------------------------------------------------ */
-
-/* Whether the calling program runs with interrupts disabled (see the top). */
-#define BT_IRQS_ON 0
-#define BT_IRQS_OFF 1
-
-/* Take a sequence number and reserve `size` bytes in this CPU's ring; fill
- * the header. NULL if the reservation failed or the CPU has no ring (both
- * counted), or the state map is unreachable. *ringp: the ring, for bt_commit. */
-static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
-				      struct bt_cpu_state **stp, void **ringp)
-{
-	struct bt_cpu_state *st;
-	struct bt_event_hdr *h = NULL;
-	__u32 zero = 0, cpu;
-	__u64 seq, pid_tgid;
-	void *ring;
-
-	st = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!st)
-		return NULL;
-	if (irqs_off)
-		seq = st->seq++;
-	else
-		seq = __sync_fetch_and_add(&st->seq, 1);
-	cpu = bpf_get_smp_processor_id();
-	ring = bpf_map_lookup_elem(&rings, &cpu);
-	if (ring)
-		h = bpf_ringbuf_reserve(ring, size, 0);
-	if (!h) {
-		__sync_fetch_and_add(&st->drops[group], 1);
-		return NULL;
-	}
-	h->ts_ns = bpf_ktime_get_boot_ns();
-	h->seq = (__u32)seq;
-	pid_tgid = bpf_get_current_pid_tgid();
-	h->tid = (__u32)pid_tgid;
-	h->tgid = pid_tgid >> 32;
-	h->cpu = cpu;
-	h->type = type;
-	*stp = st;
-	*ringp = ring;
-	return h;
-}
-
-static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
-				      int irqs_off)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) == 0 &&
-	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(ev, flags);
-	if (irqs_off)
-		st->emitted[group]++;
-	else
-		__sync_fetch_and_add(&st->emitted[group], 1);
-}
 
 /* ---- filters ----------------------------------------------------------------- */
 

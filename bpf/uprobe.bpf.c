@@ -119,12 +119,11 @@ struct {
 #endif
 
 /* Read-only data, set by user space before load. */
-const volatile __u64 wakeup_bytes = 0;       /* force a wakeup past this fill; 0: never */
 const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured arguments */
 
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
  * or by one that user/uprobes.c makes (see bt_uprobes_open). */
-#include "maps.bpf.h"
+#include "emit.bpf.h"
 
 struct bt_stamp_key {
 	__u32 tid;
@@ -149,51 +148,7 @@ struct {
 	__type(value, struct bt_stamp_stack);
 } stamps SEC(".maps");
 
-/* ---- fast path (as record.bpf.c) -------------------------------------------- */
-
-static __always_inline struct bt_ev_uprobe *bt_begin(__u16 type, struct bt_cpu_state **stp,
-						      void **ringp)
-{
-	struct bt_cpu_state *st;
-	struct bt_ev_uprobe *e = NULL;
-	__u32 zero = 0, cpu;
-	__u64 seq, pid_tgid;
-	void *ring;
-
-	st = bpf_map_lookup_elem(&cpu_state, &zero);
-	if (!st)
-		return NULL;
-	seq = __sync_fetch_and_add(&st->seq, 1);
-	cpu = bpf_get_smp_processor_id();
-	ring = bpf_map_lookup_elem(&rings, &cpu);
-	if (ring)
-		e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
-	if (!e) {
-		__sync_fetch_and_add(&st->drops[BT_GROUP_UPROBE], 1);
-		return NULL;
-	}
-	e->h.ts_ns = bpf_ktime_get_boot_ns();
-	e->h.seq = (__u32)seq;
-	pid_tgid = bpf_get_current_pid_tgid();
-	e->h.tid = (__u32)pid_tgid;
-	e->h.tgid = pid_tgid >> 32;
-	e->h.cpu = cpu;
-	e->h.type = type;
-	*stp = st;
-	*ringp = ring;
-	return e;
-}
-
-static __always_inline void bt_commit(struct bt_ev_uprobe *e, struct bt_cpu_state *st, void *ring)
-{
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (wakeup_bytes && (e->h.seq & BT_WAKEUP_CHECK_MASK) == 0 &&
-	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(e, flags);
-	__sync_fetch_and_add(&st->emitted[BT_GROUP_UPROBE], 1);
-}
+/* The fast path is emit.bpf.h's; uprobes run with interrupts on. */
 
 static __always_inline __u32 bt_nargs(__u64 cookie)
 {
@@ -294,7 +249,7 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	__u64 ts = 0;
 
 	if (id != BT_UC_NONE) {
-		e = bt_begin(BT_EV_UPROBE_ENTRY, &st, &ring);
+		e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, &st, &ring);
 		if (e)
 			ts = e->h.ts_ns;
 	}
@@ -314,7 +269,7 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	e->args[3] = n > 3 ? PT_REGS_PARM4(ctx) : 0;
 	e->args[4] = n > 4 ? PT_REGS_PARM5(ctx) : 0;
 	e->args[5] = n > 5 ? PT_REGS_PARM6(ctx) : 0;
-	bt_commit(e, st, ring);
+	bt_commit(e, st, ring, BT_GROUP_UPROBE, BT_IRQS_ON);
 	return 0;
 }
 
@@ -328,7 +283,7 @@ int bt_uprobe_return(struct pt_regs *ctx)
 	void *ring;
 	__u64 dur = 0;
 
-	e = bt_begin(BT_EV_UPROBE_RETURN, &st, &ring);
+	e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_RETURN, BT_IRQS_ON, &st, &ring);
 	if (stamp != BT_UC_NONE)
 		dur = bt_stamp_pop(stamp, e ? e->h.ts_ns : bpf_ktime_get_boot_ns(), PT_REGS_SP(ctx));
 	if (!e)
@@ -343,7 +298,7 @@ int bt_uprobe_return(struct pt_regs *ctx)
 	e->args[3] = 0;
 	e->args[4] = 0;
 	e->args[5] = 0;
-	bt_commit(e, st, ring);
+	bt_commit(e, st, ring, BT_GROUP_UPROBE, BT_IRQS_ON);
 	return 0;
 }
 
@@ -398,7 +353,7 @@ int bt_usdt(struct pt_regs *ctx)
 	n = bt_nargs(cookie);
 	if (spec->arg_cnt >= 0 && (__u32)spec->arg_cnt < n)
 		n = spec->arg_cnt;
-	e = bt_begin(BT_EV_USDT, &st, &ring);
+	e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_USDT, BT_IRQS_ON, &st, &ring);
 	if (!e)
 		return 0;
 	e->probe_id = BT_UC_ID(cookie);
@@ -408,7 +363,7 @@ int bt_usdt(struct pt_regs *ctx)
 #pragma unroll
 	for (int i = 0; i < BT_MAX_UARGS; i++)
 		e->args[i] = (__u32)i < n ? bt_usdt_arg(ctx, &spec->args[i]) : 0;
-	bt_commit(e, st, ring);
+	bt_commit(e, st, ring, BT_GROUP_UPROBE, BT_IRQS_ON);
 	return 0;
 }
 

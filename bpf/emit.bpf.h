@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * emit.bpf.h - how every program emits an event: the maps they share (the
+ * per-CPU ring buffers and the per-CPU state: seq, drops, emitted) and the
+ * fast path that takes a sequence number, reserves, and submits without a
+ * wakeup. record.bpf.c owns the maps; uprobe.bpf.c declares the same ones so
+ * its loader can reuse record's (bpf_map__reuse_fd): one header keeps the
+ * definitions and the loss accounting identical.
+ */
+#ifndef BTRACE_EMIT_BPF_H
+#define BTRACE_EMIT_BPF_H
+
+/* Read-only, set by the loader: force a wakeup past this fill; 0: never. */
+const volatile __u64 wakeup_bytes = 0;
+
+#define BT_WAKEUP_CHECK_MASK 63 /* check the ring's fill every 64th event of a CPU */
+
+/* The inner map prototype: the verifier checks every program against it, the
+ * rings the loader puts in `rings` match it (only the size may differ). */
+struct bt_ring {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* possible CPUs, set by the loader */
+	__type(key, __u32);
+	__array(values, struct bt_ring);
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bt_cpu_state);
+} cpu_state SEC(".maps");
+
+/* ---- fast path ------------------------------------------------------------ */
+
+/* Whether the calling program runs with interrupts disabled (see the top). */
+#define BT_IRQS_ON 0
+#define BT_IRQS_OFF 1
+
+/* Take a sequence number and reserve `size` bytes in this CPU's ring; fill
+ * the header. NULL if the reservation failed or the CPU has no ring (both
+ * counted), or the state map is unreachable. *ringp: the ring, for bt_commit. */
+static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
+				      struct bt_cpu_state **stp, void **ringp)
+{
+	struct bt_cpu_state *st;
+	struct bt_event_hdr *h = NULL;
+	__u32 zero = 0, cpu;
+	__u64 seq, pid_tgid;
+	void *ring;
+
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!st)
+		return NULL;
+	if (irqs_off)
+		seq = st->seq++;
+	else
+		seq = __sync_fetch_and_add(&st->seq, 1);
+	cpu = bpf_get_smp_processor_id();
+	ring = bpf_map_lookup_elem(&rings, &cpu);
+	if (ring)
+		h = bpf_ringbuf_reserve(ring, size, 0);
+	if (!h) {
+		__sync_fetch_and_add(&st->drops[group], 1);
+		return NULL;
+	}
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->seq = (__u32)seq;
+	pid_tgid = bpf_get_current_pid_tgid();
+	h->tid = (__u32)pid_tgid;
+	h->tgid = pid_tgid >> 32;
+	h->cpu = cpu;
+	h->type = type;
+	*stp = st;
+	*ringp = ring;
+	return h;
+}
+
+static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
+				      int irqs_off)
+{
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) == 0 &&
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		flags = BPF_RB_FORCE_WAKEUP;
+	bpf_ringbuf_submit(ev, flags);
+	if (irqs_off)
+		st->emitted[group]++;
+	else
+		__sync_fetch_and_add(&st->emitted[group], 1);
+}
+
+#endif
