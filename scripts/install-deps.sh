@@ -37,6 +37,7 @@ BENCH_PKGS=(
 	linux-perf
 	trace-cmd
 	stress-ng
+	gnuplot-nox           # the figure of scripts/compare_tracers.sh (make bench-compare)
 )
 
 usage()
