@@ -4,6 +4,7 @@
 # Conventions (new files are picked up without editing this file):
 #   bpf/NAME.bpf.c        -> build/bpf/NAME.bpf.o -> skeletons/NAME.skel.h
 #   user/btrace_buffer.c  -> build/libbtrace.a     (the buffer library, no libbpf)
+#   user/btrace_app.c     -> build/libbtrace.a     (in-process app tracing, btrace.h)
 #   user/*.c              -> build/btrace-bpf      (the tool; main() in user/main.c)
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/stress/stress_*.c -> build/tests/stress_*{,.tsan,.asan}
@@ -32,7 +33,7 @@ endif
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst bpf/%.bpf.c,skeletons/%.skel.h,$(BPF_SRCS))
-LIB_SRCS   := user/btrace_buffer.c
+LIB_SRCS   := user/btrace_buffer.c user/btrace_app.c
 USER_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
 USER_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 TOOL_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
@@ -82,9 +83,13 @@ $(OUT)/user/btrace_buffer.o: user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OUT)/libbtrace.a: $(OUT)/user/btrace_buffer.o
+$(OUT)/user/btrace_app.o: user/btrace_app.c user/btrace.h user/app_shm.h user/btrace_buffer.h bpf/events.h | $(OUT)/user
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(OUT)/libbtrace.a: $(OUT)/user/btrace_buffer.o $(OUT)/user/btrace_app.o
 	$(call msg,AR,$@)
-	$(Q)$(AR) rcs $@ $^
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(OUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard bpf/*.h) $(SKELS) | $(OUT)/user
 	$(call msg,CC,$@)
@@ -119,6 +124,11 @@ $(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/btrace_buffer.c user/bt
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< user/btrace_buffer.c -lpthread -o $@
 
+# Applications traced in-process link the app library (libbtrace.a).
+$(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+
 $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
@@ -138,6 +148,14 @@ test: check-deps
 bench: check-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/bench.sh
+
+# btrace-bpf against ftrace and perf at equal memory on the real kernel
+# (scripts/compare_tracers.sh, about 10 minutes; not part of `make bench`).
+.PHONY: bench-compare
+bench-compare: check-deps
+	$(Q)$(MAKE) --no-print-directory tool $(OUT)/bench/cmp_load $(OUT)/bench/btd_events
+	$(Q)scripts/install-deps.sh --check --bench >/dev/null 2>&1 || scripts/install-deps.sh --bench
+	$(Q)scripts/compare_tracers.sh
 
 # The main job with sensible defaults: `make run` (extra flags: ARGS="-e sched,syscalls").
 run: check-deps

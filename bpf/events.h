@@ -50,7 +50,12 @@ enum bt_event_type {
 	BT_EV_UPROBE_ENTRY = 18,
 	BT_EV_UPROBE_RETURN = 19,
 	BT_EV_USDT = 20,
-	BT_EV_MAX = 21,
+	/* written by applications through libbtrace (user/btrace.h), not by BPF */
+	BT_EV_APP_INSTANT = 21,
+	BT_EV_APP_BEGIN = 22,
+	BT_EV_APP_END = 23,
+	BT_EV_APP_COUNTER = 24,
+	BT_EV_MAX = 25,
 };
 
 struct bt_event_hdr {
@@ -120,6 +125,24 @@ struct bt_ev_uprobe {
 	__u64 duration_ns; /* return: time since the matching entry, 0 if unknown */
 	__u64 ret;      /* return value (return probes) */
 	__u64 args[BT_MAX_UARGS];
+};
+
+/*
+ * Application event (libbtrace, user/btrace.h), written by the application
+ * into its own shared-memory block buffer, never by BPF. Header fields mean
+ * the same as for kernel events except seq: a per-thread sequence number
+ * taken for every event the thread tried to write (gaps prove loss, per
+ * thread). cpu is the CPU the thread ran on when it wrote. name_id indexes
+ * the application's name table (in the dump's APPS section); 0 = no name
+ * (BT_EV_APP_END). Counters carry their value in args[0].
+ */
+#define BT_APP_MAX_ARGS 4
+struct bt_ev_app {
+	struct bt_event_hdr h;
+	__u32 name_id;
+	__u16 nargs;  /* args that follow, 0..BT_APP_MAX_ARGS */
+	__u16 flags;  /* 0 */
+	__s64 args[]; /* nargs values */
 };
 
 /* Per-CPU state of the BPF side (a BPF_MAP_TYPE_PERCPU_ARRAY with one slot). */

@@ -25,6 +25,7 @@ static void usage(FILE *f)
 		"  status             size, event rate, latest continuous window, loss counters, dumps, probes\n"
 		"  dump [-o FILE]     write a dump now; prints the path written\n"
 		"  resize SIZE        grow or shrink the buffer while recording (K/M/G suffixes)\n"
+		"  app-resize SIZE    give every application traced in-process (btrace.h) a new buffer of SIZE\n"
 		"  stop               final dump (unless --no-final-dump) and exit\n\n"
 		"Options:\n"
 		"  -p, --pid PID      the recorder with this pid (socket %s/PID.sock)\n"
@@ -131,20 +132,21 @@ int cmd_ctl(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "btrace-bpf: ctl: missing command (status, dump, resize, stop)\n");
+		fprintf(stderr, "btrace-bpf: ctl: missing command (status, dump, resize, app-resize, stop)\n");
 		usage(stderr);
 		return 2;
 	}
 	cmd = argv[optind];
-	if (strcmp(cmd, "status") && strcmp(cmd, "dump") && strcmp(cmd, "resize") && strcmp(cmd, "stop")) {
-		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, stop)\n", cmd);
+	if (strcmp(cmd, "status") && strcmp(cmd, "dump") && strcmp(cmd, "resize") && strcmp(cmd, "app-resize") &&
+	    strcmp(cmd, "stop")) {
+		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, app-resize, stop)\n", cmd);
 		return 2;
 	}
-	if (!strcmp(cmd, "resize")) {
+	if (!strcmp(cmd, "resize") || !strcmp(cmd, "app-resize")) {
 		uint64_t sz;
 
 		if (argc - optind != 2 || parse_size(argv[optind + 1], &sz)) {
-			fprintf(stderr, "btrace-bpf: ctl: usage: resize SIZE, a positive size like 256M or 1G\n");
+			fprintf(stderr, "btrace-bpf: ctl: usage: %s SIZE, a positive size like 256M or 1G\n", cmd);
 			return 2;
 		}
 	} else if (!strcmp(cmd, "dump")) {

@@ -43,6 +43,7 @@
 #include "util.h"
 #include "recorder.h"
 #include "ctl.h"
+#include "app_registry.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -76,10 +77,21 @@ enum {
 	OPT_TRIGGER_UPROBE,
 	OPT_TRIGGER_DELAY,
 	OPT_MIN_DUMP_INTERVAL,
+	OPT_APP_BUFFER_SIZE,
+	OPT_MAX_APPS,
+	OPT_NO_APPS,
 };
 
 #define DEFAULT_MAX_SIZE (1ull << 30)
 #define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
+#define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
+
+/* Control thread: an application registering for in-process tracing. */
+static void adopt_app(void *ctx, int fd, uint32_t pid, int argc, char **argv)
+{
+	struct recorder *r = ctx;
+	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "");
+}
 
 static const struct argp_option options[] = {
 	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
@@ -122,6 +134,13 @@ static const struct argp_option options[] = {
 	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
 	  "Rate limit of automatic dumps (triggers, --dump-every): at most one per TIME; triggers in "
 	  "between are counted and dropped (default 1s)", 3 },
+	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
+	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
+	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },
+	{ "max-apps", OPT_MAX_APPS, "N", 0,
+	  "Applications kept at once, exited ones included; the oldest exited one is released first "
+	  "(default 64)", 4 },
+	{ "no-apps", OPT_NO_APPS, NULL, 0, "Refuse in-process tracing registrations", 4 },
 	{ 0 },
 };
 
@@ -330,6 +349,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   name, arg);
 		break;
 	}
+	case OPT_APP_BUFFER_SIZE:
+		err = parse_size(arg, &o->app_buffer_size);
+		if (err)
+			argp_error(state, "bad --app-buffer-size '%s': give a size like 4M", arg);
+		break;
+	case OPT_MAX_APPS: {
+		char *end;
+		unsigned long na = strtoul(arg, &end, 10);
+		if (*arg == '-' || *end || na < 1 || na > 4096)
+			argp_error(state, "bad --max-apps '%s': give a number from 1 to 4096", arg);
+		o->max_apps = (uint32_t)na;
+		break;
+	}
+	case OPT_NO_APPS:
+		o->no_apps = 1;
+		break;
 	case OPT_MAX_DUMPS:
 		if (parse_uint(arg, 1000000, &o->max_dumps) || o->max_dumps == 0)
 			argp_error(state, "invalid --max-dumps '%s': give a number of files, at least 1", arg);
@@ -567,6 +602,10 @@ static int write_dump(struct recorder *r, const char *reason, const char *explic
 	if (r->uprobes) {
 		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
 		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
+	}
+	if (r->apps) {
+		info.write_apps = bt_apps_dump;
+		info.apps_ctx = r->apps;
 	}
 
 	err[0] = '\0';
@@ -989,6 +1028,27 @@ int cmd_record(int argc, char **argv)
 	}
 	dump_thread = 1;
 
+	/* Before the control thread starts: its handlers read r.apps. */
+	if (!o.no_ctl && !o.no_apps) {
+		struct bt_apps_config ac = {
+			.buffer_size = o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+			.block_size = o.block_size ? (uint32_t)o.block_size : BT_DEFAULT_BLOCK_SIZE,
+			.ncores = r.ncpus,
+			.max_apps = o.max_apps,
+		};
+		r.apps = bt_apps_create(&ac, err, sizeof(err));
+		if (!r.apps) {
+			bt_warn("--app-buffer-size: %s", err);
+			exit_code = 1;
+			got_stop = SIGTERM;
+			o.final_dump = 0;
+			goto out;
+		}
+	} else if (o.app_buffer_size || o.max_apps) {
+		bt_warn("--app-buffer-size/--max-apps ignored: in-process tracing needs the control socket%s",
+			o.no_apps ? " and no --no-apps" : "");
+	}
+
 	if (!o.no_ctl) {
 		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
 		if (!r.ctl && !o.ctl_path && errno == EACCES) {
@@ -1001,6 +1061,13 @@ int cmd_record(int argc, char **argv)
 			o.final_dump = 0;
 			goto out;
 		}
+	}
+
+	if (r.ctl && r.apps)
+		bt_ctl_set_adopt(r.ctl, adopt_app, &r);
+	if (!r.ctl && r.apps) {
+		bt_apps_destroy(r.apps);
+		r.apps = NULL;
 	}
 
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
@@ -1051,6 +1118,7 @@ out:
 			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
 	}
 	bt_ctl_stop(r.ctl);
+	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
 	for (size_t i = 0; i < r.nkept; i++)

@@ -360,7 +360,11 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			bt_namer_apply(nm, e, ev[i].len);
 		if (event_ok(&f, e)) {
 			const char *comm = e->tid == 0 ? "<idle>" : bt_namer_comm(nm, e->tid, e->cpu);
-			bt_format_fields(fields, sizeof(fields), e, ev[i].len, nm, probes, nprobes);
+			if (ev[i].app >= 0)
+				bt_format_app_fields(fields, sizeof(fields), e, ev[i].len,
+						     bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id));
+			else
+				bt_format_fields(fields, sizeof(fields), e, ev[i].len, nm, probes, nprobes);
 			if (o->wall)
 				fmt_wall(h, e->ts_ns, tb, sizeof(tb));
 			else

@@ -31,6 +31,8 @@ struct bt_ctl_server {
 	pthread_t thread;
 	bt_ctl_handler handler;
 	void *ctx;
+	bt_ctl_adopt_handler adopt; /* "app-register": keeps the connection */
+	void *adopt_ctx;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
@@ -137,7 +139,8 @@ static int split_args(char *line, char **argv)
 	return argc;
 }
 
-static void serve_one(struct bt_ctl_server *s, int c)
+/* Returns 1 if the connection was handed over (not to be closed here). */
+static int serve_one(struct bt_ctl_server *s, int c)
 {
 	char line[BT_CTL_MAX_LINE], why[512] = "", *argv[BT_CTL_MAX_ARGS + 1];
 	struct ucred cred;
@@ -151,16 +154,26 @@ static void serve_one(struct bt_ctl_server *s, int c)
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    (cred.uid != 0 && cred.uid != geteuid())) {
 		write_all(c, "error: permission denied (run btrace-bpf ctl as root)\n", 54);
-		return;
+		return 0;
 	}
 	if (read_line(c, line, sizeof(line), IO_TIMEOUT_MS) < 0) {
 		write_all(c, "error: bad request\n", 19);
-		return;
+		return 0;
 	}
 	argc = split_args(line, argv);
+	/* Acquire: pairs with the release store in bt_ctl_set_adopt(). */
+	bt_ctl_adopt_handler adopt = __atomic_load_n(&s->adopt, __ATOMIC_ACQUIRE);
+	if (argc >= 1 && strcmp(argv[0], BT_CTL_ADOPT_CMD) == 0) {
+		if (!adopt) {
+			write_all(c, "error: this recorder does not take applications\n", 49);
+			return 0;
+		}
+		adopt(__atomic_load_n(&s->adopt_ctx, __ATOMIC_RELAXED), c, (uint32_t)cred.pid, argc, argv);
+		return 1;
+	}
 	out = open_memstream(&reply, &rlen);
 	if (!out)
-		return;
+		return 0;
 	if (argc == 0) {
 		ret = -EINVAL;
 		snprintf(why, sizeof(why), "empty command");
@@ -174,6 +187,7 @@ static void serve_one(struct bt_ctl_server *s, int c)
 	fclose(out);
 	write_all(c, reply, rlen);
 	free(reply);
+	return 0;
 }
 
 static void *serve(void *arg)
@@ -194,8 +208,8 @@ static void *serve(void *arg)
 		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		serve_one(s, c);
-		close(c);
+		if (!serve_one(s, c))
+			close(c);
 	}
 	return NULL;
 }
@@ -287,6 +301,14 @@ fail:
 	free(s);
 	errno = e;
 	return NULL;
+}
+
+void bt_ctl_set_adopt(struct bt_ctl_server *s, bt_ctl_adopt_handler h, void *ctx)
+{
+	/* Set before clients can know the socket matters for apps; the
+	 * control thread reads it per connection. */
+	__atomic_store_n(&s->adopt_ctx, ctx, __ATOMIC_RELAXED);
+	__atomic_store_n(&s->adopt, h, __ATOMIC_RELEASE);
 }
 
 const char *bt_ctl_path(const struct bt_ctl_server *s)

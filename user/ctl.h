@@ -8,6 +8,7 @@
 #ifndef BTRACE_CTL_H
 #define BTRACE_CTL_H
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define BT_CTL_DIR "/run/btrace-bpf"
@@ -20,11 +21,18 @@ typedef int (*bt_ctl_handler)(void *ctx, int argc, char **argv, FILE *out, char 
 
 struct bt_ctl_server;
 
+/* A command that hands the connection over instead of answering it
+ * (in-process tracing: the application keeps its connection open). */
+#define BT_CTL_ADOPT_CMD "app-register"
+typedef void (*bt_ctl_adopt_handler)(void *ctx, int fd, uint32_t peer_pid, int argc, char **argv);
+
 /* Listen on path (NULL: BT_CTL_DIR/<pid>.sock). A stale socket left by a
  * crashed recorder is removed; one in use by a live recorder is an error.
  * NULL + errno + message on failure. */
 struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen);
 const char *bt_ctl_path(const struct bt_ctl_server *s);
+/* Route BT_CTL_ADOPT_CMD connections to h (which then owns the fd). */
+void bt_ctl_set_adopt(struct bt_ctl_server *s, bt_ctl_adopt_handler h, void *ctx);
 /* Stop the thread, close and unlink the socket. NULL is fine. */
 void bt_ctl_stop(struct bt_ctl_server *s);
 

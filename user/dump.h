@@ -14,6 +14,42 @@
 
 #define BT_DUMP_MAX_CPUS 4096
 
+/* Application buffers (in-process tracing, app_registry.c) in a dump. */
+enum bt_app_counter {
+	BT_APPC_BLOCKS_READ,  /* blocks of the application's buffers dumped */
+	BT_APPC_BLOCKS_BAD,   /* failed validation (corrupted by the application): dropped */
+	BT_APPC_BLOCKS_LOST,  /* overwritten while the dump read them: dropped */
+	BT_APPC_BLOCKS_BUSY,  /* a write in flight or never confirmed: not dumped */
+	BT_APPC_BLOCKS_EMPTY, /* never used */
+	BT_APPC_ENTRIES,      /* events dumped */
+	BT_APPC_DROPPED,      /* the application's count: no block free (untrusted) */
+	BT_APPC_REJECTED,     /* the application's count: event larger than a block */
+	BT_APPC_SKIPPED,      /* the application's count: positions skipped */
+	BT_APPC_RACES,        /* the application's count: blocks given back after a race */
+	BT_APPC_BUFFERS,      /* buffers dumped (a resize leaves the older one readable for a while) */
+	BT_APPC_RESIZES,      /* buffers replaced by a resize */
+	BT_APPC_BUFFER_SIZE,  /* bytes of data blocks of the current buffer */
+	BT_APPC_NAMES_BAD,    /* malformed name registrations ignored */
+	BT_APPC_MAX,
+};
+#define BT_APP_EXITED 0x1 /* bt_dump_app.flags: the process had exited at dump time */
+struct bt_dump_app {
+	uint32_t pid, flags;
+	uint64_t registered_ts, exit_ts; /* CLOCK_BOOTTIME; exit_ts 0 if alive */
+	char name[16];
+	uint64_t counters[BT_APPC_MAX];
+	uint32_t nnames;                 /* ids 1..nnames */
+	const char (*names)[64];         /* names[id - 1], NUL-terminated */
+};
+const char *bt_app_counter_name(int i);
+
+/* Where application buffers write themselves (the dump writer's state). */
+struct bt_dump_sink;
+/* One block of application `app` (index into the table passed later). */
+int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt_block_view *blk);
+/* The application table, after all their blocks. */
+int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n);
+
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
@@ -30,6 +66,9 @@ struct bt_dump_info {
 	uint64_t drain_events;     /* events the drain wrote into the buffer */
 	uint64_t drain_rejected;   /* events the buffer rejected */
 	uint32_t groups_enabled;   /* bitmask of enum bt_group */
+	/* optional: writes application buffers (bt_apps_dump) */
+	int (*write_apps)(void *ctx, struct bt_dump_sink *s);
+	void *apps_ctx;
 };
 
 /* Write a dump of `buf` into directory `dir` (created if missing) as
@@ -83,7 +122,18 @@ const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d);
 
 /* Events of the dump in time order across all blocks and CPUs (ties broken by
  * cpu, seq). Each is a pointer to a validated event (size >= its type's size). */
-struct bt_dump_event { const struct bt_event_hdr *ev; uint32_t len; uint32_t block_core; };
+struct bt_dump_event {
+	const struct bt_event_hdr *ev;
+	uint32_t len;
+	uint32_t block_core;
+	int32_t app; /* index into bt_dump_apps() for application events, -1 for kernel events */
+};
+/* The applications (in-process tracing) whose buffers the dump holds. */
+const struct bt_dump_app *bt_dump_apps(const struct bt_dump *d, size_t *n);
+/* Name of an application event (its app index and name id); NULL if unknown. */
+const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_t name_id);
+/* Blocks and events of application buffers in the dump. */
+uint64_t bt_dump_app_blocks(const struct bt_dump *d);
 const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);
 
 /* ring-buffer events submitted [ncpus*ngroups], NULL if the recorder gave none */

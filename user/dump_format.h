@@ -74,6 +74,8 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_LOSS BTD_FOURCC('L', 'O', 'S', 'S')
 #define BTD_SEC_BLOCK BTD_FOURCC('B', 'L', 'C', 'K')
 #define BTD_SEC_END BTD_FOURCC('E', 'N', 'D', '.')
+#define BTD_SEC_APP_BLOCK BTD_FOURCC('A', 'B', 'L', 'K') /* optional: older readers skip them */
+#define BTD_SEC_APPS BTD_FOURCC('A', 'P', 'P', 'S')
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
 
 struct btd_section {
@@ -153,6 +155,28 @@ struct btd_block {
 	uint32_t nentries;
 	uint32_t used;     /* bytes the block used in the buffer, padding included */
 };
+
+/* ABLK: struct btd_app_block, then exactly a BLCK payload (struct btd_block
+ * and its entries) of one application buffer block. Not counted in END. */
+struct btd_app_block {
+	uint32_t app;      /* index into the APPS table */
+	uint32_t reserved; /* 0 */
+};
+
+/* APPS (after every ABLK): struct btd_table (rec_size 0: records vary),
+ * then count records: struct btd_app, u64 counters[ncounters] (enum
+ * bt_app_counter order), char names[nnames][64] (name id i+1, NUL-padded). */
+struct btd_app {
+	uint32_t pid;
+	uint32_t flags;         /* BT_APP_EXITED */
+	uint64_t registered_ts; /* CLOCK_BOOTTIME */
+	uint64_t exit_ts;       /* 0 if alive at dump time */
+	char name[16];
+	uint32_t ncounters;
+	uint32_t nnames;
+};
+#define BTD_APP_NAME_LEN 64
+#define BTD_MAX_APPS 65536
 
 #define BTD_ENTRY_KIND 0x41544144u /* "DATA" */
 struct btd_entry {

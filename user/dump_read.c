@@ -23,6 +23,7 @@
 #include "events.h"
 #include "dump.h"
 #include "dump_format.h"
+#include "app_shm.h"
 #include "event_names.h"
 
 /* deflate expands at most ~1032:1; anything claiming more is corrupt */
@@ -48,6 +49,11 @@ struct bt_dump {
 	uint64_t nentries; /* entries stored, unknown types included */
 	uint64_t hdr_nsections;
 	uint64_t unknown;
+	struct bt_dump_app *apps; /* APPS table; names point into app_names */
+	size_t napps;
+	char (*app_names)[BTD_APP_NAME_LEN];
+	uint64_t app_blocks;
+	int seen_app_blocks;
 };
 
 __attribute__((format(printf, 4, 5))) static void *rerr(char *err, size_t errlen, int e, const char *fmt, ...)
@@ -102,6 +108,8 @@ void bt_dump_close(struct bt_dump *d)
 	free(d->rb_emitted);
 	free(d->blocks);
 	free(d->events);
+	free(d->apps);
+	free(d->app_names);
 	free(d);
 }
 
@@ -313,14 +321,17 @@ static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
 	return 0;
 }
 
-static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
+/* A BLCK payload (app < 0), or the BLCK part of application app's ABLK. */
+static int parse_block(struct parse *p, uint8_t *pl, uint64_t len, int32_t app)
 {
 	struct bt_dump *d = p->d;
 	struct btd_block b;
 	if (len < sizeof(b))
 		return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 " too short", p->off);
 	memcpy(&b, pl, sizeof(b));
-	if (d->nblocks == d->cap_blocks) {
+	if (app >= 0) {
+		d->app_blocks++;
+	} else if (d->nblocks == d->cap_blocks) {
 		size_t cap = d->cap_blocks ? d->cap_blocks * 2 : 64;
 		void *n = realloc(d->blocks, cap * sizeof(*d->blocks));
 		if (!n)
@@ -328,10 +339,11 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
 		d->blocks = n;
 		d->cap_blocks = cap;
 	}
-	d->blocks[d->nblocks++] = (struct bt_dump_block){
-		.pos = b.pos, .prev_pos = b.prev_pos, .core = b.core, .used = b.used,
-		.nentries = b.nentries, .complete = !!(b.flags & BTD_BLOCK_COMPLETE),
-	};
+	if (app < 0)
+		d->blocks[d->nblocks++] = (struct bt_dump_block){
+			.pos = b.pos, .prev_pos = b.prev_pos, .core = b.core, .used = b.used,
+			.nentries = b.nentries, .complete = !!(b.flags & BTD_BLOCK_COMPLETE),
+		};
 	uint64_t o = sizeof(b);
 	for (uint32_t i = 0; i < b.nentries; i++) {
 		struct btd_entry e;
@@ -346,7 +358,8 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
 		/* 8-aligned: the body is, and sections and entries are padded to 8 */
 		const struct bt_event_hdr *ev = (const void *)(pl + o);
 		o += btd_pad8(e.len);
-		d->nentries++;
+		if (app < 0)
+			d->nentries++;
 		if (e.len < sizeof(*ev))
 			return PFAIL(p, "corrupt dump: event of %u bytes in block at body offset %" PRIu64
 					" (an event header is %zu)", e.len, p->off, sizeof(*ev));
@@ -363,6 +376,16 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
 				     bt_event_name(ev->type), e.len, need, p->off);
 		if (ev->cpu >= d->hdr.ncpus)
 			return PFAIL(p, "corrupt dump: event on CPU %u, the dump has %u CPUs", ev->cpu, d->hdr.ncpus);
+		int is_app = ev->type >= BT_EV_APP_INSTANT && ev->type <= BT_EV_APP_COUNTER;
+		if (is_app != (app >= 0))
+			return PFAIL(p, "corrupt dump: %s event in a %s block at body offset %" PRIu64,
+				     bt_event_name(ev->type), app >= 0 ? "application" : "kernel", p->off);
+		if (is_app) {
+			const struct bt_ev_app *a = (const void *)ev;
+			if (a->nargs > BT_APP_MAX_ARGS || e.len < sizeof(*a) + 8u * a->nargs)
+				return PFAIL(p, "corrupt dump: application event with %u arguments in %u bytes",
+					     a->nargs, e.len);
+		}
 		if (ev->type == BT_EV_UPROBE_ENTRY || ev->type == BT_EV_USDT || ev->type == BT_EV_UPROBE_RETURN) {
 			const struct bt_ev_uprobe *u = (const void *)ev;
 			if (u->nargs > BT_MAX_UARGS)
@@ -377,11 +400,89 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len)
 			d->events = n;
 			d->cap_events = cap;
 		}
-		d->events[d->nevents++] = (struct bt_dump_event){ .ev = ev, .len = e.len, .block_core = b.core };
+		d->events[d->nevents++] =
+			(struct bt_dump_event){ .ev = ev, .len = e.len, .block_core = b.core, .app = app };
 	}
 	if (o != len)
 		return PFAIL(p, "corrupt dump: block at body offset %" PRIu64 " has %" PRIu64 " bytes after its %u entries",
 			     p->off, len - o, b.nentries);
+	return 0;
+}
+
+static int parse_app_block(struct parse *p, uint8_t *pl, uint64_t len)
+{
+	struct btd_app_block ab;
+	if (len < sizeof(ab))
+		return PFAIL(p, "corrupt dump: application block at body offset %" PRIu64 " too short", p->off);
+	memcpy(&ab, pl, sizeof(ab));
+	if (ab.app >= BTD_MAX_APPS || p->d->apps)
+		return PFAIL(p, "corrupt dump: application block for application %u at body offset %" PRIu64, ab.app,
+			     p->off);
+	p->d->seen_app_blocks = 1;
+	return parse_block(p, pl + sizeof(ab), len - sizeof(ab), (int32_t)ab.app);
+}
+
+static int parse_apps(struct parse *p, const uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_table t;
+	uint64_t o = sizeof(t), total_names = 0;
+	if (len < sizeof(t))
+		return PFAIL(p, "corrupt dump: application table too short");
+	memcpy(&t, pl, sizeof(t));
+	if (t.count > BTD_MAX_APPS)
+		return PFAIL(p, "corrupt dump: %u applications", t.count);
+	/* First pass: framing and sizes. */
+	for (uint32_t i = 0; i < t.count; i++) {
+		struct btd_app a;
+		if (len - o < sizeof(a))
+			return PFAIL(p, "corrupt dump: application table ends inside record %u", i);
+		memcpy(&a, pl + o, sizeof(a));
+		uint64_t need = sizeof(a) + 8ull * a.ncounters + (uint64_t)a.nnames * BTD_APP_NAME_LEN;
+		if (a.ncounters > 1024 || a.nnames > BT_APP_MAX_NAMES || need > len - o)
+			return PFAIL(p, "corrupt dump: application record %u does not fit its table", i);
+		o += need;
+		total_names += a.nnames;
+	}
+	if (o != len)
+		return PFAIL(p, "corrupt dump: %" PRIu64 " bytes after the application table", len - o);
+	d->apps = calloc(t.count ? t.count : 1, sizeof(*d->apps));
+	d->app_names = calloc(total_names ? total_names : 1, BTD_APP_NAME_LEN);
+	if (!d->apps || !d->app_names)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	d->napps = t.count;
+	o = sizeof(t);
+	uint64_t k = 0;
+	for (uint32_t i = 0; i < t.count; i++) {
+		struct btd_app a;
+		struct bt_dump_app *x = &d->apps[i];
+		memcpy(&a, pl + o, sizeof(a));
+		o += sizeof(a);
+		x->pid = a.pid;
+		x->flags = a.flags;
+		x->registered_ts = a.registered_ts;
+		x->exit_ts = a.exit_ts;
+		memcpy(x->name, a.name, sizeof(x->name));
+		x->name[sizeof(x->name) - 1] = 0;
+		memcpy(x->counters, pl + o, 8u * (a.ncounters < BT_APPC_MAX ? a.ncounters : BT_APPC_MAX));
+		o += 8ull * a.ncounters;
+		x->nnames = a.nnames;
+		x->names = (const char(*)[64])d->app_names[k];
+		for (uint32_t j = 0; j < a.nnames; j++, k++) {
+			memcpy(d->app_names[k], pl + o, BTD_APP_NAME_LEN);
+			d->app_names[k][BTD_APP_NAME_LEN - 1] = 0;
+			o += BTD_APP_NAME_LEN;
+		}
+	}
+	/* Every application event belongs to its application's process. */
+	for (size_t i = 0; i < d->nevents; i++) {
+		const struct bt_dump_event *e = &d->events[i];
+		if (e->app < 0)
+			continue;
+		if ((size_t)e->app >= d->napps || e->ev->tgid != d->apps[e->app].pid)
+			return PFAIL(p, "corrupt dump: application event of process %u in the buffer of %s",
+				     e->ev->tgid, (size_t)e->app >= d->napps ? "an unknown application" : "another");
+	}
 	return 0;
 }
 
@@ -433,7 +534,13 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 			r = seen_loss++ ? PFAIL(&p, "corrupt dump: two loss sections") : parse_loss(&p, pl, s.len);
 			break;
 		case BTD_SEC_BLOCK:
-			r = parse_block(&p, pl, s.len);
+			r = parse_block(&p, pl, s.len, -1);
+			break;
+		case BTD_SEC_APP_BLOCK:
+			r = parse_app_block(&p, pl, s.len);
+			break;
+		case BTD_SEC_APPS:
+			r = d->apps ? PFAIL(&p, "corrupt dump: two application tables") : parse_apps(&p, pl, s.len);
 			break;
 		case BTD_SEC_END:
 			seen_end = 1;
@@ -452,6 +559,8 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 	}
 	if (!seen_end)
 		return PFAIL(&p, "truncated dump (body has no END section)");
+	if (d->seen_app_blocks && !d->apps)
+		return PFAIL(&p, "corrupt dump: application blocks without an application table");
 	if (!seen_tasks || !seen_probes || !seen_loss)
 		return PFAIL(&p, "corrupt dump: missing %s section",
 			     !seen_tasks ? "task" : !seen_probes ? "probe" : "loss");
@@ -757,6 +866,12 @@ static void seqs_free(struct seqs *q)
 	free(q->it);
 }
 
+/* Per-CPU seqs are the BPF side's; application events number per thread. */
+static int kernel_seq(const struct bt_event_hdr *h, uint32_t ncpus)
+{
+	return h->cpu < ncpus && !(h->type >= BT_EV_APP_INSTANT && h->type <= BT_EV_APP_COUNTER);
+}
+
 static int seqs_build(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct seqs *q)
 {
 	size_t *fill = calloc(ncpus ? ncpus : 1, sizeof(*fill));
@@ -770,13 +885,13 @@ static int seqs_build(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, 
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (ev[i].ev->cpu < ncpus)
+		if (kernel_seq(ev[i].ev, ncpus))
 			q->start[ev[i].ev->cpu + 1]++;
 	for (uint32_t c = 0; c < ncpus; c++)
 		q->start[c + 1] += q->start[c];
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *h = ev[i].ev;
-		if (h->cpu >= ncpus)
+		if (!kernel_seq(h, ncpus))
 			continue;
 		uint32_t c = h->cpu;
 		uint64_t s;
@@ -936,4 +1051,37 @@ int bt_seq_gaps(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct
 	*out = g;
 	*nout = cnt;
 	return 0;
+}
+
+const struct bt_dump_app *bt_dump_apps(const struct bt_dump *d, size_t *n)
+{
+	*n = d->napps;
+	return d->apps;
+}
+
+const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_t name_id)
+{
+	if (app < 0 || (size_t)app >= d->napps || name_id == 0 || name_id > d->apps[app].nnames ||
+	    !d->apps[app].names[name_id - 1][0])
+		return NULL;
+	return d->apps[app].names[name_id - 1];
+}
+
+uint64_t bt_dump_app_blocks(const struct bt_dump *d)
+{
+	return d->app_blocks;
+}
+
+const char *bt_app_counter_name(int i)
+{
+	static const char *const n[BT_APPC_MAX] = {
+		[BT_APPC_BLOCKS_READ] = "blocks_read",   [BT_APPC_BLOCKS_BAD] = "blocks_bad",
+		[BT_APPC_BLOCKS_LOST] = "blocks_lost",   [BT_APPC_BLOCKS_BUSY] = "blocks_busy",
+		[BT_APPC_BLOCKS_EMPTY] = "blocks_empty", [BT_APPC_ENTRIES] = "events",
+		[BT_APPC_DROPPED] = "app_dropped",       [BT_APPC_REJECTED] = "app_rejected",
+		[BT_APPC_SKIPPED] = "app_skipped",       [BT_APPC_RACES] = "app_races",
+		[BT_APPC_BUFFERS] = "buffers",           [BT_APPC_RESIZES] = "resizes",
+		[BT_APPC_BUFFER_SIZE] = "buffer_size",   [BT_APPC_NAMES_BAD] = "names_bad",
+	};
+	return i >= 0 && i < BT_APPC_MAX ? n[i] : NULL;
 }

@@ -260,12 +260,12 @@ struct blk_ctx {
 	uint8_t *scratch;
 	size_t cap;
 	uint64_t nblocks, nentries, nsections;
+	uint64_t app_blocks, app_entries; /* ABLK sections (not counted in END) */
 };
 
-static int block_cb(const struct bt_block_view *blk, void *arg)
+/* Frame a block's data entries into c->scratch; returns their count or -errno. */
+static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, size_t *olen)
 {
-	struct blk_ctx *c = arg;
-	struct zout *zo = c->zo;
 	uint32_t off = 0, len, n = 0;
 	uint64_t bytes = 0;
 	const void *p;
@@ -277,10 +277,10 @@ static int block_cb(const struct bt_block_view *blk, void *arg)
 	if (bytes > c->cap) {
 		/* Cannot happen (our framing is never larger than the buffer's),
 		 * but grow rather than trust that. */
-		uint8_t *s = realloc(c->scratch, bytes);
-		if (!s)
+		uint8_t *sc = realloc(c->scratch, bytes);
+		if (!sc)
 			return -ENOMEM;
-		c->scratch = s;
+		c->scratch = sc;
 		c->cap = bytes;
 	}
 	size_t o = 0;
@@ -296,20 +296,87 @@ static int block_cb(const struct bt_block_view *blk, void *arg)
 		o += sizeof(e) + btd_pad8(len);
 		n2++;
 	}
+	*olen = o;
+	return (int)n2;
+}
+
+/* One BLCK section, or an ABLK section (app >= 0) of application `app`. */
+static int put_block(struct blk_ctx *c, const struct bt_block_view *blk, int64_t app)
+{
+	struct zout *zo = c->zo;
+	size_t o;
+	int n = frame_entries(c, blk, &o);
+	if (n < 0)
+		return n;
 	struct btd_block b = {
 		.pos = blk->pos,
 		.prev_pos = blk->prev_pos,
 		.core = blk->core,
 		.flags = blk->complete ? BTD_BLOCK_COMPLETE : 0,
-		.nentries = n2,
+		.nentries = (uint32_t)n,
 		.used = blk->used,
 	};
-	section_begin(zo, BTD_SEC_BLOCK, 0, sizeof(b) + o);
+	if (app < 0) {
+		section_begin(zo, BTD_SEC_BLOCK, 0, sizeof(b) + o);
+		c->nblocks++;
+		c->nentries += (uint32_t)n;
+	} else {
+		struct btd_app_block ab = { .app = (uint32_t)app };
+		section_begin(zo, BTD_SEC_APP_BLOCK, 0, sizeof(ab) + sizeof(b) + o);
+		body_put(zo, &ab, sizeof(ab));
+		c->app_blocks++;
+		c->app_entries += (uint32_t)n;
+	}
 	body_put(zo, &b, sizeof(b));
 	body_put(zo, c->scratch, o);
-	c->nblocks++;
-	c->nentries += n2;
 	c->nsections++;
+	return zo->err;
+}
+
+static int block_cb(const struct bt_block_view *blk, void *arg)
+{
+	return put_block(arg, blk, -1);
+}
+
+/* ---- application buffers (the sink app_registry.c writes through) ---------- */
+
+struct bt_dump_sink {
+	struct blk_ctx c;
+};
+
+int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt_block_view *blk)
+{
+	return put_block(&s->c, blk, app);
+}
+
+int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n)
+{
+	struct zout *zo = s->c.zo;
+	uint64_t len = sizeof(struct btd_table);
+	if (n > BTD_MAX_APPS)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++)
+		len += sizeof(struct btd_app) + 8ull * BT_APPC_MAX + (uint64_t)apps[i].nnames * BTD_APP_NAME_LEN;
+	struct btd_table t = { .count = (uint32_t)n, .rec_size = 0 };
+	section_begin(zo, BTD_SEC_APPS, 0, len);
+	body_put(zo, &t, sizeof(t));
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_dump_app *a = &apps[i];
+		struct btd_app r = { .pid = a->pid, .flags = a->flags, .registered_ts = a->registered_ts,
+				     .exit_ts = a->exit_ts, .ncounters = BT_APPC_MAX, .nnames = a->nnames };
+		memcpy(r.name, a->name, sizeof(r.name));
+		r.name[sizeof(r.name) - 1] = 0;
+		body_put(zo, &r, sizeof(r));
+		body_put(zo, a->counters, 8ull * BT_APPC_MAX);
+		for (uint32_t k = 0; k < a->nnames; k++) {
+			char nm[BTD_APP_NAME_LEN] = { 0 };
+			if (a->names)
+				memcpy(nm, a->names[k], BTD_APP_NAME_LEN - 1);
+			body_put(zo, nm, sizeof(nm));
+		}
+	}
+	body_pad(zo, len);
+	s->c.nsections++;
 	return zo->err;
 }
 
@@ -409,7 +476,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	struct bt_read_stats rs = { 0 };
 	struct btd_header h = { 0 };
 	struct zout zo = { .fd = -1 };
-	struct blk_ctx bc = { .zo = &zo };
+	struct bt_dump_sink sink = { .c = { .zo = &zo } };
 	struct bt_stats bst;
 	int fd = -1, r;
 
@@ -475,9 +542,9 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	}
 	zo.obuf = malloc(OUT_BUF);
 	bt_buffer_stats(buf, &bst);
-	bc.cap = bst.block_size ? bst.block_size : BT_DEFAULT_BLOCK_SIZE;
-	bc.scratch = malloc(bc.cap);
-	if (!zo.obuf || !bc.scratch) {
+	sink.c.cap = bst.block_size ? bst.block_size : BT_DEFAULT_BLOCK_SIZE;
+	sink.c.scratch = malloc(sink.c.cap);
+	if (!zo.obuf || !sink.c.scratch) {
 		r = -ENOMEM;
 		werr(err, errlen, ENOMEM, "dump: out of memory");
 		goto fail;
@@ -503,18 +570,25 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	put_tasks(&zo, info->tasks, info->ntasks);
 	put_probes(&zo, info->probes, info->nprobes);
 	put_loss(&zo, info, &bst);
-	bc.nsections = 3;
+	sink.c.nsections = 3;
 	if (!zo.err) {
-		r = bt_read(buf, block_cb, &bc, &rs);
+		r = bt_read(buf, block_cb, &sink.c, &rs);
 		if (r < 0 && !zo.err) {
 			werr(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
 			goto fail;
 		}
 	}
+	if (!zo.err && info->write_apps) {
+		r = info->write_apps(info->apps_ctx, &sink);
+		if (r < 0 && !zo.err) {
+			werr(err, errlen, -r, "dump: reading application buffers: %s", strerror(-r));
+			goto fail;
+		}
+	}
 	struct btd_end end = {
-		.nsections = bc.nsections,
-		.nblocks = bc.nblocks,
-		.nentries = bc.nentries,
+		.nsections = sink.c.nsections,
+		.nblocks = sink.c.nblocks,
+		.nentries = sink.c.nentries,
 		.blocks_read = rs.blocks_read,
 		.blocks_lost = rs.blocks_lost,
 		.blocks_busy = rs.blocks_busy,
@@ -552,9 +626,9 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	h.dump_seq = info->dump_seq;
 	h.overlaps_dump = info->overlaps_dump;
 	h.recorder_pid = (uint64_t)getpid();
-	h.nblocks_stored = bc.nblocks;
-	h.nevents_stored = bc.nentries;
-	h.nsections = bc.nsections + 1;
+	h.nblocks_stored = sink.c.nblocks;
+	h.nevents_stored = sink.c.nentries;
+	h.nsections = sink.c.nsections + 1;
 	gethostname(h.hostname, sizeof(h.hostname) - 1);
 	struct utsname u;
 	if (uname(&u) == 0)
@@ -601,7 +675,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	if (zo.zinit)
 		deflateEnd(&zo.z);
 	free(zo.obuf);
-	free(bc.scratch);
+	free(sink.c.scratch);
 	if (out_path && out_len)
 		snprintf(out_path, out_len, "%s", final);
 	if (rst)
@@ -612,7 +686,7 @@ fail:
 	if (zo.zinit)
 		deflateEnd(&zo.z);
 	free(zo.obuf);
-	free(bc.scratch);
+	free(sink.c.scratch);
 	if (fd >= 0)
 		close(fd);
 	if (tmp[0])

@@ -42,6 +42,10 @@ static const struct {
 	[BT_EV_UPROBE_ENTRY] = { "uprobe", sizeof(struct bt_ev_uprobe), BT_GROUP_UPROBE },
 	[BT_EV_UPROBE_RETURN] = { "uretprobe", sizeof(struct bt_ev_uprobe), BT_GROUP_UPROBE },
 	[BT_EV_USDT] = { "usdt", sizeof(struct bt_ev_uprobe), BT_GROUP_UPROBE },
+	[BT_EV_APP_INSTANT] = { "app_instant", sizeof(struct bt_ev_app), -1 },
+	[BT_EV_APP_BEGIN] = { "app_begin", sizeof(struct bt_ev_app), -1 },
+	[BT_EV_APP_END] = { "app_end", sizeof(struct bt_ev_app), -1 },
+	[BT_EV_APP_COUNTER] = { "app_counter", sizeof(struct bt_ev_app), -1 },
 };
 
 static const char *const group_names[BT_GROUP_MAX] = {
@@ -447,6 +451,29 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 	}
 	default:
 		break;
+	}
+	return (int)(s.o > INT32_MAX ? INT32_MAX : s.o);
+}
+
+int bt_format_app_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint32_t evlen, const char *name)
+{
+	struct sbuf s = { buf, len, 0 };
+	const struct bt_ev_app *a = (const void *)ev;
+	if (len)
+		buf[0] = '\0';
+	if (evlen < sizeof(*a) || a->nargs > BT_APP_MAX_ARGS || evlen < sizeof(*a) + 8u * a->nargs)
+		return 0;
+	if (ev->type != BT_EV_APP_END) {
+		if (name)
+			sb_printf(&s, "%.64s", name);
+		else
+			sb_printf(&s, "name#%u", a->name_id);
+	}
+	if (ev->type == BT_EV_APP_COUNTER && a->nargs >= 1) {
+		sb_printf(&s, " value=%" PRId64, (int64_t)a->args[0]);
+	} else {
+		for (uint32_t i = 0; i < a->nargs; i++)
+			sb_printf(&s, " arg%u=%" PRId64, i + 1, (int64_t)a->args[i]);
 	}
 	return (int)(s.o > INT32_MAX ? INT32_MAX : s.o);
 }

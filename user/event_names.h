@@ -64,5 +64,8 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 		     struct bt_namer *nm, const struct bt_probe_desc *probes, size_t nprobes);
 
 /* "1234.567890" seconds with microseconds from ns. */
+/* Fields of an application event (BT_EV_APP_*): its name (NULL: unknown)
+ * and arguments, or the counter value. */
+int bt_format_app_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint32_t evlen, const char *name);
 const char *bt_format_ts(uint64_t ns, char *buf, size_t len);
 #endif

@@ -64,7 +64,7 @@ int bt_live_window(struct bt_buffer *b, uint32_t ncpus, struct bt_seq_window *w,
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < hs.n; i++)
-		ev[i] = (struct bt_dump_event){ &hs.h[i], sizeof(struct bt_event_hdr), hs.h[i].cpu };
+		ev[i] = (struct bt_dump_event){ &hs.h[i], sizeof(struct bt_event_hdr), hs.h[i].cpu, -1 };
 	qsort(ev, hs.n, sizeof(*ev), by_time);
 	err = bt_seq_analyze(ev, hs.n, ncpus, w, NULL);
 	free(ev);

@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "probes.h"
 #include "recorder.h"
+#include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
 
@@ -184,6 +185,35 @@ static int do_status(struct recorder *r, FILE *out)
 	} else {
 		fprintf(out, "probes: none\n");
 	}
+	if (r->apps) {
+		size_t live, n = bt_apps_count(r->apps, &live);
+		fprintf(out, "apps: %zu (%zu live)\n", n, live);
+		bt_apps_status(r->apps, out);
+	} else {
+		fprintf(out, "apps: in-process tracing off\n");
+	}
+	return 0;
+}
+
+static int do_app_resize(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen)
+{
+	uint64_t size;
+	if (argc != 2) {
+		snprintf(why, whylen, "usage: app-resize SIZE (e.g. app-resize 8M)");
+		return -EINVAL;
+	}
+	if (!r->apps) {
+		snprintf(why, whylen, "in-process tracing is off in this recorder (--no-apps)");
+		return -ENOTSUP;
+	}
+	if (parse_size(argv[1], &size)) {
+		snprintf(why, whylen, "bad size '%s': give a positive size like 8M", argv[1]);
+		return -EINVAL;
+	}
+	int n = bt_apps_resize(r->apps, size, why, whylen);
+	if (n < 0)
+		return n;
+	fprintf(out, "%d application buffer%s replaced; new applications get %s\n", n, n == 1 ? "" : "s", argv[1]);
 	return 0;
 }
 
@@ -199,12 +229,14 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 		return do_dump(r, argc, argv, out, why, whylen);
 	if (strcmp(argv[0], "resize") == 0)
 		return do_resize(r, argc, argv, out, why, whylen);
+	if (strcmp(argv[0], "app-resize") == 0)
+		return do_app_resize(r, argc, argv, out, why, whylen);
 	if (strcmp(argv[0], "stop") == 0) {
 		/* The main loop takes SIGTERM: final dump, detach, exit. */
 		kill(getpid(), SIGTERM);
 		fprintf(out, "stopping recorder %d\n", (int)getpid());
 		return 0;
 	}
-	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, stop)", argv[0]);
+	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, app-resize, stop)", argv[0]);
 	return -EINVAL;
 }

@@ -18,6 +18,7 @@ struct bt_loader;
 struct bt_uprobes;
 struct bt_task_table;
 struct bt_ctl_server;
+struct bt_apps;
 
 struct record_opts {
 	uint64_t buffer_size;
@@ -45,6 +46,10 @@ struct record_opts {
 	const char *trigger_spec;     /* --trigger-uprobe */
 	uint64_t trigger_delay_ns;    /* --trigger-delay */
 	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
+	/* in-process tracing (libbtrace applications) */
+	uint64_t app_buffer_size;     /* --app-buffer-size */
+	uint32_t max_apps;            /* --max-apps */
+	int no_apps;                  /* --no-apps */
 };
 
 struct recorder {
@@ -53,6 +58,7 @@ struct recorder {
 	struct bt_loader *loader;
 	struct bt_uprobes *uprobes; /* NULL without -u/-U */
 	struct bt_task_table *tasks;
+	struct bt_apps *apps;       /* NULL: no in-process tracing */
 	uint32_t ncpus;
 
 	/* dump thread; fields below under lock */

@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: MIT
+/*
+ * app_reader.c - read an application's block buffer without trusting it.
+ *
+ * A block's identity comes from its header (pos), which must map back to
+ * the physical block it sits in. How much of it is valid comes from its
+ * meta's conf word: the round must be the header's, or a later round short
+ * of the one that reuses this block (locking a later round proves this one
+ * completed); the active round is read only when every reserved byte is
+ * confirmed. The copy is then re-checked (header, conf round) like a
+ * seqlock, and every entry and event in the copy is validated. Anything
+ * inconsistent is counted, never delivered and never followed.
+ */
+#include "app_reader.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define NO_TSAN __attribute__((no_sanitize("thread")))
+#endif
+#endif
+#ifndef NO_TSAN
+#define NO_TSAN
+#endif
+
+int bt_app_geometry(uint64_t size, uint32_t bsize, uint32_t ncores, uint32_t *A, uint32_t *N, char *err,
+		    size_t errlen)
+{
+	if (bsize < BT_MIN_BLOCK_SIZE || bsize > BT_MAX_BLOCK_SIZE || (bsize & (bsize - 1))) {
+		snprintf(err, errlen, "application block size %u: must be a power of two from %u to %u", bsize,
+			 BT_MIN_BLOCK_SIZE, BT_MAX_BLOCK_SIZE);
+		return -EINVAL;
+	}
+	if (ncores == 0 || ncores > BT_APP_MAX_CORES) {
+		snprintf(err, errlen, "%u CPUs: application buffers support 1 to %u", ncores, BT_APP_MAX_CORES);
+		return -EINVAL;
+	}
+	/* A: many threads per CPU are preempted inside blocks; 32 open blocks
+	 * per CPU keep positions available (skipping) with dozens of them. */
+	uint64_t blocks = size / bsize;
+	uint64_t a = 32ull * ncores;
+	if (a > blocks / BT_APP_MIN_BLOCKS_PER_META)
+		a = blocks / BT_APP_MIN_BLOCKS_PER_META;
+	if (a < ncores || a == 0) {
+		snprintf(err, errlen,
+			 "application buffer of %llu bytes is too small: needs at least %llu (%u blocks of %u bytes per CPU, twice)",
+			 (unsigned long long)size, (unsigned long long)2ull * ncores * bsize, 1u, bsize);
+		return -EINVAL;
+	}
+	uint64_t n = blocks / a * a;
+	if (n > UINT32_MAX) {
+		snprintf(err, errlen, "application buffer of %llu bytes is too large", (unsigned long long)size);
+		return -EINVAL;
+	}
+	*A = (uint32_t)a;
+	*N = (uint32_t)n;
+	return 0;
+}
+
+void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid)
+{
+	struct bt_app_shm *s = base;
+	uint64_t mo, co, dof;
+	s->magic = BT_APP_SHM_MAGIC;
+	s->version = BT_APP_SHM_VERSION;
+	s->block_size = bsize;
+	s->active = A;
+	s->nblocks = N;
+	s->ncores = ncores;
+	s->pid = pid;
+	s->total_size = bt_app_shm_layout(bsize, A, N, ncores, &mo, &co, &dof);
+	s->meta_off = mo;
+	s->cores_off = co;
+	s->data_off = dof;
+	atomic_store_explicit(&s->global, A, memory_order_relaxed); /* round 1 first: round 0 = "never used" */
+	struct bt_app_meta *m = (struct bt_app_meta *)((uint8_t *)base + mo);
+	for (uint32_t i = 0; i < A; i++) {
+		atomic_store_explicit(&m[i].alloc, BT_APP_RP(0, bsize), memory_order_relaxed);
+		atomic_store_explicit(&m[i].conf, BT_APP_RP(0, bsize), memory_order_relaxed);
+	}
+}
+
+static const struct bt_app_meta *meta_of(const struct bt_app_view *v, uint32_t m)
+{
+	const struct bt_app_shm *s = (const void *)v->base;
+	(void)s;
+	uint64_t mo, co, dof;
+	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
+	return (const struct bt_app_meta *)(v->base + mo) + m;
+}
+
+static const uint8_t *data_of(const struct bt_app_view *v, uint32_t d)
+{
+	uint64_t mo, co, dof;
+	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
+	return v->base + dof + (size_t)d * v->bsize;
+}
+
+/* The application writes these bytes concurrently: a racy copy by design,
+ * validated afterwards (the seqlock-style re-check below). */
+NO_TSAN static void copy_racy(void *dst, const void *src, size_t n)
+{
+	volatile const uint8_t *s = src;
+	uint8_t *d = dst;
+	for (size_t i = 0; i < n; i++)
+		d[i] = s[i];
+}
+
+NO_TSAN static uint64_t load_racy64(const void *p)
+{
+	return *(volatile const uint64_t *)p;
+}
+
+int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
+		       uint64_t *entries)
+{
+	uint32_t off = BT_BLOCK_HDR;
+	uint64_t n = 0;
+	if (used < BT_BLOCK_HDR || used > bsize || used % 8)
+		return -1;
+	while (off < used) {
+		struct bt_entry_hdr e;
+		if (used - off < sizeof(e))
+			return -1;
+		memcpy(&e, blk + off, sizeof(e));
+		if (e.size < sizeof(e) || e.size % 8 || e.size > used - off)
+			return -1;
+		if (e.kind == BT_ENTRY_DATA) {
+			struct bt_ev_app ev;
+			if (e.size < BT_ENTRY_HDR + sizeof(ev))
+				return -1;
+			memcpy(&ev, blk + off + BT_ENTRY_HDR, sizeof(ev));
+			if (ev.h.type < BT_EV_APP_INSTANT || ev.h.type > BT_EV_APP_COUNTER ||
+			    ev.nargs > BT_APP_MAX_ARGS || e.size != bt_app_entry_size(ev.nargs) ||
+			    ev.h.tgid != pid || ev.h.cpu >= ncores || ev.name_id > BT_APP_MAX_NAMES ||
+			    (ev.h.type == BT_EV_APP_COUNTER && ev.nargs < 1))
+				return -1;
+			n++;
+		} else if (e.kind != BT_ENTRY_PAD) {
+			return -1;
+		}
+		off += e.size;
+	}
+	*entries = n;
+	return 0;
+}
+
+struct slot {
+	uint64_t pos;
+	uint32_t d;
+};
+
+static int by_pos(const void *a, const void *b)
+{
+	const struct slot *x = a, *y = b;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st)
+{
+	struct bt_app_read_stats rs = { 0 };
+	struct slot *slots = malloc((size_t)v->N * sizeof(*slots));
+	uint8_t *copy = malloc(v->bsize);
+	size_t ns = 0;
+	int ret = 0;
+	if (!slots || !copy) {
+		free(slots);
+		free(copy);
+		return -ENOMEM;
+	}
+	/* Pass 1: which position each block claims, in order. */
+	for (uint32_t d = 0; d < v->N; d++) {
+		uint64_t pos = load_racy64(data_of(v, d));
+		if (pos == 0) {
+			rs.blocks_empty++;
+			continue;
+		}
+		/* The position must map to this very block. */
+		uint64_t r = pos / v->A;
+		if (pos % v->A != d % v->A || r % v->R != d / v->A || r > UINT32_MAX) {
+			rs.blocks_bad++;
+			continue;
+		}
+		slots[ns++] = (struct slot){ pos, d };
+	}
+	qsort(slots, ns, sizeof(*slots), by_pos);
+
+	/* Pass 2: copy, re-check, validate, deliver. */
+	for (size_t i = 0; i < ns && !ret; i++) {
+		uint64_t pos = slots[i].pos;
+		uint32_t d = slots[i].d, m = (uint32_t)(pos % v->A), r = (uint32_t)(pos / v->A);
+		const struct bt_app_meta *mt = meta_of(v, m);
+		const uint8_t *src = data_of(v, d);
+		/* Acquire: pairs with the writers' release confirms; the bytes
+		 * they confirmed are visible in the copy below. */
+		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
+		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+		int32_t ahead = (int32_t)(BT_APP_RND(c) - r);
+		uint32_t used;
+		int complete;
+		if (ahead < 0) {
+			rs.blocks_bad++; /* conf behind the header: never happens honestly */
+			continue;
+		}
+		if ((uint32_t)ahead >= v->R) {
+			rs.blocks_lost++; /* the block's round came round again */
+			continue;
+		}
+		if (ahead > 0) {
+			used = v->bsize; /* a later round was locked: this one completed */
+			complete = 1;
+		} else {
+			used = BT_APP_BYTES(c);
+			complete = used == v->bsize;
+			if (!complete && (BT_APP_RND(a) != r || BT_APP_BYTES(a) != used)) {
+				rs.blocks_busy++; /* a write in flight, or never confirmed */
+				continue;
+			}
+			if (used > v->bsize || used < BT_BLOCK_HDR) {
+				rs.blocks_bad++;
+				continue;
+			}
+		}
+		copy_racy(copy, src, used);
+		/* Acquire fence: the copy's loads happen before the re-check
+		 * (the reader side of the seqlock; the writers' locking CAS is
+		 * acq_rel, ordering the new round's stores after it). */
+		atomic_thread_fence(memory_order_acquire);
+		uint64_t c2 = atomic_load_explicit(&mt->conf, memory_order_relaxed);
+		uint64_t pos2 = load_racy64(src);
+		if ((uint32_t)(BT_APP_RND(c2) - r) >= v->R || pos2 != pos) {
+			rs.blocks_lost++;
+			continue;
+		}
+		struct bt_block_hdr h;
+		uint64_t n;
+		memcpy(&h, copy, sizeof(h));
+		if (h.pos != pos || h.core >= v->ncores ||
+		    bt_app_check_block(copy, used, v->bsize, v->ncores, v->pid, &n) < 0) {
+			rs.blocks_bad++;
+			continue;
+		}
+		struct bt_block_view view = {
+			.pos = pos, .prev_pos = h.prev_pos, .core = h.core, .used = used,
+			.complete = complete, .data = copy,
+		};
+		rs.blocks_read++;
+		rs.entries += n;
+		ret = cb(&view, ctx);
+	}
+	free(slots);
+	free(copy);
+	if (st)
+		*st = rs;
+	return ret;
+}

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_reader.h - the recorder's reader of an application's shared-memory
+ * block buffer (layout: app_shm.h). The application is untrusted: every
+ * index comes from the recorder's own copy of the geometry, every block is
+ * copied before it is looked at, and a block whose header, framing or events
+ * do not check out is dropped and counted, never delivered.
+ */
+#ifndef BTRACE_APP_READER_H
+#define BTRACE_APP_READER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "app_shm.h"
+#include "btrace_buffer.h"
+
+/* The recorder's trusted view of one buffer. */
+struct bt_app_view {
+	uint8_t *base;   /* mapping of the whole memfd */
+	size_t size;
+	uint32_t bsize, A, N, R, ncores, pid;
+};
+
+struct bt_app_read_stats {
+	uint64_t blocks_read;  /* delivered */
+	uint64_t blocks_bad;   /* header, framing or an event failed validation: dropped */
+	uint64_t blocks_lost;  /* overwritten while being read: dropped */
+	uint64_t blocks_busy;  /* a write in flight (or never confirmed): not delivered */
+	uint64_t blocks_empty; /* never used */
+	uint64_t entries;      /* events in delivered blocks */
+};
+
+/* Geometry for a buffer of about `size` bytes of data: block size, A and N.
+ * 0 or -EINVAL (message in err). */
+int bt_app_geometry(uint64_t size, uint32_t block_size, uint32_t ncores, uint32_t *A, uint32_t *N, char *err,
+		    size_t errlen);
+
+/* Write a fresh header and zeroed state into base (size bytes, zero-filled). */
+void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid);
+
+/* Deliver every valid block, oldest position first (see bt_block_view; data
+ * points at a private copy valid during the callback). cb may stop the walk
+ * by returning non-zero, which is returned. */
+int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st);
+
+/* Validate one copied block (bytes used from the start); 0 if every entry is
+ * well framed and every event is a well-formed application event of pid. */
+int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
+		       uint64_t *entries);
+#endif

@@ -1,0 +1,539 @@
+// SPDX-License-Identifier: MIT
+/*
+ * app_registry.c - applications traced in-process (btrace.h), recorder side.
+ *
+ * Registration arrives on the control thread ("app-register NAME"): the
+ * peer's pid comes from SO_PEERCRED, never from the request. We create a
+ * memfd, seal its size (the application can then never make our mapping
+ * fault), initialise the header and pass the fd back. The connection stays
+ * open: the application sends "name ID TEXT" lines for its interned names,
+ * we send "buffer" + a new fd on a resize, and EOF means the process ended
+ * (or closed the library). An exited application's buffers stay readable:
+ * its last events are exactly what a crash investigation wants. The oldest
+ * exited application is released when the table is full.
+ *
+ * Resize replaces the buffer: the old one is still dumped until the new one
+ * has been filled once, then its pages are punched out and it is unmapped.
+ *
+ * Locking: one mutex for the table; the I/O thread takes it per message,
+ * dumps and resizes hold it for their duration.
+ */
+#include "app_registry.h"
+#include "app_reader.h"
+#include "dump.h"
+#include "dump_format.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_BUFS 4         /* current + older ones still dumped */
+#define LINE_MAX_APP 256
+
+struct abuf {
+	struct bt_app_view v;
+	int fd;
+	uint64_t data_size;
+};
+
+struct app {
+	uint32_t pid, flags;
+	char name[16];
+	int conn;             /* -1 once the process is gone */
+	uint64_t registered_ts, exit_ts;
+	struct abuf bufs[MAX_BUFS]; /* [0] current */
+	uint32_t nbufs;
+	char (*names)[BTD_APP_NAME_LEN];
+	uint32_t nnames, names_cap;
+	uint64_t names_bad, resizes;
+	char line[LINE_MAX_APP];
+	size_t linelen;
+};
+
+struct bt_apps {
+	struct bt_apps_config cfg;
+	pthread_mutex_t lock;
+	struct app **apps;
+	size_t napps;
+	int wake[2];
+	pthread_t thread;
+	int stop;
+};
+
+static void buf_release(struct abuf *b)
+{
+	if (b->v.base) {
+		/* The application may still map it: punching frees the pages
+		 * for both of us; a late writer there faults in a zero page. */
+		fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)b->v.size);
+		munmap(b->v.base, b->v.size);
+	}
+	if (b->fd >= 0)
+		close(b->fd);
+	memset(b, 0, sizeof(*b));
+	b->fd = -1;
+}
+
+static int buf_create(struct bt_apps *r, uint64_t size, uint32_t pid, struct abuf *out, char *why, size_t whylen)
+{
+	uint32_t A, N;
+	uint64_t mo, co, dof;
+	int err = bt_app_geometry(size, r->cfg.block_size, r->cfg.ncores, &A, &N, why, whylen);
+	if (err)
+		return err;
+	uint64_t total = bt_app_shm_layout(r->cfg.block_size, A, N, r->cfg.ncores, &mo, &co, &dof);
+	int fd = memfd_create("btrace-app", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0 || ftruncate(fd, (off_t)total) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0) {
+		err = -errno;
+		snprintf(why, whylen, "cannot create an application buffer: %s", strerror(-err));
+		if (fd >= 0)
+			close(fd);
+		return err;
+	}
+	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		err = -errno;
+		snprintf(why, whylen, "cannot map an application buffer: %s", strerror(-err));
+		close(fd);
+		return err;
+	}
+	bt_app_shm_init(base, r->cfg.block_size, A, N, r->cfg.ncores, pid);
+	*out = (struct abuf){
+		.v = { .base = base, .size = total, .bsize = r->cfg.block_size, .A = A, .N = N, .R = N / A,
+		       .ncores = r->cfg.ncores, .pid = pid },
+		.fd = fd,
+		.data_size = (uint64_t)N * r->cfg.block_size,
+	};
+	return 0;
+}
+
+/* Send a line with an fd attached to its first byte. */
+static int send_fd_line(int c, const char *line, int fd, int flags)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = (void *)line, .iov_len = strlen(line) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+			     .msg_controllen = sizeof(cm.buf) };
+	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+	h->cmsg_level = SOL_SOCKET;
+	h->cmsg_type = SCM_RIGHTS;
+	h->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(h), &fd, sizeof(int));
+	ssize_t w = sendmsg(c, &mh, MSG_NOSIGNAL | flags);
+	return w == (ssize_t)iov.iov_len ? 0 : -1;
+}
+
+static void app_free(struct app *a)
+{
+	for (uint32_t i = 0; i < a->nbufs; i++)
+		buf_release(&a->bufs[i]);
+	if (a->conn >= 0)
+		close(a->conn);
+	free(a->names);
+	free(a);
+}
+
+/* Under lock. The process is gone (or misbehaved): keep its data. */
+static void app_gone(struct app *a)
+{
+	if (a->conn >= 0) {
+		close(a->conn);
+		a->conn = -1;
+	}
+	if (!(a->flags & BT_APP_EXITED)) {
+		a->flags |= BT_APP_EXITED;
+		a->exit_ts = bt_boottime_ns();
+	}
+}
+
+/* Under lock: "name ID TEXT". Malformed lines are counted and ignored. */
+static void app_line(struct app *a, char *line)
+{
+	char *end;
+	if (strncmp(line, "name ", 5) != 0) {
+		a->names_bad++;
+		return;
+	}
+	unsigned long id = strtoul(line + 5, &end, 10);
+	if (end == line + 5 || *end != ' ' || id == 0 || id > BT_APP_MAX_NAMES) {
+		a->names_bad++;
+		return;
+	}
+	const char *text = end + 1;
+	if (strlen(text) > BT_APP_NAME_MAX) {
+		a->names_bad++;
+		return;
+	}
+	if (id > a->names_cap) {
+		uint32_t cap = a->names_cap ? a->names_cap : 64;
+		while (cap < id)
+			cap *= 2;
+		if (cap > BT_APP_MAX_NAMES)
+			cap = BT_APP_MAX_NAMES;
+		void *n = realloc(a->names, (size_t)cap * BTD_APP_NAME_LEN);
+		if (!n) {
+			a->names_bad++;
+			return;
+		}
+		memset((char *)n + (size_t)a->names_cap * BTD_APP_NAME_LEN, 0,
+		       (size_t)(cap - a->names_cap) * BTD_APP_NAME_LEN);
+		a->names = n;
+		a->names_cap = cap;
+	}
+	char *dst = a->names[id - 1];
+	memset(dst, 0, BTD_APP_NAME_LEN);
+	for (size_t i = 0; text[i]; i++)
+		dst[i] = (text[i] >= 0x20 && text[i] < 0x7f) ? text[i] : '?';
+	if (id > a->nnames)
+		a->nnames = (uint32_t)id;
+}
+
+/* Under lock: read what the application sent; returns -1 at EOF/error. */
+static int app_input(struct app *a)
+{
+	char buf[4096];
+	for (;;) {
+		ssize_t n = recv(a->conn, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+		if (n == 0)
+			return -1;
+		for (ssize_t i = 0; i < n; i++) {
+			if (buf[i] == '\n') {
+				a->line[a->linelen] = 0;
+				app_line(a, a->line);
+				a->linelen = 0;
+			} else if (a->linelen + 1 < sizeof(a->line)) {
+				a->line[a->linelen++] = buf[i];
+			} else {
+				a->names_bad++; /* overlong line: dropped up to its newline */
+				a->linelen = 0;
+			}
+		}
+	}
+}
+
+/* Under lock: drop older buffers once the current one has been filled once. */
+static void retire_old(struct app *a)
+{
+	if (a->nbufs < 2)
+		return;
+	const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
+	uint64_t g = atomic_load_explicit(&((struct bt_app_shm *)s)->global, memory_order_relaxed);
+	if (g >= (uint64_t)a->bufs[0].v.A + a->bufs[0].v.N) {
+		while (a->nbufs > 1)
+			buf_release(&a->bufs[--a->nbufs]);
+	}
+}
+
+static void *io_thread(void *arg)
+{
+	struct bt_apps *r = arg;
+	struct pollfd *p = NULL;
+	struct app **who = NULL;
+	size_t cap = 0;
+	for (;;) {
+		pthread_mutex_lock(&r->lock);
+		if (r->stop) {
+			pthread_mutex_unlock(&r->lock);
+			break;
+		}
+		if (cap < r->napps + 1) {
+			cap = (r->napps + 1) * 2;
+			p = realloc(p, cap * sizeof(*p));
+			who = realloc(who, cap * sizeof(*who));
+			if (!p || !who)
+				abort();
+		}
+		size_t n = 0;
+		p[n++] = (struct pollfd){ .fd = r->wake[0], .events = POLLIN };
+		for (size_t i = 0; i < r->napps; i++)
+			if (r->apps[i]->conn >= 0) {
+				who[n] = r->apps[i];
+				p[n++] = (struct pollfd){ .fd = r->apps[i]->conn, .events = POLLIN };
+			}
+		pthread_mutex_unlock(&r->lock);
+		if (poll(p, n, 1000) < 0 && errno != EINTR)
+			break;
+		if (p[0].revents) {
+			char c[64];
+			while (read(r->wake[0], c, sizeof(c)) > 0)
+				;
+		}
+		pthread_mutex_lock(&r->lock);
+		for (size_t i = 1; i < n; i++) {
+			if (!p[i].revents)
+				continue;
+			/* The app may have been released meanwhile: check it is still ours. */
+			int found = 0;
+			for (size_t j = 0; j < r->napps && !found; j++)
+				found = r->apps[j] == who[i];
+			if (found && who[i]->conn == p[i].fd && app_input(who[i]) < 0)
+				app_gone(who[i]);
+		}
+		for (size_t j = 0; j < r->napps; j++)
+			retire_old(r->apps[j]);
+		pthread_mutex_unlock(&r->lock);
+	}
+	free(p);
+	free(who);
+	return NULL;
+}
+
+static void wake(struct bt_apps *r)
+{
+	ssize_t w = write(r->wake[1], "x", 1);
+	(void)w;
+}
+
+struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size_t errlen)
+{
+	uint32_t A, N;
+	if (bt_app_geometry(cfg->buffer_size, cfg->block_size, cfg->ncores, &A, &N, err, errlen) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	struct bt_apps *r = calloc(1, sizeof(*r));
+	if (!r) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->cfg = *cfg;
+	if (!r->cfg.max_apps)
+		r->cfg.max_apps = 64;
+	pthread_mutex_init(&r->lock, NULL);
+	if (pipe2(r->wake, O_CLOEXEC | O_NONBLOCK) < 0 || pthread_create(&r->thread, NULL, io_thread, r) != 0) {
+		snprintf(err, errlen, "cannot start the application thread: %s", strerror(errno));
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+void bt_apps_destroy(struct bt_apps *r)
+{
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	r->stop = 1;
+	pthread_mutex_unlock(&r->lock);
+	wake(r);
+	pthread_join(r->thread, NULL);
+	for (size_t i = 0; i < r->napps; i++)
+		app_free(r->apps[i]);
+	free(r->apps);
+	close(r->wake[0]);
+	close(r->wake[1]);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+static void reply_error(int c, const char *fmt, const char *arg)
+{
+	char line[512];
+	int n = snprintf(line, sizeof(line), fmt, arg);
+	if (n > 0)
+		send(c, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+	close(c);
+}
+
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
+{
+	char why[256];
+	pthread_mutex_lock(&r->lock);
+	/* A process registers once; a second registration replaces the first
+	 * (the library reconnects after the recorder restarted, or after an exec). */
+	for (size_t i = 0; i < r->napps; i++)
+		if (r->apps[i]->pid == pid && !(r->apps[i]->flags & BT_APP_EXITED))
+			app_gone(r->apps[i]);
+	if (r->napps >= r->cfg.max_apps) {
+		size_t victim = SIZE_MAX;
+		for (size_t i = 0; i < r->napps && victim == SIZE_MAX; i++)
+			if (r->apps[i]->flags & BT_APP_EXITED)
+				victim = i;
+		if (victim == SIZE_MAX) {
+			pthread_mutex_unlock(&r->lock);
+			reply_error(c, "error: %s\n", "too many traced applications (raise --max-apps)");
+			return;
+		}
+		app_free(r->apps[victim]);
+		memmove(&r->apps[victim], &r->apps[victim + 1], (r->napps - victim - 1) * sizeof(*r->apps));
+		r->napps--;
+	}
+	struct app *a = calloc(1, sizeof(*a));
+	struct app **na = realloc(r->apps, (r->napps + 1) * sizeof(*na));
+	if (!a || !na) {
+		free(a);
+		if (na)
+			r->apps = na;
+		pthread_mutex_unlock(&r->lock);
+		reply_error(c, "error: %s\n", "out of memory");
+		return;
+	}
+	r->apps = na;
+	for (uint32_t i = 0; i < MAX_BUFS; i++)
+		a->bufs[i].fd = -1;
+	if (buf_create(r, r->cfg.buffer_size, pid, &a->bufs[0], why, sizeof(why)) < 0) {
+		free(a);
+		pthread_mutex_unlock(&r->lock);
+		reply_error(c, "error: %s\n", why);
+		return;
+	}
+	a->nbufs = 1;
+	a->pid = pid;
+	a->conn = c;
+	a->registered_ts = bt_boottime_ns();
+	snprintf(a->name, sizeof(a->name), "%.15s", name && *name ? name : "app");
+	if (send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
+		app_free(a);
+		pthread_mutex_unlock(&r->lock);
+		return;
+	}
+	r->apps[r->napps++] = a;
+	pthread_mutex_unlock(&r->lock);
+	wake(r);
+}
+
+int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
+{
+	uint32_t A, N;
+	int n = 0, err = bt_app_geometry(size, r->cfg.block_size, r->cfg.ncores, &A, &N, why, whylen);
+	if (err)
+		return err;
+	pthread_mutex_lock(&r->lock);
+	r->cfg.buffer_size = size;
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		struct abuf nb;
+		if (a->conn < 0)
+			continue;
+		err = buf_create(r, size, a->pid, &nb, why, whylen);
+		if (err)
+			break;
+		/* Never block on an application that does not read its socket. */
+		if (send_fd_line(a->conn, "buffer\n", nb.fd, MSG_DONTWAIT) < 0) {
+			buf_release(&nb);
+			continue;
+		}
+		if (a->nbufs == MAX_BUFS)
+			buf_release(&a->bufs[--a->nbufs]);
+		memmove(&a->bufs[1], &a->bufs[0], a->nbufs * sizeof(a->bufs[0]));
+		a->bufs[0] = nb;
+		a->nbufs++;
+		a->resizes++;
+		n++;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return err ? err : n;
+}
+
+size_t bt_apps_count(struct bt_apps *r, size_t *live)
+{
+	size_t n, l = 0;
+	pthread_mutex_lock(&r->lock);
+	n = r->napps;
+	for (size_t i = 0; i < n; i++)
+		l += r->apps[i]->conn >= 0;
+	pthread_mutex_unlock(&r->lock);
+	if (live)
+		*live = l;
+	return n;
+}
+
+void bt_apps_status(struct bt_apps *r, FILE *out)
+{
+	pthread_mutex_lock(&r->lock);
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
+		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u dropped=%" PRIu64 "\n", a->pid,
+			a->name, a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
+			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
+						       memory_order_relaxed));
+	}
+	pthread_mutex_unlock(&r->lock);
+}
+
+struct dump_ctx {
+	struct bt_dump_sink *s;
+	uint32_t app;
+	int err;
+};
+
+static int dump_block(const struct bt_block_view *blk, void *arg)
+{
+	struct dump_ctx *c = arg;
+	c->err = bt_dump_sink_app_block(c->s, c->app, blk);
+	return c->err;
+}
+
+int bt_apps_dump(void *arg, struct bt_dump_sink *s)
+{
+	struct bt_apps *r = arg;
+	int err = 0;
+	pthread_mutex_lock(&r->lock);
+	struct bt_dump_app *t = calloc(r->napps ? r->napps : 1, sizeof(*t));
+	if (!t) {
+		pthread_mutex_unlock(&r->lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < r->napps && !err; i++) {
+		struct app *a = r->apps[i];
+		struct bt_dump_app *d = &t[i];
+		for (uint32_t b = 0; b < a->nbufs && !err; b++) {
+			struct bt_app_read_stats st;
+			struct dump_ctx c = { .s = s, .app = (uint32_t)i };
+			err = bt_app_read(&a->bufs[b].v, dump_block, &c, &st);
+			d->counters[BT_APPC_BLOCKS_READ] += st.blocks_read;
+			d->counters[BT_APPC_BLOCKS_BAD] += st.blocks_bad;
+			d->counters[BT_APPC_BLOCKS_LOST] += st.blocks_lost;
+			d->counters[BT_APPC_BLOCKS_BUSY] += st.blocks_busy;
+			d->counters[BT_APPC_BLOCKS_EMPTY] += st.blocks_empty;
+			d->counters[BT_APPC_ENTRIES] += st.entries;
+			struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
+			d->counters[BT_APPC_DROPPED] += atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed);
+			d->counters[BT_APPC_REJECTED] += atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed);
+			d->counters[BT_APPC_SKIPPED] += atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed);
+			d->counters[BT_APPC_RACES] += atomic_load_explicit(&sh->stats.races, memory_order_relaxed);
+		}
+	}
+	if (!err) {
+		/* Names registered while we read the blocks name events we dumped. */
+		for (size_t i = 0; i < r->napps; i++) {
+			struct app *a = r->apps[i];
+			if (a->conn >= 0 && app_input(a) < 0)
+				app_gone(a);
+			struct bt_dump_app *d = &t[i];
+			d->pid = a->pid;
+			d->flags = a->flags;
+			d->registered_ts = a->registered_ts;
+			d->exit_ts = a->exit_ts;
+			memcpy(d->name, a->name, sizeof(d->name));
+			d->counters[BT_APPC_BUFFERS] = a->nbufs;
+			d->counters[BT_APPC_RESIZES] = a->resizes;
+			d->counters[BT_APPC_BUFFER_SIZE] = a->bufs[0].data_size;
+			d->counters[BT_APPC_NAMES_BAD] = a->names_bad;
+			d->nnames = a->nnames;
+			d->names = (const char(*)[64])a->names;
+		}
+		err = bt_dump_sink_apps(s, t, r->napps);
+	}
+	pthread_mutex_unlock(&r->lock);
+	free(t);
+	return err;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_registry.h - the recorder's side of in-process tracing: applications
+ * (btrace.h) that registered over the control socket, their shared-memory
+ * buffers, name tables and connections.
+ */
+#ifndef BTRACE_APP_REGISTRY_H
+#define BTRACE_APP_REGISTRY_H
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+struct bt_dump_sink;
+
+struct bt_apps_config {
+	uint64_t buffer_size; /* bytes of data blocks per application */
+	uint32_t block_size;
+	uint32_t ncores;      /* CPUs (possible) */
+	uint32_t max_apps;    /* registered at once, exited ones included */
+};
+
+struct bt_apps;
+
+struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size_t errlen);
+/* Closes every connection (applications see EOF and stop tracing). */
+void bt_apps_destroy(struct bt_apps *r);
+
+/* Control-socket hook for "app-register NAME": takes ownership of the
+ * connection c of process pid and answers it (a buffer fd, or an error). */
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name);
+
+/* Give every live application a new buffer of size bytes (new ones get it
+ * too). Returns how many were resized, or -errno with a reason in why. */
+int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen);
+
+/* One line per application for `ctl status`. */
+void bt_apps_status(struct bt_apps *r, FILE *out);
+size_t bt_apps_count(struct bt_apps *r, size_t *live);
+
+/* Dump hook (bt_dump_info.write_apps): stream every buffer's blocks and
+ * then the application table into the dump. */
+int bt_apps_dump(void *r, struct bt_dump_sink *s);
+#endif

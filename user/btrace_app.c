@@ -1,0 +1,592 @@
+// SPDX-License-Identifier: MIT
+/*
+ * btrace_app.c - the application side of in-process tracing (btrace.h).
+ *
+ * Writers: any thread, any time. An event is: per-call-site cached name id,
+ * per-thread seq (TLS), sched_getcpu() (rseq-backed in glibc), one vDSO clock
+ * read, then the block buffer's fast path on the shared buffer: FAA on the
+ * CPU's block's alloc word, fill in place, FAA on its conf word. The layout
+ * and algorithm are described in app_shm.h.
+ *
+ * The connection thread finds a recorder, registers, maps the buffer the
+ * recorder sends, publishes it to writers (btrace_on_ + g_buf), sends every
+ * interned name, and then waits on the socket: a new buffer (resize) is
+ * swapped in, EOF (recorder gone) turns tracing off and looks for the next
+ * recorder. Buffers are never unmapped: a writer preempted between loading
+ * g_buf and its confirm may still touch the old one. When a buffer stops
+ * being used its pages are given back with a hole punch (the recorder's
+ * copy is its own business); a late writer then only faults in a zero page.
+ */
+#include "btrace.h"
+#include "app_shm.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CTL_DIR "/run/btrace-bpf"
+
+struct app_buf {
+	struct bt_app_shm *shm;
+	struct bt_app_meta *meta;
+	struct bt_app_core *cores;
+	uint8_t *data;
+	uint32_t bsize, A, R, ncores;
+	size_t size;
+	int fd;
+	struct app_buf *older; /* buffers used before this one (kept mapped) */
+};
+
+int btrace_on_;
+static _Atomic(struct app_buf *) g_buf; /* NULL: not attached */
+
+/* names: process-local table, sent to each recorder we attach to */
+static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
+static char **names;   /* names[id - 1] */
+static uint32_t nnames, names_cap;
+static int conn_fd = -1; /* under names_lock */
+
+static pthread_once_t start_once = PTHREAD_ONCE_INIT;
+static char app_name[64];
+static int disabled;
+
+struct tstate {
+	uint32_t tid, seq;
+};
+static __thread struct tstate tls __attribute__((tls_model("initial-exec")));
+
+static inline uint64_t now_boot(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint8_t *block_at(const struct app_buf *b, uint32_t rnd, uint32_t m)
+{
+	return b->data + ((size_t)(rnd % b->R) * b->A + m) * b->bsize;
+}
+
+static inline void put_pad(uint8_t *p, uint32_t len)
+{
+	struct bt_entry_hdr e = { .size = len, .kind = BT_ENTRY_PAD };
+	memcpy(p, &e, sizeof(e));
+}
+
+/* Confirm len bytes of the meta's current round. Release: the bytes written
+ * before it are visible to whoever sees the count (the reader's acquire load
+ * of conf, the next round's locking CAS). */
+static inline void confirm(struct bt_app_meta *mt, uint32_t len)
+{
+	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
+}
+
+/* Take a new block for `core`, replacing the core word `old`. 0, or -EAGAIN
+ * when every position tried was held by a lagging writer. */
+static int advance(struct app_buf *b, uint32_t core, uint64_t old)
+{
+	struct bt_app_shm *s = b->shm;
+	for (uint32_t tries = 0; tries < 2 * b->A; tries++) {
+		uint64_t p = atomic_fetch_add_explicit(&s->global, 1, memory_order_relaxed);
+		uint32_t r = (uint32_t)(p / b->A), m = (uint32_t)(p % b->A);
+		struct bt_app_meta *mt = &b->meta[m];
+		/* Acquire: pairs with the release confirms of the round's writers. */
+		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
+		if (BT_APP_BYTES(c) < b->bsize && BT_APP_RND(c) != r) {
+			/* Block closing: the block A positions back is still open;
+			 * close it so at most A blocks are being written. */
+			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+			if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
+				a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_relaxed);
+				if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
+					put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a),
+						b->bsize - BT_APP_BYTES(a));
+					confirm(mt, b->bsize - BT_APP_BYTES(a));
+				}
+			}
+			c = atomic_load_explicit(&mt->conf, memory_order_acquire);
+		}
+		if (BT_APP_BYTES(c) != b->bsize || (int32_t)(BT_APP_RND(c) - r) >= 0) {
+			/* A writer is still in the block (skip it; it is reused in
+			 * a later round), or a stale position. */
+			atomic_fetch_add_explicit(&s->stats.skipped, 1, memory_order_relaxed);
+			continue;
+		}
+		/* Lock round r. acq_rel: acquire orders the header stores below
+		 * after it (a reader that sees them sees the new conf round);
+		 * release publishes nothing but keeps the RMW chain simple. */
+		if (!atomic_compare_exchange_strong_explicit(&mt->conf, &c, BT_APP_RP(r, BT_BLOCK_HDR),
+							     memory_order_acq_rel, memory_order_relaxed))
+			continue;
+		struct bt_block_hdr *h = (struct bt_block_hdr *)block_at(b, r, m);
+		h->pos = p;
+		h->prev_pos = old ? (uint64_t)BT_APP_RND(old) * b->A + (uint32_t)old : BT_NO_POS;
+		h->core = core;
+		h->flags = 0;
+		/* Release: pairs with the acquire load of the core word in
+		 * btrace_write(); a writer that finds the block finds alloc reset. */
+		atomic_store_explicit(&mt->alloc, BT_APP_RP(r, BT_BLOCK_HDR), memory_order_release);
+		uint64_t want = BT_APP_RP(r, m), cur = old;
+		/* Release: pairs with the acquire load in btrace_write(). */
+		if (atomic_compare_exchange_strong_explicit(&b->cores[core].cur, &cur, want, memory_order_release,
+							     memory_order_relaxed))
+			return 0;
+		/* Another thread of this CPU published a block first: give ours
+		 * back as padding so its round completes. */
+		uint64_t a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_relaxed);
+		if (BT_APP_RND(a) == r && BT_APP_BYTES(a) < b->bsize) {
+			put_pad((uint8_t *)h + BT_APP_BYTES(a), b->bsize - BT_APP_BYTES(a));
+			confirm(mt, b->bsize - BT_APP_BYTES(a));
+		}
+		atomic_fetch_add_explicit(&s->stats.races, 1, memory_order_relaxed);
+		return 0;
+	}
+	return -EAGAIN;
+}
+
+/* Reserve len bytes for core; returns the entry and its meta, or NULL. */
+static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct bt_app_meta **mtp)
+{
+	for (int attempt = 0; attempt < 64; attempt++) {
+		/* Acquire: pairs with the release CAS publishing the block in advance(). */
+		uint64_t cw = atomic_load_explicit(&b->cores[core].cur, memory_order_acquire);
+		if (cw) {
+			uint32_t r = BT_APP_RND(cw), m = (uint32_t)cw;
+			struct bt_app_meta *mt = &b->meta[m];
+			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, len, memory_order_relaxed);
+			uint32_t ar = BT_APP_RND(a), off = BT_APP_BYTES(a);
+			if (ar == r && off + len <= b->bsize) {
+				*mtp = mt;
+				return block_at(b, r, m) + off;
+			}
+			if (off < b->bsize) {
+				/* We own [off, end) of round ar's block: the tail of a
+				 * block we overflowed, or a slice of a newer round
+				 * reached through a stale core word. Pad it so the
+				 * round can complete. */
+				uint32_t pad = ar == r ? b->bsize - off : (len < b->bsize - off ? len : b->bsize - off);
+				put_pad(block_at(b, ar, m) + off, pad);
+				confirm(mt, pad);
+			}
+			if (atomic_load_explicit(&b->cores[core].cur, memory_order_relaxed) != cw)
+				continue; /* another thread of this CPU already moved on */
+		}
+		if (advance(b, core, cw) < 0)
+			break;
+	}
+	atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
+	return NULL;
+}
+
+static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_t *args)
+{
+	/* Acquire: pairs with the release store in attach(): the mapping and
+	 * geometry are visible before the pointer. */
+	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_acquire);
+	if (!b)
+		return;
+	struct tstate *t = &tls;
+	if (__builtin_expect(!t->tid, 0))
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	uint32_t seq = t->seq++;
+	if (nargs > BTRACE_MAX_ARGS)
+		nargs = BTRACE_MAX_ARGS;
+	int cpu = sched_getcpu();
+	uint32_t core = cpu < 0 ? 0 : (uint32_t)cpu % b->ncores;
+	uint32_t len = bt_app_entry_size(nargs);
+	struct bt_app_meta *mt;
+	uint64_t ts = now_boot();
+	uint8_t *p = reserve(b, core, len, &mt);
+	if (!p)
+		return;
+	struct bt_entry_hdr *e = (struct bt_entry_hdr *)p;
+	struct bt_ev_app *ev = (struct bt_ev_app *)(p + BT_ENTRY_HDR);
+	e->size = len;
+	e->kind = BT_ENTRY_DATA;
+	ev->h.ts_ns = ts;
+	ev->h.seq = seq;
+	ev->h.tid = t->tid;
+	ev->h.tgid = b->shm->pid;
+	ev->h.cpu = (uint16_t)(cpu < 0 ? 0 : cpu);
+	ev->h.type = (uint16_t)type;
+	ev->name_id = id;
+	ev->nargs = (uint16_t)nargs;
+	ev->flags = 0;
+	for (unsigned i = 0; i < nargs; i++)
+		ev->args[i] = args[i];
+	confirm(mt, len);
+}
+
+/* ---- names ------------------------------------------------------------------ */
+
+static int send_all(int fd, const char *s, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		s += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Under names_lock. */
+static void send_name(uint32_t id)
+{
+	char line[128];
+	int n = snprintf(line, sizeof(line), "name %u %s\n", id, names[id - 1]);
+	if (conn_fd >= 0 && send_all(conn_fd, line, (size_t)n) < 0)
+		shutdown(conn_fd, SHUT_RDWR); /* the connection thread sees EOF and cleans up */
+}
+
+uint32_t btrace_intern(const char *name)
+{
+	uint32_t id = 0;
+	if (!name)
+		return 0;
+	pthread_mutex_lock(&names_lock);
+	for (uint32_t i = 0; i < nnames; i++)
+		if (strncmp(names[i], name, BT_APP_NAME_MAX) == 0) {
+			id = i + 1;
+			goto out;
+		}
+	if (nnames >= BT_APP_MAX_NAMES)
+		goto out;
+	if (nnames == names_cap) {
+		uint32_t cap = names_cap ? names_cap * 2 : 64;
+		char **n = realloc(names, cap * sizeof(*n));
+		if (!n)
+			goto out;
+		names = n;
+		names_cap = cap;
+	}
+	char *copy = strndup(name, BT_APP_NAME_MAX);
+	if (!copy)
+		goto out;
+	for (char *c = copy; *c; c++)
+		if (*c == '\n' || *c == '\r')
+			*c = ' ';
+	names[nnames++] = copy;
+	id = nnames;
+	send_name(id);
+out:
+	pthread_mutex_unlock(&names_lock);
+	return id;
+}
+
+void btrace_event(unsigned type, uint32_t name_id, unsigned nargs, const int64_t *args)
+{
+	if (__atomic_load_n(&btrace_on_, __ATOMIC_RELAXED))
+		write_event(type, name_id, nargs, args);
+}
+
+void btrace_emit_(unsigned type, uint32_t *id_cache, const char *name, unsigned nargs, const int64_t *args)
+{
+	uint32_t id = 0;
+	if (name) {
+		id = __atomic_load_n(id_cache, __ATOMIC_RELAXED);
+		if (__builtin_expect(!id, 0)) {
+			id = btrace_intern(name);
+			if (!id)
+				return;
+			__atomic_store_n(id_cache, id, __ATOMIC_RELAXED);
+		}
+	}
+	write_event(type, id, nargs, args);
+}
+
+/* ---- the connection thread ---------------------------------------------------- */
+
+static int connect_path(const char *path)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(a.sun_path))
+		return -1;
+	strcpy(a.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int connect_recorder(void)
+{
+	const char *env = getenv("BTRACE_CTL");
+	if (env && *env)
+		return connect_path(env);
+	DIR *d = opendir(CTL_DIR);
+	if (!d)
+		return -1;
+	struct dirent *de;
+	int fd = -1;
+	while (fd < 0 && (de = readdir(d))) {
+		size_t n = strlen(de->d_name);
+		char path[300];
+		if (n < 6 || strcmp(de->d_name + n - 5, ".sock") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", CTL_DIR, de->d_name);
+		fd = connect_path(path);
+	}
+	closedir(d);
+	return fd;
+}
+
+/* Read one line (and a passed fd, if any) from the recorder. Returns the
+ * line length, 0 at EOF, -1 on error. *fdp gets a received fd or -1. */
+static int recv_line(int s, char *line, size_t max, int *fdp)
+{
+	size_t n = 0;
+	*fdp = -1;
+	while (n + 1 < max) {
+		char c;
+		union {
+			struct cmsghdr h;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} cm;
+		struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
+				     .msg_controllen = sizeof(cm.buf) };
+		ssize_t r = recvmsg(s, &mh, MSG_CMSG_CLOEXEC);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -1 : 0;
+		for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
+				int fd;
+				memcpy(&fd, CMSG_DATA(h), sizeof(fd));
+				if (*fdp >= 0)
+					close(*fdp);
+				*fdp = fd;
+			}
+		if (c == '\n')
+			break;
+		line[n++] = c;
+	}
+	line[n] = 0;
+	return (int)n + 1;
+}
+
+/* Map and check a buffer the recorder sent; NULL if it is not one. */
+static struct app_buf *map_buffer(int fd)
+{
+	struct bt_app_shm hdr;
+	if (pread(fd, &hdr, sizeof(hdr), 0) != (ssize_t)sizeof(hdr) || hdr.magic != BT_APP_SHM_MAGIC ||
+	    hdr.version != BT_APP_SHM_VERSION || hdr.active == 0 || hdr.ncores == 0 ||
+	    hdr.nblocks % hdr.active || hdr.nblocks / hdr.active < BT_APP_MIN_BLOCKS_PER_META ||
+	    hdr.block_size < BT_MIN_BLOCK_SIZE || hdr.block_size > BT_MAX_BLOCK_SIZE ||
+	    (hdr.block_size & (hdr.block_size - 1)))
+		return NULL;
+	uint64_t mo, co, dof;
+	uint64_t total = bt_app_shm_layout(hdr.block_size, hdr.active, hdr.nblocks, hdr.ncores, &mo, &co, &dof);
+	if (total != hdr.total_size || mo != hdr.meta_off || co != hdr.cores_off || dof != hdr.data_off)
+		return NULL;
+	struct app_buf *b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		free(b);
+		return NULL;
+	}
+	b->shm = base;
+	b->meta = (struct bt_app_meta *)((uint8_t *)base + mo);
+	b->cores = (struct bt_app_core *)((uint8_t *)base + co);
+	b->data = (uint8_t *)base + dof;
+	b->bsize = hdr.block_size;
+	b->A = hdr.active;
+	b->R = hdr.nblocks / hdr.active;
+	b->ncores = hdr.ncores;
+	b->size = total;
+	b->fd = fd;
+	return b;
+}
+
+/* Give a buffer's pages back; its mapping stays (see the top comment). */
+static void release_pages(struct app_buf *b)
+{
+	for (; b; b = b->older)
+		if (b->fd >= 0) {
+			fallocate(b->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)b->size);
+			close(b->fd);
+			b->fd = -1;
+		}
+}
+
+static void detach(int s)
+{
+	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	struct app_buf *b = atomic_exchange_explicit(&g_buf, NULL, memory_order_acq_rel);
+	pthread_mutex_lock(&names_lock);
+	conn_fd = -1;
+	pthread_mutex_unlock(&names_lock);
+	close(s);
+	release_pages(b);
+}
+
+static void serve_recorder(int s)
+{
+	char line[256];
+	int fd = -1;
+	pthread_mutex_lock(&names_lock); /* app_name may be set by btrace_init() */
+	snprintf(line, sizeof(line), "app-register %s\n", app_name);
+	pthread_mutex_unlock(&names_lock);
+	if (send_all(s, line, strlen(line)) < 0 || recv_line(s, line, sizeof(line), &fd) <= 0 ||
+	    strcmp(line, "ok") != 0 || fd < 0) {
+		if (getenv("BTRACE_VERBOSE") && strncmp(line, "error", 5) == 0)
+			fprintf(stderr, "btrace: recorder refused registration: %s\n", line);
+		if (fd >= 0)
+			close(fd);
+		close(s);
+		return;
+	}
+	struct app_buf *b = map_buffer(fd);
+	if (!b) {
+		close(fd);
+		close(s);
+		return;
+	}
+	/* Names first: every event the recorder can see names an id it knows. */
+	pthread_mutex_lock(&names_lock);
+	conn_fd = s;
+	for (uint32_t id = 1; id <= nnames; id++)
+		send_name(id);
+	pthread_mutex_unlock(&names_lock);
+	/* Release: pairs with the acquire load in write_event(). */
+	atomic_store_explicit(&g_buf, b, memory_order_release);
+	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+
+	for (;;) {
+		int r = recv_line(s, line, sizeof(line), &fd);
+		if (r <= 0)
+			break;
+		if (strcmp(line, "buffer") == 0 && fd >= 0) {
+			struct app_buf *nb = map_buffer(fd);
+			if (!nb) {
+				close(fd);
+				continue;
+			}
+			struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
+			nb->older = old;
+			/* Release: pairs with write_event()'s acquire. The old
+			 * buffer stays mapped; the recorder frees its pages. */
+			atomic_store_explicit(&g_buf, nb, memory_order_release);
+			if (old && old->fd >= 0) {
+				close(old->fd);
+				old->fd = -1;
+			}
+		} else if (fd >= 0) {
+			close(fd);
+		}
+	}
+	detach(s);
+}
+
+static void *conn_thread(void *arg)
+{
+	const char *e = getenv("BTRACE_RETRY_MS");
+	long retry = e ? atol(e) : 1000;
+	if (retry < 10)
+		retry = 10;
+	for (;;) {
+		int s = connect_recorder();
+		if (s >= 0)
+			serve_recorder(s);
+		struct timespec ts = { retry / 1000, (retry % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	return NULL;
+}
+
+static void atfork_child(void)
+{
+	/* The child has no connection thread and must not write into its
+	 * parent's buffer: off until it calls btrace_init() again. */
+	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	atomic_store_explicit(&g_buf, NULL, memory_order_relaxed);
+	conn_fd = -1;
+	tls.tid = 0;
+	tls.seq = 0;
+	start_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	pthread_mutex_init(&names_lock, NULL);
+}
+
+static void start(void)
+{
+	const char *d = getenv("BTRACE_DISABLE");
+	pthread_t t;
+	pthread_attr_t at;
+	sigset_t all, old;
+	if (d && *d && strcmp(d, "0") != 0) {
+		disabled = 1;
+		return;
+	}
+	pthread_mutex_lock(&names_lock);
+	if (!app_name[0]) {
+		int fd = open("/proc/self/comm", O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd >= 0 ? read(fd, app_name, 15) : -1;
+		if (fd >= 0)
+			close(fd);
+		app_name[n > 0 ? n : 0] = 0;
+	}
+	for (char *c = app_name; *c; c++)
+		if (*c == '\n' || *c == ' ' || *c == '\t')
+			*c = *c == '\n' ? 0 : '_';
+	if (!app_name[0])
+		strcpy(app_name, "app");
+	pthread_mutex_unlock(&names_lock);
+	pthread_atfork(NULL, NULL, atfork_child);
+	/* The thread must not take the application's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	pthread_create(&t, &at, conn_thread, NULL);
+	pthread_attr_destroy(&at);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+int btrace_init(const char *name)
+{
+	if (name && *name) {
+		pthread_mutex_lock(&names_lock);
+		snprintf(app_name, sizeof(app_name), "%.15s", name);
+		for (char *c = app_name; *c; c++)
+			if (*c == '\n' || *c == ' ' || *c == '\t')
+				*c = '_';
+		pthread_mutex_unlock(&names_lock);
+	}
+	pthread_once(&start_once, start);
+	return disabled ? -ENOTSUP : 0;
+}
+
+int btrace_attached(void)
+{
+	return atomic_load_explicit(&g_buf, memory_order_relaxed) != NULL;
+}
+
+__attribute__((constructor)) static void btrace_ctor(void)
+{
+	pthread_once(&start_once, start);
+}
