@@ -19,6 +19,7 @@
 #include "events.h"
 #include "commands.h"
 #include "dump.h"
+#include "report_apps.h"
 #include "event_names.h"
 #include "uprobes.h"
 
@@ -594,6 +595,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	if (bt_dump_unknown_events(d))
 		fprintf(out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
 			bt_dump_unknown_events(d));
+	bt_report_apps(d, out);
 	free(sc);
 	free(cnt);
 	return 0;

@@ -15,9 +15,17 @@
  *   -c          after writing, scribble over the shared buffer (corruption test)
  *   -s SECONDS  stay alive after writing (default 0)
  *   -f FILE     touch FILE once attached (scripts wait for it)
+ *   -u          reserve space in the buffer and never confirm it (a writer
+ *               stuck mid-write), then write as usual
+ *   -x          halfway through, reserve without confirming and SIGKILL
+ *               ourselves (a process dying mid-write)
  */
 #include "btrace.h"
+#include "app_shm.h"
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +35,40 @@
 #include <unistd.h>
 
 static long nthreads = 64, nevents = 2000, pause_us;
+static int die_mid_write;
 static pthread_barrier_t start;
+
+/* Our shared buffer, found the way a debugger would: its mapping. */
+static uint8_t *buffer_base(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long lo = 0, hi;
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, "btrace-app") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			break;
+	if (f)
+		fclose(f);
+	return (uint8_t *)lo;
+}
+
+/* Reserve bytes in this CPU's current block as a writer would, and never
+ * confirm them: the block can then never complete. */
+static int hold_reservation(void)
+{
+	uint8_t *base = buffer_base();
+	if (!base)
+		return -1;
+	struct bt_app_shm *s = (struct bt_app_shm *)base;
+	struct bt_app_meta *meta = (struct bt_app_meta *)(base + s->meta_off);
+	struct bt_app_core *cores = (struct bt_app_core *)(base + s->cores_off);
+	int cpu = sched_getcpu();
+	uint64_t cw = atomic_load(&cores[(uint32_t)(cpu < 0 ? 0 : cpu) % s->ncores].cur);
+	if (!cw)
+		return -1;
+	atomic_fetch_add(&meta[(uint32_t)cw].alloc, bt_app_entry_size(3));
+	return 0;
+}
 
 static void *writer(void *arg)
 {
@@ -44,6 +85,10 @@ static void *writer(void *arg)
 		}
 		if (pause_us)
 			usleep((useconds_t)pause_us);
+		if (die_mid_write && t == 0 && i == nevents / 2) {
+			hold_reservation();
+			kill(getpid(), SIGKILL);
+		}
 	}
 	return NULL;
 }
@@ -75,9 +120,9 @@ static int scribble(void)
 int main(int argc, char **argv)
 {
 	long wait_s = 10, stay = 0;
-	int corrupt = 0, c;
+	int corrupt = 0, stuck = 0, c;
 	const char *flag = NULL;
-	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:ux")) != -1) {
 		switch (c) {
 		case 't': nthreads = atol(optarg); break;
 		case 'n': nevents = atol(optarg); break;
@@ -86,8 +131,10 @@ int main(int argc, char **argv)
 		case 'c': corrupt = 1; break;
 		case 's': stay = atol(optarg); break;
 		case 'f': flag = optarg; break;
+		case 'u': stuck = 1; break;
+		case 'x': die_mid_write = 1; break;
 		default:
-			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE]\n");
+			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x]\n");
 			return 2;
 		}
 	}
@@ -102,6 +149,11 @@ int main(int argc, char **argv)
 		FILE *f = fopen(flag, "w");
 		if (f)
 			fclose(f);
+	}
+	if (stuck) {
+		BTRACE_INSTANT("warmup"); /* this CPU has a block now */
+		if (hold_reservation() < 0)
+			fprintf(stderr, "app_stress: no buffer to hold a reservation in\n");
 	}
 	pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads);

@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# test_app.sh - in-process application tracing (btrace.h, libbtrace) with a
+# real recorder: 64 threads on 2 CPUs writing stamped events while the
+# recorder dumps and resizes (exact counts, per-thread order, no torn entry);
+# an application started before the recorder and one with no recorder at
+# all; one that scribbles over its buffer and one killed mid-write next to a
+# healthy one (the recorder keeps going, reports the damage, the healthy
+# data is intact); a writer that never confirms; the error paths. Needs
+# root; prints TAP lines.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/bpf/lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "app tests" "need root"
+	finish
+	exit $?
+fi
+
+APP=$TB/app_stress
+CHECK=tests/bpf/check_app_dump.py
+CTL=$T_TMP/ctl.sock
+OUT=$T_TMP/out
+LOG=$T_TMP/rec.log
+export BTRACE_CTL=$CTL BTRACE_RETRY_MS=100
+ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
+last_dump() { ls -t "$OUT"/*.btd 2>/dev/null | head -1; }
+# app_counter DUMP PID NAME: a counter of the "buffers:" line of that application
+app_counter() {
+	"$BT" report --stats "$1" | awk -v pid="$2" -v name="$3" '
+		$2 == "pid" && $3 == pid { on = 1; next }
+		on && $1 == "buffers:" { for (i = 2; i < NF; i += 2) if ($i == name) print $(i + 1); exit }'
+}
+app_state() { "$BT" report --stats "$1" | awk -v pid="$2" '$2 == "pid" && $3 == pid { print $4; exit }'; }
+# check_dump NAME DUMP THREADS EVENTS MODE [PID]: the stamps of one app (by pid) in a dump
+check_dump() {
+	local name=$1 dump=$2 t=$3 n=$4 mode=$5 pid=${6:-} txt=$T_TMP/report.txt
+	if [ -n "$pid" ]; then
+		"$BT" report -p "$pid" "$dump" >"$txt" 2>&1
+	else
+		"$BT" report "$dump" >"$txt" 2>&1
+	fi
+	check "$name" python3 "$CHECK" "$txt" "$t" "$n" "$mode"
+}
+
+# ---- no recorder: the application runs as usual --------------------------------
+check "an app with no recorder runs and exits 0" run_with_timeout 30 \
+	env BTRACE_CTL="$T_TMP/nobody.sock" "$APP" -t 8 -n 20000 -w 0
+
+# ---- started before the recorder, then 64 threads with dumps and resizes ---------
+"$APP" -t 4 -n 500 -w 30 -f "$T_TMP/early.attached" >"$T_TMP/early.log" 2>&1 &
+EARLY=$!
+sleep 0.5
+if ! rec_start "$LOG" -o "$OUT" -e sched --app-buffer-size 32M --ctl "$CTL"; then
+	not_ok "recorder starts" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+check "an app started before the recorder attaches" wait_for 20 test -e "$T_TMP/early.attached"
+wait "$EARLY"
+check "that app exits 0" test $? -eq 0
+
+# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile.
+"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" >"$T_TMP/big.log" 2>&1 &
+BIG=$!
+wait_for 20 test -e "$T_TMP/big.attached"
+sleep 0.3
+D1=$(ctl dump -o "$T_TMP/mid1.btd" 2>&1 | head -1)
+R1=$(ctl app-resize 16M 2>&1)
+sleep 0.3
+D2=$(ctl dump -o "$T_TMP/mid2.btd" 2>&1 | head -1)
+R2=$(ctl app-resize 48M 2>&1)
+check "app-resize replaced the live app's buffer" grep -q "^1 application buffer replaced" <<<"$R1"
+check "second app-resize too" grep -q "^1 application buffer replaced" <<<"$R2"
+check "ctl status lists the app" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $BIG app_stress live'"
+wait "$BIG"
+check "the 64-thread app exits 0" test $? -eq 0
+check_dump "dump during writes: retained stamps untorn, unique, in order per thread" "$D1" 64 2000 --suffix "$BIG"
+check_dump "dump after a shrink: same" "$D2" 64 2000 --suffix "$BIG"
+ctl dump -o "$T_TMP/after.btd" >/dev/null 2>&1
+check_dump "after the run: every stamp of 64 threads exactly once, in order (3 buffers)" \
+	"$T_TMP/after.btd" 64 2000 --exact "$BIG"
+check_dump "the early app's 4x500 stamps are all there" "$T_TMP/after.btd" 4 500 --exact "$EARLY"
+check "no per-thread seq gap in the app's events" sh -c \
+	"'$BT' report --stats '$T_TMP/after.btd' | grep -A3 'pid $BIG ' | grep -q 'per-thread seq gaps: 0 gaps'"
+check "the dump shows the app exited" test "$(app_state "$T_TMP/after.btd" "$BIG")" = "(exited):"
+check "kernel events are in the same dump" sh -c "'$BT' report '$T_TMP/after.btd' | grep -q sched_switch"
+
+# ---- damage: a scribbler and a process killed mid-write next to a healthy app ----
+"$APP" -t 8 -n 3000 -p 300 -f "$T_TMP/good.attached" >"$T_TMP/good.log" 2>&1 &
+GOOD=$!
+"$APP" -t 4 -n 3000 -c -s 3 >"$T_TMP/bad.log" 2>&1 &
+BAD=$!
+"$APP" -t 4 -n 4000 -p 100 -x >"$T_TMP/killed.log" 2>&1 &
+KILLED=$!
+wait "$KILLED"
+check "the app that killed itself mid-write died of SIGKILL" test $? -eq 137
+wait "$BAD"
+check "the scribbling app ran to its end" grep -q "scribbled over 1 buffer" "$T_TMP/bad.log"
+wait "$GOOD"
+check "recorder still running after the damage" kill -0 "$REC_PID"
+ctl dump -o "$T_TMP/damage.btd" >/dev/null 2>&1
+check "the damaged dump opens" "$BT" report --stats "$T_TMP/damage.btd"
+BADB=$(app_counter "$T_TMP/damage.btd" "$BAD" blocks_bad)
+check "scribbled blocks counted as bad ($BADB)" test "${BADB:-0}" -gt 0
+check_dump "what survives of the scribbler is still untorn and in order" "$T_TMP/damage.btd" 4 3000 --suffix "$BAD"
+BUSY=$(app_counter "$T_TMP/damage.btd" "$KILLED" blocks_busy)
+check "the killed app's unconfirmed block is reported ($BUSY busy)" test "${BUSY:-0}" -gt 0
+check "the killed app is shown exited" test "$(app_state "$T_TMP/damage.btd" "$KILLED")" = "(exited):"
+check_dump "the killed app's events up to its death: untorn and in order" "$T_TMP/damage.btd" 4 4000 --suffix "$KILLED"
+check_dump "the healthy app next to them: every stamp exactly once" "$T_TMP/damage.btd" 8 3000 --exact "$GOOD"
+check "status after the damage" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q '^apps: '"
+rec_stop "$REC_PID" INT
+check "recorder exits 0 after all that" test "$REC_STATUS" -eq 0
+
+# ---- a writer that never confirms, in a small buffer that wraps many times -------
+rm -rf "$OUT"
+if rec_start "$LOG" -o "$OUT" -e sched --app-buffer-size 1M --ctl "$CTL"; then
+	"$APP" -t 4 -n 30000 -u >"$T_TMP/stuck.log" 2>&1 &
+	STUCK=$!
+	if run_with_timeout 60 tail --pid="$STUCK" -f /dev/null; then
+		wait "$STUCK"
+		check "an app with a never-confirmed write keeps writing to the end" test $? -eq 0
+	else
+		not_ok "an app with a never-confirmed write keeps writing to the end" "timed out"
+	fi
+	ctl dump -o "$T_TMP/stuck.btd" >/dev/null 2>&1
+	SK=$(app_counter "$T_TMP/stuck.btd" "$STUCK" app_skipped)
+	check "its stuck block is skipped, not waited for ($SK skips)" test "${SK:-0}" -gt 0
+	check_dump "its wrapped buffer still holds untorn, ordered stamps" "$T_TMP/stuck.btd" 4 30000 --suffix "$STUCK"
+	rec_stop "$REC_PID" INT
+else
+	not_ok "recorder starts (1M app buffers)" "$(cat "$LOG")"
+fi
+
+# ---- errors ------------------------------------------------------------------
+out=$("$BT" record --app-buffer-size 4K -o "$OUT" --ctl "$CTL" -d 1 2>&1)
+check "--app-buffer-size too small: clear error" grep -q "application buffer of 4096 bytes is too small" <<<"$out"
+out=$("$BT" record --max-apps 0 -d 1 2>&1)
+check "--max-apps 0: usage error" grep -q "bad --max-apps" <<<"$out"
+if rec_start "$LOG" -o "$OUT" -e sched --no-apps --ctl "$CTL"; then
+	check "--no-apps: ctl status says so" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'in-process tracing off'"
+	check "--no-apps: an app is refused and still runs" run_with_timeout 30 "$APP" -t 2 -n 1000 -w 0
+	out=$(ctl app-resize 8M 2>&1)
+	check "--no-apps: app-resize says why it cannot" grep -q "in-process tracing is off" <<<"$out"
+	rec_stop "$REC_PID" INT
+fi
+if rec_start "$LOG" -o "$OUT" -e sched --ctl "$CTL"; then
+	out=$(ctl app-resize 1K 2>&1)
+	check "app-resize too small: clear error" grep -q "too small" <<<"$out"
+	out=$(ctl app-resize banana 2>&1)
+	check "app-resize bad size: usage" grep -q "usage: app-resize SIZE" <<<"$out"
+	rec_stop "$REC_PID" INT
+fi
+finish
