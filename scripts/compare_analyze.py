@@ -377,7 +377,7 @@ def cmd_table(argv):
             bpe = med([b * 1048576 / r["events"] for r in rs if r["events"]])
             calls = med([r["retained_calls"] for r in rs])
             miss = max(r["missing_in_window"] for r in rs)
-            losses = ", ".join(sorted(set(r.get("losses", "-") for r in rs)))
+            losses = loss_summary(rs)
             check = count_check(rs)
             extra = cost - base_cost if cost is not None and base_cost is not None else None
             out.append(f"| {wl} | {b} MiB | {NAMES[tool]} | {fmt(ws, '{:.4f}')} | {fmt(we, '{:.0f}')} "
@@ -408,6 +408,25 @@ def cmd_table(argv):
         out.append(f"| {wl} | {b} MiB | {NAMES[tool]} | {fmt(rs_, '{:.2f}x')} | {fmt(rr, '{:.2f}x')} "
                    f"| {fmt(re_, '{:.2f}x')} | {fmt(extra)} vs {fmt(fextra)} | {target} | {met} |")
     print("\n".join(out))
+
+
+def loss_summary(rs):
+    """'name N; name N' of each run -> 'name M' with M the largest over the
+    runs, and in how many runs it was not 0."""
+    names, worst, nz = [], {}, {}
+    for r in rs:
+        for part in r.get("losses", "").split(";"):
+            m = re.match(r"\s*(.*?)\s+(\d+)\s*$", part)
+            if not m:
+                continue
+            k, v = m.group(1), int(m.group(2))
+            if k not in worst:
+                names.append(k)
+                worst[k], nz[k] = 0, 0
+            worst[k] = max(worst[k], v)
+            nz[k] += v > 0
+    return "; ".join(f"{k} {worst[k]}" + (f" (in {nz[k]} of {len(rs)} runs)" if 0 < nz[k] < len(rs) else "")
+                     for k in names) or "-"
 
 
 def count_check(rs):
@@ -471,37 +490,47 @@ def cmd_plot(argv):
             if t["ops"] > 0:
                 heads.append((-t_of(k, t["ops"] - 1), k, t["ops"] - 1))
         heapq.heapify(heads)
-        order = {}  # (k, i) -> position from the end... store boundaries per thread instead
-        pos_of = {k: [] for k in any_run["threads"]}  # per thread: list of (i, position)
+        # walk back over the last N calls in time order; per thread and bin of
+        # positions: 1 = a call of the thread there was retained, 2 = one was not
+        step = max(1, N // 1500)
+        nb = N // step + 1
+        bins = {tool: {k: [0] * nb for k in any_run["threads"]} for tool in runs}
+        rptr = {tool: {k: len(r["threads"][k]["ranges"]) - 1 for k in r["threads"]}
+                for tool, r in runs.items()}
         pos = 0
-        step = max(1, N // 4000)  # sample positions for the plot resolution
         while heads and pos < N:
             nt, k, i = heapq.heappop(heads)
-            if pos % step == 0:
-                pos_of[k].append((i, pos))
+            bi = pos // step
+            for tool, r in runs.items():
+                rg = r["threads"][k]["ranges"]
+                j = rptr[tool][k]
+                while j >= 0 and rg[j][0] > i:  # i only decreases
+                    j -= 1
+                rptr[tool][k] = j
+                bins[tool][k][bi] |= 1 if j >= 0 and rg[j][0] <= i <= rg[j][1] else 2
             pos += 1
             if i > 0:
                 heapq.heappush(heads, (-t_of(k, i - 1), k, i - 1))
         fn = f"{d}/panel{pi}.dat"
         with open(fn, "w") as f:
             for row, tool in enumerate(TOOLS):
-                r = runs.get(tool)
-                if not r:
-                    continue
-                for k, samples in pos_of.items():
-                    rg = r["threads"][k]["ranges"]
-                    for i, p in samples:
-                        if any(a <= i <= b2 for a, b2 in rg):
-                            f.write(f"{N - p} {row} {k}\n")
+                if tool in runs:
+                    for k, bl in bins[tool].items():
+                        for bi, v in enumerate(bl):
+                            if v & 1:
+                                f.write(f"{N - bi * step} {row} {k}\n")
                 f.write("\n\n")
         script += [
             f"set title '{wl} workload, {b} MiB per tracer: last N = {N} calls (both threads)'",
-            "set xrange [0:%d]" % N, "set yrange [-0.7:%d]" % (len(TOOLS) - 0.3),
+            "set xrange [0:%d]" % N, "set yrange [-0.7:%.1f]" % (len(TOOLS) - 0.4),
             "set ytics (%s)" % ", ".join(f"'{NAMES[t]}' {i}" for i, t in enumerate(TOOLS)),
             "set xlabel 'calls before the end of the workload (the newest at the right)'",
-            "set xtics format '%.0s%c'", "unset key",
-            "plot for [j=0:%d] '%s' index j using 1:($2 + ($3 == 1 ? 0.2 : -0.1)):($3 == 1 ? 2 : 1) "
-            "with points pt 5 ps 0.25 lc variable" % (len(TOOLS) - 1, fn),
+            "set xtics format '%.0s%c'",
+            "set key outside right top title 'retained calls of' samplen 1",
+            "plot for [j=0:%d] '%s' index j using 1:($3 == 0 ? $2 - 0.12 : 1/0) with points pt 5 ps 0.3 "
+            "lc 1 title (j == 0 ? 'CPU 0 thread' : ''), "
+            "for [j=0:%d] '%s' index j using 1:($3 == 1 ? $2 + 0.12 : 1/0) with points pt 5 ps 0.3 "
+            "lc 2 title (j == 0 ? 'CPU 1 thread' : '')" % (len(TOOLS) - 1, fn, len(TOOLS) - 1, fn),
         ]
     script.append("unset multiplot")
     with open(f"{d}/compare.gp", "w") as f:

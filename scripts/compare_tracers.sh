@@ -24,9 +24,11 @@
 #   Every repetition runs every (workload, budget, tracer) once, the tracer
 #   order rotated; medians over the repetitions.
 #
-# Usage: scripts/compare_tracers.sh [--quick] [--no-md] [--keep]
+# Usage: scripts/compare_tracers.sh [--quick] [--no-md] [--keep] [--results FILE]
 #   --quick  1 repetition, 8 MiB only, 2 s runs, no BENCHMARKS.md (checks the harness)
 #   --keep   keep the work directory (traces, results.jsonl) and print its path
+#   --results FILE  no runs: tables, figure and BENCHMARKS.md from the
+#            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
 #   TOOLS ("none btrace ftrace perf"), SECS (4), RATE (250000 calls/s per busy
 #   CPU), RING (512K, btrace-bpf's BPF rings in total).
@@ -38,13 +40,15 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
 
-quick=0 write_md=1 keep=0
-for arg in "$@"; do
+quick=0 write_md=1 keep=0 from=''
+while [ $# -gt 0 ]; do
+	arg=$1; shift
 	case "$arg" in
+	--results) from=$(realpath "${1:?--results FILE}") || exit 2; shift ;;
 	--quick) quick=1 write_md=0 ;;
 	--no-md) write_md=0 ;;
 	--keep) keep=1 ;;
-	-h|--help) sed -n '2,36s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	-h|--help) sed -n '2,38s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "compare_tracers: unknown argument '$arg'" >&2; exit 2 ;;
 	esac
 done
@@ -249,6 +253,8 @@ START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "compare_tracers: $REPS reps x workloads ($WORKLOADS) x budgets ($BUDGETS MiB) x tracers ($TOOLS), ${SECS}s runs at $RATE calls/s"
 failed=0
 tools=($TOOLS)
+[ -n "$from" ] && { cp "$from" "$RES" || die "cannot read $from"; REPS_SHOWN=$(python3 -c 'import json, sys
+print(max(json.loads(l).get("rep", 0) for l in open(sys.argv[1]) if l.startswith("{")))' "$RES"); REPS=0; START_DATE="${MEASURED:-an earlier run} (tables regenerated from its results.jsonl)"; }
 for ((rep = 1; rep <= REPS; rep++)); do
 	for wl in $WORKLOADS; do
 		for b in $BUDGETS; do
@@ -279,7 +285,7 @@ if [ "$write_md" -eq 1 ]; then
 		echo "<!-- compare:begin -->"
 		echo "## Tracer comparison on the real kernel: latest continuous window at equal memory"
 		echo ""
-		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=$REPS BUDGETS=\"$BUDGETS\""
+		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} BUDGETS=\"$BUDGETS\""
 		echo "SECS=$SECS RATE=$RATE RING=$RING; about 10 minutes; not part of \`make bench\`)."
 		echo "Run $START_DATE on kernel $KERNEL, $NCPU CPUs ($CPU), perf $PERF_VER; tree $COMMIT."
 		echo ""
