@@ -113,6 +113,19 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
+# The app-tracing stress test compiles the app library and the reader in.
+APP_STRESS_SRCS := user/btrace_app.c user/app_reader.c
+APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/btrace.h user/app_shm.h user/app_reader.h user/btrace_buffer.c
+$(OUT)/tests/stress_app: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_app.tsan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_app.asan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+
 # Stress tests compile the buffer in with the test, three ways.
 $(OUT)/tests/stress_%: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC,$@)
@@ -136,6 +149,17 @@ $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 $(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) user/btrace_buffer.c $(SKELS) | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
+
+# In-process tracing benchmarks (bench/app_*.c) link the app library instead;
+# app_bench_lttng is app_bench.c with LTTng-UST (liblttng-ust-dev, --bench deps),
+# made by scripts/bench_app.sh on demand, not by `make`.
+$(OUT)/bench/app_%: bench/app_%.c $(OUT)/libbtrace.a user/btrace.h $(wildcard bench/*.h) | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 $< $(OUT)/libbtrace.a -lpthread -lm -o $@
+$(OUT)/bench/app_bench_lttng: bench/app_bench.c bench/app_bench_tp.h $(OUT)/libbtrace.a user/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DAPP_BENCH_TP_UNIT -c $< -o $@-tp.o
+	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DWITH_LTTNG $< $@-tp.o $(OUT)/libbtrace.a -llttng-ust -ldl -lpthread -lm -o $@
 
 $(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)

@@ -73,6 +73,10 @@ struct bt_app_core {
 	_Atomic uint64_t cur; /* [rnd | meta] of the block this CPU writes; 0 = none */
 } __attribute__((aligned(BT_APP_LINE)));
 
+/* Library internal, for tests without a recorder (stress_app): write into
+ * the buffer of this fd from now on (as a resize would). 0 or -EINVAL. */
+int btrace_attach_fd_(int fd);
+
 /* Offsets of a buffer with this geometry; returns the total size. */
 static inline uint64_t bt_app_shm_layout(uint32_t block_size, uint32_t active, uint32_t nblocks,
 					 uint32_t ncores, uint64_t *meta_off, uint64_t *cores_off,

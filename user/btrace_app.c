@@ -110,7 +110,8 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 			 * close it so at most A blocks are being written. */
 			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
 			if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
-				a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_relaxed);
+				/* Acquire: as in reserve(). */
+				a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_acquire);
 				if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
 					put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a),
 						b->bsize - BT_APP_BYTES(a));
@@ -166,7 +167,11 @@ static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct b
 		if (cw) {
 			uint32_t r = BT_APP_RND(cw), m = (uint32_t)cw;
 			struct bt_app_meta *mt = &b->meta[m];
-			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, len, memory_order_relaxed);
+			/* Acquire: pairs with the release store of alloc when the
+			 * round was locked, so the block header written then
+			 * happens-before our confirm, and our confirm (release)
+			 * carries it to whoever locks the block's next round. */
+			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, len, memory_order_acquire);
 			uint32_t ar = BT_APP_RND(a), off = BT_APP_BYTES(a);
 			if (ar == r && off + len <= b->bsize) {
 				*mtp = mt;
@@ -431,6 +436,18 @@ static void release_pages(struct app_buf *b)
 			close(b->fd);
 			b->fd = -1;
 		}
+}
+
+int btrace_attach_fd_(int fd)
+{
+	struct app_buf *b = map_buffer(fd);
+	if (!b)
+		return -EINVAL;
+	b->older = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	/* Release: pairs with write_event()'s acquire. */
+	atomic_store_explicit(&g_buf, b, memory_order_release);
+	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static void detach(int s)
