@@ -149,7 +149,12 @@ one_run()
 	TR_PID=''
 	case "$tool" in
 	btrace)
-		local ring_kb=$(("${RING%K}"))
+		local ring_kb
+		case "$RING" in
+		*K) ring_kb=${RING%K} ;;
+		*M) ring_kb=$((${RING%M} * 1024)) ;;
+		*) die "RING takes a size in K or M (e.g. 512K)" ;;
+		esac
 		"$BT" record -e sched,syscalls -m "$((b * 1024 - ring_kb))K" --ring-size "$RING" -z 0 \
 			-o "$d/dump" --no-ctl >"$d/rec.log" 2>&1 &
 		TR_PID=$!
