@@ -48,7 +48,9 @@ static void walk(struct bt_dump *d)
 		if (ev[i].len < sizeof(*e) || !bt_event_name(e->type) || ev[i].len < bt_event_min_size(e->type) ||
 		    e->cpu >= h->ncpus || (i && ev[i - 1].ev->ts_ns > e->ts_ns))
 			abort();
-		int r = bt_format_fields(buf, sizeof(buf), e, ev[i].len, nm, probes, nprobes);
+		int r = ev[i].app >= 0 ? bt_format_app_fields(buf, sizeof(buf), e, ev[i].len,
+						       bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id))
+				       : bt_format_fields(buf, sizeof(buf), e, ev[i].len, nm, probes, nprobes);
 		if (r < 0 || (size_t)r >= sizeof(buf) || strlen(buf) != (size_t)r)
 			abort();
 		bt_namer_apply(nm, e, ev[i].len);
@@ -58,8 +60,11 @@ static void walk(struct bt_dump *d)
 
 	struct bt_seq_window w;
 	struct bt_seq_cpu *pc = calloc(h->ncpus, sizeof(*pc));
+	size_t nk = 0; /* kernel events: the per-CPU seq analysis leaves app events out */
+	for (size_t i = 0; i < n; i++)
+		nk += ev[i].app < 0;
 	if (pc && bt_seq_analyze(ev, n, h->ncpus, &w, pc) == 0) {
-		if (w.events != n || w.cont_events > n || (n && (w.cont_start_ts < w.first_ts || w.cont_start_ts > w.last_ts)))
+		if (w.events != nk || w.cont_events > n || (n && (w.cont_start_ts < w.first_ts || w.cont_start_ts > w.last_ts)))
 			abort();
 	}
 	free(pc);
