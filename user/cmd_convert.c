@@ -404,6 +404,161 @@ static int pair_uprobes(struct bt_export_prep *p)
 	return r;
 }
 
+/* Application events: per thread (tid), BEGIN/END pairing on a stack and
+ * the per-thread seq gaps, in time order. A gap means events of the thread
+ * are missing: any of them may have been an END, so the BEGINs open before
+ * it can no longer be paired (they stay alone) and an END without an open
+ * BEGIN is alone. BEGINs still open at the thread's last event are open at
+ * the end of the dump. Seqs are unwrapped and compared as report does. */
+#define APP_STACK_MAX 256
+
+struct athread {
+	int32_t app;
+	int have_seq;
+	uint64_t last_seq, last_ts;
+	uint32_t n, cap;
+	struct { size_t slot, idx; } *stk;
+};
+
+static void athread_cut(struct bt_export_prep *p, struct athread *t, uint8_t role)
+{
+	for (uint32_t j = 0; j < t->n; j++)
+		p->arole[t->stk[j].slot] = role;
+	t->n = 0;
+}
+
+static int pair_apps(struct bt_export_prep *p)
+{
+	struct bt_u32map map = { 0 }; /* tid -> index into th */
+	struct athread *th = NULL;
+	size_t nth = 0, capth = 0, capg = 0, k = 0;
+	int r = 0;
+
+	for (size_t i = 0; i < p->nev && r == 0; i++) {
+		const struct bt_dump_event *de = &p->ev[i];
+		if (de->app < 0)
+			continue;
+		const struct bt_event_hdr *h = de->ev;
+		size_t slot = k++;
+		const struct bt_xthread *xt = bt_export_thread(p, h->tid);
+		p->abegin[slot] = SIZE_MAX;
+		/* the application writes its own tid: one of another process
+		 * (or 0) would put its events on that process's threads */
+		if (!h->tid || (xt && xt->tgid && xt->tgid != h->tgid)) {
+			p->arole[slot] = BT_AR_FOREIGN;
+			continue;
+		}
+		uint32_t ti;
+		if (!bt_u32map_get(&map, h->tid, &ti)) {
+			if (nth == capth) {
+				size_t nc = capth ? capth * 2 : 64;
+				void *q = realloc(th, nc * sizeof(*th));
+				if (!q) {
+					r = -ENOMEM;
+					break;
+				}
+				th = q;
+				capth = nc;
+			}
+			if (bt_u32map_put(&map, h->tid, (uint32_t)nth) < 0) {
+				r = -ENOMEM;
+				break;
+			}
+			memset(&th[nth], 0, sizeof(th[nth]));
+			th[nth].app = de->app;
+			ti = (uint32_t)nth++;
+		}
+		struct athread *t = &th[ti];
+		if (t->app != de->app) { /* the tid now belongs to another traced process */
+			athread_cut(p, t, BT_AR_BEGIN_ALONE);
+			t->app = de->app;
+			t->have_seq = 0;
+		}
+		/* per-thread seq */
+		if (!t->have_seq) {
+			t->have_seq = 1;
+			t->last_seq = h->seq;
+		} else {
+			uint64_t sq = t->last_seq + (uint64_t)(int64_t)(int32_t)(h->seq - (uint32_t)t->last_seq);
+			if (sq > t->last_seq + 1) {
+				if (p->nagaps == capg) {
+					size_t nc = capg ? capg * 2 : 64;
+					void *q = realloc(p->agaps, nc * sizeof(*p->agaps));
+					if (!q) {
+						r = -ENOMEM;
+						break;
+					}
+					p->agaps = q;
+					capg = nc;
+				}
+				struct bt_app_gap *g = &p->agaps[p->nagaps++];
+				g->index = i;
+				g->tid = h->tid;
+				g->app = de->app;
+				g->from_seq = (uint32_t)(t->last_seq + 1);
+				g->missing = sq - t->last_seq - 1;
+				g->prev_ts = t->last_ts;
+				if ((size_t)de->app < p->napps) {
+					p->app_gaps[de->app]++;
+					p->app_missing[de->app] += g->missing;
+				}
+				athread_cut(p, t, BT_AR_BEGIN_ALONE);
+			}
+			if (sq > t->last_seq)
+				t->last_seq = sq;
+		}
+		t->last_ts = h->ts_ns;
+		switch (h->type) {
+		case BT_EV_APP_BEGIN:
+			p->arole[slot] = BT_AR_BEGIN_ALONE; /* until its END shows up */
+			if (t->n == APP_STACK_MAX) { /* the oldest stays unmatched */
+				p->arole[t->stk[0].slot] = BT_AR_BEGIN_ALONE;
+				memmove(&t->stk[0], &t->stk[1], (APP_STACK_MAX - 1) * sizeof(t->stk[0]));
+				t->n--;
+			}
+			if (t->n == t->cap) {
+				uint32_t nc = t->cap ? t->cap * 2 : 8;
+				void *q = realloc(t->stk, nc * sizeof(*t->stk));
+				if (!q) {
+					r = -ENOMEM;
+					break;
+				}
+				t->stk = q;
+				t->cap = nc;
+			}
+			t->stk[t->n].slot = slot;
+			t->stk[t->n].idx = i;
+			t->n++;
+			break;
+		case BT_EV_APP_END:
+			if (!t->n) {
+				p->arole[slot] = BT_AR_END_ALONE;
+				p->app_unmatched_ends++;
+				break;
+			}
+			t->n--;
+			p->arole[t->stk[t->n].slot] = BT_AR_BEGIN;
+			p->arole[slot] = BT_AR_END;
+			p->abegin[slot] = t->stk[t->n].idx;
+			break;
+		case BT_EV_APP_COUNTER:
+			p->arole[slot] = BT_AR_COUNTER;
+			break;
+		default:
+			p->arole[slot] = BT_AR_INSTANT;
+			break;
+		}
+	}
+	for (size_t i = 0; i < nth; i++) {
+		if (r == 0)
+			athread_cut(p, &th[i], BT_AR_BEGIN_OPEN);
+		free(th[i].stk);
+	}
+	free(th);
+	bt_u32map_free(&map);
+	return r;
+}
+
 int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
 {
 	struct tcoll tc = { 0 };
@@ -498,6 +653,18 @@ int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
 	if (pair_uprobes(p) < 0)
 		goto out;
 
+	p->apps = bt_dump_apps(d, &p->napps);
+	size_t na = 0;
+	for (size_t i = 0; i < p->nev; i++)
+		na += p->ev[i].app >= 0;
+	p->narole = na;
+	p->arole = calloc(na ? na : 1, 1);
+	p->abegin = calloc(na ? na : 1, sizeof(*p->abegin));
+	p->app_gaps = calloc(p->napps ? p->napps : 1, sizeof(*p->app_gaps));
+	p->app_missing = calloc(p->napps ? p->napps : 1, sizeof(*p->app_missing));
+	if (!p->arole || !p->abegin || !p->app_gaps || !p->app_missing || pair_apps(p) < 0)
+		goto out;
+
 	p->percpu = calloc(p->hdr->ncpus ? p->hdr->ncpus : 1, sizeof(*p->percpu));
 	if (!p->percpu)
 		goto out;
@@ -520,6 +687,11 @@ void bt_export_prep_free(struct bt_export_prep *p)
 	free(p->urole);
 	free(p->gaps);
 	free(p->percpu);
+	free(p->arole);
+	free(p->abegin);
+	free(p->agaps);
+	free(p->app_gaps);
+	free(p->app_missing);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -546,6 +718,16 @@ const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_
 	if (d && d->spec[0])
 		return d->spec;
 	snprintf(buf, len, "probe#%u", probe_id);
+	return buf;
+}
+
+const char *bt_export_app_name(const struct bt_export_prep *p, int32_t app, uint32_t name_id, char *buf,
+			       size_t len)
+{
+	const char *n = bt_dump_app_event_name(p->d, app, name_id);
+	if (n)
+		return n;
+	snprintf(buf, len, "name#%u", name_id);
 	return buf;
 }
 
@@ -596,6 +778,42 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	emit(ctx, "loss.dump_blocks_busy", rs->blocks_busy);
 	emit(ctx, "loss.drain_rejected", h->drain_rejected);
 	emit(ctx, "loss.unknown_events", bt_dump_unknown_events(p->d));
+
+	/* applications: their per-thread seq gaps and what their buffers lost;
+	 * keyed by pid (the process track carries the name) */
+	static const int app_loss[] = { BT_APPC_BLOCKS_BAD, BT_APPC_BLOCKS_LOST, BT_APPC_BLOCKS_BUSY,
+					BT_APPC_DROPPED,    BT_APPC_REJECTED,    BT_APPC_SKIPPED,
+					BT_APPC_NAMES_BAD };
+	uint64_t gaps = 0, missing = 0;
+	for (size_t a = 0; a < p->napps; a++) {
+		gaps += p->app_gaps ? p->app_gaps[a] : 0;
+		missing += p->app_missing ? p->app_missing[a] : 0;
+	}
+	if (!p->napps)
+		return;
+	emit(ctx, "loss.app_seq_gaps", gaps);
+	emit(ctx, "loss.app_seq_missing", missing);
+	emit(ctx, "loss.app_unmatched_ends", p->app_unmatched_ends);
+	for (size_t a = 0; a < p->napps; a++) {
+		const struct bt_dump_app *x = &p->apps[a];
+		char id[32];
+		size_t b = 0;
+		while (b < a && p->apps[b].pid != x->pid)
+			b++;
+		/* a pid seen twice (reused by another traced process): add the index */
+		if (b < a)
+			snprintf(id, sizeof(id), "%u-%zu", x->pid, a);
+		else
+			snprintf(id, sizeof(id), "%u", x->pid);
+		snprintf(k, sizeof(k), "loss.app.%s.seq_gaps", id);
+		emit(ctx, k, p->app_gaps ? p->app_gaps[a] : 0);
+		snprintf(k, sizeof(k), "loss.app.%s.seq_missing", id);
+		emit(ctx, k, p->app_missing ? p->app_missing[a] : 0);
+		for (size_t i = 0; i < sizeof(app_loss) / sizeof(app_loss[0]); i++) {
+			snprintf(k, sizeof(k), "loss.app.%s.%s", id, bt_app_counter_name(app_loss[i]));
+			emit(ctx, k, x->counters[app_loss[i]]);
+		}
+	}
 }
 
 /* ---- file output ------------------------------------------------------------ */
@@ -718,6 +936,10 @@ static void usage(FILE *f)
 		"their arguments and return values, process and thread names, and the losses:\n"
 		"\"btrace-bpf\" tracks with a slice where each CPU's history has a hole (seq gap)\n"
 		"and the dump's loss counters, ring-buffer drops in Info and stats.\n"
+		"Application events (in-process tracing, btrace.h) go on an \"app events\" track\n"
+		"of their thread: BEGIN/END as slices, instants with their arguments, a\n"
+		"\"LOST n events\" instant where the thread's seq has a hole; counters on a track\n"
+		"per name under the process, which is named by the application.\n"
 		"\n"
 		"Options:\n"
 		"  -o, --output FILE    write to FILE (atomically); '-' for standard output.\n"
@@ -931,6 +1153,14 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64
 					" seq gap(s), shown on the btrace-bpf tracks\n",
 				path, st.missing, st.gaps);
+		if (st.app_missing)
+			fprintf(stderr, PROG ": %s: %" PRIu64 " application events missing in %" PRIu64
+					" per-thread seq gap(s), shown as LOST instants on the threads\n",
+				path, st.app_missing, st.app_gaps);
+		if (st.app_unmatched || st.app_dropped)
+			fprintf(stderr, PROG ": %s: application events: %" PRIu64 " BEGIN/END without partner"
+					" (shown as instants), %" PRIu64 " of threads of other processes (left out)\n",
+				path, st.app_unmatched, st.app_dropped);
 	}
 	bt_dump_close(d);
 	return 0;

@@ -40,6 +40,13 @@ struct bt_export_stats {
 	uint64_t uprobe_slices;        /* matched entry/return pairs */
 	uint64_t uprobe_unmatched;     /* entries/returns without partner (instants) */
 	uint64_t gaps, missing;        /* seq gaps shown, events missing in them */
+	/* application events (in-process tracing, btrace.h) */
+	uint64_t app_slices;           /* matched BEGIN/END pairs */
+	uint64_t app_open;             /* BEGINs still open at the end of the dump */
+	uint64_t app_unmatched;        /* BEGINs/ENDs without partner (instants) */
+	uint64_t app_instants, app_counters;
+	uint64_t app_gaps, app_missing;/* per-thread seq gaps shown, events missing in them */
+	uint64_t app_dropped;          /* events of a thread of another process: not shown */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */
 	size_t max_pending;            /* largest amount of encoded data held at once */
 };
@@ -76,6 +83,29 @@ struct bt_xthread {
 	char name[BT_TASK_COMM_LEN];
 };
 
+/* Role of each application event (bt_dump_event.app >= 0), in event order. */
+enum bt_app_role {
+	BT_AR_INSTANT = 0,
+	BT_AR_COUNTER = 1,
+	BT_AR_BEGIN = 2,       /* BEGIN of a matched pair */
+	BT_AR_END = 3,         /* END of a matched pair */
+	BT_AR_BEGIN_OPEN = 4,  /* BEGIN still open at the thread's last event: no END in the dump yet */
+	BT_AR_BEGIN_ALONE = 5, /* BEGIN whose END is lost (a seq gap of the thread follows) */
+	BT_AR_END_ALONE = 6,   /* END whose BEGIN is not in the dump (overwritten or lost) */
+	BT_AR_FOREIGN = 7,     /* the tid belongs to another process: not shown (untrusted data) */
+};
+
+/* A per-thread seq gap in application events: seqs from_seq.. (missing of
+ * them) of thread tid were written by the application but are not in the
+ * dump. index: the first event after the gap (into ev); prev_ts: the
+ * thread's event before it. */
+struct bt_app_gap {
+	size_t index;
+	uint32_t tid, from_seq;
+	int32_t app;
+	uint64_t missing, prev_ts;
+};
+
 struct bt_export_prep {
 	const struct bt_dump *d;
 	const struct bt_dump_header *hdr;
@@ -97,6 +127,18 @@ struct bt_export_prep {
 	struct bt_seq_window win;
 	struct bt_seq_cpu *percpu; /* [ncpus] */
 	uint64_t first_ts, last_ts;
+	/* applications (bt_dump_apps) and their events: role (enum
+	 * bt_app_role) of the k-th application event, and for a matched END
+	 * the event index of its BEGIN (SIZE_MAX otherwise) */
+	const struct bt_dump_app *apps;
+	size_t napps;
+	uint8_t *arole;
+	size_t *abegin;
+	size_t narole;
+	struct bt_app_gap *agaps; /* by index */
+	size_t nagaps;
+	uint64_t *app_gaps, *app_missing; /* [napps]: per-thread seq gaps of each application */
+	uint64_t app_unmatched_ends;      /* BT_AR_END_ALONE events */
 };
 
 int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p);
@@ -104,11 +146,14 @@ void bt_export_prep_free(struct bt_export_prep *p);
 const struct bt_xthread *bt_export_thread(const struct bt_export_prep *p, uint32_t tid);
 /* Name of a uprobe event's function: probe func, spec, or "probe#ID". */
 const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_id, char *buf, size_t len);
+/* Name of an application event: its name, or "name#ID" (NULL-safe). */
+const char *bt_export_app_name(const struct bt_export_prep *p, int32_t app, uint32_t name_id, char *buf,
+			       size_t len);
 /* Sum of the ring-buffer drops of one CPU over all groups. */
 uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu);
 /* Every loss counter of the dump, as "loss.NAME" keys (ring-buffer drops per
- * CPU and group where non-zero, then the totals), in one order for both
- * exporters. */
+ * CPU and group where non-zero, then the totals, then per application
+ * "loss.app.PID.*"), in one order for both exporters. */
 void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, const char *key, uint64_t v),
 		      void *ctx);
 

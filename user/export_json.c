@@ -21,7 +21,12 @@
  *     as "X" (cat "sys_enter,sys_exit"), uprobe entry/return pairs as "X"
  *     (cat "uprobe,uretprobe", arguments and return value in args), and
  *     instants ("i") for wakeups, migrations, fork/exec/exit/rename, USDT and
- *     every entry/exit/return without its partner (cat: the event's name).
+ *     every entry/exit/return without its partner (cat: the event's name);
+ *   - application events (in-process tracing) on their thread: matched
+ *     BEGIN/END as "B"/"E" (a BEGIN open at the end of the dump as a "B"
+ *     with open_at_dump_end), instants and unmatched BEGIN/END as "i",
+ *     counters as "C" (per process and name), cat the event type; a
+ *     per-thread seq gap as an "i" of cat "btrace_app_loss".
  * So every dump event is counted exactly once by splitting each event's cat
  * on ',' and counting the names that are event types.
  */
@@ -81,6 +86,7 @@ struct jx {
 	struct jthread *th;
 	size_t nth, capth;
 	size_t uslot;
+	size_t aslot;          /* next index into p->arole */
 	int nevents_out;
 	int nargs;             /* args written in the open event */
 	char *err;
@@ -640,6 +646,98 @@ static void put_gap(struct jx *j, const struct bt_seq_gap *g, uint64_t ts)
 	j->st->missing += g->missing;
 }
 
+/* ---- application events (in-process tracing) ------------------------------------------ */
+
+static void app_args(struct jx *j, const struct bt_ev_app *a)
+{
+	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
+	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
+	for (uint32_t i = 0; i < n; i++)
+		arg_i(j, names[i], a->args[i]);
+}
+
+/* B/E for matched pairs (and a B still open at the end of the dump), i for
+ * instants and for a BEGIN or END without partner, C for counters (one per
+ * process and name, as the format keys them); cat is the event's type, so
+ * each dump event is counted once. */
+static void put_app(struct jx *j, const struct bt_dump_event *de)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	const struct bt_export_prep *p = j->p;
+	char nb[32], name[128];
+	int role = j->aslot < p->narole ? p->arole[j->aslot] : BT_AR_FOREIGN;
+	size_t begin = j->aslot < p->narole ? p->abegin[j->aslot] : SIZE_MAX;
+	const char *cat = bt_event_name(h->type);
+	const char *nm = bt_export_app_name(p, de->app, a->name_id, nb, sizeof(nb));
+
+	j->aslot++;
+	switch (role) {
+	case BT_AR_FOREIGN:
+		j->st->app_dropped++;
+		return;
+	case BT_AR_COUNTER:
+		ev_open(j, "C", nm, cat, h->ts_ns, h->tgid, h->tid);
+		arg_i(j, "value", a->nargs ? a->args[0] : 0);
+		j->st->app_counters++;
+		break;
+	case BT_AR_BEGIN:
+	case BT_AR_BEGIN_OPEN:
+		ev_open(j, "B", nm, cat, h->ts_ns, h->tgid, h->tid);
+		app_args(j, a);
+		if (role == BT_AR_BEGIN) {
+			j->st->app_slices++;
+		} else {
+			arg_b(j, "open_at_dump_end", 1);
+			j->st->app_open++;
+		}
+		break;
+	case BT_AR_END:
+		/* the name of its BEGIN (ENDs carry none) */
+		if (begin < p->nev)
+			nm = bt_export_app_name(p, de->app, ((const struct bt_ev_app *)(const void *)p->ev[begin].ev)->name_id,
+						nb, sizeof(nb));
+		ev_open(j, "E", nm, cat, h->ts_ns, h->tgid, h->tid);
+		app_args(j, a);
+		break;
+	case BT_AR_BEGIN_ALONE:
+	case BT_AR_END_ALONE:
+		if (role == BT_AR_BEGIN_ALONE)
+			snprintf(name, sizeof(name), "%s (begin, no end)", nm);
+		else
+			snprintf(name, sizeof(name), "end (no begin)");
+		ev_open(j, "i", name, cat, h->ts_ns, h->tgid, h->tid);
+		JW(j, ",\"s\":\"t\"");
+		app_args(j, a);
+		arg_b(j, "unmatched", 1);
+		j->st->app_unmatched++;
+		break;
+	default:
+		ev_open(j, "i", nm, cat, h->ts_ns, h->tgid, h->tid);
+		JW(j, ",\"s\":\"t\"");
+		app_args(j, a);
+		j->st->app_instants++;
+		break;
+	}
+	ev_close(j);
+}
+
+/* A per-thread seq gap of application events: an instant on the thread. */
+static void put_app_gap(struct jx *j, const struct bt_app_gap *g, const struct bt_event_hdr *h)
+{
+	char name[48];
+	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
+	ev_open(j, "i", name, "btrace_app_loss", h->ts_ns, h->tgid, g->tid);
+	JW(j, ",\"s\":\"t\"");
+	arg_u(j, "tid", g->tid);
+	arg_u(j, "first_missing_seq", g->from_seq);
+	arg_u(j, "missing", g->missing);
+	arg_u(j, "since_ts_ns", g->prev_ts);
+	ev_close(j);
+	j->st->app_gaps++;
+	j->st->app_missing += g->missing;
+}
+
 /* ---- main -------------------------------------------------------------------------------- */
 
 static void write_header(struct jx *j)
@@ -686,7 +784,11 @@ static void write_header(struct jx *j)
 		if (bt_u32map_get(&seen, pid, NULL))
 			continue;
 		const struct bt_xthread *leader = bt_export_thread(p, pid);
-		meta(j, "process_name", pid, 0, "name", leader ? leader->name : "<...>", 0);
+		const char *pname = leader ? leader->name : "<...>";
+		for (size_t a = 0; a < p->napps; a++)
+			if (p->apps[a].pid == pid) /* a traced application: its own name */
+				pname = p->apps[a].name;
+		meta(j, "process_name", pid, 0, "name", pname, 0);
 		if (bt_u32map_put(&seen, pid, 1) < 0)
 			break; /* out of memory: some processes stay unnamed */
 	}
@@ -721,7 +823,7 @@ int bt_export_json(const struct bt_export_prep *p, struct bt_sink *out, const st
 		goto oom;
 
 	write_header(&j);
-	size_t gi = 0;
+	size_t gi = 0, agi = 0;
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct bt_event_hdr *h = p->ev[i].ev;
 		if (o->progress && i % PROGRESS_EVERY == 0 && o->progress(i, p->nev, o->progress_ctx)) {
@@ -734,6 +836,19 @@ int bt_export_json(const struct bt_export_prep *p, struct bt_sink *out, const st
 		for (; gi < p->ngaps && p->gaps[gi].index == i; gi++)
 			if (p->gaps[gi].cpu < j.ncpus)
 				put_gap(&j, &p->gaps[gi], h->ts_ns);
+		if (p->ev[i].app >= 0) {
+			/* application events: on their thread, never part of
+			 * the CPU's view (their cpu and seq are the thread's) */
+			for (; agi < p->nagaps && p->agaps[agi].index == i; agi++)
+				put_app_gap(&j, &p->agaps[agi], h);
+			put_app(&j, &p->ev[i]);
+			j.st->events++;
+			if (h->type < BT_EV_MAX)
+				j.st->per_type[h->type]++;
+			if (bt_sink_error(out))
+				break;
+			continue;
+		}
 		if (h->type >= BT_EV_MAX || h->cpu >= j.ncpus)
 			continue;
 		struct jcpu *cs = &j.cpu[h->cpu];

@@ -31,7 +31,15 @@
  *        return value as debug annotations; unmatched entries/returns and
  *        USDT as instants;
  *      - each seq gap as a "LOST n events" slice on the CPU's loss track, from
- *        the CPU's last event before the hole to its first event after it.
+ *        the CPU's last event before the hole to its first event after it;
+ *      - application events (in-process tracing) on an "app events" track of
+ *        their thread (like uprobes): matched BEGIN/END as slices (a BEGIN
+ *        still open at the end of the dump stays open, marked
+ *        open_at_dump_end), instants with their arguments, a BEGIN or END
+ *        without partner as an instant (so nesting never breaks), a
+ *        "LOST n events" instant where the thread's seq has a hole; counters
+ *        as TYPE_COUNTER events on a counter track per (application, name)
+ *        under a process track named after the application.
  *   7. FtraceStats (end of trace): per CPU events, ring-buffer drops.
  *
  * Field numbers are Perfetto's (protos/perfetto/trace/perfetto_trace.proto);
@@ -178,21 +186,28 @@
 /* TrackDescriptor, ThreadDescriptor */
 #define TD_UUID 1
 #define TD_NAME 2
+#define TD_PROCESS 3
 #define TD_THREAD 4
 #define TD_PARENT_UUID 5
+#define TD_COUNTER 8
 #define TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS 9
 #define THD_PID 1
 #define THD_TID 2
 #define THD_THREAD_NAME 5
+/* ProcessDescriptor */
+#define PRD_PID 1
+#define PRD_PROCESS_NAME 6
 /* TrackEvent */
 #define TE_DEBUG_ANNOTATIONS 4
 #define TE_TYPE 9
 #define TE_TRACK_UUID 11
 #define TE_CATEGORIES 22
 #define TE_NAME 23
+#define TE_COUNTER_VALUE 30
 #define TE_TYPE_SLICE_BEGIN 1
 #define TE_TYPE_SLICE_END 2
 #define TE_TYPE_INSTANT 3
+#define TE_TYPE_COUNTER 4
 /* DebugAnnotation */
 #define DA_BOOL_VALUE 2
 #define DA_UINT_VALUE 3
@@ -209,6 +224,10 @@
 #define UUID_INFO (UUID_ROOT | 1)
 #define UUID_LOSS(cpu) ((0xb7ace001ull << 32) | (cpu))
 #define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
+#define UUID_APP_THREAD(tid) ((0xb7ace003ull << 32) | (tid))
+#define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
+/* app < BTD_MAX_APPS (2^16), any 32-bit name id */
+#define UUID_APP_COUNTER(app, id) ((0xb7adull << 48) | ((uint64_t)(uint32_t)(app) << 32) | (uint32_t)(id))
 
 #define DEFAULT_BUNDLE_EVENTS 1000
 #define MAX_PENDING (8u << 20) /* encoded bytes held in per-CPU bundles before all are flushed */
@@ -250,6 +269,9 @@ struct pf {
 	size_t pending;
 	struct bt_namer *nm;
 	struct bt_u32map thread_tracks; /* tids with a TrackDescriptor */
+	struct bt_u32map app_tracks;    /* tids with an application event TrackDescriptor */
+	struct bt_u32map counter_tracks;/* app << 16 | name id: counter TrackDescriptor written */
+	size_t aslot;                   /* next index into p->arole */
 	uint8_t *loss_tracks;           /* [ncpus] descriptor written */
 	int seq_track_started;
 	size_t uslot;                   /* next index into p->urole */
@@ -359,11 +381,13 @@ static int track_descriptor(struct pf *f, uint64_t uuid, uint64_t parent, const 
 	return packet_flush(f, w);
 }
 
-static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
+/* A track of the thread: uprobe slices, or (app) application events. */
+static int thread_track_of(struct pf *f, uint32_t tid, uint32_t tgid, int app)
 {
-	if (bt_u32map_get(&f->thread_tracks, tid, NULL))
+	struct bt_u32map *m = app ? &f->app_tracks : &f->thread_tracks;
+	if (bt_u32map_get(m, tid, NULL))
 		return 0;
-	if (bt_u32map_put(&f->thread_tracks, tid, 1) < 0) {
+	if (bt_u32map_put(m, tid, 1) < 0) {
 		snprintf(f->err, f->errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -371,10 +395,11 @@ static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
 	struct pbw *w = &f->pkt;
 	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
 	pbw_begin(w, TP_TRACK_DESCRIPTOR);
-	pbw_uint(w, TD_UUID, UUID_THREAD(tid));
-	/* A track of its own next to the thread's syscall slices: a call whose
-	 * entry or return was lost can then never break their nesting. */
-	pbw_utf8(w, TD_NAME, "uprobes", SIZE_MAX);
+	pbw_uint(w, TD_UUID, app ? UUID_APP_THREAD(tid) : UUID_THREAD(tid));
+	/* A track of its own next to the thread's syscall slices (and uprobe
+	 * and application slices apart): a call whose entry or return was
+	 * lost can then never break the others' nesting. */
+	pbw_utf8(w, TD_NAME, app ? "app events" : "uprobes", SIZE_MAX);
 	pbw_bool(w, TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS, 1);
 	pbw_begin(w, TD_THREAD);
 	pbw_int(w, THD_PID, (int32_t)(tgid ? tgid : t && t->tgid ? t->tgid : tid));
@@ -383,6 +408,11 @@ static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
 		pbw_utf8(w, THD_THREAD_NAME, t->name, BT_TASK_COMM_LEN);
 	pbw_end(w);
 	return packet_flush(f, w);
+}
+
+static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
+{
+	return thread_track_of(f, tid, tgid, 0);
 }
 
 /* ---- metadata packets ---------------------------------------------------------------- */
@@ -995,6 +1025,147 @@ static int put_gap(struct pf *f, const struct bt_seq_gap *g, uint64_t ts)
 	return 0;
 }
 
+/* ---- application events (in-process tracing) ------------------------------------------ */
+
+/* A process track per application, named by the application: its counter
+ * tracks hang below it. */
+static int write_app_processes(struct pf *f)
+{
+	const struct bt_export_prep *p = f->p;
+	struct pbw *w = &f->pkt;
+	for (size_t a = 0; a < p->napps; a++) {
+		const struct bt_dump_app *x = &p->apps[a];
+		packet_begin(f, w, SEQ_TRACK, p->first_ts);
+		pbw_begin(w, TP_TRACK_DESCRIPTOR);
+		pbw_uint(w, TD_UUID, UUID_APP_PROCESS(a));
+		pbw_begin(w, TD_PROCESS);
+		pbw_int(w, PRD_PID, (int32_t)x->pid);
+		pbw_utf8(w, PRD_PROCESS_NAME, x->name, sizeof(x->name));
+		pbw_end(w);
+		int r = packet_flush(f, w);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The counter track of (application, name), under the application's process. */
+static int counter_track(struct pf *f, int32_t app, uint32_t name_id)
+{
+	uint32_t key = (uint32_t)app << 16 | name_id;
+	char nb[32];
+	/* name ids are 16-bit (the reader rejects larger tables); a larger,
+	 * unknown one gets its descriptor again each time (identical: harmless) */
+	int cached = name_id <= 0xffff;
+	if (cached && bt_u32map_get(&f->counter_tracks, key, NULL))
+		return 0;
+	if (cached && bt_u32map_put(&f->counter_tracks, key, 1) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	struct pbw *w = &f->pkt;
+	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
+	pbw_begin(w, TP_TRACK_DESCRIPTOR);
+	pbw_uint(w, TD_UUID, UUID_APP_COUNTER(app, name_id));
+	pbw_uint(w, TD_PARENT_UUID, UUID_APP_PROCESS(app));
+	pbw_utf8(w, TD_NAME, bt_export_app_name(f->p, app, name_id, nb, sizeof(nb)), SIZE_MAX);
+	pbw_begin(w, TD_COUNTER);
+	pbw_end(w);
+	return packet_flush(f, w);
+}
+
+static void app_args(struct pbw *w, const struct bt_ev_app *a)
+{
+	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
+	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
+	for (uint32_t i = 0; i < n; i++)
+		ann_int(w, names[i], a->args[i]);
+}
+
+static int put_app(struct pf *f, const struct bt_dump_event *de)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[128];
+	int role = f->aslot < f->p->narole ? f->p->arole[f->aslot] : BT_AR_FOREIGN;
+	f->aslot++;
+
+	if (role == BT_AR_FOREIGN) {
+		f->st->app_dropped++;
+		return 0;
+	}
+	const char *nm = bt_export_app_name(f->p, de->app, a->name_id, nb, sizeof(nb));
+	uint64_t uuid = UUID_APP_THREAD(h->tid);
+	int r;
+	if (role == BT_AR_COUNTER) {
+		if ((r = counter_track(f, de->app, a->name_id)) < 0)
+			return r;
+		te_begin(f, h->ts_ns, UUID_APP_COUNTER(de->app, a->name_id), TE_TYPE_COUNTER, NULL, NULL);
+		pbw_int(w, TE_COUNTER_VALUE, a->nargs ? a->args[0] : 0);
+		f->st->app_counters++;
+		return packet_flush(f, w);
+	}
+	if ((r = thread_track_of(f, h->tid, h->tgid, 1)) < 0)
+		return r;
+	switch (role) {
+	case BT_AR_BEGIN:
+	case BT_AR_BEGIN_OPEN:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "app");
+		app_args(w, a);
+		if (role == BT_AR_BEGIN) {
+			f->st->app_slices++;
+		} else {
+			ann_bool(w, "open_at_dump_end", 1);
+			f->st->app_open++;
+		}
+		break;
+	case BT_AR_END:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "app");
+		app_args(w, a);
+		break;
+	case BT_AR_BEGIN_ALONE:
+		snprintf(name, sizeof(name), "%s (begin, no end)", nm);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "app");
+		app_args(w, a);
+		ann_bool(w, "unmatched", 1);
+		f->st->app_unmatched++;
+		break;
+	case BT_AR_END_ALONE:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, "end (no begin)", "app");
+		app_args(w, a);
+		ann_bool(w, "unmatched", 1);
+		f->st->app_unmatched++;
+		break;
+	default:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, nm, "app");
+		app_args(w, a);
+		f->st->app_instants++;
+		break;
+	}
+	return packet_flush(f, w);
+}
+
+/* A per-thread seq gap of application events: an instant on the thread's
+ * application track where the thread's events resume. */
+static int put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt_event_hdr *h)
+{
+	struct pbw *w = &f->pkt;
+	char name[64];
+	int r = thread_track_of(f, g->tid, h->tgid, 1);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
+	te_begin(f, h->ts_ns, UUID_APP_THREAD(g->tid), TE_TYPE_INSTANT, name, "btrace");
+	ann_uint(w, "tid", g->tid);
+	ann_uint(w, "first_missing_seq", g->from_seq);
+	ann_uint(w, "missing", g->missing);
+	ann_uint(w, "since_ts", g->prev_ts);
+	f->st->app_gaps++;
+	f->st->app_missing += g->missing;
+	return packet_flush(f, w);
+}
+
 /* ---- main ------------------------------------------------------------------------------ */
 
 static int is_uprobe(uint32_t t)
@@ -1027,10 +1198,11 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 	if ((r = write_clock_snapshot(&f)) < 0 || (r = write_system_info(&f)) < 0 ||
 	    (r = write_process_tree(&f)) < 0 || (r = write_ftrace_stats(&f, 0)) < 0 ||
 	    (r = track_descriptor(&f, UUID_ROOT, 0, "btrace-bpf")) < 0 ||
-	    (r = track_descriptor(&f, UUID_INFO, UUID_ROOT, "btrace-bpf: dump")) < 0 || (r = write_dump_info(&f)) < 0)
+	    (r = track_descriptor(&f, UUID_INFO, UUID_ROOT, "btrace-bpf: dump")) < 0 || (r = write_dump_info(&f)) < 0 ||
+	    (r = write_app_processes(&f)) < 0)
 		goto out;
 
-	size_t gi = 0;
+	size_t gi = 0, agi = 0;
 	for (size_t i = 0; i < p->nev; i++) {
 		const struct bt_event_hdr *h = p->ev[i].ev;
 		if (o->progress && i % PROGRESS_EVERY == 0 && o->progress(i, p->nev, o->progress_ctx)) {
@@ -1043,6 +1215,19 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 		for (; gi < p->ngaps && p->gaps[gi].index == i; gi++)
 			if (p->gaps[gi].cpu < f.ncpus && (r = put_gap(&f, &p->gaps[gi], h->ts_ns)) < 0)
 				goto out;
+		if (p->ev[i].app >= 0) {
+			/* application events: their cpu is only where the
+			 * thread ran, their seq the thread's */
+			for (; agi < p->nagaps && p->agaps[agi].index == i; agi++)
+				if ((r = put_app_gap(&f, &p->agaps[agi], h)) < 0)
+					goto out;
+			if ((r = put_app(&f, &p->ev[i])) < 0)
+				goto out;
+			f.st->events++;
+			if (h->type < BT_EV_MAX)
+				f.st->per_type[h->type]++;
+			continue;
+		}
 		if (h->type >= BT_EV_MAX || h->cpu >= f.ncpus)
 			continue;
 		if (is_uprobe(h->type))
@@ -1076,5 +1261,7 @@ out:
 	pbw_free(&f.pkt);
 	bt_namer_free(f.nm);
 	bt_u32map_free(&f.thread_tracks);
+	bt_u32map_free(&f.app_tracks);
+	bt_u32map_free(&f.counter_tracks);
 	return r;
 }

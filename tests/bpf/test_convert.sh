@@ -7,7 +7,10 @@
 # name, timestamps never decrease per CPU, slices nest, a LOST slice per seq
 # gap, the loss counters present. Then the error paths (damaged dump, failing
 # write) and, when record has uprobes (-u), function slices of
-# tests/bpf/uprobe_target.c (recursive bt_fib: nested slices).
+# tests/bpf/uprobe_target.c (recursive bt_fib: nested slices). Last,
+# application events (in-process tracing): tests/bpf/app_stress.c traced
+# next to the kernel's sched events, its slices, instants and counters
+# counted against the dump and placed on its threads' tracks.
 #
 # Needs root (record). Env (set by tests/run.sh): BTRACE_BPF, TEST_BIN.
 # Prints TAP lines.
@@ -179,6 +182,53 @@ else
 		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
 	else
 		not_ok "record with uprobes starts" "$(cat "$T_TMP/urec.log")"
+	fi
+fi
+
+# ---- application events (in-process tracing, btrace.h) -----------------------------------
+APP=$TB/app_stress
+if [ ! -x "$APP" ]; then
+	skip "application events" "no $APP (make tests)"
+else
+	AT=8 AN=300
+	AOUT=$T_TMP/arec
+	ACTL=$T_TMP/actl.sock
+	if rec_start "$T_TMP/arec.log" -o "$AOUT" -e sched --ctl "$ACTL"; then
+		BTRACE_CTL=$ACTL run_with_timeout 60 "$APP" -t $AT -n $AN -w 10 >"$T_TMP/app.out" 2>&1
+		diag "app_stress: $(head -1 "$T_TMP/app.out")"
+		sleep 0.2
+		rec_stop "$REC_PID" INT
+		AD=$(ls -t "$AOUT"/*.btd 2>/dev/null | head -1)
+		"$BT" report "$AD" >"$T_TMP/areport.txt" 2>/dev/null
+		AEXP=$(report_counts "$T_TMP/areport.txt")
+		diag "app dump: $AEXP"
+		# every 16th stamp of a thread is wrapped in a "batch" slice and followed by a counter
+		NB=$((AT * ((AN + 15) / 16)))
+		NBEGIN=$(grep -c ': app_begin: ' "$T_TMP/areport.txt")
+		check "the dump has the application's events (report: $NBEGIN app_begin, $NB expected)" \
+			test "$NBEGIN" -eq "$NB" -a "$(grep -c ': app_instant: stamp ' "$T_TMP/areport.txt")" -eq $((AT * AN))
+		# per-thread seq gaps as report --stats counts them (none expected here)
+		AGAPS=$("$BT" report --stats "$AD" 2>/dev/null |
+			sed -nE 's/.*per-thread seq gaps: ([0-9]+) gaps.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
+		check "convert the application recording" "$BT" convert -q -o "$T_TMP/a.perfetto-trace" "$AD"
+		[ "$HAVE_PROTOC" -eq 1 ] &&
+			checker perfetto "$T_TMP/a.perfetto-trace" --expect "$AEXP" --gaps 0 --app-slices "$NB" \
+				--app-gaps "$AGAPS"
+		check "convert the application recording to json" "$BT" convert -q -f json -o "$T_TMP/a.json" "$AD"
+		checker json "$T_TMP/a.json" --expect "$AEXP" --gaps 0 --app-slices "$NB" --app-gaps "$AGAPS"
+		# the app's threads: their app track carries the kernel's tid and pid
+		APID=$(sed -nE 's/.*app_stress-([0-9]+) .*: app_instant: .*/\1/p' "$T_TMP/areport.txt" | head -1)
+		if [ "$HAVE_PROTOC" -eq 1 ] && [ -n "$APID" ]; then
+			protoc -I tests/perfetto --decode=perfetto.protos.Trace perfetto_subset.proto \
+				<"$T_TMP/a.perfetto-trace" >"$T_TMP/a.txt" 2>&1
+			check "perfetto: the app's thread $APID has an \"app events\" track" \
+				grep -qzE "name: \"app events\"\s+thread \\{\s+pid: [0-9]+\s+tid: $APID" "$T_TMP/a.txt"
+			check "perfetto: a process track named app_stress" \
+				grep -qzE "process \\{\s+pid: [0-9]+\s+process_name: \"app_stress\"" "$T_TMP/a.txt"
+			check "perfetto: the \"progress\" counter track" grep -qzE "name: \"progress\"\s+parent_uuid: [0-9]+\s+counter" "$T_TMP/a.txt"
+		fi
+	else
+		not_ok "record for application events starts" "$(cat "$T_TMP/arec.log")"
 	fi
 fi
 

@@ -11,6 +11,8 @@ Options:
                         types not listed must be absent
   --gaps N              seq gaps the dump has (LOST slices expected)
   --uprobe-slices N     matched uprobe entry/return pairs expected
+  --app-slices N        matched application BEGIN/END pairs expected
+  --app-gaps N          per-thread seq gaps of application events (LOST instants)
   --counts              print the counts found (NAME=N,...) and exit 0
   --same-sched-as FILE  (perfetto) the sched_switch events, with prev_* of
                         compact ones inferred as Perfetto's importer does (from
@@ -20,13 +22,18 @@ Perfetto output is decoded with `protoc --decode=perfetto.protos.Trace PROTO`
 (a .gz file is gunzipped first). Checks, each printed as "ok"/"FAIL" with a
 reason: event counts per type; every tid in an event has a name in the
 ProcessTree; event timestamps never decrease per CPU; uprobe slices nest per
-thread track (every end closes the innermost open begin, none left open);
+thread track (every end closes the innermost open begin, none left open
+but application slices marked open_at_dump_end); application events on
+their thread's "app events" track, counters on counter tracks under a
+process track, a LOST instant per per-thread app seq gap;
 clock snapshot with BOOTTIME and REALTIME; the loss counters (dump info
 annotations, FtraceStats at start and end, a LOST slice per gap, lost_events
 on the bundles of CPUs with gaps). JSON output: the same counts (cat split
 on ','), thread names from "M" events for every thread used, CPU run slices
 that never overlap per CPU, uprobe/syscall slices that nest per thread, loss
-counters in "metadata" and a btrace_loss slice per gap. Exit 1 if any fails.
+counters in "metadata" and a btrace_loss slice per gap, application B/E
+pairs that match per thread (B left open only with open_at_dump_end) and a
+btrace_app_loss instant per app gap. Exit 1 if any fails.
 """
 import gzip
 import json
@@ -40,6 +47,7 @@ EVENT_TYPES = [
     "sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
     "irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit", "cpu_frequency",
     "cpu_idle", "sys_enter", "sys_exit", "uprobe", "uretprobe", "usdt",
+    "app_instant", "app_begin", "app_end", "app_counter",
 ]
 CPU_PID = 0x7FFF0000
 LOSS_KEYS = ["loss.rb_drops", "loss.seq_gaps", "loss.seq_missing", "loss.buffer_entries_rejected",
@@ -167,7 +175,7 @@ def check_same_sched(trace, other_path, proto):
     result(not diff, "sched_switch events as the importer infers them equal %s's" % other_path, "; ".join(diff[:3]))
 
 
-def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts):
+def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
     packets = trace.get("packet", [])
     counts = defaultdict(int)
     names = {}
@@ -255,12 +263,41 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts):
                     mono_bad.append("cpu %s: %s after %s" % (cpu, ts, last_ts[cpu]))
                 last_ts[cpu] = ts
 
-    # uprobe events from track events
+    # uprobe and application events from track events
     loss_slices = 0
+    app_loss = 0
+    app_bad = []
     for ts, idx, te in track_events:
         cats = te.get("categories", [])
         typ = one(te, "type")
         name = one(te, "name", "")
+        td = tracks.get(one(te, "track_uuid"), {})
+        if typ == "TYPE_COUNTER":
+            counts["app_counter"] += 1
+            parent = tracks.get(one(td, "parent_uuid"), {})
+            if one(td, "counter") is None or one(parent, "process") is None:
+                app_bad.append("counter event on track %s: not a counter track under a process track" %
+                               one(te, "track_uuid"))
+            continue
+        if "app" in cats:
+            if typ == "TYPE_SLICE_BEGIN":
+                counts["app_begin"] += 1
+            elif typ == "TYPE_SLICE_END":
+                counts["app_end"] += 1
+            elif name.endswith("(begin, no end)"):
+                counts["app_begin"] += 1
+            elif name == "end (no begin)":
+                counts["app_end"] += 1
+            else:
+                counts["app_instant"] += 1
+            if one(td, "thread") is None or one(td, "name") != "app events":
+                app_bad.append("app event %r on track %s: not an app events thread track" %
+                               (name, one(te, "track_uuid")))
+            continue
+        if "btrace" in cats and typ == "TYPE_INSTANT" and name.startswith("LOST ") and \
+                one(td, "name") == "app events":
+            app_loss += 1
+            continue
         if "uprobe" in cats:
             if typ == "TYPE_SLICE_BEGIN":
                 counts["uprobe"] += 1
@@ -298,28 +335,45 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts):
     bad = []
     stacks = defaultdict(list)
     pairs = 0
+    apairs = 0
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
         typ = one(te, "type")
         if uuid not in tracks:
             bad.append("event on undescribed track %s" % uuid)
         if typ == "TYPE_SLICE_BEGIN":
-            stacks[uuid].append(ts)
+            is_open = any(one(a, "name") == "open_at_dump_end" for a in te.get("debug_annotations", []))
+            stacks[uuid].append((ts, is_open))
         elif typ == "TYPE_SLICE_END":
             if not stacks[uuid]:
                 bad.append("end without begin at %s on %s" % (ts, uuid))
             else:
-                b = stacks[uuid].pop()
+                b, is_open = stacks[uuid].pop()
                 if b > ts:
                     bad.append("slice ends before it begins (%s > %s)" % (b, ts))
+                if is_open:
+                    bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
                 if "uprobe" in te.get("categories", []):
                     pairs += 1
-    left = {u: s for u, s in stacks.items() if s}
+                if "app" in te.get("categories", []):
+                    apairs += 1
+    # a slice the application had not ended at dump time stays open
+    left = {u: s for u, s in stacks.items() if any(not o for _, o in s)}
     if left:
         bad.append("slices never ended on tracks %s" % list(left)[:5])
-    result(not bad, "track event slices nest on every track (%d uprobe slices)" % pairs, "; ".join(bad[:5]))
+    result(not bad, "track event slices nest on every track (%d uprobe slices, %d app slices)" % (pairs, apairs),
+           "; ".join(bad[:5]))
     if uprobe_slices is not None:
         result(pairs == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % pairs)
+    if app_slices is not None:
+        result(apairs == app_slices, "app slices: %d" % app_slices, "found %d" % apairs)
+    result(not app_bad, "application events on their tracks", "; ".join(app_bad[:5]))
+    if app_gaps is not None:
+        result(app_loss == app_gaps, "a LOST instant per app per-thread seq gap (%d)" % app_gaps,
+               "found %d" % app_loss)
+        if info is not None and "loss.app_seq_gaps" in info:
+            g = one(info["loss.app_seq_gaps"], "uint_value", 0)
+            result(g == app_gaps, "dump info loss.app_seq_gaps = %d" % app_gaps, "found %s" % g)
 
     result(6 in clocks and 1 in clocks, "clock snapshot has BOOTTIME and REALTIME", str(clocks))
     result(uts is not None and one(uts, "sysname") == "Linux" and bool(one(uts, "release")),
@@ -385,7 +439,7 @@ def check_counts(counts, expect):
            (total, len([k for k in expect if expect[k]])), "; ".join(bad))
 
 
-def check_json(path, expect, gaps, uprobe_slices, print_counts):
+def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
@@ -404,6 +458,10 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts):
     pnames = {}
     used = set()
     loss = 0
+    app_loss = 0
+    app_stacks = defaultdict(list)  # (pid, tid) -> open B events
+    app_pairs = 0
+    app_bad = []
     cpu_runs = defaultdict(list)
     thread_slices = defaultdict(list)
     bad = []
@@ -426,6 +484,21 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts):
                 counts[c] += 1
         if e.get("cat") == "btrace_loss":
             loss += 1
+        if e.get("cat") == "btrace_app_loss":
+            app_loss += 1
+        if ph in ("B", "E"):
+            key = (e["pid"], e.get("tid"))
+            if ph == "B":
+                app_stacks[key].append(e)
+            elif not app_stacks[key]:
+                app_bad.append("E without B: %s" % e)
+            else:
+                b = app_stacks[key].pop()
+                app_pairs += 1
+                if b["ts"] > e["ts"] or b["name"] != e["name"]:
+                    app_bad.append("E %s closes B %s" % (e, b))
+                if (b.get("args") or {}).get("open_at_dump_end"):
+                    app_bad.append("B marked open_at_dump_end is ended: %s" % b)
         if "tid" in e and ph != "C":
             used.add(e["tid"])
         if ph == "X":
@@ -466,7 +539,20 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts):
     if uprobe_slices is not None:
         n = sum(1 for e in evs if e.get("cat") == "uprobe,uretprobe")
         result(n == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % n)
+    for key, st in app_stacks.items():
+        for b in st:
+            if not (b.get("args") or {}).get("open_at_dump_end"):
+                app_bad.append("B never ended: %s" % b)
+    result(not app_bad, "application B/E match per thread (%d pairs)" % app_pairs, "; ".join(app_bad[:5]))
+    if app_slices is not None:
+        result(app_pairs == app_slices, "app slices: %d" % app_slices, "found %d" % app_pairs)
     md = doc.get("metadata", {})
+    if app_gaps is not None:
+        result(app_loss == app_gaps, "a btrace_app_loss instant per app per-thread seq gap (%d)" % app_gaps,
+               "found %d" % app_loss)
+        if "loss.app_seq_gaps" in md:
+            result(md["loss.app_seq_gaps"] == app_gaps, "metadata loss.app_seq_gaps = %d" % app_gaps,
+                   "found %s" % md["loss.app_seq_gaps"])
     result(all(k in md for k in LOSS_KEYS), "metadata carries the loss counters",
            "missing: %s" % [k for k in LOSS_KEYS if k not in md])
     if gaps is not None:
@@ -481,7 +567,7 @@ def main(argv):
         return 2
     fmt, path = argv[1], argv[2]
     proto = "tests/perfetto/perfetto_subset.proto"
-    expect = gaps = uprobe_slices = same = None
+    expect = gaps = uprobe_slices = same = app_slices = app_gaps = None
     print_counts = False
     i = 3
     while i < len(argv):
@@ -501,6 +587,12 @@ def main(argv):
         elif a == "--uprobe-slices":
             uprobe_slices = int(argv[i + 1])
             i += 2
+        elif a == "--app-slices":
+            app_slices = int(argv[i + 1])
+            i += 2
+        elif a == "--app-gaps":
+            app_gaps = int(argv[i + 1])
+            i += 2
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
@@ -513,11 +605,11 @@ def main(argv):
     if fmt == "perfetto":
         trace = decode_perfetto(path, proto)
         if trace is not None:
-            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts)
+            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
             if same:
                 check_same_sched(trace, same, proto)
     else:
-        check_json(path, expect, gaps, uprobe_slices, print_counts)
+        check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
     return 1 if failures else 0
 
 
