@@ -38,6 +38,9 @@ BENCH_PKGS=(
 	trace-cmd
 	stress-ng
 	gnuplot-nox           # the figure of scripts/compare_tracers.sh (make bench-compare)
+	liblttng-ust-dev      # LTTng-UST rows of scripts/bench_app.sh (in-process tracing)
+	lttng-tools           # lttng-sessiond and lttng for those rows
+	babeltrace2           # counts what the LTTng snapshot retained
 )
 
 usage()
