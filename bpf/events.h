@@ -50,6 +50,7 @@ enum bt_event_type {
 	BT_EV_UPROBE_ENTRY = 18,
 	BT_EV_UPROBE_RETURN = 19,
 	BT_EV_USDT = 20,
+	BT_EV_KERNEL_MAX = 21, /* types below come from the kernel (BPF) */
 	/* written by applications through libbtrace (user/btrace.h), not by BPF */
 	BT_EV_APP_INSTANT = 21,
 	BT_EV_APP_BEGIN = 22,

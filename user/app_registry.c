@@ -6,7 +6,8 @@
  * peer's pid comes from SO_PEERCRED, never from the request. We create a
  * memfd, seal its size (the application can then never make our mapping
  * fault), initialise the header and pass the fd back. The connection stays
- * open: the application sends "name ID TEXT" lines for its interned names,
+ * open: the application sends "name ID TEXT" lines for its interned names
+ * (and "rename NAME" if it names itself after registering),
  * we send "buffer" + a new fd on a resize, and EOF means the process ended
  * (or closed the library). An exited application's buffers stay readable:
  * its last events are exactly what a crash investigation wants. The oldest
@@ -163,6 +164,11 @@ static void app_gone(struct app *a)
 static void app_line(struct app *a, char *line)
 {
 	char *end;
+	if (strncmp(line, "rename ", 7) == 0 && line[7]) {
+		/* btrace_init(NAME) after the library registered with its comm */
+		snprintf(a->name, sizeof(a->name), "%.15s", line + 7);
+		return;
+	}
 	if (strncmp(line, "name ", 5) != 0) {
 		a->names_bad++;
 		return;

@@ -592,6 +592,11 @@ int btrace_init(const char *name)
 		for (char *c = app_name; *c; c++)
 			if (*c == '\n' || *c == ' ' || *c == '\t')
 				*c = '_';
+		if (conn_fd >= 0) { /* registered already (the constructor was quicker) */
+			char line[96];
+			int n = snprintf(line, sizeof(line), "rename %s\n", app_name);
+			send_all(conn_fd, line, (size_t)n);
+		}
 		pthread_mutex_unlock(&names_lock);
 	}
 	pthread_once(&start_once, start);

@@ -193,7 +193,7 @@ static uint64_t fill(struct bt_buffer *b, uint32_t n, uint64_t t0)
 	for (uint32_t i = 0; i < n; i++) {
 		for (uint32_t c = 0; c < NCPUS; c++) {
 			union any_ev e;
-			uint32_t type = 1 + (i + c) % (BT_EV_MAX - 1);
+			uint32_t type = 1 + (i + c) % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, i, t0 + (uint64_t)i * 1000 + c * 7);
 			if (bt_write(b, c, &e, len) == 0)
 				w++;
@@ -338,7 +338,7 @@ static void roundtrip(int zlevel)
 		if (i)
 			CHECK(ev[i - 1].ev->ts_ns <= e->ts_ns, "time order at %zu", i);
 		REQUIRE(e->cpu < NCPUS && e->seq < per_cpu, "cpu %u seq %u", e->cpu, e->seq);
-		uint32_t type = 1 + (e->seq + e->cpu) % (BT_EV_MAX - 1);
+		uint32_t type = 1 + (e->seq + e->cpu) % (BT_EV_KERNEL_MAX - 1);
 		uint32_t len = make_event(&want, type, e->cpu, e->seq, 1000000000000ull + (uint64_t)e->seq * 1000 + e->cpu * 7);
 		CHECK(ev[i].len == len && memcmp(e, &want, len) == 0, "event %zu (cpu %u seq %u) differs", i, e->cpu,
 		      e->seq);
@@ -347,7 +347,7 @@ static void roundtrip(int zlevel)
 		seen[e->cpu][e->seq] = 1;
 		types |= 1u << e->type;
 	}
-	CHECK(types == ((1u << BT_EV_MAX) - 2), "all types present: %x", types);
+	CHECK(types == ((1u << BT_EV_KERNEL_MAX) - 2), "all types present: %x", types);
 
 	struct bt_seq_window w;
 	struct bt_seq_cpu pc[NCPUS];
@@ -598,7 +598,7 @@ static void test_field_text(void)
 	CHECK(!strcmp(bt_prev_state_str(0x20, st, sizeof(st)), "Z"), "Z");
 	CHECK(!strcmp(bt_prev_state_str(0x3, st, sizeof(st)), "S|D"), "S|D: %s", st);
 	CHECK(!strcmp(bt_prev_state_str(0x8, st, sizeof(st)), "t"), "t");
-	for (uint32_t t = 1; t < BT_EV_MAX; t++) {
+	for (uint32_t t = 1; t < BT_EV_KERNEL_MAX; t++) {
 		uint32_t len = make_event(&e, t, 0, 5, 1);
 		int r = bt_format_fields(buf, sizeof(buf), &e.h, len, nm, test_probes, 2);
 		CHECK(r > 0 && (size_t)r == strlen(buf), "type %u: %d '%s'", t, r, buf);
@@ -880,7 +880,7 @@ static void *writer(void *arg)
 	while (!atomic_load_explicit(&stop_writer, memory_order_relaxed)) {
 		for (uint32_t c = 0; c < NCPUS; c++) {
 			union any_ev e;
-			uint32_t type = 1 + seq[c] % (BT_EV_MAX - 1);
+			uint32_t type = 1 + seq[c] % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, seq[c], t++);
 			bt_write(b, c, &e, len);
 			seq[c]++;
@@ -922,7 +922,7 @@ static void test_concurrent(void)
 		for (size_t k = 0; k < n; k++) {
 			union any_ev want;
 			const struct bt_event_hdr *h = ev[k].ev;
-			uint32_t type = 1 + h->seq % (BT_EV_MAX - 1);
+			uint32_t type = 1 + h->seq % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&want, type, h->cpu, h->seq, h->ts_ns);
 			if (ev[k].len != len || memcmp(h, &want, len))
 				bad++;
@@ -1107,7 +1107,7 @@ static void write_seeds(const char *dir)
 				union any_ev e;
 				if (k == 2 && c == 1 && i >= 8 && i < 11)
 					continue;
-				uint32_t len = make_event(&e, 1 + (i * NCPUS + c) % (BT_EV_MAX - 1), c, i, 1000000 + i * 1000 + c);
+				uint32_t len = make_event(&e, 1 + (i * NCPUS + c) % (BT_EV_KERNEL_MAX - 1), c, i, 1000000 + i * 1000 + c);
 				bt_write(b, c, &e, len);
 			}
 		struct bt_dump_info info = make_info();
@@ -1116,6 +1116,119 @@ static void write_seeds(const char *dir)
 			fprintf(stderr, "seed %s: %s\n", path, err);
 		bt_buffer_destroy(b);
 	}
+}
+
+/* ---- application sections (ABLK/APPS) -------------------------------------- */
+
+struct app_fixture {
+	uint32_t tgid; /* what the events claim */
+	int nblocks;
+};
+
+/* One application (pid 777) with names "frame" and "queue": nblocks blocks
+ * of 4 events each: BEGIN frame, INSTANT frame(1,2), COUNTER queue=k, END. */
+static int write_test_apps(void *ctx, struct bt_dump_sink *s)
+{
+	struct app_fixture *fx = ctx;
+	static char names[2][64] = { "frame", "queue" };
+	for (int b = 0; b < fx->nblocks; b++) {
+		uint8_t blk[1024] = { 0 };
+		struct bt_block_hdr h = { .pos = 100 + (uint64_t)b, .prev_pos = BT_NO_POS, .core = (uint32_t)b % NCPUS };
+		uint32_t off = BT_BLOCK_HDR;
+		memcpy(blk, &h, sizeof(h));
+		for (int k = 0; k < 4; k++) {
+			uint8_t ev[sizeof(struct bt_ev_app) + 16] = { 0 };
+			struct bt_ev_app *a = (struct bt_ev_app *)ev;
+			static const uint16_t types[4] = { BT_EV_APP_BEGIN, BT_EV_APP_INSTANT, BT_EV_APP_COUNTER, BT_EV_APP_END };
+			a->h.ts_ns = 5000000000ull + (uint64_t)b * 1000 + (uint64_t)k;
+			a->h.seq = (uint32_t)(b * 4 + k);
+			a->h.tid = 778;
+			a->h.tgid = fx->tgid;
+			a->h.cpu = (uint16_t)(b % NCPUS);
+			a->h.type = types[k];
+			a->name_id = k == 3 ? 0 : k == 2 ? 2 : 1;
+			a->nargs = k == 1 ? 2 : k == 2 ? 1 : 0;
+			a->args[0] = k == 2 ? b : 1;
+			a->args[1] = 2;
+			uint32_t len = (uint32_t)(sizeof(*a) + 8u * a->nargs);
+			struct bt_entry_hdr e = { .size = BT_ENTRY_HDR + len, .kind = BT_ENTRY_DATA };
+			memcpy(blk + off, &e, sizeof(e));
+			memcpy(blk + off + BT_ENTRY_HDR, ev, len);
+			off += (BT_ENTRY_HDR + len + 7) & ~7u;
+		}
+		struct bt_block_view v = { .pos = h.pos, .prev_pos = h.prev_pos, .core = h.core, .used = off,
+					   .complete = 1, .data = blk };
+		int r = bt_dump_sink_app_block(s, 0, &v);
+		if (r)
+			return r;
+	}
+	struct bt_dump_app a = { .pid = 777, .flags = BT_APP_EXITED, .registered_ts = 1, .exit_ts = 2, .name = "game",
+				 .nnames = 2, .names = (const char(*)[64])names };
+	a.counters[BT_APPC_BLOCKS_BAD] = 3;
+	a.counters[BT_APPC_ENTRIES] = (uint64_t)fx->nblocks * 4;
+	return bt_dump_sink_apps(s, &a, 1);
+}
+
+static void test_app_sections(void)
+{
+	char dir[512], path[1024], err[512], txt[256];
+	struct bt_buffer *b = make_buffer(64 << 10);
+	REQUIRE(b, "buffer");
+	uint64_t written = fill(b, 50, 1000000000000ull);
+	struct app_fixture fx = { .tgid = 777, .nblocks = 3 };
+	struct bt_dump_info info = make_info();
+	info.write_apps = write_test_apps;
+	info.apps_ctx = &fx;
+	snprintf(dir, sizeof(dir), "%s/apps", tmpdir);
+	REQUIRE(bt_dump_write(b, &info, dir, NULL, 1, path, sizeof(path), NULL, err, sizeof(err)) == 0, "%s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	size_t n, napps, nk = 0, na = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	const struct bt_dump_app *apps = bt_dump_apps(d, &napps);
+	REQUIRE(napps == 1, "one application: %zu", napps);
+	CHECK(apps[0].pid == 777 && !strcmp(apps[0].name, "game") && apps[0].flags == BT_APP_EXITED &&
+		      apps[0].counters[BT_APPC_BLOCKS_BAD] == 3 && apps[0].nnames == 2,
+	      "table: pid %u name %s", apps[0].pid, apps[0].name);
+	for (size_t i = 0; i < n; i++) {
+		if (ev[i].app < 0) {
+			nk++;
+			continue;
+		}
+		const struct bt_ev_app *a = (const void *)ev[i].ev;
+		na++;
+		CHECK(ev[i].app == 0 && a->h.tgid == 777, "app index");
+		if (a->h.type == BT_EV_APP_INSTANT) {
+			bt_format_app_fields(txt, sizeof(txt), ev[i].ev, ev[i].len, bt_dump_app_event_name(d, 0, a->name_id));
+			CHECK(!strcmp(txt, "frame arg1=1 arg2=2"), "instant text '%s'", txt);
+		} else if (a->h.type == BT_EV_APP_COUNTER) {
+			bt_format_app_fields(txt, sizeof(txt), ev[i].ev, ev[i].len, bt_dump_app_event_name(d, 0, a->name_id));
+			CHECK(!strncmp(txt, "queue value=", 12), "counter text '%s'", txt);
+		}
+	}
+	CHECK(nk == written, "kernel events %zu of %" PRIu64 " (app blocks not counted as kernel)", nk, written);
+	CHECK(na == 12 && bt_dump_app_blocks(d) == 3, "app events %zu, blocks %" PRIu64, na, bt_dump_app_blocks(d));
+	CHECK(bt_dump_app_event_name(d, 0, 3) == NULL && bt_dump_app_event_name(d, 1, 1) == NULL &&
+		      bt_dump_app_event_name(d, -1, 1) == NULL,
+	      "unknown names are NULL");
+	/* the kernel seq analysis ignores app events (their seq is per thread) */
+	struct bt_seq_window w;
+	CHECK(bt_seq_analyze(ev, n, NCPUS, &w, NULL) == 0 && w.events == nk, "seq analysis: %" PRIu64, w.events);
+	FILE *out = fopen("/dev/null", "w");
+	CHECK(out && bt_dump_report(d, 1, out) == 0, "report --stats with apps");
+	if (out)
+		fclose(out);
+	bt_dump_close(d);
+
+	/* An event claiming another process in an application's block: refused. */
+	fx.tgid = 778;
+	snprintf(path, sizeof(path), "%s/apps/foreign.btd", tmpdir);
+	char out2[1024];
+	REQUIRE(bt_dump_write(b, &info, NULL, path, 0, out2, sizeof(out2), NULL, err, sizeof(err)) == 0, "%s", err);
+	d = bt_dump_open(out2, err, sizeof(err));
+	CHECK(!d && strstr(err, "application event of process 778"), "foreign event refused: %s", err);
+	bt_dump_close(d);
+	bt_buffer_destroy(b);
 }
 
 int main(void)
@@ -1144,6 +1257,7 @@ int main(void)
 	RUN(test_damage_compressed);
 	RUN(test_concurrent);
 	RUN(test_cli);
+	RUN(test_app_sections);
 	rm_rf(tmpdir);
 	return h_done();
 }
