@@ -9,6 +9,12 @@
  * compares event counts per type with the dump's, thread names, per-CPU
  * timestamp order, slice nesting and the loss counters.
  *
+ * Application events (in-process tracing) get a dump of their own: kernel
+ * events plus an application buffer with nested, unmatched and still-open
+ * slices, instants, counters, a per-thread seq gap, an unknown name and a
+ * thread of another process; checked the same way plus exact per-role
+ * counts.
+ *
  * Also: the protobuf encoder byte for byte, gzip output, compact sched,
  * atomic output (a failing write leaves no file and no temporary), the
  * command line (exit codes, damaged dump message, default output name) and
@@ -736,6 +742,249 @@ static void test_json(void)
 	CHECK(checker("json", js_path, D, EXPECT_UPROBE_PAIRS) == 0, "checker passes (see above)");
 }
 
+/* ---- application events --------------------------------------------------------- */
+
+#define APP_PID 500
+static struct bt_task app_tasks[] = {
+	{ .tid = 100, .tgid = 100, .comm = "other" },
+	{ .tid = APP_PID, .tgid = APP_PID, .comm = "myapp" },
+	{ .tid = 501, .tgid = APP_PID, .comm = "myapp-w1" },
+	{ .tid = 502, .tgid = APP_PID, .comm = "myapp-w2" },
+};
+static const char app_names[3][64] = { "work", "tick", "queue" }; /* ids 1..3 */
+enum { N_WORK = 1, N_TICK = 2, N_QUEUE = 3 };
+
+struct appgen {
+	struct bt_buffer *k, *a; /* kernel and application buffers */
+	uint64_t ts;
+	uint32_t kseq;
+	uint32_t seq[3]; /* per thread 501, 502, 100 */
+	int failed;
+};
+
+static void app_ev(struct appgen *g, uint32_t tid, uint32_t type, uint32_t name, int nargs, int64_t a0, int64_t a1,
+		   int64_t a2)
+{
+	union { struct bt_ev_app e; uint8_t raw[sizeof(struct bt_ev_app) + 8 * BT_APP_MAX_ARGS]; } u;
+	memset(&u, 0, sizeof(u));
+	uint32_t *sq = &g->seq[tid == 501 ? 0 : tid == 502 ? 1 : 2];
+	u.e.h.ts_ns = (g->ts += 1000);
+	u.e.h.seq = (*sq)++;
+	u.e.h.tid = tid;
+	u.e.h.tgid = APP_PID; /* the application's process (the one that lies about tid 100 too) */
+	u.e.h.cpu = (uint16_t)(tid & 1);
+	u.e.h.type = (uint16_t)type;
+	u.e.name_id = name;
+	u.e.nargs = (uint16_t)nargs;
+	int64_t v[3] = { a0, a1, a2 };
+	for (int i = 0; i < nargs; i++)
+		u.e.args[i] = v[i];
+	if (bt_write(g->a, tid & 1, &u, (uint32_t)(sizeof(u.e) + 8u * (uint32_t)nargs)) != 0)
+		g->failed++;
+}
+
+static void app_switch(struct appgen *g, uint32_t prev, uint32_t next)
+{
+	struct bt_ev_sched_switch e = { 0 };
+	e.h.ts_ns = (g->ts += 1000);
+	e.h.seq = g->kseq++;
+	e.h.tid = prev;
+	e.h.tgid = prev == 100 ? 100 : prev ? APP_PID : 0;
+	e.h.type = BT_EV_SCHED_SWITCH;
+	e.prev_tid = prev;
+	e.next_tid = next;
+	e.prev_prio = e.next_prio = 120;
+	if (bt_write(g->k, 0, &e, sizeof(e)) != 0)
+		g->failed++;
+}
+
+static int app_block_cb(const struct bt_block_view *blk, void *ctx)
+{
+	return bt_dump_sink_app_block(ctx, 0, blk);
+}
+
+static int app_write_apps(void *ctx, struct bt_dump_sink *s)
+{
+	struct bt_dump_app app = { .pid = APP_PID, .flags = BT_APP_EXITED, .name = "myapp", .nnames = 3,
+				   .names = app_names };
+	app.counters[BT_APPC_BLOCKS_BAD] = 2;
+	app.counters[BT_APPC_DROPPED] = 7;
+	struct bt_read_stats st;
+	int r = bt_read(ctx, app_block_cb, s, &st);
+	return r < 0 ? r : bt_dump_sink_apps(s, &app, 1);
+}
+
+/* Expected from the scenario below. */
+#define APP_SLICES 3
+#define APP_OPEN 1
+#define APP_UNMATCHED 3
+#define APP_INSTANTS 2
+#define APP_COUNTERS 2
+#define APP_GAPS 1
+#define APP_MISSING 2
+#define APP_DROPPED 1
+
+static int make_app_dump(const char *path)
+{
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
+	char err[256], out[512];
+	struct appgen g = { .ts = 7000000000ull };
+	g.k = bt_buffer_create(&cfg, err, sizeof(err));
+	g.a = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!g.k || !g.a) {
+		fprintf(stderr, "  bt_buffer_create: %s\n", err);
+		return -1;
+	}
+	app_switch(&g, 0, 501);
+	/* tid 501 */
+	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its BEGIN is older than the dump */
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 1, 0, 0);         /* work { */
+	app_ev(&g, 501, BT_EV_APP_INSTANT, N_TICK, 3, 7, -8, 9);      /*   tick */
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 2, 0, 0);         /*   work { */
+	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /*   } */
+	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* }: 2 slices */
+	app_ev(&g, 501, BT_EV_APP_COUNTER, N_QUEUE, 1, 5, 0, 0);
+	app_switch(&g, 501, 502);
+	app_ev(&g, 502, BT_EV_APP_BEGIN, N_WORK, 0, 0, 0, 0);
+	app_ev(&g, 502, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* 3 slices */
+	app_ev(&g, 502, BT_EV_APP_COUNTER, N_QUEUE, 1, 7, 0, 0);
+	app_ev(&g, 502, BT_EV_APP_INSTANT, 99, 0, 0, 0, 0);           /* a name id never registered */
+	app_ev(&g, 100, BT_EV_APP_INSTANT, N_TICK, 0, 0, 0, 0);       /* a tid of another process */
+	app_switch(&g, 502, 501);
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 3, 0, 0);         /* work { ... */
+	g.seq[0] += 2;                                                /* two events of 501 lost */
+	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its END or another's: alone */
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 4, 0, 0);         /* open at the end of the dump */
+	app_switch(&g, 501, 0);
+	struct bt_dump_info info = {
+		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
+		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1, .write_apps = app_write_apps, .apps_ctx = g.a,
+	};
+	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	bt_buffer_destroy(g.k);
+	bt_buffer_destroy(g.a);
+	return g.failed ? -1 : r;
+}
+
+static void check_app_stats(const char *what, const struct bt_export_stats *st, size_t nev)
+{
+	CHECK(st->events == nev, "%s: converted %" PRIu64 " of %zu events", what, st->events, nev);
+	CHECK(st->app_slices == APP_SLICES && st->app_open == APP_OPEN && st->app_unmatched == APP_UNMATCHED &&
+		      st->app_instants == APP_INSTANTS && st->app_counters == APP_COUNTERS,
+	      "%s: app slices %" PRIu64 " open %" PRIu64 " unmatched %" PRIu64 " instants %" PRIu64 " counters %" PRIu64,
+	      what, st->app_slices, st->app_open, st->app_unmatched, st->app_instants, st->app_counters);
+	CHECK(st->app_gaps == APP_GAPS && st->app_missing == APP_MISSING && st->app_dropped == APP_DROPPED,
+	      "%s: app gaps %" PRIu64 " missing %" PRIu64 " dropped %" PRIu64, what, st->app_gaps, st->app_missing,
+	      st->app_dropped);
+}
+
+static void test_app_events(void)
+{
+	char path[600], pf[600], js[600], err[256];
+	snprintf(path, sizeof(path), "%s/app.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/app.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/app.json", tmpdir);
+	REQUIRE(make_app_dump(path) == 0, "write a dump with application events");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	size_t nev, napps;
+	const struct bt_dump_event *ev = bt_dump_events(d, &nev);
+	bt_dump_apps(d, &napps);
+	size_t nappev = 0;
+	for (size_t i = 0; i < nev; i++)
+		nappev += ev[i].app >= 0;
+	CHECK(napps == 1 && nappev == 15, "the dump has 1 application and its 15 events (%zu, %zu)", napps, nappev);
+
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .compact_sched = 1 };
+	struct bt_export_stats st;
+	CHECK(bt_export_file(d, pf, &o, &st, err, sizeof(err)) == 0, "convert to perfetto: %s", err);
+	check_app_stats("perfetto", &st, nev);
+	o.format = BT_EXPORT_JSON;
+	CHECK(bt_export_file(d, js, &o, &st, err, sizeof(err)) == 0, "convert to json: %s", err);
+	check_app_stats("json", &st, nev);
+
+	/* the shown events per type: the dump's, less the one of another process's thread */
+	const char *expect = "sched_switch=4,app_begin=5,app_end=5,app_instant=2,app_counter=2";
+	char cmd[4096], out[16384];
+	if (have_python && have_protoc) {
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 0"
+			 " --app-slices %d --app-gaps %d 2>&1",
+			 root, pf, expect, APP_SLICES, APP_GAPS);
+		int r = run_cmd(cmd, out, sizeof(out));
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+			printf("#   %s\n", l);
+		CHECK(r == 0, "checker passes on the perfetto output (see above)");
+	}
+	if (have_python) {
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && python3 " CHECKER " json '%s' --expect '%s' --gaps 0 --app-slices %d --app-gaps %d 2>&1",
+			 root, js, expect, APP_SLICES, APP_GAPS);
+		int r = run_cmd(cmd, out, sizeof(out));
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+			printf("#   %s\n", l);
+		CHECK(r == 0, "checker passes on the json output (see above)");
+	}
+	if (have_protoc) {
+		char dir[700];
+		snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
+		char *t = decode_text(pf, dir, "perfetto_subset.proto");
+		CHECK(t, "protoc decodes %s", pf);
+		const char *want[] = {
+			"process {\npid: 500\nprocess_name: \"myapp\"\n}",
+			"name: \"app events\"\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			"name: \"queue\"\nparent_uuid: ",
+			"type: TYPE_COUNTER\ntrack_uuid: ",
+			"counter_value: 7\n",
+			"debug_annotations {\nint_value: 7\nname: \"arg1\"\n}\ndebug_annotations {\nint_value: -8\n"
+			"name: \"arg2\"\n}\ndebug_annotations {\nint_value: 9\nname: \"arg3\"\n}",
+			"categories: \"app\"\nname: \"tick\"\n",
+			"categories: \"app\"\nname: \"work\"\n",
+			"categories: \"app\"\nname: \"work (begin, no end)\"\n",
+			"categories: \"app\"\nname: \"end (no begin)\"\n",
+			"categories: \"app\"\nname: \"name#99\"\n",
+			"bool_value: true\nname: \"open_at_dump_end\"\n",
+			"categories: \"btrace\"\nname: \"LOST 2 events\"\n",
+			"uint_value: 1\nname: \"loss.app_seq_gaps\"\n",
+			"uint_value: 2\nname: \"loss.app_unmatched_ends\"\n",
+			"uint_value: 2\nname: \"loss.app.500.seq_missing\"\n",
+			"uint_value: 2\nname: \"loss.app.500.blocks_bad\"\n",
+			"uint_value: 7\nname: \"loss.app.500.app_dropped\"\n",
+		};
+		for (size_t i = 0; t && i < sizeof(want) / sizeof(want[0]); i++)
+			CHECK(strstr(t, want[i]), "decoded trace has:\n%s", want[i]);
+		CHECK(!t || !strstr(t, "tid: 100\nthread_name: \"other\""), "no app track for another process's thread");
+		free(t);
+	}
+	size_t n = 0;
+	char *t = (char *)read_all(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	const char *jwant[] = {
+		"{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":500,\"tid\":0,\"args\":{\"name\":\"myapp\"}}",
+		"{\"ph\":\"B\",\"name\":\"work\",\"cat\":\"app_begin\"",
+		"{\"ph\":\"E\",\"name\":\"work\",\"cat\":\"app_end\"",
+		"{\"ph\":\"i\",\"name\":\"tick\",\"cat\":\"app_instant\"",
+		"\"pid\":500,\"tid\":501,\"s\":\"t\",\"args\":{\"arg1\":7,\"arg2\":-8,\"arg3\":9}}",
+		"{\"ph\":\"C\",\"name\":\"queue\",\"cat\":\"app_counter\"",
+		"\"args\":{\"value\":7}}",
+		"{\"ph\":\"i\",\"name\":\"end (no begin)\",\"cat\":\"app_end\"",
+		"{\"ph\":\"i\",\"name\":\"work (begin, no end)\",\"cat\":\"app_begin\"",
+		"\"open_at_dump_end\":true",
+		"{\"ph\":\"i\",\"name\":\"LOST 2 events\",\"cat\":\"btrace_app_loss\"",
+		"\"loss.app.500.blocks_bad\":2,",
+		"\"loss.app.500.app_dropped\":7,",
+	};
+	for (size_t i = 0; i < sizeof(jwant) / sizeof(jwant[0]); i++)
+		CHECK(strstr(t, jwant[i]), "json has: %s", jwant[i]);
+	CHECK(!strstr(t, "\"pid\":500,\"tid\":100"), "json: no event of another process's thread");
+	free(t);
+	bt_dump_close(d);
+}
+
 static int stop_now(uint64_t done, uint64_t total, void *ctx)
 {
 	return 1;
@@ -1045,6 +1294,7 @@ int main(void)
 	RUN(test_perfetto_full_schema);
 	RUN(test_perfetto_compact);
 	RUN(test_json);
+	RUN(test_app_events);
 	RUN(test_gzip);
 	RUN(test_atomic);
 	RUN(test_cmd);
