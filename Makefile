@@ -11,6 +11,7 @@
 #   tests/bpf/*.c         -> build/tests/*         (workload programs for real-kernel tests)
 #   tests/fuzz/fuzz_*.c   -> build/tests/fuzz_*    (libFuzzer, clang)
 #   bench/*.c             -> build/bench/*
+#   examples/*.c          -> build/examples/*      (programs using libbtrace, btrace.h)
 
 CC       ?= gcc
 CLANG    ?= clang
@@ -47,12 +48,13 @@ FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRCS))
+EXAMPLE_BINS := $(patsubst examples/%.c,$(OUT)/examples/%,$(wildcard examples/*.c))
 
 .PHONY: all tool tests test bench clean deps check-deps run
 all: tool tests
 
 tool: $(OUT)/btrace-bpf
-tests: $(UNIT_BINS) $(STRESS_BINS) $(WORK_BINS) $(FUZZ_BINS) $(BENCH_BINS)
+tests: $(UNIT_BINS) $(STRESS_BINS) $(WORK_BINS) $(FUZZ_BINS) $(BENCH_BINS) $(EXAMPLE_BINS)
 
 # Dependencies are installed on demand (idempotent; a no-op when present).
 deps:
@@ -136,6 +138,10 @@ $(OUT)/tests/stress_%.tsan: tests/stress/stress_%.c user/btrace_buffer.c user/bt
 $(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< user/btrace_buffer.c -lpthread -o $@
+
+$(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/btrace.h
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -Iuser $< $(OUT)/libbtrace.a -lpthread -o $@
 
 # Applications traced in-process link the app library (libbtrace.a).
 $(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/btrace.h | $(OUT)/tests

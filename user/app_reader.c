@@ -47,9 +47,8 @@ int bt_app_geometry(uint64_t size, uint32_t bsize, uint32_t ncores, uint32_t *A,
 	if (a > blocks / BT_APP_MIN_BLOCKS_PER_META)
 		a = blocks / BT_APP_MIN_BLOCKS_PER_META;
 	if (a < ncores || a == 0) {
-		snprintf(err, errlen,
-			 "application buffer of %llu bytes is too small: needs at least %llu (%u blocks of %u bytes per CPU, twice)",
-			 (unsigned long long)size, (unsigned long long)2ull * ncores * bsize, 1u, bsize);
+		snprintf(err, errlen, "application buffer of %llu bytes is too small: needs at least %llu (2 blocks of %u bytes per CPU)",
+			 (unsigned long long)size, (unsigned long long)2ull * ncores * bsize, bsize);
 		return -EINVAL;
 	}
 	uint64_t n = blocks / a * a;

@@ -45,6 +45,7 @@ struct app_buf {
 	struct bt_app_core *cores;
 	uint8_t *data;
 	uint32_t bsize, A, R, ncores;
+	uint32_t rmask; /* R - 1 when R is a power of two (no division per event), else 0 */
 	size_t size;
 	int fd;
 	struct app_buf *older; /* buffers used before this one (kept mapped) */
@@ -77,7 +78,8 @@ static inline uint64_t now_boot(void)
 
 static inline uint8_t *block_at(const struct app_buf *b, uint32_t rnd, uint32_t m)
 {
-	return b->data + ((size_t)(rnd % b->R) * b->A + m) * b->bsize;
+	uint32_t slot = b->rmask ? rnd & b->rmask : rnd % b->R;
+	return b->data + ((size_t)slot * b->A + m) * b->bsize;
 }
 
 static inline void put_pad(uint8_t *p, uint32_t len)
@@ -210,7 +212,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	if (nargs > BTRACE_MAX_ARGS)
 		nargs = BTRACE_MAX_ARGS;
 	int cpu = sched_getcpu();
-	uint32_t core = cpu < 0 ? 0 : (uint32_t)cpu % b->ncores;
+	uint32_t core = cpu < 0 ? 0 : (uint32_t)cpu < b->ncores ? (uint32_t)cpu : (uint32_t)cpu % b->ncores;
 	uint32_t len = bt_app_entry_size(nargs);
 	struct bt_app_meta *mt;
 	uint64_t ts = now_boot();
@@ -409,7 +411,9 @@ static struct app_buf *map_buffer(int fd)
 	struct app_buf *b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
-	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	/* Populated: otherwise the first pass over the buffer takes a page
+	 * fault every few dozen events, inside them (~2.3 us each here). */
+	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (base == MAP_FAILED) {
 		free(b);
 		return NULL;
@@ -421,6 +425,7 @@ static struct app_buf *map_buffer(int fd)
 	b->bsize = hdr.block_size;
 	b->A = hdr.active;
 	b->R = hdr.nblocks / hdr.active;
+	b->rmask = (b->R & (b->R - 1)) == 0 ? b->R - 1 : 0;
 	b->ncores = hdr.ncores;
 	b->size = total;
 	b->fd = fd;

@@ -78,6 +78,7 @@ enum {
 	OPT_TRIGGER_DELAY,
 	OPT_MIN_DUMP_INTERVAL,
 	OPT_APP_BUFFER_SIZE,
+	OPT_APP_BLOCK_SIZE,
 	OPT_MAX_APPS,
 	OPT_NO_APPS,
 };
@@ -85,6 +86,7 @@ enum {
 #define DEFAULT_MAX_SIZE (1ull << 30)
 #define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
+#define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
 /* Control thread: an application registering for in-process tracing. */
 static void adopt_app(void *ctx, int fd, uint32_t pid, int argc, char **argv)
@@ -137,6 +139,9 @@ static const struct argp_option options[] = {
 	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
 	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
 	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },
+	{ "app-block-size", OPT_APP_BLOCK_SIZE, "SIZE", 0,
+	  "Block size of application buffers, a power of two from 256 to 64K (default 16K: a writer "
+	  "takes a new block less often)", 4 },
 	{ "max-apps", OPT_MAX_APPS, "N", 0,
 	  "Applications kept at once, exited ones included; the oldest exited one is released first "
 	  "(default 64)", 4 },
@@ -353,6 +358,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		err = parse_size(arg, &o->app_buffer_size);
 		if (err)
 			argp_error(state, "bad --app-buffer-size '%s': give a size like 4M", arg);
+		break;
+	case OPT_APP_BLOCK_SIZE:
+		err = parse_size(arg, &o->app_block_size);
+		if (err || o->app_block_size < BT_MIN_BLOCK_SIZE || o->app_block_size > BT_MAX_BLOCK_SIZE ||
+		    (o->app_block_size & (o->app_block_size - 1)))
+			argp_error(state, "bad --app-block-size '%s': a power of two from 256 to 64K", arg);
 		break;
 	case OPT_MAX_APPS: {
 		char *end;
@@ -1032,7 +1043,7 @@ int cmd_record(int argc, char **argv)
 	if (!o.no_ctl && !o.no_apps) {
 		struct bt_apps_config ac = {
 			.buffer_size = o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
-			.block_size = o.block_size ? (uint32_t)o.block_size : BT_DEFAULT_BLOCK_SIZE,
+			.block_size = o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE,
 			.ncores = r.ncpus,
 			.max_apps = o.max_apps,
 		};
@@ -1044,8 +1055,8 @@ int cmd_record(int argc, char **argv)
 			o.final_dump = 0;
 			goto out;
 		}
-	} else if (o.app_buffer_size || o.max_apps) {
-		bt_warn("--app-buffer-size/--max-apps ignored: in-process tracing needs the control socket%s",
+	} else if (o.app_buffer_size || o.max_apps || o.app_block_size) {
+		bt_warn("--app-buffer-size/--app-block-size/--max-apps ignored: in-process tracing needs the control socket%s",
 			o.no_apps ? " and no --no-apps" : "");
 	}
 

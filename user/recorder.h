@@ -48,6 +48,7 @@ struct record_opts {
 	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
 	/* in-process tracing (libbtrace applications) */
 	uint64_t app_buffer_size;     /* --app-buffer-size */
+	uint64_t app_block_size;      /* --app-block-size */
 	uint32_t max_apps;            /* --max-apps */
 	int no_apps;                  /* --no-apps */
 };

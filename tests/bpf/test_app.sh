@@ -86,6 +86,13 @@ check "no per-thread seq gap in the app's events" sh -c \
 check "the dump shows the app exited" test "$(app_state "$T_TMP/after.btd" "$BIG")" = "(exited):"
 check "kernel events are in the same dump" sh -c "'$BT' report '$T_TMP/after.btd' | grep -q sched_switch"
 
+# ---- the example program ----------------------------------------------------------
+EX=${PWD}/build/examples/app_demo
+check "examples/app_demo runs traced" sh -c "'$EX' -w 16 -d 1 | grep -q 'traced into the recorder'"
+ctl dump -o "$T_TMP/demo.btd" >/dev/null 2>&1
+check "its frames and jobs are in the dump" sh -c \
+	"'$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: frame' && '$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: job'"
+
 # ---- damage: a scribbler and a process killed mid-write next to a healthy app ----
 "$APP" -t 8 -n 3000 -p 300 -f "$T_TMP/good.attached" >"$T_TMP/good.log" 2>&1 &
 GOOD=$!
