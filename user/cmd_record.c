@@ -44,6 +44,7 @@
 #include "recorder.h"
 #include "ctl.h"
 #include "app_registry.h"
+#include "app_reader.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -951,6 +952,15 @@ int cmd_record(int argc, char **argv)
 		return 1;
 	}
 	r.ncpus = (uint32_t)ncpus;
+	if (!o.no_ctl && !o.no_apps) {
+		uint32_t aa, an;
+		if (bt_app_geometry(o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+				    o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE, r.ncpus, &aa,
+				    &an, err, sizeof(err)) < 0) {
+			bt_warn("--app-buffer-size: %s", err);
+			return 1;
+		}
+	}
 
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
