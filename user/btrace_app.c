@@ -112,9 +112,13 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 			 * close it so at most A blocks are being written. */
 			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
 			if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
-				/* Acquire: as in reserve(). */
+				/* Acquire: as in reserve(). Whoever moves alloc owns
+				 * the bytes it moved over, in whatever round alloc is
+				 * now (the round may have completed and a newer one
+				 * been locked since the load above): pad them, or
+				 * that round could never complete. */
 				a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_acquire);
-				if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
+				if (BT_APP_BYTES(a) < b->bsize) {
 					put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a),
 						b->bsize - BT_APP_BYTES(a));
 					confirm(mt, b->bsize - BT_APP_BYTES(a));
@@ -149,9 +153,12 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 			return 0;
 		/* Another thread of this CPU published a block first: give ours
 		 * back as padding so its round completes. */
-		uint64_t a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_relaxed);
-		if (BT_APP_RND(a) == r && BT_APP_BYTES(a) < b->bsize) {
-			put_pad((uint8_t *)h + BT_APP_BYTES(a), b->bsize - BT_APP_BYTES(a));
+		uint64_t a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_acquire);
+		if (BT_APP_BYTES(a) < b->bsize) {
+			/* As for closing: a closer may have completed round r
+			 * and a newer round been locked; pad what we moved over
+			 * in whatever round it is. */
+			put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a), b->bsize - BT_APP_BYTES(a));
 			confirm(mt, b->bsize - BT_APP_BYTES(a));
 		}
 		atomic_fetch_add_explicit(&s->stats.races, 1, memory_order_relaxed);
