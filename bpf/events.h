@@ -4,8 +4,10 @@
  * after vmlinux.h) and user space (included after <linux/types.h>).
  *
  * Fixed-width fields only, explicit padding, every struct a multiple of 8
- * bytes. Compactness decides how many seconds fit in a megabyte: a
- * sched_switch is 40 bytes (48 with the block entry header).
+ * bytes. In the recorder's buffer the drain stores a compact form of each
+ * event (user/compact.h: no CPU, tgid only for non-leader threads, narrow
+ * syscall and sched_switch fields): a sched_switch takes 40 bytes there with
+ * the block entry header, a sys_enter/sys_exit pair 64.
  *
  * Every event starts with struct bt_event_hdr. `seq` is a per-CPU sequence
  * number taken for every event the BPF side tries to emit, including the ones

@@ -33,6 +33,7 @@
 #include "dump.h"
 #include "util.h"
 #include "dump_format.h"
+#include "compact.h"
 
 #define OUT_BUF (256u << 10)
 
@@ -261,22 +262,43 @@ struct blk_ctx {
 	size_t cap;
 	uint64_t nblocks, nentries, nsections;
 	uint64_t app_blocks, app_entries; /* ABLK sections (not counted in END) */
+	uint64_t ref_ts;                  /* CLOCK_BOOTTIME at dump start: decodes stored times */
+	uint64_t malformed;               /* stored entries that did not decode (a bug: never seen) */
+	uint8_t ev[BT_EVENT_MAX];         /* one decoded event */
 };
 
+/* Next event of a block: kernel blocks hold the stored form (compact.h),
+ * decoded into c->ev; application blocks hold the ABI as is. */
+static const void *next_event(struct blk_ctx *c, const struct bt_block_view *blk, int decode, uint32_t *off,
+			      uint32_t *len)
+{
+	const void *p;
+	while ((p = bt_block_next(blk, off, len))) {
+		if (!decode)
+			return p;
+		uint32_t n = bt_compact_decode(p, *len, blk->core, c->ref_ts, c->ev);
+		if (n) {
+			*len = n;
+			return c->ev;
+		}
+		c->malformed++;
+	}
+	return NULL;
+}
+
 /* Frame a block's data entries into c->scratch; returns their count or -errno. */
-static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, size_t *olen)
+static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int decode, size_t *olen)
 {
 	uint32_t off = 0, len, n = 0;
 	uint64_t bytes = 0;
 	const void *p;
 
-	while ((p = bt_block_next(blk, &off, &len))) {
+	while ((p = next_event(c, blk, decode, &off, &len))) {
 		n++;
 		bytes += sizeof(struct btd_entry) + btd_pad8(len);
 	}
 	if (bytes > c->cap) {
-		/* Cannot happen (our framing is never larger than the buffer's),
-		 * but grow rather than trust that. */
+		/* Decoded events are larger than stored ones: grow. */
 		uint8_t *sc = realloc(c->scratch, bytes);
 		if (!sc)
 			return -ENOMEM;
@@ -286,7 +308,7 @@ static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, siz
 	size_t o = 0;
 	off = 0;
 	uint32_t n2 = 0;
-	while (n2 < n && (p = bt_block_next(blk, &off, &len))) {
+	while (n2 < n && (p = next_event(c, blk, decode, &off, &len))) {
 		struct btd_entry e = { .len = len, .kind = BTD_ENTRY_KIND };
 		if (o + sizeof(e) + btd_pad8(len) > c->cap)
 			break; /* the block changed under us: impossible, it is a copy */
@@ -305,7 +327,7 @@ static int put_block(struct blk_ctx *c, const struct bt_block_view *blk, int64_t
 {
 	struct zout *zo = c->zo;
 	size_t o;
-	int n = frame_entries(c, blk, &o);
+	int n = frame_entries(c, blk, app < 0, &o);
 	if (n < 0)
 		return n;
 	struct btd_block b = {
@@ -571,6 +593,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	put_probes(&zo, info->probes, info->nprobes);
 	put_loss(&zo, info, &bst);
 	sink.c.nsections = 3;
+	sink.c.ref_ts = b1;
 	if (!zo.err) {
 		r = bt_read(buf, block_cb, &sink.c, &rs);
 		if (r < 0 && !zo.err) {

@@ -8,10 +8,13 @@
 
 #include "events.h"
 #include "live_window.h"
+#include "compact.h"
+#include "util.h"
 
 struct hdrs {
 	struct bt_event_hdr *h;
 	size_t n, cap;
+	uint64_t ref_ts; /* CLOCK_BOOTTIME when the read started (compact.h) */
 };
 
 static int collect(const struct bt_block_view *v, void *ctx)
@@ -21,8 +24,14 @@ static int collect(const struct bt_block_view *v, void *ctx)
 	const void *p;
 
 	while ((p = bt_block_next(v, &off, &len))) {
-		if (len < sizeof(struct bt_event_hdr))
+		struct bt_event_hdr h = { .cpu = (uint16_t)v->core };
+		uint64_t ts;
+		uint32_t seq, type;
+		if (!bt_compact_peek(p, len, hs->ref_ts, &ts, &seq, &type))
 			continue;
+		h.ts_ns = ts;
+		h.seq = seq;
+		h.type = (uint16_t)type;
 		if (hs->n == hs->cap) {
 			size_t cap = hs->cap ? hs->cap * 2 : 65536;
 			void *nh = realloc(hs->h, cap * sizeof(*hs->h));
@@ -32,7 +41,7 @@ static int collect(const struct bt_block_view *v, void *ctx)
 			hs->h = nh;
 			hs->cap = cap;
 		}
-		memcpy(&hs->h[hs->n++], p, sizeof(struct bt_event_hdr));
+		hs->h[hs->n++] = h;
 	}
 	return 0;
 }
@@ -50,7 +59,7 @@ static int by_time(const void *a, const void *b)
 
 int bt_live_window(struct bt_buffer *b, uint32_t ncpus, struct bt_seq_window *w, struct bt_read_stats *rst)
 {
-	struct hdrs hs = { 0 };
+	struct hdrs hs = { .ref_ts = bt_boottime_ns() };
 	struct bt_dump_event *ev;
 	int err = bt_read(b, collect, &hs, rst);
 

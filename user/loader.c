@@ -59,6 +59,7 @@
 #include "btrace_buffer.h"
 #include "tasks.h"
 #include "loader.h"
+#include "compact.h"
 #include "util.h"
 #include "record.skel.h"
 
@@ -543,7 +544,11 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	}
 	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
 		task_event(d, h, (uint32_t)len);
-	if (bt_write(d->l->buf, h->cpu, data, (uint32_t)len) == 0)
+	/* Stored compactly (compact.h); core = the event's CPU, which is how
+	 * readers get the CPU back. */
+	uint8_t stored[BT_COMPACT_MAX];
+	uint32_t slen = bt_compact_encode(h, (uint32_t)len, stored);
+	if (slen && bt_write(d->l->buf, h->cpu, stored, slen) == 0)
 		bump(&d->events);
 	else
 		bump(&d->rejected);

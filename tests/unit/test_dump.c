@@ -29,6 +29,7 @@
 #include "harness.h"
 #include "btrace_buffer.h"
 #include "dump.h"
+#include "compact.h"
 #include "dump_format.h"
 #include "event_names.h"
 #include "commands.h"
@@ -118,6 +119,14 @@ static void init_probes(void)
 	snprintf(test_probes[1].func, sizeof(test_probes[1].func), "malloc");
 }
 
+/* Write an ABI event into the buffer the way the drain does: stored form. */
+static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
+{
+	uint8_t stored[BT_COMPACT_MAX];
+	uint32_t n = bt_compact_encode(ev, len, stored);
+	return n ? bt_write(b, core, stored, n) : -EINVAL;
+}
+
 /* Event i of type t on cpu with seq; returns its size. Deterministic. */
 static uint32_t make_event(union any_ev *e, uint32_t type, uint32_t cpu, uint32_t seq, uint64_t ts)
 {
@@ -132,7 +141,7 @@ static uint32_t make_event(union any_ev *e, uint32_t type, uint32_t cpu, uint32_
 	case BT_EV_SCHED_SWITCH:
 		e->sw.prev_tid = e->h.tid;
 		e->sw.next_tid = 1235;
-		e->sw.prev_state = seq % 4 == 0 ? 0 : 1;
+		e->sw.prev_state = seq % 4 == 0 ? 0 : seq % 7 == 0 ? 0x10000 : 1; /* 0x10000: wide */
 		e->sw.prev_prio = 120;
 		e->sw.next_prio = 100;
 		return sizeof(e->sw);
@@ -172,7 +181,8 @@ static uint32_t make_event(union any_ev *e, uint32_t type, uint32_t cpu, uint32_
 	case BT_EV_SYS_ENTER:
 	case BT_EV_SYS_EXIT:
 		e->sc.id = 1;
-		e->sc.ret = type == BT_EV_SYS_EXIT ? 12 : 0;
+		/* every 5th exit returns a pointer: the stored form's wide case */
+		e->sc.ret = type == BT_EV_SYS_EXIT ? (seq % 5 == 0 ? 0x7f12345678ll : 12) : 0;
 		return sizeof(e->sc);
 	default: /* uprobes */
 		e->up.probe_id = type == BT_EV_UPROBE_RETURN ? 1 : 0;
@@ -195,7 +205,7 @@ static uint64_t fill(struct bt_buffer *b, uint32_t n, uint64_t t0)
 			union any_ev e;
 			uint32_t type = 1 + (i + c) % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, i, t0 + (uint64_t)i * 1000 + c * 7);
-			if (bt_write(b, c, &e, len) == 0)
+			if (store(b, c, &e.h, len) == 0)
 				w++;
 		}
 	}
@@ -485,7 +495,7 @@ static void test_dump_gap(void)
 			if (c == 1 && i >= 100 && i < 110)
 				continue;
 			uint32_t len = make_event(&e, BT_EV_SYS_EXIT, c, i, 5000000000ull + i * 1000000ull + c);
-			REQUIRE(bt_write(b, c, &e, len) == 0, "write");
+			REQUIRE(store(b, c, &e.h, len) == 0, "write");
 		}
 	snprintf(dir, sizeof(dir), "%s/gap", tmpdir);
 	struct bt_dump_info info = make_info();
@@ -544,22 +554,22 @@ static void test_report_format(void)
 	e.sw.next_tid = 1235;
 	e.sw.prev_state = 1;
 	e.sw.next_prio = 120;
-	REQUIRE(bt_write(b, 1, &e, sizeof(e.sw)) == 0, "write");
+	REQUIRE(store(b, 1, &e.h, sizeof(e.sw)) == 0, "write");
 	make_event(&e, BT_EV_SOFTIRQ_ENTRY, 0, 1, t + 1000);
 	e.h.tid = 0;
-	REQUIRE(bt_write(b, 0, &e, sizeof(e.irq)) == 0, "write");
+	REQUIRE(store(b, 0, &e.h, sizeof(e.irq)) == 0, "write");
 	make_event(&e, BT_EV_UPROBE_RETURN, 1, 2, t + 2000);
 	e.h.tid = 9999; /* not in the task table */
-	REQUIRE(bt_write(b, 1, &e, sizeof(e.up)) == 0, "write");
+	REQUIRE(store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
 	make_event(&e, BT_EV_SCHED_SWITCH, 0, 2, t + 3000);
 	e.h.tid = 0;
 	e.sw.prev_tid = 0;
 	e.sw.prev_state = 0;
 	e.sw.next_tid = 1;
-	REQUIRE(bt_write(b, 0, &e, sizeof(e.sw)) == 0, "write");
+	REQUIRE(store(b, 0, &e.h, sizeof(e.sw)) == 0, "write");
 	make_event(&e, BT_EV_UPROBE_ENTRY, 1, 3, t + 4000);
 	e.h.tid = 1234;
-	REQUIRE(bt_write(b, 1, &e, sizeof(e.up)) == 0, "write");
+	REQUIRE(store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
 	snprintf(dir, sizeof(dir), "%s/fmt", tmpdir);
 	struct bt_dump_info info = make_info();
 	REQUIRE(bt_dump_write(b, &info, dir, NULL, 9, path, sizeof(path), NULL, err, sizeof(err)) == 0, "%s", err);
@@ -882,7 +892,7 @@ static void *writer(void *arg)
 			union any_ev e;
 			uint32_t type = 1 + seq[c] % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, seq[c], t++);
-			bt_write(b, c, &e, len);
+			store(b, c, &e.h, len);
 			seq[c]++;
 		}
 	}
@@ -1004,7 +1014,7 @@ static void test_cli(void)
 				continue;
 			uint32_t type = i % 2 ? BT_EV_SYS_ENTER : BT_EV_SCHED_SWITCH;
 			uint32_t len = make_event(&e, type, c, i, 10000000000ull + i * 1000000ull + c);
-			REQUIRE(bt_write(b, c, &e, len) == 0, "write");
+			REQUIRE(store(b, c, &e.h, len) == 0, "write");
 		}
 	snprintf(dir, sizeof(dir), "%s/cli", tmpdir);
 	struct bt_dump_info info = make_info();
@@ -1108,7 +1118,7 @@ static void write_seeds(const char *dir)
 				if (k == 2 && c == 1 && i >= 8 && i < 11)
 					continue;
 				uint32_t len = make_event(&e, 1 + (i * NCPUS + c) % (BT_EV_KERNEL_MAX - 1), c, i, 1000000 + i * 1000 + c);
-				bt_write(b, c, &e, len);
+				store(b, c, &e.h, len);
 			}
 		struct bt_dump_info info = make_info();
 		snprintf(path, sizeof(path), "%s/seed-%s-%d.btd", dir, k % 2 ? "zlib" : "raw", k);

@@ -40,6 +40,7 @@
 #include "harness.h"
 #include "btrace_buffer.h"
 #include "dump.h"
+#include "compact.h"
 #include "event_names.h"
 #include "export.h"
 #include "pbwriter.h"
@@ -172,6 +173,14 @@ struct gen {
 	uint64_t written, failed;
 };
 
+/* Kernel events go into the recorder's buffer in their stored form (compact.h). */
+static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
+{
+	uint8_t stored[BT_COMPACT_MAX];
+	uint32_t n = bt_compact_encode(ev, len, stored);
+	return n ? bt_write(b, core, stored, n) : -EINVAL;
+}
+
 static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t len)
 {
 	e->h.ts_ns = (g->ts += 1000);
@@ -180,7 +189,7 @@ static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uin
 	e->h.tgid = tid == 101 ? 100 : tid;
 	e->h.cpu = (uint16_t)cpu;
 	e->h.type = (uint16_t)type;
-	if (bt_write(g->b, cpu, e, len) == 0)
+	if (store(g->b, cpu, &e->h, len) == 0)
 		g->written++;
 	else
 		g->failed++;
@@ -794,7 +803,7 @@ static void app_switch(struct appgen *g, uint32_t prev, uint32_t next)
 	e.prev_tid = prev;
 	e.next_tid = next;
 	e.prev_prio = e.next_prio = 120;
-	if (bt_write(g->k, 0, &e, sizeof(e)) != 0)
+	if (store(g->k, 0, &e.h, sizeof(e)) != 0)
 		g->failed++;
 }
 

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests of the stored form of kernel events (user/compact.c). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+#include "events.h"
+#include "compact.h"
+#include "event_names.h"
+#include "harness.h"
+
+static uint32_t roundtrip(const void *ev, uint32_t len, uint32_t cpu, uint64_t ref, uint8_t *dec)
+{
+	uint8_t st[BT_COMPACT_MAX];
+	uint32_t n = bt_compact_encode(ev, len, st);
+	if (!n)
+		return 0;
+	uint32_t m = bt_compact_decode(st, n, cpu, ref, dec);
+	return m == len && memcmp(ev, dec, len) == 0 ? n : 0;
+}
+
+static void test_narrow_sizes(void)
+{
+	uint8_t dec[BT_EVENT_MAX];
+	struct bt_ev_syscall sc = { .h = { .ts_ns = 123456789, .seq = 7, .tid = 42, .tgid = 42, .cpu = 1,
+					   .type = BT_EV_SYS_ENTER }, .id = 39 };
+	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 20, "sys_enter stored in 20 bytes");
+	sc.h.type = BT_EV_SYS_EXIT;
+	sc.ret = -11;
+	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 24, "sys_exit stored in 24 bytes");
+	sc.h.tgid = 40; /* a thread: tgid stored */
+	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 28, "a thread's sys_exit: 28 bytes");
+	sc.ret = 0x7f0012345678ll; /* a pointer: wide */
+	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 16 + 4 + 16, "wide sys_exit keeps 64 bits");
+	struct bt_ev_sched_switch sw = { .h = { .ts_ns = 5, .seq = 1, .tid = 9, .tgid = 9, .cpu = 0,
+						.type = BT_EV_SCHED_SWITCH },
+					 .prev_tid = 9, .next_tid = 0, .prev_state = 0x402, .prev_prio = 120, .next_prio = 139 };
+	CHECK(roundtrip(&sw, sizeof(sw), 0, 10, dec) == 28, "sched_switch stored in 28 bytes");
+	sw.prev_state = 0x10000;
+	CHECK(roundtrip(&sw, sizeof(sw), 0, 10, dec) == 16 + 16, "odd prev_state: wide");
+	struct bt_ev_uprobe up = { .h = { .ts_ns = 77, .seq = 3, .tid = 5, .tgid = 4, .type = BT_EV_UPROBE_ENTRY },
+				   .probe_id = 2, .nargs = 6, .args = { 1, 2, 3, 4, 5, 6 } };
+	CHECK(roundtrip(&up, sizeof(up), 0, 100, dec) == 16 + 4 + sizeof(up) - 24, "other types: ABI payload");
+}
+
+static void test_every_type_roundtrips(void)
+{
+	uint8_t ev[BT_EVENT_MAX], dec[BT_EVENT_MAX];
+	srand(7);
+	for (int i = 0; i < 20000; i++) {
+		uint32_t type = 1 + (uint32_t)i % (BT_EV_KERNEL_MAX - 1), len = bt_event_min_size(type);
+		for (uint32_t k = 0; k < len; k++)
+			ev[k] = (uint8_t)rand();
+		struct bt_event_hdr *h = (struct bt_event_hdr *)ev;
+		h->type = (uint16_t)type;
+		h->ts_ns &= (1ull << 50) - 1;
+		h->cpu = (uint16_t)(i % 4);
+		if (i % 2)
+			h->tgid = h->tid;
+		if (type == BT_EV_SYS_ENTER && i % 3)
+			((struct bt_ev_syscall *)ev)->ret = 0;
+		if (type == BT_EV_UPROBE_ENTRY || type == BT_EV_UPROBE_RETURN || type == BT_EV_USDT)
+			((struct bt_ev_uprobe *)ev)->nargs %= BT_MAX_UARGS + 1;
+		if (!roundtrip(ev, len, h->cpu, h->ts_ns + 1000, dec)) {
+			CHECK(0, "type %u (%s) event %d does not round-trip", type, bt_event_name(type), i);
+			return;
+		}
+	}
+}
+
+static void test_time_epochs(void)
+{
+	uint8_t st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	const uint64_t E = 1ull << 56;
+	struct bt_ev_irq irq = { .h = { .ts_ns = 3 * E - 10, .seq = 1, .tid = 0, .tgid = 0, .type = BT_EV_IRQ_ENTRY } };
+	uint32_t n = bt_compact_encode(&irq.h, sizeof(irq), st);
+	REQUIRE(n, "encode");
+	/* the dump started just after the next 2^56 ns epoch began */
+	CHECK(bt_compact_decode(st, n, 0, 3 * E + 5, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E - 10,
+	      "event from the previous epoch");
+	/* the event was written while the dump ran (newer than its reference) */
+	irq.h.ts_ns = 3 * E + 10;
+	n = bt_compact_encode(&irq.h, sizeof(irq), st);
+	CHECK(bt_compact_decode(st, n, 0, 3 * E - 5, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E + 10,
+	      "event a little newer than the reference, across an epoch");
+	uint64_t ts;
+	uint32_t seq, type;
+	CHECK(bt_compact_peek(st, n, 3 * E - 5, &ts, &seq, &type) && ts == 3 * E + 10 && seq == 1 &&
+		      type == BT_EV_IRQ_ENTRY,
+	      "peek");
+}
+
+static void test_malformed(void)
+{
+	uint8_t st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	struct bt_ev_syscall sc = { .h = { .ts_ns = 1, .tid = 1, .tgid = 1, .type = BT_EV_SYS_EXIT }, .id = 1, .ret = 2 };
+	uint32_t n = bt_compact_encode(&sc.h, sizeof(sc), st);
+	REQUIRE(n == 24, "encode");
+	for (uint32_t k = 0; k < n; k++)
+		CHECK(bt_compact_decode(st, k, 0, 10, dec) == 0, "truncated to %u bytes: refused", k);
+	CHECK(bt_compact_decode(st, n + 4, 0, 10, dec) == 0, "trailing bytes after a narrow form: refused");
+	st[7] = 0x3f; /* type 63 */
+	CHECK(bt_compact_decode(st, n, 0, 10, dec) == 0, "unknown type refused");
+	sc.h.type = BT_EV_APP_INSTANT;
+	CHECK(bt_compact_encode(&sc.h, sizeof(sc), st) == 0, "application types are not stored here");
+	sc.h.type = BT_EV_SYS_EXIT;
+	CHECK(bt_compact_encode(&sc.h, 20, st) == 0, "short ABI event refused");
+}
+
+int main(void)
+{
+	RUN(test_narrow_sizes);
+	RUN(test_every_type_roundtrips);
+	RUN(test_time_epochs);
+	RUN(test_malformed);
+	return h_done();
+}

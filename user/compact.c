@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+/*
+ * compact.c - stored form of kernel events in the recorder's buffer (see
+ * compact.h): encoded by the drain thread, decoded by the dump writer and
+ * the live window. Everything is validated on decode; a stored form that
+ * does not check out is reported as malformed, never guessed at.
+ */
+#include "compact.h"
+#include "event_names.h"
+
+#include <string.h>
+
+#define TS_BITS 56
+#define TS_MASK ((1ull << TS_BITS) - 1)
+#define F_TGID 0x80u
+#define F_WIDE 0x40u
+#define TYPE_MASK 0x3fu
+#define HDR 16u
+
+_Static_assert(BT_EV_KERNEL_MAX <= TYPE_MASK, "kernel types fit in 6 bits");
+
+struct chdr {
+	uint64_t ts_tf;
+	uint32_t seq;
+	uint32_t tid;
+};
+
+static int fits32(int64_t v)
+{
+	return v >= INT32_MIN && v <= INT32_MAX;
+}
+
+uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *out)
+{
+	uint8_t *o = out;
+	uint32_t type = ev->type, flags = 0, n;
+	if (len < sizeof(*ev) || type == 0 || type >= BT_EV_KERNEL_MAX || len < bt_event_min_size(type))
+		return 0;
+	if (ev->tgid != ev->tid)
+		flags |= F_TGID;
+	n = HDR + (flags & F_TGID ? 4u : 0u);
+	uint8_t *p = o + n;
+	const uint8_t *payload = (const uint8_t *)(ev + 1);
+	uint32_t plen = len - (uint32_t)sizeof(*ev);
+
+	if (type == BT_EV_SYS_ENTER || type == BT_EV_SYS_EXIT) {
+		const struct bt_ev_syscall *s = (const void *)ev;
+		if (len == sizeof(*s) && fits32(s->id) && (type == BT_EV_SYS_ENTER ? s->ret == 0 : fits32(s->ret))) {
+			int32_t id = (int32_t)s->id, ret = (int32_t)s->ret;
+			memcpy(p, &id, 4);
+			n += 4;
+			if (type == BT_EV_SYS_EXIT) {
+				memcpy(p + 4, &ret, 4);
+				n += 4;
+			}
+			goto done;
+		}
+	} else if (type == BT_EV_SCHED_SWITCH) {
+		const struct bt_ev_sched_switch *s = (const void *)ev;
+		if (len == sizeof(*s) && s->prev_state <= UINT16_MAX && s->prev_prio <= UINT8_MAX &&
+		    s->next_prio <= UINT8_MAX) {
+			uint16_t st = (uint16_t)s->prev_state;
+			uint8_t pp = (uint8_t)s->prev_prio, np = (uint8_t)s->next_prio;
+			memcpy(p, &s->prev_tid, 4);
+			memcpy(p + 4, &s->next_tid, 4);
+			memcpy(p + 8, &st, 2);
+			p[10] = pp;
+			p[11] = np;
+			n += 12;
+			goto done;
+		}
+	} else {
+		/* no narrow form: the ABI payload as is, not WIDE */
+		if (n + plen > BT_COMPACT_MAX)
+			return 0;
+		memcpy(p, payload, plen);
+		n += plen;
+		goto done;
+	}
+	flags |= F_WIDE;
+	if (n + plen > BT_COMPACT_MAX)
+		return 0;
+	memcpy(p, payload, plen);
+	n += plen;
+done:;
+	struct chdr h = { .ts_tf = (ev->ts_ns & TS_MASK) | (uint64_t)(type | flags) << TS_BITS, .seq = ev->seq,
+			  .tid = ev->tid };
+	memcpy(o, &h, sizeof(h));
+	if (flags & F_TGID)
+		memcpy(o + HDR, &ev->tgid, 4);
+	return n;
+}
+
+/* The time nearest ref with these low 56 bits (events written while a dump
+ * runs are a little newer than its reference time). */
+static uint64_t full_ts(uint64_t ts56, uint64_t ref)
+{
+	uint64_t ts = (ref & ~TS_MASK) | ts56;
+	if (ts > ref + (1ull << (TS_BITS - 1)) && ts >= (1ull << TS_BITS))
+		ts -= 1ull << TS_BITS; /* written before ref's 2^56 ns epoch began */
+	else if (ts + (1ull << (TS_BITS - 1)) < ref)
+		ts += 1ull << TS_BITS; /* just after the next epoch began */
+	return ts;
+}
+
+int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, uint64_t *ts, uint32_t *seq, uint32_t *type)
+{
+	struct chdr h;
+	if (len < HDR)
+		return 0;
+	memcpy(&h, in, sizeof(h));
+	*ts = full_ts(h.ts_tf & TS_MASK, ref_ts);
+	*seq = h.seq;
+	*type = (uint32_t)(h.ts_tf >> TS_BITS) & TYPE_MASK;
+	return *type != 0 && *type < BT_EV_KERNEL_MAX;
+}
+
+uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, void *out)
+{
+	const uint8_t *i = in;
+	struct chdr h;
+	struct bt_event_hdr *ev = out;
+	if (len < HDR || len > BT_COMPACT_MAX)
+		return 0;
+	memcpy(&h, i, sizeof(h));
+	uint32_t tf = (uint32_t)(h.ts_tf >> TS_BITS), type = tf & TYPE_MASK, n = HDR;
+	if (type == 0 || type >= BT_EV_KERNEL_MAX)
+		return 0;
+	memset(out, 0, BT_EVENT_MAX);
+	ev->ts_ns = full_ts(h.ts_tf & TS_MASK, ref_ts);
+	ev->seq = h.seq;
+	ev->tid = h.tid;
+	ev->tgid = h.tid;
+	ev->cpu = (uint16_t)cpu;
+	ev->type = (uint16_t)type;
+	if (tf & F_TGID) {
+		if (len < n + 4)
+			return 0;
+		memcpy(&ev->tgid, i + n, 4);
+		n += 4;
+	}
+	const uint8_t *p = i + n;
+	uint32_t rest = len - n, need = bt_event_min_size(type);
+	if (!(tf & F_WIDE) && (type == BT_EV_SYS_ENTER || type == BT_EV_SYS_EXIT)) {
+		struct bt_ev_syscall *s = out;
+		int32_t id, ret = 0;
+		if (rest != (type == BT_EV_SYS_EXIT ? 8u : 4u))
+			return 0;
+		memcpy(&id, p, 4);
+		if (type == BT_EV_SYS_EXIT)
+			memcpy(&ret, p + 4, 4);
+		s->id = id;
+		s->ret = ret;
+		return sizeof(*s);
+	}
+	if (!(tf & F_WIDE) && type == BT_EV_SCHED_SWITCH) {
+		struct bt_ev_sched_switch *s = out;
+		uint16_t st;
+		if (rest != 12)
+			return 0;
+		memcpy(&s->prev_tid, p, 4);
+		memcpy(&s->next_tid, p + 4, 4);
+		memcpy(&st, p + 8, 2);
+		s->prev_state = st;
+		s->prev_prio = p[10];
+		s->next_prio = p[11];
+		return sizeof(*s);
+	}
+	/* the ABI payload as stored */
+	if (sizeof(*ev) + rest < need || sizeof(*ev) + rest > BT_EVENT_MAX)
+		return 0;
+	memcpy((uint8_t *)out + sizeof(*ev), p, rest);
+	return (uint32_t)sizeof(*ev) + rest;
+}

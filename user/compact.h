@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compact.h - how kernel events are stored in the recorder's buffer.
+ *
+ * The BPF side emits the full ABI (bpf/events.h: a 24-byte header, fixed
+ * 8-byte fields); dumps carry the full ABI too. In between, in memory, the
+ * drain stores each event compactly, because bytes per event decide how many
+ * seconds the buffer holds:
+ *
+ *   u64 ts (low 56 bits) | type (6 bits) << 56 | flags (2 bits) << 62
+ *   u32 seq
+ *   u32 tid
+ *   u32 tgid                      only if it differs from tid (flag TGID)
+ *   payload                       narrow forms below, else the ABI payload
+ *
+ * The CPU is not stored: the drain writes CPU c's events into buffer core c,
+ * and the reader takes it from the block. Narrow forms (flag WIDE clear):
+ *   sys_enter     s32 id
+ *   sys_exit      s32 id, s32 ret
+ *   sched_switch  u32 prev_tid, u32 next_tid, u16 prev_state, u8 prev_prio, u8 next_prio
+ * used when the values fit; otherwise (WIDE) the ABI payload is stored as is.
+ * A sys_exit pair then takes 64 bytes with the buffer's entry headers (96 in
+ * the ABI), a sched_switch 40 (48). Timestamps: 56 bits of nanoseconds are
+ * 2.28 years; the reader takes the high bits from a reference time (the
+ * dump's), valid for events younger than that.
+ */
+#ifndef BTRACE_COMPACT_H
+#define BTRACE_COMPACT_H
+#include <stdint.h>
+#include <linux/types.h>
+#include "events.h"
+
+#define BT_COMPACT_MAX 256 /* largest stored form; larger events are rejected */
+#define BT_EVENT_MAX 256   /* largest ABI event the decoder rebuilds */
+
+/* Encode the ABI event ev (len bytes) into out (BT_COMPACT_MAX bytes).
+ * Returns the stored size, or 0 if the event is malformed or too large. */
+uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *out);
+
+/* Rebuild the ABI event from a stored form of len bytes written for CPU cpu;
+ * ref_ts is a CLOCK_BOOTTIME time not older than the event (the high bits of
+ * its timestamp come from it). out has BT_EVENT_MAX bytes. Returns the ABI
+ * length, or 0 if the stored form is malformed. */
+uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, void *out);
+
+/* Time, sequence and type of a stored form without a full decode (0 if malformed). */
+int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, uint64_t *ts, uint32_t *seq, uint32_t *type);
+#endif
