@@ -5,7 +5,7 @@
  * that keeps the system-call number, and a truth file saying what was done.
  *
  *   cmp_load -m skewed|balanced [-d SECONDS] [-r OPS_PER_S] [-p PERIOD_US]
- *            [-l OPS_PER_PERIOD] [-o TRUTH_FILE]
+ *            [-l OPS_PER_PERIOD] [-o TRUTH_FILE] [-t]
  *
  *   skewed    one heavy thread pinned to CPU 0 at -r calls/s, and one light
  *             thread pinned to CPU 1 that wakes every -p us and makes -l calls
@@ -19,6 +19,10 @@
  * missing in between is found and counted. Each call is one sys_enter and one
  * sys_exit event. Besides these calls a thread makes only clock_nanosleep()
  * (pacing) and the system calls of startup and exit.
+ *
+ * Workers are single-threaded processes (forked), or with -t threads of
+ * this process: btrace-bpf stores a non-leader thread's events with 4 more
+ * bytes (its tgid), so both cases are worth measuring.
  *
  * Pacing: a thread checks the clock (vDSO) every BATCH calls and sleeps until
  * the next batch is due (timer slack 1 us), so a tracer that slows the calls
@@ -46,7 +50,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 
@@ -61,6 +67,7 @@ struct sample {
 
 struct worker {
 	pthread_t thread;
+	pid_t pid;              /* -t not given: the worker process */
 	int cpu;
 	int light;              /* 1: periodic light thread */
 	double rate;            /* heavy: calls/s */
@@ -74,8 +81,15 @@ struct worker {
 	char pad[64];
 };
 
-static atomic_int go, stop_flag;
-static uint64_t start_ns;
+/* In shared memory: the workers may be other processes. */
+struct shared {
+	atomic_int go, stop_flag;
+	uint64_t start_ns;
+};
+static struct shared *sh;
+#define go (sh->go)
+#define stop_flag (sh->stop_flag)
+#define start_ns (sh->start_ns)
 
 static uint64_t clock_ns(clockid_t c)
 {
@@ -162,7 +176,7 @@ static void *worker_main(void *arg)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: cmp_load -m skewed|balanced [-d SECONDS] [-r OPS_PER_S] [-p PERIOD_US]\n"
-		   "                [-l OPS_PER_PERIOD] [-o TRUTH_FILE]\n");
+		   "                [-l OPS_PER_PERIOD] [-o TRUTH_FILE] [-t]\n");
 }
 
 static double num_arg(const char *s, const char *what)
@@ -179,13 +193,14 @@ static double num_arg(const char *s, const char *what)
 
 int main(int argc, char **argv)
 {
-	static struct worker w[MAX_THREADS];
+	struct worker *w;
 	const char *mode = NULL, *truth = NULL;
+	int threads = 0;
 	double seconds = 4, rate = 200000, period_us = 1000, per_period = 8;
 	uint64_t total = 0, t1;
 	int opt, nw = 2;
 
-	while ((opt = getopt(argc, argv, "m:d:r:p:l:o:h")) != -1) {
+	while ((opt = getopt(argc, argv, "m:d:r:p:l:o:th")) != -1) {
 		switch (opt) {
 		case 'm': mode = optarg; break;
 		case 'd': seconds = num_arg(optarg, "-d"); break;
@@ -193,6 +208,7 @@ int main(int argc, char **argv)
 		case 'p': period_us = num_arg(optarg, "-p"); break;
 		case 'l': per_period = num_arg(optarg, "-l"); break;
 		case 'o': truth = optarg; break;
+		case 't': threads = 1; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -205,23 +221,46 @@ int main(int argc, char **argv)
 		fprintf(stderr, "cmp_load: needs 2 CPUs\n");
 		return 1;
 	}
+	/* Workers, their logs and the flags live in one shared mapping. */
+	size_t logcap[MAX_THREADS], bytes = sizeof(*sh) + MAX_THREADS * sizeof(*w);
+	for (int k = 0; k < nw; k++) {
+		int light = k == 1 && !strcmp(mode, "skewed");
+		logcap[k] = (size_t)(seconds * (light ? per_period * 1e6 / period_us : rate) / LOG_EVERY) + 16;
+		bytes += logcap[k] * sizeof(struct sample);
+	}
+	uint8_t *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (mem == MAP_FAILED) {
+		perror("cmp_load: mmap");
+		return 1;
+	}
+	sh = (struct shared *)mem;
+	w = (struct worker *)(mem + sizeof(*sh));
+	struct sample *logs = (struct sample *)(w + MAX_THREADS);
 	for (int k = 0; k < nw; k++) {
 		w[k].cpu = k;
 		w[k].rate = rate;
 		w[k].light = k == 1 && !strcmp(mode, "skewed");
 		w[k].period_ns = (uint64_t)(period_us * 1000);
 		w[k].per_period = (uint64_t)per_period;
-		w[k].cap = (size_t)(seconds * (w[k].light ? per_period * 1e6 / period_us : rate) /
-				    LOG_EVERY) + 16;
-		w[k].log = calloc(w[k].cap, sizeof(*w[k].log));
-		if (!w[k].log) {
-			perror("cmp_load: calloc");
+		w[k].cap = logcap[k];
+		w[k].log = logs;
+		logs += logcap[k];
+		if (threads) {
+			errno = pthread_create(&w[k].thread, NULL, worker_main, &w[k]);
+			if (errno) {
+				perror("cmp_load: pthread_create");
+				return 1;
+			}
+			continue;
+		}
+		w[k].pid = fork();
+		if (w[k].pid < 0) {
+			perror("cmp_load: fork");
 			return 1;
 		}
-		errno = pthread_create(&w[k].thread, NULL, worker_main, &w[k]);
-		if (errno) {
-			perror("cmp_load: pthread_create");
-			return 1;
+		if (w[k].pid == 0) {
+			worker_main(&w[k]);
+			_exit(0);
 		}
 	}
 	usleep(20000); /* threads pinned and spinning on go */
@@ -231,7 +270,10 @@ int main(int argc, char **argv)
 	sleep_until(start_ns + (uint64_t)(seconds * 1e9));
 	atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
 	for (int k = 0; k < nw; k++) {
-		pthread_join(w[k].thread, NULL);
+		if (threads)
+			pthread_join(w[k].thread, NULL);
+		else
+			waitpid(w[k].pid, NULL, 0);
 		if (w[k].err) {
 			fprintf(stderr, "cmp_load: cannot pin a thread to CPU %d: %s\n", w[k].cpu,
 				strerror(w[k].err));
@@ -260,9 +302,14 @@ int main(int argc, char **argv)
 		}
 	}
 	double secs = (double)(t1 - start_ns) / 1e9;
-	struct rusage ru;
+	struct rusage ru, rc;
 
 	getrusage(RUSAGE_SELF, &ru);
+	getrusage(RUSAGE_CHILDREN, &rc); /* the worker processes (without -t) */
+	ru.ru_utime.tv_sec += rc.ru_utime.tv_sec;
+	ru.ru_utime.tv_usec += rc.ru_utime.tv_usec;
+	ru.ru_stime.tv_sec += rc.ru_stime.tv_sec;
+	ru.ru_stime.tv_usec += rc.ru_stime.tv_usec;
 	printf("cmp_load: mode=%s seconds=%.3f ops=%llu heavy_ops_per_s=%.0f light_ops=%llu target=%.0f "
 	       "cpu_us=%lld\n",
 	       mode, secs, (unsigned long long)total, (double)w[0].ops / secs,
