@@ -99,6 +99,7 @@
 #define CW_META(c) ((uint32_t)(c)&0xffff)
 
 #define NLAYOUTS 4 /* generations whose layout may still be read */
+#define PREFETCH_AHEAD 128 /* bytes past the entry being written */
 #define MAX_SLOTS 0xfffe
 
 static inline bool rnd_before(uint32_t a, uint32_t b)
@@ -482,6 +483,12 @@ int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reser
 				}
 				if (off + size <= b->bsize) {
 					struct bt_entry_hdr *e = (struct bt_entry_hdr *)(block_at(b, d) + off);
+
+					/* Buffers are far larger than caches: fetch the line
+					 * a few entries ahead for writing now, so the next
+					 * locked add does not wait for it to arrive. */
+					if (off + size + PREFETCH_AHEAD < b->bsize)
+						__builtin_prefetch((uint8_t *)e + size + PREFETCH_AHEAD, 1, 3);
 
 					e->size = BT_ENTRY_HDR + len; /* exact length */
 					e->kind = BT_ENTRY_DATA;

@@ -18,12 +18,11 @@
  * page, so the total in use (bt_loader_ring_size) can be larger than asked.
  *
  * Draining: the BPF side submits without waking user space. A drain thread
- * owns a range of rings in one libbpf struct ring_buffer (ring_buffer__add,
- * one epoll set over all of them); it waits in ring_buffer__poll() for at
- * most drain_ms (it returns early when a program forced a wakeup because its
- * CPU's ring passed the fill threshold), then consumes every ring with
- * ring_buffer__consume(), since a timed-out poll consumes nothing. One drain
- * thread today.
+ * owns a range of rings in one epoll set (ringbuf.c, a batch consumer that
+ * publishes its position once per batch instead of once per record); it
+ * waits up to drain_ms (less when a program forced a wakeup because its
+ * CPU's ring passed the fill threshold), then consumes every ring, since a
+ * timed-out wait consumes nothing. One drain thread today.
  *
  * Task events: rings are consumed one after the other, so a pass sees the
  * events of different CPUs out of time order (a fork on CPU 1, the child's
@@ -60,6 +59,7 @@
 #include "tasks.h"
 #include "loader.h"
 #include "compact.h"
+#include "ringbuf.h"
 #include "util.h"
 #include "record.skel.h"
 
@@ -101,7 +101,7 @@ _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
 
 struct bt_drain {
 	struct bt_loader *l;
-	struct ring_buffer *rb;
+	struct bt_rings *rb;
 	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
 	pthread_t thread;
 	int running;
@@ -575,7 +575,7 @@ static void *drain_main(void *arg)
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		uint64_t req, horizon;
 
-		ret = ring_buffer__poll(d->rb, (int)d->l->drain_ms);
+		ret = bt_rings_poll(d->rb, (int)d->l->drain_ms);
 		if (ret < 0 && ret != -EINTR) {
 			bt_warn("ring buffer poll failed: %s", strerror(-ret));
 			usleep(d->l->drain_ms * 1000);
@@ -588,7 +588,7 @@ static void *drain_main(void *arg)
 		/* A poll that timed out consumed nothing: events are submitted
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
-		ring_buffer__consume(d->rb);
+		bt_rings_consume(d->rb, drain_sample, d);
 		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
@@ -598,7 +598,7 @@ static void *drain_main(void *arg)
 			pthread_mutex_unlock(&d->lock);
 		}
 	}
-	ring_buffer__consume(d->rb);
+	bt_rings_consume(d->rb, drain_sample, d);
 	apply_task_events(d, UINT64_MAX);
 	pthread_mutex_lock(&d->lock);
 	d->flush_done = d->flush_req;
@@ -607,19 +607,17 @@ static void *drain_main(void *arg)
 	return NULL;
 }
 
-/* The ring buffer of a drain: every ring it owns in one epoll set. */
+/* The rings of a drain, in one epoll set (ringbuf.c: batch consumer). */
 static int drain_open(struct bt_drain *d)
 {
 	struct bt_loader *l = d->l;
-	int ret;
+	char err[256];
 
-	d->rb = ring_buffer__new(l->ring_fds[d->ring_first], drain_sample, d, NULL);
-	if (!d->rb)
-		return -errno;
-	for (unsigned i = 1; i < d->ring_count; i++) {
-		ret = ring_buffer__add(d->rb, l->ring_fds[d->ring_first + i], drain_sample, d);
-		if (ret)
-			return ret;
+	d->rb = bt_rings_new(&l->ring_fds[d->ring_first], d->ring_count, l->ring_size, err, sizeof(err));
+	if (!d->rb) {
+		int e = errno;
+		bt_warn("%s", err);
+		return -e;
 	}
 	return 0;
 }
@@ -717,7 +715,7 @@ void bt_loader_stop(struct bt_loader *l)
 			d->running = 0;
 			pthread_mutex_unlock(&d->lock);
 		}
-		ring_buffer__free(d->rb);
+		bt_rings_free(d->rb);
 		d->rb = NULL;
 		free(d->pending);
 		d->pending = NULL;
