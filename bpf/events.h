@@ -6,8 +6,8 @@
  * Fixed-width fields only, explicit padding, every struct a multiple of 8
  * bytes. In the recorder's buffer the drain stores a compact form of each
  * event (user/compact.h: no CPU, tgid only for non-leader threads, narrow
- * syscall and sched_switch fields): a sched_switch takes 40 bytes there with
- * the block entry header, a sys_enter/sys_exit pair 64.
+ * syscall and sched_switch fields, batches of events per buffer entry): a
+ * sched_switch takes 32 bytes there, a sys_enter/sys_exit pair 52.
  *
  * Every event starts with struct bt_event_hdr. `seq` is a per-CPU sequence
  * number taken for every event the BPF side tries to emit, including the ones

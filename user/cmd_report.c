@@ -583,7 +583,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	fprintf(out, "  dump read: %" PRIu64 " blocks read, %" PRIu64 " lost (overwritten while dumping), %" PRIu64
 		     " busy (write in flight, not dumped), %" PRIu64 " never used\n",
 		rs->blocks_read, rs->blocks_lost, rs->blocks_busy, rs->blocks_empty);
-	fprintf(out, "  buffer entries: %" PRIu64 " written, %" PRIu64 " rejected (too large), %" PRIu64
+	fprintf(out, "  buffer entries (event batches): %" PRIu64 " written, %" PRIu64 " rejected (too large), %" PRIu64
 		     " dropped (blocks held by stalled writers)\n",
 		bs->entries_written, bs->entries_rejected, bs->entries_dropped);
 	fprintf(out, "  buffer blocks: %" PRIu64 " used, %" PRIu64 " closed early, %" PRIu64 " skipped, %" PRIu64

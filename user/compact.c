@@ -172,3 +172,19 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 	memcpy((uint8_t *)out + sizeof(*ev), p, rest);
 	return (uint32_t)sizeof(*ev) + rest;
 }
+
+int bt_compact_batch_next(const uint8_t *ent, uint32_t elen, uint32_t *off, const uint8_t **rec, uint32_t *rlen)
+{
+	uint32_t len;
+	if (*off >= elen)
+		return 0;
+	if (elen - *off < BT_BATCH_REC_HDR)
+		return -1;
+	memcpy(&len, ent + *off, sizeof(len));
+	if (len < HDR || len > BT_COMPACT_MAX || len > elen - *off - BT_BATCH_REC_HDR)
+		return -1;
+	*rec = ent + *off + BT_BATCH_REC_HDR;
+	*rlen = len;
+	*off += BT_BATCH_REC_HDR + ((len + 3) & ~3u);
+	return 1;
+}

@@ -19,8 +19,8 @@
  *   sys_exit      s32 id, s32 ret
  *   sched_switch  u32 prev_tid, u32 next_tid, u16 prev_state, u8 prev_prio, u8 next_prio
  * used when the values fit; otherwise (WIDE) the ABI payload is stored as is.
- * A sys_exit pair then takes 64 bytes with the buffer's entry headers (96 in
- * the ABI), a sched_switch 40 (48). Timestamps: 56 bits of nanoseconds are
+ * With the batch framing below a sys_enter/sys_exit pair takes 52 bytes (96
+ * in the ABI with the buffer's entry headers), a sched_switch 32 (48). Timestamps: 56 bits of nanoseconds are
  * 2.28 years; the reader takes the high bits from a reference time (the
  * dump's), valid for events younger than that.
  */
@@ -32,6 +32,22 @@
 
 #define BT_COMPACT_MAX 256 /* largest stored form; larger events are rejected */
 #define BT_EVENT_MAX 256   /* largest ABI event the decoder rebuilds */
+
+/*
+ * Batches: the drain writes the events of one CPU in batches of up to
+ * BT_BATCH_MAX bytes, one buffer entry per batch (one reservation and one
+ * confirmation per batch instead of per event, and a 4-byte length instead
+ * of the buffer's 8-byte entry header per event):
+ *   repeated: u32 len, len bytes of a stored event, zero padding to 4
+ * Stored forms are multiples of 4 bytes, so the padding is empty today.
+ */
+#define BT_BATCH_MAX 256u
+#define BT_BATCH_REC_HDR 4u
+
+/* Next stored event of a batch entry (ent, elen bytes) at *off: 1 with
+ * rec and rlen set and *off advanced, 0 at the end, -1 if malformed (the
+ * rest of the entry cannot be trusted). */
+int bt_compact_batch_next(const uint8_t *ent, uint32_t elen, uint32_t *off, const uint8_t **rec, uint32_t *rlen);
 
 /* Encode the ABI event ev (len bytes) into out (BT_COMPACT_MAX bytes).
  * Returns the stored size, or 0 if the event is malformed or too large. */

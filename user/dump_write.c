@@ -267,33 +267,55 @@ struct blk_ctx {
 	uint8_t ev[BT_EVENT_MAX];         /* one decoded event */
 };
 
-/* Next event of a block: kernel blocks hold the stored form (compact.h),
- * decoded into c->ev; application blocks hold the ABI as is. */
-static const void *next_event(struct blk_ctx *c, const struct bt_block_view *blk, int decode, uint32_t *off,
-			      uint32_t *len)
+/* Iterator over the events of a block: kernel blocks hold batches of
+ * stored events (compact.h), decoded into c->ev; application blocks hold
+ * one ABI event per entry. */
+struct ev_iter {
+	const struct bt_block_view *blk;
+	int decode;
+	uint32_t off;       /* next buffer entry */
+	const uint8_t *ent; /* current batch entry, NULL: take the next entry */
+	uint32_t elen, eoff;
+};
+
+static const void *next_event(struct blk_ctx *c, struct ev_iter *it, uint32_t *len)
 {
-	const void *p;
-	while ((p = bt_block_next(blk, off, len))) {
-		if (!decode)
-			return p;
-		uint32_t n = bt_compact_decode(p, *len, blk->core, c->ref_ts, c->ev);
-		if (n) {
-			*len = n;
-			return c->ev;
+	for (;;) {
+		if (!it->decode)
+			return bt_block_next(it->blk, &it->off, len);
+		if (it->ent) {
+			const uint8_t *rec;
+			uint32_t rlen;
+			int k = bt_compact_batch_next(it->ent, it->elen, &it->eoff, &rec, &rlen);
+			if (k > 0) {
+				uint32_t n = bt_compact_decode(rec, rlen, it->blk->core, c->ref_ts, c->ev);
+				if (n) {
+					*len = n;
+					return c->ev;
+				}
+				c->malformed++;
+				continue;
+			}
+			if (k < 0)
+				c->malformed++;
+			it->ent = NULL;
 		}
-		c->malformed++;
+		it->ent = bt_block_next(it->blk, &it->off, &it->elen);
+		it->eoff = 0;
+		if (!it->ent)
+			return NULL;
 	}
-	return NULL;
 }
 
 /* Frame a block's data entries into c->scratch; returns their count or -errno. */
 static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int decode, size_t *olen)
 {
-	uint32_t off = 0, len, n = 0;
+	uint32_t len, n = 0;
 	uint64_t bytes = 0;
 	const void *p;
+	struct ev_iter it = { .blk = blk, .decode = decode };
 
-	while ((p = next_event(c, blk, decode, &off, &len))) {
+	while ((p = next_event(c, &it, &len))) {
 		n++;
 		bytes += sizeof(struct btd_entry) + btd_pad8(len);
 	}
@@ -306,9 +328,10 @@ static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int
 		c->cap = bytes;
 	}
 	size_t o = 0;
-	off = 0;
 	uint32_t n2 = 0;
-	while (n2 < n && (p = next_event(c, blk, decode, &off, &len))) {
+	uint64_t bad = c->malformed;
+	it = (struct ev_iter){ .blk = blk, .decode = decode };
+	while (n2 < n && (p = next_event(c, &it, &len))) {
 		struct btd_entry e = { .len = len, .kind = BTD_ENTRY_KIND };
 		if (o + sizeof(e) + btd_pad8(len) > c->cap)
 			break; /* the block changed under us: impossible, it is a copy */
@@ -318,6 +341,7 @@ static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int
 		o += sizeof(e) + btd_pad8(len);
 		n2++;
 	}
+	c->malformed = bad; /* the second pass sees the same ones again */
 	*olen = o;
 	return (int)n2;
 }
@@ -600,6 +624,11 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 			werr(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
 			goto fail;
 		}
+		/* Buffer entries are batches of events (compact.h): count events. */
+		rs.entries = sink.c.nentries;
+		if (sink.c.malformed)
+			fprintf(stderr, "btrace-bpf: dump: %" PRIu64 " stored events did not decode and were left out\n",
+				sink.c.malformed);
 	}
 	if (!zo.err && info->write_apps) {
 		r = info->write_apps(info->apps_ctx, &sink);

@@ -17,31 +17,45 @@ struct hdrs {
 	uint64_t ref_ts; /* CLOCK_BOOTTIME when the read started (compact.h) */
 };
 
+/* Keep the header of one stored event (compact.h). */
+static int add_hdr(struct hdrs *hs, const uint8_t *rec, uint32_t rlen, uint32_t core)
+{
+	struct bt_event_hdr h = { .cpu = (uint16_t)core };
+	uint64_t ts;
+	uint32_t seq, type;
+
+	if (!bt_compact_peek(rec, rlen, hs->ref_ts, &ts, &seq, &type))
+		return 0;
+	h.ts_ns = ts;
+	h.seq = seq;
+	h.type = (uint16_t)type;
+	if (hs->n == hs->cap) {
+		size_t cap = hs->cap ? hs->cap * 2 : 65536;
+		void *nh = realloc(hs->h, cap * sizeof(*hs->h));
+
+		if (!nh)
+			return -ENOMEM;
+		hs->h = nh;
+		hs->cap = cap;
+	}
+	hs->h[hs->n++] = h;
+	return 0;
+}
+
 static int collect(const struct bt_block_view *v, void *ctx)
 {
 	struct hdrs *hs = ctx;
 	uint32_t off = 0, len;
-	const void *p;
+	const uint8_t *p;
 
+	/* Each buffer entry is a batch of stored events. */
 	while ((p = bt_block_next(v, &off, &len))) {
-		struct bt_event_hdr h = { .cpu = (uint16_t)v->core };
-		uint64_t ts;
-		uint32_t seq, type;
-		if (!bt_compact_peek(p, len, hs->ref_ts, &ts, &seq, &type))
-			continue;
-		h.ts_ns = ts;
-		h.seq = seq;
-		h.type = (uint16_t)type;
-		if (hs->n == hs->cap) {
-			size_t cap = hs->cap ? hs->cap * 2 : 65536;
-			void *nh = realloc(hs->h, cap * sizeof(*hs->h));
+		const uint8_t *rec;
+		uint32_t eoff = 0, rlen;
 
-			if (!nh)
+		while (bt_compact_batch_next(p, len, &eoff, &rec, &rlen) > 0)
+			if (add_hdr(hs, rec, rlen, v->core) < 0)
 				return -ENOMEM;
-			hs->h = nh;
-			hs->cap = cap;
-		}
-		hs->h[hs->n++] = h;
 	}
 	return 0;
 }

@@ -102,6 +102,10 @@ _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
 struct bt_drain {
 	struct bt_loader *l;
 	struct bt_rings *rb;
+	/* The batch being filled (compact.h): events of one CPU, drain thread only. */
+	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+	uint32_t blen, bcount, bcore;
+	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
 	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
 	pthread_t thread;
 	int running;
@@ -533,6 +537,21 @@ static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_
 	memcpy(&d->pending[d->npending++], h, len);
 }
 
+/* Write the batch being filled into the buffer: one entry, one reservation. */
+static void flush_batch(struct bt_drain *d)
+{
+	if (!d->bcount)
+		return;
+	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0)
+		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + d->bcount,
+				      memory_order_relaxed);
+	else
+		atomic_store_explicit(&d->rejected,
+				      atomic_load_explicit(&d->rejected, memory_order_relaxed) + d->bcount,
+				      memory_order_relaxed);
+	d->blen = d->bcount = 0;
+}
+
 static int drain_sample(void *ctx, void *data, size_t len)
 {
 	struct bt_drain *d = ctx;
@@ -544,14 +563,26 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	}
 	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
 		task_event(d, h, (uint32_t)len);
-	/* Stored compactly (compact.h); core = the event's CPU, which is how
-	 * readers get the CPU back. */
-	uint8_t stored[BT_COMPACT_MAX];
-	uint32_t slen = bt_compact_encode(h, (uint32_t)len, stored);
-	if (slen && bt_write(d->l->buf, h->cpu, stored, slen) == 0)
-		bump(&d->events);
-	else
-		bump(&d->rejected);
+	/* Stored compactly and in batches (compact.h); core = the event's
+	 * CPU, which is how readers get the CPU back. */
+	if (d->bcount && h->cpu != d->bcore)
+		flush_batch(d);
+	uint32_t slen = bt_compact_encode(h, (uint32_t)len, d->batch + d->blen + BT_BATCH_REC_HDR);
+	uint32_t rec = BT_BATCH_REC_HDR + ((slen + 3) & ~3u);
+	if (!slen || rec > d->batch_limit) {
+		bump(&d->rejected); /* cannot happen with a block of 256 bytes or more */
+	} else {
+		if (d->blen + rec > d->batch_limit) {
+			/* Does not fit: write the batch, start the next with it. */
+			uint8_t *r = d->batch + d->blen;
+			flush_batch(d);
+			memmove(d->batch + BT_BATCH_REC_HDR, r + BT_BATCH_REC_HDR, slen);
+		}
+		memcpy(d->batch + d->blen, &slen, sizeof(slen));
+		d->blen += rec;
+		d->bcore = h->cpu;
+		d->bcount++;
+	}
 	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
 		d->l->hook(d->l->hook_ctx, h, (uint32_t)len);
 	return 0;
@@ -589,6 +620,7 @@ static void *drain_main(void *arg)
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
 		bt_rings_consume(d->rb, drain_sample, d);
+		flush_batch(d);
 		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
@@ -599,6 +631,7 @@ static void *drain_main(void *arg)
 		}
 	}
 	bt_rings_consume(d->rb, drain_sample, d);
+	flush_batch(d);
 	apply_task_events(d, UINT64_MAX);
 	pthread_mutex_lock(&d->lock);
 	d->flush_done = d->flush_req;
@@ -634,6 +667,9 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 		struct bt_drain *d = &l->drains[i];
 
 		d->l = l;
+		struct bt_stats bs;
+		bt_buffer_stats(buf, &bs);
+		d->batch_limit = BT_MAX_PAYLOAD(bs.block_size) < BT_BATCH_MAX ? BT_MAX_PAYLOAD(bs.block_size) : BT_BATCH_MAX;
 		d->ring_first = i * l->ncpus / l->ndrains;
 		d->ring_count = (i + 1) * l->ncpus / l->ndrains - d->ring_first;
 		pthread_mutex_init(&d->lock, NULL);

@@ -130,7 +130,7 @@ static void print_losses(struct recorder *r, FILE *out)
 	bt_loader_drain_stats(r->loader, &ds);
 	bt_buffer_stats(r->buf, &bs);
 	fprintf(out,
-		"buffer: %" PRIu64 " entries written, %" PRIu64 " rejected, %" PRIu64 " dropped; %" PRIu64
+		"buffer: %" PRIu64 " entries (event batches) written, %" PRIu64 " rejected, %" PRIu64 " dropped; %" PRIu64
 		" blocks used, %" PRIu64 " closed early, %" PRIu64 " skipped, %" PRIu64 " padding bytes, %" PRIu64
 		" resizes\n",
 		bs.entries_written, bs.entries_rejected + ds.rejected, bs.entries_dropped, bs.blocks_used,

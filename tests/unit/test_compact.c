@@ -108,8 +108,49 @@ static void test_malformed(void)
 	CHECK(bt_compact_encode(&sc.h, 20, st) == 0, "short ABI event refused");
 }
 
+static void test_batches(void)
+{
+	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	uint32_t blen = 0, n = 0;
+	struct bt_ev_syscall sc = { .h = { .ts_ns = 1000, .tid = 7, .tgid = 7, .type = BT_EV_SYS_ENTER }, .id = 39 };
+	/* fill a batch the way the drain does */
+	while (blen + BT_BATCH_REC_HDR + 24 <= BT_BATCH_MAX) {
+		sc.h.seq = n;
+		sc.h.type = n % 2 ? BT_EV_SYS_EXIT : BT_EV_SYS_ENTER;
+		sc.ret = n % 2 ? (int64_t)n : 0;
+		uint32_t k = bt_compact_encode(&sc.h, sizeof(sc), batch + blen + BT_BATCH_REC_HDR);
+		REQUIRE(k, "encode");
+		memcpy(batch + blen, &k, 4);
+		blen += BT_BATCH_REC_HDR + ((k + 3) & ~3u);
+		n++;
+	}
+	uint32_t off = 0, rlen, got = 0;
+	const uint8_t *rec;
+	int r;
+	while ((r = bt_compact_batch_next(batch, blen, &off, &rec, &rlen)) > 0) {
+		struct bt_ev_syscall *d = (struct bt_ev_syscall *)dec;
+		CHECK(bt_compact_decode(rec, rlen, 0, 2000, dec) == sizeof(*d) && d->h.seq == got &&
+			      d->ret == (got % 2 ? (int64_t)got : 0),
+		      "event %u of the batch", got);
+		got++;
+	}
+	CHECK(r == 0 && got == n, "all %u events back (%u), clean end", n, got);
+	/* a length running past the entry is malformed, never followed */
+	uint32_t bad = 200;
+	memcpy(batch, &bad, 4);
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, 24, &off, &rec, &rlen) == -1, "overlong record refused");
+	bad = 3;
+	memcpy(batch, &bad, 4);
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == -1, "record shorter than a header refused");
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, 2, &off, &rec, &rlen) == -1, "truncated length refused");
+}
+
 int main(void)
 {
+	RUN(test_batches);
 	RUN(test_narrow_sizes);
 	RUN(test_every_type_roundtrips);
 	RUN(test_time_epochs);

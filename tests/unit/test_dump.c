@@ -122,9 +122,10 @@ static void init_probes(void)
 /* Write an ABI event into the buffer the way the drain does: stored form. */
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
-	uint8_t stored[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_encode(ev, len, stored);
-	return n ? bt_write(b, core, stored, n) : -EINVAL;
+	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
+	uint32_t n = bt_compact_encode(ev, len, batch + BT_BATCH_REC_HDR);
+	memcpy(batch, &n, sizeof(n));
+	return n ? bt_write(b, core, batch, BT_BATCH_REC_HDR + ((n + 3) & ~3u)) : -EINVAL;
 }
 
 /* Event i of type t on cpu with seq; returns its size. Deterministic. */

@@ -176,9 +176,10 @@ struct gen {
 /* Kernel events go into the recorder's buffer in their stored form (compact.h). */
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
-	uint8_t stored[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_encode(ev, len, stored);
-	return n ? bt_write(b, core, stored, n) : -EINVAL;
+	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
+	uint32_t n = bt_compact_encode(ev, len, batch + BT_BATCH_REC_HDR);
+	memcpy(batch, &n, sizeof(n));
+	return n ? bt_write(b, core, batch, BT_BATCH_REC_HDR + ((n + 3) & ~3u)) : -EINVAL;
 }
 
 static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t len)
