@@ -272,7 +272,7 @@ dump_stats()
 			if ($i == "busy") b = $(i - 1); if ($i == "never") n = $(i - 1) } }
 		/ring-buffer reservation failures:/ { f = $NF }
 		/ring-buffer events submitted:/ { s = $NF }
-		/buffer entries:/ { for (i = 1; i <= NF; i++) if ($i == "dropped") d = $(i - 1) }
+		/buffer entries/ { for (i = 1; i <= NF; i++) if ($i == "dropped") d = $(i - 1) }
 		END { printf "%s %s %s %s %s %s %s %s\n", r == "" ? "-" : r, l == "" ? "-" : l, b == "" ? "-" : b,
 			n == "" ? "-" : n, f == "" ? "-" : f, s == "" ? "-" : s, z == "" ? "-" : z, d == "" ? "-" : d }'
 }
