@@ -260,11 +260,20 @@ static void *io_thread(void *arg)
 			break;
 		}
 		if (cap < r->napps + 1) {
-			cap = (r->napps + 1) * 2;
-			p = realloc(p, cap * sizeof(*p));
-			who = realloc(who, cap * sizeof(*who));
-			if (!p || !who)
-				abort();
+			size_t ncap = (r->napps + 1) * 2;
+			struct pollfd *np = realloc(p, ncap * sizeof(*np));
+			if (np)
+				p = np;
+			struct app **nw = np ? realloc(who, ncap * sizeof(*nw)) : NULL;
+			if (nw)
+				who = nw;
+			if (!np || !nw) {
+				/* Out of memory: try again in a moment; the apps keep writing. */
+				pthread_mutex_unlock(&r->lock);
+				usleep(100000);
+				continue;
+			}
+			cap = ncap;
 		}
 		size_t n = 0;
 		p[n++] = (struct pollfd){ .fd = r->wake[0], .events = POLLIN };
