@@ -12,6 +12,9 @@ failed_names=()
 filter=${TESTS:-.}
 export STRESS_SECONDS=${STRESS_SECONDS:-4}
 export BTRACE_BPF=$PWD/build/btrace-bpf
+# Test programs linked with libbtrace must not attach to a recorder that
+# happens to run on this machine (tests that want one set their own).
+export BTRACE_CTL=/nonexistent/btrace-test.sock
 export TEST_BIN=$PWD/$B
 
 run_one() { # name timeout cmd...

@@ -4,12 +4,12 @@
  *
  * A block's identity comes from its header (pos), which must map back to
  * the physical block it sits in. How much of it is valid comes from its
- * meta's conf word: the round must be the header's, or a later round short
- * of the one that reuses this block (locking a later round proves this one
- * completed); the active round is read only when every reserved byte is
- * confirmed. The copy is then re-checked (header, conf round) like a
- * seqlock, and every entry and event in the copy is validated. Anything
- * inconsistent is counted, never delivered and never followed.
+ * meta's conf word: a later round locked proves this one completed; the
+ * current round is read only when every reserved byte is confirmed. The
+ * copy is then re-checked like a seqlock (a new owner rewrites the header
+ * before writing anything else), and every entry and event in the copy is
+ * validated. Anything inconsistent is counted, never delivered and never
+ * followed.
  */
 #include "app_reader.h"
 
@@ -206,11 +206,10 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 			rs.blocks_bad++; /* conf behind the header: never happens honestly */
 			continue;
 		}
-		if ((uint32_t)ahead >= v->R) {
-			rs.blocks_lost++; /* the block's round came round again */
-			continue;
-		}
 		if (ahead > 0) {
+			/* A later round was locked, so this one completed. Rounds
+			 * can be skipped, so even R or more rounds later the slot
+			 * may still hold it: the header re-check below tells. */
 			used = v->bsize; /* a later round was locked: this one completed */
 			complete = 1;
 		} else {
@@ -230,9 +229,10 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		 * (the reader side of the seqlock; the writers' locking CAS is
 		 * acq_rel, ordering the new round's stores after it). */
 		atomic_thread_fence(memory_order_acquire);
-		uint64_t c2 = atomic_load_explicit(&mt->conf, memory_order_relaxed);
+		/* A new owner of the slot rewrites the header before anything
+		 * else, so an unchanged position means an untouched copy. */
 		uint64_t pos2 = load_racy64(src);
-		if ((uint32_t)(BT_APP_RND(c2) - r) >= v->R || pos2 != pos) {
+		if (pos2 != pos) {
 			rs.blocks_lost++;
 			continue;
 		}

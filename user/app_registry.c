@@ -207,11 +207,12 @@ static void app_line(struct app *a, char *line)
 		a->nnames = (uint32_t)id;
 }
 
-/* Under lock: read what the application sent; returns -1 at EOF/error. */
+/* Under lock: read what the application sent; returns -1 at EOF/error.
+ * At most 64 KiB per call: a flooding application cannot hold the lock. */
 static int app_input(struct app *a)
 {
 	char buf[4096];
-	for (;;) {
+	for (int rounds = 0; rounds < 16; rounds++) {
 		ssize_t n = recv(a->conn, buf, sizeof(buf), MSG_DONTWAIT);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -232,6 +233,7 @@ static int app_input(struct app *a)
 			}
 		}
 	}
+	return 0; /* more may be waiting: the next poll says so */
 }
 
 /* Under lock: drop older buffers once the current one has been filled once. */

@@ -30,6 +30,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -58,7 +60,12 @@ static _Atomic(struct app_buf *) g_buf; /* NULL: not attached */
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **names;   /* names[id - 1] */
 static uint32_t nnames, names_cap;
-static int conn_fd = -1; /* under names_lock */
+static int conn_fd = -1; /* under names_lock; written by the connection thread only */
+/* Lines for the recorder (names, rename), queued under names_lock and sent by
+ * the connection thread: an application thread never blocks on the socket. */
+static char *outq;
+static size_t outq_len, outq_cap;
+static int wake_fd = -1; /* eventfd: the queue is not empty */
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
@@ -107,7 +114,7 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 		struct bt_app_meta *mt = &b->meta[m];
 		/* Acquire: pairs with the release confirms of the round's writers. */
 		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
-		if (BT_APP_BYTES(c) < b->bsize && BT_APP_RND(c) != r) {
+		if (BT_APP_BYTES(c) < b->bsize && (int32_t)(BT_APP_RND(c) - r) < 0) {
 			/* Block closing: the block A positions back is still open;
 			 * close it so at most A blocks are being written. */
 			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
@@ -219,7 +226,14 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	if (nargs > BTRACE_MAX_ARGS)
 		nargs = BTRACE_MAX_ARGS;
 	int cpu = sched_getcpu();
-	uint32_t core = cpu < 0 ? 0 : (uint32_t)cpu < b->ncores ? (uint32_t)cpu : (uint32_t)cpu % b->ncores;
+	if (cpu < 0)
+		cpu = 0;
+	if (__builtin_expect((uint32_t)cpu >= b->ncores, 0)) {
+		/* a CPU the recorder did not size the buffer for: it would refuse the block */
+		atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
+		return;
+	}
+	uint32_t core = (uint32_t)cpu;
 	uint32_t len = bt_app_entry_size(nargs);
 	struct bt_app_meta *mt;
 	uint64_t ts = now_boot();
@@ -234,7 +248,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	ev->h.seq = seq;
 	ev->h.tid = t->tid;
 	ev->h.tgid = b->shm->pid;
-	ev->h.cpu = (uint16_t)(cpu < 0 ? 0 : cpu);
+	ev->h.cpu = (uint16_t)cpu;
 	ev->h.type = (uint16_t)type;
 	ev->name_id = id;
 	ev->nargs = (uint16_t)nargs;
@@ -260,13 +274,49 @@ static int send_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
+/* Under names_lock: queue a line for the connection thread (dropped when
+ * not connected: every name is sent again at the next registration). */
+static void queue_line(const char *line, size_t n)
+{
+	if (conn_fd < 0)
+		return;
+	if (outq_len + n > outq_cap) {
+		size_t cap = outq_cap ? outq_cap * 2 : 4096;
+		while (cap < outq_len + n)
+			cap *= 2;
+		char *q = realloc(outq, cap);
+		if (!q)
+			return; /* the name stays unknown to this recorder: events show its id */
+		outq = q;
+		outq_cap = cap;
+	}
+	memcpy(outq + outq_len, line, n);
+	outq_len += n;
+	uint64_t one = 1;
+	ssize_t w = write(wake_fd, &one, sizeof(one)); /* nonblocking eventfd */
+	(void)w;
+}
+
 /* Under names_lock. */
 static void send_name(uint32_t id)
 {
 	char line[128];
 	int n = snprintf(line, sizeof(line), "name %u %s\n", id, names[id - 1]);
-	if (conn_fd >= 0 && send_all(conn_fd, line, (size_t)n) < 0)
-		shutdown(conn_fd, SHUT_RDWR); /* the connection thread sees EOF and cleans up */
+	queue_line(line, (size_t)n);
+}
+
+/* Connection thread: send what is queued (blocking, outside the lock). */
+static int flush_queue(int s)
+{
+	pthread_mutex_lock(&names_lock);
+	char *q = outq;
+	size_t n = outq_len;
+	outq = NULL;
+	outq_len = outq_cap = 0;
+	pthread_mutex_unlock(&names_lock);
+	int r = n ? send_all(s, q, n) : 0;
+	free(q);
+	return r;
 }
 
 uint32_t btrace_intern(const char *name)
@@ -455,6 +505,7 @@ int btrace_attach_fd_(int fd)
 	struct app_buf *b = map_buffer(fd);
 	if (!b)
 		return -EINVAL;
+	b->fd = -1; /* the caller owns it: a detach never punches it */
 	b->older = atomic_load_explicit(&g_buf, memory_order_relaxed);
 	/* Release: pairs with write_event()'s acquire. */
 	atomic_store_explicit(&g_buf, b, memory_order_release);
@@ -468,6 +519,9 @@ static void detach(int s)
 	struct app_buf *b = atomic_exchange_explicit(&g_buf, NULL, memory_order_acq_rel);
 	pthread_mutex_lock(&names_lock);
 	conn_fd = -1;
+	free(outq);
+	outq = NULL;
+	outq_len = outq_cap = 0;
 	pthread_mutex_unlock(&names_lock);
 	close(s);
 	release_pages(b);
@@ -498,14 +552,34 @@ static void serve_recorder(int s)
 	/* Names first: every event the recorder can see names an id it knows. */
 	pthread_mutex_lock(&names_lock);
 	conn_fd = s;
+	outq_len = 0;
 	for (uint32_t id = 1; id <= nnames; id++)
 		send_name(id);
 	pthread_mutex_unlock(&names_lock);
+	if (flush_queue(s) < 0) {
+		detach(s);
+		return;
+	}
 	/* Release: pairs with the acquire load in write_event(). */
 	atomic_store_explicit(&g_buf, b, memory_order_release);
 	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
 
 	for (;;) {
+		struct pollfd pf[2] = { { .fd = s, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+		if (poll(pf, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (pf[1].revents) {
+			uint64_t v;
+			ssize_t rd = read(wake_fd, &v, sizeof(v));
+			(void)rd;
+			if (flush_queue(s) < 0)
+				break;
+		}
+		if (!pf[0].revents)
+			continue;
 		int r = recv_line(s, line, sizeof(line), &fd);
 		if (r <= 0)
 			break;
@@ -547,17 +621,42 @@ static void *conn_thread(void *arg)
 	return NULL;
 }
 
+/* names_lock held across fork: the child's copy of the table is consistent. */
+static void atfork_prepare(void)
+{
+	pthread_mutex_lock(&names_lock);
+}
+
+static void atfork_parent(void)
+{
+	pthread_mutex_unlock(&names_lock);
+}
+
 static void atfork_child(void)
 {
 	/* The child has no connection thread and must not write into its
 	 * parent's buffer: off until it calls btrace_init() again. */
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	/* Close what we inherited (the recorder would otherwise see the
+	 * parent's connection alive as long as this child lives); the
+	 * mappings stay, a thread of ours may not know yet. */
+	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	for (; b; b = b->older)
+		if (b->fd >= 0) {
+			close(b->fd);
+			b->fd = -1;
+		}
 	atomic_store_explicit(&g_buf, NULL, memory_order_relaxed);
+	if (conn_fd >= 0)
+		close(conn_fd);
 	conn_fd = -1;
+	free(outq);
+	outq = NULL;
+	outq_len = outq_cap = 0;
 	tls.tid = 0;
 	tls.seq = 0;
 	start_once = (pthread_once_t)PTHREAD_ONCE_INIT;
-	pthread_mutex_init(&names_lock, NULL);
+	pthread_mutex_unlock(&names_lock); /* held by atfork_prepare() */
 }
 
 static void start(void)
@@ -584,7 +683,13 @@ static void start(void)
 	if (!app_name[0])
 		strcpy(app_name, "app");
 	pthread_mutex_unlock(&names_lock);
-	pthread_atfork(NULL, NULL, atfork_child);
+	if (wake_fd < 0)
+		wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (wake_fd < 0) {
+		disabled = 1;
+		return;
+	}
+	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	/* The thread must not take the application's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -607,7 +712,7 @@ int btrace_init(const char *name)
 		if (conn_fd >= 0) { /* registered already (the constructor was quicker) */
 			char line[96];
 			int n = snprintf(line, sizeof(line), "rename %s\n", app_name);
-			send_all(conn_fd, line, (size_t)n);
+			queue_line(line, (size_t)n);
 		}
 		pthread_mutex_unlock(&names_lock);
 	}

@@ -114,7 +114,7 @@ struct bt_rings *bt_rings_new(const int *fds, size_t n, uint64_t size, char *err
 	rs->n = n;
 	return rs;
 fail:
-	rs->n = n; /* unmap what was mapped */
+	rs->n = rs->r ? n : 0; /* unmap what was mapped (zeroed entries are skipped) */
 	bt_rings_free(rs);
 	errno = e;
 	return NULL;

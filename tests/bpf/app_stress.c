@@ -19,6 +19,8 @@
  *               stuck mid-write), then write as usual
  *   -x          halfway through, reserve without confirming and SIGKILL
  *               ourselves (a process dying mid-write)
+ *   -F SECONDS  at the end, fork a child that lives SECONDS longer than us
+ *               (a pre-fork server: the recorder must still see us exit)
  */
 #include "btrace.h"
 #include "app_shm.h"
@@ -121,8 +123,9 @@ int main(int argc, char **argv)
 {
 	long wait_s = 10, stay = 0;
 	int corrupt = 0, stuck = 0, c;
+	long fork_child = 0;
 	const char *flag = NULL;
-	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:ux")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:")) != -1) {
 		switch (c) {
 		case 't': nthreads = atol(optarg); break;
 		case 'n': nevents = atol(optarg); break;
@@ -133,6 +136,7 @@ int main(int argc, char **argv)
 		case 'f': flag = optarg; break;
 		case 'u': stuck = 1; break;
 		case 'x': die_mid_write = 1; break;
+		case 'F': fork_child = atol(optarg); break;
 		default:
 			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x]\n");
 			return 2;
@@ -167,5 +171,10 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (stay)
 		sleep((unsigned)stay);
+	if (fork_child > 0 && fork() == 0) {
+		BTRACE_INSTANT("child"); /* detached in the child: goes nowhere */
+		sleep((unsigned)fork_child);
+		_exit(0);
+	}
 	return 0;
 }

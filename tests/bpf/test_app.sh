@@ -86,6 +86,14 @@ check "no per-thread seq gap in the app's events" sh -c \
 check "the dump shows the app exited" test "$(app_state "$T_TMP/after.btd" "$BIG")" = "(exited):"
 check "kernel events are in the same dump" sh -c "'$BT' report '$T_TMP/after.btd' | grep -q sched_switch"
 
+# ---- a forked child must not keep the parent registered --------------------------
+"$APP" -t 2 -n 100 -F 20 >"$T_TMP/forker.log" 2>&1 &
+FORKER=$!
+wait "$FORKER"
+check "an app whose forked child lives on is seen exited" wait_for 10 sh -c \
+	"'$BT' ctl --ctl '$CTL' status | grep -q 'app $FORKER app_stress exited'"
+pkill -f "app_stress -t 2 -n 100 -F 20" 2>/dev/null
+
 # ---- the example program ----------------------------------------------------------
 EX=${PWD}/build/examples/app_demo
 check "examples/app_demo runs traced" sh -c "'$EX' -w 16 -d 1 | grep -q 'traced into the recorder'"
