@@ -39,6 +39,25 @@ static inline void h_run(const char *name, void (*fn)(void))
 }
 #define RUN(fn) h_run(#fn, fn)
 
+/* Whole file into a malloc'd buffer (len set); NULL if unreadable. */
+static inline unsigned char *h_read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	unsigned char *p = malloc(n > 0 ? (size_t)n : 1);
+	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
 static inline int h_done(void)
 {
 	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);

@@ -173,6 +173,15 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 	return (uint32_t)sizeof(*ev) + rest;
 }
 
+uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len)
+{
+	uint32_t n = bt_compact_encode(ev, len, at + BT_BATCH_REC_HDR);
+	if (!n)
+		return 0;
+	memcpy(at, &n, sizeof(n));
+	return BT_BATCH_REC_HDR + ((n + 3) & ~3u);
+}
+
 int bt_compact_batch_next(const uint8_t *ent, uint32_t elen, uint32_t *off, const uint8_t **rec, uint32_t *rlen)
 {
 	uint32_t len;

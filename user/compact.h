@@ -44,6 +44,11 @@
 #define BT_BATCH_MAX 256u
 #define BT_BATCH_REC_HDR 4u
 
+/* Append ev's record (length + stored form) at at, which has room for
+ * BT_BATCH_REC_HDR + BT_COMPACT_MAX bytes. Returns the record's size, the
+ * next record's offset from at; 0 if the event cannot be stored. */
+uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len);
+
 /* Next stored event of a batch entry (ent, elen bytes) at *off: 1 with
  * rec and rlen set and *off advanced, 0 at the end, -1 if malformed (the
  * rest of the entry cannot be trusted). */

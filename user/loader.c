@@ -567,18 +567,16 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	 * CPU, which is how readers get the CPU back. */
 	if (d->bcount && h->cpu != d->bcore)
 		flush_batch(d);
-	uint32_t slen = bt_compact_encode(h, (uint32_t)len, d->batch + d->blen + BT_BATCH_REC_HDR);
-	uint32_t rec = BT_BATCH_REC_HDR + ((slen + 3) & ~3u);
-	if (!slen || rec > d->batch_limit) {
+	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len);
+	if (!rec || rec > d->batch_limit) {
 		bump(&d->rejected); /* cannot happen with a block of 256 bytes or more */
 	} else {
 		if (d->blen + rec > d->batch_limit) {
 			/* Does not fit: write the batch, start the next with it. */
 			uint8_t *r = d->batch + d->blen;
 			flush_batch(d);
-			memmove(d->batch + BT_BATCH_REC_HDR, r + BT_BATCH_REC_HDR, slen);
+			memmove(d->batch, r, rec);
 		}
-		memcpy(d->batch + d->blen, &slen, sizeof(slen));
 		d->blen += rec;
 		d->bcore = h->cpu;
 		d->bcount++;

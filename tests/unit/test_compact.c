@@ -118,10 +118,9 @@ static void test_batches(void)
 		sc.h.seq = n;
 		sc.h.type = n % 2 ? BT_EV_SYS_EXIT : BT_EV_SYS_ENTER;
 		sc.ret = n % 2 ? (int64_t)n : 0;
-		uint32_t k = bt_compact_encode(&sc.h, sizeof(sc), batch + blen + BT_BATCH_REC_HDR);
+		uint32_t k = bt_compact_batch_put(batch + blen, &sc.h, sizeof(sc));
 		REQUIRE(k, "encode");
-		memcpy(batch + blen, &k, 4);
-		blen += BT_BATCH_REC_HDR + ((k + 3) & ~3u);
+		blen += k;
 		n++;
 	}
 	uint32_t off = 0, rlen, got = 0;

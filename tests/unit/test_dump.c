@@ -123,9 +123,8 @@ static void init_probes(void)
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
 	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
-	uint32_t n = bt_compact_encode(ev, len, batch + BT_BATCH_REC_HDR);
-	memcpy(batch, &n, sizeof(n));
-	return n ? bt_write(b, core, batch, BT_BATCH_REC_HDR + ((n + 3) & ~3u)) : -EINVAL;
+	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	return n ? bt_write(b, core, batch, n) : -EINVAL;
 }
 
 /* Event i of type t on cpu with seq; returns its size. Deterministic. */
@@ -238,24 +237,6 @@ static struct bt_dump_info make_info(void)
 		.drain_rejected = 5,
 		.groups_enabled = 0x1f,
 	};
-}
-
-static uint8_t *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return p;
 }
 
 /* ---- round trip ------------------------------------------------------------ */
@@ -777,7 +758,7 @@ static void damage(int zlevel)
 	struct bt_dump_info info = make_info();
 	REQUIRE(bt_dump_write(b, &info, dir, NULL, zlevel, path, sizeof(path), NULL, err, sizeof(err)) == 0, "%s", err);
 	size_t len;
-	uint8_t *img = read_all(path, &len);
+	uint8_t *img = h_read_file(path, &len);
 	REQUIRE(img, "read");
 	struct bt_dump *d = bt_dump_open_mem(img, len, err, sizeof(err));
 	REQUIRE(d, "intact: %s", err);
@@ -978,10 +959,10 @@ static int run_report(const char *const *args, char **out, char **errs)
 	int st = 0;
 	waitpid(pid, &st, 0);
 	size_t n;
-	*out = (char *)read_all(of, &n);
+	*out = (char *)h_read_file(of, &n);
 	if (*out && (*out = realloc(*out, n + 1)))
 		(*out)[n] = '\0';
-	*errs = (char *)read_all(ef, &n);
+	*errs = (char *)h_read_file(ef, &n);
 	if (*errs && (*errs = realloc(*errs, n + 1)))
 		(*errs)[n] = '\0';
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
@@ -1079,7 +1060,7 @@ static void test_cli(void)
 
 	/* damaged files: a clear message, exit 1, nothing on stdout */
 	size_t len;
-	uint8_t *img = read_all(path, &len);
+	uint8_t *img = h_read_file(path, &len);
 	char cut[600];
 	snprintf(cut, sizeof(cut), "%s/cut.btd", tmpdir);
 	FILE *f = fopen(cut, "wb");

@@ -75,24 +75,6 @@ static int count_dir(const char *dir, const char *prefix)
 	return n;
 }
 
-static uint8_t *read_all(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	uint8_t *p = malloc(n > 0 ? (size_t)n : 1);
-	if (p && fread(p, 1, (size_t)n, f) != (size_t)n) {
-		free(p);
-		p = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return p;
-}
-
 static int run_cmd(const char *cmd, char *out, size_t outlen)
 {
 	FILE *p = popen(cmd, "r");
@@ -177,9 +159,8 @@ struct gen {
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
 	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
-	uint32_t n = bt_compact_encode(ev, len, batch + BT_BATCH_REC_HDR);
-	memcpy(batch, &n, sizeof(n));
-	return n ? bt_write(b, core, batch, BT_BATCH_REC_HDR + ((n + 3) & ~3u)) : -EINVAL;
+	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	return n ? bt_write(b, core, batch, n) : -EINVAL;
 }
 
 static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t len)
@@ -663,8 +644,8 @@ static void test_perfetto_compact(void)
 	struct bt_export_stats st, st0;
 	size_t n0 = 0, n1 = 0;
 	convert(pf_compact, BT_EXPORT_PERFETTO, 0, 1, &st);
-	free(read_all(pf_path, &n0));
-	free(read_all(pf_compact, &n1));
+	free(h_read_file(pf_path, &n0));
+	free(h_read_file(pf_compact, &n1));
 	memset(&st0, 0, sizeof(st0));
 	CHECK(n1 > 0 && n1 < n0, "compact sched is smaller: %zu vs %zu bytes", n1, n0);
 	printf("# compact sched: %zu bytes, plain %zu bytes (%.0f%%)\n", n1, n0, n0 ? 100.0 * (double)n1 / (double)n0 : 0);
@@ -679,7 +660,7 @@ static void test_perfetto_compact(void)
 static int gunzip_equals(const char *gz, const char *plain)
 {
 	size_t nz = 0, np = 0;
-	uint8_t *z = read_all(gz, &nz), *p = read_all(plain, &np);
+	uint8_t *z = h_read_file(gz, &nz), *p = h_read_file(plain, &np);
 	int ok = 0;
 	if (z && p && nz > 2 && z[0] == 0x1f && z[1] == 0x8b) {
 		uint8_t *out = malloc(np + 1);
@@ -720,7 +701,7 @@ static void test_json(void)
 	CHECK(st.events == nev, "converted %" PRIu64 " of %zu events", st.events, nev);
 	printf("# json: %zu events -> %" PRIu64 " bytes, %" PRIu64 " trace events\n", nev, st.bytes, st.records);
 	size_t n = 0;
-	char *t = (char *)read_all(js_path, &n);
+	char *t = (char *)h_read_file(js_path, &n);
 	REQUIRE(t, "read %s", js_path);
 	t = realloc(t, n + 1);
 	REQUIRE(t, "realloc");
@@ -970,7 +951,7 @@ static void test_app_events(void)
 		free(t);
 	}
 	size_t n = 0;
-	char *t = (char *)read_all(js, &n);
+	char *t = (char *)h_read_file(js, &n);
 	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
 	t[n] = '\0';
 	const char *jwant[] = {
@@ -1033,7 +1014,7 @@ static void test_atomic(void)
 	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
 	setrlimit(RLIMIT_FSIZE, &old);
 	size_t n = 0;
-	char *s = (char *)read_all(out, &n);
+	char *s = (char *)h_read_file(out, &n);
 	CHECK(r < 0 && s && n == 3 && !memcmp(s, "old", 3), "existing output untouched");
 	free(s);
 
@@ -1041,7 +1022,7 @@ static void test_atomic(void)
 	o.progress = stop_now;
 	r = bt_export_file(D, out, &o, NULL, err, sizeof(err));
 	o.progress = NULL;
-	s = (char *)read_all(out, &n);
+	s = (char *)h_read_file(out, &n);
 	CHECK(r == -EINTR && s && n == 3, "interrupted: %d %s, old output kept", r, err);
 	free(s);
 	CHECK(count_dir(dir, ".") == 2, "no temporary file left after the interruption");
@@ -1091,7 +1072,7 @@ static int run_convert(char *const *args, int nargs, char *errout, size_t errlen
 	if (fo >= 0)
 		close(fo);
 	size_t n = 0;
-	char *s = (char *)read_all(ep, &n);
+	char *s = (char *)h_read_file(ep, &n);
 	snprintf(errout, errlen, "%.*s", s ? (int)n : 0, s ? s : "");
 	free(s);
 	return r;
@@ -1104,7 +1085,7 @@ static void test_cmd(void)
 
 	/* default output name next to the dump */
 	snprintf(copy, sizeof(copy), "%s/copy.btd", tmpdir);
-	uint8_t *img = read_all(dump_path, &n);
+	uint8_t *img = h_read_file(dump_path, &n);
 	REQUIRE(img && n > 600, "dump image");
 	FILE *f = fopen(copy, "wb");
 	REQUIRE(f, "copy");
@@ -1125,7 +1106,7 @@ static void test_cmd(void)
 	CHECK(run_convert(a2, 5, err, sizeof(err), js) == 0, "convert -o -: %s", err);
 	CHECK(strstr(err, "events -> standard output"), "summary line: %s", err);
 	size_t nj = 0;
-	char *sj = (char *)read_all(js, &nj);
+	char *sj = (char *)h_read_file(js, &nj);
 	CHECK(sj && nj > 100 && !memcmp(sj, "{\"displayTimeUnit\"", 18), "json on stdout");
 	free(sj);
 
