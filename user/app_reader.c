@@ -84,22 +84,6 @@ void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_
 	}
 }
 
-static const struct bt_app_meta *meta_of(const struct bt_app_view *v, uint32_t m)
-{
-	const struct bt_app_shm *s = (const void *)v->base;
-	(void)s;
-	uint64_t mo, co, dof;
-	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
-	return (const struct bt_app_meta *)(v->base + mo) + m;
-}
-
-static const uint8_t *data_of(const struct bt_app_view *v, uint32_t d)
-{
-	uint64_t mo, co, dof;
-	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
-	return v->base + dof + (size_t)d * v->bsize;
-}
-
 /* The application writes these bytes concurrently: a racy copy by design,
  * validated afterwards (the seqlock-style re-check below). */
 NO_TSAN static void copy_racy(void *dst, const void *src, size_t n)
@@ -172,9 +156,14 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		free(copy);
 		return -ENOMEM;
 	}
+	/* Where metas and blocks are, from our own geometry (never the header's). */
+	uint64_t mo, co, dof;
+	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
+	const struct bt_app_meta *metas = (const struct bt_app_meta *)(v->base + mo);
+	const uint8_t *data = v->base + dof;
 	/* Pass 1: which position each block claims, in order. */
 	for (uint32_t d = 0; d < v->N; d++) {
-		uint64_t pos = load_racy64(data_of(v, d));
+		uint64_t pos = load_racy64(data + (size_t)d * v->bsize);
 		if (pos == 0) {
 			rs.blocks_empty++;
 			continue;
@@ -193,8 +182,8 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 	for (size_t i = 0; i < ns && !ret; i++) {
 		uint64_t pos = slots[i].pos;
 		uint32_t d = slots[i].d, m = (uint32_t)(pos % v->A), r = (uint32_t)(pos / v->A);
-		const struct bt_app_meta *mt = meta_of(v, m);
-		const uint8_t *src = data_of(v, d);
+		const struct bt_app_meta *mt = &metas[m];
+		const uint8_t *src = data + (size_t)d * v->bsize;
 		/* Acquire: pairs with the writers' release confirms; the bytes
 		 * they confirmed are visible in the copy below. */
 		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
