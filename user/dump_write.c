@@ -307,43 +307,35 @@ static const void *next_event(struct blk_ctx *c, struct ev_iter *it, uint32_t *l
 	}
 }
 
-/* Frame a block's data entries into c->scratch; returns their count or -errno. */
+/* Frame a block's events into c->scratch in one pass (each decoded once);
+ * returns their count or -errno. */
 static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int decode, size_t *olen)
 {
 	uint32_t len, n = 0;
-	uint64_t bytes = 0;
+	size_t o = 0;
 	const void *p;
 	struct ev_iter it = { .blk = blk, .decode = decode };
 
 	while ((p = next_event(c, &it, &len))) {
-		n++;
-		bytes += sizeof(struct btd_entry) + btd_pad8(len);
-	}
-	if (bytes > c->cap) {
-		/* Decoded events are larger than stored ones: grow. */
-		uint8_t *sc = realloc(c->scratch, bytes);
-		if (!sc)
-			return -ENOMEM;
-		c->scratch = sc;
-		c->cap = bytes;
-	}
-	size_t o = 0;
-	uint32_t n2 = 0;
-	uint64_t bad = c->malformed;
-	it = (struct ev_iter){ .blk = blk, .decode = decode };
-	while (n2 < n && (p = next_event(c, &it, &len))) {
+		size_t end = o + sizeof(struct btd_entry) + btd_pad8(len);
+		if (end > c->cap) {
+			/* Decoded events are larger than stored ones: grow. */
+			size_t cap = c->cap * 2 > end ? c->cap * 2 : end;
+			uint8_t *sc = realloc(c->scratch, cap);
+			if (!sc)
+				return -ENOMEM;
+			c->scratch = sc;
+			c->cap = cap;
+		}
 		struct btd_entry e = { .len = len, .kind = BTD_ENTRY_KIND };
-		if (o + sizeof(e) + btd_pad8(len) > c->cap)
-			break; /* the block changed under us: impossible, it is a copy */
 		memcpy(c->scratch + o, &e, sizeof(e));
 		memcpy(c->scratch + o + sizeof(e), p, len);
 		memset(c->scratch + o + sizeof(e) + len, 0, (size_t)(btd_pad8(len) - len));
-		o += sizeof(e) + btd_pad8(len);
-		n2++;
+		o = end;
+		n++;
 	}
-	c->malformed = bad; /* the second pass sees the same ones again */
 	*olen = o;
-	return (int)n2;
+	return (int)n;
 }
 
 /* One BLCK section, or an ABLK section (app >= 0) of application `app`. */
