@@ -500,16 +500,26 @@ static void release_pages(struct app_buf *b)
 		}
 }
 
+/* Make b the buffer writers use; the one before stays mapped behind it (a
+ * writer preempted after loading g_buf may still be in it). Returns it. */
+static struct app_buf *publish(struct app_buf *b)
+{
+	struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	b->older = old;
+	/* Release: pairs with the acquire load in write_event(): the mapping
+	 * and geometry are visible before the pointer. */
+	atomic_store_explicit(&g_buf, b, memory_order_release);
+	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	return old;
+}
+
 int btrace_attach_fd_(int fd)
 {
 	struct app_buf *b = map_buffer(fd);
 	if (!b)
 		return -EINVAL;
 	b->fd = -1; /* the caller owns it: a detach never punches it */
-	b->older = atomic_load_explicit(&g_buf, memory_order_relaxed);
-	/* Release: pairs with write_event()'s acquire. */
-	atomic_store_explicit(&g_buf, b, memory_order_release);
-	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	publish(b);
 	return 0;
 }
 
@@ -560,9 +570,7 @@ static void serve_recorder(int s)
 		detach(s);
 		return;
 	}
-	/* Release: pairs with the acquire load in write_event(). */
-	atomic_store_explicit(&g_buf, b, memory_order_release);
-	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	publish(b); /* nothing before it: a detach cleared g_buf */
 
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = s, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
@@ -589,11 +597,8 @@ static void serve_recorder(int s)
 				close(fd);
 				continue;
 			}
-			struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
-			nb->older = old;
-			/* Release: pairs with write_event()'s acquire. The old
-			 * buffer stays mapped; the recorder frees its pages. */
-			atomic_store_explicit(&g_buf, nb, memory_order_release);
+			/* The recorder frees the old buffer's pages. */
+			struct app_buf *old = publish(nb);
 			if (old && old->fd >= 0) {
 				close(old->fd);
 				old->fd = -1;
