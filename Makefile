@@ -3,9 +3,12 @@
 #
 # Conventions (new files are picked up without editing this file):
 #   bpf/NAME.bpf.c        -> build/bpf/NAME.bpf.o -> skeletons/NAME.skel.h
-#   user/btrace_buffer.c  -> build/libbtrace.a     (the buffer library, no libbpf)
-#   user/btrace_app.c     -> build/libbtrace.a     (in-process app tracing, btrace.h)
-#   user/*.c              -> build/btrace-bpf      (the tool; main() in user/main.c)
+#   user/lib/*.c          -> build/libbtrace.a     (libbtrace: the buffer and in-process
+#                                                   app tracing; no libbpf; public header
+#                                                   user/lib/btrace.h)
+#   user/*.c user/*/*.c   -> build/btrace-bpf      (the tool; main() in user/main.c;
+#                                                   one folder per subsystem, see README)
+#   Every user/ folder is on the include path: sources include "name.h".
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/stress/stress_*.c -> build/tests/stress_*{,.tsan,.asan}
 #   tests/bpf/*.c         -> build/tests/*         (workload programs for real-kernel tests)
@@ -20,7 +23,8 @@ ARCH     := $(shell uname -m | sed -e 's/x86_64/x86/' -e 's/aarch64/arm64/' -e '
 OUT      := build
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -pthread -D_GNU_SOURCE
-CPPFLAGS += -Iuser -Ibpf -I$(OUT) -Iskeletons
+USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
+CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
 LDLIBS_BPF := -lbpf -lelf -lz -lpthread -lm
 
 ifeq ($(V),1)
@@ -34,8 +38,11 @@ endif
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst bpf/%.bpf.c,skeletons/%.skel.h,$(BPF_SRCS))
-LIB_SRCS   := user/btrace_buffer.c user/btrace_app.c
-USER_SRCS  := $(filter-out $(LIB_SRCS),$(wildcard user/*.c))
+LIB_SRCS   := $(wildcard user/lib/*.c)
+LIB_HDRS   := $(wildcard user/lib/*.h)
+LIB_OBJS   := $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRCS))
+USER_SRCS  := $(wildcard user/*.c) $(filter-out $(LIB_SRCS),$(wildcard user/*/*.c))
+USER_HDRS  := $(wildcard user/*.h user/*/*.h)
 USER_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
 TOOL_OBJS  := $(filter-out $(OUT)/user/main.o,$(USER_OBJS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
@@ -81,23 +88,20 @@ skeletons/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- user space ---------------------------------------------------------------
-$(OUT)/user/btrace_buffer.o: user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/user
+# libbtrace needs only its own headers and bpf/events.h (no libbpf, no skeletons).
+$(OUT)/user/lib/%.o: user/lib/%.c $(LIB_HDRS) bpf/events.h
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OUT)/user/btrace_app.o: user/btrace_app.c user/btrace.h user/app_shm.h user/btrace_buffer.h bpf/events.h | $(OUT)/user
-	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
-
-$(OUT)/libbtrace.a: $(OUT)/user/btrace_buffer.o $(OUT)/user/btrace_app.o
+$(OUT)/libbtrace.a: $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
-$(OUT)/user/%.o: user/%.c $(wildcard user/*.h) $(wildcard bpf/*.h) $(SKELS) | $(OUT)/user
+$(OUT)/user/%.o: user/%.c $(USER_HDRS) $(wildcard bpf/*.h) $(SKELS)
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
-$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/btrace_buffer.o
+$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
@@ -116,35 +120,35 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
 # The app-tracing stress test compiles the app library and the reader in.
-APP_STRESS_SRCS := user/btrace_app.c user/app_reader.c
-APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/btrace.h user/app_shm.h user/app_reader.h user/btrace_buffer.c
+APP_STRESS_SRCS := user/lib/btrace_app.c user/record/app_reader.c
+APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/record/app_reader.h user/lib/btrace_buffer.c
 $(OUT)/tests/stress_app: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
 $(OUT)/tests/stress_app.tsan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC-TSAN,$@)
-	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
 $(OUT)/tests/stress_app.asan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/btrace_buffer.c -lpthread -o $@
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
 
 # Stress tests compile the buffer in with the test, three ways.
-$(OUT)/tests/stress_%: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+$(OUT)/tests/stress_%: tests/stress/stress_%.c user/lib/btrace_buffer.c user/lib/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< user/btrace_buffer.c -lpthread -o $@
-$(OUT)/tests/stress_%.tsan: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< user/lib/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_%.tsan: tests/stress/stress_%.c user/lib/btrace_buffer.c user/lib/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC-TSAN,$@)
-	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< user/btrace_buffer.c -lpthread -o $@
-$(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/btrace_buffer.c user/btrace_buffer.h | $(OUT)/tests
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< user/lib/btrace_buffer.c -lpthread -o $@
+$(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/lib/btrace_buffer.c user/lib/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC-ASAN,$@)
-	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< user/btrace_buffer.c -lpthread -o $@
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< user/lib/btrace_buffer.c -lpthread -o $@
 
-$(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/btrace.h
+$(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 	$(call msg,CC,$@)
-	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -Iuser $< $(OUT)/libbtrace.a -lpthread -o $@
+	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -Iuser/lib $< $(OUT)/libbtrace.a -lpthread -o $@
 
 # Applications traced in-process link the app library (libbtrace.a).
-$(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/btrace.h | $(OUT)/tests
+$(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
 
@@ -152,17 +156,17 @@ $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
 
-$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) user/btrace_buffer.c $(SKELS) | $(OUT)/tests
+$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) user/lib/btrace_buffer.c $(SKELS) | $(OUT)/tests
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
 
 # In-process tracing benchmarks (bench/app_*.c) link the app library instead;
 # app_bench_lttng is app_bench.c with LTTng-UST (liblttng-ust-dev, --bench deps),
 # made by scripts/bench_app.sh on demand, not by `make`.
-$(OUT)/bench/app_%: bench/app_%.c $(OUT)/libbtrace.a user/btrace.h $(wildcard bench/*.h) | $(OUT)/bench
+$(OUT)/bench/app_%: bench/app_%.c $(OUT)/libbtrace.a user/lib/btrace.h $(wildcard bench/*.h) | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 $< $(OUT)/libbtrace.a -lpthread -lm -o $@
-$(OUT)/bench/app_bench_lttng: bench/app_bench.c bench/app_bench_tp.h $(OUT)/libbtrace.a user/btrace.h | $(OUT)/bench
+$(OUT)/bench/app_bench_lttng: bench/app_bench.c bench/app_bench_tp.h $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DAPP_BENCH_TP_UNIT -c $< -o $@-tp.o
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DWITH_LTTNG $< $@-tp.o $(OUT)/libbtrace.a -llttng-ust -ldl -lpthread -lm -o $@
@@ -192,7 +196,7 @@ run: check-deps
 	$(Q)$(MAKE) --no-print-directory tool
 	$(Q)if [ "$$(id -u)" -ne 0 ]; then exec sudo $(OUT)/btrace-bpf record $(ARGS); else exec $(OUT)/btrace-bpf record $(ARGS); fi
 
-$(OUT)/bpf $(OUT)/user $(OUT)/tests $(OUT)/bench:
+$(OUT)/bpf $(OUT)/tests $(OUT)/bench:
 	$(Q)mkdir -p $@
 
 clean:

@@ -42,7 +42,7 @@ mem=$(awk '/^MemTotal:/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo 2>/de
 virt=$(systemd-detect-virt 2>/dev/null || true)
 cc_version=$(${CC:-gcc} --version 2>/dev/null | head -n1 || true)
 rev=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-if [ -n "$(git status --porcelain -- user/btrace_buffer.c user/btrace_buffer.h bench 2>/dev/null)" ]; then
+if [ -n "$(git status --porcelain -- user/lib/btrace_buffer.c user/lib/btrace_buffer.h bench 2>/dev/null)" ]; then
 	rev="$rev + uncommitted changes to the buffer or bench/"
 fi
 repro="scripts/bench_replay.sh"
