@@ -175,6 +175,18 @@ static void vmsg(const char *fmt, va_list ap)
 	fprintf(stderr, "%s: %s\n", BT_PROG, line);
 }
 
+int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -e;
+}
+
 void bt_warn(const char *fmt, ...)
 {
 	va_list ap;

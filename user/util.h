@@ -39,6 +39,10 @@ void bt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bt_info(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with -v */
 void bt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 
+/* The error convention of functions that explain their failures: one line
+ * into err (when err and errlen are set), then return -e. */
+int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Monotonic clocks in ns. */
 /* write(2) all of p, retrying short writes and EINTR: 0 or -errno. */
 int bt_write_full(int fd, const void *p, size_t n);

@@ -32,6 +32,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "probes.h"
+#include "probe_spec.h"
+#include "proc_maps.h"
+#include "elf_symbols.h"
+#include "symbol_names.h"
 
 #define BT_UPROBE_DEFAULT_NARGS 6
 #define BT_UPROBE_RING_SIZE (16u << 20) /* the ring made when none is given */
@@ -41,21 +45,6 @@
 #ifndef BT_PROBE_ENDED
 #define BT_PROBE_ENDED 0x4
 #endif
-
-/* One parsed -u / -U argument. */
-struct bt_uprobe_spec {
-	char binary[256];  /* "" = the executable of the -p process */
-	char func[256];    /* symbol as written; "" when has_addr */
-	char provider[128], name[128]; /* usdt */
-	uint64_t addr;     /* has_addr: virtual address in the binary */
-	uint64_t offset;   /* +OFFSET */
-	int has_addr;
-	int retprobe;      /* %return */
-	int usdt;
-};
-
-/* Parse `spec` (usdt: a -U argument). 0, or -EINVAL with one line in err. */
-int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char *err, size_t errlen);
 
 struct bt_uprobe_opts {
 	const char *const *specs; size_t nspecs; /* -u */
@@ -126,35 +115,8 @@ size_t bt_uprobes_poll_exited(struct bt_uprobes *u, int *pids, size_t max);
 void bt_uprobes_detach(struct bt_uprobes *u);
 void bt_uprobes_destroy(struct bt_uprobes *u);
 
-/* ---- building blocks, exposed for tests ---- */
-
-/*
- * Find BINARY (a path or a name, see above) for pid (<= 0: no process: own
- * maps, library directories, PATH). path: the name to show (the target's
- * path), attach: a path this process can open for the same file (may be
- * /proc/PID/root/... or /proc/PID/map_files/...). 0 or -errno + err.
- */
-int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathlen, char *attach,
-			  size_t attachlen, char *err, size_t errlen);
-
-struct bt_uprobe_sym {
-	uint64_t vaddr;    /* link-time address of the probed instruction */
-	uint64_t size;     /* the function's size, 0 if unknown */
-	uint64_t file_off; /* file offset of the probed instruction (what uprobes take) */
-	char name[128];    /* what to show: symbol (demangled), plus +0xOFF */
-};
-
-/* Resolve spec (not usdt) in the ELF file `attach` (`path` names it in
- * messages). 0 or -errno + err (with suggestions). */
-int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
-			  struct bt_uprobe_sym *out, char *err, size_t errlen);
-
-/* The C++ demangling of `sym` (malloc'd), NULL if not mangled or no
- * demangler (libstdc++ is loaded on first use). */
-char *bt_demangle(const char *sym);
-
-/* Levenshtein distance (strings cut at 255 characters). */
-unsigned bt_edit_distance(const char *a, const char *b);
+/* The building blocks (spec parsing, binary lookup, ELF symbols, demangling)
+ * have their own headers, included above for the tests and the recorder. */
 
 /* ---- report --functions (user/cmd_functions.c) ---- */
 struct bt_dump;

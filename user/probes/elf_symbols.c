@@ -1,0 +1,513 @@
+// SPDX-License-Identifier: MIT
+/*
+ * elf_symbols.c - an ELF file's function symbols (.symtab, .dynsym, with
+ * symbol versions), loadable segments and USDT notes (.note.stapsdt), read
+ * with libelf; and the resolution of a function, demangled C++ name or
+ * address to the file offset a uprobe takes, with suggestions when a name is
+ * not found.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "elf_symbols.h"
+#include "symbol_names.h"
+#include "util.h"
+
+void bt_elf_free(struct bt_elf_file *ef)
+{
+	for (size_t i = 0; i < ef->nf; i++) {
+		free(ef->f[i].name);
+		free(ef->f[i].dem);
+	}
+	free(ef->f);
+	free(ef->seg);
+	free(ef->notes);
+}
+
+static int efunc_cmp(const void *a, const void *b)
+{
+	const struct bt_elf_func *x = a, *y = b;
+	int c = strcmp(x->name, y->name);
+
+	if (c)
+		return c;
+	return x->vaddr < y->vaddr ? -1 : x->vaddr > y->vaddr;
+}
+
+static int bind_rank(unsigned char bind)
+{
+	return bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 1 : 2;
+}
+
+static uint16_t host_machine(void)
+{
+#if defined(__x86_64__)
+	return EM_X86_64;
+#elif defined(__aarch64__)
+	return EM_AARCH64;
+#elif defined(__riscv)
+	return EM_RISCV;
+#elif defined(__powerpc64__)
+	return EM_PPC64;
+#elif defined(__s390x__)
+	return EM_S390;
+#else
+	return EM_NONE;
+#endif
+}
+
+static void parse_stapsdt(Elf *e, Elf_Scn *scn, int cls, struct bt_elf_file *ef)
+{
+	Elf_Data *d = elf_getdata(scn, NULL);
+	size_t off = 0, next, name_off, desc_off, asz = cls == ELFCLASS64 ? 8 : 4;
+	GElf_Nhdr nh;
+
+	(void)e;
+	if (!d)
+		return;
+	while ((next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+		off = next;
+		if (nh.n_type != 3 || nh.n_namesz != 8 || memcmp((char *)d->d_buf + name_off, "stapsdt", 8) != 0)
+			continue;
+		if (nh.n_descsz < 3 * asz + 3)
+			continue;
+		const char *desc = (const char *)d->d_buf + desc_off, *end = desc + nh.n_descsz;
+		const char *prov = desc + 3 * asz, *name, *args;
+		name = memchr(prov, '\0', (size_t)(end - prov));
+		if (!name++ || name >= end)
+			continue;
+		args = memchr(name, '\0', (size_t)(end - name));
+		if (!args++ || args > end)
+			continue;
+		unsigned na = 0;
+		if (args < end) {
+			const char *a = args;
+			int in = 0;
+			for (; a < end && *a; a++) {
+				if (*a != ' ' && !in)
+					na++, in = 1;
+				else if (*a == ' ')
+					in = 0;
+			}
+		}
+		size_t j;
+		for (j = 0; j < ef->nnotes; j++)
+			if (strcmp(ef->notes[j].provider, prov) == 0 && strcmp(ef->notes[j].name, name) == 0)
+				break;
+		if (j < ef->nnotes)
+			continue;
+		struct bt_elf_note *nv = realloc(ef->notes, (ef->nnotes + 1) * sizeof(*nv));
+		if (!nv)
+			return;
+		ef->notes = nv;
+		snprintf(nv[ef->nnotes].provider, sizeof(nv->provider), "%s", prov);
+		snprintf(nv[ef->nnotes].name, sizeof(nv->name), "%s", name);
+		nv[ef->nnotes].nargs = na;
+		ef->nnotes++;
+	}
+}
+
+/* Load the function symbols, loadable segments and USDT notes of `attach`. */
+int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char *err, size_t errlen)
+{
+	unsigned char magic[4];
+	size_t shnum = 0, shstrndx = 0, phnum = 0, cap = 0;
+	unsigned char *sec_exec = NULL;
+	Elf_Data *versym = NULL;
+	GElf_Ehdr eh;
+	Elf_Scn *scn;
+	Elf *e = NULL;
+	int fd, r = 0;
+
+	fd = open(attach, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EACCES || errno == EPERM)
+			return bt_errf(err, errlen, EACCES, "permission denied opening %s", path);
+		return bt_errf(err, errlen, errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0) {
+		close(fd);
+		return bt_errf(err, errlen, ENOEXEC, "%s is not an ELF file (not a program or shared library)", path);
+	}
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		close(fd);
+		return bt_errf(err, errlen, EINVAL, "libelf: %s", elf_errmsg(-1));
+	}
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
+		r = bt_errf(err, errlen, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
+		goto out;
+	}
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
+		r = bt_errf(err, errlen, ENOEXEC, "%s is an ELF %s, not a program or shared library", path,
+			 eh.e_type == ET_REL ? "object file" : eh.e_type == ET_CORE ? "core dump" : "file of unknown type");
+		goto out;
+	}
+	if (host_machine() != EM_NONE && eh.e_machine != host_machine()) {
+		r = bt_errf(err, errlen, ENOEXEC, "%s is built for another architecture (ELF machine %u)", path,
+			 eh.e_machine);
+		goto out;
+	}
+	if (elf_getshdrnum(e, &shnum) || elf_getshdrstrndx(e, &shstrndx) || elf_getphdrnum(e, &phnum)) {
+		r = bt_errf(err, errlen, ENOEXEC, "%s: corrupt ELF headers (%s)", path, elf_errmsg(-1));
+		goto out;
+	}
+	/* Loadable segments: virtual address -> file offset. */
+	ef->seg = calloc(phnum ? phnum : 1, sizeof(*ef->seg));
+	sec_exec = calloc(shnum ? shnum : 1, 1);
+	if (!ef->seg || !sec_exec) {
+		r = bt_errf(err, errlen, ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		ef->seg[ef->nseg++] = (struct bt_elf_seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags };
+	}
+	/* Sections: executable ones, the symbol-version table, USDT notes. */
+	for (scn = NULL; (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		const char *nm;
+
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		size_t idx = elf_ndxscn(scn);
+		if (idx < shnum && (sh.sh_flags & SHF_EXECINSTR))
+			sec_exec[idx] = 1;
+		if (sh.sh_type == SHT_SYMTAB)
+			ef->has_symtab = 1;
+		else if (sh.sh_type == SHT_GNU_versym)
+			versym = elf_getdata(scn, NULL);
+		else if (sh.sh_type == SHT_NOTE && (nm = elf_strptr(e, shstrndx, sh.sh_name)) &&
+			 strcmp(nm, ".note.stapsdt") == 0)
+			parse_stapsdt(e, scn, gelf_getclass(e), ef);
+	}
+	/* Function symbols of .symtab and .dynsym. */
+	for (scn = NULL; (scn = elf_nextscn(e, scn));) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
+			continue;
+		d = elf_getdata(scn, NULL);
+		if (!d)
+			continue;
+		size_t nsym = sh.sh_size / sh.sh_entsize;
+		for (size_t i = 1; i < nsym; i++) {
+			GElf_Sym s;
+			const char *name;
+
+			if (!gelf_getsym(d, (int)i, &s))
+				continue;
+			unsigned char type = GELF_ST_TYPE(s.st_info);
+			if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || !s.st_value)
+				continue;
+			if (type != STT_FUNC && type != STT_GNU_IFUNC &&
+			    !(type == STT_NOTYPE && s.st_shndx < shnum && sec_exec[s.st_shndx]))
+				continue;
+			name = elf_strptr(e, sh.sh_link, s.st_name);
+			if (!name || !*name)
+				continue;
+			if (ef->nf == cap) {
+				size_t nc = cap ? cap * 2 : 256;
+				struct bt_elf_func *nf = realloc(ef->f, nc * sizeof(*nf));
+				if (!nf) {
+					r = bt_errf(err, errlen, ENOMEM, "out of memory");
+					goto out;
+				}
+				ef->f = nf, cap = nc;
+			}
+			struct bt_elf_func *f = &ef->f[ef->nf];
+			memset(f, 0, sizeof(*f));
+			f->name = strdup(name);
+			if (!f->name) {
+				r = bt_errf(err, errlen, ENOMEM, "out of memory");
+				goto out;
+			}
+			f->vaddr = s.st_value;
+			f->size = s.st_size;
+			f->bind = GELF_ST_BIND(s.st_info);
+			f->type = type;
+			/* A non-default symbol version (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14). */
+			if (sh.sh_type == SHT_DYNSYM && versym && (i + 1) * sizeof(uint16_t) <= versym->d_size)
+				f->hidden = (((const uint16_t *)versym->d_buf)[i] & 0x8000) != 0;
+			ef->nf++;
+		}
+	}
+	/* One entry per (name, address): .symtab repeats .dynsym. */
+	if (ef->nf) {
+		size_t k = 0;
+
+		qsort(ef->f, ef->nf, sizeof(*ef->f), efunc_cmp);
+		for (size_t i = 0; i < ef->nf; i++) {
+			if (k && strcmp(ef->f[k - 1].name, ef->f[i].name) == 0 && ef->f[k - 1].vaddr == ef->f[i].vaddr) {
+				struct bt_elf_func *p = &ef->f[k - 1];
+				if (bind_rank(ef->f[i].bind) < bind_rank(p->bind))
+					p->bind = ef->f[i].bind;
+				if (!ef->f[i].hidden)
+					p->hidden = 0;
+				if (!p->size)
+					p->size = ef->f[i].size;
+				free(ef->f[i].name);
+				continue;
+			}
+			ef->f[k++] = ef->f[i];
+		}
+		ef->nf = k;
+	}
+out:
+	free(sec_exec);
+	if (e)
+		elf_end(e);
+	close(fd);
+	return r;
+}
+
+static const char *efunc_dem(struct bt_elf_func *f)
+{
+	if (!f->dem_done) {
+		f->dem = bt_demangle(f->name);
+		f->dem_done = 1;
+	}
+	return f->dem;
+}
+
+/* Executable segment holding vaddr: the file offset, or -EFAULT/-ENOEXEC. */
+static int vaddr_to_off(const struct bt_elf_file *ef, uint64_t vaddr, uint64_t *off)
+{
+	for (size_t i = 0; i < ef->nseg; i++) {
+		const struct bt_elf_seg *s = &ef->seg[i];
+
+		if (vaddr < s->vaddr || vaddr >= s->vaddr + s->filesz)
+			continue;
+		if (!(s->flags & PF_X))
+			return -ENOEXEC;
+		*off = vaddr - s->vaddr + s->off;
+		return 0;
+	}
+	return -EFAULT;
+}
+
+/* The function containing vaddr (for naming addresses), NULL if none. */
+static struct bt_elf_func *func_at(struct bt_elf_file *ef, uint64_t vaddr)
+{
+	struct bt_elf_func *best = NULL;
+
+	for (size_t i = 0; i < ef->nf; i++) {
+		struct bt_elf_func *f = &ef->f[i];
+		if (vaddr >= f->vaddr && vaddr < f->vaddr + (f->size ? f->size : 1) &&
+		    (!best || bind_rank(f->bind) < bind_rank(best->bind)))
+			best = f;
+	}
+	return best;
+}
+
+static void display_name(struct bt_elf_func *f, char *out, size_t len)
+{
+	const char *d = efunc_dem(f);
+
+	snprintf(out, len, "%s", d ? d : f->name);
+}
+
+/* Find spec->func among ef's functions. */
+static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
+		     struct bt_elf_func **out, char *err, size_t errlen)
+{
+	const char *q = spec->func;
+	char qbuf[256];
+	struct bt_elf_func *cand[16];
+	size_t nc = 0, ncand_total = 0;
+	const char *at = strchr(q, '@');
+
+	/* "malloc@GLIBC_2.2.5": the version is not kept; match the name. */
+	if (at && at > q) {
+		snprintf(qbuf, sizeof(qbuf), "%.*s", (int)(at - q), q);
+		q = qbuf;
+	}
+	for (size_t i = 0; i < ef->nf; i++)
+		if (strcmp(ef->f[i].name, q) == 0) {
+			if (nc < 16)
+				cand[nc++] = &ef->f[i];
+			ncand_total++;
+		}
+	/* A C++ function written demangled: "ns::f(int)" exactly, or "ns::f" for
+	 * every overload. */
+	int via_dem = 0;
+	if (!nc && strncmp(q, "_Z", 2) != 0 && bt_demangler_available()) {
+		int full = strchr(q, '(') != NULL;
+
+		for (size_t i = 0; i < ef->nf; i++) {
+			if (strncmp(ef->f[i].name, "_Z", 2) != 0)
+				continue;
+			const char *d = efunc_dem(&ef->f[i]);
+			if (!d)
+				continue;
+			int ok = full ? bt_demangled_eq(d, q)
+				      : (bt_demangled_base_len(d) == strlen(q) && strncmp(d, q, strlen(q)) == 0);
+			if (!ok)
+				continue;
+			if (nc < 16)
+				cand[nc++] = &ef->f[i];
+			ncand_total++;
+		}
+		via_dem = nc > 0;
+	}
+	if (!nc) {
+		struct bt_suggest sg = { .n = 0 };
+		char list[512];
+
+		for (size_t i = 0; i < ef->nf; i++) {
+			struct bt_elf_func *f = &ef->f[i];
+			const char *d = strncmp(f->name, "_Z", 2) == 0 ? efunc_dem(f) : NULL;
+
+			bt_suggest_add(&sg, q, f->name);
+			if (d) {
+				/* Demangled base names suggest themselves ("foo::bar"). */
+				char b[256];
+				size_t bl = bt_demangled_base_len(d);
+				if (bl < sizeof(b)) {
+					memcpy(b, d, bl);
+					b[bl] = '\0';
+					bt_suggest_add(&sg, q, b);
+				}
+			}
+		}
+		bt_suggest_format(&sg, list, sizeof(list));
+		if (!ef->has_symtab) {
+			char known[64];
+
+			if (ef->nf)
+				snprintf(known, sizeof(known), "only its %zu exported functions are named", ef->nf);
+			else
+				snprintf(known, sizeof(known), "no function is named");
+			return bt_errf(err, errlen, ENOENT,
+				    "symbol '%s' not found in %s, which is stripped (no .symtab: %s)%s%s; give an "
+				    "address instead: %s:0xADDRESS (from nm on an unstripped copy)",
+				    spec->func, path, known, sg.n ? "; closest: " : "", sg.n ? list : "", path);
+		}
+		return bt_errf(err, errlen, ENOENT, "symbol '%s' not found in %s%s%s", spec->func, path,
+			    sg.n ? "; closest: " : "; no similar names", sg.n ? list : "");
+	}
+	/* Several candidates: the default version over hidden ones, global
+	 * over weak over local; C++ overloads are the user's to choose. */
+	struct bt_elf_func *best = cand[0];
+	int distinct = 0;
+	for (size_t i = 1; i < nc; i++) {
+		struct bt_elf_func *c = cand[i];
+		if (c->vaddr == best->vaddr)
+			continue;
+		if (via_dem) {
+			distinct = 1;
+			continue;
+		}
+		if (c->hidden != best->hidden) {
+			if (!c->hidden)
+				best = c;
+			continue;
+		}
+		if (bind_rank(c->bind) != bind_rank(best->bind)) {
+			if (bind_rank(c->bind) < bind_rank(best->bind))
+				best = c;
+			continue;
+		}
+		distinct = 1;
+	}
+	if (distinct) {
+		char list[768];
+		size_t o = 0;
+
+		for (size_t i = 0; i < nc && o < sizeof(list); i++) {
+			if (via_dem)
+				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", efunc_dem(cand[i]));
+			else
+				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s0x%" PRIx64, i ? ", " : "",
+						      cand[i]->vaddr);
+		}
+		if (via_dem)
+			return bt_errf(err, errlen, EINVAL,
+				    "'%s' is overloaded in %s (%zu functions): %s; write the full signature or the "
+				    "mangled name",
+				    spec->func, path, ncand_total, list);
+		return bt_errf(err, errlen, EINVAL,
+			    "%zu different functions are named '%s' in %s (at %s); give one as %s:0xADDRESS",
+			    ncand_total, spec->func, path, list, path);
+	}
+	*out = best;
+	return 0;
+}
+
+int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
+			  struct bt_uprobe_sym *out, char *err, size_t errlen)
+{
+	struct bt_elf_func *f = NULL;
+	char nm[128];
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	if (spec->has_addr) {
+		out->vaddr = spec->addr;
+		f = func_at(ef, spec->addr);
+		if (f) {
+			display_name(f, nm, sizeof(nm));
+			if (spec->addr == f->vaddr)
+				snprintf(out->name, sizeof(out->name), "%s", nm);
+			else
+				snprintf(out->name, sizeof(out->name), "%.100s+0x%" PRIx64, nm, spec->addr - f->vaddr);
+			out->size = f->size;
+		} else {
+			snprintf(out->name, sizeof(out->name), "0x%" PRIx64, spec->addr);
+		}
+	} else {
+		r = find_func(ef, path, spec, &f, err, errlen);
+		if (r)
+			return r;
+		display_name(f, nm, sizeof(nm));
+		if (f->type == STT_GNU_IFUNC)
+			return bt_errf(err, errlen, EINVAL,
+				    "'%s' in %s is an indirect function (ifunc): the implementation is picked at run "
+				    "time; probe the implementation (e.g. __%s_avx2, see nm -D) instead",
+				    spec->func, path, f->name);
+		if (f->size && spec->offset >= f->size)
+			return bt_errf(err, errlen, EINVAL, "offset +0x%" PRIx64 " is outside %s, which is %" PRIu64
+				    " bytes long", spec->offset, nm, f->size);
+		out->vaddr = f->vaddr + spec->offset;
+		out->size = f->size;
+		if (spec->offset)
+			snprintf(out->name, sizeof(out->name), "%.100s+0x%" PRIx64, nm, spec->offset);
+		else
+			snprintf(out->name, sizeof(out->name), "%s", nm);
+	}
+	r = vaddr_to_off(ef, out->vaddr, &out->file_off);
+	if (r == -ENOEXEC)
+		return bt_errf(err, errlen, EINVAL, "0x%" PRIx64 " (%s) in %s is not code (a data segment)", out->vaddr,
+			    out->name, path);
+	if (r)
+		return bt_errf(err, errlen, EINVAL,
+			    "address 0x%" PRIx64 " is outside %s's loadable segments (addresses are as nm/objdump "
+			    "print them)",
+			    out->vaddr, path);
+	return 0;
+}
+
+int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
+			  struct bt_uprobe_sym *out, char *err, size_t errlen)
+{
+	struct bt_elf_file ef;
+	int r;
+
+	memset(&ef, 0, sizeof(ef));
+	r = bt_elf_load(attach, path, &ef, err, errlen);
+	if (!r)
+		r = bt_elf_resolve_sym(&ef, path, spec, out, err, errlen);
+	bt_elf_free(&ef);
+	return r;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* elf_symbols.h - function symbols, loadable segments and USDT notes of an
+ * ELF file, and the resolution of a probe spec to a file offset. */
+#ifndef BTRACE_ELF_SYMBOLS_H
+#define BTRACE_ELF_SYMBOLS_H
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "probe_spec.h"
+
+struct bt_uprobe_sym {
+	uint64_t vaddr;    /* link-time address of the probed instruction */
+	uint64_t size;     /* the function's size, 0 if unknown */
+	uint64_t file_off; /* file offset of the probed instruction (what uprobes take) */
+	char name[128];    /* what to show: symbol (demangled), plus +0xOFF */
+};
+
+/* Resolve spec (not usdt) in the ELF file `attach` (`path` names it in
+ * messages). 0 or -errno + err (with suggestions). */
+int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
+			  struct bt_uprobe_sym *out, char *err, size_t errlen);
+
+/* ---- a loaded ELF file (the resolver keeps one per file it meets) ---- */
+
+struct bt_elf_func {
+	char *name;
+	char *dem; /* demangled, filled on demand */
+	uint64_t vaddr, size;
+	unsigned char bind, type, hidden, dem_done;
+};
+
+struct bt_elf_seg {
+	uint64_t vaddr, memsz, off, filesz;
+	uint32_t flags;
+};
+
+struct bt_elf_note {
+	char provider[128], name[128];
+	unsigned nargs;
+};
+
+struct bt_elf_file {
+	char attach[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	int has_symtab;
+	struct bt_elf_func *f;
+	size_t nf;
+	struct bt_elf_seg *seg;
+	size_t nseg;
+	struct bt_elf_note *notes;
+	size_t nnotes;
+	/* a load failure is remembered with its message */
+	int err;
+	char msg[512];
+};
+
+/* Load the function symbols, loadable segments and USDT notes of `attach`
+ * (`path` names it in messages) into a zeroed ef. 0 or -errno + err. */
+int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char *err, size_t errlen);
+void bt_elf_free(struct bt_elf_file *ef);
+/* Resolve spec (not usdt) among ef's functions and segments. 0 or -errno + err. */
+int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
+		       struct bt_uprobe_sym *out, char *err, size_t errlen);
+#endif

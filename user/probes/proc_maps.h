@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/* proc_maps.h - the file a probe's BINARY names, found through a process's
+ * memory maps, the library directories or PATH. */
+#ifndef BTRACE_PROC_MAPS_H
+#define BTRACE_PROC_MAPS_H
+#include <stddef.h>
+
+/*
+ * Find BINARY (a path or a name, see above) for pid (<= 0: no process: own
+ * maps, library directories, PATH). path: the name to show (the target's
+ * path), attach: a path this process can open for the same file (may be
+ * /proc/PID/root/... or /proc/PID/map_files/...). 0 or -errno + err.
+ */
+int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathlen, char *attach,
+			  size_t attachlen, char *err, size_t errlen);
+#endif

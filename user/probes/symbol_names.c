@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+/*
+ * symbol_names.c - C++ demangling (libstdc++'s __cxa_demangle, loaded on
+ * first use, so C programs do not need libstdc++) and the closest-name
+ * suggestions of "symbol not found" messages.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "symbol_names.h"
+
+typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
+static cxa_demangle_fn demangler;
+static int demangler_tried;
+
+static cxa_demangle_fn get_demangler(void)
+{
+	if (!demangler_tried) {
+		void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+
+		demangler_tried = 1;
+		if (h)
+			demangler = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
+	}
+	return demangler;
+}
+
+char *bt_demangle(const char *sym)
+{
+	cxa_demangle_fn f;
+	int status = -1;
+	char *r;
+
+	if (!sym || strncmp(sym, "_Z", 2) != 0)
+		return NULL;
+	f = get_demangler();
+	if (!f)
+		return NULL;
+	r = f(sym, NULL, NULL, &status);
+	if (status != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+/* Compare ignoring white space ("foo::bar(int, long)" == "foo::bar(int,long)"). */
+int bt_demangled_eq(const char *a, const char *b)
+{
+	for (;;) {
+		while (*a == ' ')
+			a++;
+		while (*b == ' ')
+			b++;
+		if (*a != *b)
+			return 0;
+		if (!*a)
+			return 1;
+		a++, b++;
+	}
+}
+
+/* Length of a demangled name without its parameter list: "ns::f(int) const"
+ * -> "ns::f". Template arguments in <> are kept. */
+size_t bt_demangled_base_len(const char *d)
+{
+	int angle = 0;
+	size_t i;
+
+	for (i = 0; d[i]; i++) {
+		if (d[i] == '<')
+			angle++;
+		else if (d[i] == '>')
+			angle--;
+		else if (d[i] == '(' && angle <= 0 && i > 0)
+			return i;
+	}
+	return i;
+}
+
+int bt_demangler_available(void)
+{
+	return get_demangler() != NULL;
+}
+
+/* ---- suggestions ---------------------------------------------------------------- */
+
+unsigned bt_edit_distance(const char *a, const char *b)
+{
+	unsigned row[256], la = (unsigned)strnlen(a, 255), lb = (unsigned)strnlen(b, 255);
+
+	for (unsigned j = 0; j <= lb; j++)
+		row[j] = j;
+	for (unsigned i = 1; i <= la; i++) {
+		unsigned diag = row[0], t;
+
+		row[0] = i;
+		for (unsigned j = 1; j <= lb; j++) {
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			t = row[j];
+			row[j] = best;
+			diag = t;
+		}
+	}
+	return row[lb];
+}
+
+/* Offer `cand` (a symbol or demangled base name) as a suggestion for `q`. */
+void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand)
+{
+	size_t lq = strlen(q), lc = strlen(cand);
+	unsigned score, limit = lq < 6 ? 2 : (unsigned)(lq / 3);
+
+	if (lc > 255 || !lc)
+		return;
+	/* Substring either way ("alloc" -> "malloc", "foo::bar" for "bar"):
+	 * as good as one edit, ranked by the length difference. */
+	if ((lq >= 3 && strstr(cand, q)) || (lc >= 3 && strstr(q, cand)))
+		score = 1 + (unsigned)(lc > lq ? lc - lq : lq - lc) / 4;
+	else if ((lc > lq ? lc - lq : lq - lc) > limit)
+		return;
+	else
+		score = bt_edit_distance(q, cand) * 2;
+	if (score > limit * 2)
+		return;
+	for (size_t i = 0; i < sg->n; i++)
+		if (strcmp(sg->name[i], cand) == 0)
+			return;
+	size_t pos = sg->n;
+	while (pos > 0 && sg->score[pos - 1] > score)
+		pos--;
+	if (pos >= BT_NSUGGEST)
+		return;
+	if (sg->n < BT_NSUGGEST)
+		sg->n++;
+	for (size_t i = sg->n - 1; i > pos; i--) {
+		memcpy(sg->name[i], sg->name[i - 1], sizeof(sg->name[i]));
+		sg->score[i] = sg->score[i - 1];
+	}
+	memcpy(sg->name[pos], cand, lc + 1);
+	sg->score[pos] = score;
+}
+
+void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < sg->n && o < len; i++)
+		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", sg->name[i]);
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/* symbol_names.h - C++ demangling and closest-name suggestions for symbol
+ * lookups. */
+#ifndef BTRACE_SYMBOL_NAMES_H
+#define BTRACE_SYMBOL_NAMES_H
+#include <stddef.h>
+
+/* The C++ demangling of `sym` (malloc'd), NULL if not mangled or no
+ * demangler (libstdc++ is loaded on first use). */
+char *bt_demangle(const char *sym);
+
+/* Levenshtein distance (strings cut at 255 characters). */
+unsigned bt_edit_distance(const char *a, const char *b);
+
+/* Is a demangler there (libstdc++ loadable)? */
+int bt_demangler_available(void);
+/* Compare ignoring white space ("foo::bar(int, long)" == "foo::bar(int,long)"). */
+int bt_demangled_eq(const char *a, const char *b);
+/* Length of a demangled name without its parameter list: "ns::f(int) const"
+ * -> "ns::f". Template arguments in <> are kept. */
+size_t bt_demangled_base_len(const char *d);
+
+/* The closest names to a query, best first (at most BT_NSUGGEST). */
+#define BT_NSUGGEST 4
+struct bt_suggest {
+	char name[BT_NSUGGEST][256];
+	unsigned score[BT_NSUGGEST];
+	size_t n;
+};
+/* Offer `cand` (a symbol or demangled base name) as a suggestion for `q`. */
+void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand);
+/* "a, b, c" into buf. */
+void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len);
+#endif
