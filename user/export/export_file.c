@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export_file.c - a dump converted to a file or standard output: pre-pass,
+ * the exporter the options name, and atomic file output (a temporary file
+ * renamed over the target when complete, removed on error).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "export.h"
+
+/* ---- file output ------------------------------------------------------------ */
+
+static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct bt_export_opts *o,
+		      struct bt_export_stats *st, char *err, size_t errlen)
+{
+	struct bt_export_prep p;
+	int r = bt_export_prepare(d, &p);
+	if (r < 0) {
+		snprintf(err, errlen, "out of memory");
+		return r;
+	}
+	if (o->format == BT_EXPORT_JSON)
+		r = bt_export_json(&p, s, o, st, err, errlen);
+	else
+		r = bt_export_perfetto(&p, s, o, st, err, errlen);
+	bt_export_prep_free(&p);
+	return r;
+}
+
+int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_export_opts *o,
+		   struct bt_export_stats *st, char *err, size_t errlen)
+{
+	struct bt_export_stats dummy;
+	char tmp[PATH_MAX];
+	int fd, r;
+
+	if (!st)
+		st = &dummy;
+	memset(st, 0, sizeof(*st));
+	if (err && errlen)
+		err[0] = '\0';
+	if (!strcmp(path, "-")) {
+		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip);
+		if (!s) {
+			snprintf(err, errlen, "out of memory");
+			return -ENOMEM;
+		}
+		r = run_export(d, s, o, st, err, errlen);
+		int f = bt_sink_finish(s, &st->bytes);
+		if (!r && f) {
+			r = f;
+			snprintf(err, errlen, "write error on standard output: %s", strerror(-f));
+		}
+		return r;
+	}
+
+	/* temporary file next to the target, so rename() is atomic */
+	const char *slash = strrchr(path, '/');
+	int n;
+	if (slash)
+		n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
+	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-r));
+		return r;
+	}
+	/* mkostemp's 0600 stays: a trace holds what the dump (0600) holds. */
+	struct bt_sink *s = bt_sink_new(fd, o->gzip);
+	if (!s) {
+		r = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto fail;
+	}
+	r = run_export(d, s, o, st, err, errlen);
+	int f = bt_sink_finish(s, &st->bytes);
+	if (r < 0)
+		goto fail;
+	if (f < 0) {
+		r = f;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-f));
+		goto fail;
+	}
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS) {
+		r = -errno;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	if (close(fd) < 0) {
+		fd = -1;
+		r = -errno;
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
+		goto fail;
+	}
+	fd = -1;
+	if (rename(tmp, path) < 0) {
+		r = -errno;
+		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(-r));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+	return r;
+}

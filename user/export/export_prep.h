@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/* export_prep.h - the pre-pass over a dump that both exporters use (threads,
+ * uprobe and application pairing, seq gaps), names, losses, and the small
+ * uint32 map of per-thread state. */
+#ifndef BTRACE_EXPORT_PREP_H
+#define BTRACE_EXPORT_PREP_H
+#include <stddef.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "events.h"
+#include "dump.h"
+
+/* Small open-addressing map uint32 -> uint32 (tid -> index), used by the
+ * exporters for per-thread state. Keys are any uint32; values any uint32. */
+struct bt_u32map {
+	uint32_t *keys, *vals;
+	uint8_t *used;
+	size_t cap, n;
+};
+int bt_u32map_put(struct bt_u32map *m, uint32_t key, uint32_t val); /* 0 or -ENOMEM */
+int bt_u32map_get(const struct bt_u32map *m, uint32_t key, uint32_t *val); /* 1 found, 0 not */
+void bt_u32map_free(struct bt_u32map *m);
+
+/* ---- the pre-pass both exporters use ------------------------------------ */
+
+/* Role of each uprobe/uretprobe/usdt event, in event order. */
+enum bt_uprobe_role {
+	BT_UR_ENTRY_ALONE = 0, /* entry whose return is not in the dump */
+	BT_UR_BEGIN = 1,       /* entry of a matched pair */
+	BT_UR_END = 2,         /* return of a matched pair */
+	BT_UR_RETURN_ALONE = 3,/* return whose entry is not in the dump */
+	BT_UR_USDT = 4,
+};
+
+struct bt_xthread {
+	uint32_t tid;
+	uint32_t tgid;      /* 0: unknown */
+	uint32_t ppid;      /* parent process from a fork event in the dump, 0: unknown */
+	int in_table;       /* named by the dump's task table */
+	char name[BT_TASK_COMM_LEN];
+};
+
+/* Role of each application event (bt_dump_event.app >= 0), in event order. */
+enum bt_app_role {
+	BT_AR_INSTANT = 0,
+	BT_AR_COUNTER = 1,
+	BT_AR_BEGIN = 2,       /* BEGIN of a matched pair */
+	BT_AR_END = 3,         /* END of a matched pair */
+	BT_AR_BEGIN_OPEN = 4,  /* BEGIN still open at the thread's last event: no END in the dump yet */
+	BT_AR_BEGIN_ALONE = 5, /* BEGIN whose END is lost (a seq gap of the thread follows) */
+	BT_AR_END_ALONE = 6,   /* END whose BEGIN is not in the dump (overwritten or lost) */
+	BT_AR_FOREIGN = 7,     /* the tid belongs to another process: not shown (untrusted data) */
+};
+
+/* A per-thread seq gap in application events: seqs from_seq.. (missing of
+ * them) of thread tid were written by the application but are not in the
+ * dump. index: the first event after the gap (into ev); prev_ts: the
+ * thread's event before it. */
+struct bt_app_gap {
+	size_t index;
+	uint32_t tid, from_seq;
+	int32_t app;
+	uint64_t missing, prev_ts;
+};
+
+struct bt_export_prep {
+	const struct bt_dump *d;
+	const struct bt_dump_header *hdr;
+	const struct bt_dump_event *ev;
+	size_t nev;
+	const struct bt_task *tasks;
+	size_t ntasks;
+	const struct bt_probe_desc *probes;
+	size_t nprobes;
+	/* every thread of the task table or of any event (tid 0 excluded), by tid */
+	struct bt_xthread *threads;
+	size_t nthreads;
+	/* role of the k-th uprobe-group event (enum bt_uprobe_role) */
+	uint8_t *urole;
+	size_t nurole;
+	/* seq gaps (bt_seq_gaps) and the window analysis */
+	struct bt_seq_gap *gaps;
+	size_t ngaps;
+	struct bt_seq_window win;
+	struct bt_seq_cpu *percpu; /* [ncpus] */
+	uint64_t first_ts, last_ts;
+	/* applications (bt_dump_apps) and their events: role (enum
+	 * bt_app_role) of the k-th application event, and for a matched END
+	 * the event index of its BEGIN (SIZE_MAX otherwise) */
+	const struct bt_dump_app *apps;
+	size_t napps;
+	uint8_t *arole;
+	size_t *abegin;
+	size_t narole;
+	struct bt_app_gap *agaps; /* by index */
+	size_t nagaps;
+	uint64_t *app_gaps, *app_missing; /* [napps]: per-thread seq gaps of each application */
+	uint64_t app_unmatched_ends;      /* BT_AR_END_ALONE events */
+};
+
+int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p);
+void bt_export_prep_free(struct bt_export_prep *p);
+const struct bt_xthread *bt_export_thread(const struct bt_export_prep *p, uint32_t tid);
+/* Name of a uprobe event's function: probe func, spec, or "probe#ID". */
+const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_id, char *buf, size_t len);
+/* Name of an application event: its name, or "name#ID" (NULL-safe). */
+const char *bt_export_app_name(const struct bt_export_prep *p, int32_t app, uint32_t name_id, char *buf,
+			       size_t len);
+/* Sum of the ring-buffer drops of one CPU over all groups. */
+uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu);
+/* Every loss counter of the dump, as "loss.NAME" keys (ring-buffer drops per
+ * CPU and group where non-zero, then the totals, then per application
+ * "loss.app.PID.*"), in one order for both exporters. */
+void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, const char *key, uint64_t v),
+		      void *ctx);
+#endif
