@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * recorder.h - state of a running `btrace-bpf record`, shared by the command
- * (cmd_record.c) and its control-socket handlers (record_ctl.c).
+ * line (cmd_record.c), the recorder (recorder.c) and its control-socket
+ * handlers (record_ctl.c).
  */
 #ifndef BTRACE_RECORDER_H
 #define BTRACE_RECORDER_H
@@ -93,6 +94,10 @@ struct recorder {
 	uint64_t triggers_suppressed;
 };
 
+/* Run the recorder with these options until it is stopped: checks, start,
+ * drain, dumps, rotation, shutdown with the final dump. Frees o->uspecs and
+ * o->usdts. Returns the exit status of `record`. */
+int recorder_run(const struct record_opts *o);
 /* Ask the dump thread for a dump (coalesced with one already pending). */
 void recorder_request_dump(struct recorder *r, const char *reason);
 /* Write a dump now, serialized with the dump thread. path NULL: the output

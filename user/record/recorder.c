@@ -1,0 +1,773 @@
+// SPDX-License-Identifier: MIT
+/*
+ * recorder.c - a running `btrace-bpf record` (options parsed by
+ * cmd_record.c): kernel tracepoints into the flight recorder, dumps on
+ * signal, control command or trigger, rotation of old dumps, shutdown.
+ *
+ * Threads:
+ *   main   options, checks, setup; then waits in ppoll() with the signals
+ *          unblocked. Signal handlers only set flags; main turns SIGUSR1 into
+ *          a dump request and SIGINT/SIGTERM (or --duration) into shutdown.
+ *   drain  (loader.c) BPF ring buffers (one per CPU) -> block buffer, task table.
+ *   dump   writes dumps with bt_dump_write(), one at a time, so draining never
+ *          stops. Requests that arrive while a dump is being written are
+ *          coalesced into one more dump: a storm of SIGUSR1 gives a few dumps,
+ *          each complete and valid.
+ *
+ * Shutdown: detach the programs, drain the rings to the last event, write the
+ * final dump (unless --no-final-dump), free everything, exit 0 (1 if the
+ * final dump failed).
+ */
+#include <argp.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/libbpf.h>
+#include "events.h"
+#include "btrace_buffer.h"
+#include "event_names.h"
+#include "dump.h"
+#include "loader.h"
+#include "tasks.h"
+#include "uprobes.h"
+#include "util.h"
+#include "recorder.h"
+#include "ctl.h"
+#include "app_registry.h"
+#include "app_reader.h"
+#define FLUSH_TIMEOUT_MS 2000
+#define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
+#define DEFAULT_APP_BLOCK_SIZE (16u << 10)
+
+/* Control thread: an application registering for in-process tracing. */
+static void adopt_app(void *ctx, int fd, uint32_t pid, int argc, char **argv)
+{
+	struct recorder *r = ctx;
+	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "");
+}
+
+/* ---- startup checks --------------------------------------------------------------- */
+
+#define CAP_SYS_ADMIN_BIT 21
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+static int check_privileges(void)
+{
+	unsigned long long caps = 0;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	int found = 0;
+
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+				found = 1;
+				break;
+			}
+		fclose(f);
+	}
+	if (!found)
+		return geteuid() == 0 ? 0 : -EPERM;
+	if (caps & (1ull << CAP_SYS_ADMIN_BIT))
+		return 0;
+	if ((caps & (1ull << CAP_BPF_BIT)) && (caps & (1ull << CAP_PERFMON_BIT)))
+		return 0;
+	return -EPERM;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char path[PATH_MAX];
+	size_t len = strlen(dir);
+
+	if (len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(path, 0755) && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0755) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Create dir if missing and prove a file can be created in it (root ignores
+ * mode bits, so access(W_OK) says nothing about read-only mounts). */
+static int check_output_dir(const char *dir)
+{
+	char probe[PATH_MAX];
+	struct stat st;
+	int fd, ret = mkdir_p(dir);
+
+	if (ret) {
+		bt_warn("cannot create output directory %s: %s: choose another with -o DIR",
+			dir, strerror(-ret));
+		return ret;
+	}
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
+		bt_warn("output directory %s is not a directory: choose another with -o DIR", dir);
+		return -ENOTDIR;
+	}
+	if ((size_t)snprintf(probe, sizeof(probe), "%s/.btrace-probe-XXXXXX", dir) >= sizeof(probe))
+		return -ENAMETOOLONG;
+	fd = mkstemp(probe);
+	if (fd < 0) {
+		ret = -errno;
+		bt_warn("output directory %s is not writable: %s: choose another with -o DIR",
+			dir, strerror(errno));
+		return ret;
+	}
+	close(fd);
+	unlink(probe);
+	return 0;
+}
+
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+static uint64_t mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
+/* ---- signals ---------------------------------------------------------------------- */
+
+static volatile sig_atomic_t got_dump, got_stop;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGUSR1)
+		got_dump = 1;
+	else
+		got_stop = sig;
+}
+
+/* ---- dumps ------------------------------------------------------------------------ */
+
+
+
+void recorder_request_dump(struct recorder *r, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	/* Coalesce: one pending dump covers every request made before it starts. */
+	if (!r->pending || strcmp(reason, "exit") == 0)
+		r->reason = reason;
+	r->pending = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why,
+		      size_t whylen);
+
+/* Keep at most --max-dumps of the files this recorder generated. */
+static void rotate(struct recorder *r, const char *path)
+{
+	char **k = realloc(r->kept, (r->nkept + 1) * sizeof(*k));
+
+	if (!k || !(k[r->nkept] = strdup(path))) {
+		r->kept = k ? k : r->kept;
+		return;
+	}
+	r->kept = k;
+	r->nkept++;
+	while (r->o->max_dumps && r->nkept > r->o->max_dumps) {
+		if (unlink(r->kept[0]) && errno != ENOENT)
+			bt_warn("cannot remove old dump %s: %s", r->kept[0], strerror(errno));
+		else
+			bt_info("removed old dump %s (--max-dumps %" PRIu64 ")", r->kept[0], r->o->max_dumps);
+		free(r->kept[0]);
+		memmove(r->kept, r->kept + 1, --r->nkept * sizeof(*r->kept));
+	}
+}
+
+int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
+			size_t outlen, char *why, size_t whylen)
+{
+	int ret;
+
+	pthread_mutex_lock(&r->dump_serial);
+	ret = write_dump(r, reason, explicit_path, why, whylen);
+	if (ret == 0 && out)
+		snprintf(out, outlen, "%s", r->last_path);
+	pthread_mutex_unlock(&r->dump_serial);
+	return ret;
+}
+
+static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why, size_t whylen)
+{
+	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
+	uint64_t *drops = calloc(ncells, sizeof(*drops));
+	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
+	struct bt_task *tasks = NULL;
+	struct bt_drain_stats ds;
+	struct bt_read_stats rst;
+	struct bt_dump_info info;
+	struct bt_stats bs;
+	char path[PATH_MAX], err[512], sz[32];
+	uint64_t t0 = bt_now_ns(), bytes;
+	struct stat st;
+	int ret;
+
+	memset(&info, 0, sizeof(info));
+	memset(&rst, 0, sizeof(rst));
+	if (!drops || !emitted) {
+		ret = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	/* Events the kernel emitted before the request may still sit in the
+	 * BPF ring: bring them into the buffer first. */
+	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
+		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
+			FLUSH_TIMEOUT_MS);
+	ret = bt_loader_read_cpu_state(r->loader, drops, emitted, NULL);
+	if (ret)
+		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
+	ret = bt_tasks_snapshot(r->tasks, &tasks, &ntasks);
+	if (ret) {
+		snprintf(err, sizeof(err), "cannot copy the task table: %s", strerror(-ret));
+		goto out;
+	}
+	bt_loader_drain_stats(r->loader, &ds);
+	bt_buffer_stats(r->buf, &bs);
+	bytes = bs.bytes_written + bs.padding_bytes;
+
+	info.ncpus = r->ncpus;
+	info.ngroups = BT_GROUP_MAX;
+	info.rb_drops = drops;
+	info.rb_emitted = emitted;
+	info.tasks = tasks;
+	info.ntasks = ntasks;
+	info.dump_seq = r->last_seq + 1;
+	/* The previous dump's window may overlap this one unless the buffer
+	 * has been overwritten completely since. */
+	info.overlaps_dump = r->last_seq && bytes - r->last_bytes < bs.size ? r->last_seq : 0;
+	info.reason = reason;
+	info.drain_events = ds.events;
+	info.drain_rejected = ds.rejected;
+	info.groups_enabled = bt_loader_groups(r->loader);
+	if (r->uprobes) {
+		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
+		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
+	}
+	if (r->apps) {
+		info.write_apps = bt_apps_dump;
+		info.apps_ctx = r->apps;
+	}
+
+	err[0] = '\0';
+	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
+			    &rst, err, sizeof(err));
+out:
+	if (ret) {
+		r->nfailed++;
+		if (why)
+			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
+		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
+			ret == -ENOSPC || ret == -EDQUOT ?
+				" (free space there or choose another directory with -o)" : "",
+			strcmp(reason, "exit") ? "; recording continues" : "");
+	} else {
+		r->last_seq = info.dump_seq;
+		r->last_bytes = bytes;
+		r->ndumps++;
+		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
+		if (!explicit_path)
+			rotate(r, path);
+		if (stat(path, &st))
+			st.st_size = 0;
+		bt_warn("dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
+			info.dump_seq, path, reason, rst.entries,
+			format_size((uint64_t)st.st_size, sz, sizeof(sz)),
+			(double)(bt_now_ns() - t0) / 1e9);
+	}
+	free(tasks);
+	free(drops);
+	free(emitted);
+	return ret;
+}
+
+static void *dump_main(void *arg)
+{
+	struct recorder *r = arg;
+
+	pthread_setname_np(pthread_self(), "btrace-dump");
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *reason;
+		int ret;
+
+		while (!r->pending && !r->quit)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (!r->pending)
+			break;
+		reason = r->reason;
+		r->pending = 0;
+		pthread_mutex_unlock(&r->lock);
+		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
+		pthread_mutex_lock(&r->lock);
+		if (strcmp(reason, "exit") == 0)
+			r->final_failed = ret != 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
+/* ---- main loop ------------------------------------------------------------------ */
+
+static void groups_str(uint32_t mask, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (int g = 0; g < BT_GROUP_MAX; g++)
+		if (mask & (1u << g))
+			o += (size_t)snprintf(buf + o, o < len ? len - o : 0, "%s%s", o ? "," : "",
+					      bt_group_name(g));
+	if (!o)
+		snprintf(buf, len, "none");
+}
+
+static void print_rates(struct recorder *r, uint64_t *last_events, uint64_t *last_t)
+{
+	struct bt_drain_stats ds;
+	uint64_t now = bt_now_ns(), drops = 0;
+	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
+	uint64_t *d = calloc(ncells, sizeof(*d));
+
+	bt_loader_drain_stats(r->loader, &ds);
+	if (d && bt_loader_read_cpu_state(r->loader, d, NULL, NULL) == 0)
+		for (size_t i = 0; i < ncells; i++)
+			drops += d[i];
+	free(d);
+	bt_warn("%" PRIu64 " events (%.0f/s), %" PRIu64 " lost in the ring buffer, %" PRIu64
+		" rejected by the buffer",
+		ds.events, (double)(ds.events - *last_events) * 1e9 / (double)(now - *last_t + 1),
+		drops, ds.rejected);
+	*last_events = ds.events;
+	*last_t = now;
+}
+
+static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len);
+
+/* Probe ids of the --trigger-uprobe spec (one per pid). */
+static int find_trigger_ids(struct recorder *r)
+{
+	size_t n;
+	const struct bt_probe_desc *t = bt_uprobes_table(r->uprobes, &n);
+
+	r->trigger_ids = calloc(n ? n : 1, sizeof(*r->trigger_ids));
+	if (!r->trigger_ids)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(t[i].spec, r->o->trigger_spec) == 0 && !(t[i].flags & BT_PROBE_RETURN))
+			r->trigger_ids[r->ntrigger_ids++] = t[i].id;
+	if (!r->ntrigger_ids) {
+		bt_warn("--trigger-uprobe '%s': not an entry probe (drop %%return)", r->o->trigger_spec);
+		return -EINVAL;
+	}
+	bt_loader_set_hook(r->loader, on_probe_event, r);
+	return 0;
+}
+
+/* An automatic dump, unless the rate limit says one was written too recently. */
+static void auto_dump(struct recorder *r, uint64_t now, const char *reason)
+{
+	if (r->last_auto && now - r->last_auto < r->o->min_dump_interval_ns) {
+		r->triggers_suppressed++;
+		bt_warn("%s dump skipped: the last automatic dump was %.2fs ago (--min-dump-interval); %" PRIu64
+			" skipped so far",
+			reason, (double)(now - r->last_auto) / 1e9, r->triggers_suppressed);
+		return;
+	}
+	r->last_auto = now;
+	recorder_request_dump(r, reason);
+}
+
+static void check_automatic_dumps(struct recorder *r, uint64_t now, uint64_t *last_interval)
+{
+	uint64_t t = atomic_load(&r->trigger_at);
+
+	if (t && now - t >= r->o->trigger_delay_ns) {
+		/* Hits during the delay are part of this dump. */
+		atomic_store(&r->trigger_at, 0);
+		auto_dump(r, now, "trigger");
+	}
+	if (r->o->dump_every_ns && now - *last_interval >= r->o->dump_every_ns) {
+		*last_interval = now;
+		auto_dump(r, now, "interval");
+	}
+}
+
+/* Drain thread: a uprobe event arrived; is it the trigger? */
+static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len)
+{
+	struct recorder *r = ctx;
+	const struct bt_ev_uprobe *u = (const struct bt_ev_uprobe *)h;
+	uint64_t zero = 0;
+
+	if (h->type != BT_EV_UPROBE_ENTRY || len < offsetof(struct bt_ev_uprobe, duration_ns))
+		return;
+	for (size_t i = 0; i < r->ntrigger_ids; i++) {
+		if (u->probe_id == r->trigger_ids[i]) {
+			/* The first hit starts the delay; later ones join it. */
+			if (atomic_compare_exchange_strong(&r->trigger_at, &zero, bt_now_ns()))
+				bt_warn("trigger %s hit by thread %u%s", r->o->trigger_spec, h->tid,
+					r->o->trigger_delay_ns ? ": dumping after the delay" : "");
+			return;
+		}
+	}
+}
+
+static int run_loop(struct recorder *r, const sigset_t *waitmask)
+{
+	const struct record_opts *o = r->o;
+	uint64_t start = bt_now_ns(), last_rates = start, last_events = 0;
+	uint64_t last_interval = start, rate_t = start, rate_events = 0;
+	/* Triggers and intervals are checked this often. */
+	uint64_t tick = r->ntrigger_ids || o->dump_every_ns ? 20000000ull : 1000000000ull;
+
+	while (!got_stop) {
+		uint64_t now = bt_now_ns(), wait = tick;
+		struct timespec ts;
+
+		if (o->duration_ns) {
+			if (now - start >= o->duration_ns)
+				break;
+			if (o->duration_ns - (now - start) < wait)
+				wait = o->duration_ns - (now - start);
+		}
+		ts.tv_sec = (time_t)(wait / 1000000000ull);
+		ts.tv_nsec = (long)(wait % 1000000000ull);
+		/* Signals are blocked except inside ppoll: a flag set by a handler
+		 * is seen right after, never lost between test and wait. */
+		ppoll(NULL, 0, &ts, waitmask);
+		if (got_dump) {
+			got_dump = 0;
+			recorder_request_dump(r, "signal");
+		}
+		if (o->verbose && bt_now_ns() - last_rates >= 1000000000ull)
+			print_rates(r, &last_events, &last_rates);
+		now = bt_now_ns();
+		if (now - rate_t >= 1000000000ull) {
+			struct bt_drain_stats ds;
+
+			bt_loader_drain_stats(r->loader, &ds);
+			atomic_store(&r->rate, (ds.events - rate_events) * 1000000000ull / (now - rate_t));
+			rate_events = ds.events;
+			rate_t = now;
+		}
+		check_automatic_dumps(r, now, &last_interval);
+		if (r->uprobes) {
+			int ended[16];
+			size_t k = bt_uprobes_poll_exited(r->uprobes, ended, 16);
+
+			for (size_t i = 0; i < k; i++)
+				bt_warn("process %d ended; its probes see nothing more, recording goes on", ended[i]);
+		}
+	}
+	return 0;
+}
+
+int recorder_run(const struct record_opts *opts)
+{
+	struct record_opts o = *opts;
+	struct recorder r;
+	struct bt_loader_opts lo;
+	struct bt_config cfg;
+	struct bt_drain_stats ds;
+	struct sigaction sa;
+	sigset_t block, oldmask, waitmask;
+	char err[512], gs[64], s1[32], s2[32], s3[32];
+	int ncpus, ret, exit_code = 0, dump_thread = 0;
+	uint64_t drops = 0;
+
+	bt_verbose = o.verbose;
+	bt_loader_set_libbpf_verbosity(o.verbose);
+
+	/* First thing after the options: block our signals in every thread
+	 * (main takes them inside ppoll()) and install the handlers, so a
+	 * signal sent while starting up is kept for the main loop, not lost
+	 * (a background job of a shell inherits SIGINT ignored) or fatal. */
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigaddset(&block, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
+	waitmask = oldmask;
+	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGTERM);
+	sigdelset(&waitmask, SIGUSR1);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGUSR1, &sa, NULL);
+
+	/* Checks a user will hit, cheapest and most likely first. */
+	if (check_privileges()) {
+		bt_warn("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
+			"(e.g. sudo btrace-bpf record)");
+		return 1;
+	}
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		bt_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
+			"kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
+		return 1;
+	}
+	if (o.filter_tgid) {
+		char p[32];
+
+		snprintf(p, sizeof(p), "/proc/%u", o.filter_tgid);
+		if (access(p, F_OK)) {
+			bt_warn("no process with pid %u: give the pid of a running process to -p",
+				o.filter_tgid);
+			return 1;
+		}
+	}
+	if (check_output_dir(o.output_dir))
+		return 1;
+
+	memset(&r, 0, sizeof(r));
+	r.o = &o;
+	pthread_mutex_init(&r.lock, NULL);
+	pthread_cond_init(&r.cond, NULL);
+	pthread_mutex_init(&r.dump_serial, NULL);
+	r.start_ns = bt_now_ns();
+
+	ncpus = libbpf_num_possible_cpus();
+	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
+		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
+		return 1;
+	}
+	r.ncpus = (uint32_t)ncpus;
+	if (!o.no_ctl && !o.no_apps) {
+		uint32_t aa, an;
+		if (bt_app_geometry(o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+				    o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE, r.ncpus, &aa,
+				    &an, err, sizeof(err)) < 0) {
+			bt_warn("--app-buffer-size: %s", err);
+			return 1;
+		}
+	}
+
+	/* The buffer is prefaulted: asking for more than the machine has would
+	 * end with the OOM killer rather than an error. */
+	if (mem_available() && o.buffer_size > mem_available()) {
+		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
+			"--buffer-size", format_size(o.buffer_size, s1, sizeof(s1)),
+			format_size(mem_available(), s2, sizeof(s2)));
+		return 1;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = (size_t)o.buffer_size;
+	cfg.block_size = (uint32_t)o.block_size;
+	cfg.ncores = r.ncpus;
+	cfg.active = (uint32_t)o.active_blocks;
+	cfg.max_size = (size_t)o.max_size;
+	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
+	err[0] = '\0';
+	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!r.buf) {
+		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
+			"--active-blocks", format_size(o.buffer_size, s1, sizeof(s1)),
+			err[0] ? err : strerror(errno));
+		return 1;
+	}
+	r.tasks = bt_tasks_new();
+	if (!r.tasks) {
+		bt_warn("out of memory");
+		exit_code = 1;
+		goto out;
+	}
+
+	memset(&lo, 0, sizeof(lo));
+	lo.groups = o.groups;
+	lo.filter_tgid = o.filter_tgid;
+	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
+	lo.ring_size = o.ring_size;
+	lo.waking = o.waking;
+	r.loader = bt_loader_open(&lo, err, sizeof(err));
+	if (!r.loader) {
+		bt_warn("%s", err);
+		exit_code = 1;
+		goto out;
+	}
+	if (o.nuspecs || o.nusdts) {
+		int pid = (int)o.filter_tgid;
+		struct bt_uprobe_opts uo = {
+			.specs = o.uspecs, .nspecs = o.nuspecs,
+			.usdts = o.usdts, .nusdts = o.nusdts,
+			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
+			.nargs = o.uargs,
+			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
+		};
+		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
+					    err, sizeof(err));
+		if (!r.uprobes && o.trigger_spec && strstr(err, o.trigger_spec)) {
+			bt_warn("--trigger-uprobe: %s", err); /* it is attached like a -u probe */
+			exit_code = 1;
+			goto out;
+		}
+		if (!r.uprobes) {
+			bt_warn("%s", err);
+			exit_code = 1;
+			goto out;
+		}
+		if (o.trigger_spec && find_trigger_ids(&r) < 0) {
+			exit_code = 1;
+			goto out;
+		}
+	}
+	ret = bt_loader_start(r.loader, r.buf, r.tasks);
+	if (ret) {
+		exit_code = 1;
+		goto out;
+	}
+	/* After the drain started: seeding never overrides names from events,
+	 * and every thread born after attach has a fork event. */
+	ret = bt_tasks_seed_proc(r.tasks);
+	if (ret < 0)
+		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
+
+	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
+	if (ret) {
+		bt_warn("cannot start the dump thread: %s", strerror(ret));
+		exit_code = 1;
+		goto out;
+	}
+	dump_thread = 1;
+
+	/* Before the control thread starts: its handlers read r.apps. */
+	if (!o.no_ctl && !o.no_apps) {
+		struct bt_apps_config ac = {
+			.buffer_size = o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+			.block_size = o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE,
+			.ncores = r.ncpus,
+			.max_apps = o.max_apps,
+		};
+		r.apps = bt_apps_create(&ac, err, sizeof(err));
+		if (!r.apps) {
+			bt_warn("--app-buffer-size: %s", err);
+			exit_code = 1;
+			got_stop = SIGTERM;
+			o.final_dump = 0;
+			goto out;
+		}
+	} else if (o.app_buffer_size || o.max_apps || o.app_block_size) {
+		bt_warn("--app-buffer-size/--app-block-size/--max-apps ignored: in-process tracing needs the control socket%s",
+			o.no_apps ? " and no --no-apps" : "");
+	}
+
+	if (!o.no_ctl) {
+		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
+		if (!r.ctl && !o.ctl_path && errno == EACCES) {
+			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
+			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
+		} else if (!r.ctl) {
+			bt_warn("%s", err);
+			exit_code = 1;
+			got_stop = SIGTERM; /* nothing recorded yet worth a dump */
+			o.final_dump = 0;
+			goto out;
+		}
+	}
+
+	if (r.ctl && r.apps)
+		bt_ctl_set_adopt(r.ctl, adopt_app, &r);
+	if (!r.ctl && r.apps) {
+		bt_apps_destroy(r.apps);
+		r.apps = NULL;
+	}
+
+	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
+	if (r.uprobes)
+		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
+			bt_uprobes_nattached(r.uprobes));
+	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
+		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
+		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
+		format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
+	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
+		(int)getpid());
+	if (r.ctl)
+		bt_warn("control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
+	bt_warn("read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+
+	run_loop(&r, &waitmask);
+	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */
+	r.ctl = NULL;
+
+	/* Shutdown: no new events, every event drained, then the last dump. */
+	bt_uprobes_detach(r.uprobes);
+	bt_loader_detach(r.loader);
+	bt_loader_stop(r.loader);
+	if (o.final_dump)
+		recorder_request_dump(&r, "exit");
+
+out:
+	if (dump_thread) {
+		pthread_mutex_lock(&r.lock);
+		r.quit = 1;
+		pthread_cond_signal(&r.cond);
+		pthread_mutex_unlock(&r.lock);
+		pthread_join(r.dump_thread, NULL);
+		if (o.final_dump && r.final_failed)
+			exit_code = 1;
+	}
+	if (r.loader && dump_thread) {
+		uint64_t *d = calloc((size_t)r.ncpus * BT_GROUP_MAX, sizeof(*d));
+
+		bt_loader_drain_stats(r.loader, &ds);
+		if (d && bt_loader_read_cpu_state(r.loader, d, NULL, NULL) == 0)
+			for (size_t i = 0; i < (size_t)r.ncpus * BT_GROUP_MAX; i++)
+				drops += d[i];
+		free(d);
+		bt_warn("stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
+			PRIu64 " rejected; %" PRIu64 " dump%s written%s", ds.events, drops, ds.rejected,
+			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
+	}
+	bt_ctl_stop(r.ctl);
+	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
+	bt_uprobes_destroy(r.uprobes);
+	bt_loader_destroy(r.loader);
+	for (size_t i = 0; i < r.nkept; i++)
+		free(r.kept[i]);
+	free(r.kept);
+	free(r.trigger_ids);
+	free(o.uspecs);
+	free(o.usdts);
+	bt_tasks_free(r.tasks);
+	bt_buffer_destroy(r.buf);
+	pthread_cond_destroy(&r.cond);
+	pthread_mutex_destroy(&r.lock);
+	pthread_mutex_destroy(&r.dump_serial);
+	return exit_code;
+}
