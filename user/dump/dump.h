@@ -9,7 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "btrace_buffer.h"
-#include "tasks.h"
+#include "task_list.h"
 #include "probes.h"
 
 #define BT_DUMP_MAX_CPUS 4096

@@ -12,7 +12,7 @@
 #define BTRACE_EVENT_NAMES_H
 #include <stddef.h>
 #include <stdint.h>
-#include "tasks.h"
+#include "task_list.h"
 #include "probes.h"
 
 struct bt_event_hdr;

@@ -436,20 +436,3 @@ int bt_tasks_snapshot(struct bt_task_table *t, struct bt_task **out, size_t *n)
 	*n = k;
 	return 0;
 }
-
-const struct bt_task *bt_tasks_find(const struct bt_task *arr, size_t n, uint32_t tid)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (arr[mid].tid == tid)
-			return &arr[mid];
-		if (arr[mid].tid < tid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}

@@ -9,15 +9,7 @@
 #define BTRACE_TASKS_H
 #include <stddef.h>
 #include <stdint.h>
-
-#define BT_TASK_COMM_LEN 16
-
-struct bt_task {
-	uint32_t tid;
-	uint32_t tgid;
-	uint64_t exit_ts; /* event time the task exited, 0 while alive */
-	char comm[BT_TASK_COMM_LEN];
-};
+#include "task_list.h"
 
 struct bt_task_table;
 struct bt_event_hdr;
@@ -32,6 +24,4 @@ void bt_tasks_set(struct bt_task_table *t, uint32_t tid, uint32_t tgid, const ch
 void bt_tasks_apply(struct bt_task_table *t, const struct bt_event_hdr *ev, uint32_t len);
 /* Copy of the table (malloc'd array, caller frees), sorted by tid. */
 int bt_tasks_snapshot(struct bt_task_table *t, struct bt_task **out, size_t *n);
-/* Lookup in a sorted snapshot array; NULL if absent. */
-const struct bt_task *bt_tasks_find(const struct bt_task *arr, size_t n, uint32_t tid);
 #endif
