@@ -7,6 +7,7 @@
 
 #define BT_PROBE_RETURN 0x1 /* uretprobe (%return) */
 #define BT_PROBE_USDT   0x2 /* USDT provider:name */
+#define BT_PROBE_ENDED  0x4 /* the probe's process had ended when the table was taken */
 
 struct bt_probe_desc {
 	uint32_t id;

@@ -40,12 +40,6 @@
 #define BT_UPROBE_DEFAULT_NARGS 6
 #define BT_UPROBE_RING_SIZE (16u << 20) /* the ring made when none is given */
 
-/* bt_probe_desc.flags: the probe's process had ended when the table was
- * taken (bt_uprobes_table). Belongs in probes.h next to BT_PROBE_USDT. */
-#ifndef BT_PROBE_ENDED
-#define BT_PROBE_ENDED 0x4
-#endif
-
 struct bt_uprobe_opts {
 	const char *const *specs; size_t nspecs; /* -u */
 	const char *const *usdts; size_t nusdts; /* -U */
@@ -117,10 +111,4 @@ void bt_uprobes_destroy(struct bt_uprobes *u);
 
 /* The building blocks (spec parsing, binary lookup, ELF symbols, demangling)
  * have their own headers, included above for the tests and the recorder. */
-
-/* ---- report --functions (user/cmd_functions.c) ---- */
-struct bt_dump;
-/* Per probed function: calls, and for return probes the latency
- * distribution (count, min, p50, p99, max); which targets ended. 0 or -errno. */
-int bt_report_functions(const struct bt_dump *d, FILE *out);
 #endif

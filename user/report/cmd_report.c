@@ -21,7 +21,7 @@
 #include "dump.h"
 #include "report_apps.h"
 #include "event_names.h"
-#include "uprobes.h"
+#include "report_functions.h"
 
 #define PROG "btrace-bpf"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * cmd_functions.c - `report --functions`: one row per probed function (and
+ * report_functions.c - `report --functions`: one row per probed function (and
  * process) of a dump: calls, returns, and for return probes the latency
  * distribution of the entry-to-return durations (count, min, p50, p99, max).
  * Probes on the same function and process (`f` and `f%return`) share a row.
@@ -15,7 +15,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
-#include "uprobes.h"
+#include "report_functions.h"
 
 struct frow {
 	const struct bt_probe_desc *p; /* first probe of the row (names) */
