@@ -46,7 +46,6 @@
 #include "ctl.h"
 #include "app_registry.h"
 #include "app_reader.h"
-#define FLUSH_TIMEOUT_MS 2000
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -165,178 +164,6 @@ static void on_signal(int sig)
 		got_dump = 1;
 	else
 		got_stop = sig;
-}
-
-/* ---- dumps ------------------------------------------------------------------------ */
-
-
-
-void recorder_request_dump(struct recorder *r, const char *reason)
-{
-	pthread_mutex_lock(&r->lock);
-	/* Coalesce: one pending dump covers every request made before it starts. */
-	if (!r->pending || strcmp(reason, "exit") == 0)
-		r->reason = reason;
-	r->pending = 1;
-	pthread_cond_signal(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-}
-
-static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why,
-		      size_t whylen);
-
-/* Keep at most --max-dumps of the files this recorder generated. */
-static void rotate(struct recorder *r, const char *path)
-{
-	char **k = realloc(r->kept, (r->nkept + 1) * sizeof(*k));
-
-	if (!k || !(k[r->nkept] = strdup(path))) {
-		r->kept = k ? k : r->kept;
-		return;
-	}
-	r->kept = k;
-	r->nkept++;
-	while (r->o->max_dumps && r->nkept > r->o->max_dumps) {
-		if (unlink(r->kept[0]) && errno != ENOENT)
-			bt_warn("cannot remove old dump %s: %s", r->kept[0], strerror(errno));
-		else
-			bt_info("removed old dump %s (--max-dumps %" PRIu64 ")", r->kept[0], r->o->max_dumps);
-		free(r->kept[0]);
-		memmove(r->kept, r->kept + 1, --r->nkept * sizeof(*r->kept));
-	}
-}
-
-int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
-			size_t outlen, char *why, size_t whylen)
-{
-	int ret;
-
-	pthread_mutex_lock(&r->dump_serial);
-	ret = write_dump(r, reason, explicit_path, why, whylen);
-	if (ret == 0 && out)
-		snprintf(out, outlen, "%s", r->last_path);
-	pthread_mutex_unlock(&r->dump_serial);
-	return ret;
-}
-
-static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why, size_t whylen)
-{
-	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
-	uint64_t *drops = calloc(ncells, sizeof(*drops));
-	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
-	struct bt_task *tasks = NULL;
-	struct bt_drain_stats ds;
-	struct bt_read_stats rst;
-	struct bt_dump_info info;
-	struct bt_stats bs;
-	char path[PATH_MAX], err[512], sz[32];
-	uint64_t t0 = bt_now_ns(), bytes;
-	struct stat st;
-	int ret;
-
-	memset(&info, 0, sizeof(info));
-	memset(&rst, 0, sizeof(rst));
-	if (!drops || !emitted) {
-		ret = -ENOMEM;
-		snprintf(err, sizeof(err), "out of memory");
-		goto out;
-	}
-	/* Events the kernel emitted before the request may still sit in the
-	 * BPF ring: bring them into the buffer first. */
-	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
-		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
-			FLUSH_TIMEOUT_MS);
-	ret = bt_loader_read_cpu_state(r->loader, drops, emitted, NULL);
-	if (ret)
-		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
-	ret = bt_tasks_snapshot(r->tasks, &tasks, &ntasks);
-	if (ret) {
-		snprintf(err, sizeof(err), "cannot copy the task table: %s", strerror(-ret));
-		goto out;
-	}
-	bt_loader_drain_stats(r->loader, &ds);
-	bt_buffer_stats(r->buf, &bs);
-	bytes = bs.bytes_written + bs.padding_bytes;
-
-	info.ncpus = r->ncpus;
-	info.ngroups = BT_GROUP_MAX;
-	info.rb_drops = drops;
-	info.rb_emitted = emitted;
-	info.tasks = tasks;
-	info.ntasks = ntasks;
-	info.dump_seq = r->last_seq + 1;
-	/* The previous dump's window may overlap this one unless the buffer
-	 * has been overwritten completely since. */
-	info.overlaps_dump = r->last_seq && bytes - r->last_bytes < bs.size ? r->last_seq : 0;
-	info.reason = reason;
-	info.drain_events = ds.events;
-	info.drain_rejected = ds.rejected;
-	info.groups_enabled = bt_loader_groups(r->loader);
-	if (r->uprobes) {
-		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
-		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
-	}
-	if (r->apps) {
-		info.write_apps = bt_apps_dump;
-		info.apps_ctx = r->apps;
-	}
-
-	err[0] = '\0';
-	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
-			    &rst, err, sizeof(err));
-out:
-	if (ret) {
-		r->nfailed++;
-		if (why)
-			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
-		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
-			ret == -ENOSPC || ret == -EDQUOT ?
-				" (free space there or choose another directory with -o)" : "",
-			strcmp(reason, "exit") ? "; recording continues" : "");
-	} else {
-		r->last_seq = info.dump_seq;
-		r->last_bytes = bytes;
-		r->ndumps++;
-		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
-		if (!explicit_path)
-			rotate(r, path);
-		if (stat(path, &st))
-			st.st_size = 0;
-		bt_warn("dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
-			info.dump_seq, path, reason, rst.entries,
-			format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-			(double)(bt_now_ns() - t0) / 1e9);
-	}
-	free(tasks);
-	free(drops);
-	free(emitted);
-	return ret;
-}
-
-static void *dump_main(void *arg)
-{
-	struct recorder *r = arg;
-
-	pthread_setname_np(pthread_self(), "btrace-dump");
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		const char *reason;
-		int ret;
-
-		while (!r->pending && !r->quit)
-			pthread_cond_wait(&r->cond, &r->lock);
-		if (!r->pending)
-			break;
-		reason = r->reason;
-		r->pending = 0;
-		pthread_mutex_unlock(&r->lock);
-		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
-		pthread_mutex_lock(&r->lock);
-		if (strcmp(reason, "exit") == 0)
-			r->final_failed = ret != 0;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
 }
 
 /* ---- main loop ------------------------------------------------------------------ */
@@ -657,7 +484,7 @@ int recorder_run(const struct record_opts *opts)
 	if (ret < 0)
 		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
 
-	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
+	ret = pthread_create(&r.dump_thread, NULL, recorder_dump_main, &r);
 	if (ret) {
 		bt_warn("cannot start the dump thread: %s", strerror(ret));
 		exit_code = 1;

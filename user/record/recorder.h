@@ -105,6 +105,8 @@ void recorder_request_dump(struct recorder *r, const char *reason);
  * with a reason in why. */
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
+/* The dump thread (recorder_dumps.c): writes requested dumps until quit. */
+void *recorder_dump_main(void *arg);
 /* Control-socket commands (record_ctl.c). */
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
 #endif
