@@ -43,6 +43,8 @@ run_one() { # name timeout cmd...
 	rm -f "$log"
 }
 
+# The layout of user/: no include or call cycles, no folder reaching upward.
+run_one "layout/check_layout" 60 python3 scripts/check_layout.py
 for t in "$B"/test_*; do
 	[ -x "$t" ] || continue
 	run_one "unit/$(basename "$t")" 300 "$t"
