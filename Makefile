@@ -8,7 +8,10 @@
 #                                                   user/lib/btrace.h)
 #   user/*.c user/*/*.c   -> build/btrace-bpf      (the tool; main() in user/main.c;
 #                                                   one folder per subsystem, see README)
-#   Every user/ folder is on the include path: sources include "name.h".
+#   Every user/ folder is on the include path: sources include "name.h". A folder
+#   uses only the folders below it (util < lib < probes < dump < record < report
+#   < export < main): scripts/check_layout.py, run by `make test`, checks that
+#   and that no files include or call each other in a circle.
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/stress/stress_*.c -> build/tests/stress_*{,.tsan,.asan}
 #   tests/bpf/*.c         -> build/tests/*         (workload programs for real-kernel tests)

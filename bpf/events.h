@@ -5,7 +5,7 @@
  *
  * Fixed-width fields only, explicit padding, every struct a multiple of 8
  * bytes. In the recorder's buffer the drain stores a compact form of each
- * event (user/compact.h: no CPU, tgid only for non-leader threads, narrow
+ * event (user/dump/compact.h: no CPU, tgid only for non-leader threads, narrow
  * syscall and sched_switch fields, batches of events per buffer entry): a
  * sched_switch takes 32 bytes there, a sys_enter/sys_exit pair 52.
  *
@@ -53,7 +53,7 @@ enum bt_event_type {
 	BT_EV_UPROBE_RETURN = 19,
 	BT_EV_USDT = 20,
 	BT_EV_KERNEL_MAX = 21, /* types below come from the kernel (BPF) */
-	/* written by applications through libbtrace (user/btrace.h), not by BPF */
+	/* written by applications through libbtrace (user/lib/btrace.h), not by BPF */
 	BT_EV_APP_INSTANT = 21,
 	BT_EV_APP_BEGIN = 22,
 	BT_EV_APP_END = 23,
@@ -131,7 +131,7 @@ struct bt_ev_uprobe {
 };
 
 /*
- * Application event (libbtrace, user/btrace.h), written by the application
+ * Application event (libbtrace, user/lib/btrace.h), written by the application
  * into its own shared-memory block buffer, never by BPF. Header fields mean
  * the same as for kernel events except seq: a per-thread sequence number
  * taken for every event the thread tried to write (gaps prove loss, per

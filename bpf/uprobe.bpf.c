@@ -3,7 +3,7 @@
  * uprobe.bpf.c - user-space probes of `btrace-bpf record -u/-U`: uprobes,
  * uretprobes and USDT probes into the same ring buffer as the kernel events.
  *
- * Three generic programs, each attached many times by user/uprobes.c; what
+ * Three generic programs, each attached many times by user/probes/uprobes.c; what
  * one attachment is about travels in its BPF cookie (bpf_get_attach_cookie(),
  * for USDT bpf_usdt_cookie()):
  *
@@ -12,7 +12,7 @@
  *                with this id (BT_UC_NONE: no timestamp)
  *   bits 48..55  integer arguments to capture (entry, USDT)
  *
- * The layout is duplicated in user/uprobes.c (BT_UC_*): keep both in step.
+ * The layout is duplicated in user/probes/uprobes.c (BT_UC_*): keep both in step.
  *
  * Fast path, as in record.bpf.c: one lookup of this CPU's struct
  * bt_cpu_state, seq = atomic fetch-add (taken even if the reservation
@@ -86,7 +86,7 @@ struct {
 } __bpf_usdt_ip_to_spec_id SEC(".maps") __weak;
 #endif
 
-/* Cookie layout (see above; mirrored in user/uprobes.c). */
+/* Cookie layout (see above; mirrored in user/probes/uprobes.c). */
 #define BT_UC_ID_BITS 24
 #define BT_UC_NONE ((1u << BT_UC_ID_BITS) - 1)
 #define BT_UC_ID(c) ((__u32)(c) & BT_UC_NONE)
@@ -122,7 +122,7 @@ struct {
 const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured arguments */
 
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
- * or by one that user/uprobes.c makes (see bt_uprobes_open). */
+ * or by one that user/probes/uprobes.c makes (see bt_uprobes_open). */
 #include "emit.bpf.h"
 
 struct bt_stamp_key {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Unit tests of the stored form of kernel events (user/compact.c). */
+/* Unit tests of the stored form of kernel events (user/dump/compact.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

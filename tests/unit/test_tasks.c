@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* test_tasks.c - the tid -> comm table (user/tasks.c): events, /proc seeding,
+/* test_tasks.c - the tid -> comm table (user/record/tasks.c): events, /proc seeding,
  * pruning of exited tasks, snapshots under concurrent updates. */
 #include <pthread.h>
 #include <stdatomic.h>

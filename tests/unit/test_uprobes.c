@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_uprobes.c - user-space probes (user/uprobes.c, bpf/uprobe.bpf.c).
+ * test_uprobes.c - user-space probes (user/probes/uprobes.c, bpf/uprobe.bpf.c).
  *
  * Without root: spec parsing, library lookup in our own maps, ELF symbol
  * lookup (C, C++ mangled and demangled, suggestions, stripped binaries,

@@ -201,7 +201,7 @@ struct bt_seq_gap {
 int bt_seq_gaps(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_gap **out,
 		size_t *nout);
 
-/* ---- report (user/cmd_report.c) ---- */
+/* ---- report (user/report/cmd_report.c) ---- */
 /* Print the report of an opened dump to out as `btrace-bpf report` does
  * without filters (stats != 0: as with --stats). Returns 0 or -errno. */
 int bt_dump_report(const struct bt_dump *d, int stats, FILE *out);
