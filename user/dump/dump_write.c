@@ -37,17 +37,6 @@
 
 #define OUT_BUF (256u << 10)
 
-__attribute__((format(printf, 4, 5))) static int werr(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -e;
-}
-
 /* ---- body stream: raw or deflate, with running crc32s -------------------- */
 
 struct zout {
@@ -523,15 +512,15 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	if (out_path && out_len)
 		out_path[0] = '\0';
 	if (!buf || !info || (!dir && !path))
-		return werr(err, errlen, EINVAL, "dump: no buffer, info or destination");
+		return bt_errf(err, errlen, EINVAL, "dump: no buffer, info or destination");
 	if (info->ncpus == 0 || info->ncpus > BTD_MAX_CPUS || info->ngroups > BTD_MAX_GROUPS)
-		return werr(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
+		return bt_errf(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
 			    info->ngroups);
 	if ((info->ntasks && !info->tasks) || (info->nprobes && !info->probes) || info->ntasks > UINT32_MAX ||
 	    info->nprobes > UINT32_MAX)
-		return werr(err, errlen, EINVAL, "dump: bad task or probe table");
+		return bt_errf(err, errlen, EINVAL, "dump: bad task or probe table");
 	if (zlevel < 0 || zlevel > 9)
-		return werr(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
+		return bt_errf(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
 
 	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
 	uint64_t rt = clock_ns(CLOCK_REALTIME);
@@ -540,7 +529,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	/* Names. */
 	if (path) {
 		if ((size_t)snprintf(final, sizeof(final), "%s", path) >= sizeof(final))
-			return werr(err, errlen, ENAMETOOLONG, "dump: path too long: %s", path);
+			return bt_errf(err, errlen, ENAMETOOLONG, "dump: path too long: %s", path);
 		const char *slash = strrchr(final, '/');
 		if (!slash)
 			snprintf(dpath, sizeof(dpath), ".");
@@ -558,24 +547,24 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		    (size_t)snprintf(final, sizeof(final), "%s/btrace-%s-%04d%02d%02d-%02d%02d%02d-%" PRIu64 ".btd", dir,
 				     host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 				     tm.tm_sec, info->dump_seq) >= sizeof(final))
-			return werr(err, errlen, ENAMETOOLONG, "dump: directory name too long: %s", dir);
+			return bt_errf(err, errlen, ENAMETOOLONG, "dump: directory name too long: %s", dir);
 		r = mkdir_p(dir);
 		if (r < 0)
-			return werr(err, errlen, -r, "dump: cannot create directory %s: %s", dir, strerror(-r));
+			return bt_errf(err, errlen, -r, "dump: cannot create directory %s: %s", dir, strerror(-r));
 	}
 	const char *base = strrchr(final, '/');
 	base = base ? base + 1 : final;
 	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dpath, base) >= PATH_MAX)
-		return werr(err, errlen, ENAMETOOLONG, "dump: path too long: %s", final);
+		return bt_errf(err, errlen, ENAMETOOLONG, "dump: path too long: %s", final);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		r = -errno;
-		return werr(err, errlen, -r, "dump: cannot create a file in %s: %s", dpath, strerror(-r));
+		return bt_errf(err, errlen, -r, "dump: cannot create a file in %s: %s", dpath, strerror(-r));
 	}
 	zo.fd = fd;
 	if (fchmod(fd, 0600) < 0) {
 		r = -errno;
-		werr(err, errlen, -r, "dump: chmod %s: %s", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: chmod %s: %s", tmp, strerror(-r));
 		goto fail;
 	}
 	zo.obuf = malloc(OUT_BUF);
@@ -584,14 +573,14 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	sink.c.scratch = malloc(sink.c.cap);
 	if (!zo.obuf || !sink.c.scratch) {
 		r = -ENOMEM;
-		werr(err, errlen, ENOMEM, "dump: out of memory");
+		bt_errf(err, errlen, ENOMEM, "dump: out of memory");
 		goto fail;
 	}
 	zo.zlevel = zlevel;
 	if (zlevel) {
 		if (deflateInit(&zo.z, zlevel) != Z_OK) {
 			r = -ENOMEM;
-			werr(err, errlen, ENOMEM, "dump: zlib init failed");
+			bt_errf(err, errlen, ENOMEM, "dump: zlib init failed");
 			goto fail;
 		}
 		zo.zinit = 1;
@@ -601,7 +590,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	/* Reserve the header; it is written last. */
 	r = bt_write_full(fd, &h, sizeof(h));
 	if (r < 0) {
-		werr(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
 		goto fail;
 	}
 
@@ -613,7 +602,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	if (!zo.err) {
 		r = bt_read(buf, block_cb, &sink.c, &rs);
 		if (r < 0 && !zo.err) {
-			werr(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
+			bt_errf(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
 			goto fail;
 		}
 		/* Buffer entries are batches of events (compact.h): count events. */
@@ -625,7 +614,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	if (!zo.err && info->write_apps) {
 		r = info->write_apps(info->apps_ctx, &sink);
 		if (r < 0 && !zo.err) {
-			werr(err, errlen, -r, "dump: reading application buffers: %s", strerror(-r));
+			bt_errf(err, errlen, -r, "dump: reading application buffers: %s", strerror(-r));
 			goto fail;
 		}
 	}
@@ -644,7 +633,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	zout_finish(&zo);
 	if (zo.err) {
 		r = zo.err;
-		werr(err, errlen, -r, "dump: %s %s: %s", zo.err_op ? zo.err_op : "write", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: %s %s: %s", zo.err_op ? zo.err_op : "write", tmp, strerror(-r));
 		goto fail;
 	}
 
@@ -688,30 +677,30 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		if (w < 0 && errno == EINTR)
 			continue;
 		r = w < 0 ? -errno : -EIO;
-		werr(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
 		goto fail;
 	}
 	if (fsync(fd) < 0) {
 		r = -errno;
-		werr(err, errlen, -r, "dump: fsync %s: %s", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: fsync %s: %s", tmp, strerror(-r));
 		goto fail;
 	}
 	r = close(fd);
 	fd = -1;
 	if (r < 0) {
 		r = -errno;
-		werr(err, errlen, -r, "dump: close %s: %s", tmp, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: close %s: %s", tmp, strerror(-r));
 		goto fail;
 	}
 	r = place_file(tmp, final, sizeof(final), path != NULL);
 	if (r < 0) {
-		werr(err, errlen, -r, "dump: rename %s to %s: %s", tmp, final, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: rename %s to %s: %s", tmp, final, strerror(-r));
 		goto fail;
 	}
 	r = fsync_dir(dpath);
 	if (r < 0) {
 		/* The file is complete and in place; only its durability is unsure. */
-		werr(err, errlen, -r, "dump: fsync directory %s: %s", dpath, strerror(-r));
+		bt_errf(err, errlen, -r, "dump: fsync directory %s: %s", dpath, strerror(-r));
 		unlink(final);
 		tmp[0] = '\0';
 		goto fail;

@@ -8,6 +8,7 @@
  * dump) must not run concurrently anyway.
  */
 #include "ctl.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,17 +36,6 @@ struct bt_ctl_server {
 	void *adopt_ctx;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
-
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 static int fill_addr(struct sockaddr_un *a, const char *path)
 {
@@ -234,12 +224,12 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 		snprintf(s->path, sizeof(s->path), "%s/%d.sock", BT_CTL_DIR, (int)getpid());
 	if (!path && mkdir(BT_CTL_DIR, 0700) < 0 && errno != EEXIST) {
 		e = errno;
-		set_err(err, errlen, "cannot create %s: %s", BT_CTL_DIR, strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot create %s: %s", BT_CTL_DIR, strerror(e));
 		goto fail;
 	}
 	if (fill_addr(&a, s->path)) {
 		e = ENAMETOOLONG;
-		set_err(err, errlen, "control socket path too long: %s", s->path);
+		(void)bt_errf(err, errlen, 0, "control socket path too long: %s", s->path);
 		goto fail;
 	}
 	/* An existing socket: in use by a live recorder, or stale from a crash. */
@@ -247,7 +237,7 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	if (fd >= 0) {
 		close(fd);
 		e = EADDRINUSE;
-		set_err(err, errlen, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
+		(void)bt_errf(err, errlen, 0, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
 			s->path);
 		goto fail;
 	}
@@ -266,7 +256,7 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 		/* Never remove what is not ours: only a stale socket was. */
 		if (lstat(s->path, &st) == 0) {
 			e = EEXIST;
-			set_err(err, errlen, "%s exists and is not a control socket: choose another path with --ctl",
+			(void)bt_errf(err, errlen, 0, "%s exists and is not a control socket: choose another path with --ctl",
 				s->path);
 			goto fail;
 		}
@@ -274,17 +264,17 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		e = errno;
-		set_err(err, errlen, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s", s->path, strerror(e));
 		goto fail;
 	}
 	if (chmod(s->path, 0600) < 0 || listen(s->fd, 8) < 0) {
 		e = errno;
-		set_err(err, errlen, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s", s->path, strerror(e));
 		goto fail_unlink;
 	}
 	if (pipe2(s->stop_pipe, O_CLOEXEC) < 0 || (e = pthread_create(&s->thread, NULL, serve, s)) != 0) {
 		e = errno ? errno : e;
-		set_err(err, errlen, "cannot start the control thread: %s", strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot start the control thread: %s", strerror(e));
 		goto fail_unlink;
 	}
 	return s;
@@ -338,11 +328,11 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 
 	if (fd < 0) {
 		if (fd == -EACCES || fd == -EPERM)
-			set_err(why, whylen, "permission denied on %s: run as root", path);
+			(void)bt_errf(why, whylen, 0, "permission denied on %s: run as root", path);
 		else if (fd == -ECONNREFUSED)
-			set_err(why, whylen, "no recorder listens on %s (stale socket: the recorder exited)", path);
+			(void)bt_errf(why, whylen, 0, "no recorder listens on %s (stale socket: the recorder exited)", path);
 		else
-			set_err(why, whylen, "cannot connect to %s: %s", path, strerror(-fd));
+			(void)bt_errf(why, whylen, 0, "cannot connect to %s: %s", path, strerror(-fd));
 		return fd;
 	}
 	snprintf(buf, sizeof(buf), "%s\n", line);
@@ -355,7 +345,7 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 		if (strcmp(buf, "ok") == 0)
 			break;
 		if (strncmp(buf, "error: ", 7) == 0) {
-			set_err(why, whylen, "%s", buf + 7);
+			(void)bt_errf(why, whylen, 0, "%s", buf + 7);
 			close(fd);
 			return 1;
 		}
@@ -363,6 +353,6 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	}
 	close(fd);
 	if (err)
-		set_err(why, whylen, "lost the connection to %s: %s", path, strerror(-err));
+		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path, strerror(-err));
 	return err;
 }
