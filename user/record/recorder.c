@@ -166,6 +166,45 @@ static void on_signal(int sig)
 		got_stop = sig;
 }
 
+/* ---- dumps ------------------------------------------------------------------------ */
+
+void recorder_request_dump(struct recorder *r, const char *reason)
+{
+	pthread_mutex_lock(&r->lock);
+	/* Coalesce: one pending dump covers every request made before it starts. */
+	if (!r->pending || strcmp(reason, "exit") == 0)
+		r->reason = reason;
+	r->pending = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+}
+
+static void *dump_main(void *arg)
+{
+	struct recorder *r = arg;
+
+	pthread_setname_np(pthread_self(), "btrace-dump");
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *reason;
+		int ret;
+
+		while (!r->pending && !r->quit)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (!r->pending)
+			break;
+		reason = r->reason;
+		r->pending = 0;
+		pthread_mutex_unlock(&r->lock);
+		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
+		pthread_mutex_lock(&r->lock);
+		if (strcmp(reason, "exit") == 0)
+			r->final_failed = ret != 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
+}
+
 /* ---- main loop ------------------------------------------------------------------ */
 
 static void groups_str(uint32_t mask, char *buf, size_t len)
@@ -484,7 +523,7 @@ int recorder_run(const struct record_opts *opts)
 	if (ret < 0)
 		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
 
-	ret = pthread_create(&r.dump_thread, NULL, recorder_dump_main, &r);
+	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
 	if (ret) {
 		bt_warn("cannot start the dump thread: %s", strerror(ret));
 		exit_code = 1;

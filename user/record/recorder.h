@@ -100,13 +100,11 @@ struct recorder {
 int recorder_run(const struct record_opts *o);
 /* Ask the dump thread for a dump (coalesced with one already pending). */
 void recorder_request_dump(struct recorder *r, const char *reason);
-/* Write a dump now, serialized with the dump thread. path NULL: the output
+/* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
  * directory with a generated name. The path written goes to out. 0 or -errno
  * with a reason in why. */
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
-/* The dump thread (recorder_dumps.c): writes requested dumps until quit. */
-void *recorder_dump_main(void *arg);
 /* Control-socket commands (record_ctl.c). */
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
 #endif

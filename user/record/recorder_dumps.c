@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * recorder_dumps.c - the recorder's dumps: the dump thread (requests
- * coalesced, one dump at a time so draining never stops), dumps written on
- * demand for the control socket, and rotation of old dump files
+ * recorder_dumps.c - writing the recorder's dumps, one at a time (for the
+ * dump thread and for the control socket), and rotation of old dump files
  * (--max-dumps).
  */
-#include <argp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -35,17 +33,6 @@
 #include "app_reader.h"
 
 #define FLUSH_TIMEOUT_MS 2000
-
-void recorder_request_dump(struct recorder *r, const char *reason)
-{
-	pthread_mutex_lock(&r->lock);
-	/* Coalesce: one pending dump covers every request made before it starts. */
-	if (!r->pending || strcmp(reason, "exit") == 0)
-		r->reason = reason;
-	r->pending = 1;
-	pthread_cond_signal(&r->cond);
-	pthread_mutex_unlock(&r->lock);
-}
 
 static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why,
 		      size_t whylen);
@@ -176,30 +163,4 @@ out:
 	free(drops);
 	free(emitted);
 	return ret;
-}
-
-void *recorder_dump_main(void *arg)
-{
-	struct recorder *r = arg;
-
-	pthread_setname_np(pthread_self(), "btrace-dump");
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		const char *reason;
-		int ret;
-
-		while (!r->pending && !r->quit)
-			pthread_cond_wait(&r->cond, &r->lock);
-		if (!r->pending)
-			break;
-		reason = r->reason;
-		r->pending = 0;
-		pthread_mutex_unlock(&r->lock);
-		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
-		pthread_mutex_lock(&r->lock);
-		if (strcmp(reason, "exit") == 0)
-			r->final_failed = ret != 0;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
 }
