@@ -13,6 +13,9 @@ Options:
   --uprobe-slices N     matched uprobe entry/return pairs expected
   --app-slices N        matched application BEGIN/END pairs expected
   --app-gaps N          per-thread seq gaps of application events (LOST instants)
+  --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
+                        "trigger ..." on the global "triggers" track and one on
+                        the thread it names (JSON: cat btrace_trigger, metadata.trigger)
   --counts              print the counts found (NAME=N,...) and exit 0
   --same-sched-as FILE  (perfetto) the sched_switch events, with prev_* of
                         compact ones inferred as Perfetto's importer does (from
@@ -561,13 +564,56 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
                "found %s" % md.get("loss.seq_gaps"))
 
 
+def check_perfetto_triggers(trace, n):
+    tracks, on_global, on_thread, bad = {}, 0, 0, []
+    for pk in trace.get("packet", []):
+        for td in pk.get("track_descriptor", []):
+            tracks[one(td, "uuid")] = td
+    for pk in trace.get("packet", []):
+        for te in pk.get("track_event", []):
+            name = one(te, "name", "")
+            if not name.startswith("trigger ") or one(te, "type") != "TYPE_INSTANT":
+                continue
+            td = tracks.get(one(te, "track_uuid"), {})
+            ann = {one(a, "name"): a for a in te.get("debug_annotations", [])}
+            if one(td, "name") == "btrace-bpf: triggers":
+                on_global += 1
+            elif one(td, "name") == "trigger" and one(td, "thread") is not None:
+                tid = one(one(td, "thread"), "tid")
+                if "tid" in ann and one(ann["tid"], "uint_value") != tid:
+                    bad.append("instant of tid %s on the track of tid %s" % (one(ann["tid"], "uint_value"), tid))
+                on_thread += 1
+            else:
+                bad.append("trigger instant on track %s" % one(td, "name"))
+            for k in ("trigger", "condition", "value"):
+                if k not in ann:
+                    bad.append("trigger instant without %s" % k)
+    result(on_global == n and on_thread == n and not bad,
+           "trigger instants: %d on the triggers track and %d on the thread" % (n, n),
+           "found %d and %d; %s" % (on_global, on_thread, "; ".join(bad[:3])))
+
+
+def check_json_triggers(path, n):
+    with open(path) as f:
+        doc = json.load(f)
+    evs = [e for e in doc.get("traceEvents", []) if e.get("cat") == "btrace_trigger"]
+    names = {(e.get("pid"), e.get("tid")): e.get("args", {}).get("name") for e in doc.get("traceEvents", [])
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    glob = [e for e in evs if names.get((e.get("pid"), e.get("tid"))) == "triggers"]
+    thr = [e for e in evs if e not in glob and e.get("tid") == e.get("args", {}).get("tid")]
+    md = doc.get("metadata", {}).get("trigger")
+    result(len(glob) == n and len(thr) == n and len(evs) == 2 * n and (md is not None) == (n > 0),
+           "trigger instants: %d on the triggers thread, %d on the thread, metadata.trigger" % (n, n),
+           "found %d, %d of %d; metadata %s" % (len(glob), len(thr), len(evs), md))
+
+
 def main(argv):
     if len(argv) < 3 or argv[1] not in ("perfetto", "json"):
         print(__doc__)
         return 2
     fmt, path = argv[1], argv[2]
     proto = "tests/perfetto/perfetto_subset.proto"
-    expect = gaps = uprobe_slices = same = app_slices = app_gaps = None
+    expect = gaps = uprobe_slices = same = app_slices = app_gaps = triggers = None
     print_counts = False
     i = 3
     while i < len(argv):
@@ -593,6 +639,9 @@ def main(argv):
         elif a == "--app-gaps":
             app_gaps = int(argv[i + 1])
             i += 2
+        elif a == "--triggers":
+            triggers = int(argv[i + 1])
+            i += 2
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
@@ -608,8 +657,12 @@ def main(argv):
             check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
             if same:
                 check_same_sched(trace, same, proto)
+            if triggers is not None:
+                check_perfetto_triggers(trace, triggers)
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
+        if triggers is not None:
+            check_json_triggers(path, triggers)
     return 1 if failures else 0
 
 

@@ -11,6 +11,7 @@
 #include "btrace_buffer.h"
 #include "task_list.h"
 #include "probes.h"
+#include "trigger_spec.h"
 
 #define BT_DUMP_MAX_CPUS 4096
 
@@ -50,6 +51,22 @@ int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt
 /* The application table, after all their blocks. */
 int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n);
 
+/* One row of a dump's trigger table (section TRIG). */
+struct bt_dump_trigger {
+	char name[BT_TRIG_NAME_LEN];
+	char cond[160];
+	uint32_t kind;
+	uint64_t threshold_ns, after_ns, limit_ns;
+	struct bt_trigger_stats st;
+};
+/* TRIG payload <-> tables (dump_triggers.c). encode: malloc'd payload in
+ * *out, its length returned, -errno on failure. decode: 0, or -EINVAL with
+ * one line in err; *t and *f malloc'd. */
+int64_t bt_dump_triggers_encode(const struct bt_dump_trigger *t, size_t nt, const struct bt_trigger_fired *f,
+				size_t nf, uint8_t **out);
+int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigger **t, size_t *nt,
+			    struct bt_trigger_fired **f, size_t *nf, char *err, size_t errlen);
+
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
@@ -66,6 +83,9 @@ struct bt_dump_info {
 	uint64_t drain_events;     /* events the drain wrote into the buffer */
 	uint64_t drain_rejected;   /* events the buffer rejected */
 	uint32_t groups_enabled;   /* bitmask of enum bt_group */
+	/* optional: the recorder's triggers and the hit(s) this dump is for (TRIG) */
+	const struct bt_dump_trigger *triggers; size_t ntriggers;
+	const struct bt_trigger_fired *fired; size_t nfired;
 	/* optional: writes application buffers (bt_apps_dump) */
 	int (*write_apps)(void *ctx, struct bt_dump_sink *s);
 	void *apps_ctx;
@@ -135,6 +155,11 @@ const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_
 /* Blocks and events of application buffers in the dump. */
 uint64_t bt_dump_app_blocks(const struct bt_dump *d);
 const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);
+
+/* The recorder's triggers (none without --trigger) and the hit(s) that
+ * caused this dump (none for a dump of another reason). */
+const struct bt_dump_trigger *bt_dump_triggers(const struct bt_dump *d, size_t *n);
+const struct bt_trigger_fired *bt_dump_fired(const struct bt_dump *d, size_t *n);
 
 /* ring-buffer events submitted [ncpus*ngroups], NULL if the recorder gave none */
 const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);

@@ -76,6 +76,7 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_END BTD_FOURCC('E', 'N', 'D', '.')
 #define BTD_SEC_APP_BLOCK BTD_FOURCC('A', 'B', 'L', 'K') /* optional: older readers skip them */
 #define BTD_SEC_APPS BTD_FOURCC('A', 'P', 'P', 'S')
+#define BTD_SEC_TRIGGERS BTD_FOURCC('T', 'R', 'I', 'G') /* optional: older readers skip it */
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
 
 struct btd_section {
@@ -177,6 +178,42 @@ struct btd_app {
 };
 #define BTD_APP_NAME_LEN 64
 #define BTD_MAX_APPS 65536
+
+/* TRIG (after LOSS, when the recorder has --trigger): struct btd_trig_head,
+ * ntriggers records of trig_size bytes (struct btd_trigger prefix), then
+ * nfired records of fired_size bytes (struct btd_fired prefix): the hit(s)
+ * that caused this dump, none for a dump of another reason. Readers use the
+ * prefix they know: records may grow. Strings NUL-padded. */
+struct btd_trig_head {
+	uint32_t ntriggers;
+	uint32_t trig_size;
+	uint32_t nfired;
+	uint32_t fired_size;
+};
+struct btd_trigger {
+	char name[32];
+	char cond[160];         /* the condition as the user wrote it */
+	uint32_t kind;          /* enum bt_trig_kind (bpf/trigger.h) */
+	uint32_t reserved;
+	uint64_t threshold_ns, after_ns, limit_ns;
+	uint64_t hits, dumps, skipped, lost; /* since the recorder started */
+};
+struct btd_fired {
+	uint32_t trig;          /* index into the trigger records */
+	uint32_t kind;          /* the trigger's kind, or ctl when `ctl trigger` fired it */
+	uint64_t ts_ns;         /* CLOCK_BOOTTIME of the triggering event */
+	uint64_t seen_ns;       /* when the recorder learned of it */
+	uint64_t due_ns;        /* when the dump was asked for (seen + after) */
+	uint64_t value;         /* measured: ns, or the signal number for crash */
+	uint64_t threshold_ns;
+	int64_t aux;            /* syscall number, -1 none */
+	uint32_t tid, tgid, cpu, reserved; /* cpu 2^32-1: not from the kernel */
+	char comm[16];
+	char name[32];
+	char cond[160];
+};
+_Static_assert(sizeof(struct btd_trigger) == 256 && sizeof(struct btd_fired) == 280, "TRIG layout (docs/dump-format.md)");
+#define BTD_MAX_TRIGGERS 1024
 
 #define BTD_ENTRY_KIND 0x41544144u /* "DATA" */
 struct btd_entry {

@@ -54,6 +54,10 @@ struct bt_dump {
 	char (*app_names)[BTD_APP_NAME_LEN];
 	uint64_t app_blocks;
 	int seen_app_blocks;
+	struct bt_dump_trigger *triggers; /* TRIG section, NULL if none */
+	size_t ntriggers;
+	struct bt_trigger_fired *fired;
+	size_t nfired;
 };
 
 __attribute__((format(printf, 4, 5))) static void *rerr(char *err, size_t errlen, int e, const char *fmt, ...)
@@ -110,6 +114,8 @@ void bt_dump_close(struct bt_dump *d)
 	free(d->events);
 	free(d->apps);
 	free(d->app_names);
+	free(d->triggers);
+	free(d->fired);
 	free(d);
 }
 
@@ -542,6 +548,15 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 		case BTD_SEC_APPS:
 			r = d->apps ? PFAIL(&p, "corrupt dump: two application tables") : parse_apps(&p, pl, s.len);
 			break;
+		case BTD_SEC_TRIGGERS:
+			if (d->triggers)
+				r = PFAIL(&p, "corrupt dump: two trigger sections");
+			else if (bt_dump_triggers_decode(pl, s.len, &d->triggers, &d->ntriggers, &d->fired, &d->nfired, err,
+							 errlen)) {
+				errno = EBADMSG;
+				r = -EBADMSG;
+			}
+			break;
 		case BTD_SEC_END:
 			seen_end = 1;
 			r = parse_end(&p, pl, s.len, nsec);
@@ -827,6 +842,18 @@ const struct bt_dump_block *bt_dump_blocks(const struct bt_dump *d, size_t *n)
 {
 	*n = d->nblocks;
 	return d->blocks;
+}
+
+const struct bt_dump_trigger *bt_dump_triggers(const struct bt_dump *d, size_t *n)
+{
+	*n = d->ntriggers;
+	return d->triggers;
+}
+
+const struct bt_trigger_fired *bt_dump_fired(const struct bt_dump *d, size_t *n)
+{
+	*n = d->nfired;
+	return d->fired;
 }
 
 uint64_t bt_dump_unknown_events(const struct bt_dump *d)

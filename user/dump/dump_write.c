@@ -598,6 +598,21 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	put_probes(&zo, info->probes, info->nprobes);
 	put_loss(&zo, info, &bst);
 	sink.c.nsections = 3;
+	if (info->ntriggers) {
+		uint8_t *tp = NULL;
+		int64_t tl = bt_dump_triggers_encode(info->triggers, info->ntriggers, info->fired, info->nfired, &tp);
+
+		if (tl < 0) {
+			r = (int)tl;
+			bt_errf(err, errlen, -r, "dump: trigger table: %s", strerror(-r));
+			goto fail;
+		}
+		section_begin(&zo, BTD_SEC_TRIGGERS, 0, (uint64_t)tl);
+		body_put(&zo, tp, (size_t)tl);
+		body_pad(&zo, (uint64_t)tl);
+		free(tp);
+		sink.c.nsections++;
+	}
 	sink.c.ref_ts = b1;
 	if (!zo.err) {
 		r = bt_read(buf, block_cb, &sink.c, &rs);

@@ -50,6 +50,7 @@ struct bt_export_stats {
 	uint64_t app_instants, app_counters;
 	uint64_t app_gaps, app_missing;/* per-thread seq gaps shown, events missing in them */
 	uint64_t app_dropped;          /* events of a thread of another process: not shown */
+	uint64_t triggers;             /* trigger hits marked (the hit that caused the dump) */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */
 	size_t max_pending;            /* largest amount of encoded data held at once */
 };

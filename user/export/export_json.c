@@ -26,7 +26,10 @@
  *     BEGIN/END as "B"/"E" (a BEGIN open at the end of the dump as a "B"
  *     with open_at_dump_end), instants and unmatched BEGIN/END as "i",
  *     counters as "C" (per process and name), cat the event type; a
- *     per-thread seq gap as an "i" of cat "btrace_app_loss".
+ *     per-thread seq gap as an "i" of cat "btrace_app_loss";
+ *   - the trigger hit that caused the dump: an "i" of cat "btrace_trigger"
+ *     on the thread it is about and one on "triggers" (process "CPUs"),
+ *     and metadata.trigger.
  * So every dump event is counted exactly once by splitting each event's cat
  * on ',' and counting the names that are event types.
  */
@@ -43,6 +46,7 @@
 #define CPU_TID(c) (JSON_CPU_PID + (c))
 #define IRQ_TID(c) (JSON_CPU_PID + 0x2000u + (c))
 #define LOSS_TID(c) (JSON_CPU_PID + 0x4000u + (c))
+#define TRIGGER_TID (JSON_CPU_PID + 0x6000u)
 #define IRQ_STACK 16
 #define PROGRESS_EVERY 16384
 /* write a string literal */
@@ -740,6 +744,53 @@ static void put_app_gap(struct jx *j, const struct bt_app_gap *g, const struct b
 
 /* ---- main -------------------------------------------------------------------------------- */
 
+/* The hit that caused the dump, as "trigger":{...} in metadata. */
+static void trigger_members(struct jx *j)
+{
+	size_t n;
+	const struct bt_trigger_fired *t = bt_dump_fired(j->p->d, &n);
+	char d[300];
+
+	if (!n)
+		return;
+	JW(j, "\"trigger\":{\"name\":");
+	jstr(j, t->name, sizeof(t->name));
+	JW(j, ",\"condition\":");
+	jstr(j, t->cond, sizeof(t->cond));
+	JW(j, ",\"event\":");
+	jstr(j, bt_trigger_describe(t, d, sizeof(d)), sizeof(d));
+	bt_sink_printf(j->out, ",\"ts_ns\":%" PRIu64 ",\"value\":%" PRIu64 ",\"tid\":%u,\"pid\":%u},", t->ts_ns,
+		       t->value, t->tid, t->tgid);
+}
+
+/* Instants of the hit on the "triggers" track and on its thread. */
+static void put_triggers(struct jx *j)
+{
+	size_t n;
+	const struct bt_trigger_fired *t = bt_dump_fired(j->p->d, &n);
+	char name[320], d[300];
+
+	if (!n)
+		return;
+	meta(j, "thread_name", JSON_CPU_PID, TRIGGER_TID, "name", "triggers", 0);
+	meta(j, "thread_sort_index", JSON_CPU_PID, TRIGGER_TID, "sort_index", NULL, -1);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "trigger %s: %s", t[i].name, bt_trigger_describe(&t[i], d, sizeof(d)));
+		for (int k = 0; k < 2; k++) {
+			if (k == 1 && !t[i].tid)
+				break;
+			ev_open(j, "i", name, "btrace_trigger", t[i].ts_ns, k ? pid_of(j, t[i].tid, t[i].tgid) : JSON_CPU_PID,
+				k ? t[i].tid : TRIGGER_TID);
+			arg_s(j, "trigger", t[i].name, sizeof(t[i].name));
+			arg_s(j, "condition", t[i].cond, sizeof(t[i].cond));
+			arg_u(j, "value", t[i].value);
+			arg_u(j, "tid", t[i].tid);
+			ev_close(j);
+		}
+		j->st->triggers++;
+	}
+}
+
 static void write_header(struct jx *j)
 {
 	const struct bt_export_prep *p = j->p;
@@ -753,12 +804,14 @@ static void write_header(struct jx *j)
 	JW(j, ",\"reason\":");
 	jstr(j, h->reason, sizeof(h->reason));
 	JW(j, ",\"clock\":\"CLOCK_BOOTTIME\",");
+	trigger_members(j);
 	loss_members(j, 0);
 	JW(j, "},\"traceEvents\":[");
 
 	meta(j, "process_name", JSON_CPU_PID, 0, "name", "CPUs", 0);
 	meta(j, "process_sort_index", JSON_CPU_PID, 0, "sort_index", NULL, -1);
 	meta(j, "thread_name", JSON_CPU_PID, JSON_CPU_PID, "name", "btrace-bpf", 0);
+	put_triggers(j);
 	for (uint32_t c = 0; c < h->ncpus; c++) {
 		if (!p->percpu || !p->percpu[c].events)
 			continue;

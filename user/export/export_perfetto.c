@@ -226,6 +226,8 @@
 #define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
 #define UUID_APP_THREAD(tid) ((0xb7ace003ull << 32) | (tid))
 #define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
+#define UUID_TRIGGERS (UUID_ROOT | 2)
+#define UUID_TRIG_THREAD(tid) ((0xb7ace005ull << 32) | (tid))
 /* app < BTD_MAX_APPS (2^16), any 32-bit name id */
 #define UUID_APP_COUNTER(app, id) ((0xb7adull << 48) | ((uint64_t)(uint32_t)(app) << 32) | (uint32_t)(id))
 
@@ -1025,6 +1027,64 @@ static int put_gap(struct pf *f, const struct bt_seq_gap *g, uint64_t ts)
 	return 0;
 }
 
+/* ---- triggers ------------------------------------------------------------------------ */
+
+static void trigger_args(struct pbw *w, const struct bt_trigger_fired *t)
+{
+	ann_str(w, "trigger", t->name);
+	ann_str(w, "condition", t->cond);
+	ann_uint(w, "value", t->value);
+	if (t->threshold_ns)
+		ann_uint(w, "threshold_ns", t->threshold_ns);
+	if (t->aux >= 0)
+		ann_int(w, "syscall_nr", t->aux);
+	ann_uint(w, "tid", t->tid);
+	ann_uint(w, "pid", t->tgid);
+	ann_uint(w, "dump_asked_ns", t->due_ns);
+}
+
+/* What caused the dump: an instant on a global "triggers" track, and one on
+ * the thread the condition is about (a track of its own in its process). */
+static int put_triggers(struct pf *f)
+{
+	size_t n;
+	const struct bt_trigger_fired *t = bt_dump_fired(f->p->d, &n);
+	struct pbw *w = &f->pkt;
+	char name[320], d[300];
+	int r;
+
+	if (!n)
+		return 0;
+	if ((r = track_descriptor(f, UUID_TRIGGERS, UUID_ROOT, "btrace-bpf: triggers")) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "trigger %s: %s", t[i].name, bt_trigger_describe(&t[i], d, sizeof(d)));
+		te_begin(f, t[i].ts_ns, UUID_TRIGGERS, TE_TYPE_INSTANT, name, "btrace");
+		trigger_args(w, &t[i]);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+		f->st->triggers++;
+		if (!t[i].tid)
+			continue;
+		packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
+		pbw_begin(w, TP_TRACK_DESCRIPTOR);
+		pbw_uint(w, TD_UUID, UUID_TRIG_THREAD(t[i].tid));
+		pbw_utf8(w, TD_NAME, "trigger", SIZE_MAX);
+		pbw_begin(w, TD_THREAD);
+		pbw_int(w, THD_PID, (int32_t)(t[i].tgid ? t[i].tgid : t[i].tid));
+		pbw_int(w, THD_TID, (int64_t)t[i].tid);
+		pbw_utf8(w, THD_THREAD_NAME, t[i].comm, sizeof(t[i].comm));
+		pbw_end(w);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+		te_begin(f, t[i].ts_ns, UUID_TRIG_THREAD(t[i].tid), TE_TYPE_INSTANT, name, "btrace");
+		trigger_args(w, &t[i]);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* ---- application events (in-process tracing) ------------------------------------------ */
 
 /* A process track per application, named by the application: its counter
@@ -1199,7 +1259,7 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 	    (r = write_process_tree(&f)) < 0 || (r = write_ftrace_stats(&f, 0)) < 0 ||
 	    (r = track_descriptor(&f, UUID_ROOT, 0, "btrace-bpf")) < 0 ||
 	    (r = track_descriptor(&f, UUID_INFO, UUID_ROOT, "btrace-bpf: dump")) < 0 || (r = write_dump_info(&f)) < 0 ||
-	    (r = write_app_processes(&f)) < 0)
+	    (r = write_app_processes(&f)) < 0 || (r = put_triggers(&f)) < 0)
 		goto out;
 
 	size_t gi = 0, agi = 0;

@@ -7,6 +7,9 @@
  *   BTRACE_BEGIN("render");                 a slice on the calling thread ...
  *   BTRACE_END();                           ... ended (slices nest)
  *   BTRACE_COUNTER("queue_len", len);       a counter value
+ *   BTRACE_TRIGGER("stall");                ask the recorder for a dump: fires its
+ *                                           `record --trigger app:stall` (and shows
+ *                                           in the trace as an instant event)
  *
  * Names must be string literals or otherwise live forever; each call site
  * interns its name once (a name becomes a small id; events carry the id).
@@ -51,6 +54,7 @@ void btrace_event(unsigned type, uint32_t name_id, unsigned nargs, const int64_t
 
 /* Used by the macros. */
 void btrace_emit_(unsigned type, uint32_t *id_cache, const char *name, unsigned nargs, const int64_t *args);
+void btrace_trigger_(uint32_t *id_cache, const char *name);
 
 #define BTRACE_EVENT_(type, name, ...)                                                              \
 	do {                                                                                        \
@@ -67,6 +71,13 @@ void btrace_emit_(unsigned type, uint32_t *id_cache, const char *name, unsigned 
 #define BTRACE_BEGIN(name, ...) BTRACE_EVENT_(BTRACE_TYPE_BEGIN, name, ##__VA_ARGS__)
 #define BTRACE_END() BTRACE_EVENT_(BTRACE_TYPE_END, (const char *)0)
 #define BTRACE_COUNTER(name, value) BTRACE_EVENT_(BTRACE_TYPE_COUNTER, name, (int64_t)(value))
+#define BTRACE_TRIGGER(name)                                                                        \
+	do {                                                                                        \
+		if (__builtin_expect(__atomic_load_n(&btrace_on_, __ATOMIC_RELAXED) != 0, 0)) {     \
+			static uint32_t btrace_id_;                                                  \
+			btrace_trigger_(&btrace_id_, (name));                                        \
+		}                                                                                   \
+	} while (0)
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include "app_shm.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -71,9 +72,26 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
 static int disabled;
 
+#define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
 struct tstate {
 	uint32_t tid, seq;
+	uint32_t sdepth;              /* open BEGINs of this thread */
+	uint32_t sid[SLICE_DEPTH];    /* their name ids ... */
+	uint64_t sts[SLICE_DEPTH];    /* ... and times */
 };
+
+/* Slices the recorder watches (its `--trigger app:NAME>T`), from "watch NS
+ * NAME" lines: an END of one lasting longer than ns sends "slice ...". The
+ * connection thread fills an entry, then publishes it by a release store of
+ * nwatch (its partner: the acquire load in slice_end()); id is resolved
+ * when the name is interned (relaxed: a late id only misses a slice). */
+#define MAX_WATCH 16
+static struct watch {
+	char name[BT_APP_NAME_MAX + 1];
+	uint64_t ns;
+	uint32_t id; /* 0: name not interned yet */
+} watches[MAX_WATCH];
+static atomic_uint nwatch;
 static __thread struct tstate tls __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t now_boot(void)
@@ -212,6 +230,29 @@ static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct b
 	return NULL;
 }
 
+static void queue_line(const char *line, size_t n);
+
+/* A slice ended after dur ns: tell the recorder if it watches the name. */
+static void slice_end(uint32_t id, uint64_t dur, uint64_t ts, uint32_t tid)
+{
+	/* Acquire: pairs with the release store in add_watch(). */
+	unsigned n = atomic_load_explicit(&nwatch, memory_order_acquire);
+	char line[160];
+
+	for (unsigned i = 0; i < n && i < MAX_WATCH; i++) {
+		if (__atomic_load_n(&watches[i].id, __ATOMIC_RELAXED) != id || dur <= watches[i].ns)
+			continue;
+		int k = snprintf(line, sizeof(line), "slice %" PRIu64 " %u %" PRIu64 " %s\n", ts, tid, dur,
+				 watches[i].name);
+		if (k > 0 && (size_t)k < sizeof(line)) {
+			pthread_mutex_lock(&names_lock);
+			queue_line(line, (size_t)k);
+			pthread_mutex_unlock(&names_lock);
+		}
+		return;
+	}
+}
+
 static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_t *args)
 {
 	/* Acquire: pairs with the release store in attach(): the mapping and
@@ -237,6 +278,17 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	uint32_t len = bt_app_entry_size(nargs);
 	struct bt_app_meta *mt;
 	uint64_t ts = now_boot();
+	if (type == BTRACE_TYPE_BEGIN) {
+		if (t->sdepth < SLICE_DEPTH) {
+			t->sid[t->sdepth] = id;
+			t->sts[t->sdepth] = ts;
+		}
+		t->sdepth++;
+	} else if (type == BTRACE_TYPE_END && t->sdepth) {
+		uint32_t d = --t->sdepth;
+		if (d < SLICE_DEPTH)
+			slice_end(t->sid[d], ts - t->sts[d], ts, t->tid);
+	}
 	uint8_t *p = reserve(b, core, len, &mt);
 	if (!p)
 		return;
@@ -349,6 +401,9 @@ uint32_t btrace_intern(const char *name)
 	names[nnames++] = copy;
 	id = nnames;
 	send_name(id);
+	for (unsigned i = 0; i < atomic_load_explicit(&nwatch, memory_order_relaxed); i++)
+		if (strcmp(watches[i].name, copy) == 0)
+			__atomic_store_n(&watches[i].id, id, __ATOMIC_RELAXED);
 out:
 	pthread_mutex_unlock(&names_lock);
 	return id;
@@ -373,6 +428,22 @@ void btrace_emit_(unsigned type, uint32_t *id_cache, const char *name, unsigned 
 		}
 	}
 	write_event(type, id, nargs, args);
+}
+
+void btrace_trigger_(uint32_t *id_cache, const char *name)
+{
+	char line[160];
+	int n;
+
+	/* The trace shows the call; the recorder hears of it at once. */
+	btrace_emit_(BTRACE_TYPE_INSTANT, id_cache, name, 0, NULL);
+	n = snprintf(line, sizeof(line), "trigger %" PRIu64 " %u %.63s\n", now_boot(), (uint32_t)syscall(SYS_gettid),
+		     name);
+	if (n <= 0 || (size_t)n >= sizeof(line) || strchr(name, '\n'))
+		return;
+	pthread_mutex_lock(&names_lock);
+	queue_line(line, (size_t)n);
+	pthread_mutex_unlock(&names_lock);
 }
 
 /* ---- the connection thread ---------------------------------------------------- */
@@ -523,9 +594,32 @@ int btrace_attach_fd_(int fd)
 	return 0;
 }
 
+/* Connection thread: "watch NS NAME" from the recorder. */
+static void add_watch(const char *arg)
+{
+	char *end;
+	unsigned long long ns = strtoull(arg, &end, 10);
+	unsigned n = atomic_load_explicit(&nwatch, memory_order_relaxed);
+
+	if (end == arg || *end != ' ' || !end[1] || strlen(end + 1) > BT_APP_NAME_MAX || n >= MAX_WATCH)
+		return;
+	pthread_mutex_lock(&names_lock);
+	struct watch *w = &watches[n];
+	snprintf(w->name, sizeof(w->name), "%s", end + 1);
+	w->ns = ns;
+	w->id = 0;
+	for (uint32_t i = 0; i < nnames; i++)
+		if (strcmp(names[i], w->name) == 0)
+			w->id = i + 1;
+	/* Release: the entry is complete before slice_end() can see it. */
+	atomic_store_explicit(&nwatch, n + 1, memory_order_release);
+	pthread_mutex_unlock(&names_lock);
+}
+
 static void detach(int s)
 {
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	atomic_store_explicit(&nwatch, 0, memory_order_relaxed); /* the next recorder sends its own */
 	struct app_buf *b = atomic_exchange_explicit(&g_buf, NULL, memory_order_acq_rel);
 	pthread_mutex_lock(&names_lock);
 	conn_fd = -1;
@@ -591,7 +685,9 @@ static void serve_recorder(int s)
 		int r = recv_line(s, line, sizeof(line), &fd);
 		if (r <= 0)
 			break;
-		if (strcmp(line, "buffer") == 0 && fd >= 0) {
+		if (strncmp(line, "watch ", 6) == 0) {
+			add_watch(line + 6);
+		} else if (strcmp(line, "buffer") == 0 && fd >= 0) {
 			struct app_buf *nb = map_buffer(fd);
 			if (!nb) {
 				close(fd);

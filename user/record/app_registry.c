@@ -35,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_BUFS 4         /* current + older ones still dumped */
@@ -161,12 +162,48 @@ static void app_gone(struct app *a)
 }
 
 /* Under lock: "name ID TEXT". Malformed lines are counted and ignored. */
-static void app_line(struct app *a, char *line)
+/* Under lock: "trigger TS TID NAME" (BTRACE_TRIGGER), or with slice
+ * "slice TS TID DUR NAME" (a watched slice ended after DUR ns). Untrusted:
+ * a time not in the past is replaced by now; tid and DUR are only reported. */
+static void app_trigger(struct bt_apps *r, struct app *a, char *line, int slice)
+{
+	char *end, *e2, *e3;
+	unsigned long long ts = strtoull(line, &end, 10);
+	unsigned long tid = strtoul(end, &e2, 10);
+	unsigned long long dur = 0;
+	struct timespec now;
+	uint64_t n;
+
+	if (slice) {
+		dur = strtoull(e2, &e3, 10);
+		if (e3 == e2)
+			e2 = end; /* malformed: refused below */
+		else
+			e2 = e3;
+	}
+	if (end == line || *end != ' ' || e2 == end || *e2 != ' ' || !e2[1] || tid > UINT32_MAX) {
+		a->names_bad++;
+		return;
+	}
+	clock_gettime(CLOCK_BOOTTIME, &now);
+	n = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	if (!ts || ts > n)
+		ts = n;
+	if (r->cfg.trigger)
+		r->cfg.trigger(r->cfg.trigger_ctx, e2 + 1, slice ? BT_TRIG_APP_SLICE : BT_TRIG_APP, ts, dur, (uint32_t)tid,
+			       a->pid, a->name);
+}
+
+static void app_line(struct bt_apps *r, struct app *a, char *line)
 {
 	char *end;
 	if (strncmp(line, "rename ", 7) == 0 && line[7]) {
 		/* btrace_init(NAME) after the library registered with its comm */
 		snprintf(a->name, sizeof(a->name), "%.15s", line + 7);
+		return;
+	}
+	if (strncmp(line, "trigger ", 8) == 0 || strncmp(line, "slice ", 6) == 0) {
+		app_trigger(r, a, line + (line[0] == 't' ? 8 : 6), line[0] == 's');
 		return;
 	}
 	if (strncmp(line, "name ", 5) != 0) {
@@ -209,7 +246,7 @@ static void app_line(struct app *a, char *line)
 
 /* Under lock: read what the application sent; returns -1 at EOF/error.
  * At most 64 KiB per call: a flooding application cannot hold the lock. */
-static int app_input(struct app *a)
+static int app_input(struct bt_apps *r, struct app *a)
 {
 	char buf[4096];
 	for (int rounds = 0; rounds < 16; rounds++) {
@@ -223,7 +260,7 @@ static int app_input(struct app *a)
 		for (ssize_t i = 0; i < n; i++) {
 			if (buf[i] == '\n') {
 				a->line[a->linelen] = 0;
-				app_line(a, a->line);
+				app_line(r, a, a->line);
 				a->linelen = 0;
 			} else if (a->linelen + 1 < sizeof(a->line)) {
 				a->line[a->linelen++] = buf[i];
@@ -300,7 +337,7 @@ static void *io_thread(void *arg)
 			int found = 0;
 			for (size_t j = 0; j < r->napps && !found; j++)
 				found = r->apps[j] == who[i];
-			if (found && who[i]->conn == p[i].fd && app_input(who[i]) < 0)
+			if (found && who[i]->conn == p[i].fd && app_input(r, who[i]) < 0)
 				app_gone(who[i]);
 		}
 		for (size_t j = 0; j < r->napps; j++)
@@ -421,6 +458,15 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 		pthread_mutex_unlock(&r->lock);
 		return;
 	}
+	for (size_t i = 0; i < r->cfg.nwatch; i++) {
+		char line[128];
+		int n = snprintf(line, sizeof(line), "watch %" PRIu64 " %s\n", r->cfg.watch_ns[i], r->cfg.watch_names[i]);
+
+		/* a fresh socket: room for a few short lines; a failure only
+		 * loses this application's slice triggers, counted */
+		if (n <= 0 || (size_t)n >= sizeof(line) || send(c, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+			a->names_bad++;
+	}
 	r->apps[r->napps++] = a;
 	pthread_mutex_unlock(&r->lock);
 	wake(r);
@@ -533,7 +579,7 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 		/* Names registered while we read the blocks name events we dumped. */
 		for (size_t i = 0; i < r->napps; i++) {
 			struct app *a = r->apps[i];
-			if (a->conn >= 0 && app_input(a) < 0)
+			if (a->conn >= 0 && app_input(r, a) < 0)
 				app_gone(a);
 			struct bt_dump_app *d = &t[i];
 			d->pid = a->pid;

@@ -17,6 +17,16 @@ struct bt_apps_config {
 	uint32_t block_size;
 	uint32_t ncores;      /* CPUs (possible) */
 	uint32_t max_apps;    /* registered at once, exited ones included */
+	/* BTRACE_TRIGGER(name) in an application (kind BT_TRIG_APP), on the
+	 * registry's thread; NULL: ignored */
+	void (*trigger)(void *ctx, const char *name, uint32_t kind, uint64_t ts_ns, uint64_t value, uint32_t tid,
+			uint32_t tgid, const char *comm);
+	void *trigger_ctx;
+	/* slices the applications report when they last longer than ns
+	 * (`--trigger app:NAME>T`, kind BT_TRIG_APP_SLICE through trigger) */
+	size_t nwatch;
+	const char *const *watch_names;
+	const uint64_t *watch_ns;
 };
 
 struct bt_apps;

@@ -26,6 +26,7 @@ static void usage(FILE *f)
 		"  dump [-o FILE]     write a dump now; prints the path written\n"
 		"  resize SIZE        grow or shrink the buffer while recording (K/M/G suffixes)\n"
 		"  app-resize SIZE    give every application traced in-process (btrace.h) a new buffer of SIZE\n"
+		"  trigger NAME       fire the recorder's trigger NAME (record --trigger ...,name=NAME)\n"
 		"  stop               final dump (unless --no-final-dump) and exit\n\n"
 		"Options:\n"
 		"  -p, --pid PID      the recorder with this pid (socket %s/PID.sock)\n"
@@ -36,7 +37,8 @@ static void usage(FILE *f)
 		"  sudo btrace-bpf ctl status\n"
 		"  sudo btrace-bpf ctl resize 256M      # large buffer for a critical phase\n"
 		"  sudo btrace-bpf ctl dump -o /tmp/launch.btd\n"
-		"  sudo btrace-bpf ctl --pid 1234 resize 16M\n",
+		"  sudo btrace-bpf ctl --pid 1234 resize 16M\n"
+		"  sudo btrace-bpf ctl trigger manual   # record --trigger ctl,name=manual\n",
 		BT_CTL_DIR);
 }
 
@@ -132,14 +134,15 @@ int cmd_ctl(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "btrace-bpf: ctl: missing command (status, dump, resize, app-resize, stop)\n");
+		fprintf(stderr, "btrace-bpf: ctl: missing command (status, dump, resize, app-resize, trigger, stop)\n");
 		usage(stderr);
 		return 2;
 	}
 	cmd = argv[optind];
 	if (strcmp(cmd, "status") && strcmp(cmd, "dump") && strcmp(cmd, "resize") && strcmp(cmd, "app-resize") &&
-	    strcmp(cmd, "stop")) {
-		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, app-resize, stop)\n", cmd);
+	    strcmp(cmd, "trigger") && strcmp(cmd, "stop")) {
+		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, app-resize, trigger, stop)\n",
+			cmd);
 		return 2;
 	}
 	if (!strcmp(cmd, "resize") || !strcmp(cmd, "app-resize")) {
@@ -147,6 +150,11 @@ int cmd_ctl(int argc, char **argv)
 
 		if (argc - optind != 2 || parse_size(argv[optind + 1], &sz)) {
 			fprintf(stderr, "btrace-bpf: ctl: usage: %s SIZE, a positive size like 256M or 1G\n", cmd);
+			return 2;
+		}
+	} else if (!strcmp(cmd, "trigger")) {
+		if (argc - optind != 2) {
+			fprintf(stderr, "btrace-bpf: ctl: usage: trigger NAME\n");
 			return 2;
 		}
 	} else if (!strcmp(cmd, "dump")) {

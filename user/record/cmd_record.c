@@ -18,6 +18,7 @@
 #include "event_names.h"
 #include "util.h"
 #include "recorder.h"
+#include "trigger_spec.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -42,6 +43,7 @@ enum {
 	OPT_DUMP_EVERY,
 	OPT_MAX_DUMPS,
 	OPT_TRIGGER_UPROBE,
+	OPT_TRIGGER,
 	OPT_TRIGGER_DELAY,
 	OPT_MIN_DUMP_INTERVAL,
 	OPT_APP_BUFFER_SIZE,
@@ -86,9 +88,13 @@ static const struct argp_option options[] = {
 	{ "dump-every", OPT_DUMP_EVERY, "TIME", 0, "Write a dump every TIME (e.g. 30s, 5m)", 3 },
 	{ "max-dumps", OPT_MAX_DUMPS, "N", 0,
 	  "Keep at most N dump files written by this recorder, removing the oldest (default: keep all)", 3 },
+	{ "trigger", OPT_TRIGGER, "SPEC", 0,
+	  "Dump when a condition holds, evaluated in the kernel where its data is: sched-latency>T, "
+	  "offcpu>T, syscall[:NAME]>T, func:PROBE>T, crash, oom, app:NAME[>T], ctl, uprobe:PROBE; "
+	  "options ,name= ,comm= ,pid= ,nr= ,sig= ,after=T ,limit=T (repeatable; see below)", 3 },
 	{ "trigger-uprobe", OPT_TRIGGER_UPROBE, "SPEC", 0,
 	  "Dump when this user function is hit (uprobe SPEC as for -u; e.g. the function an application "
-	  "calls when it detects an anomaly)", 3 },
+	  "calls when it detects an anomaly); same as --trigger uprobe:SPEC", 3 },
 	{ "trigger-delay", OPT_TRIGGER_DELAY, "TIME", 0,
 	  "Keep recording TIME after a trigger before dumping, to see what happened next (default 0)", 3 },
 	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
@@ -133,6 +139,21 @@ static const char doc[] =
 	"recording goes on. Attaching is all or nothing. Per-function calls and latencies: "
 	"`btrace-bpf report --functions DUMP`.\n"
 	"\n"
+	"Triggers (--trigger CONDITION[,OPTION]...) dump on their own while recording goes on. "
+	"Conditions: sched-latency>T (a task waited longer than T from wakeup to running), "
+	"offcpu>T (a task was blocked longer than T), syscall>T or syscall:NAME>T (a system call took "
+	"longer than T; nr=N picks one by number), func:PROBE>T (a user-space function, PROBE as for -u, "
+	"ran longer than T), crash (a fatal SEGV, BUS, ILL, FPE, ABRT, TRAP or SYS; sig=SEGV+ABRT to "
+	"choose), oom (the OOM killer chose a victim), app:NAME (an application called "
+	"BTRACE_TRIGGER(\"NAME\"), btrace.h), app:NAME>T (its slice NAME lasted longer than T), ctl (only "
+	"`btrace-bpf ctl trigger NAME`, which fires any trigger by name), uprobe:PROBE (a hit of a probe). "
+	"Options: name=NAME (default: the condition's kind), comm=COMM and pid=PID (the task the "
+	"condition is about), after=T (keep recording T before dumping; default --trigger-delay), "
+	"limit=T (at most one dump per T from this trigger, hits between are counted; default "
+	"--min-dump-interval). T has a unit: 500us, 5ms, 2s. Every dump names the trigger, its condition "
+	"and the triggering event (`report --stats`, marked in `convert`). A condition this kernel "
+	"cannot arm stops the start with one line.\n"
+	"\n"
 	"Needs root, or CAP_BPF and CAP_PERFMON, and a kernel with BTF.\n"
 	"\n"
 	"Examples:\n"
@@ -143,6 +164,8 @@ static const char doc[] =
 	"  btrace-bpf record -e sched --comm nginx -z 0\n"
 	"  btrace-bpf record -p 1234 -u myfunc -u 'libc:malloc' -u 'libc:malloc%return'\n"
 	"  btrace-bpf record -p 1234 -U 'libfoo:myprov:request_start' --uargs 2\n"
+	"  btrace-bpf record --trigger 'sched-latency>5ms,comm=nginx,after=200ms' --trigger crash\n"
+	"  btrace-bpf record --trigger 'syscall:fsync>50ms' --trigger 'ctl,name=manual'\n"
 	"  btrace-bpf report traces/btrace-myhost-20250101-120000-1.btd";
 
 static int parse_groups(const char *s, uint32_t *out)
@@ -341,6 +364,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_TRIGGER_UPROBE:
 		o->trigger_spec = arg;
 		break;
+	case OPT_TRIGGER: {
+		struct bt_trigger_spec *nv = realloc(o->triggers, (o->ntriggers + 1) * sizeof(*nv));
+		char e[512];
+
+		if (!nv)
+			argp_failure(state, 1, ENOMEM, "out of memory");
+		o->triggers = nv;
+		if (bt_trigger_parse(arg, &nv[o->ntriggers], e, sizeof(e)))
+			argp_error(state, "%s", e);
+		o->ntriggers++;
+		break;
+	}
 	case 'v':
 		o->verbose++;
 		break;
@@ -365,7 +400,8 @@ int cmd_record(int argc, char **argv)
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char *args[argc + 1];
-	char s1[32], s2[32];
+	char s1[32], s2[32], err[512];
+	int ret;
 
 	/* argp names the program after argv[0]: "btrace-bpf record: ...". */
 	for (int i = 0; i < argc; i++)
@@ -392,16 +428,43 @@ int cmd_record(int argc, char **argv)
 		return 2;
 	}
 	if (o.trigger_spec) {
-		/* The trigger is a uprobe like the others; its hits also go into
-		 * the buffer, so the dump shows the call that triggered it. */
-		const char **v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
+		/* --trigger-uprobe SPEC is --trigger uprobe:SPEC with the
+		 * recorder-wide delay and rate limit. */
+		struct bt_trigger_spec *nv = realloc(o.triggers, (o.ntriggers + 1) * sizeof(*nv));
+		char spec[600];
 
+		if (!nv) {
+			bt_warn("out of memory");
+			return 1;
+		}
+		o.triggers = nv;
+		snprintf(spec, sizeof(spec), "uprobe:%s", o.trigger_spec);
+		if (bt_trigger_parse(spec, &o.triggers[o.ntriggers], err, sizeof(err))) {
+			bt_warn("--trigger-uprobe: %s", err);
+			return 2;
+		}
+		o.ntriggers++;
+	}
+	if (bt_trigger_finish(o.triggers, o.ntriggers, o.trigger_delay_ns, o.min_dump_interval_ns, err, sizeof(err))) {
+		bt_warn("%s", err);
+		return 2;
+	}
+	for (size_t i = 0; i < o.ntriggers; i++) {
+		/* A uprobe trigger is a probe like the others; its hits also go
+		 * into the buffer, so the dump shows the call that triggered it. */
+		const char **v;
+
+		if (o.triggers[i].kind != BT_TRIG_UPROBE)
+			continue;
+		v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
 		if (!v) {
 			bt_warn("out of memory");
 			return 1;
 		}
 		o.uspecs = v;
-		o.uspecs[o.nuspecs++] = o.trigger_spec;
+		o.uspecs[o.nuspecs++] = o.triggers[i].arg;
 	}
-	return recorder_run(&o);
+	ret = recorder_run(&o);
+	free(o.triggers);
+	return ret;
 }

@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "probes.h"
 #include "recorder.h"
+#include "record_triggers.h"
 #include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
@@ -185,6 +186,7 @@ static int do_status(struct recorder *r, FILE *out)
 	} else {
 		fprintf(out, "probes: none\n");
 	}
+	recorder_triggers_status(r, out);
 	if (r->apps) {
 		size_t live, n = bt_apps_count(r->apps, &live);
 		fprintf(out, "apps: %zu (%zu live)\n", n, live);
@@ -231,12 +233,14 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 		return do_resize(r, argc, argv, out, why, whylen);
 	if (strcmp(argv[0], "app-resize") == 0)
 		return do_app_resize(r, argc, argv, out, why, whylen);
+	if (strcmp(argv[0], "trigger") == 0)
+		return record_ctl_trigger(r, argc, argv, out, why, whylen);
 	if (strcmp(argv[0], "stop") == 0) {
 		/* The main loop takes SIGTERM: final dump, detach, exit. */
 		kill(getpid(), SIGTERM);
 		fprintf(out, "stopping recorder %d\n", (int)getpid());
 		return 0;
 	}
-	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, app-resize, stop)", argv[0]);
+	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, app-resize, trigger, stop)", argv[0]);
 	return -EINVAL;
 }

@@ -46,6 +46,8 @@
 #include "ctl.h"
 #include "app_registry.h"
 #include "app_reader.h"
+#include "record_triggers.h"
+#include "triggers.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -186,11 +188,19 @@ static void *dump_main(void *arg)
 	pthread_setname_np(pthread_self(), "btrace-dump");
 	pthread_mutex_lock(&r->lock);
 	for (;;) {
+		struct bt_trigger_fired f;
 		const char *reason;
 		int ret;
 
-		while (!r->pending && !r->quit)
+		while (!r->pending && !r->ntq && !r->quit)
 			pthread_cond_wait(&r->cond, &r->lock);
+		/* Each trigger hit its own dump, in the order they came. */
+		if (recorder_triggers_pop(r, &f)) {
+			pthread_mutex_unlock(&r->lock);
+			recorder_write_trigger_dump(r, &f);
+			pthread_mutex_lock(&r->lock);
+			continue;
+		}
 		if (!r->pending)
 			break;
 		reason = r->reason;
@@ -242,23 +252,35 @@ static void print_rates(struct recorder *r, uint64_t *last_events, uint64_t *las
 
 static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len);
 
-/* Probe ids of the --trigger-uprobe spec (one per pid). */
+/* Probe ids of the uprobe:PROBE triggers (one per pid), and their trigger. */
 static int find_trigger_ids(struct recorder *r)
 {
 	size_t n;
 	const struct bt_probe_desc *t = bt_uprobes_table(r->uprobes, &n);
 
-	r->trigger_ids = calloc(n ? n : 1, sizeof(*r->trigger_ids));
+	r->trigger_ids = calloc(n ? 2 * n * r->o->ntriggers : 1, sizeof(*r->trigger_ids));
 	if (!r->trigger_ids)
 		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(t[i].spec, r->o->trigger_spec) == 0 && !(t[i].flags & BT_PROBE_RETURN))
-			r->trigger_ids[r->ntrigger_ids++] = t[i].id;
-	if (!r->ntrigger_ids) {
-		bt_warn("--trigger-uprobe '%s': not an entry probe (drop %%return)", r->o->trigger_spec);
-		return -EINVAL;
+	for (size_t k = 0; k < r->o->ntriggers; k++) {
+		const struct bt_trigger_spec *sp = &r->o->triggers[k];
+		size_t found = 0;
+
+		if (sp->kind != BT_TRIG_UPROBE)
+			continue;
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(t[i].spec, sp->arg) == 0 && !(t[i].flags & BT_PROBE_RETURN)) {
+				r->trigger_ids[2 * r->ntrigger_ids] = t[i].id;
+				r->trigger_ids[2 * r->ntrigger_ids + 1] = (uint32_t)k;
+				r->ntrigger_ids++;
+				found++;
+			}
+		if (!found) {
+			bt_warn("--trigger '%s': not an entry probe (drop %%return)", sp->cond);
+			return -EINVAL;
+		}
 	}
-	bt_loader_set_hook(r->loader, on_probe_event, r);
+	if (r->ntrigger_ids)
+		bt_loader_set_hook(r->loader, on_probe_event, r);
 	return 0;
 }
 
@@ -278,37 +300,25 @@ static void auto_dump(struct recorder *r, uint64_t now, const char *reason)
 
 static void check_automatic_dumps(struct recorder *r, uint64_t now, uint64_t *last_interval)
 {
-	uint64_t t = atomic_load(&r->trigger_at);
-
-	if (t && now - t >= r->o->trigger_delay_ns) {
-		/* Hits during the delay are part of this dump. */
-		atomic_store(&r->trigger_at, 0);
-		auto_dump(r, now, "trigger");
-	}
 	if (r->o->dump_every_ns && now - *last_interval >= r->o->dump_every_ns) {
 		*last_interval = now;
 		auto_dump(r, now, "interval");
 	}
 }
 
-/* Drain thread: a uprobe event arrived; is it the trigger? */
+/* Drain thread: a uprobe event arrived; is it a trigger's? The trigger
+ * thread does the rest (delay, rate limit, dump). */
 static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len)
 {
 	struct recorder *r = ctx;
 	const struct bt_ev_uprobe *u = (const struct bt_ev_uprobe *)h;
-	uint64_t zero = 0;
 
 	if (h->type != BT_EV_UPROBE_ENTRY || len < offsetof(struct bt_ev_uprobe, duration_ns))
 		return;
-	for (size_t i = 0; i < r->ntrigger_ids; i++) {
-		if (u->probe_id == r->trigger_ids[i]) {
-			/* The first hit starts the delay; later ones join it. */
-			if (atomic_compare_exchange_strong(&r->trigger_at, &zero, bt_now_ns()))
-				bt_warn("trigger %s hit by thread %u%s", r->o->trigger_spec, h->tid,
-					r->o->trigger_delay_ns ? ": dumping after the delay" : "");
-			return;
-		}
-	}
+	for (size_t i = 0; i < r->ntrigger_ids; i++)
+		if (u->probe_id == r->trigger_ids[2 * i])
+			bt_triggers_hit(r->triggers, r->trigger_ids[2 * i + 1], BT_TRIG_UPROBE, h->ts_ns, 0, h->tid,
+					h->tgid, NULL);
 }
 
 static int run_loop(struct recorder *r, const sigset_t *waitmask)
@@ -317,7 +327,7 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 	uint64_t start = bt_now_ns(), last_rates = start, last_events = 0;
 	uint64_t last_interval = start, rate_t = start, rate_events = 0;
 	/* Triggers and intervals are checked this often. */
-	uint64_t tick = r->ntrigger_ids || o->dump_every_ns ? 20000000ull : 1000000000ull;
+	uint64_t tick = o->dump_every_ns ? 20000000ull : 1000000000ull;
 
 	while (!got_stop) {
 		uint64_t now = bt_now_ns(), wait = tick;
@@ -371,6 +381,8 @@ int recorder_run(const struct record_opts *opts)
 	struct sigaction sa;
 	sigset_t block, oldmask, waitmask;
 	char err[512], gs[64], s1[32], s2[32], s3[32];
+	const char *wn[BT_TRIG_MAX]; /* app:NAME>T watches: live as long as r.apps */
+	uint64_t wns[BT_TRIG_MAX];
 	int ncpus, ret, exit_code = 0, dump_thread = 0;
 	uint64_t drops = 0;
 
@@ -497,20 +509,28 @@ int recorder_run(const struct record_opts *opts)
 		};
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
 					    err, sizeof(err));
-		if (!r.uprobes && o.trigger_spec && strstr(err, o.trigger_spec)) {
-			bt_warn("--trigger-uprobe: %s", err); /* it is attached like a -u probe */
-			exit_code = 1;
-			goto out;
-		}
+		for (size_t i = 0; !r.uprobes && i < o.ntriggers; i++)
+			if (o.triggers[i].kind == BT_TRIG_UPROBE && strstr(err, o.triggers[i].arg)) {
+				/* it is attached like a -u probe */
+				bt_warn("--trigger '%s': %s", o.triggers[i].cond, err);
+				exit_code = 1;
+				goto out;
+			}
 		if (!r.uprobes) {
 			bt_warn("%s", err);
 			exit_code = 1;
 			goto out;
 		}
-		if (o.trigger_spec && find_trigger_ids(&r) < 0) {
+		if (o.ntriggers && find_trigger_ids(&r) < 0) {
 			exit_code = 1;
 			goto out;
 		}
+	}
+	/* Before the drain: a uprobe trigger's first hit finds its thread. */
+	if (recorder_triggers_start(&r, err, sizeof(err))) {
+		bt_warn("%s", err);
+		exit_code = 1;
+		goto out;
 	}
 	ret = bt_loader_start(r.loader, r.buf, r.tasks);
 	if (ret) {
@@ -538,7 +558,17 @@ int recorder_run(const struct record_opts *opts)
 			.block_size = o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE,
 			.ncores = r.ncpus,
 			.max_apps = o.max_apps,
+			.trigger = r.triggers ? recorder_app_trigger : NULL,
+			.trigger_ctx = &r,
 		};
+
+		for (size_t i = 0; i < o.ntriggers && ac.nwatch < BT_TRIG_MAX; i++)
+			if (o.triggers[i].kind == BT_TRIG_APP_SLICE) {
+				wn[ac.nwatch] = o.triggers[i].arg;
+				wns[ac.nwatch++] = o.triggers[i].threshold_ns;
+			}
+		ac.watch_names = wn;
+		ac.watch_ns = wns;
 		r.apps = bt_apps_create(&ac, err, sizeof(err));
 		if (!r.apps) {
 			bt_warn("--app-buffer-size: %s", err);
@@ -577,6 +607,9 @@ int recorder_run(const struct record_opts *opts)
 	if (r.uprobes)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
+	for (size_t i = 0; i < o.ntriggers; i++)
+		bt_warn("trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
+			o.triggers[i].cond, (double)o.triggers[i].after_ns / 1e9, (double)o.triggers[i].limit_ns / 1e9);
 	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
 		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
@@ -592,6 +625,7 @@ int recorder_run(const struct record_opts *opts)
 	r.ctl = NULL;
 
 	/* Shutdown: no new events, every event drained, then the last dump. */
+	recorder_triggers_stop(&r); /* no trigger dump asked for after this */
 	bt_uprobes_detach(r.uprobes);
 	bt_loader_detach(r.loader);
 	bt_loader_stop(r.loader);
@@ -621,6 +655,7 @@ out:
 			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
 	}
 	bt_ctl_stop(r.ctl);
+	recorder_triggers_stop(&r);
 	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <linux/types.h>
 #include "events.h"
+#include "trigger_spec.h"
 
 struct bt_buffer;
 struct bt_loader;
@@ -20,6 +21,7 @@ struct bt_uprobes;
 struct bt_task_table;
 struct bt_ctl_server;
 struct bt_apps;
+struct bt_triggers;
 
 struct record_opts {
 	uint64_t buffer_size;
@@ -47,6 +49,8 @@ struct record_opts {
 	const char *trigger_spec;     /* --trigger-uprobe */
 	uint64_t trigger_delay_ns;    /* --trigger-delay */
 	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
+	struct bt_trigger_spec *triggers; /* --trigger, parsed */
+	size_t ntriggers;
 	/* in-process tracing (libbtrace applications) */
 	uint64_t app_buffer_size;     /* --app-buffer-size */
 	uint64_t app_block_size;      /* --app-block-size */
@@ -87,11 +91,17 @@ struct recorder {
 	size_t nkept;
 
 	/* triggers */
-	uint32_t *trigger_ids;       /* probe ids of --trigger-uprobe */
+	uint32_t *trigger_ids;       /* (probe id, trigger index) pairs of the uprobe:PROBE triggers */
 	size_t ntrigger_ids;
-	_Atomic uint64_t trigger_at; /* monotonic ns of an unserved trigger hit, 0 none */
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
 	uint64_t triggers_suppressed;
+
+	/* --trigger (record_triggers.c) */
+	struct bt_triggers *triggers;
+#define RECORDER_TRIGGER_QUEUE 32
+	struct bt_trigger_fired tq[RECORDER_TRIGGER_QUEUE]; /* under lock: trigger dumps asked for */
+	size_t ntq;
+	uint64_t tq_dropped;         /* under lock: trigger dumps skipped, the queue full */
 };
 
 /* Run the recorder with these options until it is stopped: checks, start,
@@ -103,6 +113,9 @@ void recorder_request_dump(struct recorder *r, const char *reason);
 /* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
  * directory with a generated name. The path written goes to out. 0 or -errno
  * with a reason in why. */
+/* The dump a trigger hit asked for (reason "trigger", its TRIG section names
+ * the hit), serialized with the other dumps. 0 or -errno. */
+int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f);
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
 /* Control-socket commands (record_ctl.c). */

@@ -31,11 +31,12 @@
 #include "ctl.h"
 #include "app_registry.h"
 #include "app_reader.h"
+#include "record_triggers.h"
 
 #define FLUSH_TIMEOUT_MS 2000
 
-static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why,
-		      size_t whylen);
+static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
+		      const char *explicit_path, char *why, size_t whylen);
 
 /* Keep at most --max-dumps of the files this recorder generated. */
 static void rotate(struct recorder *r, const char *path)
@@ -64,15 +65,27 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 	int ret;
 
 	pthread_mutex_lock(&r->dump_serial);
-	ret = write_dump(r, reason, explicit_path, why, whylen);
+	ret = write_dump(r, reason, NULL, explicit_path, why, whylen);
 	if (ret == 0 && out)
 		snprintf(out, outlen, "%s", r->last_path);
 	pthread_mutex_unlock(&r->dump_serial);
 	return ret;
 }
 
-static int write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *why, size_t whylen)
+int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f)
 {
+	int ret;
+
+	pthread_mutex_lock(&r->dump_serial);
+	ret = write_dump(r, "trigger", f, NULL, NULL, 0);
+	pthread_mutex_unlock(&r->dump_serial);
+	return ret;
+}
+
+static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
+		      const char *explicit_path, char *why, size_t whylen)
+{
+	struct bt_dump_trigger *trig_tab = NULL;
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
 	uint64_t *drops = calloc(ncells, sizeof(*drops));
 	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
@@ -132,6 +145,8 @@ static int write_dump(struct recorder *r, const char *reason, const char *explic
 		info.write_apps = bt_apps_dump;
 		info.apps_ctx = r->apps;
 	}
+	if (recorder_triggers_info(r, fired, &info, &trig_tab))
+		bt_warn("out of memory: this dump has no trigger table");
 
 	err[0] = '\0';
 	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
@@ -159,6 +174,7 @@ out:
 			format_size((uint64_t)st.st_size, sz, sizeof(sz)),
 			(double)(bt_now_ns() - t0) / 1e9);
 	}
+	free(trig_tab);
 	free(tasks);
 	free(drops);
 	free(emitted);

@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "dump.h"
 #include "report_apps.h"
+#include "report_triggers.h"
 #include "event_names.h"
 #include "report_functions.h"
 
@@ -467,6 +468,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	if (h->overlaps_dump)
 		fprintf(out, " (may overlap dump #%" PRIu64 ")", h->overlaps_dump);
 	fputc('\n', out);
+	bt_report_trigger_fired(d, out);
 	fprintf(out, "buffer:     %s, %u blocks of %s, %u active; groups", human(h->buffer_size, b1, sizeof(b1)),
 		h->nblocks, human(h->block_size, b2, sizeof(b2)), h->active);
 	int any = 0;
@@ -596,6 +598,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		fprintf(out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
 			bt_dump_unknown_events(d));
 	bt_report_apps(d, out);
+	bt_report_triggers(d, out);
 	free(sc);
 	free(cnt);
 	return 0;

@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: GPL-2.0 OR MIT
+/*
+ * trigger.bpf.c - dump triggers evaluated where the data is: in the kernel
+ * (`record --trigger`, bpf/trigger.h for the ABI).
+ *
+ * A separate object from record.bpf.c: it is loaded only when a kernel
+ * condition is configured, and only the programs of the configured kinds
+ * (autoload), so a recorder without triggers runs exactly the code it ran
+ * before. Inside a program every trigger slot is a loop iteration over
+ * read-only data the verifier knows, so slots of other kinds are pruned.
+ *
+ *   sched-latency  sched_wakeup{,_new} stamps the woken task; sched_switch
+ *                  measures next's wait when it gets the CPU
+ *   offcpu         sched_switch stamps prev when it blocks; measures next's
+ *                  time away when it comes back
+ *   syscall        sys_enter stamps (time, nr); sys_exit measures
+ *   func           uprobe stamps (a small per-thread stack, recursion);
+ *                  uretprobe measures; the attach cookie is the trigger slot
+ *   crash          signal_deliver of a signal in the set with the default
+ *                  action (it kills the process)
+ *   oom            mark_victim: the OOM killer chose a victim
+ *
+ * A hit passes the slot's filter (pid=, comm=), then its holdoff: one hit per
+ * holdoff_ns is sent (CAS on last_ns), the others only counted, so a storm
+ * of hits costs a few atomics each and never floods the ring or the
+ * recorder. The recorder's own tasks never trigger (its dump thread blocks
+ * in system calls by design).
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+#include "trigger.h"
+#include "core_fixes.bpf.h"
+#include "record.bpf.h"
+
+const volatile struct bt_trig_conf trig_conf[BT_TRIG_MAX] = {};
+const volatile __u32 self_tgid = 0; /* the recorder */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 64 * 1024);
+} trig_ring SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, BT_TRIG_MAX);
+	__type(key, __u32);
+	__type(value, struct bt_trig_count);
+} trig_counts SEC(".maps");
+
+/* Per task: when it was woken, when it blocked, when its system call began. */
+struct bt_task_times {
+	__u64 wake_ts;
+	__u64 off_ts;
+	__u64 sys_ts;
+	__s64 sys_nr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct bt_task_times);
+} task_times SEC(".maps");
+
+struct bt_func_key {
+	__u32 tid;
+	__u32 trig;
+};
+
+struct bt_func_stack {
+	__u32 depth;
+	__u32 pad;
+	__u64 ts[BT_TRIG_FUNC_DEPTH];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct bt_func_key);
+	__type(value, struct bt_func_stack);
+} func_entry SEC(".maps");
+
+/* ---- common ------------------------------------------------------------------ */
+
+static __always_inline bool bt_trig_match(__u32 i, __u32 tgid, const char *comm)
+{
+	if (trig_conf[i].tgid && trig_conf[i].tgid != tgid)
+		return false;
+	if (trig_conf[i].comm[0] && !bt_comm_equal(comm, trig_conf[i].comm))
+		return false;
+	return true;
+}
+
+/* The condition of slot i held for (tid, tgid, comm): count it, and send it
+ * unless another hit was sent less than holdoff_ns ago. */
+static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, __u32 tid, __u32 tgid,
+				    const char *comm)
+{
+	/* Read the slot's read-only data before i goes through the stack
+	 * (the map key): the verifier only knows constants in registers. */
+	__u64 holdoff = trig_conf[i].holdoff_ns;
+	__u32 key = i;
+	struct bt_trig_count *c = bpf_map_lookup_elem(&trig_counts, &key);
+	struct bt_trig_hit *h;
+	__u64 last;
+
+	if (!c)
+		return;
+	__sync_fetch_and_add(&c->hits, 1);
+	last = c->last_ns;
+	if (last && now - last < holdoff) {
+		__sync_fetch_and_add(&c->suppressed, 1);
+		return;
+	}
+	/* Two CPUs may see the same window open: one wins the CAS. */
+	if (__sync_val_compare_and_swap(&c->last_ns, last, now) != last) {
+		__sync_fetch_and_add(&c->suppressed, 1);
+		return;
+	}
+	h = bpf_ringbuf_reserve(&trig_ring, sizeof(*h), 0);
+	if (!h) {
+		__sync_fetch_and_add(&c->lost, 1);
+		return;
+	}
+	h->ts_ns = now;
+	h->value = value;
+	h->aux = aux;
+	h->trig = i;
+	h->tid = tid;
+	h->tgid = tgid;
+	h->cpu = bpf_get_smp_processor_id();
+	__builtin_memcpy(h->comm, comm, sizeof(h->comm));
+	bpf_ringbuf_submit(h, 0); /* wake the trigger thread now */
+}
+
+static __always_inline void bt_task_comm(struct task_struct *t, char *comm)
+{
+	if (bpf_probe_read_kernel(comm, BT_COMM_LEN, t->comm))
+		__builtin_memset(comm, 0, BT_COMM_LEN);
+}
+
+/* Slots of `kind` whose threshold `value` exceeds, for task t (a BTF pointer). */
+static __always_inline void bt_check_task(__u32 kind, __u64 now, __u64 value, __s64 aux, struct task_struct *t)
+{
+	char comm[BT_COMM_LEN];
+	bool have_comm = false;
+
+#pragma unroll
+	for (__u32 i = 0; i < BT_TRIG_MAX; i++) {
+		if (trig_conf[i].kind != kind || value <= trig_conf[i].threshold_ns)
+			continue;
+		if (kind == BT_TRIG_SYSCALL && trig_conf[i].nr >= 0 && trig_conf[i].nr != aux)
+			continue;
+		if (!have_comm) {
+			bt_task_comm(t, comm);
+			have_comm = true;
+		}
+		if (bt_trig_match(i, t->tgid, comm))
+			bt_fire(i, now, value, aux, t->pid, t->tgid, comm);
+	}
+}
+
+static __always_inline bool bt_kind_armed(__u32 kind)
+{
+#pragma unroll
+	for (__u32 i = 0; i < BT_TRIG_MAX; i++)
+		if (trig_conf[i].kind == kind)
+			return true;
+	return false;
+}
+
+static __always_inline struct bt_task_times *bt_times(struct task_struct *t, bool create)
+{
+	return bpf_task_storage_get(&task_times, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
+/* ---- sched-latency, offcpu ----------------------------------------------------- */
+
+static __always_inline int bt_stamp_wakeup(struct task_struct *p)
+{
+	struct bt_task_times *tt;
+
+	if (self_tgid && p->tgid == self_tgid)
+		return 0;
+	tt = bt_times(p, true);
+	if (tt && !tt->wake_ts)
+		tt->wake_ts = bpf_ktime_get_boot_ns();
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(trig_sched_wakeup, struct task_struct *p)
+{
+	return bt_stamp_wakeup(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(trig_sched_wakeup_new, struct task_struct *p)
+{
+	return bt_stamp_wakeup(p);
+}
+
+/* Three arguments on every kernel (prev_state, the 4th since 5.18, is read
+ * from the task instead: core_fixes.bpf.h), so one program fits all. */
+SEC("tp_btf/sched_switch")
+int BPF_PROG(trig_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	bool offcpu = bt_kind_armed(BT_TRIG_OFFCPU), latency = bt_kind_armed(BT_TRIG_SCHED_LATENCY);
+	struct bt_task_times *tt;
+	__u64 now = bpf_ktime_get_boot_ns();
+
+	if (offcpu && !preempt && bt_task_state(prev) && !(self_tgid && prev->tgid == self_tgid)) {
+		tt = bt_times(prev, true);
+		if (tt)
+			tt->off_ts = now;
+	}
+	if (!next->pid || (self_tgid && next->tgid == self_tgid))
+		return 0;
+	tt = bt_times(next, false);
+	if (!tt)
+		return 0;
+	if (latency && tt->wake_ts) {
+		__u64 d = now - tt->wake_ts;
+
+		tt->wake_ts = 0;
+		bt_check_task(BT_TRIG_SCHED_LATENCY, now, d, -1, next);
+	}
+	if (offcpu && tt->off_ts) {
+		__u64 d = now - tt->off_ts;
+
+		tt->off_ts = 0;
+		bt_check_task(BT_TRIG_OFFCPU, now, d, -1, next);
+	}
+	return 0;
+}
+
+/* ---- syscall ------------------------------------------------------------------ */
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(trig_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct bt_task_times *tt;
+
+	if (self_tgid && t->tgid == self_tgid)
+		return 0;
+	tt = bt_times(t, true);
+	if (tt) {
+		tt->sys_ts = bpf_ktime_get_boot_ns();
+		tt->sys_nr = id;
+	}
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(trig_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct bt_task_times *tt = bt_times(t, false);
+	__u64 now, d;
+
+	if (!tt || !tt->sys_ts)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	d = now - tt->sys_ts;
+	tt->sys_ts = 0;
+	bt_check_task(BT_TRIG_SYSCALL, now, d, tt->sys_nr, t);
+	return 0;
+}
+
+/* ---- func (user-space probe) ------------------------------------------------- */
+
+/* An index into bt_func_stack.ts the verifier can bound: the barrier hides
+ * the earlier range check from the compiler, so the mask stays. */
+static __always_inline __u32 bt_slot(__u32 depth)
+{
+	asm volatile("" : "+r"(depth));
+	return depth & (BT_TRIG_FUNC_DEPTH - 1);
+}
+
+SEC("uprobe")
+int trig_func_entry(struct pt_regs *ctx)
+{
+	struct bt_func_key k = { .tid = (__u32)bpf_get_current_pid_tgid(), .trig = (__u32)bpf_get_attach_cookie(ctx) };
+	struct bt_func_stack *s = bpf_map_lookup_elem(&func_entry, &k);
+
+	if (!s) {
+		struct bt_func_stack zero = {};
+
+		bpf_map_update_elem(&func_entry, &k, &zero, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&func_entry, &k);
+		if (!s)
+			return 0;
+	}
+	/* Deeper recursion is not timed; its returns are matched by depth. */
+	if (s->depth < BT_TRIG_FUNC_DEPTH)
+		s->ts[bt_slot(s->depth)] = bpf_ktime_get_boot_ns();
+	s->depth++;
+	return 0;
+}
+
+SEC("uretprobe")
+int trig_func_return(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 i = (__u32)bpf_get_attach_cookie(ctx);
+	struct bt_func_key k = { .tid = (__u32)pid_tgid, .trig = i };
+	struct bt_func_stack *s = bpf_map_lookup_elem(&func_entry, &k);
+	char comm[BT_COMM_LEN];
+	__u64 now, d;
+	__u32 depth;
+
+	if (!s || !s->depth)
+		return 0;
+	depth = --s->depth;
+	if (depth >= BT_TRIG_FUNC_DEPTH || i >= BT_TRIG_MAX)
+		return 0;
+	now = bpf_ktime_get_boot_ns();
+	d = now - s->ts[bt_slot(depth)];
+	if (!depth)
+		bpf_map_delete_elem(&func_entry, &k);
+	/* i is a run-time value here: check it against each constant slot. */
+#pragma unroll
+	for (__u32 j = 0; j < BT_TRIG_MAX; j++) {
+		if (trig_conf[j].kind != BT_TRIG_FUNC || j != i || d <= trig_conf[j].threshold_ns)
+			continue;
+		if (bpf_get_current_comm(comm, sizeof(comm)))
+			__builtin_memset(comm, 0, sizeof(comm));
+		if (bt_trig_match(j, pid_tgid >> 32, comm))
+			bt_fire(j, now, d, -1, (__u32)pid_tgid, pid_tgid >> 32, comm);
+	}
+	return 0;
+}
+
+/* ---- crash -------------------------------------------------------------------- */
+
+SEC("tp_btf/signal_deliver")
+int BPF_PROG(trig_signal_deliver, int sig, struct kernel_siginfo *info, struct k_sigaction *ka)
+{
+	struct task_struct *t;
+
+	/* A handler catches it: not fatal (yet). The default action of every
+	 * signal in a crash set kills the process. */
+	if (sig <= 0 || sig >= 64 || BPF_CORE_READ(ka, sa.sa_handler))
+		return 0;
+	t = bpf_get_current_task_btf();
+#pragma unroll
+	for (__u32 i = 0; i < BT_TRIG_MAX; i++) {
+		char comm[BT_COMM_LEN];
+
+		if (trig_conf[i].kind != BT_TRIG_CRASH || !(trig_conf[i].sigmask & (1ull << sig)))
+			continue;
+		bt_task_comm(t, comm);
+		if (bt_trig_match(i, t->tgid, comm))
+			bt_fire(i, bpf_ktime_get_boot_ns(), sig, -1, t->pid, t->tgid, comm);
+	}
+	return 0;
+}
+
+/* ---- oom ---------------------------------------------------------------------- */
+
+static __always_inline void bt_oom(__u32 tid, __u32 tgid, const char *comm)
+{
+#pragma unroll
+	for (__u32 i = 0; i < BT_TRIG_MAX; i++)
+		if (trig_conf[i].kind == BT_TRIG_OOM && bt_trig_match(i, tgid, comm))
+			bt_fire(i, bpf_ktime_get_boot_ns(), 0, -1, tid, tgid, comm);
+}
+
+/* Since 6.8 (commit 72ba14deb40a, "mm: oom: add the victim's uid"): the
+ * victim task itself. */
+SEC("tp_btf/mark_victim")
+int BPF_PROG(trig_mark_victim, struct task_struct *task)
+{
+	char comm[BT_COMM_LEN];
+
+	bt_task_comm(task, comm);
+	bt_oom(task->pid, task->tgid, comm);
+	return 0;
+}
+
+/* Before: only the victim's pid. The loader picks this one from the
+ * kernel's BTF and refuses comm=/pid= filters with it (no task to test). */
+SEC("raw_tp/mark_victim")
+int BPF_PROG(trig_mark_victim_pid, int pid)
+{
+	char comm[BT_COMM_LEN] = {};
+
+	bt_oom((__u32)pid, (__u32)pid, comm);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";

@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# bench_trigger.sh - benchmarks of `record --trigger`, run by `make bench`:
+#
+#   overhead  `taskset -c 0 perf bench sched pipe` under five configurations,
+#             side by side and interleaved (order rotated every repetition):
+#             no tracing; the record floor (bench/floor_attach: empty tp_btf
+#             programs on record's default tracepoints, as scripts/
+#             bench_record.sh); btrace-bpf record; record with an armed
+#             sched-latency trigger; record with a sched-latency and a
+#             syscall trigger. Target (issue 15): record with the
+#             sched-latency trigger within the record target, 10% of the floor.
+#   latency   time from the triggering event (its kernel timestamp, in the
+#             dump's TRIG section) to the dump being written (the file's
+#             mtime on the boot clock, through the dump header's
+#             realtime/boottime pair): a workload sleeps 20 ms inside
+#             clock_nanosleep every 150 ms under `syscall:clock_nanosleep>10ms`;
+#             median and p99 over the dumps.
+#
+# Usage: scripts/bench_trigger.sh [--quick] [--no-md] [overhead] [latency]
+# Environment: REPS (7), PIPE_LOOPS (100000), RUNS (3), HITS (60).
+# Results on stdout, PASS/FAIL for the target, the tables into BENCHMARKS.md
+# between <!-- trigger:begin --> and <!-- trigger:end -->. Needs root.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+ROOT=$(pwd)
+
+quick=0 write_md=1 sections=()
+for arg in "$@"; do
+	case "$arg" in
+	--quick) quick=1 write_md=0 ;;
+	--no-md) write_md=0 ;;
+	overhead|latency) sections+=("$arg") ;;
+	-h|--help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
+	*) echo "bench_trigger: ignoring unknown argument '$arg'" >&2 ;;
+	esac
+done
+[ "${#sections[@]}" -eq 0 ] && sections=(overhead latency)
+want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
+if [ "$quick" -eq 1 ]; then
+	REPS=${REPS:-2} PIPE_LOOPS=${PIPE_LOOPS:-30000} RUNS=${RUNS:-1} HITS=${HITS:-10}
+fi
+REPS=${REPS:-7}
+PIPE_LOOPS=${PIPE_LOOPS:-100000}
+RUNS=${RUNS:-3}
+HITS=${HITS:-60}
+LAT_TRIGGER='sched-latency>5ms'
+SYS_TRIGGER='syscall>10ms'
+
+die() { echo "bench_trigger: $*" >&2; exit 1; }
+note() { echo "bench_trigger: $*" >&2; }
+[ "$(id -u)" -eq 0 ] || die "needs root: run sudo make bench"
+BT=build/btrace-bpf FLOOR=build/bench/floor_attach W=build/tests/trig_workload
+make --no-print-directory -s "$BT" "$FLOOR" "$W" >/dev/null 2>&1 || note "cannot rebuild: using the binaries built"
+for b in "$BT" "$FLOOR" "$W"; do [ -x "$b" ] || die "$b missing"; done
+command -v perf >/dev/null 2>&1 && perf bench sched pipe -l 10 >/dev/null 2>&1 || die "perf missing (scripts/install-deps.sh --bench)"
+
+TMP=$(mktemp -d /tmp/bench_trigger.XXXXXX) || die "mktemp failed"
+TR_PID=''
+cleanup() {
+	[ "$BASHPID" = "$$" ] || return 0
+	[ -n "$TR_PID" ] && kill -KILL "$TR_PID" 2>/dev/null
+	wait 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$TMP/bin" && cp "$BT" "$FLOOR" "$W" "$TMP/bin/" || die "cannot copy the binaries"
+BT=$TMP/bin/btrace-bpf FLOOR=$TMP/bin/floor_attach W=$TMP/bin/trig_workload
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
+	if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+pct() { sort -g | awk -v p="$1" '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
+	i = int(NR * p / 100 + 0.999999); if (i < 1) i = 1; if (i > NR) i = NR; print v[i] }'; }
+minimum() { grep -E '^[0-9]' | sort -g | head -1 | grep . || echo -; }
+paired_ratio() {
+	paste -d' ' <(tr ' ' '\n' <<<"$1" | grep .) <(tr ' ' '\n' <<<"$2" | grep .) |
+		awk 'NF == 2 && $1 != "-" && $2 != "-" && $2 > 0 { printf "%.6f\n", $1 / $2 }' | median |
+		awk '{ if ($1 == "-") print "-"; else printf "%.3f\n", $1 }'
+}
+wait_line() {
+	local f=$1 re=$2 deadline=$(($(date +%s) + $3)) pid=$4
+	until grep -qE -- "$re" "$f" 2>/dev/null; do
+		kill -0 "$pid" 2>/dev/null || return 1
+		[ "$(date +%s)" -ge "$deadline" ] && return 1
+		sleep 0.01
+	done
+}
+stop_pid() {
+	local pid=$1 n=0
+	[ -n "$pid" ] || return 0
+	kill -INT "$pid" 2>/dev/null
+	while kill -0 "$pid" 2>/dev/null; do
+		n=$((n + 1))
+		[ "$n" -eq 1500 ] && kill -KILL "$pid" 2>/dev/null
+		sleep 0.02
+	done
+	wait "$pid" 2>/dev/null
+}
+
+# start CONFIG: none floor record lat latsys
+start() {
+	local log=$TMP/$1.log
+	TR_PID=
+	: >"$log"
+	case "$1" in
+	none) return 0 ;;
+	floor) "$FLOOR" -e sched,irq,power 2>"$log" & TR_PID=$!; wait_line "$log" 'ready:' 30 "$TR_PID" ;;
+	record) "$BT" record --no-ctl -o "$TMP/rec" --no-final-dump 2>"$log" & TR_PID=$! ;;
+	lat) "$BT" record --no-ctl -o "$TMP/rec" --no-final-dump --trigger "$LAT_TRIGGER" 2>"$log" & TR_PID=$! ;;
+	latsys) "$BT" record --no-ctl -o "$TMP/rec" --no-final-dump --trigger "$LAT_TRIGGER" \
+		--trigger "$SYS_TRIGGER" 2>"$log" & TR_PID=$! ;;
+	esac
+	[ "$1" = floor ] || wait_line "$log" 'recording \(pid' 30 "$TR_PID" || { cat "$log" >&2; die "$1 did not start"; }
+	sleep 0.5
+}
+
+MD=$TMP/md
+: >"$MD"
+md() { printf '%s\n' "$*" >>"$MD"; }
+KERNEL=$(uname -r) NCPU=$(nproc) CPU=$(awk -F': ' '/model name/ { print $2; exit }' /proc/cpuinfo)
+START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
+COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+[ -n "$(git status --porcelain -- bpf user bench scripts 2>/dev/null)" ] && COMMIT="$COMMIT + uncommitted changes"
+LOAD0=$(cut -d' ' -f1 /proc/loadavg)
+echo "bench_trigger: kernel $KERNEL, $NCPU CPUs ($CPU), load average $LOAD0"
+
+overhead() {
+	local cfgs=(none floor record lat latsys) n=5 r i c out
+	declare -gA OV
+	echo "-- overhead: $REPS repetitions x {${cfgs[*]}}, taskset -c 0 perf bench sched pipe -l $PIPE_LOOPS, fastest of $RUNS"
+	taskset -c 0 perf bench sched pipe -l $((PIPE_LOOPS / 4)) >/dev/null 2>&1
+	for ((r = 0; r < REPS; r++)); do
+		local order=()
+		for ((i = 0; i < n; i++)); do order+=("${cfgs[$(((i + r) % n))]}"); done
+		printf '   rep %d/%d: %s\n' $((r + 1)) "$REPS" "${order[*]}"
+		for c in "${order[@]}"; do
+			start "$c"
+			out=$(for ((i = 0; i < RUNS; i++)); do
+				taskset -c 0 perf bench sched pipe -l "$PIPE_LOOPS" 2>&1 | awk '/usecs\/op/ { print $1 }'
+			done | minimum)
+			OV[$c]+="${out:--} "
+			stop_pid "$TR_PID"
+			TR_PID=
+			rm -rf "$TMP/rec"
+		done
+	done
+	md "### Overhead of armed triggers"
+	md ""
+	md "\`taskset -c 0 perf bench sched pipe -l $PIPE_LOOPS\` (µs per round trip), $REPS repetitions, every configuration in"
+	md "each, order rotated; in a session the fastest of $RUNS runs counts. Times are medians, ratios medians of the"
+	md "per-repetition ratios. floor: empty tp_btf programs on record's 14 default tracepoints (bench/floor_attach)."
+	md "Triggers: \`--trigger '$LAT_TRIGGER'\` (tp_btf on sched_wakeup, sched_wakeup_new, sched_switch: a task-storage"
+	md "stamp per wakeup, a lookup per switch) and \`--trigger '$SYS_TRIGGER'\` (sys_enter/sys_exit: a stamp and a"
+	md "lookup per system call; the pipe benchmark makes two per round trip)."
+	md ""
+	md "| configuration | pipe µs/op | ×none | ×floor | ×record |"
+	md "| --- | ---: | ---: | ---: | ---: |"
+	local m line
+	for c in "${cfgs[@]}"; do
+		m=$(tr ' ' '\n' <<<"${OV[$c]}" | grep -E '^[0-9]' | median)
+		case "$c" in
+		none) line="no tracing" ;; floor) line="record floor: empty programs" ;; record) line="btrace-bpf record" ;;
+		lat) line="record --trigger '$LAT_TRIGGER'" ;; latsys) line="record + '$LAT_TRIGGER' + '$SYS_TRIGGER'" ;;
+		esac
+		printf '   %-8s %8s us  x_none %s  x_floor %s  x_record %s\n' "$c" "$m" "$(paired_ratio "${OV[$c]}" "${OV[none]}")" \
+			"$(paired_ratio "${OV[$c]}" "${OV[floor]}")" "$(paired_ratio "${OV[$c]}" "${OV[record]}")"
+		md "| $line | $m | $(paired_ratio "${OV[$c]}" "${OV[none]}") | $(paired_ratio "${OV[$c]}" "${OV[floor]}") | $(paired_ratio "${OV[$c]}" "${OV[record]}") |"
+	done
+	md ""
+	md "Raw samples (µs, in repetition order):"
+	md ""
+	for c in "${cfgs[@]}"; do md "- $c: ${OV[$c]}"; done
+	md ""
+	local k v
+	k=$(paired_ratio "${OV[lat]}" "${OV[floor]}")
+	v=$(awk -v k="$k" 'BEGIN { print (k != "-" && k <= 1.10) ? "PASS" : "FAIL" }')
+	echo "$v: overhead: record with an armed sched-latency trigger within 10% of the floor (x$k)"
+	md "$v: record with an armed sched-latency trigger within 10% of the floor, the record target (x$k)."
+	k=$(paired_ratio "${OV[lat]}" "${OV[record]}")
+	md "The sched-latency trigger alone costs x$k of record; with the syscall trigger too x$(paired_ratio "${OV[latsys]}" "${OV[record]}")."
+	md ""
+}
+
+# The dump's header times (offsets 88 and 96, docs/dump-format.md) and its mtime.
+dump_written_boot_ns() {
+	python3 - "$1" <<'EOF'
+import os, struct, sys
+with open(sys.argv[1], "rb") as f:
+    h = f.read(104)
+rt, bt = struct.unpack_from("<QQ", h, 88)
+print(os.stat(sys.argv[1]).st_mtime_ns - (rt - bt))
+EOF
+}
+
+latency() {
+	local log=$TMP/lat.log f t w i samples=() s
+	echo "-- latency: $HITS hits of syscall:clock_nanosleep>10ms (20 ms sleeps, 150 ms apart), event -> dump written"
+	rm -rf "$TMP/lat"
+	"$BT" record --no-ctl -o "$TMP/lat" --no-final-dump -e sched \
+		--trigger 'syscall:clock_nanosleep>10ms,comm=trigwork,limit=50ms' 2>"$log" &
+	TR_PID=$!
+	wait_line "$log" 'recording \(pid' 30 "$TR_PID" || { cat "$log" >&2; die "record did not start"; }
+	sleep 0.5
+	for ((i = 0; i < HITS; i++)); do
+		"$W" sleep 20 >/dev/null
+		sleep 0.13
+	done
+	sleep 0.5
+	stop_pid "$TR_PID"
+	TR_PID=
+	for f in "$TMP"/lat/*.btd; do
+		[ -f "$f" ] || continue
+		t=$("$BT" report --stats "$f" | sed -n 's/^ *event at \([0-9.]*\).*/\1/p' | head -1)
+		w=$(dump_written_boot_ns "$f")
+		[ -n "$t" ] && [ -n "$w" ] && samples+=("$(awk -v t="$t" -v w="$w" 'BEGIN { printf "%.3f\n", (w - t * 1e9) / 1e6 }')")
+	done
+	local nd=${#samples[@]} med p99 mx
+	med=$(printf '%s\n' "${samples[@]}" | median)
+	p99=$(printf '%s\n' "${samples[@]}" | pct 99)
+	mx=$(printf '%s\n' "${samples[@]}" | sort -g | tail -1)
+	echo "   $nd dumps of $HITS hits: event -> dump written median $med ms, p99 $p99 ms, max $mx ms"
+	md "### Time from the triggering event to the dump written"
+	md ""
+	md "\`record -e sched --trigger 'syscall:clock_nanosleep>10ms,comm=trigwork,limit=50ms'\` while \`trig_workload sleep 20\`"
+	md "runs $HITS times, 150 ms apart; per dump: the file's mtime (on the boot clock through the header's realtime/boottime"
+	md "pair) minus the triggering event's kernel timestamp (the end of the system call). It includes the kernel's ring"
+	md "wakeup, the trigger thread, the dump thread's flush of the BPF rings and writing, fsync and rename of the file."
+	md ""
+	md "| dumps | median ms | p99 ms | max ms |"
+	md "| ---: | ---: | ---: | ---: |"
+	md "| $nd of $HITS | $med | $p99 | $mx |"
+	md ""
+	md "Samples (ms): ${samples[*]}"
+	md ""
+}
+
+want overhead && overhead
+want latency && latency
+
+if [ "$write_md" -eq 1 ]; then
+	{
+		echo "<!-- trigger:begin -->"
+		echo "## record --trigger: overhead of armed triggers, time to the dump"
+		echo ""
+		echo "Reproduce: \`sudo make bench\`, or this section alone: \`sudo scripts/bench_trigger.sh\`"
+		echo "(REPS=$REPS RUNS=$RUNS PIPE_LOOPS=$PIPE_LOOPS HITS=$HITS)."
+		echo "Run ${START_DATE} on kernel ${KERNEL}, ${NCPU} CPUs (${CPU}); tree ${COMMIT}; load average $LOAD0 at the start,"
+		echo "$(cut -d' ' -f1 /proc/loadavg) at the end (other engineers' tests share this machine: ratios side by side only)."
+		echo ""
+		cat "$MD"
+		echo "<!-- trigger:end -->"
+	} >"$TMP/section"
+	BM=$ROOT/BENCHMARKS.md
+	exec {lock_fd}>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
+	flock "$lock_fd" 2>/dev/null || true
+	if grep -q '<!-- trigger:begin -->' "$BM" && grep -q '<!-- trigger:end -->' "$BM"; then
+		awk -v sect="$TMP/section" '
+			/<!-- trigger:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
+			/<!-- trigger:end -->/ { skip = 0; next }
+			!skip { print }' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
+	else
+		{ echo ""; cat "$TMP/section"; } >>"$BM"
+	fi
+	exec {lock_fd}>&-
+	echo "bench_trigger: results written to BENCHMARKS.md (trigger section)"
+fi
+exit 0

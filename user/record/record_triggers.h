@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * record_triggers.h - the recorder's side of `record --trigger`
+ * (record_triggers.c); the triggers themselves are triggers.h.
+ */
+#ifndef BTRACE_RECORD_TRIGGERS_H
+#define BTRACE_RECORD_TRIGGERS_H
+#include <stdint.h>
+#include <stdio.h>
+
+struct recorder;
+struct bt_dump_info;
+struct bt_dump_trigger;
+struct bt_trigger_fired;
+
+/* Arm o->triggers (nothing without); 0, or -errno with one line in err. */
+int recorder_triggers_start(struct recorder *r, char *err, size_t errlen);
+/* Detach and stop: no trigger dump is asked for after this returns. */
+void recorder_triggers_stop(struct recorder *r);
+/* Under r->lock: take the oldest trigger dump asked for; 1 if there was one. */
+int recorder_triggers_pop(struct recorder *r, struct bt_trigger_fired *out);
+/* Fill info's trigger table (counts now) and the hit f (NULL: a dump of
+ * another reason). *tab is for the caller to free after the dump. 0 or -ENOMEM. */
+int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, struct bt_dump_info *info,
+			   struct bt_dump_trigger **tab);
+/* `ctl status` lines. */
+void recorder_triggers_status(struct recorder *r, FILE *out);
+/* `ctl trigger NAME`. */
+int record_ctl_trigger(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen);
+/* From the application registry: BTRACE_TRIGGER / a long slice (kind
+ * BT_TRIG_APP or BT_TRIG_APP_SLICE). */
+void recorder_app_trigger(void *ctx, const char *name, uint32_t kind, uint64_t ts_ns, uint64_t value, uint32_t tid,
+			  uint32_t tgid, const char *comm);
+#endif

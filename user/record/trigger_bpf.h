@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trigger_bpf.h - load bpf/trigger.bpf.c for the --trigger conditions that
+ * live in the kernel, attach only the programs those conditions need, and
+ * hand their hits to the caller as they come (struct bt_trig_hit, one per
+ * hit sent by the kernel; the kernel counts the rest, bt_trig_bpf_count).
+ */
+#ifndef BTRACE_TRIGGER_BPF_H
+#define BTRACE_TRIGGER_BPF_H
+#include <stddef.h>
+#include <stdint.h>
+#include "trigger_spec.h"
+
+struct bt_trig_bpf;
+
+/* Slot i of the kernel side is v[i]; specs of user-space kinds leave their
+ * slot empty. Returns NULL (nothing attached, errno set, one line in err)
+ * when a condition cannot be armed on this kernel, or NULL with errno 0 if
+ * no spec needs the kernel. */
+struct bt_trig_bpf *bt_trig_bpf_open(const struct bt_trigger_spec *v, size_t n, char *err, size_t errlen);
+/* Readable when hits are waiting (an epoll fd). */
+int bt_trig_bpf_fd(const struct bt_trig_bpf *t);
+/* Hand every waiting hit to fn; returns how many, or -errno. */
+typedef void (*bt_trig_hit_fn)(void *ctx, const struct bt_trig_hit *h);
+int bt_trig_bpf_consume(struct bt_trig_bpf *t, bt_trig_hit_fn fn, void *ctx);
+/* The kernel's counters of slot i. 0 or -errno. */
+int bt_trig_bpf_count(const struct bt_trig_bpf *t, uint32_t i, struct bt_trig_count *out);
+/* Programs attached (for the start-up line). */
+unsigned bt_trig_bpf_nattached(const struct bt_trig_bpf *t);
+void bt_trig_bpf_detach(struct bt_trig_bpf *t);
+void bt_trig_bpf_destroy(struct bt_trig_bpf *t);
+#endif

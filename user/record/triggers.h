@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * triggers.h - the recorder's dump triggers at run time (`record --trigger`).
+ *
+ *   kernel conditions --trigger ring (wakeup)--+
+ *   ctl trigger NAME, BTRACE_TRIGGER, uprobe --+--> trigger thread --(after=)--> dump(ctx, fired)
+ *                                (eventfd)         rate limit (limit=), counts
+ *
+ * One thread sleeps on the trigger ring and an eventfd, so a hit reaches it
+ * at once. Each accepted hit becomes one dump request after its trigger's
+ * delay; hits of a trigger while its dump is pending or within its limit
+ * are counted as skipped (the kernel counts most of them itself, without
+ * sending them). Every dump carries the table of triggers with their counts
+ * and the hit that caused it (dump section TRIG, docs/dump-format.md).
+ */
+#ifndef BTRACE_TRIGGERS_H
+#define BTRACE_TRIGGERS_H
+#include <stddef.h>
+#include <stdint.h>
+#include "trigger_spec.h"
+
+typedef void (*bt_trigger_dump_fn)(void *ctx, const struct bt_trigger_fired *f);
+
+struct bt_triggers;
+
+/* Arm the triggers (the kernel ones load and attach here: a condition this
+ * kernel cannot arm fails the whole call with one line in err) and start the
+ * thread. dump is called on that thread. NULL + err on failure. */
+struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, bt_trigger_dump_fn dump, void *ctx,
+				      char *err, size_t errlen);
+size_t bt_triggers_count(const struct bt_triggers *t);
+const struct bt_trigger_spec *bt_triggers_spec(const struct bt_triggers *t, size_t i);
+/* Index of the trigger named name, -1 if none. */
+int bt_triggers_find(const struct bt_triggers *t, const char *name);
+/* Kernel programs attached. */
+unsigned bt_triggers_nattached(const struct bt_triggers *t);
+/*
+ * A hit seen in user space (any thread): trigger i's condition held now
+ * for (tid, tgid, comm) with value. kind: the trigger's kind, or
+ * BT_TRIG_CTL for `ctl trigger`. ts_ns 0: now. Never blocks.
+ */
+void bt_triggers_hit(struct bt_triggers *t, size_t i, uint32_t kind, uint64_t ts_ns, uint64_t value, uint32_t tid,
+		     uint32_t tgid, const char *comm);
+/* Application triggers: every app:NAME trigger whose name matches fires
+ * (kind BT_TRIG_APP, or BT_TRIG_APP_SLICE when value exceeds its threshold). */
+void bt_triggers_app(struct bt_triggers *t, const char *name, uint32_t kind, uint64_t ts_ns, uint64_t value,
+		     uint32_t tid, uint32_t tgid, const char *comm);
+/* Counts of trigger i, the kernel's included. */
+void bt_triggers_stats(struct bt_triggers *t, size_t i, struct bt_trigger_stats *out);
+/* Detach the kernel programs (no hit after this), stop the thread, free. */
+void bt_triggers_stop(struct bt_triggers *t);
+#endif
