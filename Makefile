@@ -135,6 +135,20 @@ $(OUT)/tests/stress_app.asan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(O
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
 
+# The trigger-thread stress test compiles the trigger runtime in (three
+# ways) and takes the rest of the tool (the BPF side it never loads) from the archive.
+TRIG_STRESS_SRCS := user/record/triggers.c user/dump/trigger_spec.c user/util.c
+TRIG_STRESS_DEPS := $(TRIG_STRESS_SRCS) user/record/triggers.h user/dump/trigger_spec.h bpf/trigger.h $(OUT)/libbtrace-tool.a
+$(OUT)/tests/stress_triggers: tests/stress/stress_triggers.c $(TRIG_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(TRIG_STRESS_SRCS) $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
+$(OUT)/tests/stress_triggers.tsan: tests/stress/stress_triggers.c $(TRIG_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $< $(TRIG_STRESS_SRCS) $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
+$(OUT)/tests/stress_triggers.asan: tests/stress/stress_triggers.c $(TRIG_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(TRIG_STRESS_SRCS) $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
+
 # Stress tests compile the buffer in with the test, three ways.
 $(OUT)/tests/stress_%: tests/stress/stress_%.c user/lib/btrace_buffer.c user/lib/btrace_buffer.h | $(OUT)/tests
 	$(call msg,CC,$@)
