@@ -109,6 +109,8 @@ static void test_concurrent_hits(void)
 	CHECK(!atomic_load(&too_close), "%d dumps closer than their trigger's limit", atomic_load(&too_close));
 	CHECK(!atomic_load(&wrong), "%d dumps of an unknown trigger", atomic_load(&wrong));
 	bt_triggers_stop(tr);
+	bt_triggers_hit(tr, 0, BT_TRIG_CTL, 0, 0, 0, 0, NULL); /* ignored after stop */
+	bt_triggers_free(tr);
 }
 
 int main(void)

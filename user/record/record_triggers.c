@@ -47,6 +47,11 @@ int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
 void recorder_triggers_stop(struct recorder *r)
 {
 	bt_triggers_stop(r->triggers);
+}
+
+void recorder_triggers_free(struct recorder *r)
+{
+	bt_triggers_free(r->triggers);
 	r->triggers = NULL;
 }
 

@@ -15,8 +15,11 @@ struct bt_trigger_fired;
 
 /* Arm o->triggers (nothing without); 0, or -errno with one line in err. */
 int recorder_triggers_start(struct recorder *r, char *err, size_t errlen);
-/* Detach and stop: no trigger dump is asked for after this returns. */
+/* Detach and stop: no trigger dump is asked for after this returns (the
+ * drain and the application registry may still report hits: ignored). */
 void recorder_triggers_stop(struct recorder *r);
+/* Free, once the drain thread and the application registry are gone. */
+void recorder_triggers_free(struct recorder *r);
 /* Under r->lock: take the oldest trigger dump asked for; 1 if there was one. */
 int recorder_triggers_pop(struct recorder *r, struct bt_trigger_fired *out);
 /* Fill info's trigger table (counts now) and the hit f (NULL: a dump of

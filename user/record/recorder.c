@@ -659,6 +659,7 @@ out:
 	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
+	recorder_triggers_free(&r); /* the drain and the registry are gone: nobody reports hits */
 	for (size_t i = 0; i < r.nkept; i++)
 		free(r.kept[i]);
 	free(r.kept);

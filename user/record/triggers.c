@@ -44,6 +44,7 @@ struct bt_triggers {
 	void *ctx;
 
 	pthread_mutex_t lock;
+	int stopped; /* under lock: bt_triggers_stop() ran, hits are ignored */
 	struct tstate st[BT_TRIG_MAX];
 	struct bt_trigger_fired inq[INQ_MAX];
 	size_t ninq;
@@ -135,6 +136,10 @@ void bt_triggers_hit(struct bt_triggers *t, size_t i, uint32_t kind, uint64_t ts
 	if (!t || i >= t->n)
 		return;
 	pthread_mutex_lock(&t->lock);
+	if (t->stopped) {
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
 	if (t->ninq == INQ_MAX) {
 		t->st[i].hits++;
 		t->st[i].lost++;
@@ -303,6 +308,7 @@ fail_errno:
 	snprintf(err, errlen, "--trigger: %s", strerror(errno));
 fail:
 	bt_triggers_stop(t);
+	bt_triggers_free(t);
 	return NULL;
 }
 
@@ -313,13 +319,24 @@ void bt_triggers_stop(struct bt_triggers *t)
 	if (!t)
 		return;
 	bt_trig_bpf_detach(t->kb);
+	pthread_mutex_lock(&t->lock);
+	t->stopped = 1;
+	pthread_mutex_unlock(&t->lock);
 	if (t->started) {
 		atomic_store_explicit(&t->quit, 1, memory_order_relaxed);
 		if (write(t->efd, &one, sizeof(one)) < 0) {
 			/* nonblocking eventfd: only fails if already readable */
 		}
 		pthread_join(t->th, NULL);
+		t->started = 0;
 	}
+}
+
+void bt_triggers_free(struct bt_triggers *t)
+{
+	if (!t)
+		return;
+	bt_triggers_stop(t);
 	bt_trig_bpf_destroy(t->kb);
 	if (t->efd >= 0)
 		close(t->efd);

@@ -47,6 +47,9 @@ void bt_triggers_app(struct bt_triggers *t, const char *name, uint32_t kind, uin
 		     uint32_t tid, uint32_t tgid, const char *comm);
 /* Counts of trigger i, the kernel's included. */
 void bt_triggers_stats(struct bt_triggers *t, size_t i, struct bt_trigger_stats *out);
-/* Detach the kernel programs (no hit after this), stop the thread, free. */
+/* Detach the kernel programs and stop the thread: no dump is asked for
+ * after this returns, later hits are ignored; counts stay readable. */
 void bt_triggers_stop(struct bt_triggers *t);
+/* Stop if needed, and free: after every thread that reports hits is gone. */
+void bt_triggers_free(struct bt_triggers *t);
 #endif
