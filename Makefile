@@ -207,3 +207,6 @@ clean:
 
 .DELETE_ON_ERROR:
 .SECONDARY:
+
+# Version, install/uninstall and the Debian packages.
+include mk/dist.mk
