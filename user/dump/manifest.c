@@ -18,7 +18,6 @@
 #include "events.h"
 #include "atomic_file.h"
 #include "dump.h"
-#include "dump_dir.h"
 #include "event_names.h"
 #include "json_str.h"
 #include "manifest.h"

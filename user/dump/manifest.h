@@ -15,6 +15,8 @@
 #include <stdio.h>
 
 #define BT_MANIFEST_VERSION 1
+#define BT_MANIFEST_SUFFIX ".json"                 /* X.btd -> X.btd.json */
+#define BT_MANIFEST_HEAD "{\"btrace_manifest\":" /* how a manifest starts */
 
 /* The hit that started a --trigger-uprobe dump (reason "trigger"). */
 struct bt_manifest_trigger {

@@ -17,9 +17,7 @@
 #define BTRACE_DUMP_DIR_H
 #include <stddef.h>
 #include <stdint.h>
-
-#define BT_MANIFEST_SUFFIX ".json"
-#define BT_MANIFEST_HEAD "{\"btrace_manifest\":" /* how a manifest starts */
+#include "manifest.h" /* BT_MANIFEST_SUFFIX, BT_MANIFEST_HEAD */
 
 #define BT_KEEP_FREE_AUTO UINT64_MAX /* 5% of the file system, at most 1 GiB */
 
