@@ -110,7 +110,7 @@ $(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o
 
 $(OUT)/btrace-bpf: $(OUT)/user/main.o $(OUT)/libbtrace-tool.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS_BPF) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS_BPF) -o $@
 
 # ---- tests --------------------------------------------------------------------
 # Buffer-only unit tests link libbtrace.a alone: proves it needs no libbpf.

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * atomic_file.c - whole-file writes that are never seen half done
- * (atomic_file.h).
+ * atomic_file.c - files that are never seen half written (atomic_file.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,36 +12,48 @@
 #include "atomic_file.h"
 #include "util.h"
 
-int bt_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+int bt_atomic_create(const char *path, char *tmp, size_t tmplen, char *err, size_t errlen)
 {
 	const char *slash = strrchr(path, '/');
-	char tmp[PATH_MAX], dir[PATH_MAX];
-	int fd, r, n;
+	int fd, n;
 
-	if (slash) {
-		n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
-		snprintf(dir, sizeof(dir), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	} else {
-		n = snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
-		snprintf(dir, sizeof(dir), ".");
-	}
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
+	/* Next to the target, so rename() stays within one file system. */
+	if (slash)
+		n = snprintf(tmp, tmplen, "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
+	else
+		n = snprintf(tmp, tmplen, ".%s.XXXXXX", path);
+	if (n < 0 || (size_t)n >= tmplen) {
 		snprintf(err, errlen, "%s: path too long", path);
 		return -ENAMETOOLONG;
 	}
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", tmp, strerror(-r));
-		return r;
+		n = -errno;
+		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-n));
+		return n;
 	}
-	r = bt_write_full(fd, data, len);
-	if (!r && fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
+	return fd;
+}
+
+void bt_atomic_abort(int fd, const char *tmp)
+{
+	if (fd >= 0)
+		close(fd);
+	unlink(tmp);
+}
+
+int bt_atomic_commit(int fd, const char *tmp, const char *path, char *err, size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[PATH_MAX];
+	int r = 0, dfd;
+
+	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS)
 		r = -errno;
 	if (close(fd) < 0 && !r)
 		r = -errno;
 	if (r) {
-		snprintf(err, errlen, "cannot write %s: %s", tmp, strerror(-r));
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
 		unlink(tmp);
 		return r;
 	}
@@ -52,14 +63,32 @@ int bt_write_file_atomic(const char *path, const void *data, size_t len, char *e
 		unlink(tmp);
 		return r;
 	}
-	/* The rename itself reaches the disk; some file systems cannot fsync a
-	 * directory, and the data is synced either way. */
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd >= 0) {
-		if (fsync(fd) < 0) {
-			/* nothing to undo: the file is complete */
+	/* The rename itself reaches the disk (a file system that cannot sync a
+	 * directory still has the file complete). */
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == path ? 1 : (int)(slash - path)) : 1,
+		 slash ? path : ".");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd) < 0) {
+			/* nothing to undo */
 		}
-		close(fd);
+		close(dfd);
 	}
 	return 0;
+}
+
+int bt_write_file_atomic(const char *path, const void *data, size_t len, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX];
+	int fd = bt_atomic_create(path, tmp, sizeof(tmp), err, errlen), r;
+
+	if (fd < 0)
+		return fd;
+	r = bt_write_full(fd, data, len);
+	if (r) {
+		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
+		bt_atomic_abort(fd, tmp);
+		return r;
+	}
+	return bt_atomic_commit(fd, tmp, path, err, errlen);
 }

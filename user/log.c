@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
-#include "util.h"
+#include "util.h" /* BT_PROG */
 
 /* -1 unknown yet. Only written with the same value by any racing thread. */
 static volatile int journal = -1;
@@ -51,9 +51,9 @@ void bt_vlog(int level, const char *fmt, va_list ap)
 	if ((size_t)n > sizeof(line) - 2)
 		n = (int)sizeof(line) - 2;
 	line[n++] = '\n';
-	/* One write, so lines of several threads never interleave. */
-	if (bt_write_full(STDERR_FILENO, line, (size_t)n) < 0)
-		return;
+	/* One write (stderr is unbuffered), so lines of several threads never
+	 * interleave. */
+	fwrite(line, 1, (size_t)n, stderr);
 }
 
 void bt_log(int level, const char *fmt, ...)

@@ -74,6 +74,12 @@ check "the packaged unit runs /usr/bin/btrace-bpf with /etc/btrace-bpf.conf" \
 	grep -qx "ExecStart=/usr/bin/btrace-bpf record --config /etc/btrace-bpf.conf" \
 	"$T_TMP/x/lib/systemd/system/btrace-bpf.service"
 
+# `apt install ./btrace-bpf_*.deb` resolves on this machine: apt's own
+# simulation, with the machine's packages (nothing is installed).
+out=$(apt-get install -s "./$DEB" 2>&1)
+echo "$out" | grep -q "^Inst btrace-bpf ($V " && echo "$out" | grep -q "^Conf btrace-bpf ($V " &&
+	ok "apt install ./$(basename "$DEB") resolves (apt-get -s: Inst, Conf)" || not_ok "apt-get -s install" "$out"
+
 # ---- install into a test root -------------------------------------------------------
 # The maintainer scripts run against the root (DPKG_ROOT) instead of a chroot
 # (the root has no shell); the runtime libraries are the machine's, hence

@@ -43,6 +43,9 @@
 #include "uprobes.h"
 #include "util.h"
 #include "recorder.h"
+#include "dump_mgmt.h"
+#include "log.h"
+#include "sd_notify.h"
 #include "ctl.h"
 #include "app_registry.h"
 #include "app_reader.h"
@@ -195,6 +198,8 @@ static void *dump_main(void *arg)
 			break;
 		reason = r->reason;
 		r->pending = 0;
+		r->cur_trig_tid = r->trig_tid;
+		r->cur_trig_ts = r->trig_ts;
 		pthread_mutex_unlock(&r->lock);
 		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
 		pthread_mutex_lock(&r->lock);
@@ -266,10 +271,11 @@ static int find_trigger_ids(struct recorder *r)
 static void auto_dump(struct recorder *r, uint64_t now, const char *reason)
 {
 	if (r->last_auto && now - r->last_auto < r->o->min_dump_interval_ns) {
-		r->triggers_suppressed++;
+		uint64_t n = atomic_fetch_add_explicit(&r->triggers_suppressed, 1, memory_order_relaxed) + 1;
+
 		bt_warn("%s dump skipped: the last automatic dump was %.2fs ago (--min-dump-interval); %" PRIu64
 			" skipped so far",
-			reason, (double)(now - r->last_auto) / 1e9, r->triggers_suppressed);
+			reason, (double)(now - r->last_auto) / 1e9, n);
 		return;
 	}
 	r->last_auto = now;
@@ -281,6 +287,12 @@ static void check_automatic_dumps(struct recorder *r, uint64_t now, uint64_t *la
 	uint64_t t = atomic_load(&r->trigger_at);
 
 	if (t && now - t >= r->o->trigger_delay_ns) {
+		/* The hit's thread and time go with the queued dump, before
+		 * trigger_at is cleared and a new hit may overwrite them. */
+		pthread_mutex_lock(&r->lock);
+		r->trig_tid = atomic_load_explicit(&r->trigger_tid, memory_order_relaxed);
+		r->trig_ts = atomic_load_explicit(&r->trigger_ts, memory_order_relaxed);
+		pthread_mutex_unlock(&r->lock);
 		/* Hits during the delay are part of this dump. */
 		atomic_store(&r->trigger_at, 0);
 		auto_dump(r, now, "trigger");
@@ -302,7 +314,15 @@ static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len
 		return;
 	for (size_t i = 0; i < r->ntrigger_ids; i++) {
 		if (u->probe_id == r->trigger_ids[i]) {
-			/* The first hit starts the delay; later ones join it. */
+			/* The first hit starts the delay; later ones join it. Its
+			 * thread and time are for the manifest: the main thread
+			 * copies them when it queues the dump. */
+			if (atomic_load(&r->trigger_at) == 0) {
+				atomic_store_explicit(&r->trigger_tid, h->tid, memory_order_relaxed);
+				atomic_store_explicit(&r->trigger_ts, h->ts_ns, memory_order_relaxed);
+			}
+			/* Pairs with the load of trigger_at in check_automatic_dumps():
+			 * the two stores above are visible to whoever sees the hit. */
 			if (atomic_compare_exchange_strong(&r->trigger_at, &zero, bt_now_ns()))
 				bt_warn("trigger %s hit by thread %u%s", r->o->trigger_spec, h->tid,
 					r->o->trigger_delay_ns ? ": dumping after the delay" : "");
@@ -523,6 +543,20 @@ int recorder_run(const struct record_opts *opts)
 	if (ret < 0)
 		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
 
+	/* The dump directory: quota, free space, manifests, --on-dump. */
+	{
+		struct bt_dump_mgmt_opts mo = {
+			.dir = o.output_dir, .max_dumps = o.max_dumps, .max_bytes = o.max_dump_bytes,
+			.keep_free = o.keep_free, .on_dump = o.on_dump, .on_dump_timeout_ns = o.on_dump_timeout_ns,
+		};
+
+		r.mgmt = bt_dump_mgmt_new(&mo, err, sizeof(err));
+		if (!r.mgmt) {
+			bt_log(BT_LOG_ERR, "%s", err);
+			exit_code = 1;
+			goto out;
+		}
+	}
 	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
 	if (ret) {
 		bt_warn("cannot start the dump thread: %s", strerror(ret));
@@ -577,17 +611,21 @@ int recorder_run(const struct record_opts *opts)
 	if (r.uprobes)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
-	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
-		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
-		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
-		format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
-	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
-		(int)getpid());
+	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
+	       format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
+	       format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
+	       format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
+	bt_log(BT_LOG_NOTICE, "recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
+	       (int)getpid());
 	if (r.ctl)
-		bt_warn("control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
-	bt_warn("read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+		bt_log(BT_LOG_INFO, "control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
+	bt_log(BT_LOG_INFO, "read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+	/* systemd (Type=notify): started means recording. */
+	bt_sd_notifyf("READY=1\nSTATUS=recording %s into %s, dumps to %s", gs, format_size(o.buffer_size, s1, sizeof(s1)),
+		      o.output_dir);
 
 	run_loop(&r, &waitmask);
+	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
 	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */
 	r.ctl = NULL;
 
@@ -616,17 +654,16 @@ out:
 			for (size_t i = 0; i < (size_t)r.ncpus * BT_GROUP_MAX; i++)
 				drops += d[i];
 		free(d);
-		bt_warn("stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
-			PRIu64 " rejected; %" PRIu64 " dump%s written%s", ds.events, drops, ds.rejected,
-			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
+		bt_log(BT_LOG_NOTICE, "stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
+		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s", ds.events, drops, ds.rejected,
+		       r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "",
+		       r.nskipped ? ", some skipped for lack of space" : "");
 	}
 	bt_ctl_stop(r.ctl);
 	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
-	for (size_t i = 0; i < r.nkept; i++)
-		free(r.kept[i]);
-	free(r.kept);
+	bt_dump_mgmt_destroy(r.mgmt); /* waits for the running --on-dump commands */
 	free(r.trigger_ids);
 	free(o.uspecs);
 	free(o.usdts);

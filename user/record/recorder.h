@@ -20,6 +20,7 @@ struct bt_uprobes;
 struct bt_task_table;
 struct bt_ctl_server;
 struct bt_apps;
+struct bt_dump_mgmt;
 
 struct record_opts {
 	uint64_t buffer_size;
@@ -44,6 +45,10 @@ struct record_opts {
 	uint64_t max_size;            /* --max-size: largest `ctl resize` */
 	uint64_t dump_every_ns;       /* --dump-every */
 	uint64_t max_dumps;           /* --max-dumps: files kept, oldest removed */
+	uint64_t max_dump_bytes;      /* --max-dump-bytes: bytes kept, oldest removed */
+	uint64_t keep_free;           /* --keep-free; BT_KEEP_FREE_AUTO by default */
+	const char *on_dump;          /* --on-dump CMD */
+	uint64_t on_dump_timeout_ns;  /* --on-dump-timeout */
 	const char *trigger_spec;     /* --trigger-uprobe */
 	uint64_t trigger_delay_ns;    /* --trigger-delay */
 	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
@@ -71,11 +76,15 @@ struct recorder {
 	const char *reason;  /* of the pending dump */
 	int quit;            /* write what is pending, then exit */
 	int final_failed;    /* the last "exit" dump failed */
+	uint32_t trig_tid;   /* the trigger hit of the last trigger dump queued */
+	uint64_t trig_ts;
 
 	/* dump thread only */
 	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
 	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
 	uint64_t ndumps, nfailed;
+	uint32_t cur_trig_tid; /* trig_* taken with the dump being written */
+	uint64_t cur_trig_ts;
 
 	/* any thread */
 	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
@@ -83,15 +92,20 @@ struct recorder {
 	uint64_t start_ns;
 	_Atomic uint64_t rate;       /* events/s over the last second */
 	char last_path[4096];        /* under dump_serial */
-	char **kept;                 /* dumps kept for --max-dumps, oldest first */
-	size_t nkept;
+	uint64_t nskipped;           /* under dump_serial: not written, no space (dump_mgmt.c) */
+	struct bt_dump_mgmt *mgmt;   /* under dump_serial: quota, space, manifests, --on-dump */
 
 	/* triggers */
 	uint32_t *trigger_ids;       /* probe ids of --trigger-uprobe */
 	size_t ntrigger_ids;
 	_Atomic uint64_t trigger_at; /* monotonic ns of an unserved trigger hit, 0 none */
+	/* The hit that set trigger_at: written by the drain thread before its
+	 * CAS on trigger_at; the main thread copies them (to trig_*) after it
+	 * saw trigger_at, when it queues the dump (the CAS and that load pair up). */
+	_Atomic uint32_t trigger_tid;
+	_Atomic uint64_t trigger_ts;
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
-	uint64_t triggers_suppressed;
+	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */
 };
 
 /* Run the recorder with these options until it is stopped: checks, start,
@@ -101,8 +115,9 @@ int recorder_run(const struct record_opts *o);
 /* Ask the dump thread for a dump (coalesced with one already pending). */
 void recorder_request_dump(struct recorder *r, const char *reason);
 /* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
- * directory with a generated name. The path written goes to out. 0 or -errno
- * with a reason in why. */
+ * directory with a generated name (first checked for space, then counted by
+ * the quota). The path written goes to out. 0 or -errno with a reason in why
+ * (-ENOSPC: skipped for lack of space). Then its manifest and --on-dump. */
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
 /* Control-socket commands (record_ctl.c). */
