@@ -54,7 +54,7 @@ install: $(OUT)/btrace-bpf $(OUT)/libbtrace.a dist-files
 		$(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)
 	$(Q)$(INSTALL) -m 0755 $(OUT)/btrace-bpf $(DESTDIR)$(BINDIR)/btrace-bpf
 	$(Q)$(INSTALL) -m 0644 $(OUT)/libbtrace.a $(DESTDIR)$(LIBDIR)/libbtrace.a
-	$(Q)$(INSTALL) -m 0644 user/btrace.h $(DESTDIR)$(INCLUDEDIR)/btrace.h
+	$(Q)$(INSTALL) -m 0644 user/lib/btrace.h $(DESTDIR)$(INCLUDEDIR)/btrace.h
 	$(Q)$(INSTALL) -m 0644 $(OUT)/dist/libbtrace.pc $(DESTDIR)$(PKGCONFIGDIR)/libbtrace.pc
 	$(Q)$(INSTALL) -m 0644 man/btrace-bpf.1 $(DESTDIR)$(MANDIR)/man1/btrace-bpf.1
 	$(Q)$(INSTALL) -m 0644 man/btrace.3 $(DESTDIR)$(MANDIR)/man3/btrace.3

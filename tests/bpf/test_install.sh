@@ -75,7 +75,7 @@ for o in $("$BT" record --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' | grep -o
 done
 [ -z "$missing" ] && ok "btrace-bpf(1) documents every record option" || not_ok "btrace-bpf(1) lacks:$missing"
 missing=""
-for f in $(grep -oE '^[a-z_ ]+\*?btrace_[a-z]+\(' user/btrace.h | grep -oE 'btrace_[a-z]+' | grep -v '_$'); do
+for f in $(grep -oE '^[a-z_ ]+\*?btrace_[a-z]+\(' user/lib/btrace.h | grep -oE 'btrace_[a-z]+' | grep -v '_$'); do
 	grep -q "$f" man/btrace.3 || missing="$missing $f"
 done
 [ -z "$missing" ] && ok "btrace(3) documents every function of btrace.h" || not_ok "btrace(3) lacks:$missing"
