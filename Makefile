@@ -28,7 +28,7 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -pthread -D_GNU_SOURCE
 USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
 CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
-LDLIBS_BPF := -lbpf -lelf -lz -lpthread -lm
+LDLIBS_BPF := -lbpf -lelf -lz -lcrypto -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -110,7 +110,7 @@ $(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o
 
 $(OUT)/btrace-bpf: $(OUT)/user/main.o $(OUT)/libbtrace-tool.a
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) $^ $(LDLIBS_BPF) -o $@
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) $^ $(LDLIBS_BPF) -o $@
 
 # ---- tests --------------------------------------------------------------------
 # Buffer-only unit tests link libbtrace.a alone: proves it needs no libbpf.
@@ -221,3 +221,6 @@ clean:
 
 .DELETE_ON_ERROR:
 .SECONDARY:
+
+# Version, install/uninstall and the Debian packages.
+include mk/dist.mk

@@ -21,6 +21,10 @@ import sys
 # Bottom first. A path belongs to the first layer with a prefix it starts with.
 LAYERS = [
     ("util", ("user/util.",        # strict parsing, diagnostics: needs nothing
+              "user/log.",         # diagnostics' priorities for the journal
+              "user/version.h",    # the version (VERSION, mk/dist.mk)
+              "user/atomic_file.", # whole files written atomically
+              "user/json_str.",    # UTF-8 checks, JSON string literals
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
     ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching

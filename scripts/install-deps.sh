@@ -29,6 +29,14 @@ PKGS=(
 	procps
 	util-linux
 	coreutils
+	libssl-dev            # SHA-256 of dumps in their manifests (libcrypto)
+	git                   # make deb packages the tracked files
+	dpkg-dev              # make deb: dpkg-buildpackage
+	debhelper             # make deb: dh, dh_installsystemd
+	lintian               # make deb checks the packages
+	systemd               # systemd-analyze verify/security of the unit
+	man-db                # man --warnings on the manual pages
+	strace                # the unit's system-call filter is checked against a real run
 )
 
 # Benchmarks only (--bench): comparison tracers and load generators.

@@ -7,8 +7,7 @@
 #include <string.h>
 #include "commands.h"
 #include "util.h"
-
-#define BT_VERSION "0.1.0"
+#include "version.h"
 
 static void usage(FILE *f)
 {

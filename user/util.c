@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util.h"
+#include "log.h"
 
 int bt_verbose;
 
@@ -166,15 +167,6 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 	return buf;
 }
 
-static void vmsg(const char *fmt, va_list ap)
-{
-	char line[1024];
-
-	vsnprintf(line, sizeof(line), fmt, ap);
-	/* One write, so lines of several threads never interleave. */
-	fprintf(stderr, "%s: %s\n", BT_PROG, line);
-}
-
 int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)
 {
 	va_list ap;
@@ -192,7 +184,7 @@ void bt_warn(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg(fmt, ap);
+	bt_vlog(BT_LOG_WARNING, fmt, ap);
 	va_end(ap);
 }
 
@@ -203,7 +195,7 @@ void bt_info(const char *fmt, ...)
 	if (!bt_verbose)
 		return;
 	va_start(ap, fmt);
-	vmsg(fmt, ap);
+	bt_vlog(BT_LOG_INFO, fmt, ap);
 	va_end(ap);
 }
 
@@ -212,7 +204,7 @@ void bt_die(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg(fmt, ap);
+	bt_vlog(BT_LOG_ERR, fmt, ap);
 	va_end(ap);
 	exit(1);
 }

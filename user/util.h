@@ -33,7 +33,9 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 /* "64.0 MiB", "512 KiB", "12 B": human-readable size into buf. */
 const char *format_size(uint64_t bytes, char *buf, unsigned len);
 
-/* Diagnostics: "btrace-bpf: <message>\n" on stderr. bt_die exits with status 1. */
+/* Diagnostics: "btrace-bpf: <message>\n" on stderr, with a priority for the
+ * journal (log.h: bt_warn is a warning, bt_info info, bt_die an error and
+ * exits with status 1; bt_log gives any priority). */
 extern int bt_verbose;
 void bt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bt_info(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with -v */

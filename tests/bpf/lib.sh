@@ -76,7 +76,11 @@ wait_for() {
 rec_start() {
 	local log=$1
 	shift
-	"$BT" record "$@" 2>"$log" &
+	# Emptied here, not only by the child's redirection: a log reused from
+	# an earlier recorder must not satisfy the wait below before this one
+	# has even started.
+	: >"$log"
+	"$BT" record "$@" 2>>"$log" &
 	REC_PID=$!
 	T_PIDS+=("$REC_PID")
 	if ! wait_for 20 grep -q 'recording (pid' "$log"; then

@@ -171,8 +171,9 @@ int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, str
 			}
 		}
 		w->cont_start_ts = cont;
+		/* The events the window counts are the ones analyzed above. */
 		for (size_t i = 0; i < n; i++)
-			if (ev[i].ev->cpu < ncpus && ev[i].ev->ts_ns >= cont)
+			if (kernel_seq(ev[i].ev, ncpus) && ev[i].ev->ts_ns >= cont)
 				w->cont_events++;
 	}
 	seqs_free(&q);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "export.h"
+#include "atomic_file.h"
 
 /* ---- file output ------------------------------------------------------------ */
 
@@ -61,60 +62,25 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 		return r;
 	}
 
-	/* temporary file next to the target, so rename() is atomic */
-	const char *slash = strrchr(path, '/');
-	int n;
-	if (slash)
-		n = snprintf(tmp, sizeof(tmp), "%.*s/.%s.XXXXXX", (int)(slash - path), path, slash + 1);
-	else
-		n = snprintf(tmp, sizeof(tmp), ".%s.XXXXXX", path);
-	if (n < 0 || (size_t)n >= sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot create %s: %s", path, strerror(-r));
-		return r;
-	}
+	fd = bt_atomic_create(path, tmp, sizeof(tmp), err, errlen);
+	if (fd < 0)
+		return fd;
 	/* mkostemp's 0600 stays: a trace holds what the dump (0600) holds. */
 	struct bt_sink *s = bt_sink_new(fd, o->gzip);
 	if (!s) {
-		r = -ENOMEM;
 		snprintf(err, errlen, "out of memory");
-		goto fail;
+		bt_atomic_abort(fd, tmp);
+		return -ENOMEM;
 	}
 	r = run_export(d, s, o, st, err, errlen);
 	int f = bt_sink_finish(s, &st->bytes);
-	if (r < 0)
-		goto fail;
-	if (f < 0) {
+	if (!r && f < 0) {
 		r = f;
 		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-f));
-		goto fail;
 	}
-	if (fsync(fd) < 0 && errno != EINVAL && errno != EROFS) {
-		r = -errno;
-		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
-		goto fail;
+	if (r < 0) {
+		bt_atomic_abort(fd, tmp);
+		return r;
 	}
-	if (close(fd) < 0) {
-		fd = -1;
-		r = -errno;
-		snprintf(err, errlen, "write error on %s: %s", tmp, strerror(-r));
-		goto fail;
-	}
-	fd = -1;
-	if (rename(tmp, path) < 0) {
-		r = -errno;
-		snprintf(err, errlen, "cannot rename %s to %s: %s", tmp, path, strerror(-r));
-		goto fail;
-	}
-	return 0;
-fail:
-	if (fd >= 0)
-		close(fd);
-	unlink(tmp);
-	return r;
+	return bt_atomic_commit(fd, tmp, path, err, errlen);
 }

@@ -41,6 +41,7 @@
 #include "export.h"
 #include "event_names.h"
 #include "pbwriter.h"
+#include "json_str.h"
 
 #define JSON_CPU_PID 0x7fff0000u /* above any kernel pid (PID_MAX_LIMIT is 2^22) */
 #define CPU_TID(c) (JSON_CPU_PID + (c))
@@ -123,7 +124,7 @@ static void jstr(struct jx *j, const char *s, size_t maxlen)
 			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\\u%04x", c);
 			i++;
 		} else {
-			size_t l = pbw_utf8_seq_len(u + i, n - i);
+			size_t l = bt_utf8_seq_len(u + i, n - i);
 			if (!l) {
 				memcpy(buf + o, "\\ufffd", 6);
 				o += 6;

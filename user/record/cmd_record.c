@@ -19,6 +19,9 @@
 #include "util.h"
 #include "recorder.h"
 #include "trigger_spec.h"
+#include "config_file.h"
+#include "dump_dir.h"
+#include "log.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -50,10 +53,16 @@ enum {
 	OPT_APP_BLOCK_SIZE,
 	OPT_MAX_APPS,
 	OPT_NO_APPS,
+	OPT_CONFIG,
+	OPT_MAX_DUMP_BYTES,
+	OPT_KEEP_FREE,
+	OPT_ON_DUMP,
+	OPT_ON_DUMP_TIMEOUT,
 };
 
 #define DEFAULT_MAX_SIZE (1ull << 30)
 #define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
+#define DEFAULT_ON_DUMP_TIMEOUT_NS (120ull * 1000000000ull)
 
 static const struct argp_option options[] = {
 	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
@@ -87,7 +96,19 @@ static const struct argp_option options[] = {
 	{ "no-ctl", OPT_NO_CTL, NULL, 0, "No control socket", 3 },
 	{ "dump-every", OPT_DUMP_EVERY, "TIME", 0, "Write a dump every TIME (e.g. 30s, 5m)", 3 },
 	{ "max-dumps", OPT_MAX_DUMPS, "N", 0,
-	  "Keep at most N dump files written by this recorder, removing the oldest (default: keep all)", 3 },
+	  "Keep at most N dumps in the output directory, removing the oldest; dumps of earlier runs count "
+	  "(default: keep all)", 3 },
+	{ "max-dump-bytes", OPT_MAX_DUMP_BYTES, "SIZE", 0,
+	  "Keep the dumps of the output directory, manifests included, within SIZE, removing the oldest "
+	  "(default: no limit)", 3 },
+	{ "keep-free", OPT_KEEP_FREE, "SIZE", 0,
+	  "Skip a dump (logged and counted) that would leave less than SIZE free on the output directory's "
+	  "file system (default 5% of it, at most 1G; 0: just the dump's size)", 3 },
+	{ "on-dump", OPT_ON_DUMP, "CMD", 0,
+	  "After each dump run CMD with /bin/sh, the dump's path appended (also $BTRACE_DUMP, "
+	  "$BTRACE_MANIFEST): in the background, failures logged and counted", 3 },
+	{ "on-dump-timeout", OPT_ON_DUMP_TIMEOUT, "TIME", 0,
+	  "Kill an --on-dump command still running after TIME (default 2m)", 3 },
 	{ "trigger", OPT_TRIGGER, "SPEC", 0,
 	  "Dump when a condition holds, evaluated in the kernel where its data is: sched-latency>T, "
 	  "offcpu>T, syscall[:NAME]>T, func:PROBE>T, crash, oom, app:NAME[>T], ctl, uprobe:PROBE; "
@@ -110,6 +131,9 @@ static const struct argp_option options[] = {
 	  "Applications kept at once, exited ones included; the oldest exited one is released first "
 	  "(default 64)", 4 },
 	{ "no-apps", OPT_NO_APPS, NULL, 0, "Refuse in-process tracing registrations", 4 },
+	{ "config", OPT_CONFIG, "FILE", 0,
+	  "Options from FILE first, one NAME = VALUE a line (NAME a long option); the command line "
+	  "overrides them (the service uses /etc/btrace-bpf.conf)", 5 },
 	{ 0 },
 };
 
@@ -212,6 +236,16 @@ static void size_error(struct argp_state *state, const char *opt, const char *ar
 		   "invalid %s '%s': give a positive whole number of bytes with an optional "
 		   "K, M or G suffix, e.g. 64M",
 		   opt, arg);
+}
+
+/* What a configuration file's NAME is: one of our long options. */
+static int config_lookup(const char *name, void *ctx)
+{
+	(void)ctx;
+	for (const struct argp_option *op = options; op->name || op->key; op++)
+		if (op->name && !(op->flags & OPTION_HIDDEN) && strcmp(op->name, name) == 0)
+			return op->arg ? BT_CFG_VALUE : BT_CFG_SWITCH;
+	return BT_CFG_UNKNOWN;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -357,6 +391,32 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_APPS:
 		o->no_apps = 1;
 		break;
+	case OPT_CONFIG:
+		break; /* expanded before parsing (config_file.c) */
+	case OPT_MAX_DUMP_BYTES:
+		err = parse_size(arg, &o->max_dump_bytes);
+		if (err)
+			size_error(state, "--max-dump-bytes", arg, err);
+		break;
+	case OPT_KEEP_FREE:
+		if (strcmp(arg, "0") == 0) {
+			o->keep_free = 0;
+			break;
+		}
+		err = parse_size(arg, &o->keep_free);
+		if (err)
+			size_error(state, "--keep-free", arg, err);
+		break;
+	case OPT_ON_DUMP:
+		if (!*arg)
+			argp_error(state, "invalid --on-dump '': give a command, e.g. --on-dump /usr/local/bin/ship-dump");
+		o->on_dump = arg;
+		break;
+	case OPT_ON_DUMP_TIMEOUT:
+		if (parse_duration(arg, &o->on_dump_timeout_ns))
+			argp_error(state, "invalid --on-dump-timeout '%s': give a positive time with a unit, e.g. 30s, 5m",
+				   arg);
+		break;
 	case OPT_MAX_DUMPS:
 		if (parse_uint(arg, 1000000, &o->max_dumps) || o->max_dumps == 0)
 			argp_error(state, "invalid --max-dumps '%s': give a number of files, at least 1", arg);
@@ -388,7 +448,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
-int cmd_record(int argc, char **argv)
+/* Parse args (argv[0] names the program in argp's messages) and record. The
+ * options point into args. */
+static int record(int argc, char **args)
 {
 	struct record_opts o = {
 		.buffer_size = DEFAULT_BUFFER_SIZE,
@@ -397,17 +459,13 @@ int cmd_record(int argc, char **argv)
 		.final_dump = 1,
 		.zlevel = DEFAULT_ZLEVEL,
 		.uargs = -1,
+		.keep_free = BT_KEEP_FREE_AUTO,
+		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
-	char *args[argc + 1];
 	char s1[32], s2[32], err[512];
 	int ret;
 
-	/* argp names the program after argv[0]: "btrace-bpf record: ...". */
-	for (int i = 0; i < argc; i++)
-		args[i] = argv[i];
-	args[argc] = NULL;
-	args[0] = (char *)BT_PROG " record";
 	argp_err_exit_status = 2;
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
@@ -466,5 +524,23 @@ int cmd_record(int argc, char **argv)
 	}
 	ret = recorder_run(&o);
 	free(o.triggers);
+	return ret;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	char err[512], **args;
+	int nargs, ret;
+
+	/* --config FILE: its options first, then the command line's. */
+	if (bt_config_expand(argc, argv, config_lookup, NULL, &nargs, &args, err, sizeof(err))) {
+		bt_log(BT_LOG_ERR, "%s", err);
+		return 2;
+	}
+	/* argp names the program after argv[0]: "btrace-bpf record: ...". */
+	free(args[0]);
+	args[0] = strdup(BT_PROG " record");
+	ret = args[0] ? record(nargs, args) : 1;
+	bt_config_free(nargs, args);
 	return ret;
 }

@@ -20,6 +20,7 @@
 #include "probes.h"
 #include "recorder.h"
 #include "record_triggers.h"
+#include "dump_mgmt.h"
 #include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
@@ -169,8 +170,12 @@ static int do_status(struct recorder *r, FILE *out)
 	}
 	print_losses(r, out);
 	pthread_mutex_lock(&r->dump_serial);
-	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " automatic skipped by the rate limit%s%s\n",
-		r->ndumps, r->nfailed, r->triggers_suppressed, r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
+	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " skipped for lack of space, %" PRIu64
+		" automatic skipped by the rate limit%s%s\n",
+		r->ndumps, r->nfailed, r->nskipped, atomic_load_explicit(&r->triggers_suppressed, memory_order_relaxed),
+		r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
+	if (r->mgmt)
+		bt_dump_mgmt_status(r->mgmt, out);
 	pthread_mutex_unlock(&r->dump_serial);
 	if (r->uprobes) {
 		size_t n;

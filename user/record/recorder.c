@@ -43,6 +43,9 @@
 #include "uprobes.h"
 #include "util.h"
 #include "recorder.h"
+#include "dump_mgmt.h"
+#include "log.h"
+#include "sd_notify.h"
 #include "ctl.h"
 #include "app_registry.h"
 #include "app_reader.h"
@@ -288,10 +291,11 @@ static int find_trigger_ids(struct recorder *r)
 static void auto_dump(struct recorder *r, uint64_t now, const char *reason)
 {
 	if (r->last_auto && now - r->last_auto < r->o->min_dump_interval_ns) {
-		r->triggers_suppressed++;
+		uint64_t n = atomic_fetch_add_explicit(&r->triggers_suppressed, 1, memory_order_relaxed) + 1;
+
 		bt_warn("%s dump skipped: the last automatic dump was %.2fs ago (--min-dump-interval); %" PRIu64
 			" skipped so far",
-			reason, (double)(now - r->last_auto) / 1e9, r->triggers_suppressed);
+			reason, (double)(now - r->last_auto) / 1e9, n);
 		return;
 	}
 	r->last_auto = now;
@@ -543,6 +547,20 @@ int recorder_run(const struct record_opts *opts)
 	if (ret < 0)
 		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
 
+	/* The dump directory: quota, free space, manifests, --on-dump. */
+	{
+		struct bt_dump_mgmt_opts mo = {
+			.dir = o.output_dir, .max_dumps = o.max_dumps, .max_bytes = o.max_dump_bytes,
+			.keep_free = o.keep_free, .on_dump = o.on_dump, .on_dump_timeout_ns = o.on_dump_timeout_ns,
+		};
+
+		r.mgmt = bt_dump_mgmt_new(&mo, err, sizeof(err));
+		if (!r.mgmt) {
+			bt_log(BT_LOG_ERR, "%s", err);
+			exit_code = 1;
+			goto out;
+		}
+	}
 	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
 	if (ret) {
 		bt_warn("cannot start the dump thread: %s", strerror(ret));
@@ -608,19 +626,23 @@ int recorder_run(const struct record_opts *opts)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
 	for (size_t i = 0; i < o.ntriggers; i++)
-		bt_warn("trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
+		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
 			o.triggers[i].cond, (double)o.triggers[i].after_ns / 1e9, (double)o.triggers[i].limit_ns / 1e9);
-	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
-		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
-		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
-		format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
-	bt_warn("recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
-		(int)getpid());
+	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
+	       format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
+	       format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
+	       format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
+	bt_log(BT_LOG_NOTICE, "recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
+	       (int)getpid());
 	if (r.ctl)
-		bt_warn("control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
-	bt_warn("read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+		bt_log(BT_LOG_INFO, "control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
+	bt_log(BT_LOG_INFO, "read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+	/* systemd (Type=notify): started means recording. */
+	bt_sd_notifyf("READY=1\nSTATUS=recording %s into %s, dumps to %s", gs, format_size(o.buffer_size, s1, sizeof(s1)),
+		      o.output_dir);
 
 	run_loop(&r, &waitmask);
+	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
 	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */
 	r.ctl = NULL;
 
@@ -650,9 +672,10 @@ out:
 			for (size_t i = 0; i < (size_t)r.ncpus * BT_GROUP_MAX; i++)
 				drops += d[i];
 		free(d);
-		bt_warn("stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
-			PRIu64 " rejected; %" PRIu64 " dump%s written%s", ds.events, drops, ds.rejected,
-			r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "");
+		bt_log(BT_LOG_NOTICE, "stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
+		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s", ds.events, drops, ds.rejected,
+		       r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "",
+		       r.nskipped ? ", some skipped for lack of space" : "");
 	}
 	bt_ctl_stop(r.ctl);
 	recorder_triggers_stop(&r);
@@ -660,9 +683,7 @@ out:
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
 	recorder_triggers_free(&r); /* the drain and the registry are gone: nobody reports hits */
-	for (size_t i = 0; i < r.nkept; i++)
-		free(r.kept[i]);
-	free(r.kept);
+	bt_dump_mgmt_destroy(r.mgmt); /* waits for the running --on-dump commands */
 	free(r.trigger_ids);
 	free(o.uspecs);
 	free(o.usdts);

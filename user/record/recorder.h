@@ -22,6 +22,7 @@ struct bt_task_table;
 struct bt_ctl_server;
 struct bt_apps;
 struct bt_triggers;
+struct bt_dump_mgmt;
 
 struct record_opts {
 	uint64_t buffer_size;
@@ -46,6 +47,10 @@ struct record_opts {
 	uint64_t max_size;            /* --max-size: largest `ctl resize` */
 	uint64_t dump_every_ns;       /* --dump-every */
 	uint64_t max_dumps;           /* --max-dumps: files kept, oldest removed */
+	uint64_t max_dump_bytes;      /* --max-dump-bytes: bytes kept, oldest removed */
+	uint64_t keep_free;           /* --keep-free; BT_KEEP_FREE_AUTO by default */
+	const char *on_dump;          /* --on-dump CMD */
+	uint64_t on_dump_timeout_ns;  /* --on-dump-timeout */
 	const char *trigger_spec;     /* --trigger-uprobe */
 	uint64_t trigger_delay_ns;    /* --trigger-delay */
 	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
@@ -87,14 +92,12 @@ struct recorder {
 	uint64_t start_ns;
 	_Atomic uint64_t rate;       /* events/s over the last second */
 	char last_path[4096];        /* under dump_serial */
-	char **kept;                 /* dumps kept for --max-dumps, oldest first */
-	size_t nkept;
+	uint64_t nskipped;           /* under dump_serial: not written, no space (dump_mgmt.c) */
+	struct bt_dump_mgmt *mgmt;   /* under dump_serial: quota, space, manifests, --on-dump */
 
 	/* triggers */
 	uint32_t *trigger_ids;       /* (probe id, trigger index) pairs of the uprobe:PROBE triggers */
 	size_t ntrigger_ids;
-	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
-	uint64_t triggers_suppressed;
 
 	/* --trigger (record_triggers.c) */
 	struct bt_triggers *triggers;
@@ -102,6 +105,8 @@ struct recorder {
 	struct bt_trigger_fired tq[RECORDER_TRIGGER_QUEUE]; /* under lock: trigger dumps asked for */
 	size_t ntq;
 	uint64_t tq_dropped;         /* under lock: trigger dumps skipped, the queue full */
+	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
+	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */
 };
 
 /* Run the recorder with these options until it is stopped: checks, start,

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * recorder_dumps.c - writing the recorder's dumps, one at a time (for the
- * dump thread and for the control socket), and rotation of old dump files
- * (--max-dumps).
+ * dump thread and for the control socket); around each, the free-space
+ * check, the quota, the manifest and --on-dump (dump_mgmt.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,31 +32,25 @@
 #include "app_registry.h"
 #include "app_reader.h"
 #include "record_triggers.h"
+#include "dump_mgmt.h"
+#include "log.h"
 
 #define FLUSH_TIMEOUT_MS 2000
 
 static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
 		      const char *explicit_path, char *why, size_t whylen);
 
-/* Keep at most --max-dumps of the files this recorder generated. */
-static void rotate(struct recorder *r, const char *path)
+/* Manifest, quota and --on-dump for a dump just written (dump_mgmt.c). */
+static void after_dump(struct recorder *r, const char *path, int in_dir, const char *reason)
 {
-	char **k = realloc(r->kept, (r->nkept + 1) * sizeof(*k));
-
-	if (!k || !(k[r->nkept] = strdup(path))) {
-		r->kept = k ? k : r->kept;
-		return;
-	}
-	r->kept = k;
-	r->nkept++;
-	while (r->o->max_dumps && r->nkept > r->o->max_dumps) {
-		if (unlink(r->kept[0]) && errno != ENOENT)
-			bt_warn("cannot remove old dump %s: %s", r->kept[0], strerror(errno));
-		else
-			bt_info("removed old dump %s (--max-dumps %" PRIu64 ")", r->kept[0], r->o->max_dumps);
-		free(r->kept[0]);
-		memmove(r->kept, r->kept + 1, --r->nkept * sizeof(*r->kept));
-	}
+	struct bt_manifest_recorder rec = {
+		.dumps_written = r->ndumps,
+		.dumps_failed = r->nfailed,
+		.dumps_rate_limited = atomic_load_explicit(&r->triggers_suppressed, memory_order_relaxed),
+	};
+	/* A trigger's hit is in the dump's TRIG section: the manifest reads it there. */
+	if (r->mgmt)
+		bt_dump_mgmt_after(r->mgmt, path, in_dir, reason, NULL, &rec);
 }
 
 int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
@@ -122,6 +116,20 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	bt_loader_drain_stats(r->loader, &ds);
 	bt_buffer_stats(r->buf, &bs);
 	bytes = bs.bytes_written + bs.padding_bytes;
+	if (!explicit_path && r->mgmt) {
+		/* At most the buffer's contents and the task table, uncompressed. */
+		uint64_t raw = (bytes < bs.size ? bytes : bs.size) + ntasks * sizeof(*tasks);
+
+		ret = bt_dump_mgmt_before(r->mgmt, raw, err, sizeof(err));
+		if (ret == -ENOSPC) {
+			r->nskipped++;
+			if (why)
+				snprintf(why, whylen, "dump skipped: %s", err);
+			bt_log(BT_LOG_WARNING, "%s dump skipped: %s; %s%" PRIu64 " skipped so far", reason, err,
+			       strcmp(reason, "exit") ? "recording continues; " : "", r->nskipped);
+			goto skipped;
+		}
+	}
 
 	info.ncpus = r->ncpus;
 	info.ngroups = BT_GROUP_MAX;
@@ -156,24 +164,23 @@ out:
 		r->nfailed++;
 		if (why)
 			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
-		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
-			ret == -ENOSPC || ret == -EDQUOT ?
-				" (free space there or choose another directory with -o)" : "",
-			strcmp(reason, "exit") ? "; recording continues" : "");
+		bt_log(BT_LOG_ERR, "dump failed: %s%s%s", err[0] ? err : strerror(-ret),
+		       ret == -ENOSPC || ret == -EDQUOT ?
+			       " (free space there or choose another directory with -o)" : "",
+		       strcmp(reason, "exit") ? "; recording continues" : "");
 	} else {
 		r->last_seq = info.dump_seq;
 		r->last_bytes = bytes;
 		r->ndumps++;
 		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
-		if (!explicit_path)
-			rotate(r, path);
 		if (stat(path, &st))
 			st.st_size = 0;
-		bt_warn("dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
-			info.dump_seq, path, reason, rst.entries,
-			format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-			(double)(bt_now_ns() - t0) / 1e9);
+		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
+		       info.dump_seq, path, reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
+		       (double)(bt_now_ns() - t0) / 1e9);
+		after_dump(r, path, !explicit_path, reason);
 	}
+skipped:
 	free(trig_tab);
 	free(tasks);
 	free(drops);

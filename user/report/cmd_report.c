@@ -19,6 +19,7 @@
 #include "events.h"
 #include "commands.h"
 #include "dump.h"
+#include "manifest.h"
 #include "report_apps.h"
 #include "report_triggers.h"
 #include "event_names.h"
@@ -81,6 +82,8 @@ static void usage(FILE *f)
 		"                       @N = absolute boot time (the SECONDS column)\n"
 		"  -w, --wall           print wall-clock time (local) instead of boot time\n"
 		"      --no-lost        do not print LOST lines\n"
+		"      --manifest       the dump's manifest (JSON, docs/manifest.md), as the\n"
+		"                       recorder writes it next to each dump\n"
 		"  -h, --help           this help\n"
 		"\n"
 		"Examples:\n"
@@ -660,7 +663,7 @@ static void ropts_free(struct ropts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST };
+	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
 		{ "functions", no_argument, NULL, 'f' },
@@ -671,11 +674,12 @@ int cmd_report(int argc, char **argv)
 		{ "until", required_argument, NULL, OPT_UNTIL },
 		{ "wall", no_argument, NULL, 'w' },
 		{ "no-lost", no_argument, NULL, OPT_NO_LOST },
+		{ "manifest", no_argument, NULL, OPT_MANIFEST },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ropts o = { 0 };
-	int c, r;
+	int c, r, manifest = 0;
 
 	optind = 0; /* full reset: main may have used getopt */
 	while ((c = getopt_long(argc, argv, "sfc:p:e:wh", longopts, NULL)) != -1) {
@@ -718,6 +722,9 @@ int cmd_report(int argc, char **argv)
 		case OPT_NO_LOST:
 			o.no_lost = 1;
 			break;
+		case OPT_MANIFEST:
+			manifest = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			ropts_free(&o);
@@ -731,7 +738,15 @@ int cmd_report(int argc, char **argv)
 		goto usage_err;
 	}
 	const char *path = argv[optind];
-	char err[256];
+	char err[512];
+	if (manifest) {
+		/* The recorder's manifest of this dump (docs/manifest.md). */
+		r = bt_manifest_print(stdout, path, NULL, NULL, err, sizeof(err));
+		if (r)
+			fprintf(stderr, PROG ": %s\n", err);
+		ropts_free(&o);
+		return r ? 1 : 0;
+	}
 	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
 	if (!d) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);

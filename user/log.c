@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/*
+ * log.c - one diagnostic line per call, with a priority when stderr is the
+ * systemd journal (log.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "log.h"
+#include "util.h" /* BT_PROG */
+
+/* -1 unknown yet. Only written with the same value by any racing thread. */
+static volatile int journal = -1;
+
+/* systemd sets JOURNAL_STREAM=DEV:INODE of the stream it connected to
+ * stdout/stderr; a redirected stderr (2>file) no longer matches. */
+static int detect_journal(void)
+{
+	const char *js = getenv("JOURNAL_STREAM");
+	unsigned long long dev, ino;
+	struct stat st;
+
+	if (!js || sscanf(js, "%llu:%llu", &dev, &ino) != 2 || fstat(STDERR_FILENO, &st))
+		return 0;
+	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
+}
+
+int bt_log_is_journal(void)
+{
+	if (journal < 0)
+		journal = detect_journal();
+	return journal;
+}
+
+void bt_vlog(int level, const char *fmt, va_list ap)
+{
+	char line[1100];
+	int n;
+
+	if (level < BT_LOG_ERR)
+		level = BT_LOG_ERR;
+	if (level > BT_LOG_DEBUG)
+		level = BT_LOG_DEBUG;
+	if (bt_log_is_journal())
+		n = snprintf(line, sizeof(line), "<%d>", level);
+	else
+		n = snprintf(line, sizeof(line), "%s: ", BT_PROG);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;
+	line[n++] = '\n';
+	/* One write (stderr is unbuffered), so lines of several threads never
+	 * interleave. */
+	fwrite(line, 1, (size_t)n, stderr);
+}
+
+void bt_log(int level, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	bt_vlog(level, fmt, ap);
+	va_end(ap);
+}

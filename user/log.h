@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * log.h - diagnostics with a priority. On a terminal or a file a line reads
+ * "btrace-bpf: message"; when standard error is the systemd journal
+ * (JOURNAL_STREAM names it) it reads "<N>message", N the syslog priority,
+ * which journald stores as the line's priority (sd-daemon(3) prefixes), so
+ * `journalctl -p warning -u btrace-bpf` shows the problems only.
+ */
+#ifndef BTRACE_LOG_H
+#define BTRACE_LOG_H
+#include <stdarg.h>
+
+/* syslog(3) priorities */
+enum bt_log_level {
+	BT_LOG_ERR = 3,     /* something failed: a dump, a hook, the recorder */
+	BT_LOG_WARNING = 4, /* something lost or refused; recording goes on */
+	BT_LOG_NOTICE = 5,  /* what an operator wants in the log: started, dumped, stopped */
+	BT_LOG_INFO = 6,    /* details (-v) */
+	BT_LOG_DEBUG = 7,
+};
+
+void bt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bt_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/* 1 if standard error is the journal's stream (decided once, at the first line). */
+int bt_log_is_journal(void);
+#endif

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+/*
+ * config_file.c - options from a configuration file (config_file.h).
+ *
+ * The file only produces "--NAME[=VALUE]" arguments; the command's own
+ * parser checks the values, so a file and a command line accept exactly the
+ * same things and say the same things about bad values.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "config_file.h"
+
+#define MAX_LINE 4096
+
+struct args {
+	int n, cap;
+	char **v;
+};
+
+static int push(struct args *a, char *s)
+{
+	if (!s)
+		return -ENOMEM;
+	if (a->n + 2 > a->cap) {
+		int cap = a->cap ? a->cap * 2 : 16;
+		char **v = realloc(a->v, (size_t)cap * sizeof(*v));
+
+		if (!v) {
+			free(s);
+			return -ENOMEM;
+		}
+		a->v = v;
+		a->cap = cap;
+	}
+	a->v[a->n++] = s;
+	a->v[a->n] = NULL;
+	return 0;
+}
+
+__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -e;
+}
+
+static char *trim(char *s)
+{
+	char *e;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	e = s + strlen(s);
+	while (e > s && isspace((unsigned char)e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* A "quoted value" in place: 0, or -1 if the quotes are not closed at its end. */
+static int unquote(char *v)
+{
+	char *w = v;
+	size_t n = strlen(v);
+
+	if (n < 2 || v[0] != '"')
+		return v[0] == '"' ? -1 : 0;
+	for (char *r = v + 1; *r; r++) {
+		if (*r == '\\' && (r[1] == '"' || r[1] == '\\')) {
+			*w++ = *++r;
+		} else if (*r == '"') {
+			if (r[1])
+				return -1; /* text after the closing quote */
+			*w = '\0';
+			return 0;
+		} else {
+			*w++ = *r;
+		}
+	}
+	return -1;
+}
+
+static int truth(const char *v)
+{
+	if (!strcmp(v, "yes") || !strcmp(v, "true") || !strcmp(v, "on") || !strcmp(v, "1"))
+		return 1;
+	if (!strcmp(v, "no") || !strcmp(v, "false") || !strcmp(v, "off") || !strcmp(v, "0"))
+		return 0;
+	return -1;
+}
+
+static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct args *a, char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "re");
+	char line[MAX_LINE + 2];
+	int lineno = 0, ret = 0;
+
+	if (!f)
+		return fail(err, errlen, errno, "cannot read configuration %s: %s", path, strerror(errno));
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char *s, *eq, *name, *val = NULL, *arg;
+		size_t nl;
+		int kind;
+
+		lineno++;
+		nl = strlen(line);
+		if (nl > MAX_LINE && line[nl - 1] != '\n') {
+			ret = fail(err, errlen, EINVAL, "%s:%d: line longer than %d characters", path, lineno, MAX_LINE);
+			break;
+		}
+		s = trim(line);
+		if (!*s || *s == '#')
+			continue;
+		eq = strchr(s, '=');
+		if (eq) {
+			*eq = '\0';
+			val = trim(eq + 1);
+		}
+		name = trim(s);
+		if (name[0] == '-' && name[1] == '-')
+			name += 2; /* "--events = x" is what was meant */
+		kind = *name ? lookup(name, ctx) : BT_CFG_UNKNOWN;
+		if (kind == BT_CFG_UNKNOWN || !strcmp(name, "config")) {
+			ret = fail(err, errlen, EINVAL, "%s:%d: unknown option '%s' (see btrace-bpf record --help)", path,
+				   lineno, name);
+			break;
+		}
+		if (val && unquote(val)) {
+			ret = fail(err, errlen, EINVAL, "%s:%d: %s: unbalanced quotes in '%s'", path, lineno, name, val);
+			break;
+		}
+		if (kind == BT_CFG_VALUE) {
+			if (!val || !*val) {
+				ret = fail(err, errlen, EINVAL, "%s:%d: %s needs a value: %s = VALUE", path, lineno, name,
+					   name);
+				break;
+			}
+			if (asprintf(&arg, "--%s=%s", name, val) < 0)
+				arg = NULL;
+		} else {
+			int t = val ? truth(val) : 1;
+
+			if (t < 0) {
+				ret = fail(err, errlen, EINVAL, "%s:%d: %s is a switch: give it alone, or = yes / no", path,
+					   lineno, name);
+				break;
+			}
+			if (!t)
+				continue;
+			if (asprintf(&arg, "--%s", name) < 0)
+				arg = NULL;
+		}
+		ret = push(a, arg);
+		if (ret)
+			fail(err, errlen, ENOMEM, "out of memory");
+	}
+	if (!ret && ferror(f))
+		ret = fail(err, errlen, EIO, "cannot read configuration %s: %s", path, strerror(errno));
+	fclose(f);
+	return ret;
+}
+
+void bt_config_free(int argc, char **argv)
+{
+	if (!argv)
+		return;
+	for (int i = 0; i < argc; i++)
+		free(argv[i]);
+	free(argv);
+}
+
+int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int *nargc, char ***nargv,
+		     char *err, size_t errlen)
+{
+	struct args a = { 0 };
+	const char *path = NULL;
+	int cfg_at = -1, ret = 0;
+
+	for (int i = 1; i < argc; i++) {
+		const char *p = NULL;
+		int skip = 0;
+
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 >= argc)
+				return fail(err, errlen, EINVAL, "--config needs a FILE");
+			p = argv[i + 1];
+			skip = 1;
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			p = argv[i] + 9;
+		}
+		if (!p)
+			continue;
+		if (path)
+			return fail(err, errlen, EINVAL, "--config given twice");
+		if (!*p)
+			return fail(err, errlen, EINVAL, "--config needs a FILE");
+		path = p;
+		cfg_at = i;
+		i += skip;
+	}
+	ret = push(&a, strdup(argv[0]));
+	if (!ret && path)
+		ret = read_file(path, lookup, ctx, &a, err, errlen);
+	for (int i = 1; !ret && i < argc; i++) {
+		if (i == cfg_at) {
+			i += !strcmp(argv[i], "--config"); /* and its FILE */
+			continue;
+		}
+		ret = push(&a, strdup(argv[i]));
+	}
+	if (ret) {
+		if (ret == -ENOMEM)
+			fail(err, errlen, ENOMEM, "out of memory");
+		bt_config_free(a.n, a.v);
+		return ret;
+	}
+	*nargc = a.n;
+	*nargv = a.v;
+	return 0;
+}
