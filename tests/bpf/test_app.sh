@@ -94,6 +94,47 @@ check "an app whose forked child lives on is seen exited" wait_for 10 sh -c \
 	"'$BT' ctl --ctl '$CTL' status | grep -q 'app $FORKER app_stress exited'"
 pkill -f "app_stress -t 2 -n 100 -F 20" 2>/dev/null
 
+# ---- names interned right before the app exits ------------------------------------
+# The names go out before their first event, not whenever the library's
+# connection thread runs: with that thread held back 3 s, an app that
+# writes and exits at once must still have every name in the dump.
+BTRACE_TEST_FLUSH_DELAY_MS=3000 "$APP" -t 4 -n 500 -N 20 >"$T_TMP/late.log" 2>&1 &
+LATE=$!
+wait "$LATE"
+check "an app exiting before its connection thread runs exits 0" test $? -eq 0
+ctl dump -o "$T_TMP/late.btd" >/dev/null 2>&1
+check_dump "its 4x500 stamps have their names" "$T_TMP/late.btd" 4 500 --exact "$LATE"
+check "its 20 names interned just before exit are in the dump" test \
+	"$("$BT" report -p "$LATE" "$T_TMP/late.btd" | grep -c ': app_instant: extra-')" -eq 20
+check "no name counted lost" test "$(app_counter "$T_TMP/late.btd" "$LATE" names_lost)" = 0
+# A recorder that does not read (stopped): the socket fills, the names the
+# app could not send before it exits are counted lost, and every one of
+# its events is either named or shown as name#ID, never dropped.
+NX=3000
+"$APP" -t 1 -n 16 -N $NX -f "$T_TMP/full.attached" -g "$T_TMP/full.go" >"$T_TMP/full.log" 2>&1 &
+FULL=$!
+if wait_for 20 test -e "$T_TMP/full.attached"; then
+	kill -STOP "$REC_PID"
+	touch "$T_TMP/full.go"
+	run_with_timeout 30 tail --pid="$FULL" -f /dev/null
+	kill -CONT "$REC_PID"
+	wait "$FULL"
+	check "an app whose recorder stopped reading exits 0" test $? -eq 0
+	ctl dump -o "$T_TMP/full.btd" >/dev/null 2>&1
+	"$BT" report -p "$FULL" "$T_TMP/full.btd" >"$T_TMP/full.txt" 2>&1
+	NL=$(app_counter "$T_TMP/full.btd" "$FULL" names_lost)
+	NAMED=$(grep -c ': app_instant: extra-' "$T_TMP/full.txt")
+	UNNAMED=$(grep -c ': app_instant: name#' "$T_TMP/full.txt")
+	check "names the full socket could not take are counted lost ($NL)" test "${NL:-0}" -gt 0
+	check "each of its $NX late events is named ($NAMED) or shown name#ID ($UNNAMED, = names lost)" \
+		test "$((NAMED + UNNAMED))" -eq "$NX" -a "$UNNAMED" -eq "${NL:-0}"
+	check "report warns of the lost names" sh -c \
+		"'$BT' report --stats '$T_TMP/full.btd' | grep -q 'event names never reached the recorder'"
+else
+	not_ok "the app for the full-socket test attaches"
+	kill "$FULL" 2>/dev/null
+fi
+
 # ---- the example program ----------------------------------------------------------
 EX=${PWD}/build/examples/app_demo
 check "examples/app_demo runs traced" sh -c "'$EX' -w 16 -d 1 | grep -q 'traced into the recorder'"
