@@ -22,6 +22,7 @@
  *   -F SECONDS  at the end, fork a child that lives SECONDS longer than us
  *               (a pre-fork server: the recorder must still see us exit)
  *   -g FILE     once attached, wait for FILE to exist before writing
+ *   -S FILE     after writing, stay alive until FILE exists
  *   -N COUNT    after writing, intern COUNT more names "extra-I" (one
  *               instant each, arg I) and exit at once: names interned right
  *               before the end must still reach the recorder or be counted
@@ -128,9 +129,9 @@ int main(int argc, char **argv)
 	long wait_s = 10, stay = 0;
 	int corrupt = 0, stuck = 0, c;
 	long fork_child = 0;
-	const char *flag = NULL, *go = NULL;
+	const char *flag = NULL, *go = NULL, *hold = NULL;
 	long extra = 0;
-	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:g:N:")) != -1) {
+	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:g:N:S:")) != -1) {
 		switch (c) {
 		case 't': nthreads = atol(optarg); break;
 		case 'n': nevents = atol(optarg); break;
@@ -144,9 +145,10 @@ int main(int argc, char **argv)
 		case 'F': fork_child = atol(optarg); break;
 		case 'g': go = optarg; break;
 		case 'N': extra = atol(optarg); break;
+		case 'S': hold = optarg; break;
 		default:
 			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x] "
-					"[-F S] [-g FILE] [-N COUNT]\n");
+					"[-F S] [-g FILE] [-N COUNT] [-S FILE]\n");
 			return 2;
 		}
 	}
@@ -186,6 +188,8 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (stay)
 		sleep((unsigned)stay);
+	while (hold && access(hold, F_OK) != 0)
+		usleep(10000);
 	if (fork_child > 0 && fork() == 0) {
 		BTRACE_INSTANT("child"); /* detached in the child: goes nowhere */
 		sleep((unsigned)fork_child);

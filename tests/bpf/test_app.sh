@@ -60,8 +60,10 @@ check "an app started before the recorder attaches" wait_for 20 test -e "$T_TMP/
 wait "$EARLY"
 check "that app exits 0" test $? -eq 0
 
-# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile.
-"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" >"$T_TMP/big.log" 2>&1 &
+# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile. It
+# stays alive until big.done: under load the dumps can outlast its writing,
+# and the resizes and status need it live.
+"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" -S "$T_TMP/big.done" >"$T_TMP/big.log" 2>&1 &
 BIG=$!
 wait_for 20 test -e "$T_TMP/big.attached"
 sleep 0.3
@@ -73,6 +75,7 @@ R2=$(ctl app-resize 48M 2>&1)
 check "app-resize replaced the live app's buffer" grep -q "^1 application buffer replaced" <<<"$R1"
 check "second app-resize too" grep -q "^1 application buffer replaced" <<<"$R2"
 check "ctl status lists the app" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $BIG app_stress live'"
+touch "$T_TMP/big.done"
 wait "$BIG"
 check "the 64-thread app exits 0" test $? -eq 0
 check_dump "dump during writes: retained stamps untorn, unique, in order per thread" "$D1" 64 2000 --suffix "$BIG"
@@ -133,6 +136,29 @@ if wait_for 20 test -e "$T_TMP/full.attached"; then
 else
 	not_ok "the app for the full-socket test attaches"
 	kill "$FULL" 2>/dev/null
+fi
+# The same, but the app lives on after the recorder reads again: what the
+# full socket could not take was queued and goes out then, none lost.
+"$APP" -t 1 -n 16 -N $NX -s 2 -f "$T_TMP/slow.attached" -g "$T_TMP/slow.go" >"$T_TMP/slow.log" 2>&1 &
+SLOW=$!
+if wait_for 20 test -e "$T_TMP/slow.attached"; then
+	kill -STOP "$REC_PID"
+	touch "$T_TMP/slow.go"
+	# It has interned everything, and its connection thread has tried the
+	# full socket and gone back to waiting (every thread asleep): only a
+	# wait for the socket to drain can send the rest now.
+	wait_for 30 grep -q '^wrote' "$T_TMP/slow.log"
+	wait_for 30 sh -c "! awk '{ print \$3 }' /proc/$SLOW/task/*/stat | grep -qv S"
+	kill -CONT "$REC_PID"
+	wait "$SLOW"
+	check "an app whose recorder paused exits 0" test $? -eq 0
+	ctl dump -o "$T_TMP/slow.btd" >/dev/null 2>&1
+	check "names queued while the recorder paused reach it: $NX named events" test \
+		"$("$BT" report -p "$SLOW" "$T_TMP/slow.btd" | grep -c ': app_instant: extra-')" -eq "$NX"
+	check "none counted lost" test "$(app_counter "$T_TMP/slow.btd" "$SLOW" names_lost)" = 0
+else
+	not_ok "the app for the paused-recorder test attaches"
+	kill "$SLOW" 2>/dev/null
 fi
 
 # ---- the example program ----------------------------------------------------------
