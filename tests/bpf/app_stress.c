@@ -21,6 +21,11 @@
  *               ourselves (a process dying mid-write)
  *   -F SECONDS  at the end, fork a child that lives SECONDS longer than us
  *               (a pre-fork server: the recorder must still see us exit)
+ *   -g FILE     once attached, wait for FILE to exist before writing
+ *   -S FILE     after writing, stay alive until FILE exists
+ *   -N COUNT    after writing, intern COUNT more names "extra-I" (one
+ *               instant each, arg I) and exit at once: names interned right
+ *               before the end must still reach the recorder or be counted
  */
 #include "btrace.h"
 #include "app_shm.h"
@@ -124,8 +129,9 @@ int main(int argc, char **argv)
 	long wait_s = 10, stay = 0;
 	int corrupt = 0, stuck = 0, c;
 	long fork_child = 0;
-	const char *flag = NULL;
-	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:")) != -1) {
+	const char *flag = NULL, *go = NULL, *hold = NULL;
+	long extra = 0;
+	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:g:N:S:")) != -1) {
 		switch (c) {
 		case 't': nthreads = atol(optarg); break;
 		case 'n': nevents = atol(optarg); break;
@@ -137,8 +143,12 @@ int main(int argc, char **argv)
 		case 'u': stuck = 1; break;
 		case 'x': die_mid_write = 1; break;
 		case 'F': fork_child = atol(optarg); break;
+		case 'g': go = optarg; break;
+		case 'N': extra = atol(optarg); break;
+		case 'S': hold = optarg; break;
 		default:
-			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x]\n");
+			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x] "
+					"[-F S] [-g FILE] [-N COUNT] [-S FILE]\n");
 			return 2;
 		}
 	}
@@ -154,6 +164,8 @@ int main(int argc, char **argv)
 		if (f)
 			fclose(f);
 	}
+	while (go && access(go, F_OK) != 0)
+		usleep(10000);
 	if (stuck) {
 		BTRACE_INSTANT("warmup"); /* this CPU has a block now */
 		if (hold_reservation() < 0)
@@ -165,12 +177,19 @@ int main(int argc, char **argv)
 		pthread_create(&th[t], NULL, writer, (void *)(intptr_t)t);
 	for (long t = 0; t < nthreads; t++)
 		pthread_join(th[t], NULL);
+	for (long i = 0; i < extra; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "extra-%ld", i);
+		btrace_event(BTRACE_TYPE_INSTANT, btrace_intern(name), 1, (int64_t[]){ i });
+	}
 	printf("wrote %ld events in %ld threads\n", nthreads * nevents, nthreads);
 	if (corrupt)
 		printf("scribbled over %d buffer mapping(s)\n", scribble());
 	fflush(stdout);
 	if (stay)
 		sleep((unsigned)stay);
+	while (hold && access(hold, F_OK) != 0)
+		usleep(10000);
 	if (fork_child > 0 && fork() == 0) {
 		BTRACE_INSTANT("child"); /* detached in the child: goes nowhere */
 		sleep((unsigned)fork_child);

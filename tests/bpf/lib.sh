@@ -76,14 +76,13 @@ wait_for() {
 rec_start() {
 	local log=$1
 	shift
-	# Emptied here, not only by the child's redirection: a log reused from
-	# an earlier recorder must not satisfy the wait below before this one
-	# has even started.
+	# Emptied first and matched on this recorder's pid: a log reused from
+	# an earlier recorder must not pass for this one being ready.
 	: >"$log"
-	"$BT" record "$@" 2>>"$log" &
+	"$BT" record "$@" 2>"$log" &
 	REC_PID=$!
 	T_PIDS+=("$REC_PID")
-	if ! wait_for 20 grep -q 'recording (pid' "$log"; then
+	if ! wait_for 20 grep -q "recording (pid $REC_PID)" "$log"; then
 		diag "recorder did not start: $(tr '\n' ' ' <"$log")"
 		return 1
 	fi

@@ -60,8 +60,10 @@ check "an app started before the recorder attaches" wait_for 20 test -e "$T_TMP/
 wait "$EARLY"
 check "that app exits 0" test $? -eq 0
 
-# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile.
-"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" >"$T_TMP/big.log" 2>&1 &
+# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile. It
+# stays alive until big.done: under load the dumps can outlast its writing,
+# and the resizes and status need it live.
+"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" -S "$T_TMP/big.done" >"$T_TMP/big.log" 2>&1 &
 BIG=$!
 wait_for 20 test -e "$T_TMP/big.attached"
 sleep 0.3
@@ -73,6 +75,7 @@ R2=$(ctl app-resize 48M 2>&1)
 check "app-resize replaced the live app's buffer" grep -q "^1 application buffer replaced" <<<"$R1"
 check "second app-resize too" grep -q "^1 application buffer replaced" <<<"$R2"
 check "ctl status lists the app" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $BIG app_stress live'"
+touch "$T_TMP/big.done"
 wait "$BIG"
 check "the 64-thread app exits 0" test $? -eq 0
 check_dump "dump during writes: retained stamps untorn, unique, in order per thread" "$D1" 64 2000 --suffix "$BIG"
@@ -93,6 +96,70 @@ wait "$FORKER"
 check "an app whose forked child lives on is seen exited" wait_for 10 sh -c \
 	"'$BT' ctl --ctl '$CTL' status | grep -q 'app $FORKER app_stress exited'"
 pkill -f "app_stress -t 2 -n 100 -F 20" 2>/dev/null
+
+# ---- names interned right before the app exits ------------------------------------
+# The names go out before their first event, not whenever the library's
+# connection thread runs: with that thread held back 3 s, an app that
+# writes and exits at once must still have every name in the dump.
+BTRACE_TEST_FLUSH_DELAY_MS=3000 "$APP" -t 4 -n 500 -N 20 >"$T_TMP/late.log" 2>&1 &
+LATE=$!
+wait "$LATE"
+check "an app exiting before its connection thread runs exits 0" test $? -eq 0
+ctl dump -o "$T_TMP/late.btd" >/dev/null 2>&1
+check_dump "its 4x500 stamps have their names" "$T_TMP/late.btd" 4 500 --exact "$LATE"
+check "its 20 names interned just before exit are in the dump" test \
+	"$("$BT" report -p "$LATE" "$T_TMP/late.btd" | grep -c ': app_instant: extra-')" -eq 20
+check "no name counted lost" test "$(app_counter "$T_TMP/late.btd" "$LATE" names_lost)" = 0
+# A recorder that does not read (stopped): the socket fills, the names the
+# app could not send before it exits are counted lost, and every one of
+# its events is either named or shown as name#ID, never dropped.
+NX=3000
+"$APP" -t 1 -n 16 -N $NX -f "$T_TMP/full.attached" -g "$T_TMP/full.go" >"$T_TMP/full.log" 2>&1 &
+FULL=$!
+if wait_for 20 test -e "$T_TMP/full.attached"; then
+	kill -STOP "$REC_PID"
+	touch "$T_TMP/full.go"
+	run_with_timeout 30 tail --pid="$FULL" -f /dev/null
+	kill -CONT "$REC_PID"
+	wait "$FULL"
+	check "an app whose recorder stopped reading exits 0" test $? -eq 0
+	ctl dump -o "$T_TMP/full.btd" >/dev/null 2>&1
+	"$BT" report -p "$FULL" "$T_TMP/full.btd" >"$T_TMP/full.txt" 2>&1
+	NL=$(app_counter "$T_TMP/full.btd" "$FULL" names_lost)
+	NAMED=$(grep -c ': app_instant: extra-' "$T_TMP/full.txt")
+	UNNAMED=$(grep -c ': app_instant: name#' "$T_TMP/full.txt")
+	check "names the full socket could not take are counted lost ($NL)" test "${NL:-0}" -gt 0
+	check "each of its $NX late events is named ($NAMED) or shown name#ID ($UNNAMED, = names lost)" \
+		test "$((NAMED + UNNAMED))" -eq "$NX" -a "$UNNAMED" -eq "${NL:-0}"
+	check "report warns of the lost names" sh -c \
+		"'$BT' report --stats '$T_TMP/full.btd' | grep -q 'event names never reached the recorder'"
+else
+	not_ok "the app for the full-socket test attaches"
+	kill "$FULL" 2>/dev/null
+fi
+# The same, but the app lives on after the recorder reads again: what the
+# full socket could not take was queued and goes out then, none lost.
+"$APP" -t 1 -n 16 -N $NX -s 2 -f "$T_TMP/slow.attached" -g "$T_TMP/slow.go" >"$T_TMP/slow.log" 2>&1 &
+SLOW=$!
+if wait_for 20 test -e "$T_TMP/slow.attached"; then
+	kill -STOP "$REC_PID"
+	touch "$T_TMP/slow.go"
+	# It has interned everything, and its connection thread has tried the
+	# full socket and gone back to waiting (every thread asleep): only a
+	# wait for the socket to drain can send the rest now.
+	wait_for 30 grep -q '^wrote' "$T_TMP/slow.log"
+	wait_for 30 sh -c "! awk '{ print \$3 }' /proc/$SLOW/task/*/stat | grep -qv S"
+	kill -CONT "$REC_PID"
+	wait "$SLOW"
+	check "an app whose recorder paused exits 0" test $? -eq 0
+	ctl dump -o "$T_TMP/slow.btd" >/dev/null 2>&1
+	check "names queued while the recorder paused reach it: $NX named events" test \
+		"$("$BT" report -p "$SLOW" "$T_TMP/slow.btd" | grep -c ': app_instant: extra-')" -eq "$NX"
+	check "none counted lost" test "$(app_counter "$T_TMP/slow.btd" "$SLOW" names_lost)" = 0
+else
+	not_ok "the app for the paused-recorder test attaches"
+	kill "$SLOW" 2>/dev/null
+fi
 
 # ---- the example program ----------------------------------------------------------
 EX=${PWD}/build/examples/app_demo

@@ -196,7 +196,9 @@ else
 	if rec_start "$T_TMP/arec.log" -o "$AOUT" -e sched --ctl "$ACTL"; then
 		BTRACE_CTL=$ACTL run_with_timeout 60 "$APP" -t $AT -n $AN -w 10 >"$T_TMP/app.out" 2>&1
 		diag "app_stress: $(head -1 "$T_TMP/app.out")"
-		sleep 0.2
+		# the recorder has read the app's connection to its end (every name)
+		check "the recorder saw the app exit" wait_for 10 sh -c \
+			"'$BT' ctl --ctl '$ACTL' status | grep -q ' app_stress exited '"
 		rec_stop "$REC_PID" INT
 		AD=$(ls -t "$AOUT"/*.btd 2>/dev/null | head -1)
 		"$BT" report "$AD" >"$T_TMP/areport.txt" 2>/dev/null

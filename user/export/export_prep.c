@@ -619,7 +619,7 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	 * keyed by pid (the process track carries the name) */
 	static const int app_loss[] = { BT_APPC_BLOCKS_BAD, BT_APPC_BLOCKS_LOST, BT_APPC_BLOCKS_BUSY,
 					BT_APPC_DROPPED,    BT_APPC_REJECTED,    BT_APPC_SKIPPED,
-					BT_APPC_NAMES_BAD };
+					BT_APPC_NAMES_BAD,  BT_APPC_NAMES_LOST };
 	uint64_t gaps = 0, missing = 0;
 	for (size_t a = 0; a < p->napps; a++) {
 		gaps += p->app_gaps ? p->app_gaps[a] : 0;

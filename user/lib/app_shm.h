@@ -61,6 +61,8 @@ struct bt_app_shm {
 		_Atomic uint64_t rejected;  /* larger than a block */
 		_Atomic uint64_t skipped;   /* positions skipped: block held by a lagging writer */
 		_Atomic uint64_t races;     /* blocks locked by two threads of one CPU at once */
+		_Atomic uint64_t names;     /* names interned (ids 1..names): the recorder
+					     * counts those it never received as lost */
 	} stats __attribute__((aligned(BT_APP_LINE)));
 };
 

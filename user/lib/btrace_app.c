@@ -9,13 +9,21 @@
  * and algorithm are described in app_shm.h.
  *
  * The connection thread finds a recorder, registers, maps the buffer the
- * recorder sends, publishes it to writers (btrace_on_ + g_buf), sends every
- * interned name, and then waits on the socket: a new buffer (resize) is
+ * recorder sends, sends every interned name, publishes the buffer to writers
+ * (btrace_on_ + g_buf), and then waits on the socket: a new buffer (resize) is
  * swapped in, EOF (recorder gone) turns tracing off and looks for the next
  * recorder. Buffers are never unmapped: a writer preempted between loading
  * g_buf and its confirm may still touch the old one. When a buffer stops
  * being used its pages are given back with a hole punch (the recorder's
  * copy is its own business); a late writer then only faults in a zero page.
+ *
+ * A name interned while attached is sent by the interning thread itself,
+ * nonblocking, before its first event: once in the socket it reaches the
+ * recorder even if the process exits or dies the next instant (handing it
+ * to the connection thread lost it whenever the process exited before that
+ * thread ran). Only what the socket cannot take now waits in a queue the
+ * connection thread sends. The buffer's header counts the names interned:
+ * the recorder shows those it never received as lost.
  */
 #include "btrace.h"
 #include "app_shm.h"
@@ -62,11 +70,15 @@ static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **names;   /* names[id - 1] */
 static uint32_t nnames, names_cap;
 static int conn_fd = -1; /* under names_lock; written by the connection thread only */
-/* Lines for the recorder (names, rename), queued under names_lock and sent by
- * the connection thread: an application thread never blocks on the socket. */
+/* Lines for the recorder (names, rename) the socket could not take at once,
+ * under names_lock. Every send on the socket is made under names_lock and
+ * nonblocking, from the head of this queue or, when it is empty, straight
+ * from the caller: lines never interleave, an application thread never
+ * blocks on the socket. */
 static char *outq;
 static size_t outq_len, outq_cap;
 static int wake_fd = -1; /* eventfd: the queue is not empty */
+static long flush_delay_ms; /* BTRACE_TEST_FLUSH_DELAY_MS: tests hold the queue back */
 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
@@ -312,6 +324,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 
 /* ---- names ------------------------------------------------------------------ */
 
+/* Blocking send of a whole message (registration, before any name). */
 static int send_all(int fd, const char *s, size_t n)
 {
 	while (n) {
@@ -326,12 +339,41 @@ static int send_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
-/* Under names_lock: queue a line for the connection thread (dropped when
- * not connected: every name is sent again at the next registration). */
+/* Under names_lock: send what the socket takes now without blocking.
+ * Returns the bytes sent, or -1 when the connection is broken (the
+ * connection thread sees it too and detaches). */
+static ssize_t send_some(const char *s, size_t n)
+{
+	size_t done = 0;
+	while (done < n) {
+		ssize_t w = send(conn_fd, s + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		if (w <= 0)
+			return -1;
+		done += (size_t)w;
+	}
+	return (ssize_t)done;
+}
+
+/* Under names_lock: send a line to the recorder, or queue what the socket
+ * cannot take now for the connection thread (dropped when not connected:
+ * every name is sent again at the next registration). */
 static void queue_line(const char *line, size_t n)
 {
 	if (conn_fd < 0)
 		return;
+	if (outq_len == 0) {
+		ssize_t w = send_some(line, n);
+		if (w < 0)
+			return; /* the recorder is gone: it counts what it never got */
+		line += w;
+		n -= (size_t)w;
+		if (!n)
+			return;
+	}
 	if (outq_len + n > outq_cap) {
 		size_t cap = outq_cap ? outq_cap * 2 : 4096;
 		while (cap < outq_len + n)
@@ -357,18 +399,27 @@ static void send_name(uint32_t id)
 	queue_line(line, (size_t)n);
 }
 
-/* Connection thread: send what is queued (blocking, outside the lock). */
-static int flush_queue(int s)
+/* Connection thread: send what the socket takes of the queue. Returns the
+ * bytes still queued, or -1 when the connection is broken. */
+static ssize_t flush_queue(void)
 {
 	pthread_mutex_lock(&names_lock);
-	char *q = outq;
-	size_t n = outq_len;
-	outq = NULL;
-	outq_len = outq_cap = 0;
+	ssize_t w = outq_len ? send_some(outq, outq_len) : 0;
+	if (w > 0) {
+		memmove(outq, outq + w, outq_len - (size_t)w);
+		outq_len -= (size_t)w;
+	}
+	ssize_t left = w < 0 ? -1 : (ssize_t)outq_len;
 	pthread_mutex_unlock(&names_lock);
-	int r = n ? send_all(s, q, n) : 0;
-	free(q);
-	return r;
+	return left;
+}
+
+/* Under names_lock: tell the recorder, through the buffer's header, how
+ * many names there are (it counts those it never received as lost). */
+static void note_names(struct app_buf *b)
+{
+	if (b)
+		atomic_store_explicit(&b->shm->stats.names, nnames, memory_order_relaxed);
 }
 
 uint32_t btrace_intern(const char *name)
@@ -404,6 +455,10 @@ uint32_t btrace_intern(const char *name)
 	for (unsigned i = 0; i < atomic_load_explicit(&nwatch, memory_order_relaxed); i++)
 		if (strcmp(watches[i].name, copy) == 0)
 			__atomic_store_n(&watches[i].id, id, __ATOMIC_RELAXED);
+	/* After the send: a recorder that sees the count finds the line in
+	 * the socket (or counts it lost). Acquire: pairs with the release
+	 * store in publish() (b->shm is set before the pointer). */
+	note_names(atomic_load_explicit(&g_buf, memory_order_acquire));
 out:
 	pthread_mutex_unlock(&names_lock);
 	return id;
@@ -660,14 +715,24 @@ static void serve_recorder(int s)
 	for (uint32_t id = 1; id <= nnames; id++)
 		send_name(id);
 	pthread_mutex_unlock(&names_lock);
-	if (flush_queue(s) < 0) {
+	ssize_t left;
+	while ((left = flush_queue()) > 0) {
+		struct pollfd pf = { .fd = s, .events = POLLOUT };
+		if (poll(&pf, 1, -1) < 0 && errno != EINTR)
+			break;
+	}
+	if (left != 0) {
 		detach(s);
 		return;
 	}
 	publish(b); /* nothing before it: a detach cleared g_buf */
+	pthread_mutex_lock(&names_lock);
+	note_names(b);
+	pthread_mutex_unlock(&names_lock);
 
 	for (;;) {
-		struct pollfd pf[2] = { { .fd = s, .events = POLLIN }, { .fd = wake_fd, .events = POLLIN } };
+		struct pollfd pf[2] = { { .fd = s, .events = POLLIN | (left > 0 ? POLLOUT : 0) },
+					{ .fd = wake_fd, .events = POLLIN } };
 		if (poll(pf, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -677,10 +742,17 @@ static void serve_recorder(int s)
 			uint64_t v;
 			ssize_t rd = read(wake_fd, &v, sizeof(v));
 			(void)rd;
-			if (flush_queue(s) < 0)
+			if (flush_delay_ms) {
+				struct timespec ts = { flush_delay_ms / 1000, (flush_delay_ms % 1000) * 1000000L };
+				nanosleep(&ts, NULL);
+			}
+		}
+		if (pf[1].revents || (pf[0].revents & POLLOUT)) {
+			left = flush_queue();
+			if (left < 0)
 				break;
 		}
-		if (!pf[0].revents)
+		if (!(pf[0].revents & ~POLLOUT))
 			continue;
 		int r = recv_line(s, line, sizeof(line), &fd);
 		if (r <= 0)
@@ -695,6 +767,9 @@ static void serve_recorder(int s)
 			}
 			/* The recorder frees the old buffer's pages. */
 			struct app_buf *old = publish(nb);
+			pthread_mutex_lock(&names_lock);
+			note_names(nb);
+			pthread_mutex_unlock(&names_lock);
 			if (old && old->fd >= 0) {
 				close(old->fd);
 				old->fd = -1;
@@ -784,6 +859,10 @@ static void start(void)
 	if (!app_name[0])
 		strcpy(app_name, "app");
 	pthread_mutex_unlock(&names_lock);
+	const char *dl = getenv("BTRACE_TEST_FLUSH_DELAY_MS");
+	flush_delay_ms = dl ? atol(dl) : 0;
+	if (flush_delay_ms < 0)
+		flush_delay_ms = 0;
 	if (wake_fd < 0)
 		wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (wake_fd < 0) {

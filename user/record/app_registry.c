@@ -244,8 +244,9 @@ static void app_line(struct bt_apps *r, struct app *a, char *line)
 		a->nnames = (uint32_t)id;
 }
 
-/* Under lock: read what the application sent; returns -1 at EOF/error.
- * At most 64 KiB per call: a flooding application cannot hold the lock. */
+/* Under lock: read what the application sent; returns -1 at EOF/error, 1
+ * when more may be waiting, 0 when all was read. At most 64 KiB per call:
+ * a flooding application cannot hold the lock. */
 static int app_input(struct bt_apps *r, struct app *a)
 {
 	char buf[4096];
@@ -270,7 +271,42 @@ static int app_input(struct bt_apps *r, struct app *a)
 			}
 		}
 	}
-	return 0; /* more may be waiting: the next poll says so */
+	return 1; /* more may be waiting: the next poll says so */
+}
+
+/* Under lock: read everything the application sent so far (its names),
+ * then mark it gone at EOF. Bounded: all 65535 names fit in 8 MiB. */
+static void app_drain(struct bt_apps *r, struct app *a)
+{
+	int more = 1;
+	for (int i = 0; i < 128 && more == 1 && a->conn >= 0; i++)
+		more = app_input(r, a);
+	if (more < 0)
+		app_gone(a);
+}
+
+/* Under lock: names the application interned (its own count, untrusted:
+ * clamped) that we never received. Their events show name#ID. */
+static uint64_t names_lost(const struct app *a, uint64_t interned)
+{
+	uint64_t lost = 0;
+	if (interned > BT_APP_MAX_NAMES)
+		interned = BT_APP_MAX_NAMES;
+	for (uint64_t id = 1; id <= interned; id++)
+		lost += id > a->names_cap || !a->names[id - 1][0];
+	return lost;
+}
+
+/* Under lock: the names count of the application's buffers. */
+static uint64_t names_interned(const struct app *a)
+{
+	uint64_t n = 0;
+	for (uint32_t b = 0; b < a->nbufs; b++) {
+		struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
+		uint64_t x = atomic_load_explicit(&sh->stats.names, memory_order_relaxed);
+		n = x > n ? x : n;
+	}
+	return n;
 }
 
 /* Under lock: drop older buffers once the current one has been filled once. */
@@ -413,8 +449,10 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 	/* A process registers once; a second registration replaces the first
 	 * (the library reconnects after the recorder restarted, or after an exec). */
 	for (size_t i = 0; i < r->napps; i++)
-		if (r->apps[i]->pid == pid && !(r->apps[i]->flags & BT_APP_EXITED))
+		if (r->apps[i]->pid == pid && !(r->apps[i]->flags & BT_APP_EXITED)) {
+			app_drain(r, r->apps[i]); /* names it sent before it reconnected */
 			app_gone(r->apps[i]);
+		}
 	if (r->napps >= r->cfg.max_apps) {
 		size_t victim = SIZE_MAX;
 		for (size_t i = 0; i < r->napps && victim == SIZE_MAX; i++)
@@ -524,8 +562,9 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
-		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u dropped=%" PRIu64 "\n", a->pid,
-			a->name, a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
+		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
+			" dropped=%" PRIu64 "\n", a->pid, a->name, a->conn >= 0 ? "live" : "exited",
+			a->bufs[0].data_size, a->nbufs, a->nnames, names_lost(a, names_interned(a)),
 			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
 						       memory_order_relaxed));
 	}
@@ -576,11 +615,14 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 		}
 	}
 	if (!err) {
-		/* Names registered while we read the blocks name events we dumped. */
+		/* Names registered while we read the blocks name events we dumped.
+		 * The count first: the library sends a name before counting it,
+		 * so every name counted here is in the socket by now. */
 		for (size_t i = 0; i < r->napps; i++) {
 			struct app *a = r->apps[i];
-			if (a->conn >= 0 && app_input(r, a) < 0)
-				app_gone(a);
+			uint64_t interned = names_interned(a);
+			app_drain(r, a);
+			t[i].counters[BT_APPC_NAMES_LOST] = names_lost(a, interned);
 			struct bt_dump_app *d = &t[i];
 			d->pid = a->pid;
 			d->flags = a->flags;

@@ -104,6 +104,9 @@ int bt_report_apps(const struct bt_dump *d, FILE *out)
 		if (x->counters[BT_APPC_BLOCKS_BAD])
 			fprintf(out, "    WARNING: %" PRIu64 " blocks failed validation (the application wrote over its buffer): dropped\n",
 				x->counters[BT_APPC_BLOCKS_BAD]);
+		if (x->counters[BT_APPC_NAMES_LOST])
+			fprintf(out, "    WARNING: %" PRIu64 " event names never reached the recorder: their events show name#ID\n",
+				x->counters[BT_APPC_NAMES_LOST]);
 		if (x->counters[BT_APPC_BLOCKS_BUSY] && (x->flags & BT_APP_EXITED))
 			fprintf(out, "    note: %" PRIu64 " blocks held unconfirmed writes (a thread died or stopped mid-write): not dumped\n",
 				x->counters[BT_APPC_BLOCKS_BUSY]);
