@@ -254,3 +254,63 @@ int bt_write_full(int fd, const void *p, size_t n)
 	}
 	return 0;
 }
+
+size_t bt_utf8_seq_len(const unsigned char *s, size_t n)
+{
+	unsigned c = s[0], cp, min;
+	size_t len;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		len = 2, min = 0x80;
+	else if (c >= 0xe0 && c <= 0xef)
+		len = 3, min = 0x800;
+	else if (c >= 0xf0 && c <= 0xf4)
+		len = 4, min = 0x10000;
+	else
+		return 0;
+	if (len > n)
+		return 0;
+	cp = c & (0xffu >> (len + 1));
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = s ? strnlen(s, maxlen) : 0, o = 0;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; i < n;) {
+		char esc[16];
+		size_t l = bt_utf8_seq_len(u + i, n - i), k;
+		unsigned c = u[i];
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+			esc[0] = '\\';
+			esc[1] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\\';
+			k = 2, l = 1;
+		} else if (!l || c < 0x20 || c == 0x7f) {
+			k = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", c), l = 1;
+		} else if (l == 2 && c == 0xc2 && u[i + 1] < 0xa0) { /* C1 control, U+0080..U+009F */
+			k = (size_t)snprintf(esc, sizeof(esc), "\\xc2\\x%02x", u[i + 1]);
+		} else {
+			memcpy(esc, u + i, l);
+			k = l;
+		}
+		if (o + k >= len)
+			break;
+		memcpy(buf + o, esc, k);
+		o += k;
+		i += l;
+	}
+	buf[o] = '\0';
+	return buf;
+}

@@ -465,15 +465,28 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     cpu_runs = defaultdict(list)
     thread_slices = defaultdict(list)
     bad = []
+    # trace_processor's JSON importer: a thread is (pid, tid); the same tid
+    # under another pid starts a new thread (tid reuse), and a thread or
+    # process has one name (a second "M" name replaces the first)
+    tid_pids = defaultdict(set)
+    name_clash = []
     for e in evs:
         ph = e.get("ph")
         for k in ("ph", "name", "pid"):
             if k not in e:
                 bad.append("event without %s: %s" % (k, e))
+        if "tid" in e and "pid" in e and (ph not in ("C", "M") or e["name"] == "thread_name"):
+            tid_pids[e["tid"]].add(e["pid"])
         if ph == "M":
             if e["name"] == "thread_name":
+                old = tnames.get(e["tid"])
+                if old is not None and old != e["args"]["name"]:
+                    name_clash.append("thread %s: %r and %r" % (e["tid"], old, e["args"]["name"]))
                 tnames[e["tid"]] = e["args"]["name"]
             elif e["name"] == "process_name":
+                old = pnames.get(e["pid"])
+                if old is not None and old != e["args"]["name"]:
+                    name_clash.append("process %s: %r and %r" % (e["pid"], old, e["args"]["name"]))
                 pnames[e["pid"]] = e["args"]["name"]
             continue
         if "ts" not in e or not isinstance(e["ts"], (int, float)):
@@ -509,6 +522,10 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
             elif e["pid"] != CPU_PID:
                 thread_slices[e["tid"]].append((e["ts"], -e["dur"], e["name"]))
     result(not bad, "every event has ph, name, pid, ts", "; ".join(str(b) for b in bad[:3]))
+    result(not name_clash, "one name per thread and per process (%d threads)" % len(tnames),
+           "; ".join(name_clash[:5]))
+    split = sorted("tid %s under pids %s" % (t, sorted(p)) for t, p in tid_pids.items() if len(p) > 1)
+    result(not split, "every tid under one pid (the importer splits a tid seen under two)", "; ".join(split[:5]))
     if print_counts:
         print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
         return

@@ -45,6 +45,7 @@
 #include "export.h"
 #include "pbwriter.h"
 #include "commands.h"
+#include "util.h"
 
 #define NCPUS 4
 #define CHECKER "tests/perfetto/check_trace.py"
@@ -116,6 +117,7 @@ static struct bt_task tasks[] = {
 	{ .tid = 200, .tgid = 200, .comm = "bash" },
 	{ .tid = 300, .tgid = 300, .comm = "we\"ird\\\x01\xff" }, /* quote, backslash, control, bad UTF-8 */
 	{ .tid = 400, .tgid = 400, .comm = "caf\xc3\xa9" },
+	{ .tid = 600, .tgid = 600, .comm = "evil\nname\x1b[m\\" }, /* newline, escape sequence, backslash */
 };
 
 enum { P_MALLOC, P_MALLOC_RET, P_REQ, P_REQ_RET, P_TICK, NPROBES };
@@ -204,7 +206,7 @@ static void ev_task(struct gen *g, uint32_t type, uint32_t cpu, uint32_t tid, ui
 	e.tk.tid = tid;
 	e.tk.tgid = tgid;
 	if (comm)
-		strncpy(e.tk.comm, comm, sizeof(e.tk.comm));
+		memcpy(e.tk.comm, comm, strnlen(comm, sizeof(e.tk.comm)));
 	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.tk));
 }
 
@@ -303,6 +305,9 @@ static void round_of(struct gen *g, int i, int uprobes)
 	ev_task(g, BT_EV_PROCESS_EXEC, 2, 555, 555, "ls");
 	ev_task(g, BT_EV_TASK_RENAME, 2, 200, 200, "bash-renamed");
 	ev_task(g, BT_EV_PROCESS_EXIT, 2, 555, 555, NULL);
+	/* a name with a newline: woken, then renamed to another such name */
+	ev_wake(g, BT_EV_SCHED_WAKEUP, 3, 600);
+	ev_task(g, BT_EV_TASK_RENAME, 3, 600, 600, "new\nname\r\x85");
 	union any_ev e = { 0 };
 	e.mg.tid = 777; /* a tid nothing names */
 	e.mg.orig_cpu = 2;
@@ -724,13 +729,67 @@ static void test_json(void)
 		"\"end_state\":\"S\"",
 		"\"loss.seq_gaps\":1,",
 		"\"loss.rb_drops.cpu0.syscalls\":4,",
+		/* the dump-info pseudo-thread is not CPU 0's (0x7fff0000) */
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147442688,\"args\":{\"name\":\"btrace-bpf\"}}",
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147418112,\"args\":{\"name\":\"CPU 0\"}}",
+		"{\"ph\":\"i\",\"name\":\"btrace-bpf dump info\",\"cat\":\"btrace\",\"ts\":5000001.000,\"pid\":2147418112,\"tid\":2147442688",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		CHECK(strstr(t, want[i]), "json has: %s", want[i]);
+	CHECK(!strstr(t, "\"tid\":2147418112,\"args\":{\"name\":\"btrace-bpf\"}"), "CPU 0's pseudo-thread has one name");
 	free(t);
 	if (!have_python)
 		return;
 	CHECK(checker("json", js_path, D, EXPECT_UPROBE_PAIRS) == 0, "checker passes (see above)");
+}
+
+/* `report` prints names as the exporters do: escaped, one event per line.
+ * Task names with a newline, an escape sequence, control characters, a
+ * backslash and bytes that are not UTF-8 (tids 300, 600 and a rename). */
+static void test_report_escapes(void)
+{
+	char *text = NULL;
+	size_t len = 0, nev;
+	bt_dump_events(D, &nev);
+	FILE *f = open_memstream(&text, &len);
+	REQUIRE(f, "open_memstream");
+	CHECK(bt_dump_report(D, 0, f) == 0, "report");
+	fclose(f);
+	REQUIRE(text, "report text");
+	size_t lines = 0, lost = 0, bad = 0;
+	for (char *l = text, *e; *l; l = e + 1) {
+		e = strchr(l, '\n');
+		if (!e)
+			break;
+		*e = '\0';
+		lines++;
+		unsigned cpu;
+		char col[2];
+		if (!strncmp(l, "CPU:", 4))
+			lost++;
+		else if (strncmp(l, "cpus=", 5) && sscanf(l, "%*[^[][%3u]%1[ ]", &cpu, col) != 2 && bad++ < 3)
+			printf("# not an event line: '%s'\n", l);
+		for (const char *c = l; *c; c++)
+			if ((unsigned char)*c < 0x20 && bad++ < 3)
+				printf("# control character 0x%02x in: '%s'\n", *c, l);
+		*e = '\n';
+	}
+	CHECK(lines == 1 + nev + lost && !bad, "one line per event: %zu lines, %zu events, %zu LOST, %zu bad", lines, nev,
+	      lost, bad);
+	const char *want[] = {
+		"\nwe\"ird\\\\\\x01\\xff-300 ",                        /* leading column */
+		"comm=evil\\nname\\x1b[m\\\\ pid=600 ",                   /* woken */
+		"pid=600 oldcomm=evil\\nname\\x1b[m\\\\ newcomm=new\\nname\\r\\x85\n", /* renamed */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(text, want[i]), "report has: %s", want[i]);
+	free(text);
+
+	/* bt_escape_text: valid UTF-8 as is, C1 controls escaped, cut at a whole escape */
+	char b[16];
+	CHECK(!strcmp(bt_escape_text("caf\xc3\xa9 \xc2\x9b", 64, b, sizeof(b)), "caf\xc3\xa9 \\xc2\\x9b"), "utf-8: %s", b);
+	CHECK(!strcmp(bt_escape_text("a\nb", 64, b, 4), "a\\n"), "cut: %s", b);
+	CHECK(!strcmp(bt_escape_text("a\nb", 64, b, 3), "a"), "cut before an escape: %s", b);
 }
 
 /* ---- application events --------------------------------------------------------- */
@@ -1286,6 +1345,7 @@ int main(void)
 	RUN(test_perfetto_compact);
 	RUN(test_json);
 	RUN(test_app_events);
+	RUN(test_report_escapes);
 	RUN(test_gzip);
 	RUN(test_atomic);
 	RUN(test_cmd);

@@ -38,11 +38,16 @@
 #include "export.h"
 #include "event_names.h"
 #include "pbwriter.h"
+#include "util.h"
 
 #define JSON_CPU_PID 0x7fff0000u /* above any kernel pid (PID_MAX_LIMIT is 2^22) */
 #define CPU_TID(c) (JSON_CPU_PID + (c))
 #define IRQ_TID(c) (JSON_CPU_PID + 0x2000u + (c))
 #define LOSS_TID(c) (JSON_CPU_PID + 0x4000u + (c))
+/* the "btrace-bpf" thread: dump info and CPU counters; apart from every CPU's
+ * (CPU_TID(0) is JSON_CPU_PID itself) so each pseudo-thread has one name */
+#define INFO_TID (JSON_CPU_PID + 0x6000u)
+_Static_assert(BT_DUMP_MAX_CPUS <= 0x2000, "CPU pseudo-thread ranges do not overlap");
 #define IRQ_STACK 16
 #define PROGRESS_EVERY 16384
 /* write a string literal */
@@ -119,7 +124,7 @@ static void jstr(struct jx *j, const char *s, size_t maxlen)
 			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "\\u%04x", c);
 			i++;
 		} else {
-			size_t l = pbw_utf8_seq_len(u + i, n - i);
+			size_t l = bt_utf8_seq_len(u + i, n - i);
 			if (!l) {
 				memcpy(buf + o, "\\ufffd", 6);
 				o += 6;
@@ -616,7 +621,7 @@ static void put_power(struct jx *j, const struct bt_event_hdr *h)
 	char name[48];
 	int freq = h->type == BT_EV_CPU_FREQUENCY;
 	snprintf(name, sizeof(name), "cpu %u %s", e->cpu_id, freq ? "freq" : "idle");
-	ev_open(j, "C", name, bt_event_name(h->type), h->ts_ns, JSON_CPU_PID, JSON_CPU_PID);
+	ev_open(j, "C", name, bt_event_name(h->type), h->ts_ns, JSON_CPU_PID, INFO_TID);
 	if (freq)
 		arg_u(j, "kHz", e->state);
 	else
@@ -758,7 +763,8 @@ static void write_header(struct jx *j)
 
 	meta(j, "process_name", JSON_CPU_PID, 0, "name", "CPUs", 0);
 	meta(j, "process_sort_index", JSON_CPU_PID, 0, "sort_index", NULL, -1);
-	meta(j, "thread_name", JSON_CPU_PID, JSON_CPU_PID, "name", "btrace-bpf", 0);
+	meta(j, "thread_name", JSON_CPU_PID, INFO_TID, "name", "btrace-bpf", 0);
+	meta(j, "thread_sort_index", JSON_CPU_PID, INFO_TID, "sort_index", NULL, -1);
 	for (uint32_t c = 0; c < h->ncpus; c++) {
 		if (!p->percpu || !p->percpu[c].events)
 			continue;
@@ -799,7 +805,7 @@ static void write_header(struct jx *j)
 	}
 	/* where the dump came from and every loss counter, also as an event */
 	ev_open(j, "i", "btrace-bpf dump info", "btrace", p->first_ts ? p->first_ts : h->created_boottime_ns,
-		JSON_CPU_PID, JSON_CPU_PID);
+		JSON_CPU_PID, INFO_TID);
 	JW(j, ",\"s\":\"g\"");
 	loss_members(j, 1);
 	ev_close(j);

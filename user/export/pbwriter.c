@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "pbwriter.h"
+#include "util.h"
 
 void pbw_init(struct pbw *w)
 {
@@ -135,40 +136,13 @@ void pbw_stringn(struct pbw *w, uint32_t field, const char *s, size_t maxlen)
 	pbw_bytes(w, field, s, s ? strnlen(s, maxlen) : 0);
 }
 
-size_t pbw_utf8_seq_len(const unsigned char *s, size_t n)
-{
-	unsigned c = s[0], cp, min;
-	size_t len;
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xc2 && c <= 0xdf)
-		len = 2, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		len = 3, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		len = 4, min = 0x10000;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	cp = c & (0xffu >> (len + 1));
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
-	}
-	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void pbw_utf8(struct pbw *w, uint32_t field, const char *s, size_t maxlen)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t n = s ? strnlen(s, maxlen) : 0, out = 0, i, l;
 
 	for (i = 0; i < n; i += l ? l : 1)
-		out += (l = pbw_utf8_seq_len(u + i, n - i)) ? l : 3;
+		out += (l = bt_utf8_seq_len(u + i, n - i)) ? l : 3;
 	if (out == n) {
 		pbw_bytes(w, field, s, n);
 		return;
@@ -178,7 +152,7 @@ void pbw_utf8(struct pbw *w, uint32_t field, const char *s, size_t maxlen)
 	put_tag(w, field, PBW_LEN);
 	put_varint(w, out);
 	for (i = 0; i < n; i += l ? l : 1) {
-		l = pbw_utf8_seq_len(u + i, n - i);
+		l = bt_utf8_seq_len(u + i, n - i);
 		if (l) {
 			memcpy(w->buf + w->len, u + i, l);
 			w->len += l;

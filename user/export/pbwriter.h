@@ -65,8 +65,6 @@ void pbw_stringn(struct pbw *w, uint32_t field, const char *s, size_t maxlen);
  * valid UTF-8 sequence replaced by U+FFFD. For names from the kernel (comm),
  * which are arbitrary bytes. */
 void pbw_utf8(struct pbw *w, uint32_t field, const char *s, size_t maxlen);
-/* Length of the valid UTF-8 sequence at s (n bytes available), 0 if invalid. */
-size_t pbw_utf8_seq_len(const unsigned char *s, size_t n);
 
 /* Nested message (or packed repeated field): begin, write its fields, end. */
 void pbw_begin(struct pbw *w, uint32_t field);

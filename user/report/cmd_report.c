@@ -22,6 +22,7 @@
 #include "report_apps.h"
 #include "event_names.h"
 #include "report_functions.h"
+#include "util.h"
 
 #define PROG "btrace-bpf"
 
@@ -360,7 +361,10 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 		if (e->type == BT_EV_PROCESS_EXEC)
 			bt_namer_apply(nm, e, ev[i].len);
 		if (event_ok(&f, e)) {
-			const char *comm = e->tid == 0 ? "<idle>" : bt_namer_comm(nm, e->tid, e->cpu);
+			char cb[BT_ESCAPED_LEN(BT_TASK_COMM_LEN)];
+			const char *comm = e->tid == 0 ? "<idle>"
+					   : bt_escape_text(bt_namer_comm(nm, e->tid, e->cpu), BT_TASK_COMM_LEN, cb,
+							    sizeof(cb));
 			if (ev[i].app >= 0)
 				bt_format_app_fields(fields, sizeof(fields), e, ev[i].len,
 						     bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id));
@@ -459,11 +463,14 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		fprintf(out, "uncompressed, ");
 	fprintf(out, "%s file, %s of blocks and tables\n", human(h->file_size, b1, sizeof(b1)),
 		human(h->body_raw_len, b2, sizeof(b2)));
-	fprintf(out, "host:       %s, kernel %s, %u CPUs, recorder pid %" PRIu64 "\n", h->hostname, h->kernel, nc,
-		h->recorder_pid);
+	char eh[BT_ESCAPED_LEN(sizeof(h->hostname))], ek[BT_ESCAPED_LEN(sizeof(h->kernel))],
+		er[BT_ESCAPED_LEN(sizeof(h->reason))];
+	fprintf(out, "host:       %s, kernel %s, %u CPUs, recorder pid %" PRIu64 "\n",
+		bt_escape_text(h->hostname, sizeof(h->hostname), eh, sizeof(eh)),
+		bt_escape_text(h->kernel, sizeof(h->kernel), ek, sizeof(ek)), nc, h->recorder_pid);
 	fprintf(out, "created:    %s (boot time %s), reason %s, dump #%" PRIu64,
 		fmt_wall(h, h->created_boottime_ns, b1, sizeof(b1)), fmt_secs(h->created_boottime_ns, b2, sizeof(b2)),
-		h->reason[0] ? h->reason : "-", h->dump_seq);
+		h->reason[0] ? bt_escape_text(h->reason, sizeof(h->reason), er, sizeof(er)) : "-", h->dump_seq);
 	if (h->overlaps_dump)
 		fprintf(out, " (may overlap dump #%" PRIu64 ")", h->overlaps_dump);
 	fputc('\n', out);
