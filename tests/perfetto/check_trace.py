@@ -25,7 +25,11 @@ ProcessTree; event timestamps never decrease per CPU; uprobe slices nest per
 thread track (every end closes the innermost open begin, none left open
 but application slices marked open_at_dump_end); application events on
 their thread's "app events" track, counters on counter tracks under a
-process track, a LOST instant per per-thread app seq gap;
+process track, a LOST instant per per-thread app seq gap; the importer's
+rules for TrackDescriptors (one thread descriptor per tid and one process
+descriptor per pid, else tid/pid reuse splits them; a uuid re-described
+identically; parents described, no cycle) and uprobe/app events on a named
+child track that resolves to a thread;
 clock snapshot with BOOTTIME and REALTIME; the loss counters (dump info
 annotations, FtraceStats at start and end, a LOST slice per gap, lost_events
 on the bundles of CPUs with gaps). JSON output: the same counts (cat split
@@ -193,7 +197,10 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     clocks = set()
     uts = None
 
+    described = defaultdict(list)  # uuid -> every TrackDescriptor given for it
     for idx, pk in enumerate(packets):
+        for td in pk.get("track_descriptor", []):
+            described[one(td, "uuid")].append(td)
         for pt in pk.get("process_tree", []):
             for t in pt.get("threads", []):
                 names[one(t, "tid")] = one(t, "name", "")
@@ -263,6 +270,8 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                     mono_bad.append("cpu %s: %s after %s" % (cpu, ts, last_ts[cpu]))
                 last_ts[cpu] = ts
 
+    check_track_tree(tracks, described)
+
     # uprobe and application events from track events
     loss_slices = 0
     app_loss = 0
@@ -290,14 +299,18 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 counts["app_end"] += 1
             else:
                 counts["app_instant"] += 1
-            if one(td, "thread") is None or one(td, "name") != "app events":
-                app_bad.append("app event %r on track %s: not an app events thread track" %
+            if thread_of(tracks, one(te, "track_uuid")) is None or one(td, "name") != "app events":
+                app_bad.append("app event %r on track %s: not an app events track of a thread" %
                                (name, one(te, "track_uuid")))
             continue
         if "btrace" in cats and typ == "TYPE_INSTANT" and name.startswith("LOST ") and \
                 one(td, "name") == "app events":
             app_loss += 1
             continue
+        if ("uprobe" in cats or "usdt" in cats) and (thread_of(tracks, one(te, "track_uuid")) is None or
+                                                     one(td, "name") != "uprobes"):
+            app_bad.append("uprobe event %r on track %s: not a uprobes track of a thread" %
+                           (name, one(te, "track_uuid")))
         if "uprobe" in cats:
             if typ == "TYPE_SLICE_BEGIN":
                 counts["uprobe"] += 1
@@ -389,6 +402,67 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
         if info is not None:
             g = one(info["loss.seq_gaps"], "uint_value", 0)
             result(g == gaps, "dump info loss.seq_gaps = %d" % gaps, "found %s" % g)
+
+
+def thread_of(tracks, uuid, depth=0):
+    """(pid, tid) of the thread a track belongs to, as trace_processor
+    resolves it: its own ThreadDescriptor, else its parent's; None if the
+    track is not a thread's."""
+    td = tracks.get(uuid)
+    if td is None or depth > 32:
+        return None
+    th = one(td, "thread")
+    if th is not None:
+        return (one(th, "pid"), one(th, "tid"))
+    if one(td, "process") is not None:
+        return None
+    parent = one(td, "parent_uuid")
+    return thread_of(tracks, parent, depth + 1) if parent else None
+
+
+def check_track_tree(tracks, described):
+    """trace_processor's rules for TrackDescriptors (TrackEventTracker):
+    - a second thread descriptor for a tid (another uuid) is taken as tid
+      reuse: the thread is split in two; the same for a second process
+      descriptor of a pid (pid reuse);
+    - a uuid described again must describe the same track (parent, pid, tid,
+      counter), else the later one is an error;
+    - a ThreadDescriptor needs pid and tid;
+    - a parent must be described, and the hierarchy must have no cycle."""
+    bad = []
+    by_tid = defaultdict(set)
+    by_pid = defaultdict(set)
+    for uuid, tds in described.items():
+        def key(td):
+            th, pr = one(td, "thread"), one(td, "process")
+            return (one(td, "parent_uuid"), th and (one(th, "pid"), one(th, "tid")), pr and one(pr, "pid"),
+                    one(td, "counter") is not None)
+        if len(set(key(td) for td in tds)) > 1:
+            bad.append("track %s described twice as different tracks: %s" % (uuid, [key(td) for td in tds][:2]))
+        td = tds[0]
+        th = one(td, "thread")
+        if th is not None:
+            if one(th, "pid") is None or one(th, "tid") is None:
+                bad.append("track %s: ThreadDescriptor without pid or tid" % uuid)
+            by_tid[one(th, "tid")].add(uuid)
+        pr = one(td, "process")
+        if pr is not None and th is None:
+            by_pid[one(pr, "pid")].add(uuid)
+        parent, seen = one(td, "parent_uuid"), {uuid}
+        while parent:
+            if parent not in tracks:
+                bad.append("track %s: parent %s not described" % (uuid, parent))
+                break
+            if parent in seen:
+                bad.append("track %s: parent cycle" % uuid)
+                break
+            seen.add(parent)
+            parent = one(tracks[parent], "parent_uuid")
+    reuse = ["tid %s: %d thread descriptors" % (t, len(u)) for t, u in sorted(by_tid.items()) if len(u) > 1]
+    reuse += ["pid %s: %d process descriptors" % (p, len(u)) for p, u in sorted(by_pid.items()) if len(u) > 1]
+    result(not reuse, "one thread descriptor per tid, one process descriptor per pid (%d threads, %d processes; "
+           "a second one is tid/pid reuse to the importer)" % (len(by_tid), len(by_pid)), "; ".join(reuse[:5]))
+    result(not bad, "track descriptors form a valid tree (%d tracks)" % len(tracks), "; ".join(bad[:5]))
 
 
 def sched_switches(trace):

@@ -609,7 +609,9 @@ static void test_perfetto_fields(void)
 		"categories: \"usdt\"\nname: \"app:tick\"\n",
 		"categories: \"btrace\"\nname: \"LOST 5 events\"\n",
 		"thread {\npid: 100\ntid: 101\nthread_name: \"app-worker\"\n}",
-		"disallow_merging_with_system_tracks: true\n",
+		/* one thread track per tid, the uprobe slices on a named child of it */
+		"uuid: 13235199704129601636\nthread {\npid: 100\ntid: 100\nthread_name: \"app\"\n}",
+		"name: \"uprobes\"\nparent_uuid: 13235199704129601636\n",
 		"threads {\ntid: 101\nname: \"app-worker\"\ntgid: 100\n}",
 		"processes {\npid: 100\ncmdline: \"app\"\ncmdline_is_comm: true\n}",
 		"clocks {\nclock_id: 6\n",
@@ -848,6 +850,22 @@ static void app_switch(struct appgen *g, uint32_t prev, uint32_t next)
 		g->failed++;
 }
 
+/* A uprobe event of an application thread (kernel buffer, kernel seq). */
+static void app_uprobe(struct appgen *g, uint32_t tid, uint32_t type, uint32_t probe)
+{
+	struct bt_ev_uprobe e = { 0 };
+	e.h.ts_ns = (g->ts += 1000);
+	e.h.seq = g->kseq++;
+	e.h.tid = tid;
+	e.h.tgid = APP_PID;
+	e.h.type = (uint16_t)type;
+	e.probe_id = probe;
+	if (type == BT_EV_UPROBE_RETURN)
+		e.duration_ns = 2000, e.ret = 42;
+	if (store(g->k, 0, &e.h, sizeof(e)) != 0)
+		g->failed++;
+}
+
 static int app_block_cb(const struct bt_block_view *blk, void *ctx)
 {
 	return bt_dump_sink_app_block(ctx, 0, blk);
@@ -891,6 +909,8 @@ static int make_app_dump(const char *path)
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 1, 0, 0);         /* work { */
 	app_ev(&g, 501, BT_EV_APP_INSTANT, N_TICK, 3, 7, -8, 9);      /*   tick */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 2, 0, 0);         /*   work { */
+	app_uprobe(&g, 501, BT_EV_UPROBE_ENTRY, 0);                   /*     do_work( (a uprobe: */
+	app_uprobe(&g, 501, BT_EV_UPROBE_RETURN, 1);                  /*     ) the same thread) */
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /*   } */
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* }: 2 slices */
 	app_ev(&g, 501, BT_EV_APP_COUNTER, N_QUEUE, 1, 5, 0, 0);
@@ -906,10 +926,16 @@ static int make_app_dump(const char *path)
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its END or another's: alone */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 4, 0, 0);         /* open at the end of the dump */
 	app_switch(&g, 501, 0);
+	struct bt_probe_desc up[2] = { { .id = 0, .pid = APP_PID, .offset = 0x1100, .binary = "/usr/bin/myapp",
+					 .func = "do_work" } };
+	up[1] = up[0];
+	up[1].id = 1;
+	up[1].flags = BT_PROBE_RETURN;
 	struct bt_dump_info info = {
 		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
 		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
-		.groups_enabled = 1, .write_apps = app_write_apps, .apps_ctx = g.a,
+		.groups_enabled = 1 | 1u << BT_GROUP_UPROBE, .write_apps = app_write_apps, .apps_ctx = g.a,
+		.probes = up, .nprobes = 2,
 	};
 	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
 	if (r < 0)
@@ -957,12 +983,12 @@ static void test_app_events(void)
 	check_app_stats("json", &st, nev);
 
 	/* the shown events per type: the dump's, less the one of another process's thread */
-	const char *expect = "sched_switch=4,app_begin=5,app_end=5,app_instant=2,app_counter=2";
+	const char *expect = "sched_switch=4,uprobe=1,uretprobe=1,app_begin=5,app_end=5,app_instant=2,app_counter=2";
 	char cmd[4096], out[16384];
 	if (have_python && have_protoc) {
 		snprintf(cmd, sizeof(cmd),
 			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 0"
-			 " --app-slices %d --app-gaps %d 2>&1",
+			 " --app-slices %d --app-gaps %d --uprobe-slices 1 2>&1",
 			 root, pf, expect, APP_SLICES, APP_GAPS);
 		int r = run_cmd(cmd, out, sizeof(out));
 		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
@@ -985,7 +1011,11 @@ static void test_app_events(void)
 		CHECK(t, "protoc decodes %s", pf);
 		const char *want[] = {
 			"process {\npid: 500\nprocess_name: \"myapp\"\n}",
-			"name: \"app events\"\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			/* one thread track for 501, its uprobes and its application events on named children */
+			"uuid: 13235199704129602037\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			"name: \"app events\"\nparent_uuid: 13235199704129602037\n",
+			"name: \"uprobes\"\nparent_uuid: 13235199704129602037\n",
+			"categories: \"uprobe\"\nname: \"do_work\"\n",
 			"name: \"queue\"\nparent_uuid: ",
 			"type: TYPE_COUNTER\ntrack_uuid: ",
 			"counter_value: 7\n",
