@@ -162,8 +162,10 @@ else
 	T_PIDS+=("$TPID")
 	wait_for 10 grep -q '^ready' "$T_TMP/target.out"
 	UOUT=$T_TMP/urec
+	# bt_args6: entry only (calls, never "unmatched"); bt_sleep_us%return alone
+	# (slices drawn from the durations the returns carry, README's example)
 	if rec_start "$T_TMP/urec.log" -o "$UOUT" -e sched -p "$TPID" -u bt_add -u 'bt_add%return' -u bt_fib \
-		-u 'bt_fib%return' -u bt_args6 -U 'uprobe_target:btrace_test:tick'; then
+		-u 'bt_fib%return' -u bt_args6 -u 'bt_sleep_us%return' -U 'uprobe_target:btrace_test:tick'; then
 		kill -USR1 "$TPID"
 		wait "$TPID"
 		sleep 0.3
@@ -175,11 +177,15 @@ else
 		diag "uprobe dump: $UEXP"
 		# bt_add: 50 calls per thread, bt_fib(6): 15 (recursive)
 		PAIRS=$((THREADS * (50 + 15)))
+		# bt_sleep_us: 3 calls per thread; nothing unmatched without a loss
+		ONE=(--uretprobe-slices $((THREADS * 3)))
+		[ "$UGAPS" -eq 0 ] && ONE+=(--unmatched 0)
 		check "convert the uprobe recording" "$BT" convert -q -o "$T_TMP/u.perfetto-trace" "$UD"
 		[ "$HAVE_PROTOC" -eq 1 ] &&
-			checker perfetto "$T_TMP/u.perfetto-trace" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+			checker perfetto "$T_TMP/u.perfetto-trace" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS" \
+				"${ONE[@]}"
 		check "convert the uprobe recording to json" "$BT" convert -q -f json -o "$T_TMP/u.json" "$UD"
-		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS" "${ONE[@]}"
 	else
 		not_ok "record with uprobes starts" "$(cat "$T_TMP/urec.log")"
 	fi

@@ -11,6 +11,10 @@ Options:
                         types not listed must be absent
   --gaps N              seq gaps the dump has (LOST slices expected)
   --uprobe-slices N     matched uprobe entry/return pairs expected
+  --uretprobe-slices N  slices of functions probed with %return alone (drawn
+                        from the duration each return carries)
+  --unmatched N         uprobe events flagged unmatched (an entry or return
+                        whose partner was asked for but is not there)
   --app-slices N        matched application BEGIN/END pairs expected
   --app-gaps N          per-thread seq gaps of application events (LOST instants)
   --counts              print the counts found (NAME=N,...) and exit 0
@@ -179,7 +183,7 @@ def check_same_sched(trace, other_path, proto):
     result(not diff, "sched_switch events as the importer infers them equal %s's" % other_path, "; ".join(diff[:3]))
 
 
-def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
+def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
     packets = trace.get("packet", [])
     counts = defaultdict(int)
     names = {}
@@ -274,6 +278,7 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
 
     # uprobe and application events from track events
     loss_slices = 0
+    unmatched = 0
     app_loss = 0
     app_bad = []
     for ts, idx, te in track_events:
@@ -307,18 +312,28 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 one(td, "name") == "app events":
             app_loss += 1
             continue
-        if ("uprobe" in cats or "usdt" in cats) and (thread_of(tracks, one(te, "track_uuid")) is None or
+        if ("uprobe" in cats or "uretprobe" in cats or "usdt" in cats) and (thread_of(tracks, one(te, "track_uuid")) is None or
                                                      one(td, "name") != "uprobes"):
             app_bad.append("uprobe event %r on track %s: not a uprobes track of a thread" %
                            (name, one(te, "track_uuid")))
+        if ("uprobe" in cats or "uretprobe" in cats) and \
+                any(one(a, "name") == "unmatched" for a in te.get("debug_annotations", [])):
+            unmatched += 1
         if "uprobe" in cats:
+            # an entry (matched: the begin; alone or of a function probed
+            # without %return: an instant), or a return (matched: the end)
             if typ == "TYPE_SLICE_BEGIN":
                 counts["uprobe"] += 1
             elif typ == "TYPE_SLICE_END":
                 counts["uretprobe"] += 1
-            elif name.endswith("(entry, no return)"):
-                counts["uprobe"] += 1
             elif name.endswith("(return, no entry)"):
+                counts["uretprobe"] += 1
+            else:
+                counts["uprobe"] += 1
+        elif "uretprobe" in cats:
+            # a return of a function probed with %return alone: the end of
+            # its slice (the begin is drawn from its duration), or an instant
+            if typ != "TYPE_SLICE_BEGIN":
                 counts["uretprobe"] += 1
         elif "usdt" in cats:
             counts["usdt"] += 1
@@ -348,6 +363,7 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     bad = []
     stacks = defaultdict(list)
     pairs = 0
+    rpairs = 0
     apairs = 0
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
@@ -368,6 +384,8 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                     bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
                 if "uprobe" in te.get("categories", []):
                     pairs += 1
+                if "uretprobe" in te.get("categories", []):
+                    rpairs += 1
                 if "app" in te.get("categories", []):
                     apairs += 1
     # a slice the application had not ended at dump time stays open
@@ -378,6 +396,12 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
            "; ".join(bad[:5]))
     if uprobe_slices is not None:
         result(pairs == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % pairs)
+    if opt.get("uretprobe_slices") is not None:
+        result(rpairs == opt["uretprobe_slices"], "slices of %%return-only probes: %d" % opt["uretprobe_slices"],
+               "found %d" % rpairs)
+    if opt.get("unmatched") is not None:
+        result(unmatched == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"],
+               "found %d" % unmatched)
     if app_slices is not None:
         result(apairs == app_slices, "app slices: %d" % app_slices, "found %d" % apairs)
     result(not app_bad, "application events on their tracks", "; ".join(app_bad[:5]))
@@ -513,7 +537,7 @@ def check_counts(counts, expect):
            (total, len([k for k in expect if expect[k]])), "; ".join(bad))
 
 
-def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
+def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
@@ -630,6 +654,13 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     if uprobe_slices is not None:
         n = sum(1 for e in evs if e.get("cat") == "uprobe,uretprobe")
         result(n == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % n)
+    if opt.get("uretprobe_slices") is not None:
+        n = sum(1 for e in evs if e.get("cat") == "uretprobe" and e.get("ph") == "X")
+        result(n == opt["uretprobe_slices"], "slices of %%return-only probes: %d" % opt["uretprobe_slices"],
+               "found %d" % n)
+    if opt.get("unmatched") is not None:
+        n = sum(1 for e in evs if e.get("cat") in ("uprobe", "uretprobe") and (e.get("args") or {}).get("unmatched"))
+        result(n == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"], "found %d" % n)
     for key, st in app_stacks.items():
         for b in st:
             if not (b.get("args") or {}).get("open_at_dump_end"):
@@ -660,6 +691,7 @@ def main(argv):
     proto = "tests/perfetto/perfetto_subset.proto"
     expect = gaps = uprobe_slices = same = app_slices = app_gaps = None
     print_counts = False
+    opt = {}
     i = 3
     while i < len(argv):
         a = argv[i]
@@ -687,6 +719,9 @@ def main(argv):
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
+        elif a in ("--uretprobe-slices", "--unmatched"):
+            opt[a[2:].replace("-", "_")] = int(argv[i + 1])
+            i += 2
         elif a == "--counts":
             print_counts = True
             i += 1
@@ -696,11 +731,11 @@ def main(argv):
     if fmt == "perfetto":
         trace = decode_perfetto(path, proto)
         if trace is not None:
-            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
+            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
             if same:
                 check_same_sched(trace, same, proto)
     else:
-        check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
+        check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
     return 1 if failures else 0
 
 

@@ -794,6 +794,172 @@ static void test_report_escapes(void)
 	CHECK(!strcmp(bt_escape_text("a\nb", 64, b, 3), "a"), "cut before an escape: %s", b);
 }
 
+/* ---- one-ended probes, per-process function counts ------------------------------ */
+
+/* Probes of the scenario below: add (entry and %return), args6 (entry
+ * only: no %return asked for), sleep (%return alone), all processes. */
+enum { Q_ADD, Q_ADD_RET, Q_ARGS6, Q_SLEEP_RET, NQ };
+static struct bt_probe_desc qprobes[NQ];
+#define Q_DROPS 3 /* uprobe events the ring buffer dropped on CPU 0 */
+
+static void init_qprobes(void)
+{
+	static const char *const fn[NQ] = { "add", "add", "args6", "sleep" };
+	memset(qprobes, 0, sizeof(qprobes));
+	for (int i = 0; i < NQ; i++) {
+		qprobes[i].id = (uint32_t)i;
+		qprobes[i].pid = -1;
+		qprobes[i].offset = 0x1000 + 0x100 * (uint64_t)(i == Q_ADD_RET ? Q_ADD : i);
+		snprintf(qprobes[i].func, sizeof(qprobes[i].func), "%s", fn[i]);
+		snprintf(qprobes[i].binary, sizeof(qprobes[i].binary), "/usr/bin/app");
+	}
+	qprobes[Q_ADD_RET].flags = BT_PROBE_RETURN;
+	qprobes[Q_SLEEP_RET].flags = BT_PROBE_RETURN;
+}
+
+/* A uprobe event on cpu by tid (pid: 100 for 100 and 101, else tid). */
+static void q_up(struct gen *g, uint32_t cpu, uint32_t tid, uint32_t type, uint32_t probe, uint64_t dur)
+{
+	union any_ev e = { 0 };
+	e.up.probe_id = probe;
+	e.up.duration_ns = dur;
+	e.up.ret = type == BT_EV_UPROBE_RETURN ? 7 : 0;
+	e.up.nargs = type == BT_EV_UPROBE_ENTRY ? 1 : 0;
+	e.up.args[0] = 42;
+	g->cur[cpu] = tid;
+	put(g, &e, type, cpu, tid, sizeof(e.up));
+}
+
+/* Calls on two CPUs by two processes (100: tids 100 and 101; 200), a seq
+ * gap on CPU 1 (2 events missing), CPU 0's oldest events overwritten (its
+ * first seq is 5), ring-buffer drops. Per process (pid 100, pid 200):
+ *   add:   3 + 1 calls, all returned (2 us each), and 1 call by 200
+ *   args6: 2 calls by 100, 1 by 200 (entry only)
+ *   sleep: 2 timed returns by 100 (%return alone: 500 ns, 800 ns), 1 not
+ *          timed (duration 0) */
+static int make_qdump(const char *path)
+{
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = NCPUS };
+	char err[256], out[512];
+	struct gen g = { 0 };
+	g.ts = 9000000000ull;
+	g.seq[0] = 5;
+	g.b = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!g.b)
+		return -1;
+	for (int i = 0; i < 3; i++) { /* add { sleep } */
+		q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+		q_up(&g, 0, 100, BT_EV_UPROBE_RETURN, Q_SLEEP_RET, i < 2 ? 500 + 300 * (uint64_t)i : 0);
+		q_up(&g, 0, 100, BT_EV_UPROBE_RETURN, Q_ADD_RET, 2000);
+	}
+	q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 1, 101, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+	g.seq[1] += 2; /* two events of CPU 1 lost */
+	q_up(&g, 1, 101, BT_EV_UPROBE_RETURN, Q_ADD_RET, 3000);
+	q_up(&g, 1, 200, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+	q_up(&g, 1, 200, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 1, 200, BT_EV_UPROBE_RETURN, Q_ADD_RET, 2000);
+	init_qprobes();
+	uint64_t qdrops[NCPUS * BT_GROUP_MAX] = { 0 };
+	qdrops[0 * BT_GROUP_MAX + BT_GROUP_UPROBE] = Q_DROPS;
+	struct bt_dump_info info = {
+		.ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = qdrops,
+		.tasks = tasks, .ntasks = sizeof(tasks) / sizeof(tasks[0]),
+		.probes = qprobes, .nprobes = NQ, .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1u << BT_GROUP_UPROBE,
+	};
+	int r = bt_dump_write(g.b, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	bt_buffer_destroy(g.b);
+	return g.failed ? -1 : r;
+}
+
+static char qdump_path[600];
+
+/* -u 'f%return' alone: each return a slice ending at it, from the duration
+ * it carries; entries of a function probed without %return are calls, not
+ * "unmatched" (issue 13 item 2). */
+static void test_one_ended_probes(void)
+{
+	char pf[700], js[700], err[256];
+	snprintf(qdump_path, sizeof(qdump_path), "%s/probes.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/probes.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/probes.json", tmpdir);
+	REQUIRE(make_qdump(qdump_path) == 0, "write the dump");
+	struct bt_dump *d = bt_dump_open(qdump_path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_export_stats st;
+	for (int fmt = 0; fmt < 2; fmt++) {
+		struct bt_export_opts o = { .format = fmt ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO };
+		memset(&st, 0, sizeof(st));
+		CHECK(bt_export_file(d, fmt ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.uprobe_slices == 5 && st.uprobe_return_slices == 2 && st.uprobe_untimed == 1 &&
+			      st.uprobe_calls == 3 && st.uprobe_unmatched == 0,
+		      "%s: pairs %" PRIu64 ", return slices %" PRIu64 ", untimed %" PRIu64 ", calls %" PRIu64
+		      ", unmatched %" PRIu64,
+		      fmt ? "json" : "perfetto", st.uprobe_slices, st.uprobe_return_slices, st.uprobe_untimed,
+		      st.uprobe_calls, st.uprobe_unmatched);
+	}
+	char cmd[4096], out[16384], expect[256];
+	expect_arg(d, expect, sizeof(expect));
+	if (have_python && have_protoc) {
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 1"
+			 " --uprobe-slices 5 --uretprobe-slices 2 --unmatched 0 2>&1", root, pf, expect);
+		int r = run_cmd(cmd, out, sizeof(out));
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+			printf("#   %s\n", l);
+		CHECK(r == 0, "checker passes on the perfetto output (see above)");
+	}
+	if (have_python) {
+		snprintf(cmd, sizeof(cmd),
+			 "cd '%s' && python3 " CHECKER " json '%s' --expect '%s' --gaps 1 --uprobe-slices 5"
+			 " --uretprobe-slices 2 --unmatched 0 2>&1", root, js, expect);
+		int r = run_cmd(cmd, out, sizeof(out));
+		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
+			printf("#   %s\n", l);
+		CHECK(r == 0, "checker passes on the json output (see above)");
+	}
+	if (have_protoc) {
+		char dir[700];
+		snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
+		char *t = decode_text(pf, dir, "perfetto_subset.proto");
+		CHECK(t, "protoc decodes %s", pf);
+		/* the first sleep returned at 9000002000 after 500 ns: a slice from 9000001500 */
+		const char *want[] = {
+			"timestamp: 9000001500\n",
+			"type: TYPE_SLICE_BEGIN\n",
+			"categories: \"uretprobe\"\nname: \"sleep\"\n",
+			"categories: \"uretprobe\"\nname: \"sleep (return, not timed)\"\n",
+			"bool_value: true\nname: \"untimed\"\n",
+			"uint_value: 500\nname: \"duration_ns\"\n",
+			"categories: \"uprobe\"\nname: \"args6\"\n",
+		};
+		for (size_t i = 0; t && i < sizeof(want) / sizeof(want[0]); i++)
+			CHECK(strstr(t, want[i]), "decoded trace has:\n%s", want[i]);
+		CHECK(!t || (!strstr(t, "no return") && !strstr(t, "no entry") && !strstr(t, "\"unmatched\"")),
+		      "nothing labelled unmatched");
+		free(t);
+	}
+	size_t n = 0;
+	char *t = (char *)h_read_file(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	const char *jwant[] = {
+		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.500,\"pid\":100,\"tid\":100,"
+		"\"dur\":0.500,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
+		"{\"ph\":\"i\",\"name\":\"args6\",\"cat\":\"uprobe\"",
+		"{\"ph\":\"i\",\"name\":\"sleep (return, not timed)\",\"cat\":\"uretprobe\"",
+	};
+	for (size_t i = 0; i < sizeof(jwant) / sizeof(jwant[0]); i++)
+		CHECK(strstr(t, jwant[i]), "json has: %s", jwant[i]);
+	CHECK(!strstr(t, "unmatched"), "json: nothing labelled unmatched");
+	free(t);
+	bt_dump_close(d);
+}
+
 /* ---- application events --------------------------------------------------------- */
 
 #define APP_PID 500
@@ -1376,6 +1542,7 @@ int main(void)
 	RUN(test_json);
 	RUN(test_app_events);
 	RUN(test_report_escapes);
+	RUN(test_one_ended_probes);
 	RUN(test_gzip);
 	RUN(test_atomic);
 	RUN(test_cmd);

@@ -19,9 +19,12 @@
  *   - "CPU n lost events": an "X" of cat "btrace_loss" over each seq gap;
  *   - real processes and threads (names from "M" metadata events): syscalls
  *     as "X" (cat "sys_enter,sys_exit"), uprobe entry/return pairs as "X"
- *     (cat "uprobe,uretprobe", arguments and return value in args), and
- *     instants ("i") for wakeups, migrations, fork/exec/exit/rename, USDT and
- *     every entry/exit/return without its partner (cat: the event's name);
+ *     (cat "uprobe,uretprobe", arguments and return value in args), returns
+ *     of functions probed with %return alone as "X" ending at the return
+ *     (cat "uretprobe", from the duration they carry), and
+ *     instants ("i") for wakeups, migrations, fork/exec/exit/rename, USDT,
+ *     entries of functions probed without %return, and every
+ *     entry/exit/return without its partner (cat: the event's name);
  *   - application events (in-process tracing) on their thread: matched
  *     BEGIN/END as "B"/"E" (a BEGIN open at the end of the dump as a "B"
  *     with open_at_dump_end), instants and unmatched BEGIN/END as "i",
@@ -590,11 +593,35 @@ static int put_uprobe(struct jx *j, const struct bt_event_hdr *h)
 		ev_close(j);
 		return 0;
 	}
-	if (role == BT_UR_USDT) {
-		ev_open(j, "i", fn, "usdt", h->ts_ns, pid, h->tid);
+	if (role == BT_UR_USDT || role == BT_UR_ENTRY_ONLY) {
+		/* a USDT hit, or a call of a function probed without %return */
+		ev_open(j, "i", fn, role == BT_UR_USDT ? "usdt" : "uprobe", h->ts_ns, pid, h->tid);
 		JW(j, ",\"s\":\"t\"");
 		uprobe_args(j, u);
 		ev_close(j);
+		j->st->uprobe_calls += role == BT_UR_ENTRY_ONLY;
+		return 0;
+	}
+	if (role == BT_UR_RETURN_ONLY) {
+		/* %return alone: the call, from the duration the return carries */
+		ev_open(j, "X", fn, "uretprobe", h->ts_ns - u->duration_ns, pid, h->tid);
+		ev_dur(j, h->ts_ns - u->duration_ns, h->ts_ns);
+		arg_i(j, "ret", (int64_t)u->ret);
+		arg_hex(j, "ret_hex", u->ret);
+		arg_u(j, "duration_ns", u->duration_ns);
+		ev_close(j);
+		j->st->uprobe_return_slices++;
+		return 0;
+	}
+	if (role == BT_UR_RETURN_UNTIMED) {
+		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
+		ev_open(j, "i", name, "uretprobe", h->ts_ns, pid, h->tid);
+		JW(j, ",\"s\":\"t\"");
+		arg_i(j, "ret", (int64_t)u->ret);
+		arg_hex(j, "ret_hex", u->ret);
+		arg_b(j, "untimed", 1);
+		ev_close(j);
+		j->st->uprobe_untimed++;
 		return 0;
 	}
 	int entry = h->type == BT_EV_UPROBE_ENTRY;

@@ -28,7 +28,9 @@
  *      - uprobe entry/return pairs as TrackEvent slices on a "uprobes" track
  *        of their thread, function name as slice name, arguments and
  *        return value as debug annotations; unmatched entries/returns and
- *        USDT as instants. Each thread with such events gets one
+ *        USDT as instants; a function probed without %return: its entries as
+ *        instants (calls, nothing unmatched); probed with %return alone: each
+ *        return as a slice ending at the return, from its duration. Each thread with such events gets one
  *        TrackDescriptor with its ThreadDescriptor (the importer takes a
  *        second one for the same tid as tid reuse and splits the thread),
  *        and its "uprobes" and "app events" tracks are children of it, apart
@@ -996,6 +998,32 @@ static int put_uprobe(struct pf *f, const struct bt_event_hdr *h)
 			ann_uint(w, "duration_ns", u->duration_ns);
 		ann_bool(w, "unmatched", 1);
 		f->st->uprobe_unmatched++;
+		break;
+	case BT_UR_ENTRY_ONLY: /* no %return asked for: a call, nothing missing */
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "uprobe");
+		uprobe_args(w, u);
+		f->st->uprobe_calls++;
+		break;
+	case BT_UR_RETURN_ONLY:
+		/* %return alone: the call, from the duration the return carries
+		 * (the importer sorts the earlier begin into place) */
+		te_begin(f, h->ts_ns - u->duration_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uretprobe");
+		ann_uint(w, "probe_id", u->probe_id);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uretprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		ann_uint(w, "duration_ns", u->duration_ns);
+		f->st->uprobe_return_slices++;
+		break;
+	case BT_UR_RETURN_UNTIMED:
+		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uretprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		ann_bool(w, "untimed", 1);
+		f->st->uprobe_untimed++;
 		break;
 	default: /* USDT */
 		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "usdt");
