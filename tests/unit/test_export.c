@@ -1298,8 +1298,9 @@ static void test_atomic(void)
 	CHECK(stat(out, &sb) == 0 && sb.st_size > 1000, "output written");
 }
 
-/* cmd_convert with stdout/stderr captured into files. */
-static int run_convert(char *const *args, int nargs, char *errout, size_t errlen, const char *stdout_path)
+/* A command (cmd_convert, cmd_report) with stdout/stderr captured into files. */
+static int run_tool(int (*cmd)(int, char **), char *name, char *const *args, int nargs, char *errout, size_t errlen,
+		    const char *stdout_path)
 {
 	char ep[600];
 	snprintf(ep, sizeof(ep), "%s/stderr.txt", tmpdir);
@@ -1312,11 +1313,11 @@ static int run_convert(char *const *args, int nargs, char *errout, size_t errlen
 	if (fo >= 0)
 		dup2(fo, 1);
 	char *argv[16];
-	argv[0] = "convert";
-	for (int i = 0; i < nargs; i++)
+	argv[0] = name;
+	for (int i = 0; i < nargs && i < 14; i++)
 		argv[i + 1] = args[i];
 	argv[nargs + 1] = NULL;
-	int r = cmd_convert(nargs + 1, argv);
+	int r = cmd(nargs + 1, argv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(se, 2);
@@ -1331,6 +1332,109 @@ static int run_convert(char *const *args, int nargs, char *errout, size_t errlen
 	snprintf(errout, errlen, "%.*s", s ? (int)n : 0, s ? s : "");
 	free(s);
 	return r;
+}
+
+static int run_convert(char *const *args, int nargs, char *errout, size_t errlen, const char *stdout_path)
+{
+	return run_tool(cmd_convert, "convert", args, nargs, errout, errlen, stdout_path);
+}
+
+/* `report --functions ARGS... DUMP`: its output, malloc'd ("" on failure) */
+static char *functions_of(const char *dump, const char *a1, const char *a2, const char *a3)
+{
+	char outp[700], err[1024];
+	char *args[6];
+	int n = 0;
+	args[n++] = "--functions";
+	if (a1)
+		args[n++] = (char *)a1;
+	if (a2)
+		args[n++] = (char *)a2;
+	if (a3)
+		args[n++] = (char *)a3;
+	args[n++] = (char *)dump;
+	snprintf(outp, sizeof(outp), "%s/functions.txt", tmpdir);
+	int r = run_tool(cmd_report, "report", args, n, err, sizeof(err), outp);
+	size_t len = 0;
+	char *t = (char *)h_read_file(outp, &len);
+	if (!t || !(t = realloc(t, len + 1)) || r != 0) {
+		printf("# report --functions failed (%d): %s\n", r, err);
+		free(t);
+		return strdup("");
+	}
+	t[len] = '\0';
+	for (char *l = t, *e; (e = strchr(l, '\n')); l = e + 1)
+		printf("#   %.*s\n", (int)(e - l), l);
+	return t;
+}
+
+/* The row of function fn and pid (its text from the pid on), or NULL. */
+static const char *func_row(const char *t, const char *fn, const char *pid)
+{
+	size_t fl = strlen(fn);
+	for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char f[64], b[64], p[16];
+		int k = 0;
+		if (!strncmp(l, fn, fl) && l[fl] == ' ' && sscanf(l, "%63s %63s %15s %n", f, b, p, &k) == 3 &&
+		    !strcmp(p, pid))
+			return strstr(l, p);
+	}
+	return NULL;
+}
+
+/* report --functions: rows per process (pid, comm), the filters report
+ * takes honoured, the window the counts cover and every loss that makes them
+ * lower bounds (issue 13 item 10). On the dump of test_one_ended_probes. */
+static void test_functions(void)
+{
+	REQUIRE(qdump_path[0], "the dump of test_one_ended_probes");
+	char *t = functions_of(qdump_path, NULL, NULL, NULL);
+	const char *r;
+	/* add: pid 100 (tids 100, 101) 4 calls, pid 200 1 call */
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         4         4          4    2.00us", 44),
+	      "add, pid 100: %.60s", r ? r : "(none)");
+	CHECK((r = func_row(t, "add", "200")) && !strncmp(r, "200         1         1          1", 34),
+	      "add, pid 200: %.60s", r ? r : "(none)");
+	CHECK((r = func_row(t, "args6", "200")) && strstr(r, "  bash\n"), "args6, pid 200, comm bash");
+	CHECK((r = func_row(t, "sleep", "100")) && !strncmp(r, "100         3         3          2", 34) &&
+		      strstr(r, "  app  (1 returns without a timed entry)"),
+	      "sleep, pid 100: %.80s", r ? r : "(none)");
+	CHECK(strstr(t, "\nwindow:       the counts cover 9.000001 .. 9.000016 (0.000015 s), the whole dump\n"),
+	      "the window line");
+	CHECK(strstr(t, "\nlower bounds: 3 uprobe events dropped (ring buffer full) while recording; 1 seq gap in the "
+			"window, 2 events of any kind missing; older events overwritten, the run began before the "
+			"window (CPU 0 holds events from 9.000001 on, seq 5)"),
+	      "every loss: drops, the seq gap, the overwritten history");
+	free(t);
+
+	/* -p: only that process; a function it never called gets a row of zeros */
+	t = functions_of(qdump_path, "-p", "200", NULL);
+	CHECK(!func_row(t, "add", "100") && func_row(t, "add", "200") && func_row(t, "sleep", "-"),
+	      "-p 200: rows of pid 200 only");
+	CHECK(strstr(t, "the whole dump; filters: -p 200\n"), "-p named in the window line");
+	free(t);
+	t = functions_of(qdump_path, "-p", "101", NULL); /* a thread: its own calls */
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         1         1", 22), "-p 101: %.40s",
+	      r ? r : "(none)");
+	free(t);
+
+	/* --since: the calls from then on; the overwritten history is before it */
+	t = functions_of(qdump_path, "--since", "0.000012", NULL);
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         0         1", 22), "--since: %.40s",
+	      r ? r : "(none)");
+	CHECK(strstr(t, "the counts cover 9.000013 .. 9.000016 (0.000003 s), as --since/--until asked\n"),
+	      "--since in the window line");
+	CHECK(strstr(t, "\nlower bounds: 3 uprobe events dropped") && strstr(t, "1 seq gap in the window") &&
+		      !strstr(t, "overwritten"),
+	      "--since: losses of that window");
+	free(t);
+	t = functions_of(qdump_path, "--until", "@9.000005", NULL);
+	CHECK(!strstr(t, "seq gap"), "--until: the seq gap is after the window");
+	free(t);
+	t = functions_of(qdump_path, "-c", "1", NULL);
+	CHECK(!strstr(t, "dropped") && !strstr(t, "overwritten") && strstr(t, "1 seq gap"),
+	      "-c 1: CPU 0's drops and history are not this window's");
+	free(t);
 }
 
 static void test_cmd(void)
@@ -1543,6 +1647,7 @@ int main(void)
 	RUN(test_app_events);
 	RUN(test_report_escapes);
 	RUN(test_one_ended_probes);
+	RUN(test_functions);
 	RUN(test_gzip);
 	RUN(test_atomic);
 	RUN(test_cmd);

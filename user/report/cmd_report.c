@@ -63,10 +63,12 @@ static void usage(FILE *f)
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
 		"                       group, time window, latest continuous window, and every\n"
 		"                       loss counter\n"
-		"  -f, --functions      user-space probes per function instead of events:\n"
-		"                       calls, returns and, for %%return probes, the latency\n"
-		"                       distribution (count, min, p50, p99, max); targets that\n"
-		"                       ended\n"
+		"  -f, --functions      user-space probes per function and process instead of\n"
+		"                       events: calls, returns and, for %%return probes, the\n"
+		"                       latency distribution (count, min, p50, p99, max) of\n"
+		"                       the events the other options select; the window the\n"
+		"                       counts cover and every loss that makes them lower\n"
+		"                       bounds; targets that ended\n"
 		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
 		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
 		"                       an event is about: next of a switch, woken, forked child)\n"
@@ -636,13 +638,52 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 	}
 }
 
+/* ---- functions ----------------------------------------------------------- */
+
+static int func_keep(const struct bt_event_hdr *h, void *ctx)
+{
+	return event_ok(ctx, h);
+}
+
+static int func_cpu(uint32_t cpu, void *ctx)
+{
+	return cpu_ok(((const struct filt *)ctx)->o, cpu);
+}
+
+/* report --functions with report's filters, named in the window line */
+static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE *out)
+{
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	struct filt ft;
+	char what[256] = "";
+	size_t w = 0;
+
+	filt_init(&ft, o, ev, n);
+	if (o->npids) {
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "-p ");
+		for (size_t i = 0; i < o->npids && w < sizeof(what); i++)
+			w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", i ? "," : "", o->pids[i]);
+	}
+	if (o->cpus && w < sizeof(what))
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-c (some CPUs)", w ? " " : "");
+	if (o->types && w < sizeof(what))
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-e (some events)", w ? " " : "");
+	struct bt_func_filter ff = {
+		.keep = func_keep, .cpu_ok = func_cpu, .ctx = &ft,
+		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
+		.what = what[0] ? what : NULL,
+	};
+	return bt_report_functions(d, &ff, out);
+}
+
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
 	int r;
 
 	if (path)
 		warn_empty_filters(d, o);
-	r = o->functions ? bt_report_functions(d, out)
+	r = o->functions ? print_functions(d, o, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
