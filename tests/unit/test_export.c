@@ -378,19 +378,27 @@ static uint64_t dump_gaps(const struct bt_dump *d)
 	return w.gaps;
 }
 
-/* Run the checker on a converted file; its lines become diagnostics. */
-static int checker2(const char *fmt, const char *file, const struct bt_dump *d, int pairs, const char *extra)
+/* Run the checker on a converted file (fmt "perfetto" or "json") with the
+ * options in args; its lines become diagnostics. Its exit status. */
+static int check_file(const char *fmt, const char *file, const char *args)
 {
-	char expect[1024], cmd[4096], out[16384];
-	expect_arg(d, expect, sizeof(expect));
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && python3 " CHECKER " %s '%s' --proto " SUBSET " --expect '%s' --gaps %" PRIu64
-		 " --uprobe-slices %d %s 2>&1",
-		 root, fmt, file, expect, dump_gaps(d), pairs, extra ? extra : "");
+	char cmd[4096], out[16384];
+	snprintf(cmd, sizeof(cmd), "cd '%s' && python3 " CHECKER " %s '%s' --proto " SUBSET " %s 2>&1", root, fmt, file,
+		 args);
 	int r = run_cmd(cmd, out, sizeof(out));
 	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
 		printf("#   %s\n", l);
 	return r;
+}
+
+/* The checker against the dump's own counts. */
+static int checker2(const char *fmt, const char *file, const struct bt_dump *d, int pairs, const char *extra)
+{
+	char expect[1024], args[2048];
+	expect_arg(d, expect, sizeof(expect));
+	snprintf(args, sizeof(args), "--expect '%s' --gaps %" PRIu64 " --uprobe-slices %d %s", expect, dump_gaps(d), pairs,
+		 extra ? extra : "");
+	return check_file(fmt, file, args);
 }
 
 static int checker(const char *fmt, const char *file, const struct bt_dump *d, int pairs)
@@ -561,6 +569,15 @@ static char *decode_text(const char *file, const char *proto_dir, const char *pr
 		return NULL;
 	}
 	return out;
+}
+
+/* protoc's text of a Perfetto trace with the subset schema (see
+ * decode_text), NULL when it does not decode. */
+static char *decode_subset(const char *file)
+{
+	char dir[700];
+	snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
+	return decode_text(file, dir, "perfetto_subset.proto");
 }
 
 /* Field names against values: every event type of the scenario, decoded
@@ -902,30 +919,15 @@ static void test_one_ended_probes(void)
 		      fmt ? "json" : "perfetto", st.uprobe_slices, st.uprobe_return_slices, st.uprobe_untimed,
 		      st.uprobe_calls, st.uprobe_unmatched);
 	}
-	char cmd[4096], out[16384], expect[256];
-	expect_arg(d, expect, sizeof(expect));
-	if (have_python && have_protoc) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 1"
-			 " --uprobe-slices 5 --uretprobe-slices 2 --unmatched 0 2>&1", root, pf, expect);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the perfetto output (see above)");
-	}
-	if (have_python) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " json '%s' --expect '%s' --gaps 1 --uprobe-slices 5"
-			 " --uretprobe-slices 2 --unmatched 0 2>&1", root, js, expect);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the json output (see above)");
-	}
+	/* 5 pairs, 2 slices of %return-only probes, nothing unmatched */
+	if (have_python && have_protoc)
+		CHECK(checker2("perfetto", pf, d, 5, "--uretprobe-slices 2 --unmatched 0") == 0,
+		      "checker passes on the perfetto output (see above)");
+	if (have_python)
+		CHECK(checker2("json", js, d, 5, "--uretprobe-slices 2 --unmatched 0") == 0,
+		      "checker passes on the json output (see above)");
 	if (have_protoc) {
-		char dir[700];
-		snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
-		char *t = decode_text(pf, dir, "perfetto_subset.proto");
+		char *t = decode_subset(pf);
 		CHECK(t, "protoc decodes %s", pf);
 		/* the first sleep returned at 9000002000 after 500 ns: a slice from 9000001500 */
 		const char *want[] = {
@@ -1150,30 +1152,15 @@ static void test_app_events(void)
 
 	/* the shown events per type: the dump's, less the one of another process's thread */
 	const char *expect = "sched_switch=4,uprobe=1,uretprobe=1,app_begin=5,app_end=5,app_instant=2,app_counter=2";
-	char cmd[4096], out[16384];
-	if (have_python && have_protoc) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 0"
-			 " --app-slices %d --app-gaps %d --uprobe-slices 1 2>&1",
-			 root, pf, expect, APP_SLICES, APP_GAPS);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the perfetto output (see above)");
-	}
-	if (have_python) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " json '%s' --expect '%s' --gaps 0 --app-slices %d --app-gaps %d 2>&1",
-			 root, js, expect, APP_SLICES, APP_GAPS);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the json output (see above)");
-	}
+	char args[1024];
+	snprintf(args, sizeof(args), "--expect '%s' --gaps 0 --app-slices %d --app-gaps %d --uprobe-slices 1", expect,
+		 APP_SLICES, APP_GAPS);
+	if (have_python && have_protoc)
+		CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output (see above)");
+	if (have_python)
+		CHECK(check_file("json", js, args) == 0, "checker passes on the json output (see above)");
 	if (have_protoc) {
-		char dir[700];
-		snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
-		char *t = decode_text(pf, dir, "perfetto_subset.proto");
+		char *t = decode_subset(pf);
 		CHECK(t, "protoc decodes %s", pf);
 		const char *want[] = {
 			"process {\npid: 500\nprocess_name: \"myapp\"\n}",
