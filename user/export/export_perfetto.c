@@ -30,16 +30,17 @@
  *        return value as debug annotations; unmatched entries/returns and
  *        USDT as instants; a function probed without %return: its entries as
  *        instants (calls, nothing unmatched); probed with %return alone: each
- *        return as a slice ending at the return, from its duration. Each thread with such events gets one
- *        TrackDescriptor with its ThreadDescriptor (the importer takes a
- *        second one for the same tid as tid reuse and splits the thread),
- *        and its "uprobes" and "app events" tracks are children of it, apart
- *        from the thread's syscall slices and from each other;
+ *        return as a slice ending at the return, from its duration. Each
+ *        thread with such events gets one TrackDescriptor with its
+ *        ThreadDescriptor (the importer takes a second one for the same tid
+ *        as tid reuse and splits the thread), and its "uprobes" and "app
+ *        events" tracks are children of it, apart from the thread's syscall
+ *        slices and from each other;
  *      - each seq gap as a "LOST n events" slice on the CPU's loss track, from
  *        the CPU's last event before the hole to its first event after it;
  *      - application events (in-process tracing) on the "app events" child
- *        track of their thread (like uprobes): matched BEGIN/END as slices (a BEGIN
- *        still open at the end of the dump stays open, marked
+ *        track of their thread (like uprobes): matched BEGIN/END as slices (a
+ *        BEGIN still open at the end of the dump stays open, marked
  *        open_at_dump_end), instants with their arguments, a BEGIN or END
  *        without partner as an instant (so nesting never breaks), a
  *        "LOST n events" instant where the thread's seq has a hole; counters

@@ -345,7 +345,7 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	struct bt_seq_gap *gaps = NULL;
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	struct filt f;
-	char fields[1024], tb[64];
+	char fields[4096], tb[64]; /* escaped names take up to 4 bytes a byte */
 
 	if (!nm)
 		return -ENOMEM;
