@@ -1422,6 +1422,18 @@ static void test_functions(void)
 	CHECK(!strstr(t, "dropped") && !strstr(t, "overwritten") && strstr(t, "1 seq gap"),
 	      "-c 1: CPU 0's drops and history are not this window's");
 	free(t);
+	char *args[] = { "--functions", "-c", "1-3,0", "-e", "uretprobe", "-p", "100,7", qdump_path };
+	char outp[700], err[256];
+	snprintf(outp, sizeof(outp), "%s/functions.txt", tmpdir);
+	CHECK(run_tool(cmd_report, "report", args, 8, err, sizeof(err), outp) == 0, "report: %s", err);
+	size_t len = 0;
+	t = (char *)h_read_file(outp, &len);
+	REQUIRE(t && (t = realloc(t, len + 1)), "read %s", outp);
+	t[len] = '\0';
+	CHECK(strstr(t, "; filters: -p 100,7 -c 0-3 -e uretprobe\n"), "the filters named: %s", t);
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         0         4", 22), "-e uretprobe: %.40s",
+	      r ? r : "(none)");
+	free(t);
 }
 
 static void test_cmd(void)

@@ -665,10 +665,27 @@ static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE 
 		for (size_t i = 0; i < o->npids && w < sizeof(what); i++)
 			w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", i ? "," : "", o->pids[i]);
 	}
-	if (o->cpus && w < sizeof(what))
-		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-c (some CPUs)", w ? " " : "");
-	if (o->types && w < sizeof(what))
-		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-e (some events)", w ? " " : "");
+	if (o->cpus && w < sizeof(what)) { /* as ranges: -c 0,2-3 */
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-c ", w ? " " : "");
+		for (uint32_t c = 0, k = 0; c < BT_DUMP_MAX_CPUS && w < sizeof(what); c++) {
+			if (!cpu_ok(o, c) || (c && cpu_ok(o, c - 1)))
+				continue;
+			uint32_t e = c;
+			while (e + 1 < BT_DUMP_MAX_CPUS && cpu_ok(o, e + 1))
+				e++;
+			if (e == c)
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", k++ ? "," : "", c);
+			else
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u-%u", k++ ? "," : "", c, e);
+		}
+	}
+	if (o->types && w < sizeof(what)) {
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-e ", w ? " " : "");
+		for (int t = 1, k = 0; t < BT_EV_MAX && w < sizeof(what); t++)
+			if (o->types & (1u << t))
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%s", k++ ? "," : "",
+						      bt_event_name((uint32_t)t));
+	}
 	struct bt_func_filter ff = {
 		.keep = func_keep, .cpu_ok = func_cpu, .ctx = &ft,
 		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
