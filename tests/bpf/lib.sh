@@ -76,6 +76,9 @@ wait_for() {
 rec_start() {
 	local log=$1
 	shift
+	# Emptied here, not by the background redirection: a log reused from an
+	# earlier recorder still says "recording" until the new one's shell runs.
+	: >"$log"
 	"$BT" record "$@" 2>"$log" &
 	REC_PID=$!
 	T_PIDS+=("$REC_PID")
