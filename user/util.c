@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "util.h"
+#include "json_str.h" /* bt_utf8_seq_len */
 #include "log.h"
 
 int bt_verbose;
@@ -245,4 +246,37 @@ int bt_write_full(int fd, const void *p, size_t n)
 		n -= (size_t)r;
 	}
 	return 0;
+}
+
+const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = s ? strnlen(s, maxlen) : 0, o = 0;
+
+	if (!len)
+		return buf;
+	for (size_t i = 0; i < n;) {
+		char esc[16];
+		size_t l = bt_utf8_seq_len(u + i, n - i), k;
+		unsigned c = u[i];
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+			esc[0] = '\\';
+			esc[1] = c == '\n' ? 'n' : c == '\t' ? 't' : c == '\r' ? 'r' : '\\';
+			k = 2, l = 1;
+		} else if (!l || c < 0x20 || c == 0x7f) {
+			k = (size_t)snprintf(esc, sizeof(esc), "\\x%02x", c), l = 1;
+		} else if (l == 2 && c == 0xc2 && u[i + 1] < 0xa0) { /* C1 control, U+0080..U+009F */
+			k = (size_t)snprintf(esc, sizeof(esc), "\\xc2\\x%02x", u[i + 1]);
+		} else {
+			memcpy(esc, u + i, l);
+			k = l;
+		}
+		if (o + k >= len)
+			break;
+		memcpy(buf + o, esc, k);
+		o += k;
+		i += l;
+	}
+	buf[o] = '\0';
+	return buf;
 }

@@ -49,6 +49,19 @@ int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...) __attribute__
 /* write(2) all of p, retrying short writes and EINTR: 0 or -errno. */
 int bt_write_full(int fd, const void *p, size_t n);
 
+/*
+ * Names from the kernel or from an application (comm, function and event
+ * names) are arbitrary bytes. For one-line text output: at most maxlen bytes
+ * of s (stopping at a NUL), with backslash as "\\", newline, tab and
+ * carriage return as "\n", "\t", "\r", every other control character
+ * (C0, DEL, C1) and every byte that does not start a valid UTF-8 sequence as
+ * "\xNN"; valid UTF-8 stays as is. Always NUL-terminated; cut at a whole
+ * escape when buf is too small (4 * maxlen + 1 is always enough). Returns buf.
+ */
+const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len);
+/* The buffer bt_escape_text needs for a name of n bytes. */
+#define BT_ESCAPED_LEN(n) (4 * (n) + 1)
+
 uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
 uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
 #endif

@@ -162,8 +162,10 @@ else
 	T_PIDS+=("$TPID")
 	wait_for 10 grep -q '^ready' "$T_TMP/target.out"
 	UOUT=$T_TMP/urec
+	# bt_args6: entry only (calls, never "unmatched"); bt_sleep_us%return alone
+	# (slices drawn from the durations the returns carry, README's example)
 	if rec_start "$T_TMP/urec.log" -o "$UOUT" -e sched -p "$TPID" -u bt_add -u 'bt_add%return' -u bt_fib \
-		-u 'bt_fib%return' -u bt_args6 -U 'uprobe_target:btrace_test:tick'; then
+		-u 'bt_fib%return' -u bt_args6 -u 'bt_sleep_us%return' -U 'uprobe_target:btrace_test:tick'; then
 		kill -USR1 "$TPID"
 		wait "$TPID"
 		sleep 0.3
@@ -175,11 +177,15 @@ else
 		diag "uprobe dump: $UEXP"
 		# bt_add: 50 calls per thread, bt_fib(6): 15 (recursive)
 		PAIRS=$((THREADS * (50 + 15)))
+		# bt_sleep_us: 3 calls per thread; nothing unmatched without a loss
+		ONE=(--uretprobe-slices $((THREADS * 3)))
+		[ "$UGAPS" -eq 0 ] && ONE+=(--unmatched 0)
 		check "convert the uprobe recording" "$BT" convert -q -o "$T_TMP/u.perfetto-trace" "$UD"
 		[ "$HAVE_PROTOC" -eq 1 ] &&
-			checker perfetto "$T_TMP/u.perfetto-trace" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+			checker perfetto "$T_TMP/u.perfetto-trace" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS" \
+				"${ONE[@]}"
 		check "convert the uprobe recording to json" "$BT" convert -q -f json -o "$T_TMP/u.json" "$UD"
-		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS"
+		checker json "$T_TMP/u.json" --expect "$UEXP" --gaps "$UGAPS" --uprobe-slices "$PAIRS" "${ONE[@]}"
 	else
 		not_ok "record with uprobes starts" "$(cat "$T_TMP/urec.log")"
 	fi
@@ -193,7 +199,9 @@ else
 	AT=8 AN=300
 	AOUT=$T_TMP/arec
 	ACTL=$T_TMP/actl.sock
-	if rec_start "$T_TMP/arec.log" -o "$AOUT" -e sched --ctl "$ACTL"; then
+	# its writer threads also probed (entry and return): a thread with both
+	# uprobe and application events keeps one thread track
+	if rec_start "$T_TMP/arec.log" -o "$AOUT" -e sched --ctl "$ACTL" -u "$APP:writer" -u "$APP:writer%return"; then
 		BTRACE_CTL=$ACTL run_with_timeout 60 "$APP" -t $AT -n $AN -w 10 >"$T_TMP/app.out" 2>&1
 		diag "app_stress: $(head -1 "$T_TMP/app.out")"
 		# the recorder has read the app's connection to its end (every name)
@@ -213,18 +221,28 @@ else
 		AGAPS=$("$BT" report --stats "$AD" 2>/dev/null |
 			sed -nE 's/.*per-thread seq gaps: ([0-9]+) gaps.*/\1/p' | awk '{ s += $1 } END { print s + 0 }')
 		check "convert the application recording" "$BT" convert -q -o "$T_TMP/a.perfetto-trace" "$AD"
+		check "the dump has a writer entry and return per thread" \
+			test "$(grep -c ': uprobe: writer ' "$T_TMP/areport.txt")" -eq $AT -a \
+			"$(grep -c ': uretprobe: writer ' "$T_TMP/areport.txt")" -eq $AT
 		[ "$HAVE_PROTOC" -eq 1 ] &&
 			checker perfetto "$T_TMP/a.perfetto-trace" --expect "$AEXP" --gaps 0 --app-slices "$NB" \
-				--app-gaps "$AGAPS"
+				--app-gaps "$AGAPS" --uprobe-slices $AT
 		check "convert the application recording to json" "$BT" convert -q -f json -o "$T_TMP/a.json" "$AD"
-		checker json "$T_TMP/a.json" --expect "$AEXP" --gaps 0 --app-slices "$NB" --app-gaps "$AGAPS"
+		checker json "$T_TMP/a.json" --expect "$AEXP" --gaps 0 --app-slices "$NB" --app-gaps "$AGAPS" \
+			--uprobe-slices $AT
 		# the app's threads: their app track carries the kernel's tid and pid
 		APID=$(sed -nE 's/.*app_stress-([0-9]+) .*: app_instant: .*/\1/p' "$T_TMP/areport.txt" | head -1)
 		if [ "$HAVE_PROTOC" -eq 1 ] && [ -n "$APID" ]; then
 			protoc -I tests/perfetto --decode=perfetto.protos.Trace perfetto_subset.proto \
 				<"$T_TMP/a.perfetto-trace" >"$T_TMP/a.txt" 2>&1
-			check "perfetto: the app's thread $APID has an \"app events\" track" \
-				grep -qzE "name: \"app events\"\s+thread \\{\s+pid: [0-9]+\s+tid: $APID" "$T_TMP/a.txt"
+			# one thread track per tid (a second one is tid reuse to trace_processor),
+			# the application events on its "app events" child track
+			tr '\n' ' ' <"$T_TMP/a.txt" >"$T_TMP/a.line"
+			TUUID=$(sed -nE "s/.*uuid: ([0-9]+) +thread \\{ +pid: [0-9]+ +tid: $APID .*/\1/p" "$T_TMP/a.line")
+			check "perfetto: the app's thread $APID has one thread track" \
+				test -n "$TUUID" -a "$(grep -oE "thread \\{ +pid: [0-9]+ +tid: $APID " "$T_TMP/a.line" | wc -l)" -eq 1
+			check "perfetto: the app's thread $APID has an \"app events\" child track" \
+				grep -qzE "name: \"app events\"\s+parent_uuid: $TUUID\s" "$T_TMP/a.txt"
 			check "perfetto: a process track named app_stress" \
 				grep -qzE "process \\{\s+pid: [0-9]+\s+process_name: \"app_stress\"" "$T_TMP/a.txt"
 			check "perfetto: the \"progress\" counter track" grep -qzE "name: \"progress\"\s+parent_uuid: [0-9]+\s+counter" "$T_TMP/a.txt"

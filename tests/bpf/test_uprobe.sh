@@ -154,6 +154,11 @@ if start_target && start_record "$d1" -e sched -p "$TPID" \
 		"$((THREADS * 3)) $((THREADS * 3)) 1"
 	eq "functions: the USDT probe" "$(row btrace_test:tick | awk '{ print $5 }')" $((THREADS * 20))
 	check "functions: says the target ended" grep -q "process $TPID ended" "$tmp/f1.txt"
+	eq "functions: rows per process (pid, comm)" "$(row bt_add | awk '{ print $3, $NF }')" "$TPID uprobe_target"
+	check "functions: the window the counts cover" grep -qE '^window: +the counts cover ' "$tmp/f1.txt"
+	check "functions: complete, or every loss named" grep -qE '^(complete|lower bounds): ' "$tmp/f1.txt"
+	"$BT" report --functions -p 1 "$DUMP" >"$tmp/f1p.txt" 2>&1
+	eq "functions: -p honoured (no call by pid 1)" "$(awk '$3 ~ /^[0-9]+$/' "$tmp/f1p.txt" | wc -l)" 0
 else
 	nok "record attached to running pid"
 	[ -f "${RLOG:-/dev/null}" ] && sed 's/^/#   /' "$RLOG"

@@ -11,6 +11,10 @@ Options:
                         types not listed must be absent
   --gaps N              seq gaps the dump has (LOST slices expected)
   --uprobe-slices N     matched uprobe entry/return pairs expected
+  --uretprobe-slices N  slices of functions probed with %return alone (drawn
+                        from the duration each return carries)
+  --unmatched N         uprobe events flagged unmatched (an entry or return
+                        whose partner was asked for but is not there)
   --app-slices N        matched application BEGIN/END pairs expected
   --app-gaps N          per-thread seq gaps of application events (LOST instants)
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
@@ -28,7 +32,11 @@ ProcessTree; event timestamps never decrease per CPU; uprobe slices nest per
 thread track (every end closes the innermost open begin, none left open
 but application slices marked open_at_dump_end); application events on
 their thread's "app events" track, counters on counter tracks under a
-process track, a LOST instant per per-thread app seq gap;
+process track, a LOST instant per per-thread app seq gap; the importer's
+rules for TrackDescriptors (one thread descriptor per tid and one process
+descriptor per pid, else tid/pid reuse splits them; a uuid re-described
+identically; parents described, no cycle) and uprobe/app events on a named
+child track that resolves to a thread;
 clock snapshot with BOOTTIME and REALTIME; the loss counters (dump info
 annotations, FtraceStats at start and end, a LOST slice per gap, lost_events
 on the bundles of CPUs with gaps). JSON output: the same counts (cat split
@@ -178,7 +186,7 @@ def check_same_sched(trace, other_path, proto):
     result(not diff, "sched_switch events as the importer infers them equal %s's" % other_path, "; ".join(diff[:3]))
 
 
-def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
+def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
     packets = trace.get("packet", [])
     counts = defaultdict(int)
     names = {}
@@ -196,7 +204,10 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     clocks = set()
     uts = None
 
+    described = defaultdict(list)  # uuid -> every TrackDescriptor given for it
     for idx, pk in enumerate(packets):
+        for td in pk.get("track_descriptor", []):
+            described[one(td, "uuid")].append(td)
         for pt in pk.get("process_tree", []):
             for t in pt.get("threads", []):
                 names[one(t, "tid")] = one(t, "name", "")
@@ -266,8 +277,11 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                     mono_bad.append("cpu %s: %s after %s" % (cpu, ts, last_ts[cpu]))
                 last_ts[cpu] = ts
 
+    check_track_tree(tracks, described)
+
     # uprobe and application events from track events
     loss_slices = 0
+    unmatched = 0
     app_loss = 0
     app_bad = []
     for ts, idx, te in track_events:
@@ -293,22 +307,36 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 counts["app_end"] += 1
             else:
                 counts["app_instant"] += 1
-            if one(td, "thread") is None or one(td, "name") != "app events":
-                app_bad.append("app event %r on track %s: not an app events thread track" %
+            if thread_of(tracks, one(te, "track_uuid")) is None or one(td, "name") != "app events":
+                app_bad.append("app event %r on track %s: not an app events track of a thread" %
                                (name, one(te, "track_uuid")))
             continue
         if "btrace" in cats and typ == "TYPE_INSTANT" and name.startswith("LOST ") and \
                 one(td, "name") == "app events":
             app_loss += 1
             continue
+        if ("uprobe" in cats or "uretprobe" in cats or "usdt" in cats) and (thread_of(tracks, one(te, "track_uuid")) is None or
+                                                     one(td, "name") != "uprobes"):
+            app_bad.append("uprobe event %r on track %s: not a uprobes track of a thread" %
+                           (name, one(te, "track_uuid")))
+        if ("uprobe" in cats or "uretprobe" in cats) and \
+                any(one(a, "name") == "unmatched" for a in te.get("debug_annotations", [])):
+            unmatched += 1
         if "uprobe" in cats:
+            # an entry (matched: the begin; alone or of a function probed
+            # without %return: an instant), or a return (matched: the end)
             if typ == "TYPE_SLICE_BEGIN":
                 counts["uprobe"] += 1
             elif typ == "TYPE_SLICE_END":
                 counts["uretprobe"] += 1
-            elif name.endswith("(entry, no return)"):
-                counts["uprobe"] += 1
             elif name.endswith("(return, no entry)"):
+                counts["uretprobe"] += 1
+            else:
+                counts["uprobe"] += 1
+        elif "uretprobe" in cats:
+            # a return of a function probed with %return alone: the end of
+            # its slice (the begin is drawn from its duration), or an instant
+            if typ != "TYPE_SLICE_BEGIN":
                 counts["uretprobe"] += 1
         elif "usdt" in cats:
             counts["usdt"] += 1
@@ -338,6 +366,7 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     bad = []
     stacks = defaultdict(list)
     pairs = 0
+    rpairs = 0
     apairs = 0
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
@@ -358,6 +387,8 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                     bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
                 if "uprobe" in te.get("categories", []):
                     pairs += 1
+                if "uretprobe" in te.get("categories", []):
+                    rpairs += 1
                 if "app" in te.get("categories", []):
                     apairs += 1
     # a slice the application had not ended at dump time stays open
@@ -368,6 +399,12 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
            "; ".join(bad[:5]))
     if uprobe_slices is not None:
         result(pairs == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % pairs)
+    if opt.get("uretprobe_slices") is not None:
+        result(rpairs == opt["uretprobe_slices"], "slices of %%return-only probes: %d" % opt["uretprobe_slices"],
+               "found %d" % rpairs)
+    if opt.get("unmatched") is not None:
+        result(unmatched == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"],
+               "found %d" % unmatched)
     if app_slices is not None:
         result(apairs == app_slices, "app slices: %d" % app_slices, "found %d" % apairs)
     result(not app_bad, "application events on their tracks", "; ".join(app_bad[:5]))
@@ -392,6 +429,67 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
         if info is not None:
             g = one(info["loss.seq_gaps"], "uint_value", 0)
             result(g == gaps, "dump info loss.seq_gaps = %d" % gaps, "found %s" % g)
+
+
+def thread_of(tracks, uuid, depth=0):
+    """(pid, tid) of the thread a track belongs to, as trace_processor
+    resolves it: its own ThreadDescriptor, else its parent's; None if the
+    track is not a thread's."""
+    td = tracks.get(uuid)
+    if td is None or depth > 32:
+        return None
+    th = one(td, "thread")
+    if th is not None:
+        return (one(th, "pid"), one(th, "tid"))
+    if one(td, "process") is not None:
+        return None
+    parent = one(td, "parent_uuid")
+    return thread_of(tracks, parent, depth + 1) if parent else None
+
+
+def check_track_tree(tracks, described):
+    """trace_processor's rules for TrackDescriptors (TrackEventTracker):
+    - a second thread descriptor for a tid (another uuid) is taken as tid
+      reuse: the thread is split in two; the same for a second process
+      descriptor of a pid (pid reuse);
+    - a uuid described again must describe the same track (parent, pid, tid,
+      counter), else the later one is an error;
+    - a ThreadDescriptor needs pid and tid;
+    - a parent must be described, and the hierarchy must have no cycle."""
+    bad = []
+    by_tid = defaultdict(set)
+    by_pid = defaultdict(set)
+    for uuid, tds in described.items():
+        def key(td):
+            th, pr = one(td, "thread"), one(td, "process")
+            return (one(td, "parent_uuid"), th and (one(th, "pid"), one(th, "tid")), pr and one(pr, "pid"),
+                    one(td, "counter") is not None)
+        if len(set(key(td) for td in tds)) > 1:
+            bad.append("track %s described twice as different tracks: %s" % (uuid, [key(td) for td in tds][:2]))
+        td = tds[0]
+        th = one(td, "thread")
+        if th is not None:
+            if one(th, "pid") is None or one(th, "tid") is None:
+                bad.append("track %s: ThreadDescriptor without pid or tid" % uuid)
+            by_tid[one(th, "tid")].add(uuid)
+        pr = one(td, "process")
+        if pr is not None and th is None:
+            by_pid[one(pr, "pid")].add(uuid)
+        parent, seen = one(td, "parent_uuid"), {uuid}
+        while parent:
+            if parent not in tracks:
+                bad.append("track %s: parent %s not described" % (uuid, parent))
+                break
+            if parent in seen:
+                bad.append("track %s: parent cycle" % uuid)
+                break
+            seen.add(parent)
+            parent = one(tracks[parent], "parent_uuid")
+    reuse = ["tid %s: %d thread descriptors" % (t, len(u)) for t, u in sorted(by_tid.items()) if len(u) > 1]
+    reuse += ["pid %s: %d process descriptors" % (p, len(u)) for p, u in sorted(by_pid.items()) if len(u) > 1]
+    result(not reuse, "one thread descriptor per tid, one process descriptor per pid (%d threads, %d processes; "
+           "a second one is tid/pid reuse to the importer)" % (len(by_tid), len(by_pid)), "; ".join(reuse[:5]))
+    result(not bad, "track descriptors form a valid tree (%d tracks)" % len(tracks), "; ".join(bad[:5]))
 
 
 def sched_switches(trace):
@@ -442,7 +540,7 @@ def check_counts(counts, expect):
            (total, len([k for k in expect if expect[k]])), "; ".join(bad))
 
 
-def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None):
+def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
@@ -468,15 +566,28 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     cpu_runs = defaultdict(list)
     thread_slices = defaultdict(list)
     bad = []
+    # trace_processor's JSON importer: a thread is (pid, tid); the same tid
+    # under another pid starts a new thread (tid reuse), and a thread or
+    # process has one name (a second "M" name replaces the first)
+    tid_pids = defaultdict(set)
+    name_clash = []
     for e in evs:
         ph = e.get("ph")
         for k in ("ph", "name", "pid"):
             if k not in e:
                 bad.append("event without %s: %s" % (k, e))
+        if "tid" in e and "pid" in e and (ph not in ("C", "M") or e["name"] == "thread_name"):
+            tid_pids[e["tid"]].add(e["pid"])
         if ph == "M":
             if e["name"] == "thread_name":
+                old = tnames.get(e["tid"])
+                if old is not None and old != e["args"]["name"]:
+                    name_clash.append("thread %s: %r and %r" % (e["tid"], old, e["args"]["name"]))
                 tnames[e["tid"]] = e["args"]["name"]
             elif e["name"] == "process_name":
+                old = pnames.get(e["pid"])
+                if old is not None and old != e["args"]["name"]:
+                    name_clash.append("process %s: %r and %r" % (e["pid"], old, e["args"]["name"]))
                 pnames[e["pid"]] = e["args"]["name"]
             continue
         if "ts" not in e or not isinstance(e["ts"], (int, float)):
@@ -512,6 +623,10 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
             elif e["pid"] != CPU_PID:
                 thread_slices[e["tid"]].append((e["ts"], -e["dur"], e["name"]))
     result(not bad, "every event has ph, name, pid, ts", "; ".join(str(b) for b in bad[:3]))
+    result(not name_clash, "one name per thread and per process (%d threads)" % len(tnames),
+           "; ".join(name_clash[:5]))
+    split = sorted("tid %s under pids %s" % (t, sorted(p)) for t, p in tid_pids.items() if len(p) > 1)
+    result(not split, "every tid under one pid (the importer splits a tid seen under two)", "; ".join(split[:5]))
     if print_counts:
         print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
         return
@@ -542,6 +657,13 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     if uprobe_slices is not None:
         n = sum(1 for e in evs if e.get("cat") == "uprobe,uretprobe")
         result(n == uprobe_slices, "uprobe slices: %d" % uprobe_slices, "found %d" % n)
+    if opt.get("uretprobe_slices") is not None:
+        n = sum(1 for e in evs if e.get("cat") == "uretprobe" and e.get("ph") == "X")
+        result(n == opt["uretprobe_slices"], "slices of %%return-only probes: %d" % opt["uretprobe_slices"],
+               "found %d" % n)
+    if opt.get("unmatched") is not None:
+        n = sum(1 for e in evs if e.get("cat") in ("uprobe", "uretprobe") and (e.get("args") or {}).get("unmatched"))
+        result(n == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"], "found %d" % n)
     for key, st in app_stacks.items():
         for b in st:
             if not (b.get("args") or {}).get("open_at_dump_end"):
@@ -615,6 +737,7 @@ def main(argv):
     proto = "tests/perfetto/perfetto_subset.proto"
     expect = gaps = uprobe_slices = same = app_slices = app_gaps = triggers = None
     print_counts = False
+    opt = {}
     i = 3
     while i < len(argv):
         a = argv[i]
@@ -645,6 +768,9 @@ def main(argv):
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
+        elif a in ("--uretprobe-slices", "--unmatched"):
+            opt[a[2:].replace("-", "_")] = int(argv[i + 1])
+            i += 2
         elif a == "--counts":
             print_counts = True
             i += 1
@@ -654,13 +780,13 @@ def main(argv):
     if fmt == "perfetto":
         trace = decode_perfetto(path, proto)
         if trace is not None:
-            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
+            check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
             if same:
                 check_same_sched(trace, same, proto)
             if triggers is not None:
                 check_perfetto_triggers(trace, triggers)
     else:
-        check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps)
+        check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
         if triggers is not None:
             check_json_triggers(path, triggers)
     return 1 if failures else 0

@@ -45,6 +45,7 @@
 #include "export.h"
 #include "pbwriter.h"
 #include "commands.h"
+#include "util.h"
 
 #define NCPUS 4
 #define CHECKER "tests/perfetto/check_trace.py"
@@ -116,6 +117,7 @@ static struct bt_task tasks[] = {
 	{ .tid = 200, .tgid = 200, .comm = "bash" },
 	{ .tid = 300, .tgid = 300, .comm = "we\"ird\\\x01\xff" }, /* quote, backslash, control, bad UTF-8 */
 	{ .tid = 400, .tgid = 400, .comm = "caf\xc3\xa9" },
+	{ .tid = 600, .tgid = 600, .comm = "evil\nname\x1b[m\\" }, /* newline, escape sequence, backslash */
 };
 
 enum { P_MALLOC, P_MALLOC_RET, P_REQ, P_REQ_RET, P_TICK, NPROBES };
@@ -204,7 +206,7 @@ static void ev_task(struct gen *g, uint32_t type, uint32_t cpu, uint32_t tid, ui
 	e.tk.tid = tid;
 	e.tk.tgid = tgid;
 	if (comm)
-		strncpy(e.tk.comm, comm, sizeof(e.tk.comm));
+		memcpy(e.tk.comm, comm, strnlen(comm, sizeof(e.tk.comm)));
 	put(g, &e, type, cpu, g->cur[cpu], sizeof(e.tk));
 }
 
@@ -303,6 +305,9 @@ static void round_of(struct gen *g, int i, int uprobes)
 	ev_task(g, BT_EV_PROCESS_EXEC, 2, 555, 555, "ls");
 	ev_task(g, BT_EV_TASK_RENAME, 2, 200, 200, "bash-renamed");
 	ev_task(g, BT_EV_PROCESS_EXIT, 2, 555, 555, NULL);
+	/* a name with a newline: woken, then renamed to another such name */
+	ev_wake(g, BT_EV_SCHED_WAKEUP, 3, 600);
+	ev_task(g, BT_EV_TASK_RENAME, 3, 600, 600, "new\nname\r\x85");
 	union any_ev e = { 0 };
 	e.mg.tid = 777; /* a tid nothing names */
 	e.mg.orig_cpu = 2;
@@ -373,19 +378,27 @@ static uint64_t dump_gaps(const struct bt_dump *d)
 	return w.gaps;
 }
 
-/* Run the checker on a converted file; its lines become diagnostics. */
-static int checker2(const char *fmt, const char *file, const struct bt_dump *d, int pairs, const char *extra)
+/* Run the checker on a converted file (fmt "perfetto" or "json") with the
+ * options in args; its lines become diagnostics. Its exit status. */
+static int check_file(const char *fmt, const char *file, const char *args)
 {
-	char expect[1024], cmd[4096], out[16384];
-	expect_arg(d, expect, sizeof(expect));
-	snprintf(cmd, sizeof(cmd),
-		 "cd '%s' && python3 " CHECKER " %s '%s' --proto " SUBSET " --expect '%s' --gaps %" PRIu64
-		 " --uprobe-slices %d %s 2>&1",
-		 root, fmt, file, expect, dump_gaps(d), pairs, extra ? extra : "");
+	char cmd[4096], out[16384];
+	snprintf(cmd, sizeof(cmd), "cd '%s' && python3 " CHECKER " %s '%s' --proto " SUBSET " %s 2>&1", root, fmt, file,
+		 args);
 	int r = run_cmd(cmd, out, sizeof(out));
 	for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
 		printf("#   %s\n", l);
 	return r;
+}
+
+/* The checker against the dump's own counts. */
+static int checker2(const char *fmt, const char *file, const struct bt_dump *d, int pairs, const char *extra)
+{
+	char expect[1024], args[2048];
+	expect_arg(d, expect, sizeof(expect));
+	snprintf(args, sizeof(args), "--expect '%s' --gaps %" PRIu64 " --uprobe-slices %d %s", expect, dump_gaps(d), pairs,
+		 extra ? extra : "");
+	return check_file(fmt, file, args);
 }
 
 static int checker(const char *fmt, const char *file, const struct bt_dump *d, int pairs)
@@ -558,6 +571,15 @@ static char *decode_text(const char *file, const char *proto_dir, const char *pr
 	return out;
 }
 
+/* protoc's text of a Perfetto trace with the subset schema (see
+ * decode_text), NULL when it does not decode. */
+static char *decode_subset(const char *file)
+{
+	char dir[700];
+	snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
+	return decode_text(file, dir, "perfetto_subset.proto");
+}
+
 /* Field names against values: every event type of the scenario, decoded
  * with the subset schema, carries the values the generator put in, under
  * Perfetto's field names (protoc prints fields in number order). */
@@ -604,7 +626,9 @@ static void test_perfetto_fields(void)
 		"categories: \"usdt\"\nname: \"app:tick\"\n",
 		"categories: \"btrace\"\nname: \"LOST 5 events\"\n",
 		"thread {\npid: 100\ntid: 101\nthread_name: \"app-worker\"\n}",
-		"disallow_merging_with_system_tracks: true\n",
+		/* one thread track per tid, the uprobe slices on a named child of it */
+		"uuid: 13235199704129601636\nthread {\npid: 100\ntid: 100\nthread_name: \"app\"\n}",
+		"name: \"uprobes\"\nparent_uuid: 13235199704129601636\n",
 		"threads {\ntid: 101\nname: \"app-worker\"\ntgid: 100\n}",
 		"processes {\npid: 100\ncmdline: \"app\"\ncmdline_is_comm: true\n}",
 		"clocks {\nclock_id: 6\n",
@@ -724,13 +748,218 @@ static void test_json(void)
 		"\"end_state\":\"S\"",
 		"\"loss.seq_gaps\":1,",
 		"\"loss.rb_drops.cpu0.syscalls\":4,",
+		/* the dump-info pseudo-thread is not CPU 0's (0x7fff0000) */
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147442688,\"args\":{\"name\":\"btrace-bpf\"}}",
+		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147418112,\"args\":{\"name\":\"CPU 0\"}}",
+		"{\"ph\":\"i\",\"name\":\"btrace-bpf dump info\",\"cat\":\"btrace\",\"ts\":5000001.000,\"pid\":2147418112,\"tid\":2147442688",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		CHECK(strstr(t, want[i]), "json has: %s", want[i]);
+	CHECK(!strstr(t, "\"tid\":2147418112,\"args\":{\"name\":\"btrace-bpf\"}"), "CPU 0's pseudo-thread has one name");
 	free(t);
 	if (!have_python)
 		return;
 	CHECK(checker("json", js_path, D, EXPECT_UPROBE_PAIRS) == 0, "checker passes (see above)");
+}
+
+/* `report` prints names as the exporters do: escaped, one event per line.
+ * Task names with a newline, an escape sequence, control characters, a
+ * backslash and bytes that are not UTF-8 (tids 300, 600 and a rename). */
+static void test_report_escapes(void)
+{
+	char *text = NULL;
+	size_t len = 0, nev;
+	bt_dump_events(D, &nev);
+	FILE *f = open_memstream(&text, &len);
+	REQUIRE(f, "open_memstream");
+	CHECK(bt_dump_report(D, 0, f) == 0, "report");
+	fclose(f);
+	REQUIRE(text, "report text");
+	size_t lines = 0, lost = 0, bad = 0;
+	for (char *l = text, *e; *l; l = e + 1) {
+		e = strchr(l, '\n');
+		if (!e)
+			break;
+		*e = '\0';
+		lines++;
+		unsigned cpu;
+		char col[2];
+		if (!strncmp(l, "CPU:", 4))
+			lost++;
+		else if (strncmp(l, "cpus=", 5) && sscanf(l, "%*[^[][%3u]%1[ ]", &cpu, col) != 2 && bad++ < 3)
+			printf("# not an event line: '%s'\n", l);
+		for (const char *c = l; *c; c++)
+			if ((unsigned char)*c < 0x20 && bad++ < 3)
+				printf("# control character 0x%02x in: '%s'\n", *c, l);
+		*e = '\n';
+	}
+	CHECK(lines == 1 + nev + lost && !bad, "one line per event: %zu lines, %zu events, %zu LOST, %zu bad", lines, nev,
+	      lost, bad);
+	const char *want[] = {
+		"\nwe\"ird\\\\\\x01\\xff-300 ",                        /* leading column */
+		"comm=evil\\nname\\x1b[m\\\\ pid=600 ",                   /* woken */
+		"pid=600 oldcomm=evil\\nname\\x1b[m\\\\ newcomm=new\\nname\\r\\x85\n", /* renamed */
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(strstr(text, want[i]), "report has: %s", want[i]);
+	free(text);
+
+	/* bt_escape_text: valid UTF-8 as is, C1 controls escaped, cut at a whole escape */
+	char b[16];
+	CHECK(!strcmp(bt_escape_text("caf\xc3\xa9 \xc2\x9b", 64, b, sizeof(b)), "caf\xc3\xa9 \\xc2\\x9b"), "utf-8: %s", b);
+	CHECK(!strcmp(bt_escape_text("a\nb", 64, b, 4), "a\\n"), "cut: %s", b);
+	CHECK(!strcmp(bt_escape_text("a\nb", 64, b, 3), "a"), "cut before an escape: %s", b);
+}
+
+/* ---- one-ended probes, per-process function counts ------------------------------ */
+
+/* Probes of the scenario below: add (entry and %return), args6 (entry
+ * only: no %return asked for), sleep (%return alone), all processes. */
+enum { Q_ADD, Q_ADD_RET, Q_ARGS6, Q_SLEEP_RET, NQ };
+static struct bt_probe_desc qprobes[NQ];
+#define Q_DROPS 3 /* uprobe events the ring buffer dropped on CPU 0 */
+
+static void init_qprobes(void)
+{
+	static const char *const fn[NQ] = { "add", "add", "args6", "sleep" };
+	memset(qprobes, 0, sizeof(qprobes));
+	for (int i = 0; i < NQ; i++) {
+		qprobes[i].id = (uint32_t)i;
+		qprobes[i].pid = -1;
+		qprobes[i].offset = 0x1000 + 0x100 * (uint64_t)(i == Q_ADD_RET ? Q_ADD : i);
+		snprintf(qprobes[i].func, sizeof(qprobes[i].func), "%s", fn[i]);
+		snprintf(qprobes[i].binary, sizeof(qprobes[i].binary), "/usr/bin/app");
+	}
+	qprobes[Q_ADD_RET].flags = BT_PROBE_RETURN;
+	qprobes[Q_SLEEP_RET].flags = BT_PROBE_RETURN;
+}
+
+/* A uprobe event on cpu by tid (pid: 100 for 100 and 101, else tid). */
+static void q_up(struct gen *g, uint32_t cpu, uint32_t tid, uint32_t type, uint32_t probe, uint64_t dur)
+{
+	union any_ev e = { 0 };
+	e.up.probe_id = probe;
+	e.up.duration_ns = dur;
+	e.up.ret = type == BT_EV_UPROBE_RETURN ? 7 : 0;
+	e.up.nargs = type == BT_EV_UPROBE_ENTRY ? 1 : 0;
+	e.up.args[0] = 42;
+	g->cur[cpu] = tid;
+	put(g, &e, type, cpu, tid, sizeof(e.up));
+}
+
+/* Calls on two CPUs by two processes (100: tids 100 and 101; 200), a seq
+ * gap on CPU 1 (2 events missing), CPU 0's oldest events overwritten (its
+ * first seq is 5), ring-buffer drops. Per process (pid 100, pid 200):
+ *   add:   3 + 1 calls, all returned (2 us each), and 1 call by 200
+ *   args6: 2 calls by 100, 1 by 200 (entry only)
+ *   sleep: 2 timed returns by 100 (%return alone: 500 ns, 800 ns), 1 not
+ *          timed (duration 0) */
+static int make_qdump(const char *path)
+{
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = NCPUS };
+	char err[256], out[512];
+	struct gen g = { 0 };
+	g.ts = 9000000000ull;
+	g.seq[0] = 5;
+	g.b = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!g.b)
+		return -1;
+	for (int i = 0; i < 3; i++) { /* add { sleep } */
+		q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+		q_up(&g, 0, 100, BT_EV_UPROBE_RETURN, Q_SLEEP_RET, i < 2 ? 500 + 300 * (uint64_t)i : 0);
+		q_up(&g, 0, 100, BT_EV_UPROBE_RETURN, Q_ADD_RET, 2000);
+	}
+	q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 0, 100, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 1, 101, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+	g.seq[1] += 2; /* two events of CPU 1 lost */
+	q_up(&g, 1, 101, BT_EV_UPROBE_RETURN, Q_ADD_RET, 3000);
+	q_up(&g, 1, 200, BT_EV_UPROBE_ENTRY, Q_ADD, 0);
+	q_up(&g, 1, 200, BT_EV_UPROBE_ENTRY, Q_ARGS6, 0);
+	q_up(&g, 1, 200, BT_EV_UPROBE_RETURN, Q_ADD_RET, 2000);
+	init_qprobes();
+	uint64_t qdrops[NCPUS * BT_GROUP_MAX] = { 0 };
+	qdrops[0 * BT_GROUP_MAX + BT_GROUP_UPROBE] = Q_DROPS;
+	struct bt_dump_info info = {
+		.ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = qdrops,
+		.tasks = tasks, .ntasks = sizeof(tasks) / sizeof(tasks[0]),
+		.probes = qprobes, .nprobes = NQ, .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1u << BT_GROUP_UPROBE,
+	};
+	int r = bt_dump_write(g.b, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	if (r < 0)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	bt_buffer_destroy(g.b);
+	return g.failed ? -1 : r;
+}
+
+static char qdump_path[600];
+
+/* -u 'f%return' alone: each return a slice ending at it, from the duration
+ * it carries; entries of a function probed without %return are calls, not
+ * "unmatched" (issue 13 item 2). */
+static void test_one_ended_probes(void)
+{
+	char pf[700], js[700], err[256];
+	snprintf(qdump_path, sizeof(qdump_path), "%s/probes.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/probes.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/probes.json", tmpdir);
+	REQUIRE(make_qdump(qdump_path) == 0, "write the dump");
+	struct bt_dump *d = bt_dump_open(qdump_path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_export_stats st;
+	for (int fmt = 0; fmt < 2; fmt++) {
+		struct bt_export_opts o = { .format = fmt ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO };
+		memset(&st, 0, sizeof(st));
+		CHECK(bt_export_file(d, fmt ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.uprobe_slices == 5 && st.uprobe_return_slices == 2 && st.uprobe_untimed == 1 &&
+			      st.uprobe_calls == 3 && st.uprobe_unmatched == 0,
+		      "%s: pairs %" PRIu64 ", return slices %" PRIu64 ", untimed %" PRIu64 ", calls %" PRIu64
+		      ", unmatched %" PRIu64,
+		      fmt ? "json" : "perfetto", st.uprobe_slices, st.uprobe_return_slices, st.uprobe_untimed,
+		      st.uprobe_calls, st.uprobe_unmatched);
+	}
+	/* 5 pairs, 2 slices of %return-only probes, nothing unmatched */
+	if (have_python && have_protoc)
+		CHECK(checker2("perfetto", pf, d, 5, "--uretprobe-slices 2 --unmatched 0") == 0,
+		      "checker passes on the perfetto output (see above)");
+	if (have_python)
+		CHECK(checker2("json", js, d, 5, "--uretprobe-slices 2 --unmatched 0") == 0,
+		      "checker passes on the json output (see above)");
+	if (have_protoc) {
+		char *t = decode_subset(pf);
+		CHECK(t, "protoc decodes %s", pf);
+		/* the first sleep returned at 9000002000 after 500 ns: a slice from 9000001500 */
+		const char *want[] = {
+			"timestamp: 9000001500\n",
+			"type: TYPE_SLICE_BEGIN\n",
+			"categories: \"uretprobe\"\nname: \"sleep\"\n",
+			"categories: \"uretprobe\"\nname: \"sleep (return, not timed)\"\n",
+			"bool_value: true\nname: \"untimed\"\n",
+			"uint_value: 500\nname: \"duration_ns\"\n",
+			"categories: \"uprobe\"\nname: \"args6\"\n",
+		};
+		for (size_t i = 0; t && i < sizeof(want) / sizeof(want[0]); i++)
+			CHECK(strstr(t, want[i]), "decoded trace has:\n%s", want[i]);
+		CHECK(!t || (!strstr(t, "no return") && !strstr(t, "no entry") && !strstr(t, "\"unmatched\"")),
+		      "nothing labelled unmatched");
+		free(t);
+	}
+	size_t n = 0;
+	char *t = (char *)h_read_file(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	const char *jwant[] = {
+		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.500,\"pid\":100,\"tid\":100,"
+		"\"dur\":0.500,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
+		"{\"ph\":\"i\",\"name\":\"args6\",\"cat\":\"uprobe\"",
+		"{\"ph\":\"i\",\"name\":\"sleep (return, not timed)\",\"cat\":\"uretprobe\"",
+	};
+	for (size_t i = 0; i < sizeof(jwant) / sizeof(jwant[0]); i++)
+		CHECK(strstr(t, jwant[i]), "json has: %s", jwant[i]);
+	CHECK(!strstr(t, "unmatched"), "json: nothing labelled unmatched");
+	free(t);
+	bt_dump_close(d);
 }
 
 /* ---- application events --------------------------------------------------------- */
@@ -789,6 +1018,22 @@ static void app_switch(struct appgen *g, uint32_t prev, uint32_t next)
 		g->failed++;
 }
 
+/* A uprobe event of an application thread (kernel buffer, kernel seq). */
+static void app_uprobe(struct appgen *g, uint32_t tid, uint32_t type, uint32_t probe)
+{
+	struct bt_ev_uprobe e = { 0 };
+	e.h.ts_ns = (g->ts += 1000);
+	e.h.seq = g->kseq++;
+	e.h.tid = tid;
+	e.h.tgid = APP_PID;
+	e.h.type = (uint16_t)type;
+	e.probe_id = probe;
+	if (type == BT_EV_UPROBE_RETURN)
+		e.duration_ns = 2000, e.ret = 42;
+	if (store(g->k, 0, &e.h, sizeof(e)) != 0)
+		g->failed++;
+}
+
 static int app_block_cb(const struct bt_block_view *blk, void *ctx)
 {
 	return bt_dump_sink_app_block(ctx, 0, blk);
@@ -832,6 +1077,8 @@ static int make_app_dump(const char *path)
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 1, 0, 0);         /* work { */
 	app_ev(&g, 501, BT_EV_APP_INSTANT, N_TICK, 3, 7, -8, 9);      /*   tick */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 2, 0, 0);         /*   work { */
+	app_uprobe(&g, 501, BT_EV_UPROBE_ENTRY, 0);                   /*     do_work( (a uprobe: */
+	app_uprobe(&g, 501, BT_EV_UPROBE_RETURN, 1);                  /*     ) the same thread) */
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /*   } */
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* }: 2 slices */
 	app_ev(&g, 501, BT_EV_APP_COUNTER, N_QUEUE, 1, 5, 0, 0);
@@ -847,10 +1094,16 @@ static int make_app_dump(const char *path)
 	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its END or another's: alone */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 4, 0, 0);         /* open at the end of the dump */
 	app_switch(&g, 501, 0);
+	struct bt_probe_desc up[2] = { { .id = 0, .pid = APP_PID, .offset = 0x1100, .binary = "/usr/bin/myapp",
+					 .func = "do_work" } };
+	up[1] = up[0];
+	up[1].id = 1;
+	up[1].flags = BT_PROBE_RETURN;
 	struct bt_dump_info info = {
 		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
 		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
-		.groups_enabled = 1, .write_apps = app_write_apps, .apps_ctx = g.a,
+		.groups_enabled = 1 | 1u << BT_GROUP_UPROBE, .write_apps = app_write_apps, .apps_ctx = g.a,
+		.probes = up, .nprobes = 2,
 	};
 	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
 	if (r < 0)
@@ -898,35 +1151,24 @@ static void test_app_events(void)
 	check_app_stats("json", &st, nev);
 
 	/* the shown events per type: the dump's, less the one of another process's thread */
-	const char *expect = "sched_switch=4,app_begin=5,app_end=5,app_instant=2,app_counter=2";
-	char cmd[4096], out[16384];
-	if (have_python && have_protoc) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " perfetto '%s' --proto " SUBSET " --expect '%s' --gaps 0"
-			 " --app-slices %d --app-gaps %d 2>&1",
-			 root, pf, expect, APP_SLICES, APP_GAPS);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the perfetto output (see above)");
-	}
-	if (have_python) {
-		snprintf(cmd, sizeof(cmd),
-			 "cd '%s' && python3 " CHECKER " json '%s' --expect '%s' --gaps 0 --app-slices %d --app-gaps %d 2>&1",
-			 root, js, expect, APP_SLICES, APP_GAPS);
-		int r = run_cmd(cmd, out, sizeof(out));
-		for (char *l = strtok(out, "\n"); l; l = strtok(NULL, "\n"))
-			printf("#   %s\n", l);
-		CHECK(r == 0, "checker passes on the json output (see above)");
-	}
+	const char *expect = "sched_switch=4,uprobe=1,uretprobe=1,app_begin=5,app_end=5,app_instant=2,app_counter=2";
+	char args[1024];
+	snprintf(args, sizeof(args), "--expect '%s' --gaps 0 --app-slices %d --app-gaps %d --uprobe-slices 1", expect,
+		 APP_SLICES, APP_GAPS);
+	if (have_python && have_protoc)
+		CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output (see above)");
+	if (have_python)
+		CHECK(check_file("json", js, args) == 0, "checker passes on the json output (see above)");
 	if (have_protoc) {
-		char dir[700];
-		snprintf(dir, sizeof(dir), "%s/tests/perfetto", root);
-		char *t = decode_text(pf, dir, "perfetto_subset.proto");
+		char *t = decode_subset(pf);
 		CHECK(t, "protoc decodes %s", pf);
 		const char *want[] = {
 			"process {\npid: 500\nprocess_name: \"myapp\"\n}",
-			"name: \"app events\"\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			/* one thread track for 501, its uprobes and its application events on named children */
+			"uuid: 13235199704129602037\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			"name: \"app events\"\nparent_uuid: 13235199704129602037\n",
+			"name: \"uprobes\"\nparent_uuid: 13235199704129602037\n",
+			"categories: \"uprobe\"\nname: \"do_work\"\n",
 			"name: \"queue\"\nparent_uuid: ",
 			"type: TYPE_COUNTER\ntrack_uuid: ",
 			"counter_value: 7\n",
@@ -1043,8 +1285,9 @@ static void test_atomic(void)
 	CHECK(stat(out, &sb) == 0 && sb.st_size > 1000, "output written");
 }
 
-/* cmd_convert with stdout/stderr captured into files. */
-static int run_convert(char *const *args, int nargs, char *errout, size_t errlen, const char *stdout_path)
+/* A command (cmd_convert, cmd_report) with stdout/stderr captured into files. */
+static int run_tool(int (*cmd)(int, char **), char *name, char *const *args, int nargs, char *errout, size_t errlen,
+		    const char *stdout_path)
 {
 	char ep[600];
 	snprintf(ep, sizeof(ep), "%s/stderr.txt", tmpdir);
@@ -1057,11 +1300,11 @@ static int run_convert(char *const *args, int nargs, char *errout, size_t errlen
 	if (fo >= 0)
 		dup2(fo, 1);
 	char *argv[16];
-	argv[0] = "convert";
-	for (int i = 0; i < nargs; i++)
+	argv[0] = name;
+	for (int i = 0; i < nargs && i < 14; i++)
 		argv[i + 1] = args[i];
 	argv[nargs + 1] = NULL;
-	int r = cmd_convert(nargs + 1, argv);
+	int r = cmd(nargs + 1, argv);
 	fflush(stdout);
 	fflush(stderr);
 	dup2(se, 2);
@@ -1076,6 +1319,121 @@ static int run_convert(char *const *args, int nargs, char *errout, size_t errlen
 	snprintf(errout, errlen, "%.*s", s ? (int)n : 0, s ? s : "");
 	free(s);
 	return r;
+}
+
+static int run_convert(char *const *args, int nargs, char *errout, size_t errlen, const char *stdout_path)
+{
+	return run_tool(cmd_convert, "convert", args, nargs, errout, errlen, stdout_path);
+}
+
+/* `report --functions ARGS... DUMP`: its output, malloc'd ("" on failure) */
+static char *functions_of(const char *dump, const char *a1, const char *a2, const char *a3)
+{
+	char outp[700], err[1024];
+	char *args[6];
+	int n = 0;
+	args[n++] = "--functions";
+	if (a1)
+		args[n++] = (char *)a1;
+	if (a2)
+		args[n++] = (char *)a2;
+	if (a3)
+		args[n++] = (char *)a3;
+	args[n++] = (char *)dump;
+	snprintf(outp, sizeof(outp), "%s/functions.txt", tmpdir);
+	int r = run_tool(cmd_report, "report", args, n, err, sizeof(err), outp);
+	size_t len = 0;
+	char *t = (char *)h_read_file(outp, &len);
+	if (!t || !(t = realloc(t, len + 1)) || r != 0) {
+		printf("# report --functions failed (%d): %s\n", r, err);
+		free(t);
+		return strdup("");
+	}
+	t[len] = '\0';
+	for (char *l = t, *e; (e = strchr(l, '\n')); l = e + 1)
+		printf("#   %.*s\n", (int)(e - l), l);
+	return t;
+}
+
+/* The row of function fn and pid (its text from the pid on), or NULL. */
+static const char *func_row(const char *t, const char *fn, const char *pid)
+{
+	size_t fl = strlen(fn);
+	for (const char *l = t; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char f[64], b[64], p[16];
+		int k = 0;
+		if (!strncmp(l, fn, fl) && l[fl] == ' ' && sscanf(l, "%63s %63s %15s %n", f, b, p, &k) == 3 &&
+		    !strcmp(p, pid))
+			return strstr(l, p);
+	}
+	return NULL;
+}
+
+/* report --functions: rows per process (pid, comm), the filters report
+ * takes honoured, the window the counts cover and every loss that makes them
+ * lower bounds (issue 13 item 10). On the dump of test_one_ended_probes. */
+static void test_functions(void)
+{
+	REQUIRE(qdump_path[0], "the dump of test_one_ended_probes");
+	char *t = functions_of(qdump_path, NULL, NULL, NULL);
+	const char *r;
+	/* add: pid 100 (tids 100, 101) 4 calls, pid 200 1 call */
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         4         4          4    2.00us", 44),
+	      "add, pid 100: %.60s", r ? r : "(none)");
+	CHECK((r = func_row(t, "add", "200")) && !strncmp(r, "200         1         1          1", 34),
+	      "add, pid 200: %.60s", r ? r : "(none)");
+	CHECK((r = func_row(t, "args6", "200")) && strstr(r, "  bash\n"), "args6, pid 200, comm bash");
+	CHECK((r = func_row(t, "sleep", "100")) && !strncmp(r, "100         3         3          2", 34) &&
+		      strstr(r, "  app  (1 returns without a timed entry)"),
+	      "sleep, pid 100: %.80s", r ? r : "(none)");
+	CHECK(strstr(t, "\nwindow:       the counts cover 9.000001 .. 9.000016 (0.000015 s), the whole dump\n"),
+	      "the window line");
+	CHECK(strstr(t, "\nlower bounds: 3 uprobe events dropped (ring buffer full) while recording; 1 seq gap in the "
+			"window, 2 events of any kind missing; older events overwritten, the run began before the "
+			"window (CPU 0 holds events from 9.000001 on, seq 5)"),
+	      "every loss: drops, the seq gap, the overwritten history");
+	free(t);
+
+	/* -p: only that process; a function it never called gets a row of zeros */
+	t = functions_of(qdump_path, "-p", "200", NULL);
+	CHECK(!func_row(t, "add", "100") && func_row(t, "add", "200") && func_row(t, "sleep", "-"),
+	      "-p 200: rows of pid 200 only");
+	CHECK(strstr(t, "the whole dump; filters: -p 200\n"), "-p named in the window line");
+	free(t);
+	t = functions_of(qdump_path, "-p", "101", NULL); /* a thread: its own calls */
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         1         1", 22), "-p 101: %.40s",
+	      r ? r : "(none)");
+	free(t);
+
+	/* --since: the calls from then on; the overwritten history is before it */
+	t = functions_of(qdump_path, "--since", "0.000012", NULL);
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         0         1", 22), "--since: %.40s",
+	      r ? r : "(none)");
+	CHECK(strstr(t, "the counts cover 9.000013 .. 9.000016 (0.000003 s), as --since/--until asked\n"),
+	      "--since in the window line");
+	CHECK(strstr(t, "\nlower bounds: 3 uprobe events dropped") && strstr(t, "1 seq gap in the window") &&
+		      !strstr(t, "overwritten"),
+	      "--since: losses of that window");
+	free(t);
+	t = functions_of(qdump_path, "--until", "@9.000005", NULL);
+	CHECK(!strstr(t, "seq gap"), "--until: the seq gap is after the window");
+	free(t);
+	t = functions_of(qdump_path, "-c", "1", NULL);
+	CHECK(!strstr(t, "dropped") && !strstr(t, "overwritten") && strstr(t, "1 seq gap"),
+	      "-c 1: CPU 0's drops and history are not this window's");
+	free(t);
+	char *args[] = { "--functions", "-c", "1-3,0", "-e", "uretprobe", "-p", "100,7", qdump_path };
+	char outp[700], err[256];
+	snprintf(outp, sizeof(outp), "%s/functions.txt", tmpdir);
+	CHECK(run_tool(cmd_report, "report", args, 8, err, sizeof(err), outp) == 0, "report: %s", err);
+	size_t len = 0;
+	t = (char *)h_read_file(outp, &len);
+	REQUIRE(t && (t = realloc(t, len + 1)), "read %s", outp);
+	t[len] = '\0';
+	CHECK(strstr(t, "; filters: -p 100,7 -c 0-3 -e uretprobe\n"), "the filters named: %s", t);
+	CHECK((r = func_row(t, "add", "100")) && !strncmp(r, "100         0         4", 22), "-e uretprobe: %.40s",
+	      r ? r : "(none)");
+	free(t);
 }
 
 static void test_cmd(void)
@@ -1286,6 +1644,9 @@ int main(void)
 	RUN(test_perfetto_compact);
 	RUN(test_json);
 	RUN(test_app_events);
+	RUN(test_report_escapes);
+	RUN(test_one_ended_probes);
+	RUN(test_functions);
 	RUN(test_gzip);
 	RUN(test_atomic);
 	RUN(test_cmd);

@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "event_names.h"
+#include "util.h"
 
 _Static_assert(sizeof(struct bt_event_hdr) == 24, "event ABI");
 
@@ -308,12 +309,20 @@ __attribute__((format(printf, 2, 3))) static void sb_printf(struct sbuf *s, cons
 		s->o += (size_t)r;
 }
 
-/* comm from an event (16 bytes, maybe without NUL) */
-static const char *ev_comm(const char comm[BT_COMM_LEN], char out[BT_COMM_LEN + 1])
+/* Names in field text are escaped (bt_escape_text): a comm or an
+ * application's name with a newline must not split the event's line. */
+typedef char escbuf[BT_ESCAPED_LEN(BT_TASK_COMM_LEN > BT_COMM_LEN ? BT_TASK_COMM_LEN : BT_COMM_LEN)];
+
+/* comm from an event (16 bytes, maybe without NUL), escaped */
+static const char *ev_comm(const char comm[BT_COMM_LEN], escbuf out)
 {
-	memcpy(out, comm, BT_COMM_LEN);
-	out[BT_COMM_LEN] = '\0';
-	return out;
+	return bt_escape_text(comm, BT_COMM_LEN, out, sizeof(escbuf));
+}
+
+/* a task's name, escaped */
+static const char *comm_of(struct bt_namer *nm, uint32_t tid, uint32_t cpu, escbuf out)
+{
+	return bt_escape_text(bt_namer_comm(nm, tid, cpu), BT_TASK_COMM_LEN, out, sizeof(escbuf));
 }
 
 static const char *base_name(const char *path)
@@ -331,19 +340,21 @@ static void fmt_probe(struct sbuf *s, const struct bt_ev_uprobe *u, const struct
 		return;
 	}
 	const char *name = p->func[0] ? p->func : p->spec[0] ? p->spec : NULL;
+	char e[BT_ESCAPED_LEN(255)];
 	if (name)
-		sb_printf(s, "%.128s", name);
+		sb_printf(s, "%s", bt_escape_text(name, 128, e, sizeof(e)));
 	else
 		sb_printf(s, "probe#%u", u->probe_id);
 	if (p->binary[0] && u->h.type != BT_EV_UPROBE_RETURN)
-		sb_printf(s, " (%.255s)", base_name(p->binary));
+		sb_printf(s, " (%s)", bt_escape_text(base_name(p->binary), 255, e, sizeof(e)));
 }
 
 int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint32_t evlen,
 		     struct bt_namer *nm, const struct bt_probe_desc *probes, size_t nprobes)
 {
 	struct sbuf s = { buf, len, 0 };
-	char st[32], c1[BT_COMM_LEN + 1];
+	char st[32];
+	escbuf c1, c2;
 
 	if (len)
 		buf[0] = '\0';
@@ -353,30 +364,30 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 	case BT_EV_SCHED_SWITCH: {
 		const struct bt_ev_sched_switch *e = (const void *)ev;
 		sb_printf(&s, "prev_comm=%s prev_pid=%u prev_prio=%u prev_state=%s",
-			  bt_namer_comm(nm, e->prev_tid, ev->cpu), e->prev_tid, e->prev_prio,
+			  comm_of(nm, e->prev_tid, ev->cpu, c1), e->prev_tid, e->prev_prio,
 			  bt_prev_state_str(e->prev_state, st, sizeof(st)));
 		sb_printf(&s, " ==> next_comm=%s next_pid=%u next_prio=%u",
-			  bt_namer_comm(nm, e->next_tid, ev->cpu), e->next_tid, e->next_prio);
+			  comm_of(nm, e->next_tid, ev->cpu, c2), e->next_tid, e->next_prio);
 		break;
 	}
 	case BT_EV_SCHED_WAKEUP:
 	case BT_EV_SCHED_WAKEUP_NEW:
 	case BT_EV_SCHED_WAKING: {
 		const struct bt_ev_sched_wakeup *e = (const void *)ev;
-		sb_printf(&s, "comm=%s pid=%u prio=%u target_cpu=%03u", bt_namer_comm(nm, e->tid, e->target_cpu),
+		sb_printf(&s, "comm=%s pid=%u prio=%u target_cpu=%03u", comm_of(nm, e->tid, e->target_cpu, c1),
 			  e->tid, e->prio, e->target_cpu);
 		break;
 	}
 	case BT_EV_SCHED_MIGRATE: {
 		const struct bt_ev_sched_migrate *e = (const void *)ev;
-		sb_printf(&s, "comm=%s pid=%u orig_cpu=%u dest_cpu=%u", bt_namer_comm(nm, e->tid, e->orig_cpu),
+		sb_printf(&s, "comm=%s pid=%u orig_cpu=%u dest_cpu=%u", comm_of(nm, e->tid, e->orig_cpu, c1),
 			  e->tid, e->orig_cpu, e->dest_cpu);
 		break;
 	}
 	case BT_EV_PROCESS_FORK: {
 		const struct bt_ev_task *e = (const void *)ev;
-		sb_printf(&s, "comm=%s pid=%u child_comm=%s child_pid=%u", bt_namer_comm(nm, ev->tid, ev->cpu),
-			  ev->tid, ev_comm(e->comm, c1), e->tid);
+		sb_printf(&s, "comm=%s pid=%u child_comm=%s child_pid=%u", comm_of(nm, ev->tid, ev->cpu, c1),
+			  ev->tid, ev_comm(e->comm, c2), e->tid);
 		break;
 	}
 	case BT_EV_PROCESS_EXEC: {
@@ -386,13 +397,13 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 	}
 	case BT_EV_PROCESS_EXIT: {
 		const struct bt_ev_task *e = (const void *)ev;
-		sb_printf(&s, "comm=%s pid=%u", bt_namer_comm(nm, e->tid, ev->cpu), e->tid);
+		sb_printf(&s, "comm=%s pid=%u", comm_of(nm, e->tid, ev->cpu, c1), e->tid);
 		break;
 	}
 	case BT_EV_TASK_RENAME: {
 		const struct bt_ev_task *e = (const void *)ev;
-		sb_printf(&s, "pid=%u oldcomm=%s newcomm=%s", e->tid, bt_namer_comm(nm, e->tid, ev->cpu),
-			  ev_comm(e->comm, c1));
+		sb_printf(&s, "pid=%u oldcomm=%s newcomm=%s", e->tid, comm_of(nm, e->tid, ev->cpu, c1),
+			  ev_comm(e->comm, c2));
 		break;
 	}
 	case BT_EV_IRQ_ENTRY: {
@@ -464,8 +475,9 @@ int bt_format_app_fields(char *buf, size_t len, const struct bt_event_hdr *ev, u
 	if (evlen < sizeof(*a) || a->nargs > BT_APP_MAX_ARGS || evlen < sizeof(*a) + 8u * a->nargs)
 		return 0;
 	if (ev->type != BT_EV_APP_END) {
+		char e[BT_ESCAPED_LEN(64)];
 		if (name)
-			sb_printf(&s, "%.64s", name);
+			sb_printf(&s, "%s", bt_escape_text(name, 64, e, sizeof(e)));
 		else
 			sb_printf(&s, "name#%u", a->name_id);
 	}

@@ -42,6 +42,9 @@ struct bt_export_stats {
 	uint64_t records;              /* perfetto: TracePackets; json: trace events */
 	uint64_t uprobe_slices;        /* matched entry/return pairs */
 	uint64_t uprobe_unmatched;     /* entries/returns without partner (instants) */
+	uint64_t uprobe_calls;         /* entries of functions probed without %return (instants) */
+	uint64_t uprobe_return_slices; /* returns of %return-only probes, as slices from their duration */
+	uint64_t uprobe_untimed;       /* such returns without a duration (instants) */
 	uint64_t gaps, missing;        /* seq gaps shown, events missing in them */
 	/* application events (in-process tracing, btrace.h) */
 	uint64_t app_slices;           /* matched BEGIN/END pairs */

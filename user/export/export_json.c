@@ -19,9 +19,12 @@
  *   - "CPU n lost events": an "X" of cat "btrace_loss" over each seq gap;
  *   - real processes and threads (names from "M" metadata events): syscalls
  *     as "X" (cat "sys_enter,sys_exit"), uprobe entry/return pairs as "X"
- *     (cat "uprobe,uretprobe", arguments and return value in args), and
- *     instants ("i") for wakeups, migrations, fork/exec/exit/rename, USDT and
- *     every entry/exit/return without its partner (cat: the event's name);
+ *     (cat "uprobe,uretprobe", arguments and return value in args), returns
+ *     of functions probed with %return alone as "X" ending at the return
+ *     (cat "uretprobe", from the duration they carry), and
+ *     instants ("i") for wakeups, migrations, fork/exec/exit/rename, USDT,
+ *     entries of functions probed without %return, and every
+ *     entry/exit/return without its partner (cat: the event's name);
  *   - application events (in-process tracing) on their thread: matched
  *     BEGIN/END as "B"/"E" (a BEGIN open at the end of the dump as a "B"
  *     with open_at_dump_end), instants and unmatched BEGIN/END as "i",
@@ -42,12 +45,17 @@
 #include "event_names.h"
 #include "pbwriter.h"
 #include "json_str.h"
+#include "util.h"
 
 #define JSON_CPU_PID 0x7fff0000u /* above any kernel pid (PID_MAX_LIMIT is 2^22) */
 #define CPU_TID(c) (JSON_CPU_PID + (c))
 #define IRQ_TID(c) (JSON_CPU_PID + 0x2000u + (c))
 #define LOSS_TID(c) (JSON_CPU_PID + 0x4000u + (c))
-#define TRIGGER_TID (JSON_CPU_PID + 0x6000u)
+/* the "btrace-bpf" thread: dump info and CPU counters; apart from every CPU's
+ * (CPU_TID(0) is JSON_CPU_PID itself) so each pseudo-thread has one name */
+#define INFO_TID (JSON_CPU_PID + 0x6000u)
+#define TRIGGER_TID (JSON_CPU_PID + 0x6001u) /* the "triggers" pseudo-thread */
+_Static_assert(BT_DUMP_MAX_CPUS <= 0x2000, "CPU pseudo-thread ranges do not overlap");
 #define IRQ_STACK 16
 #define PROGRESS_EVERY 16384
 /* write a string literal */
@@ -590,11 +598,35 @@ static int put_uprobe(struct jx *j, const struct bt_event_hdr *h)
 		ev_close(j);
 		return 0;
 	}
-	if (role == BT_UR_USDT) {
-		ev_open(j, "i", fn, "usdt", h->ts_ns, pid, h->tid);
+	if (role == BT_UR_USDT || role == BT_UR_ENTRY_ONLY) {
+		/* a USDT hit, or a call of a function probed without %return */
+		ev_open(j, "i", fn, role == BT_UR_USDT ? "usdt" : "uprobe", h->ts_ns, pid, h->tid);
 		JW(j, ",\"s\":\"t\"");
 		uprobe_args(j, u);
 		ev_close(j);
+		j->st->uprobe_calls += role == BT_UR_ENTRY_ONLY;
+		return 0;
+	}
+	if (role == BT_UR_RETURN_ONLY) {
+		/* %return alone: the call, from the duration the return carries */
+		ev_open(j, "X", fn, "uretprobe", h->ts_ns - u->duration_ns, pid, h->tid);
+		ev_dur(j, h->ts_ns - u->duration_ns, h->ts_ns);
+		arg_i(j, "ret", (int64_t)u->ret);
+		arg_hex(j, "ret_hex", u->ret);
+		arg_u(j, "duration_ns", u->duration_ns);
+		ev_close(j);
+		j->st->uprobe_return_slices++;
+		return 0;
+	}
+	if (role == BT_UR_RETURN_UNTIMED) {
+		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
+		ev_open(j, "i", name, "uretprobe", h->ts_ns, pid, h->tid);
+		JW(j, ",\"s\":\"t\"");
+		arg_i(j, "ret", (int64_t)u->ret);
+		arg_hex(j, "ret_hex", u->ret);
+		arg_b(j, "untimed", 1);
+		ev_close(j);
+		j->st->uprobe_untimed++;
 		return 0;
 	}
 	int entry = h->type == BT_EV_UPROBE_ENTRY;
@@ -621,7 +653,7 @@ static void put_power(struct jx *j, const struct bt_event_hdr *h)
 	char name[48];
 	int freq = h->type == BT_EV_CPU_FREQUENCY;
 	snprintf(name, sizeof(name), "cpu %u %s", e->cpu_id, freq ? "freq" : "idle");
-	ev_open(j, "C", name, bt_event_name(h->type), h->ts_ns, JSON_CPU_PID, JSON_CPU_PID);
+	ev_open(j, "C", name, bt_event_name(h->type), h->ts_ns, JSON_CPU_PID, INFO_TID);
 	if (freq)
 		arg_u(j, "kHz", e->state);
 	else
@@ -811,7 +843,8 @@ static void write_header(struct jx *j)
 
 	meta(j, "process_name", JSON_CPU_PID, 0, "name", "CPUs", 0);
 	meta(j, "process_sort_index", JSON_CPU_PID, 0, "sort_index", NULL, -1);
-	meta(j, "thread_name", JSON_CPU_PID, JSON_CPU_PID, "name", "btrace-bpf", 0);
+	meta(j, "thread_name", JSON_CPU_PID, INFO_TID, "name", "btrace-bpf", 0);
+	meta(j, "thread_sort_index", JSON_CPU_PID, INFO_TID, "sort_index", NULL, -1);
 	put_triggers(j);
 	for (uint32_t c = 0; c < h->ncpus; c++) {
 		if (!p->percpu || !p->percpu[c].events)
@@ -853,7 +886,7 @@ static void write_header(struct jx *j)
 	}
 	/* where the dump came from and every loss counter, also as an event */
 	ev_open(j, "i", "btrace-bpf dump info", "btrace", p->first_ts ? p->first_ts : h->created_boottime_ns,
-		JSON_CPU_PID, JSON_CPU_PID);
+		JSON_CPU_PID, INFO_TID);
 	JW(j, ",\"s\":\"g\"");
 	loss_members(j, 1);
 	ev_close(j);

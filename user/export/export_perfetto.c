@@ -26,20 +26,26 @@
  *        and it switched to this prev task), else a full event; a sched-heavy
  *        trace is then about 3x smaller (gzip: 2x);
  *      - uprobe entry/return pairs as TrackEvent slices on a "uprobes" track
- *        of their thread (TrackDescriptor per thread, kept apart from the
- *        thread's syscall slices), function name as slice name, arguments and
+ *        of their thread, function name as slice name, arguments and
  *        return value as debug annotations; unmatched entries/returns and
- *        USDT as instants;
+ *        USDT as instants; a function probed without %return: its entries as
+ *        instants (calls, nothing unmatched); probed with %return alone: each
+ *        return as a slice ending at the return, from its duration. Each
+ *        thread with such events gets one TrackDescriptor with its
+ *        ThreadDescriptor (the importer takes a second one for the same tid
+ *        as tid reuse and splits the thread), and its "uprobes" and "app
+ *        events" tracks are children of it, apart from the thread's syscall
+ *        slices and from each other;
  *      - each seq gap as a "LOST n events" slice on the CPU's loss track, from
  *        the CPU's last event before the hole to its first event after it;
- *      - application events (in-process tracing) on an "app events" track of
- *        their thread (like uprobes): matched BEGIN/END as slices (a BEGIN
- *        still open at the end of the dump stays open, marked
+ *      - application events (in-process tracing) on the "app events" child
+ *        track of their thread (like uprobes): matched BEGIN/END as slices (a
+ *        BEGIN still open at the end of the dump stays open, marked
  *        open_at_dump_end), instants with their arguments, a BEGIN or END
  *        without partner as an instant (so nesting never breaks), a
  *        "LOST n events" instant where the thread's seq has a hole; counters
  *        as TYPE_COUNTER events on a counter track per (application, name)
- *        under a process track named after the application.
+ *        under a process track named after the application (one per pid).
  *   7. FtraceStats (end of trace): per CPU events, ring-buffer drops.
  *
  * Field numbers are Perfetto's (protos/perfetto/trace/perfetto_trace.proto);
@@ -190,7 +196,6 @@
 #define TD_THREAD 4
 #define TD_PARENT_UUID 5
 #define TD_COUNTER 8
-#define TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS 9
 #define THD_PID 1
 #define THD_TID 2
 #define THD_THREAD_NAME 5
@@ -225,6 +230,7 @@
 #define UUID_LOSS(cpu) ((0xb7ace001ull << 32) | (cpu))
 #define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
 #define UUID_APP_THREAD(tid) ((0xb7ace003ull << 32) | (tid))
+#define UUID_UPROBES(tid) ((0xb7ace005ull << 32) | (tid))
 #define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
 #define UUID_TRIGGERS (UUID_ROOT | 2)
 #define UUID_TRIG_THREAD(tid) ((0xb7ace005ull << 32) | (tid))
@@ -270,8 +276,10 @@ struct pf {
 	uint32_t bundle_events;
 	size_t pending;
 	struct bt_namer *nm;
-	struct bt_u32map thread_tracks; /* tids with a TrackDescriptor */
-	struct bt_u32map app_tracks;    /* tids with an application event TrackDescriptor */
+	struct bt_u32map thread_tracks; /* tids with a thread TrackDescriptor */
+	struct bt_u32map uprobe_tracks; /* tids with a "uprobes" child track */
+	struct bt_u32map app_tracks;    /* tids with an "app events" child track */
+	uint32_t *app_proc;             /* [napps]: the app whose process track stands for app a's pid */
 	struct bt_u32map counter_tracks;/* app << 16 | name id: counter TrackDescriptor written */
 	size_t aslot;                   /* next index into p->arole */
 	uint8_t *loss_tracks;           /* [ncpus] descriptor written */
@@ -383,13 +391,16 @@ static int track_descriptor(struct pf *f, uint64_t uuid, uint64_t parent, const 
 	return packet_flush(f, w);
 }
 
-/* A track of the thread: uprobe slices, or (app) application events. */
-static int thread_track_of(struct pf *f, uint32_t tid, uint32_t tgid, int app)
+/* Once per tid: a track with the thread's ThreadDescriptor. The importer
+ * takes a second thread descriptor for a tid (another uuid) as tid reuse and
+ * splits the thread in two, so the thread's uprobe and application events go
+ * on named child tracks of this one (child_track). No events go on it: it
+ * resolves to the thread's own track, where the syscall slices are. */
+static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
 {
-	struct bt_u32map *m = app ? &f->app_tracks : &f->thread_tracks;
-	if (bt_u32map_get(m, tid, NULL))
+	if (bt_u32map_get(&f->thread_tracks, tid, NULL))
 		return 0;
-	if (bt_u32map_put(m, tid, 1) < 0) {
+	if (bt_u32map_put(&f->thread_tracks, tid, 1) < 0) {
 		snprintf(f->err, f->errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -397,12 +408,7 @@ static int thread_track_of(struct pf *f, uint32_t tid, uint32_t tgid, int app)
 	struct pbw *w = &f->pkt;
 	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
 	pbw_begin(w, TP_TRACK_DESCRIPTOR);
-	pbw_uint(w, TD_UUID, app ? UUID_APP_THREAD(tid) : UUID_THREAD(tid));
-	/* A track of its own next to the thread's syscall slices (and uprobe
-	 * and application slices apart): a call whose entry or return was
-	 * lost can then never break the others' nesting. */
-	pbw_utf8(w, TD_NAME, app ? "app events" : "uprobes", SIZE_MAX);
-	pbw_bool(w, TD_DISALLOW_MERGING_WITH_SYSTEM_TRACKS, 1);
+	pbw_uint(w, TD_UUID, UUID_THREAD(tid));
 	pbw_begin(w, TD_THREAD);
 	pbw_int(w, THD_PID, (int32_t)(tgid ? tgid : t && t->tgid ? t->tgid : tid));
 	pbw_int(w, THD_TID, (int64_t)tid);
@@ -412,9 +418,24 @@ static int thread_track_of(struct pf *f, uint32_t tid, uint32_t tgid, int app)
 	return packet_flush(f, w);
 }
 
-static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
+/* A track of its own under the thread for its uprobe slices, or (app) its
+ * application events: apart from the syscall slices and from each other,
+ * a call whose entry or return was lost can never break the others'
+ * nesting. */
+static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int app)
 {
-	return thread_track_of(f, tid, tgid, 0);
+	struct bt_u32map *m = app ? &f->app_tracks : &f->uprobe_tracks;
+	if (bt_u32map_get(m, tid, NULL))
+		return 0;
+	int r = thread_track(f, tid, tgid);
+	if (r < 0)
+		return r;
+	if (bt_u32map_put(m, tid, 1) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return track_descriptor(f, app ? UUID_APP_THREAD(tid) : UUID_UPROBES(tid), UUID_THREAD(tid),
+				app ? "app events" : "uprobes");
 }
 
 /* ---- metadata packets ---------------------------------------------------------------- */
@@ -946,11 +967,11 @@ static int put_uprobe(struct pf *f, const struct bt_event_hdr *h)
 	int role = f->uslot < f->p->nurole ? f->p->urole[f->uslot] : BT_UR_USDT;
 	f->uslot++;
 
-	int r = thread_track(f, h->tid, h->tgid);
+	int r = child_track(f, h->tid, h->tgid, 0);
 	if (r < 0)
 		return r;
 	const char *fn = bt_export_probe_name(f->p, u->probe_id, nb, sizeof(nb));
-	uint64_t uuid = UUID_THREAD(h->tid);
+	uint64_t uuid = UUID_UPROBES(h->tid);
 	switch (role) {
 	case BT_UR_BEGIN:
 		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uprobe");
@@ -980,6 +1001,32 @@ static int put_uprobe(struct pf *f, const struct bt_event_hdr *h)
 			ann_uint(w, "duration_ns", u->duration_ns);
 		ann_bool(w, "unmatched", 1);
 		f->st->uprobe_unmatched++;
+		break;
+	case BT_UR_ENTRY_ONLY: /* no %return asked for: a call, nothing missing */
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "uprobe");
+		uprobe_args(w, u);
+		f->st->uprobe_calls++;
+		break;
+	case BT_UR_RETURN_ONLY:
+		/* %return alone: the call, from the duration the return carries
+		 * (the importer sorts the earlier begin into place) */
+		te_begin(f, h->ts_ns - u->duration_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uretprobe");
+		ann_uint(w, "probe_id", u->probe_id);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uretprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		ann_uint(w, "duration_ns", u->duration_ns);
+		f->st->uprobe_return_slices++;
+		break;
+	case BT_UR_RETURN_UNTIMED:
+		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uretprobe");
+		ann_int(w, "ret", (int64_t)u->ret);
+		ann_ptr(w, "ret_hex", u->ret);
+		ann_bool(w, "untimed", 1);
+		f->st->uprobe_untimed++;
 		break;
 	default: /* USDT */
 		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "usdt");
@@ -1088,13 +1135,36 @@ static int put_triggers(struct pf *f)
 /* ---- application events (in-process tracing) ------------------------------------------ */
 
 /* A process track per application, named by the application: its counter
- * tracks hang below it. */
+ * tracks hang below it. One per pid: the importer takes a second process
+ * descriptor for a pid as pid reuse (an application that registered twice,
+ * after an exec say, shares the first one's). */
 static int write_app_processes(struct pf *f)
 {
 	const struct bt_export_prep *p = f->p;
 	struct pbw *w = &f->pkt;
+	struct bt_u32map first = { 0 }; /* pid -> first app of it */
+	f->app_proc = calloc(p->napps ? p->napps : 1, sizeof(*f->app_proc));
+	if (!f->app_proc) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t a = 0; a < p->napps; a++) {
+		uint32_t a0;
+		if (!bt_u32map_get(&first, p->apps[a].pid, &a0)) {
+			a0 = (uint32_t)a;
+			if (bt_u32map_put(&first, p->apps[a].pid, a0) < 0) {
+				bt_u32map_free(&first);
+				snprintf(f->err, f->errlen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		f->app_proc[a] = a0;
+	}
+	bt_u32map_free(&first);
 	for (size_t a = 0; a < p->napps; a++) {
 		const struct bt_dump_app *x = &p->apps[a];
+		if (f->app_proc[a] != a)
+			continue;
 		packet_begin(f, w, SEQ_TRACK, p->first_ts);
 		pbw_begin(w, TP_TRACK_DESCRIPTOR);
 		pbw_uint(w, TD_UUID, UUID_APP_PROCESS(a));
@@ -1127,7 +1197,7 @@ static int counter_track(struct pf *f, int32_t app, uint32_t name_id)
 	packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
 	pbw_begin(w, TP_TRACK_DESCRIPTOR);
 	pbw_uint(w, TD_UUID, UUID_APP_COUNTER(app, name_id));
-	pbw_uint(w, TD_PARENT_UUID, UUID_APP_PROCESS(app));
+	pbw_uint(w, TD_PARENT_UUID, UUID_APP_PROCESS((size_t)app < f->p->napps ? f->app_proc[app] : (uint32_t)app));
 	pbw_utf8(w, TD_NAME, bt_export_app_name(f->p, app, name_id, nb, sizeof(nb)), SIZE_MAX);
 	pbw_begin(w, TD_COUNTER);
 	pbw_end(w);
@@ -1166,7 +1236,7 @@ static int put_app(struct pf *f, const struct bt_dump_event *de)
 		f->st->app_counters++;
 		return packet_flush(f, w);
 	}
-	if ((r = thread_track_of(f, h->tid, h->tgid, 1)) < 0)
+	if ((r = child_track(f, h->tid, h->tgid, 1)) < 0)
 		return r;
 	switch (role) {
 	case BT_AR_BEGIN:
@@ -1212,7 +1282,7 @@ static int put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt
 {
 	struct pbw *w = &f->pkt;
 	char name[64];
-	int r = thread_track_of(f, g->tid, h->tgid, 1);
+	int r = child_track(f, g->tid, h->tgid, 1);
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
@@ -1321,7 +1391,9 @@ out:
 	pbw_free(&f.pkt);
 	bt_namer_free(f.nm);
 	bt_u32map_free(&f.thread_tracks);
+	bt_u32map_free(&f.uprobe_tracks);
 	bt_u32map_free(&f.app_tracks);
+	free(f.app_proc);
 	bt_u32map_free(&f.counter_tracks);
 	return r;
 }

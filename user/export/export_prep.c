@@ -159,15 +159,25 @@ static int pair_uprobes(struct bt_export_prep *p)
 	struct ustack **stk = NULL;
 	size_t nstk = 0, cap = 0;
 	uint32_t *cls = NULL;
+	uint8_t *kinds = NULL; /* per class: PK_ENTRY | PK_RETURN probes in the table */
 	int r = 0;
+	enum { PK_ENTRY = 1, PK_RETURN = 2 };
 
 	/* class per probe id, computed once (probe tables are small) */
 	if (p->nprobes) {
 		cls = malloc(p->nprobes * sizeof(*cls));
-		if (!cls)
+		kinds = calloc(p->nprobes, 1);
+		if (!cls || !kinds) {
+			free(cls);
+			free(kinds);
 			return -ENOMEM;
-		for (size_t i = 0; i < p->nprobes; i++)
-			cls[i] = probe_class(p, p->probes[i].id);
+		}
+		for (size_t i = 0; i < p->nprobes; i++) {
+			const struct bt_probe_desc *d = &p->probes[i];
+			cls[i] = probe_class(p, d->id);
+			if (!(d->flags & BT_PROBE_USDT))
+				kinds[cls[i]] |= d->flags & BT_PROBE_RETURN ? PK_RETURN : PK_ENTRY;
+		}
 	}
 	size_t k = 0;
 	for (size_t i = 0; i < p->nev && r == 0; i++) {
@@ -184,6 +194,17 @@ static int pair_uprobes(struct bt_export_prep *p)
 		const struct bt_probe_desc *d = bt_probe_find(p->probes, p->nprobes, u->probe_id);
 		uint32_t c = d ? cls[d - p->probes] : 0x80000000u | u->probe_id;
 		uint32_t si;
+		/* A function probed at one end only has no partner to miss: an
+		 * entry is a call, a return carries its call's duration. */
+		if (d && h->type == BT_EV_UPROBE_ENTRY && !(kinds[c] & PK_RETURN)) {
+			p->urole[slot] = BT_UR_ENTRY_ONLY;
+			continue;
+		}
+		if (d && h->type == BT_EV_UPROBE_RETURN && !(kinds[c] & PK_ENTRY)) {
+			p->urole[slot] = u->duration_ns && u->duration_ns <= h->ts_ns ? BT_UR_RETURN_ONLY
+										: BT_UR_RETURN_UNTIMED;
+			continue;
+		}
 		if (!bt_u32map_get(&map, h->tid, &si)) {
 			if (h->type == BT_EV_UPROBE_RETURN) {
 				p->urole[slot] = BT_UR_RETURN_ALONE;
@@ -236,6 +257,7 @@ static int pair_uprobes(struct bt_export_prep *p)
 		free(stk[i]);
 	free(stk);
 	free(cls);
+	free(kinds);
 	bt_u32map_free(&map);
 	return r;
 }

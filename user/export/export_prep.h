@@ -23,13 +23,20 @@ void bt_u32map_free(struct bt_u32map *m);
 
 /* ---- the pre-pass both exporters use ------------------------------------ */
 
-/* Role of each uprobe/uretprobe/usdt event, in event order. */
+/* Role of each uprobe/uretprobe/usdt event, in event order. Whether a
+ * function has an entry probe, a return probe or both comes from the probe
+ * table: only where both were asked for can a partner be missing. */
 enum bt_uprobe_role {
 	BT_UR_ENTRY_ALONE = 0, /* entry whose return is not in the dump */
 	BT_UR_BEGIN = 1,       /* entry of a matched pair */
 	BT_UR_END = 2,         /* return of a matched pair */
 	BT_UR_RETURN_ALONE = 3,/* return whose entry is not in the dump */
 	BT_UR_USDT = 4,
+	BT_UR_ENTRY_ONLY = 5,  /* entry of a function probed without %return: a call */
+	BT_UR_RETURN_ONLY = 6, /* return of a function probed with %return alone, timed:
+				* the call is [ts - duration_ns, ts] */
+	BT_UR_RETURN_UNTIMED = 7, /* such a return whose entry the kernel did not time
+				   * (attached mid-call, deeper than the stamp stack) */
 };
 
 struct bt_xthread {

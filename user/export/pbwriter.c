@@ -7,6 +7,7 @@
 #include <string.h>
 #include "pbwriter.h"
 #include "json_str.h"
+#include "util.h"
 
 void pbw_init(struct pbw *w)
 {

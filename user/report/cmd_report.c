@@ -24,6 +24,7 @@
 #include "report_triggers.h"
 #include "event_names.h"
 #include "report_functions.h"
+#include "util.h"
 
 #define PROG "btrace-bpf"
 
@@ -64,10 +65,12 @@ static void usage(FILE *f)
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
 		"                       group, time window, latest continuous window, and every\n"
 		"                       loss counter\n"
-		"  -f, --functions      user-space probes per function instead of events:\n"
-		"                       calls, returns and, for %%return probes, the latency\n"
-		"                       distribution (count, min, p50, p99, max); targets that\n"
-		"                       ended\n"
+		"  -f, --functions      user-space probes per function and process instead of\n"
+		"                       events: calls, returns and, for %%return probes, the\n"
+		"                       latency distribution (count, min, p50, p99, max) of\n"
+		"                       the events the other options select; the window the\n"
+		"                       counts cover and every loss that makes them lower\n"
+		"                       bounds; targets that ended\n"
 		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
 		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
 		"                       an event is about: next of a switch, woken, forked child)\n"
@@ -346,7 +349,7 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	struct bt_seq_gap *gaps = NULL;
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	struct filt f;
-	char fields[1024], tb[64];
+	char fields[4096], tb[64]; /* escaped names take up to 4 bytes a byte */
 
 	if (!nm)
 		return -ENOMEM;
@@ -364,7 +367,10 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 		if (e->type == BT_EV_PROCESS_EXEC)
 			bt_namer_apply(nm, e, ev[i].len);
 		if (event_ok(&f, e)) {
-			const char *comm = e->tid == 0 ? "<idle>" : bt_namer_comm(nm, e->tid, e->cpu);
+			char cb[BT_ESCAPED_LEN(BT_TASK_COMM_LEN)];
+			const char *comm = e->tid == 0 ? "<idle>"
+					   : bt_escape_text(bt_namer_comm(nm, e->tid, e->cpu), BT_TASK_COMM_LEN, cb,
+							    sizeof(cb));
 			if (ev[i].app >= 0)
 				bt_format_app_fields(fields, sizeof(fields), e, ev[i].len,
 						     bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id));
@@ -463,11 +469,14 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		fprintf(out, "uncompressed, ");
 	fprintf(out, "%s file, %s of blocks and tables\n", human(h->file_size, b1, sizeof(b1)),
 		human(h->body_raw_len, b2, sizeof(b2)));
-	fprintf(out, "host:       %s, kernel %s, %u CPUs, recorder pid %" PRIu64 "\n", h->hostname, h->kernel, nc,
-		h->recorder_pid);
+	char eh[BT_ESCAPED_LEN(sizeof(h->hostname))], ek[BT_ESCAPED_LEN(sizeof(h->kernel))],
+		er[BT_ESCAPED_LEN(sizeof(h->reason))];
+	fprintf(out, "host:       %s, kernel %s, %u CPUs, recorder pid %" PRIu64 "\n",
+		bt_escape_text(h->hostname, sizeof(h->hostname), eh, sizeof(eh)),
+		bt_escape_text(h->kernel, sizeof(h->kernel), ek, sizeof(ek)), nc, h->recorder_pid);
 	fprintf(out, "created:    %s (boot time %s), reason %s, dump #%" PRIu64,
 		fmt_wall(h, h->created_boottime_ns, b1, sizeof(b1)), fmt_secs(h->created_boottime_ns, b2, sizeof(b2)),
-		h->reason[0] ? h->reason : "-", h->dump_seq);
+		h->reason[0] ? bt_escape_text(h->reason, sizeof(h->reason), er, sizeof(er)) : "-", h->dump_seq);
 	if (h->overlaps_dump)
 		fprintf(out, " (may overlap dump #%" PRIu64 ")", h->overlaps_dump);
 	fputc('\n', out);
@@ -635,13 +644,69 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 	}
 }
 
+/* ---- functions ----------------------------------------------------------- */
+
+static int func_keep(const struct bt_event_hdr *h, void *ctx)
+{
+	return event_ok(ctx, h);
+}
+
+static int func_cpu(uint32_t cpu, void *ctx)
+{
+	return cpu_ok(((const struct filt *)ctx)->o, cpu);
+}
+
+/* report --functions with report's filters, named in the window line */
+static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE *out)
+{
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	struct filt ft;
+	char what[256] = "";
+	size_t w = 0;
+
+	filt_init(&ft, o, ev, n);
+	if (o->npids) {
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "-p ");
+		for (size_t i = 0; i < o->npids && w < sizeof(what); i++)
+			w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", i ? "," : "", o->pids[i]);
+	}
+	if (o->cpus && w < sizeof(what)) { /* as ranges: -c 0,2-3 */
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-c ", w ? " " : "");
+		for (uint32_t c = 0, k = 0; c < BT_DUMP_MAX_CPUS && w < sizeof(what); c++) {
+			if (!cpu_ok(o, c) || (c && cpu_ok(o, c - 1)))
+				continue;
+			uint32_t e = c;
+			while (e + 1 < BT_DUMP_MAX_CPUS && cpu_ok(o, e + 1))
+				e++;
+			if (e == c)
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", k++ ? "," : "", c);
+			else
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u-%u", k++ ? "," : "", c, e);
+		}
+	}
+	if (o->types && w < sizeof(what)) {
+		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-e ", w ? " " : "");
+		for (int t = 1, k = 0; t < BT_EV_MAX && w < sizeof(what); t++)
+			if (o->types & (1u << t))
+				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%s", k++ ? "," : "",
+						      bt_event_name((uint32_t)t));
+	}
+	struct bt_func_filter ff = {
+		.keep = func_keep, .cpu_ok = func_cpu, .ctx = &ft,
+		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
+		.what = what[0] ? what : NULL,
+	};
+	return bt_report_functions(d, &ff, out);
+}
+
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
 	int r;
 
 	if (path)
 		warn_empty_filters(d, o);
-	r = o->functions ? bt_report_functions(d, out)
+	r = o->functions ? print_functions(d, o, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))

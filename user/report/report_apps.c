@@ -12,6 +12,7 @@
 #include "events.h"
 #include "dump.h"
 #include "report_apps.h"
+#include "util.h"
 
 struct thr {
 	uint32_t tid;
@@ -88,7 +89,9 @@ int bt_report_apps(const struct bt_dump *d, FILE *out)
 		for (size_t i = 0; i < n && events; i++)
 			if (ev[i].app == (int32_t)a && ev[i].ev->ts_ns >= cont)
 				cont_events++;
-		fprintf(out, "  %s pid %u (%s): %" PRIu64 " events from %zu threads", x->name, x->pid,
+		char en[BT_ESCAPED_LEN(sizeof(x->name))];
+		fprintf(out, "  %s pid %u (%s): %" PRIu64 " events from %zu threads",
+			bt_escape_text(x->name, sizeof(x->name), en, sizeof(en)), x->pid,
 			x->flags & BT_APP_EXITED ? "exited" : "alive", events, nt);
 		if (events)
 			fprintf(out, " over %.6f s", (double)(last - first) / 1e9);

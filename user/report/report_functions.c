@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * report_functions.c - `report --functions`: one row per probed function (and
- * process) of a dump: calls, returns, and for return probes the latency
- * distribution of the entry-to-return durations (count, min, p50, p99, max).
- * Probes on the same function and process (`f` and `f%return`) share a row.
- * Targets that ended are named below the table, with the time their exit is
- * in the dump if it is.
+ * report_functions.c - `report --functions`: one row per probed function and
+ * process (the events' pid, named) of a dump: calls, returns, and for return
+ * probes the latency distribution of the entry-to-return durations (count,
+ * min, p50, p99, max). Probes on the same function (`f` and `f%return`)
+ * share a row. Only the events report's filters select are counted (-p,
+ * --since, --until, -c, -e). Below the table: the window the counts cover
+ * and every loss that makes them lower bounds, then the targets that ended,
+ * with the time their exit is in the dump if it is.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -15,16 +17,67 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
+#include "event_names.h"
 #include "report_functions.h"
+#include "util.h"
 
-struct frow {
-	const struct bt_probe_desc *p; /* first probe of the row (names) */
+/* A probed function: probes on the same function (`f` and `f%return`) of
+ * the same binary share it. */
+struct ffunc {
+	const struct bt_probe_desc *p; /* first probe of the function (names) */
 	int usdt;
 	int has_entry, has_return;
+};
+
+/* A function in one process (the events' tgid). */
+struct frow {
+	uint32_t fn;  /* index into the functions */
+	uint32_t pid; /* 0: no event selected (a row of zeros) */
 	uint64_t entries, returns, usdt_hits, unmatched;
 	uint64_t *lat;
 	size_t nlat, cap;
 };
+
+/* Rows sorted by (function, pid) for lookup; the array grows, rarely. */
+struct frows {
+	struct frow *r;
+	size_t n, cap;
+};
+
+static uint64_t row_key(uint32_t fn, uint32_t pid)
+{
+	return (uint64_t)fn << 32 | pid;
+}
+
+static struct frow *row_get(struct frows *rs, uint32_t fn, uint32_t pid)
+{
+	uint64_t k = row_key(fn, pid);
+	size_t lo = 0, hi = rs->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t m = row_key(rs->r[mid].fn, rs->r[mid].pid);
+		if (m == k)
+			return &rs->r[mid];
+		if (m < k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 16;
+		void *q = realloc(rs->r, nc * sizeof(*rs->r));
+		if (!q)
+			return NULL;
+		rs->r = q;
+		rs->cap = nc;
+	}
+	memmove(&rs->r[lo + 1], &rs->r[lo], (rs->n - lo) * sizeof(*rs->r));
+	memset(&rs->r[lo], 0, sizeof(rs->r[lo]));
+	rs->r[lo].fn = fn;
+	rs->r[lo].pid = pid;
+	rs->n++;
+	return &rs->r[lo];
+}
 
 static const char *base_name(const char *p)
 {
@@ -61,21 +114,166 @@ static uint64_t pct(const uint64_t *v, size_t n, unsigned q)
 
 static int same_func(const struct bt_probe_desc *a, const struct bt_probe_desc *b)
 {
-	return a->pid == b->pid && (a->flags & BT_PROBE_USDT) == (b->flags & BT_PROBE_USDT) &&
+	/* the probes' pids do not matter: rows are per process of the events */
+	return (a->flags & BT_PROBE_USDT) == (b->flags & BT_PROBE_USDT) &&
 	       strcmp(a->func, b->func) == 0 && strcmp(a->binary, b->binary) == 0;
 }
 
-int bt_report_functions(const struct bt_dump *d, FILE *out)
+static int filter_keep(const struct bt_func_filter *f, const struct bt_event_hdr *h)
 {
-	size_t np, nev, nrows = 0;
+	return !f || !f->keep || f->keep(h, f->ctx);
+}
+
+static int filter_cpu(const struct bt_func_filter *f, uint32_t cpu)
+{
+	return !f || !f->cpu_ok || f->cpu_ok(cpu, f->ctx);
+}
+
+/* The name of process pid: its main thread's in the task table (names at
+ * dump time), else the newest a fork/exec/rename event gave, escaped. */
+static const char *proc_name(const struct bt_dump *d, struct bt_namer *nm, uint32_t pid, char *buf, size_t len)
+{
+	size_t nt;
+	const struct bt_task *tasks = bt_dump_tasks(d, &nt);
+	const struct bt_task *t = bt_tasks_find(tasks, nt, pid);
+	return bt_escape_text(t && t->comm[0] ? t->comm : bt_namer_comm(nm, pid, 0), BT_TASK_COMM_LEN, buf, len);
+}
+
+static void print_row(FILE *out, const struct ffunc *fn, struct frow *r, const char *comm)
+{
+	char pid[16], name[BT_ESCAPED_LEN(256) + 8], bin[BT_ESCAPED_LEN(256)], c[4][32];
+	uint64_t calls = fn->usdt ? r->usdt_hits : fn->has_entry ? r->entries : r->returns;
+
+	if (r->pid)
+		snprintf(pid, sizeof(pid), "%u", r->pid);
+	else
+		snprintf(pid, sizeof(pid), "-");
+	bt_escape_text(fn->p->func[0] ? fn->p->func : fn->p->spec, 256, name, sizeof(name) - 8);
+	if (fn->usdt)
+		strcat(name, " [usdt]");
+	fprintf(out, "%-32s %-20s %7s %9" PRIu64, name, bt_escape_text(base_name(fn->p->binary), 256, bin, sizeof(bin)),
+		pid, calls);
+	if (!fn->has_return) {
+		fprintf(out, " %9s  %9s %9s %9s %9s %9s  %s\n", "-", "-", "-", "-", "-", "-", comm);
+		return;
+	}
+	fprintf(out, " %9" PRIu64, r->returns);
+	if (!r->nlat) {
+		fprintf(out, "  %9d %9s %9s %9s %9s  %s", 0, "-", "-", "-", "-", comm);
+	} else {
+		qsort(r->lat, r->nlat, sizeof(*r->lat), u64_cmp);
+		fprintf(out, "  %9zu %9s %9s %9s %9s  %s", r->nlat, fmt_dur(r->lat[0], c[0], sizeof(c[0])),
+			fmt_dur(pct(r->lat, r->nlat, 50), c[1], sizeof(c[1])),
+			fmt_dur(pct(r->lat, r->nlat, 99), c[2], sizeof(c[2])),
+			fmt_dur(r->lat[r->nlat - 1], c[3], sizeof(c[3])), comm);
+	}
+	if (r->unmatched)
+		fprintf(out, "  (%" PRIu64 " returns without a timed entry)", r->unmatched);
+	fputc('\n', out);
+}
+
+/* The window the counts cover, and every loss that makes them lower bounds.
+ * Counts are complete only where no CPU missed an event: the ring buffer
+ * dropped none (a drop also leaves a seq gap), no seq gap in the window, the
+ * CPUs' history reaches back to the window's start, nothing lost dumping. */
+static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	const struct bt_stats *bs = bt_dump_buffer_stats(d);
+	const struct bt_read_stats *rs = bt_dump_read_stats(d);
+	const uint64_t *drops = bt_dump_rb_drops(d);
+	size_t n, ngaps = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	struct bt_seq_cpu *sc = calloc(h->ncpus, sizeof(*sc));
+	struct bt_seq_gap *gaps = NULL;
+	struct bt_seq_window w;
+	char b1[32], b2[32];
+	int nloss = 0;
+
+	if (!sc || bt_seq_analyze(ev, n, h->ncpus, &w, sc) < 0 || bt_seq_gaps(ev, n, h->ncpus, &gaps, &ngaps) < 0) {
+		free(sc);
+		return -ENOMEM;
+	}
+	uint64_t t0 = w.first_ts, t1 = w.last_ts;
+	if (f && f->timed) {
+		t0 = f->t0 > t0 ? f->t0 : t0;
+		t1 = f->t1 < t1 ? f->t1 : t1;
+	}
+	if (!w.events || t0 > t1) {
+		fprintf(out, "window:       no event of the dump in the time asked for%s%s\n", f && f->what ? "; filters: " : "",
+			f && f->what ? f->what : "");
+		free(sc);
+		free(gaps);
+		return 0;
+	}
+	fprintf(out, "window:       the counts cover %s .. %s (%.6f s), %s%s%s\n", bt_format_ts(t0, b1, sizeof(b1)),
+		bt_format_ts(t1, b2, sizeof(b2)), (double)(t1 - t0) / 1e9,
+		f && f->timed ? "as --since/--until asked" : "the whole dump", f && f->what ? "; filters: " : "",
+		f && f->what ? f->what : "");
+
+	/* ring-buffer drops of uprobe events (a count over the recording) */
+	uint64_t ud = 0;
+	for (uint32_t c = 0; drops && c < h->ncpus && BT_GROUP_UPROBE < h->ngroups; c++)
+		if (filter_cpu(f, c))
+			ud += drops[(size_t)c * h->ngroups + BT_GROUP_UPROBE];
+#define LOSS(...)                                                                     \
+	do {                                                                          \
+		fprintf(out, nloss++ ? "; " : "lower bounds: ");                      \
+		fprintf(out, __VA_ARGS__);                                            \
+	} while (0)
+	if (ud)
+		LOSS("%" PRIu64 " uprobe events dropped (ring buffer full) while recording", ud);
+	/* seq gaps in the window: any event may be in them */
+	uint64_t g = 0, gm = 0;
+	for (size_t i = 0; i < ngaps; i++) {
+		uint64_t ts = ev[gaps[i].index].ev->ts_ns;
+		if (ts >= t0 && ts <= t1 && filter_cpu(f, gaps[i].cpu))
+			g++, gm += gaps[i].missing;
+	}
+	if (g)
+		LOSS("%" PRIu64 " seq gap%s in the window, %" PRIu64 " events of any kind missing", g, g == 1 ? "" : "s", gm);
+	/* history: a CPU whose oldest retained event is not seq 0 lost older ones */
+	int32_t oc = -1;
+	for (uint32_t c = 0; c < h->ncpus; c++)
+		if (sc[c].events && sc[c].first_seq != 0 && sc[c].first_ts >= t0 && filter_cpu(f, c) &&
+		    (oc < 0 || sc[c].first_ts > sc[oc].first_ts))
+			oc = (int32_t)c;
+	if (oc >= 0)
+		LOSS("older events overwritten, the run began before the window (CPU %d holds events from %s on, "
+		     "seq %u)",
+		     oc, bt_format_ts(sc[oc].first_ts, b1, sizeof(b1)), sc[oc].first_seq);
+	if (rs->blocks_lost || rs->blocks_busy)
+		LOSS("%" PRIu64 " blocks overwritten while dumping, %" PRIu64 " busy", rs->blocks_lost, rs->blocks_busy);
+	if (bs->entries_rejected || bs->entries_dropped || bs->blocks_skipped || h->drain_rejected)
+		LOSS("%" PRIu64 " buffer entries rejected, %" PRIu64 " dropped, %" PRIu64 " blocks skipped, %" PRIu64
+		     " events the drain could not store",
+		     bs->entries_rejected, bs->entries_dropped, bs->blocks_skipped, h->drain_rejected);
+#undef LOSS
+	if (nloss)
+		fprintf(out, " (see report --stats)\n");
+	else
+		fprintf(out, "complete:     no event lost in the window (no ring-buffer drop, no seq gap, nothing "
+			     "overwritten)\n");
+	free(sc);
+	free(gaps);
+	return 0;
+}
+
+int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
+{
+	size_t np, nev, nfn = 0;
 	const struct bt_probe_desc *probes = bt_dump_probes(d, &np);
 	const struct bt_dump_event *ev = bt_dump_events(d, &nev);
-	struct frow *rows = calloc(np ? np : 1, sizeof(*rows));
-	size_t *row_of = calloc(np ? np : 1, sizeof(*row_of));
+	size_t ntasks;
+	const struct bt_task *tasks = bt_dump_tasks(d, &ntasks);
+	struct ffunc *fns = calloc(np ? np : 1, sizeof(*fns));
+	uint32_t *fn_of = calloc(np ? np : 1, sizeof(*fn_of));
+	struct frows rows = { 0 };
+	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	uint64_t unknown = 0;
 	int ret = 0;
 
-	if (!rows || !row_of) {
+	if (!fns || !fn_of || !nm) {
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -85,25 +283,27 @@ int bt_report_functions(const struct bt_dump *d, FILE *out)
 	}
 	for (size_t i = 0; i < np; i++) {
 		size_t r;
-		for (r = 0; r < nrows && !same_func(rows[r].p, &probes[i]); r++)
+		for (r = 0; r < nfn && !same_func(fns[r].p, &probes[i]); r++)
 			;
-		if (r == nrows)
-			rows[nrows++].p = &probes[i];
-		row_of[i] = r;
-		rows[r].usdt = !!(probes[i].flags & BT_PROBE_USDT);
+		if (r == nfn)
+			fns[nfn++].p = &probes[i];
+		fn_of[i] = (uint32_t)r;
+		fns[r].usdt = !!(probes[i].flags & BT_PROBE_USDT);
 		if (probes[i].flags & BT_PROBE_RETURN)
-			rows[r].has_return = 1;
+			fns[r].has_return = 1;
 		else if (!(probes[i].flags & BT_PROBE_USDT))
-			rows[r].has_entry = 1;
+			fns[r].has_entry = 1;
 	}
+	struct frow *last = NULL;
 	for (size_t i = 0; i < nev; i++) {
 		const struct bt_event_hdr *h = ev[i].ev;
 		const struct bt_ev_uprobe *u = (const void *)h;
 		size_t pi;
 
+		bt_namer_apply(nm, h, ev[i].len);
 		if (h->type != BT_EV_UPROBE_ENTRY && h->type != BT_EV_UPROBE_RETURN && h->type != BT_EV_USDT)
 			continue;
-		if (ev[i].len < sizeof(*u))
+		if (ev[i].len < sizeof(*u) || !filter_keep(f, h))
 			continue;
 		/* ids are indexes of the table; search if someone renumbered */
 		if (u->probe_id < np && probes[u->probe_id].id == u->probe_id) {
@@ -116,7 +316,14 @@ int bt_report_functions(const struct bt_dump *d, FILE *out)
 				continue;
 			}
 		}
-		struct frow *r = &rows[row_of[pi]];
+		/* one row per function and process; a tgid of 0 is not a process */
+		uint32_t pid = h->tgid ? h->tgid : h->tid;
+		struct frow *r = last && last->fn == fn_of[pi] && last->pid == pid ? last : row_get(&rows, fn_of[pi], pid);
+		if (!r) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		last = r;
 		if (h->type == BT_EV_UPROBE_ENTRY) {
 			r->entries++;
 		} else if (h->type == BT_EV_USDT) {
@@ -139,40 +346,28 @@ int bt_report_functions(const struct bt_dump *d, FILE *out)
 			r->lat[r->nlat++] = u->duration_ns;
 		}
 	}
-
-	fprintf(out, "%-32s %-20s %7s %9s %9s  %9s %9s %9s %9s %9s\n", "FUNCTION", "BINARY", "PID", "CALLS",
-		"RETURNS", "LAT.COUNT", "MIN", "P50", "P99", "MAX");
-	for (size_t i = 0; i < nrows; i++) {
-		struct frow *r = &rows[i];
-		char pid[16], name[300], c[5][32];
-		uint64_t calls = r->usdt ? r->usdt_hits : r->has_entry ? r->entries : r->returns;
-
-		if (r->p->pid < 0)
-			snprintf(pid, sizeof(pid), "all");
-		else
-			snprintf(pid, sizeof(pid), "%d", r->p->pid);
-		snprintf(name, sizeof(name), "%s%s", r->p->func[0] ? r->p->func : r->p->spec, r->usdt ? " [usdt]" : "");
-		fprintf(out, "%-32s %-20s %7s %9" PRIu64, name, base_name(r->p->binary), pid, calls);
-		if (!r->has_return) {
-			fprintf(out, " %9s\n", "-");
-			continue;
+	/* a function no selected event hit still gets its row, of zeros */
+	for (uint32_t i = 0; i < nfn; i++) {
+		size_t k = 0;
+		while (k < rows.n && rows.r[k].fn != i)
+			k++;
+		if (k == rows.n && !row_get(&rows, i, 0)) {
+			ret = -ENOMEM;
+			goto out;
 		}
-		fprintf(out, " %9" PRIu64, r->returns);
-		if (!r->nlat) {
-			fprintf(out, "  %9d\n", 0);
-			continue;
-		}
-		qsort(r->lat, r->nlat, sizeof(*r->lat), u64_cmp);
-		fprintf(out, "  %9zu %9s %9s %9s %9s", r->nlat, fmt_dur(r->lat[0], c[0], sizeof(c[0])),
-			fmt_dur(pct(r->lat, r->nlat, 50), c[1], sizeof(c[1])),
-			fmt_dur(pct(r->lat, r->nlat, 99), c[2], sizeof(c[2])),
-			fmt_dur(r->lat[r->nlat - 1], c[3], sizeof(c[3])));
-		if (r->unmatched)
-			fprintf(out, "  (%" PRIu64 " returns without a timed entry)", r->unmatched);
-		fputc('\n', out);
+	}
+
+	fprintf(out, "%-32s %-20s %7s %9s %9s  %9s %9s %9s %9s %9s  %s\n", "FUNCTION", "BINARY", "PID", "CALLS",
+		"RETURNS", "LAT.COUNT", "MIN", "P50", "P99", "MAX", "COMM");
+	for (size_t i = 0; i < rows.n; i++) {
+		char comm[BT_ESCAPED_LEN(BT_TASK_COMM_LEN)];
+		print_row(out, &fns[rows.r[i].fn], &rows.r[i],
+			  rows.r[i].pid ? proc_name(d, nm, rows.r[i].pid, comm, sizeof(comm)) : "-");
 	}
 	if (unknown)
 		fprintf(out, "%" PRIu64 " events name probes missing from the probe table\n", unknown);
+	if ((ret = print_window(d, f, out)) < 0)
+		goto out;
 
 	/* Targets that ended: their exit in the dump, or the recorder saw it. */
 	for (size_t i = 0; i < np; i++) {
@@ -201,9 +396,11 @@ int bt_report_functions(const struct bt_dump *d, FILE *out)
 			fprintf(out, "process %d ended while attached (recording went on)\n", pid);
 	}
 out:
-	for (size_t i = 0; i < nrows; i++)
-		free(rows[i].lat);
-	free(rows);
-	free(row_of);
+	for (size_t i = 0; i < rows.n; i++)
+		free(rows.r[i].lat);
+	free(rows.r);
+	free(fns);
+	free(fn_of);
+	bt_namer_free(nm);
 	return ret;
 }

@@ -1,11 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* report_functions.h - `report --functions` (report_functions.c). */
+/*
+ * report_functions.h - `report --functions` (report_functions.c): per probed
+ * function and process, calls, returns and the latency distribution, for the
+ * events report's filters select, with the window the counts cover and every
+ * loss that makes them lower bounds.
+ */
 #ifndef BTRACE_REPORT_FUNCTIONS_H
 #define BTRACE_REPORT_FUNCTIONS_H
+#include <stdint.h>
 #include <stdio.h>
 
 struct bt_dump;
-/* Per probed function: calls, and for return probes the latency
- * distribution (count, min, p50, p99, max); which targets ended. 0 or -errno. */
-int bt_report_functions(const struct bt_dump *d, FILE *out);
+struct bt_event_hdr;
+
+/* What report's options select; all fields may be zero/NULL (everything). */
+struct bt_func_filter {
+	int (*keep)(const struct bt_event_hdr *h, void *ctx); /* event selected (time, cpu, pid, type) */
+	int (*cpu_ok)(uint32_t cpu, void *ctx);               /* CPU selected (losses are per CPU) */
+	void *ctx;
+	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
+	uint64_t t0, t1;
+	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
+};
+
+/* One row per probed function and process (pid, comm) of the selected
+ * events: calls, returns, latencies (count, min, p50, p99, max); a line with
+ * the window the counts cover, and every loss that makes them lower bounds
+ * (ring-buffer drops, seq gaps, overwritten history, dump losses); targets
+ * that ended. f may be NULL. 0 or -errno. */
+int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out);
 #endif
