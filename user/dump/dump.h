@@ -50,6 +50,16 @@ int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt
 /* The application table, after all their blocks. */
 int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n);
 
+/* Runs of one of the recorder's BPF programs that the kernel skipped
+ * (bpf_prog_info.recursion_misses: the program was already running on that
+ * CPU, e.g. its tracepoint fired again inside it). Those events were never
+ * emitted and took no seq: only this counter shows them. */
+struct bt_prog_miss {
+	char name[64];
+	uint64_t misses;
+	uint32_t prog_id;
+};
+
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
@@ -66,6 +76,8 @@ struct bt_dump_info {
 	uint64_t drain_events;     /* events the drain wrote into the buffer */
 	uint64_t drain_rejected;   /* events the buffer rejected */
 	uint32_t groups_enabled;   /* bitmask of enum bt_group */
+	const struct bt_prog_miss *prog_misses; /* every loaded program; NULL: no PMIS section */
+	size_t nprog_misses;
 	/* optional: writes application buffers (bt_apps_dump) */
 	int (*write_apps)(void *ctx, struct bt_dump_sink *s);
 	void *apps_ctx;
@@ -138,6 +150,11 @@ const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);
 
 /* ring-buffer events submitted [ncpus*ngroups], NULL if the recorder gave none */
 const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);
+/* The recorder's BPF programs and the runs the kernel skipped (PMIS
+ * section); *n = 0 and NULL for a dump without it (older recorder). */
+const struct bt_prog_miss *bt_dump_prog_misses(const struct bt_dump *d, size_t *n);
+/* Sum of their misses. */
+uint64_t bt_dump_prog_misses_total(const struct bt_dump *d);
 /* Entries skipped because their type is newer than this reader (type >= BT_EV_MAX). */
 uint64_t bt_dump_unknown_events(const struct bt_dump *d);
 

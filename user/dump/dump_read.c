@@ -47,6 +47,9 @@ struct bt_dump {
 	uint64_t nentries; /* entries stored, unknown types included */
 	uint64_t hdr_nsections;
 	uint64_t unknown;
+	struct bt_prog_miss *prog_misses; /* PMIS table */
+	size_t nprog_misses;
+	int seen_prog_misses;
 	struct bt_dump_app *apps; /* APPS table; names point into app_names */
 	size_t napps;
 	char (*app_names)[BTD_APP_NAME_LEN];
@@ -106,6 +109,7 @@ void bt_dump_close(struct bt_dump *d)
 	free(d->events);
 	free(d->apps);
 	free(d->app_names);
+	free(d->prog_misses);
 	free(d);
 }
 
@@ -255,6 +259,30 @@ static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
 			return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
 		memcpy(d->rb_emitted, arr + n * 8, n * 8);
 	}
+	return 0;
+}
+
+static int parse_prog_misses(struct parse *p, const uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_table tb;
+	int r = table_check(p, pl, len, sizeof(struct btd_prog_miss), &tb, "program");
+	if (r)
+		return r;
+	d->prog_misses = calloc(tb.count ? tb.count : 1, sizeof(*d->prog_misses));
+	if (!d->prog_misses)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	for (uint32_t i = 0; i < tb.count; i++) {
+		struct btd_prog_miss m;
+		struct bt_prog_miss *o = &d->prog_misses[i];
+		memcpy(&m, pl + sizeof(tb) + (uint64_t)i * tb.rec_size, sizeof(m));
+		_Static_assert(sizeof(o->name) == sizeof(m.name), "program name");
+		memcpy(o->name, m.name, sizeof(o->name));
+		nul_terminate(o->name, sizeof(o->name));
+		o->misses = m.misses;
+		o->prog_id = m.prog_id;
+	}
+	d->nprog_misses = tb.count;
 	return 0;
 }
 
@@ -469,6 +497,10 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 			break;
 		case BTD_SEC_LOSS:
 			r = seen_loss++ ? PFAIL(&p, "corrupt dump: two loss sections") : parse_loss(&p, pl, s.len);
+			break;
+		case BTD_SEC_PROG_MISSES:
+			r = d->seen_prog_misses++ ? PFAIL(&p, "corrupt dump: two program tables")
+						  : parse_prog_misses(&p, pl, s.len);
 			break;
 		case BTD_SEC_BLOCK:
 			r = parse_block(&p, pl, s.len, -1);
@@ -1022,6 +1054,20 @@ const struct bt_dump_block *bt_dump_blocks(const struct bt_dump *d, size_t *n)
 {
 	*n = d->nblocks;
 	return d->blocks;
+}
+
+const struct bt_prog_miss *bt_dump_prog_misses(const struct bt_dump *d, size_t *n)
+{
+	*n = d->nprog_misses;
+	return d->prog_misses;
+}
+
+uint64_t bt_dump_prog_misses_total(const struct bt_dump *d)
+{
+	uint64_t t = 0;
+	for (size_t i = 0; i < d->nprog_misses; i++)
+		t += d->prog_misses[i].misses;
+	return t;
 }
 
 uint64_t bt_dump_unknown_events(const struct bt_dump *d)

@@ -10,7 +10,7 @@
  * size. The header is reserved first and written last (pwrite), when the body
  * lengths and checksums are known:
  *
- *   mkostemp(dir/.NAME.XXXXXX) -> zero header -> TASK PROB LOSS BLCK.. END
+ *   mkostemp(dir/.NAME.XXXXXX) -> zero header -> TASK PROB LOSS PMIS BLCK.. END
  *   -> pwrite header -> fsync -> close -> rename(NAME) -> fsync(dir)
  *
  * Any failure unlinks the temporary file and returns -errno with a message.
@@ -242,6 +242,20 @@ static void put_loss(struct zout *zo, const struct bt_dump_info *info, const str
 	}
 	if (has_emitted)
 		body_put(zo, info->rb_emitted, n * 8);
+	body_pad(zo, len);
+}
+
+static void put_prog_misses(struct zout *zo, const struct bt_prog_miss *m, size_t n)
+{
+	struct btd_table tb = { .count = (uint32_t)n, .rec_size = sizeof(struct btd_prog_miss) };
+	uint64_t len = sizeof(tb) + (uint64_t)n * sizeof(struct btd_prog_miss);
+	section_begin(zo, BTD_SEC_PROG_MISSES, 0, len);
+	body_put(zo, &tb, sizeof(tb));
+	for (size_t i = 0; i < n; i++) {
+		struct btd_prog_miss r = { .misses = m[i].misses, .prog_id = m[i].prog_id };
+		copy_str(r.name, sizeof(r.name), m[i].name, sizeof(m[i].name));
+		body_put(zo, &r, sizeof(r));
+	}
 	body_pad(zo, len);
 }
 
@@ -517,7 +531,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		return bt_errf(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
 			    info->ngroups);
 	if ((info->ntasks && !info->tasks) || (info->nprobes && !info->probes) || info->ntasks > UINT32_MAX ||
-	    info->nprobes > UINT32_MAX)
+	    info->nprobes > UINT32_MAX || info->nprog_misses > UINT32_MAX)
 		return bt_errf(err, errlen, EINVAL, "dump: bad task or probe table");
 	if (zlevel < 0 || zlevel > 9)
 		return bt_errf(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
@@ -598,6 +612,10 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	put_probes(&zo, info->probes, info->nprobes);
 	put_loss(&zo, info, &bst);
 	sink.c.nsections = 3;
+	if (info->prog_misses) {
+		put_prog_misses(&zo, info->prog_misses, info->nprog_misses);
+		sink.c.nsections++;
+	}
 	sink.c.ref_ts = b1;
 	if (!zo.err) {
 		r = bt_read(buf, block_cb, &sink.c, &rs);

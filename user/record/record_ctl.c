@@ -22,6 +22,7 @@
 #include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
+#include "dump.h"
 
 static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe" };
 
@@ -37,6 +38,18 @@ static uint64_t rss_bytes(void)
 		fclose(f);
 	}
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
+{
+	size_t max = 64, n;
+	struct bt_prog_miss *pm = calloc(max, sizeof(*pm));
+
+	*out = pm;
+	if (!pm)
+		return 0;
+	n = bt_loader_prog_misses(r->loader, pm, max);
+	return n;
 }
 
 static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen)
@@ -109,6 +122,23 @@ static int do_dump(struct recorder *r, int argc, char **argv, FILE *out, char *w
 	return 0;
 }
 
+/* Runs of our programs the kernel skipped: no event, no seq, no gap. */
+static void print_prog_misses(struct recorder *r, FILE *out)
+{
+	struct bt_prog_miss *pm = NULL;
+	size_t n = recorder_prog_misses(r, &pm);
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += pm[i].misses;
+	fprintf(out, "program runs skipped by the kernel: %" PRIu64 " (%zu programs)", total, n);
+	for (size_t i = 0; i < n; i++)
+		if (pm[i].misses)
+			fprintf(out, " (%s %" PRIu64 ")", pm[i].name, pm[i].misses);
+	fputc('\n', out);
+	free(pm);
+}
+
 static void print_losses(struct recorder *r, FILE *out)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
@@ -127,6 +157,7 @@ static void print_losses(struct recorder *r, FILE *out)
 		if (g[i])
 			fprintf(out, " (%s %" PRIu64 ")", group_names[i], g[i]);
 	fputc('\n', out);
+	print_prog_misses(r, out);
 	bt_loader_drain_stats(r->loader, &ds);
 	bt_buffer_stats(r->buf, &bs);
 	fprintf(out,

@@ -105,6 +105,10 @@ void recorder_request_dump(struct recorder *r, const char *reason);
  * with a reason in why. */
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
+/* Runs the kernel skipped of every program of the recorder (tracepoints,
+ * uprobes): a malloc'd array in *out, its length returned. */
+struct bt_prog_miss;
+size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out);
 /* Control-socket commands (record_ctl.c). */
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
 #endif
