@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -44,6 +45,7 @@ struct bt_ctl_server {
 	bt_ctl_adopt_handler adopt; /* "app-register": keeps the connection */
 	void *adopt_ctx;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat bound; /* the socket file we bound (device, inode) */
 };
 
 static int fill_addr(struct sockaddr_un *a, const char *path)
@@ -288,11 +290,86 @@ static void *serve(void *arg)
 	return NULL;
 }
 
+/* Whether a socket bound at path is open in a live process: /proc/net/unix
+ * lists every bound socket (of this network namespace) with its path. A
+ * socket file left by a process that died is not there. -1: cannot tell. */
+static int socket_bound(const char *path)
+{
+	char line[512], real[PATH_MAX];
+	FILE *f = fopen("/proc/net/unix", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	if (!realpath(path, real))
+		real[0] = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		char *p = line;
+		for (int field = 0; field < 7 && p; field++) {
+			p = strchr(p, ' ');
+			while (p && *p == ' ')
+				p++;
+		}
+		if (!p || !*p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		found = !strcmp(p, path) || (real[0] && !strcmp(p, real));
+	}
+	fclose(f);
+	return found;
+}
+
+int bt_ctl_check_path(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		(void)bt_errf(err, errlen, 0, "control socket path is %zu bytes, sockets take at most %zu: choose a shorter --ctl PATH",
+			strlen(path), sizeof(a.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		(void)bt_errf(err, errlen, 0, "%s exists and is not a socket: choose another path with --ctl", path);
+		return -EEXIST;
+	}
+	fd = ctl_connect(path);
+	if (fd >= 0) {
+		close(fd);
+		(void)bt_errf(err, errlen, 0, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
+			path);
+		return -EADDRINUSE;
+	}
+	/* Refusing connections: stale, unless a live process holds it bound
+	 * (and not listening: not ours to take either). */
+	if (fd != -ECONNREFUSED || socket_bound(path) != 0) {
+		(void)bt_errf(err, errlen, 0, "%s is a socket in use by another program (%s): choose another path with --ctl", path,
+			fd == -ECONNREFUSED ? "bound, not accepting" : strerror(-fd));
+		return -EADDRINUSE;
+	}
+	return 1;
+}
+
+/* Remove path if it is still the socket st describes (same device and
+ * inode, still a socket): never what replaced it. */
+static void unlink_if_same(const char *path, const struct stat *st)
+{
+	struct stat now;
+
+	if (lstat(path, &now) == 0 && S_ISSOCK(now.st_mode) && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
+		unlink(path);
+}
+
 struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen)
 {
 	struct bt_ctl_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_un a;
-	int e = 0, fd;
+	struct stat st;
+	int e = 0, r;
 
 	if (!s) {
 		errno = ENOMEM;
@@ -306,6 +383,11 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	pthread_cond_init(&s->clients_done, NULL);
 	s->handler = h;
 	s->ctx = ctx;
+	if (path && strlen(path) >= sizeof(s->path)) {
+		e = ENAMETOOLONG;
+		bt_ctl_check_path(path, err, errlen);
+		goto fail;
+	}
 	if (path)
 		snprintf(s->path, sizeof(s->path), "%s", path);
 	else
@@ -320,39 +402,32 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 		(void)bt_errf(err, errlen, 0, "control socket path too long: %s", s->path);
 		goto fail;
 	}
-	/* An existing socket: in use by a live recorder, or stale from a crash. */
-	fd = ctl_connect(s->path);
-	if (fd >= 0) {
-		close(fd);
-		e = EADDRINUSE;
-		(void)bt_errf(err, errlen, 0, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
-			s->path);
+	/* Something there already: a live recorder's (or anyone's) socket is
+	 * refused; a stale one (refuses connections, bound by no process) was
+	 * left by a recorder that died and is removed. */
+	r = bt_ctl_check_path(s->path, err, errlen);
+	if (r < 0) {
+		e = -r;
+		if (!err || !err[0])
+			(void)bt_errf(err, errlen, 0, "control socket %s: %s", s->path, strerror(e));
 		goto fail;
 	}
-	if (fd == -ECONNREFUSED) {
-		struct stat st;
-
-		if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-			unlink(s->path);
-			fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
-				s->path);
-		}
-	}
-	{
-		struct stat st;
-
-		/* Never remove what is not ours: only a stale socket was. */
-		if (lstat(s->path, &st) == 0) {
-			e = EEXIST;
-			(void)bt_errf(err, errlen, 0, "%s exists and is not a control socket: choose another path with --ctl",
-				s->path);
-			goto fail;
-		}
+	if (r == 1 && lstat(s->path, &st) == 0) {
+		unlink_if_same(s->path, &st);
+		fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
+			s->path);
 	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		e = errno;
-		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s%s", s->path, strerror(e),
+			e == EADDRINUSE ? " (another program created it just now)" : "");
+		goto fail;
+	}
+	/* What we bound: the only file bt_ctl_stop() may remove. */
+	if (lstat(s->path, &s->bound) < 0) {
+		e = errno;
+		(void)bt_errf(err, errlen, 0, "control socket %s vanished after bind: %s", s->path, strerror(e));
 		goto fail;
 	}
 	if (chmod(s->path, 0600) < 0 || listen(s->fd, 8) < 0) {
@@ -368,7 +443,7 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	return s;
 
 fail_unlink:
-	unlink(s->path);
+	unlink_if_same(s->path, &s->bound);
 fail:
 	pthread_mutex_destroy(&s->clients_lock);
 	pthread_cond_destroy(&s->clients_done);
@@ -416,7 +491,9 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 	close(s->stop_pipe[0]);
 	close(s->stop_pipe[1]);
 	close(s->fd);
-	unlink(s->path);
+	/* Only the socket we bound: not a file put there after it was
+	 * removed, nor another recorder's socket. */
+	unlink_if_same(s->path, &s->bound);
 	free(s);
 }
 
