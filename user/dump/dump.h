@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "btrace_buffer.h"
 #include "task_list.h"
 #include "probes.h"
@@ -92,6 +93,17 @@ struct bt_dump_info {
 int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir,
 		  const char *path, int zlevel, char *out_path, size_t out_len,
 		  struct bt_read_stats *rst, char *err, size_t errlen);
+
+/* Temporaries of bt_dump_write are named BT_DUMP_TMP_PREFIX PID.START.NAME.XXXXXX
+ * (START: the writer's start time, /proc/PID/stat field 22). */
+#define BT_DUMP_TMP_PREFIX ".btrace-tmp."
+/* Remove from dir the temporaries of writers that died mid-dump (their pid
+ * is gone or belongs to a process started later): regular files of this
+ * user only; never those of a live process. Returns how many, or -errno
+ * with a message (a missing dir is 0). */
+int bt_dump_clean_stale(const char *dir, char *err, size_t errlen);
+/* Start time of a process (clock ticks after boot), 0 if it is gone. */
+uint64_t bt_proc_start_time(pid_t pid);
 
 /* ---- reading ---- */
 struct bt_dump; /* an opened, validated dump */
