@@ -255,7 +255,9 @@ void bt_live_window(struct bt_live *lv, uint64_t blocks_used, uint64_t nblocks, 
 		const struct ckpt *o = c ? oldest(c, cut) : NULL;
 		if (!o)
 			continue;
-		uint64_t st = o->seq != 0 || o->before ? o->ts : 0; /* seq 0: the recording starts here */
+		/* as the dump's analysis: the oldest retained event limits the
+		 * window unless it is seq 0 (the recording starts there) */
+		uint64_t st = o->seq != 0 || o->before ? o->ts : 0;
 		for (uint32_t k = 0; k < c->ngaps; k++) {
 			const struct gap *g = &c->gaps[(c->gap_head + LIVE_GAPS - 1 - k) % LIVE_GAPS];
 			if (g->ts < o->ts)
@@ -278,7 +280,7 @@ void bt_live_window(struct bt_live *lv, uint64_t blocks_used, uint64_t nblocks, 
 	} else {
 		uint64_t cont = w->first_ts;
 		for (uint32_t i = 0; i < lv->ncpus; i++)
-			if (start[i] > cont) {
+			if (start[i] && (w->limit_cpu < 0 ? start[i] >= cont : start[i] > cont)) {
 				cont = start[i];
 				w->limit_cpu = (int32_t)i;
 			}
