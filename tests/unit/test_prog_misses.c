@@ -27,7 +27,8 @@
 #include "compact.h"
 #include "dump.h"
 #include "dump_format.h"
-#include "loader.h"
+#include "export.h"
+#include "prog_misses.h"
 #include "switch_chain.h"
 #include "nest_test.skel.h"
 
@@ -85,6 +86,18 @@ static struct bt_buffer *small_buffer(void)
 	return bt_buffer_create(&cfg, err, sizeof(err));
 }
 
+struct kv_find {
+	const char *key;
+	uint64_t v;
+};
+
+static void kv_cb(void *ctx, const char *key, uint64_t v)
+{
+	struct kv_find *k = ctx;
+	if (!strcmp(key, k->key))
+		k->v = v;
+}
+
 /* The kernel skips nest_inner's nested run once per trigger. */
 static void test_kernel_skips(void)
 {
@@ -138,6 +151,29 @@ static void test_kernel_skips(void)
 	snprintf(want, sizeof(want), "    nest_inner: %" PRIu64 "\n", trig);
 	CHECK(strstr(rep, want) && !strstr(rep, "nest_trigger:"), "per program: %s", rep);
 	free(rep);
+	/* ... and convert: the loss counters of the Perfetto and JSON traces */
+	struct kv_find kf = { .key = "loss.kernel_skipped_runs", .v = UINT64_MAX };
+	struct kv_find kp = { .key = "loss.kernel_skipped_runs.nest_inner", .v = UINT64_MAX };
+	struct bt_export_prep prep;
+	REQUIRE(bt_export_prepare(d, &prep) == 0, "prepare");
+	bt_export_losses(&prep, kv_cb, &kf);
+	bt_export_losses(&prep, kv_cb, &kp);
+	bt_export_prep_free(&prep);
+	CHECK(kf.v == trig && kp.v == trig, "convert losses: %" PRIu64 ", nest_inner %" PRIu64, kf.v, kp.v);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		char out[300], err[256];
+		struct bt_export_opts eo = { .format = fmt ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO };
+		struct bt_export_stats est;
+		snprintf(out, sizeof(out), "%s/misses.%s", tmpdir, fmt ? "json" : "pftrace");
+		CHECK(bt_export_file(d, out, &eo, &est, err, sizeof(err)) == 0, "convert: %s", err);
+		size_t flen;
+		char *img = (char *)h_read_file(out, &flen);
+		snprintf(want, sizeof(want), "\"loss.kernel_skipped_runs\":%" PRIu64, trig);
+		CHECK(img && memmem(img, flen, fmt ? want : "loss.kernel_skipped_runs.nest_inner",
+				    strlen(fmt ? want : "loss.kernel_skipped_runs.nest_inner")),
+		      "%s output lacks the kernel's skipped runs", fmt ? "JSON" : "Perfetto");
+		free(img);
+	}
 	bt_dump_close(d);
 	bt_buffer_destroy(b);
 	nest_test_bpf__destroy(skel);

@@ -12,6 +12,7 @@
 #include "btrace_buffer.h"
 #include "task_list.h"
 #include "probes.h"
+#include "prog_misses.h" /* struct bt_prog_miss: runs the kernel skipped */
 
 #define BT_DUMP_MAX_CPUS 4096
 
@@ -50,16 +51,6 @@ struct bt_dump_sink;
 int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt_block_view *blk);
 /* The application table, after all their blocks. */
 int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n);
-
-/* Runs of one of the recorder's BPF programs that the kernel skipped
- * (bpf_prog_info.recursion_misses: the program was already running on that
- * CPU, e.g. its tracepoint fired again inside it). Those events were never
- * emitted and took no seq: only this counter shows them. */
-struct bt_prog_miss {
-	char name[64];
-	uint64_t misses;
-	uint32_t prog_id;
-};
 
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the

@@ -37,6 +37,7 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 #include "uprobes.h"
+#include "prog_misses.h"
 #include "util.h"
 #include "uprobe.skel.h"
 
@@ -583,6 +584,30 @@ int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t
 		*run_cnt += info.run_cnt;
 	}
 	return 0;
+}
+
+size_t bt_uprobes_prog_misses(const struct bt_uprobes *u, struct bt_prog_miss *out, size_t max)
+{
+	return bt_obj_prog_misses(u->skel->obj, out, max);
+}
+
+struct bt_probe_desc *bt_uprobes_table_copy(struct bt_uprobes *u, size_t *n)
+{
+	pthread_mutex_lock(&u->lock);
+	struct bt_probe_desc *t = malloc((u->n ? u->n : 1) * sizeof(*t));
+	*n = 0;
+	if (t) {
+		for (size_t i = 0; i < u->n; i++) {
+			t[i] = u->table[i];
+			t[i].flags &= ~(uint32_t)BT_PROBE_ENDED;
+			for (size_t j = 0; j < u->ntg; j++)
+				if (u->tg[j].ended && u->tg[j].pid == t[i].pid)
+					t[i].flags |= BT_PROBE_ENDED;
+		}
+		*n = u->n;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return t;
 }
 
 int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u)

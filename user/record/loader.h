@@ -105,13 +105,9 @@ int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_
 typedef void (*bt_probe_hook)(void *ctx, const struct bt_event_hdr *h, uint32_t len);
 void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx);
 
-/* Runs the kernel skipped of each loaded program of obj (recursion_misses
- * from bpf_obj_get_info_by_fd; loaded programs only), at most max; returns
- * how many were written. */
-struct bpf_object;
+/* Runs the kernel skipped of each of the recorder's tracepoint programs
+ * (prog_misses.h), at most max; returns how many were written. */
 struct bt_prog_miss;
-size_t bt_obj_prog_misses(const struct bpf_object *obj, struct bt_prog_miss *out, size_t max);
-/* The same for the recorder's tracepoint programs. */
 size_t bt_loader_prog_misses(const struct bt_loader *l, struct bt_prog_miss *out, size_t max);
 
 /* The drain's record of what the buffer holds (live_window.h); NULL before

@@ -40,18 +40,6 @@ static uint64_t rss_bytes(void)
 	return (uint64_t)rss * (uint64_t)sysconf(_SC_PAGESIZE);
 }
 
-size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
-{
-	size_t max = 64, n;
-	struct bt_prog_miss *pm = calloc(max, sizeof(*pm));
-
-	*out = pm;
-	if (!pm)
-		return 0;
-	n = bt_loader_prog_misses(r->loader, pm, max);
-	return n;
-}
-
 static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char *why, size_t whylen)
 {
 	char e[256] = "", a[32], b2[32], c[32], d[32];
@@ -76,7 +64,12 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	}
 	rss0 = rss_bytes();
 	t0 = bt_now_ns();
+	/* The buffer cannot swap its memory while a dump reads it (the resize
+	 * would time out): wait for a dump being written. Only a resize waits;
+	 * status and the rest are answered meanwhile. */
+	pthread_mutex_lock(&r->dump_serial);
 	err = bt_resize(r->buf, size, 2000, e, sizeof(e));
+	pthread_mutex_unlock(&r->dump_serial);
 	if (err == -E2BIG) {
 		snprintf(why, whylen, "%s is over the maximum %s reserved at start: restart the recorder with --max-size",
 			 argv[1], format_size(before.max_size, a, sizeof(a)));
@@ -198,21 +191,22 @@ static int do_status(struct recorder *r, FILE *out)
 		fprintf(out, "window: empty\n");
 	}
 	print_losses(r, out);
-	pthread_mutex_lock(&r->dump_serial);
-	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " automatic skipped by the rate limit%s%s\n",
-		r->ndumps, r->nfailed, r->triggers_suppressed, r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
-	pthread_mutex_unlock(&r->dump_serial);
+	/* r->lock, not dump_serial: a dump being written must not hold this up. */
+	pthread_mutex_lock(&r->lock);
+	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " automatic skipped by the rate limit, %"
+		PRIu64 " requests merged into a pending dump%s%s\n",
+		r->ndumps, r->nfailed, r->triggers_suppressed, r->requests_merged, r->ndumps ? ", last " : "",
+		r->ndumps ? r->last_path : "");
+	pthread_mutex_unlock(&r->lock);
 	if (r->uprobes) {
 		size_t n;
-		const struct bt_probe_desc *t;
+		struct bt_probe_desc *t = bt_uprobes_table_copy(r->uprobes, &n); /* the table is the dump writer's */
 
-		pthread_mutex_lock(&r->dump_serial); /* the table is the dump thread's */
-		t = bt_uprobes_table(r->uprobes, &n);
 		fprintf(out, "probes: %zu\n", n);
 		for (size_t i = 0; i < n; i++)
 			fprintf(out, "  %u %s (pid %d)%s\n", t[i].id, t[i].spec, t[i].pid,
 				t[i].flags & BT_PROBE_ENDED ? " ended" : "");
-		pthread_mutex_unlock(&r->dump_serial);
+		free(t);
 	} else {
 		fprintf(out, "probes: none\n");
 	}

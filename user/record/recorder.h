@@ -71,18 +71,22 @@ struct recorder {
 	const char *reason;  /* of the pending dump */
 	int quit;            /* write what is pending, then exit */
 	int final_failed;    /* the last "exit" dump failed */
+	uint64_t requests_merged; /* requests that found a dump pending */
+	/* What status shows, also under lock (written by the dump writer, so
+	 * status never waits for a dump to finish). */
+	uint64_t ndumps, nfailed;
+	uint64_t triggers_suppressed;
 
 	/* dump thread only */
 	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
 	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
-	uint64_t ndumps, nfailed;
 
 	/* any thread */
 	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
 	struct bt_ctl_server *ctl;
 	uint64_t start_ns;
 	_Atomic uint64_t rate;       /* events/s over the last second */
-	char last_path[4096];        /* under dump_serial */
+	char last_path[4096];        /* under dump_serial and lock */
 	char **kept;                 /* dumps kept for --max-dumps, oldest first */
 	size_t nkept;
 
@@ -91,7 +95,6 @@ struct recorder {
 	size_t ntrigger_ids;
 	_Atomic uint64_t trigger_at; /* monotonic ns of an unserved trigger hit, 0 none */
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
-	uint64_t triggers_suppressed;
 };
 
 /* Run the recorder with these options until it is stopped: checks, start,
@@ -106,7 +109,7 @@ void recorder_request_dump(struct recorder *r, const char *reason);
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
 /* Runs the kernel skipped of every program of the recorder (tracepoints,
- * uprobes): a malloc'd array in *out, its length returned. */
+ * uprobes): a malloc'd array in *out, its length returned (recorder_dumps.c). */
 struct bt_prog_miss;
 size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out);
 /* Control-socket commands (record_ctl.c). */

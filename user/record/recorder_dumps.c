@@ -58,6 +58,20 @@ static void rotate(struct recorder *r, const char *path)
 	}
 }
 
+size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
+{
+	size_t max = 64 + (r->uprobes ? 8 : 0), n;
+	struct bt_prog_miss *pm = calloc(max, sizeof(*pm));
+
+	*out = pm;
+	if (!pm)
+		return 0;
+	n = bt_loader_prog_misses(r->loader, pm, max);
+	if (r->uprobes)
+		n += bt_uprobes_prog_misses(r->uprobes, pm + n, max - n);
+	return n;
+}
+
 int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
 			size_t outlen, char *why, size_t whylen)
 {
@@ -77,6 +91,7 @@ static int write_dump(struct recorder *r, const char *reason, const char *explic
 	uint64_t *drops = calloc(ncells, sizeof(*drops));
 	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
 	struct bt_task *tasks = NULL;
+	struct bt_prog_miss *pmiss = NULL;
 	struct bt_drain_stats ds;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
@@ -132,13 +147,17 @@ static int write_dump(struct recorder *r, const char *reason, const char *explic
 		info.write_apps = bt_apps_dump;
 		info.apps_ctx = r->apps;
 	}
+	info.nprog_misses = recorder_prog_misses(r, &pmiss);
+	info.prog_misses = pmiss;
 
 	err[0] = '\0';
 	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
 			    &rst, err, sizeof(err));
 out:
 	if (ret) {
+		pthread_mutex_lock(&r->lock);
 		r->nfailed++;
+		pthread_mutex_unlock(&r->lock);
 		if (why)
 			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
 		bt_warn("dump failed: %s%s%s", err[0] ? err : strerror(-ret),
@@ -148,8 +167,10 @@ out:
 	} else {
 		r->last_seq = info.dump_seq;
 		r->last_bytes = bytes;
+		pthread_mutex_lock(&r->lock); /* what status shows, without waiting for a dump */
 		r->ndumps++;
 		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
+		pthread_mutex_unlock(&r->lock);
 		if (!explicit_path)
 			rotate(r, path);
 		if (stat(path, &st))
@@ -160,6 +181,7 @@ out:
 			(double)(bt_now_ns() - t0) / 1e9);
 	}
 	free(tasks);
+	free(pmiss);
 	free(drops);
 	free(emitted);
 	return ret;
