@@ -646,7 +646,17 @@ void bt_uprobes_detach(struct bt_uprobes *u)
 {
 	if (!u)
 		return;
-	for (size_t i = 0; i < u->natt; i++) {
+	/* Nothing more is emitted from here (bpf/uprobe.bpf.c: bt_stopped):
+	 * detaching takes long, one probe after the other, and a function
+	 * whose entry probe was gone while its return probe still fired gave
+	 * returns without their entries and without a seq gap (tens of
+	 * thousands of malloc returns in a final dump). Pairs with the plain
+	 * load in the programs; the links' destruction orders it before any
+	 * later hit. */
+	if (u->skel && u->skel->bss)
+		__atomic_store_n(&u->skel->bss->bt_stopped, 1, __ATOMIC_SEQ_CST);
+	/* Last attached first: return probes before the entry probes. */
+	for (size_t i = u->natt; i-- > 0;) {
 		bpf_link__destroy(u->att[i].link);
 		u->att[i].link = NULL;
 	}
