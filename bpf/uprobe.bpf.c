@@ -121,12 +121,6 @@ struct {
 /* Read-only data, set by user space before load. */
 const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured arguments */
 
-/* Set by user space before it detaches (bt_uprobes_detach): detaching one
- * probe after the other takes long (each waits for the kernel), and events
- * of a function whose entry probe is gone but whose return probe is not yet
- * (or the reverse) would be halves of calls. From here on nothing is
- * emitted. */
-__u32 bt_stopped = 0;
 
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
  * or by one that user/probes/uprobes.c makes (see bt_uprobes_open). */
@@ -255,7 +249,7 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	void *ring = NULL;
 	__u64 ts = 0;
 
-	if (bt_stopped)
+	if (bt_stopped) /* no stamp either (emit.bpf.h) */
 		return 0;
 	if (id != BT_UC_NONE) {
 		e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, &st, &ring);

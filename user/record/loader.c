@@ -752,7 +752,13 @@ int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
 
 void bt_loader_detach(struct bt_loader *l)
 {
-	for (unsigned i = 0; i < l->nlinks; i++)
+	/* Every program stops emitting at once (emit.bpf.h: bt_stopped), then
+	 * the links go one by one: no entry without its exit, or the reverse,
+	 * from the gap between two links. Pairs with the plain load in
+	 * bt_begin(). */
+	if (l->nlinks && l->skel->bss)
+		__atomic_store_n(&l->skel->bss->bt_stopped, 1, __ATOMIC_SEQ_CST);
+	for (unsigned i = l->nlinks; i-- > 0;)
 		bpf_link__destroy(l->links[i]);
 	l->nlinks = 0;
 }
