@@ -127,7 +127,7 @@ static int check_output_dir(const char *dir)
 	}
 	while (stat(up, &st) < 0) {
 		char *slash;
-		if (errno != ENOENT) {
+		if (errno != ENOENT && errno != ENOTDIR) { /* ENOTDIR: a file on the way, found below */
 			ret = -errno;
 			bt_warn("cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
 			return ret;
