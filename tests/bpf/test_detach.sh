@@ -41,12 +41,15 @@ if rec_start "$LOG" -e sched -p "$PY" -u 'libc:malloc' -u 'libc:malloc%return' -
 	rec_stop "$REC_PID" INT 60
 	kill "$PY" 2>/dev/null
 	f=$(find "$T_TMP/out" -name '*.btd' | head -1)
-	# Per thread: a return needs an entry of the same thread before it.
+	# Per thread: a return needs an entry of the same thread before it,
+	# except the thread's first event (a call in flight when the probes
+	# were attached).
 	counts=$("$BT" report -e uprobe "$f" | awk '
 		{ for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
 		  n = split($1, a, "-"); tid = a[n]; kind = $(i + 2)
 		  if (kind == "uprobe:") { e++; d[tid]++ }
-		  else if (kind == "uretprobe:") { r++; if (d[tid] > 0) d[tid]--; else orphan++ } }
+		  else if (kind == "uretprobe:") { r++; if (d[tid] > 0) d[tid]--; else if (seen[tid]) orphan++ }
+		  seen[tid] = 1 }
 		END { printf "%d %d %d\n", e, r, orphan }')
 	read -r entries returns orphans <<<"$counts"
 	diag "final dump: $entries entries, $returns returns, $orphans returns without an entry"

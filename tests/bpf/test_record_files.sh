@@ -72,8 +72,11 @@ if rec_start "$LOG" -e all -m 64M -z 6 --no-final-dump -o "$T_TMP/usr1" --ctl "$
 	written=$(grep -c "written to" "$LOG")
 	merged=$(echo "$st" | sed -n 's/^dumps: .* \([0-9]*\) requests merged into a pending dump.*/\1/p')
 	diag "30 SIGUSR1: $written dumps written, ${merged:-?} requests merged"
-	[ -n "$merged" ] && [ "$merged" -gt 0 ] && [ $((written - before + merged)) -eq 30 ] &&
-		ok "30 SIGUSR1 during a dump: $written written + $merged merged = 30, shown in status" ||
+	# A signal sent again before the first was delivered is merged by the
+	# kernel, out of anyone's sight: on a loaded machine a few may be.
+	total=$((written - before + ${merged:-0}))
+	[ -n "$merged" ] && [ "$merged" -gt 0 ] && [ "$total" -le 30 ] && [ "$total" -ge 25 ] &&
+		ok "30 SIGUSR1 during a dump: $written written + $merged merged (of 30 sent), shown in status" ||
 		not_ok "merged requests" "written $written (before $before); $(echo "$st" | grep '^dumps')"
 	rec_stop "$REC_PID" INT 60
 else
