@@ -15,6 +15,13 @@ const volatile __u64 wakeup_bytes = 0;
 
 #define BT_WAKEUP_CHECK_MASK 63 /* check the ring's fill every 64th event of a CPU */
 
+/* Set by user space just before it detaches the programs (loader.c,
+ * uprobes.c): links go one at a time, and an entry program gone while its
+ * exit program still runs (irq, softirq, sys_enter/exit, a function's
+ * uprobe and uretprobe) would leave halves of pairs in the final dump,
+ * without a seq gap. From then on nothing is emitted and no seq taken. */
+__u32 bt_stopped = 0;
+
 /* The inner map prototype: the verifier checks every program against it, the
  * rings the loader puts in `rings` match it (only the size may differ). */
 struct bt_ring {
@@ -54,6 +61,8 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	__u64 seq, pid_tgid;
 	void *ring;
 
+	if (bt_stopped)
+		return NULL;
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return NULL;

@@ -121,6 +121,7 @@ struct {
 /* Read-only data, set by user space before load. */
 const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured arguments */
 
+
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
  * or by one that user/probes/uprobes.c makes (see bt_uprobes_open). */
 #include "emit.bpf.h"
@@ -248,6 +249,8 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 	void *ring = NULL;
 	__u64 ts = 0;
 
+	if (bt_stopped) /* no stamp either (emit.bpf.h) */
+		return 0;
 	if (id != BT_UC_NONE) {
 		e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, &st, &ring);
 		if (e)
@@ -283,6 +286,8 @@ int bt_uprobe_return(struct pt_regs *ctx)
 	void *ring;
 	__u64 dur = 0;
 
+	if (bt_stopped)
+		return 0;
 	e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_RETURN, BT_IRQS_ON, &st, &ring);
 	if (stamp != BT_UC_NONE)
 		dur = bt_stamp_pop(stamp, e ? e->h.ts_ns : bpf_ktime_get_boot_ns(), PT_REGS_SP(ctx));
@@ -346,6 +351,8 @@ int bt_usdt(struct pt_regs *ctx)
 	__u64 cookie;
 	__u32 n;
 
+	if (bt_stopped)
+		return 0;
 	spec = bpf_map_lookup_elem(&__bpf_usdt_specs, &spec_id);
 	if (!spec)
 		return 0;

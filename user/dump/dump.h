@@ -8,10 +8,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 #include "btrace_buffer.h"
 #include "task_list.h"
 #include "probes.h"
 #include "trigger_spec.h"
+#include "prog_misses.h" /* struct bt_prog_miss: runs the kernel skipped */
 
 #define BT_DUMP_MAX_CPUS 4096
 
@@ -87,6 +89,8 @@ struct bt_dump_info {
 	/* optional: the recorder's triggers and the hit(s) this dump is for (TRIG) */
 	const struct bt_dump_trigger *triggers; size_t ntriggers;
 	const struct bt_trigger_fired *fired; size_t nfired;
+	const struct bt_prog_miss *prog_misses; /* every loaded program; NULL: no PMIS section */
+	size_t nprog_misses;
 	/* optional: writes application buffers (bt_apps_dump) */
 	int (*write_apps)(void *ctx, struct bt_dump_sink *s);
 	void *apps_ctx;
@@ -101,6 +105,17 @@ struct bt_dump_info {
 int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir,
 		  const char *path, int zlevel, char *out_path, size_t out_len,
 		  struct bt_read_stats *rst, char *err, size_t errlen);
+
+/* Temporaries of bt_dump_write are named BT_DUMP_TMP_PREFIX PID.START.NAME.XXXXXX
+ * (START: the writer's start time, /proc/PID/stat field 22). */
+#define BT_DUMP_TMP_PREFIX ".btrace-tmp."
+/* Remove from dir the temporaries of writers that died mid-dump (their pid
+ * is gone or belongs to a process started later): regular files of this
+ * user only; never those of a live process. Returns how many, or -errno
+ * with a message (a missing dir is 0). */
+int bt_dump_clean_stale(const char *dir, char *err, size_t errlen);
+/* Start time of a process (clock ticks after boot), 0 if it is gone. */
+uint64_t bt_proc_start_time(pid_t pid);
 
 /* ---- reading ---- */
 struct bt_dump; /* an opened, validated dump */
@@ -164,6 +179,11 @@ const struct bt_trigger_fired *bt_dump_fired(const struct bt_dump *d, size_t *n)
 
 /* ring-buffer events submitted [ncpus*ngroups], NULL if the recorder gave none */
 const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);
+/* The recorder's BPF programs and the runs the kernel skipped (PMIS
+ * section); *n = 0 and NULL for a dump without it (older recorder). */
+const struct bt_prog_miss *bt_dump_prog_misses(const struct bt_dump *d, size_t *n);
+/* Sum of their misses. */
+uint64_t bt_dump_prog_misses_total(const struct bt_dump *d);
 /* Entries skipped because their type is newer than this reader (type >= BT_EV_MAX). */
 uint64_t bt_dump_unknown_events(const struct bt_dump *d);
 

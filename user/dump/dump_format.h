@@ -7,7 +7,7 @@
  *   offset 0              header_size (512)                    + body_len
  *   +---------------------+-----------------------------------+
  *   | struct btd_header   | body: raw, or one zlib stream of: |
- *   | (never compressed)  |  TASK PROB LOSS BLCK... END       |
+ *   | (never compressed)  |  TASK PROB LOSS PMIS BLCK... END  |
  *   +---------------------+-----------------------------------+
  *
  * Every body section is struct btd_section + len bytes of payload + zero
@@ -77,6 +77,7 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_APP_BLOCK BTD_FOURCC('A', 'B', 'L', 'K') /* optional: older readers skip them */
 #define BTD_SEC_APPS BTD_FOURCC('A', 'P', 'P', 'S')
 #define BTD_SEC_TRIGGERS BTD_FOURCC('T', 'R', 'I', 'G') /* optional: older readers skip it */
+#define BTD_SEC_PROG_MISSES BTD_FOURCC('P', 'M', 'I', 'S') /* optional: older readers skip it */
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
 
 struct btd_section {
@@ -143,6 +144,16 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_NCORES,
 	BTD_CNT_ENTRIES_DROPPED,
 	BTD_NCOUNTERS
+};
+
+/* PMIS (after LOSS): struct btd_table + count records: runs of each loaded
+ * BPF program the kernel skipped (bpf_prog_info.recursion_misses): its event
+ * was never emitted and took no seq, so no gap shows it. */
+struct btd_prog_miss {
+	char name[64];     /* program name, NUL-padded */
+	uint64_t misses;
+	uint32_t prog_id;  /* kernel id while the recorder ran */
+	uint32_t reserved; /* 0 */
 };
 
 /* BLCK: struct btd_block, then nentries entries, each struct btd_entry +

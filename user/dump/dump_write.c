@@ -10,13 +10,15 @@
  * size. The header is reserved first and written last (pwrite), when the body
  * lengths and checksums are known:
  *
- *   mkostemp(dir/.NAME.XXXXXX) -> zero header -> TASK PROB LOSS BLCK.. END
+ *   mkostemp(dir/.btrace-tmp.PID.START.NAME.XXXXXX) -> zero header -> TASK PROB LOSS PMIS BLCK.. END
  *   -> pwrite header -> fsync -> close -> rename(NAME) -> fsync(dir)
  *
  * Any failure unlinks the temporary file and returns -errno with a message.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -242,6 +244,20 @@ static void put_loss(struct zout *zo, const struct bt_dump_info *info, const str
 	}
 	if (has_emitted)
 		body_put(zo, info->rb_emitted, n * 8);
+	body_pad(zo, len);
+}
+
+static void put_prog_misses(struct zout *zo, const struct bt_prog_miss *m, size_t n)
+{
+	struct btd_table tb = { .count = (uint32_t)n, .rec_size = sizeof(struct btd_prog_miss) };
+	uint64_t len = sizeof(tb) + (uint64_t)n * sizeof(struct btd_prog_miss);
+	section_begin(zo, BTD_SEC_PROG_MISSES, 0, len);
+	body_put(zo, &tb, sizeof(tb));
+	for (size_t i = 0; i < n; i++) {
+		struct btd_prog_miss r = { .misses = m[i].misses, .prog_id = m[i].prog_id };
+		copy_str(r.name, sizeof(r.name), m[i].name, sizeof(m[i].name));
+		body_put(zo, &r, sizeof(r));
+	}
 	body_pad(zo, len);
 }
 
@@ -495,6 +511,70 @@ static int place_file(const char *tmp, char *final, size_t flen, int replace)
 	return -EEXIST;
 }
 
+uint64_t bt_proc_start_time(pid_t pid)
+{
+	char p[64], buf[1024];
+	unsigned long long start = 0;
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	int fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* After the comm (which may hold spaces and parentheses): field 3 on;
+	 * starttime is field 22. */
+	char *q = strrchr(buf, ')');
+	if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+			 &start) != 1)
+		return 0;
+	return start;
+}
+
+/* A temporary of a recorder that is gone: its pid runs no more, or runs a
+ * process started at another time (the pid was reused). */
+static int tmp_is_stale(const char *name)
+{
+	int pid;
+	unsigned long long start;
+	if (sscanf(name + strlen(BT_DUMP_TMP_PREFIX), "%d.%llu.", &pid, &start) != 2 || pid <= 0)
+		return 0; /* not a name we make: not ours to judge */
+	if (pid == getpid())
+		return 0;
+	uint64_t now = bt_proc_start_time(pid);
+	return now == 0 ? kill(pid, 0) < 0 && errno == ESRCH : now != start;
+}
+
+int bt_dump_clean_stale(const char *dir, char *err, size_t errlen)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d) {
+		int r = errno;
+		if (r == ENOENT)
+			return 0;
+		return bt_errf(err, errlen, r, "cannot read %s: %s", dir, strerror(r));
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		if (strncmp(e->d_name, BT_DUMP_TMP_PREFIX, strlen(BT_DUMP_TMP_PREFIX)) != 0)
+			continue;
+		/* Only regular files of ours (same user): never a link, a
+		 * directory, or another user's file that happens to be named so. */
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || !tmp_is_stale(e->d_name))
+			continue;
+		if (unlinkat(dirfd(d), e->d_name, 0) == 0)
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir,
 		  const char *path, int zlevel, char *out_path, size_t out_len,
 		  struct bt_read_stats *rst, char *err, size_t errlen)
@@ -517,7 +597,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		return bt_errf(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
 			    info->ngroups);
 	if ((info->ntasks && !info->tasks) || (info->nprobes && !info->probes) || info->ntasks > UINT32_MAX ||
-	    info->nprobes > UINT32_MAX)
+	    info->nprobes > UINT32_MAX || info->nprog_misses > UINT32_MAX)
 		return bt_errf(err, errlen, EINVAL, "dump: bad task or probe table");
 	if (zlevel < 0 || zlevel > 9)
 		return bt_errf(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
@@ -554,7 +634,10 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 	}
 	const char *base = strrchr(final, '/');
 	base = base ? base + 1 : final;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dpath, base) >= PATH_MAX)
+	/* Named after this process (pid and start time): if it dies mid-dump,
+	 * a later recorder can tell the file is stale (bt_dump_clean_stale). */
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/" BT_DUMP_TMP_PREFIX "%d.%" PRIu64 ".%s.XXXXXX", dpath, (int)getpid(),
+			     bt_proc_start_time(getpid()), base) >= PATH_MAX)
 		return bt_errf(err, errlen, ENAMETOOLONG, "dump: path too long: %s", final);
 	fd = mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
@@ -611,6 +694,10 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		body_put(&zo, tp, (size_t)tl);
 		body_pad(&zo, (uint64_t)tl);
 		free(tp);
+		sink.c.nsections++;
+	}
+	if (info->prog_misses) {
+		put_prog_misses(&zo, info->prog_misses, info->nprog_misses);
 		sink.c.nsections++;
 	}
 	sink.c.ref_ts = b1;

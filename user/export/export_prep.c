@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "export_prep.h"
 #include "event_names.h"
+#include "switch_chain.h"
 
 /* ---- uint32 map ------------------------------------------------------------ */
 
@@ -636,6 +637,22 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	emit(ctx, "loss.dump_blocks_busy", rs->blocks_busy);
 	emit(ctx, "loss.drain_rejected", h->drain_rejected);
 	emit(ctx, "loss.unknown_events", bt_dump_unknown_events(p->d));
+	/* Events missing without a seq gap: runs the kernel skipped
+	 * (PMIS; absent from dumps of older recorders) and switch-aways it
+	 * never reported (sched_switch chain). */
+	size_t npm;
+	const struct bt_prog_miss *pm = bt_dump_prog_misses(p->d, &npm);
+	if (pm) {
+		emit(ctx, "loss.kernel_skipped_runs", bt_dump_prog_misses_total(p->d));
+		for (size_t i = 0; i < npm; i++)
+			if (pm[i].misses) {
+				snprintf(k, sizeof(k), "loss.kernel_skipped_runs.%s", pm[i].name);
+				emit(ctx, k, pm[i].misses);
+			}
+	}
+	struct bt_switch_chain ch;
+	if (bt_switch_chain(p->ev, p->nev, h->ncpus, &ch) == 0 && ch.switches)
+		emit(ctx, "loss.switch_chain_breaks_without_gap", ch.unexplained);
 
 	/* applications: their per-thread seq gaps and what their buffers lost;
 	 * keyed by pid (the process track carries the name) */

@@ -37,6 +37,7 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 #include "uprobes.h"
+#include "prog_misses.h"
 #include "util.h"
 #include "uprobe.skel.h"
 
@@ -585,6 +586,30 @@ int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t
 	return 0;
 }
 
+size_t bt_uprobes_prog_misses(const struct bt_uprobes *u, struct bt_prog_miss *out, size_t max)
+{
+	return bt_obj_prog_misses(u->skel->obj, out, max);
+}
+
+struct bt_probe_desc *bt_uprobes_table_copy(struct bt_uprobes *u, size_t *n)
+{
+	pthread_mutex_lock(&u->lock);
+	struct bt_probe_desc *t = malloc((u->n ? u->n : 1) * sizeof(*t));
+	*n = 0;
+	if (t) {
+		for (size_t i = 0; i < u->n; i++) {
+			t[i] = u->table[i];
+			t[i].flags &= ~(uint32_t)BT_PROBE_ENDED;
+			for (size_t j = 0; j < u->ntg; j++)
+				if (u->tg[j].ended && u->tg[j].pid == t[i].pid)
+					t[i].flags |= BT_PROBE_ENDED;
+		}
+		*n = u->n;
+	}
+	pthread_mutex_unlock(&u->lock);
+	return t;
+}
+
 int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u)
 {
 	return u->ring_fd;
@@ -621,7 +646,17 @@ void bt_uprobes_detach(struct bt_uprobes *u)
 {
 	if (!u)
 		return;
-	for (size_t i = 0; i < u->natt; i++) {
+	/* Nothing more is emitted from here (bpf/uprobe.bpf.c: bt_stopped):
+	 * detaching takes long, one probe after the other, and a function
+	 * whose entry probe was gone while its return probe still fired gave
+	 * returns without their entries and without a seq gap (tens of
+	 * thousands of malloc returns in a final dump). Pairs with the plain
+	 * load in the programs; the links' destruction orders it before any
+	 * later hit. */
+	if (u->skel && u->skel->bss)
+		__atomic_store_n(&u->skel->bss->bt_stopped, 1, __ATOMIC_SEQ_CST);
+	/* Last attached first: return probes before the entry probes. */
+	for (size_t i = u->natt; i-- > 0;) {
 		bpf_link__destroy(u->att[i].link);
 		u->att[i].link = NULL;
 	}

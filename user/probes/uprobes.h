@@ -82,6 +82,16 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd,
  * bt_uprobes_destroy(). */
 const struct bt_probe_desc *bt_uprobes_table(struct bt_uprobes *u, size_t *n);
 
+/* A copy of the table with BT_PROBE_ENDED up to date, for any thread
+ * (ctl status, while the dump writer may be using the table): malloc'd, *n
+ * rows; NULL if out of memory. */
+struct bt_probe_desc *bt_uprobes_table_copy(struct bt_uprobes *u, size_t *n);
+
+/* Runs the kernel skipped of each loaded probe program (loader.h:
+ * bt_obj_prog_misses), at most max; returns how many were written. */
+struct bt_prog_miss;
+size_t bt_uprobes_prog_misses(const struct bt_uprobes *u, struct bt_prog_miss *out, size_t max);
+
 /* Rows of the probe table (one per spec and pid). */
 size_t bt_uprobes_nprobes(const struct bt_uprobes *u);
 

@@ -4,14 +4,18 @@
  *
  * Protocol: the client connects, writes one line "CMD ARG...\n"; the server
  * answers with any number of text lines, then "ok\n" or "error: WHY\n", and
- * closes. One connection at a time: commands are rare and some (resize,
- * dump) must not run concurrently anyway.
+ * closes. Each connection is served by its own thread (up to
+ * MAX_CLIENTS at once): a dump that takes seconds, or a client that connects
+ * and says nothing, must not hold up a status, a resize or an application
+ * registering. What must not run concurrently is serialized by the handlers
+ * (dumps by the recorder's dump lock, resizes by the buffer).
  */
 #include "ctl.h"
 #include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -25,16 +29,23 @@
 
 #define IO_TIMEOUT_MS 5000
 #define CLIENT_TIMEOUT_MS 120000
+#define MAX_CLIENTS 16
 
 struct bt_ctl_server {
 	int fd;
 	int stop_pipe[2];
 	pthread_t thread;
+	/* Connections being served, one thread each. */
+	pthread_mutex_t clients_lock;
+	pthread_cond_t clients_done; /* nclients dropped */
+	int nclients;
+	int cfd[MAX_CLIENTS];        /* -1: free slot; shut down by bt_ctl_stop */
 	bt_ctl_handler handler;
 	void *ctx;
 	bt_ctl_adopt_handler adopt; /* "app-register": keeps the connection */
 	void *adopt_ctx;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat bound; /* the socket file we bound (device, inode) */
 };
 
 static int fill_addr(struct sockaddr_un *a, const char *path)
@@ -91,6 +102,11 @@ static int write_all(int fd, const char *s, size_t n)
 	return 0;
 }
 
+static int write_str(int fd, const char *s)
+{
+	return write_all(fd, s, strlen(s));
+}
+
 /* Read one line (without '\n') of at most max-1 bytes; -EPIPE at EOF. */
 static int read_line(int fd, char *buf, size_t max, int timeout_ms)
 {
@@ -119,12 +135,17 @@ static int read_line(int fd, char *buf, size_t max, int timeout_ms)
 
 /* ---- server ----------------------------------------------------------------- */
 
+/* -E2BIG if the line has more than BT_CTL_MAX_ARGS words (never cut). */
 static int split_args(char *line, char **argv)
 {
 	int argc = 0;
+	char *save = NULL;
 
-	for (char *tok = strtok(line, " \t\r"); tok && argc < BT_CTL_MAX_ARGS; tok = strtok(NULL, " \t\r"))
+	for (char *tok = strtok_r(line, " \t\r", &save); tok; tok = strtok_r(NULL, " \t\r", &save)) {
+		if (argc == BT_CTL_MAX_ARGS)
+			return -E2BIG;
 		argv[argc++] = tok;
+	}
 	argv[argc] = NULL;
 	return argc;
 }
@@ -143,19 +164,23 @@ static int serve_one(struct bt_ctl_server *s, int c)
 	/* The socket is 0600 in a 0700 directory; check the peer anyway. */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
 	    (cred.uid != 0 && cred.uid != geteuid())) {
-		write_all(c, "error: permission denied (run btrace-bpf ctl as root)\n", 54);
+		write_str(c, "error: permission denied (run btrace-bpf ctl as root)\n");
 		return 0;
 	}
 	if (read_line(c, line, sizeof(line), IO_TIMEOUT_MS) < 0) {
-		write_all(c, "error: bad request\n", 19);
+		write_str(c, "error: bad request\n");
 		return 0;
 	}
 	argc = split_args(line, argv);
+	if (argc < 0) {
+		write_str(c, "error: too many words in the command\n");
+		return 0;
+	}
 	/* Acquire: pairs with the release store in bt_ctl_set_adopt(). */
 	bt_ctl_adopt_handler adopt = __atomic_load_n(&s->adopt, __ATOMIC_ACQUIRE);
 	if (argc >= 1 && strcmp(argv[0], BT_CTL_ADOPT_CMD) == 0) {
 		if (!adopt) {
-			write_all(c, "error: this recorder does not take applications\n", 49);
+			write_str(c, "error: this recorder does not take applications\n");
 			return 0;
 		}
 		adopt(__atomic_load_n(&s->adopt_ctx, __ATOMIC_RELAXED), c, (uint32_t)cred.pid, argc, argv);
@@ -180,6 +205,68 @@ static int serve_one(struct bt_ctl_server *s, int c)
 	return 0;
 }
 
+struct client {
+	struct bt_ctl_server *s;
+	int fd, slot;
+};
+
+static void *client_main(void *arg)
+{
+	struct client *cl = arg;
+	struct bt_ctl_server *s = cl->s;
+	int adopted = serve_one(s, cl->fd);
+
+	pthread_mutex_lock(&s->clients_lock);
+	s->cfd[cl->slot] = -1;
+	if (!adopted)
+		close(cl->fd); /* under the lock: bt_ctl_stop never shuts down a reused number */
+	s->nclients--;
+	pthread_cond_broadcast(&s->clients_done);
+	pthread_mutex_unlock(&s->clients_lock);
+	free(cl);
+	return NULL;
+}
+
+/* Hand connection c to a thread of its own; refuse it when MAX_CLIENTS are
+ * being served. */
+static void dispatch(struct bt_ctl_server *s, int c)
+{
+	struct client *cl = malloc(sizeof(*cl));
+	pthread_attr_t attr;
+	pthread_t t;
+	int slot = -1;
+
+	pthread_mutex_lock(&s->clients_lock);
+	for (int i = 0; i < MAX_CLIENTS && slot < 0 && cl; i++)
+		if (s->cfd[i] < 0)
+			slot = i;
+	if (slot >= 0) {
+		s->cfd[slot] = c;
+		s->nclients++;
+	}
+	pthread_mutex_unlock(&s->clients_lock);
+	if (slot < 0) {
+		free(cl);
+		write_str(c, "error: busy: too many control connections at once, try again\n");
+		close(c);
+		return;
+	}
+	*cl = (struct client){ .s = s, .fd = c, .slot = slot };
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, client_main, cl) != 0) {
+		pthread_mutex_lock(&s->clients_lock);
+		s->cfd[slot] = -1;
+		s->nclients--;
+		pthread_cond_broadcast(&s->clients_done);
+		pthread_mutex_unlock(&s->clients_lock);
+		free(cl);
+		write_str(c, "error: cannot start a thread for this connection\n");
+		close(c);
+	}
+	pthread_attr_destroy(&attr);
+}
+
 static void *serve(void *arg)
 {
 	struct bt_ctl_server *s = arg;
@@ -198,17 +285,91 @@ static void *serve(void *arg)
 		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
 		if (c < 0)
 			continue;
-		if (!serve_one(s, c))
-			close(c);
+		dispatch(s, c);
 	}
 	return NULL;
+}
+
+/* Whether a socket bound at path is open in a live process: /proc/net/unix
+ * lists every bound socket (of this network namespace) with its path. A
+ * socket file left by a process that died is not there. -1: cannot tell. */
+static int socket_bound(const char *path)
+{
+	char line[512], real[PATH_MAX];
+	FILE *f = fopen("/proc/net/unix", "re");
+	int found = 0;
+
+	if (!f)
+		return -1;
+	if (!realpath(path, real))
+		real[0] = 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		/* Num RefCount Protocol Flags Type St Inode Path */
+		char *p = line;
+		for (int field = 0; field < 7 && p; field++) {
+			p = strchr(p, ' ');
+			while (p && *p == ' ')
+				p++;
+		}
+		if (!p || !*p)
+			continue;
+		p[strcspn(p, "\n")] = 0;
+		found = !strcmp(p, path) || (real[0] && !strcmp(p, real));
+	}
+	fclose(f);
+	return found;
+}
+
+int bt_ctl_check_path(const char *path, char *err, size_t errlen)
+{
+	struct sockaddr_un a;
+	struct stat st;
+	int fd;
+
+	if (strlen(path) >= sizeof(a.sun_path)) {
+		(void)bt_errf(err, errlen, 0, "control socket path is %zu bytes, sockets take at most %zu: choose a shorter --ctl PATH",
+			strlen(path), sizeof(a.sun_path) - 1);
+		return -ENAMETOOLONG;
+	}
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		(void)bt_errf(err, errlen, 0, "%s exists and is not a socket: choose another path with --ctl", path);
+		return -EEXIST;
+	}
+	fd = ctl_connect(path);
+	if (fd >= 0) {
+		close(fd);
+		(void)bt_errf(err, errlen, 0, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
+			path);
+		return -EADDRINUSE;
+	}
+	/* Refusing connections: stale, unless a live process holds it bound
+	 * (and not listening: not ours to take either). */
+	if (fd != -ECONNREFUSED || socket_bound(path) != 0) {
+		(void)bt_errf(err, errlen, 0, "%s is a socket in use by another program (%s): choose another path with --ctl", path,
+			fd == -ECONNREFUSED ? "bound, not accepting" : strerror(-fd));
+		return -EADDRINUSE;
+	}
+	return 1;
+}
+
+/* Remove path if it is still the socket st describes (same device and
+ * inode, still a socket): never what replaced it. */
+static void unlink_if_same(const char *path, const struct stat *st)
+{
+	struct stat now;
+
+	if (lstat(path, &now) == 0 && S_ISSOCK(now.st_mode) && now.st_dev == st->st_dev && now.st_ino == st->st_ino)
+		unlink(path);
 }
 
 struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen)
 {
 	struct bt_ctl_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_un a;
-	int e = 0, fd;
+	struct stat st;
+	int e = 0, r;
 
 	if (!s) {
 		errno = ENOMEM;
@@ -216,8 +377,17 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	}
 	s->fd = -1;
 	s->stop_pipe[0] = s->stop_pipe[1] = -1;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		s->cfd[i] = -1;
+	pthread_mutex_init(&s->clients_lock, NULL);
+	pthread_cond_init(&s->clients_done, NULL);
 	s->handler = h;
 	s->ctx = ctx;
+	if (path && strlen(path) >= sizeof(s->path)) {
+		e = ENAMETOOLONG;
+		bt_ctl_check_path(path, err, errlen);
+		goto fail;
+	}
 	if (path)
 		snprintf(s->path, sizeof(s->path), "%s", path);
 	else
@@ -232,39 +402,32 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 		(void)bt_errf(err, errlen, 0, "control socket path too long: %s", s->path);
 		goto fail;
 	}
-	/* An existing socket: in use by a live recorder, or stale from a crash. */
-	fd = ctl_connect(s->path);
-	if (fd >= 0) {
-		close(fd);
-		e = EADDRINUSE;
-		(void)bt_errf(err, errlen, 0, "control socket %s is in use by a running recorder (stop it, or pick another path with --ctl)",
-			s->path);
+	/* Something there already: a live recorder's (or anyone's) socket is
+	 * refused; a stale one (refuses connections, bound by no process) was
+	 * left by a recorder that died and is removed. */
+	r = bt_ctl_check_path(s->path, err, errlen);
+	if (r < 0) {
+		e = -r;
+		if (!err || !err[0])
+			(void)bt_errf(err, errlen, 0, "control socket %s: %s", s->path, strerror(e));
 		goto fail;
 	}
-	if (fd == -ECONNREFUSED) {
-		struct stat st;
-
-		if (lstat(s->path, &st) == 0 && S_ISSOCK(st.st_mode)) {
-			unlink(s->path);
-			fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
-				s->path);
-		}
-	}
-	{
-		struct stat st;
-
-		/* Never remove what is not ours: only a stale socket was. */
-		if (lstat(s->path, &st) == 0) {
-			e = EEXIST;
-			(void)bt_errf(err, errlen, 0, "%s exists and is not a control socket: choose another path with --ctl",
-				s->path);
-			goto fail;
-		}
+	if (r == 1 && lstat(s->path, &st) == 0) {
+		unlink_if_same(s->path, &st);
+		fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
+			s->path);
 	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (s->fd < 0 || bind(s->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		e = errno;
-		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s", s->path, strerror(e));
+		(void)bt_errf(err, errlen, 0, "cannot listen on control socket %s: %s%s", s->path, strerror(e),
+			e == EADDRINUSE ? " (another program created it just now)" : "");
+		goto fail;
+	}
+	/* What we bound: the only file bt_ctl_stop() may remove. */
+	if (lstat(s->path, &s->bound) < 0) {
+		e = errno;
+		(void)bt_errf(err, errlen, 0, "control socket %s vanished after bind: %s", s->path, strerror(e));
 		goto fail;
 	}
 	if (chmod(s->path, 0600) < 0 || listen(s->fd, 8) < 0) {
@@ -280,8 +443,10 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	return s;
 
 fail_unlink:
-	unlink(s->path);
+	unlink_if_same(s->path, &s->bound);
 fail:
+	pthread_mutex_destroy(&s->clients_lock);
+	pthread_cond_destroy(&s->clients_done);
 	if (s->fd >= 0)
 		close(s->fd);
 	if (s->stop_pipe[0] >= 0) {
@@ -312,10 +477,23 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 		return;
 	if (write(s->stop_pipe[1], "x", 1) == 1)
 		pthread_join(s->thread, NULL);
+	/* No new connections; wake the ones waiting for a request, let the
+	 * handlers running finish (they use the recorder's state). */
+	pthread_mutex_lock(&s->clients_lock);
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->cfd[i] >= 0)
+			shutdown(s->cfd[i], SHUT_RD);
+	while (s->nclients)
+		pthread_cond_wait(&s->clients_done, &s->clients_lock);
+	pthread_mutex_unlock(&s->clients_lock);
+	pthread_mutex_destroy(&s->clients_lock);
+	pthread_cond_destroy(&s->clients_done);
 	close(s->stop_pipe[0]);
 	close(s->stop_pipe[1]);
 	close(s->fd);
-	unlink(s->path);
+	/* Only the socket we bound: not a file put there after it was
+	 * removed, nor another recorder's socket. */
+	unlink_if_same(s->path, &s->bound);
 	free(s);
 }
 

@@ -26,9 +26,17 @@ struct bt_ctl_server;
 #define BT_CTL_ADOPT_CMD "app-register"
 typedef void (*bt_ctl_adopt_handler)(void *ctx, int fd, uint32_t peer_pid, int argc, char **argv);
 
+/* Whether path can be used for a control socket, without changing
+ * anything (a recorder checks before it attaches BPF): 0 nothing there, 1 a
+ * stale socket (refuses connections, bound by no live process: bt_ctl_start
+ * removes it), -errno with a message: too long (over 107 bytes, never
+ * truncated), not a socket, a live recorder's or another program's socket. */
+int bt_ctl_check_path(const char *path, char *err, size_t errlen);
+
 /* Listen on path (NULL: BT_CTL_DIR/<pid>.sock). A stale socket left by a
- * crashed recorder is removed; one in use by a live recorder is an error.
- * NULL + errno + message on failure. */
+ * crashed recorder is removed; anything else there is an error (see
+ * bt_ctl_check_path). bt_ctl_stop() removes only the socket this call bound
+ * (same device and inode, still a socket). NULL + errno + message on failure. */
 struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen);
 const char *bt_ctl_path(const struct bt_ctl_server *s);
 /* Route BT_CTL_ADOPT_CMD connections to h (which then owns the fd). */

@@ -60,6 +60,8 @@
 #include "loader.h"
 #include "compact.h"
 #include "ringbuf.h"
+#include "live_window.h"
+#include "prog_misses.h"
 #include "util.h"
 #include "record.skel.h"
 
@@ -99,6 +101,9 @@ static const char *const group_names[BT_GROUP_MAX] = {
 /* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
 _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
 
+/* Stored events are at least 4 + 16 bytes: a batch holds fewer. */
+#define BATCH_EVENTS_MAX (BT_BATCH_MAX / 16)
+
 struct bt_drain {
 	struct bt_loader *l;
 	struct bt_rings *rb;
@@ -106,6 +111,9 @@ struct bt_drain {
 	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX];
 	uint32_t blen, bcount, bcore;
 	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
+	/* seq and time of the batch's events, for the live window (live_window.h) */
+	uint32_t bseq[BATCH_EVENTS_MAX];
+	uint64_t bts[BATCH_EVENTS_MAX];
 	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
 	pthread_t thread;
 	int running;
@@ -138,6 +146,7 @@ struct bt_loader {
 	unsigned ndrains;
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
 	void *hook_ctx;
+	struct bt_live *live; /* what the buffer holds, for `ctl status` */
 };
 
 /* ---- libbpf messages ---------------------------------------------------------- */
@@ -542,10 +551,12 @@ static void flush_batch(struct bt_drain *d)
 {
 	if (!d->bcount)
 		return;
-	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0)
+	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
 		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + d->bcount,
 				      memory_order_relaxed);
-	else
+		/* Events not stored are not reported: their seqs make the gap. */
+		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, d->bcount);
+	} else
 		atomic_store_explicit(&d->rejected,
 				      atomic_load_explicit(&d->rejected, memory_order_relaxed) + d->bcount,
 				      memory_order_relaxed);
@@ -565,7 +576,7 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		task_event(d, h, (uint32_t)len);
 	/* Stored compactly and in batches (compact.h); core = the event's
 	 * CPU, which is how readers get the CPU back. */
-	if (d->bcount && h->cpu != d->bcore)
+	if (d->bcount && (h->cpu != d->bcore || d->bcount == BATCH_EVENTS_MAX))
 		flush_batch(d);
 	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len);
 	if (!rec || rec > d->batch_limit) {
@@ -579,6 +590,8 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		}
 		d->blen += rec;
 		d->bcore = h->cpu;
+		d->bseq[d->bcount] = h->seq;
+		d->bts[d->bcount] = h->ts_ns;
 		d->bcount++;
 	}
 	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
@@ -619,6 +632,11 @@ static void *drain_main(void *arg)
 		horizon = boottime_ns();
 		bt_rings_consume(d->rb, drain_sample, d);
 		flush_batch(d);
+		{
+			struct bt_stats bs;
+			bt_buffer_stats(d->l->buf, &bs);
+			bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		}
 		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
@@ -660,6 +678,8 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 
 	l->buf = buf;
 	l->tasks = tasks;
+	if (!l->live && !(l->live = bt_live_new(l->ncpus)))
+		return -ENOMEM;
 	l->ndrains = 1;
 	for (unsigned i = 0; i < l->ndrains; i++) {
 		struct bt_drain *d = &l->drains[i];
@@ -732,7 +752,13 @@ int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
 
 void bt_loader_detach(struct bt_loader *l)
 {
-	for (unsigned i = 0; i < l->nlinks; i++)
+	/* Every program stops emitting at once (emit.bpf.h: bt_stopped), then
+	 * the links go one by one: no entry without its exit, or the reverse,
+	 * from the gap between two links. Pairs with the plain load in
+	 * bt_begin(). */
+	if (l->nlinks && l->skel->bss)
+		__atomic_store_n(&l->skel->bss->bt_stopped, 1, __ATOMIC_SEQ_CST);
+	for (unsigned i = l->nlinks; i-- > 0;)
 		bpf_link__destroy(l->links[i]);
 	l->nlinks = 0;
 }
@@ -815,12 +841,23 @@ void bt_loader_destroy(struct bt_loader *l)
 	bt_loader_detach(l);
 	bt_loader_stop(l);
 	drains_destroy(l);
+	bt_live_free(l->live);
 	record_bpf__destroy(l->skel);
 	for (uint32_t c = 0; l->ring_fds && c < l->ncpus; c++)
 		if (l->ring_fds[c] >= 0)
 			close(l->ring_fds[c]);
 	free(l->ring_fds);
 	free(l);
+}
+
+size_t bt_loader_prog_misses(const struct bt_loader *l, struct bt_prog_miss *out, size_t max)
+{
+	return bt_obj_prog_misses(l->skel->obj, out, max);
+}
+
+struct bt_live *bt_loader_live(const struct bt_loader *l)
+{
+	return l->live;
 }
 
 void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx)

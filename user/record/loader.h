@@ -47,6 +47,7 @@ struct bt_drain_stats {
 };
 
 struct bt_loader;
+struct bt_live;
 
 /*
  * Open, probe, load and attach. On failure returns NULL, sets errno and
@@ -103,6 +104,15 @@ int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_
  * the buffer (e.g. for dump triggers). Set before bt_loader_start(). */
 typedef void (*bt_probe_hook)(void *ctx, const struct bt_event_hdr *h, uint32_t len);
 void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx);
+
+/* Runs the kernel skipped of each of the recorder's tracepoint programs
+ * (prog_misses.h), at most max; returns how many were written. */
+struct bt_prog_miss;
+size_t bt_loader_prog_misses(const struct bt_loader *l, struct bt_prog_miss *out, size_t max);
+
+/* The drain's record of what the buffer holds (live_window.h); NULL before
+ * bt_loader_start(). */
+struct bt_live *bt_loader_live(const struct bt_loader *l);
 
 void bt_loader_destroy(struct bt_loader *l);
 

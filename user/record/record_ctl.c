@@ -24,6 +24,7 @@
 #include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
+#include "dump.h"
 
 static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe" };
 
@@ -65,7 +66,12 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	}
 	rss0 = rss_bytes();
 	t0 = bt_now_ns();
+	/* The buffer cannot swap its memory while a dump reads it (the resize
+	 * would time out): wait for a dump being written. Only a resize waits;
+	 * status and the rest are answered meanwhile. */
+	pthread_mutex_lock(&r->dump_serial);
 	err = bt_resize(r->buf, size, 2000, e, sizeof(e));
+	pthread_mutex_unlock(&r->dump_serial);
 	if (err == -E2BIG) {
 		snprintf(why, whylen, "%s is over the maximum %s reserved at start: restart the recorder with --max-size",
 			 argv[1], format_size(before.max_size, a, sizeof(a)));
@@ -111,6 +117,23 @@ static int do_dump(struct recorder *r, int argc, char **argv, FILE *out, char *w
 	return 0;
 }
 
+/* Runs of our programs the kernel skipped: no event, no seq, no gap. */
+static void print_prog_misses(struct recorder *r, FILE *out)
+{
+	struct bt_prog_miss *pm = NULL;
+	size_t n = recorder_prog_misses(r, &pm);
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += pm[i].misses;
+	fprintf(out, "program runs skipped by the kernel: %" PRIu64 " (%zu programs)", total, n);
+	for (size_t i = 0; i < n; i++)
+		if (pm[i].misses)
+			fprintf(out, " (%s %" PRIu64 ")", pm[i].name, pm[i].misses);
+	fputc('\n', out);
+	free(pm);
+}
+
 static void print_losses(struct recorder *r, FILE *out)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
@@ -129,6 +152,7 @@ static void print_losses(struct recorder *r, FILE *out)
 		if (g[i])
 			fprintf(out, " (%s %" PRIu64 ")", group_names[i], g[i]);
 	fputc('\n', out);
+	print_prog_misses(r, out);
 	bt_loader_drain_stats(r->loader, &ds);
 	bt_buffer_stats(r->buf, &bs);
 	fprintf(out,
@@ -143,10 +167,8 @@ static int do_status(struct recorder *r, FILE *out)
 {
 	char a[32], b2[32], c[32], d[32], e[32];
 	struct bt_seq_window w;
-	struct bt_read_stats rst;
 	struct bt_drain_stats ds;
 	struct bt_stats bs;
-	int err;
 
 	bt_buffer_stats(r->buf, &bs);
 	bt_loader_drain_stats(r->loader, &ds);
@@ -156,38 +178,47 @@ static int do_status(struct recorder *r, FILE *out)
 		format_size(bs.block_size, c, sizeof(c)), bs.active, format_size(bs.resident, d, sizeof(d)),
 		format_size(rss_bytes(), e, sizeof(e)));
 	fprintf(out, "events: %" PRIu64 " recorded, %" PRIu64 "/s\n", ds.events, atomic_load(&r->rate));
-	err = bt_live_window(r->buf, r->ncpus, &w, &rst);
-	if (err == 0 && w.events) {
+	/* Kept by the drain as it writes: no read of the buffer. */
+	if (bt_loader_live(r->loader))
+		bt_live_window(bt_loader_live(r->loader), bs.blocks_used, bs.nblocks, &w);
+	else
+		memset(&w, 0, sizeof(w));
+	if (w.events) {
 		fprintf(out, "window: %.3fs, %" PRIu64 " events retained\n", (double)(w.last_ts - w.first_ts) / 1e9,
 			w.events);
 		fprintf(out, "latest continuous window: %.3fs, %" PRIu64 " events (%" PRIu64 " seq gaps, %" PRIu64
 			" events missing)\n",
 			(double)(w.last_ts - w.cont_start_ts) / 1e9, w.cont_events, w.gaps, w.missing);
-	} else if (err == 0) {
-		fprintf(out, "window: empty\n");
 	} else {
-		fprintf(out, "window: unavailable (%s)\n", strerror(-err));
+		fprintf(out, "window: empty\n");
 	}
 	print_losses(r, out);
-	pthread_mutex_lock(&r->dump_serial);
+	/* r->lock, not dump_serial: a dump being written must not hold this up. */
+	pthread_mutex_lock(&r->lock);
 	fprintf(out, "dumps: %" PRIu64 " written, %" PRIu64 " failed, %" PRIu64 " skipped for lack of space, %" PRIu64
-		" automatic skipped by the rate limit%s%s\n",
+		" automatic skipped by the rate limit, %" PRIu64 " requests merged into a pending dump%s%s\n",
 		r->ndumps, r->nfailed, r->nskipped, atomic_load_explicit(&r->triggers_suppressed, memory_order_relaxed),
-		r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
-	if (r->mgmt)
-		bt_dump_mgmt_status(r->mgmt, out);
-	pthread_mutex_unlock(&r->dump_serial);
+		r->requests_merged, r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
+	pthread_mutex_unlock(&r->lock);
+	/* The dump directory's counts belong to the dump writer: shown when no
+	 * dump is being written, never waited for. */
+	if (r->mgmt) {
+		if (pthread_mutex_trylock(&r->dump_serial) == 0) {
+			bt_dump_mgmt_status(r->mgmt, out);
+			pthread_mutex_unlock(&r->dump_serial);
+		} else {
+			fprintf(out, "dump directory: a dump is being written (ask again for its counts)\n");
+		}
+	}
 	if (r->uprobes) {
 		size_t n;
-		const struct bt_probe_desc *t;
+		struct bt_probe_desc *t = bt_uprobes_table_copy(r->uprobes, &n); /* the table is the dump writer's */
 
-		pthread_mutex_lock(&r->dump_serial); /* the table is the dump thread's */
-		t = bt_uprobes_table(r->uprobes, &n);
 		fprintf(out, "probes: %zu\n", n);
 		for (size_t i = 0; i < n; i++)
 			fprintf(out, "  %u %s (pid %d)%s\n", t[i].id, t[i].spec, t[i].pid,
 				t[i].flags & BT_PROBE_ENDED ? " ended" : "");
-		pthread_mutex_unlock(&r->dump_serial);
+		free(t);
 	} else {
 		fprintf(out, "probes: none\n");
 	}
@@ -228,6 +259,11 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 {
 	struct recorder *r = ctx;
 
+	/* Exact grammar: a word too many is an error, never ignored. */
+	if ((!strcmp(argv[0], "ping") || !strcmp(argv[0], "status") || !strcmp(argv[0], "stop")) && argc != 1) {
+		snprintf(why, whylen, "'%s' takes no arguments (got '%s')", argv[0], argv[1]);
+		return -EINVAL;
+	}
 	if (strcmp(argv[0], "ping") == 0)
 		return 0;
 	if (strcmp(argv[0], "status") == 0)

@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -99,37 +100,72 @@ static int mkdir_p(const char *dir)
 	if (len >= sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, dir, len + 1);
+	/* 0700 like the dumps (0600) in it: traces show what every process did. */
 	for (char *p = path + 1; *p; p++) {
 		if (*p != '/')
 			continue;
 		*p = '\0';
-		if (mkdir(path, 0755) && errno != EEXIST)
+		if (mkdir(path, 0700) && errno != EEXIST)
 			return -errno;
 		*p = '/';
 	}
-	if (mkdir(path, 0755) && errno != EEXIST)
+	if (mkdir(path, 0700) && errno != EEXIST)
 		return -errno;
 	return 0;
 }
 
-/* Create dir if missing and prove a file can be created in it (root ignores
- * mode bits, so access(W_OK) says nothing about read-only mounts). */
+/* Whether dir can take dumps, creating nothing (an invocation that fails
+ * later must leave nothing behind): an existing directory must take a file
+ * (root ignores mode bits, so a file is created and removed: it finds
+ * read-only mounts); a missing one needs its nearest existing ancestor to
+ * be a writable directory (created by create_output_dir once recording
+ * starts). */
 static int check_output_dir(const char *dir)
 {
-	char probe[PATH_MAX];
+	char probe[PATH_MAX], up[PATH_MAX];
 	struct stat st;
-	int fd, ret = mkdir_p(dir);
+	int fd, ret;
 
-	if (ret) {
-		bt_warn("cannot create output directory %s: %s: choose another with -o DIR",
-			dir, strerror(-ret));
-		return ret;
+	if ((size_t)snprintf(up, sizeof(up), "%s", dir) >= sizeof(up)) {
+		bt_warn("output directory name too long: %s", dir);
+		return -ENAMETOOLONG;
 	}
-	if (stat(dir, &st) || !S_ISDIR(st.st_mode)) {
-		bt_warn("output directory %s is not a directory: choose another with -o DIR", dir);
+	while (stat(up, &st) < 0) {
+		char *slash;
+		if (errno != ENOENT && errno != ENOTDIR) { /* ENOTDIR: a file on the way, found below */
+			ret = -errno;
+			bt_warn("cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
+			return ret;
+		}
+		slash = strrchr(up, '/');
+		while (slash && slash > up && slash[1] == '\0') { /* trailing slashes */
+			*slash = '\0';
+			slash = strrchr(up, '/');
+		}
+		if (!slash)
+			snprintf(up, sizeof(up), ".");
+		else if (slash == up)
+			up[1] = '\0';
+		else
+			*slash = '\0';
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		bt_warn("cannot create output directory %s: %s is not a directory: choose another with -o DIR", dir, up);
 		return -ENOTDIR;
 	}
-	if ((size_t)snprintf(probe, sizeof(probe), "%s/.btrace-probe-XXXXXX", dir) >= sizeof(probe))
+	if (strcmp(up, dir) != 0) {
+		if (access(up, W_OK | X_OK) < 0) {
+			ret = -errno;
+			bt_warn("cannot create output directory %s in %s: %s: choose another with -o DIR", dir, up,
+				strerror(errno));
+			return ret;
+		}
+		return 0;
+	}
+	/* Named like a dump's temporary: if we die right here, the next
+	 * recorder removes it (bt_dump_clean_stale). */
+	if ((size_t)snprintf(probe, sizeof(probe), "%s/" BT_DUMP_TMP_PREFIX "%d.%" PRIu64 ".probe.XXXXXX", dir,
+			     (int)getpid(), bt_proc_start_time(getpid())) >= sizeof(probe))
 		return -ENAMETOOLONG;
 	fd = mkstemp(probe);
 	if (fd < 0) {
@@ -140,6 +176,26 @@ static int check_output_dir(const char *dir)
 	}
 	close(fd);
 	unlink(probe);
+	return 0;
+}
+
+/* Once nothing can fail any more: make the directory, and remove what
+ * recorders that died mid-dump left in it. */
+static int create_output_dir(const char *dir)
+{
+	char err[256];
+	int ret = mkdir_p(dir);
+
+	if (ret) {
+		bt_warn("cannot create output directory %s: %s: choose another with -o DIR", dir, strerror(-ret));
+		return ret;
+	}
+	ret = bt_dump_clean_stale(dir, err, sizeof(err));
+	if (ret > 0)
+		bt_warn("removed %d stale temporar%s of recorders that died while dumping into %s", ret,
+			ret == 1 ? "y" : "ies", dir);
+	else if (ret < 0)
+		bt_warn("%s", err);
 	return 0;
 }
 
@@ -161,12 +217,16 @@ static uint64_t mem_available(void)
 
 /* ---- signals ---------------------------------------------------------------------- */
 
-static volatile sig_atomic_t got_dump, got_stop;
+static volatile sig_atomic_t got_stop;
+/* SIGUSR1 deliveries not yet turned into requests. Lock-free, so the
+ * handler may add to it; main takes it with an exchange. */
+static atomic_int got_dumps;
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "signal-safe counter");
 
 static void on_signal(int sig)
 {
 	if (sig == SIGUSR1)
-		got_dump = 1;
+		atomic_fetch_add(&got_dumps, 1);
 	else
 		got_stop = sig;
 }
@@ -176,7 +236,10 @@ static void on_signal(int sig)
 void recorder_request_dump(struct recorder *r, const char *reason)
 {
 	pthread_mutex_lock(&r->lock);
-	/* Coalesce: one pending dump covers every request made before it starts. */
+	/* Coalesce: one pending dump covers every request made before it
+	 * starts; the requests it absorbed are counted (ctl status). */
+	if (r->pending)
+		r->requests_merged++;
 	if (!r->pending || strcmp(reason, "exit") == 0)
 		r->reason = reason;
 	r->pending = 1;
@@ -348,10 +411,11 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 		/* Signals are blocked except inside ppoll: a flag set by a handler
 		 * is seen right after, never lost between test and wait. */
 		ppoll(NULL, 0, &ts, waitmask);
-		if (got_dump) {
-			got_dump = 0;
+		/* One request per signal delivered: those merged into a pending
+		 * dump are counted (a signal sent again before the first is
+		 * delivered is merged by the kernel, out of anyone's sight). */
+		for (int n = atomic_exchange(&got_dumps, 0); n > 0; n--)
 			recorder_request_dump(r, "signal");
-		}
 		if (o->verbose && bt_now_ns() - last_rates >= 1000000000ull)
 			print_rates(r, &last_events, &last_rates);
 		now = bt_now_ns();
@@ -433,6 +497,11 @@ int recorder_run(const struct record_opts *opts)
 				o.filter_tgid);
 			return 1;
 		}
+	}
+	/* A --ctl that cannot work is found before anything is loaded. */
+	if (!o.no_ctl && o.ctl_path && bt_ctl_check_path(o.ctl_path, err, sizeof(err)) < 0) {
+		bt_warn("%s", err[0] ? err : strerror(errno));
+		return 1;
 	}
 	if (check_output_dir(o.output_dir))
 		return 1;
@@ -621,6 +690,13 @@ int recorder_run(const struct record_opts *opts)
 		r.apps = NULL;
 	}
 
+	if (create_output_dir(o.output_dir)) {
+		exit_code = 1;
+		got_stop = SIGTERM;
+		o.final_dump = 0;
+		goto out;
+	}
+
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
 	if (r.uprobes)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
@@ -673,9 +749,9 @@ out:
 				drops += d[i];
 		free(d);
 		bt_log(BT_LOG_NOTICE, "stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
-		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s", ds.events, drops, ds.rejected,
-		       r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "",
-		       r.nskipped ? ", some skipped for lack of space" : "");
+		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s, %" PRIu64 " requests merged into a pending dump",
+		       ds.events, drops, ds.rejected, r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "",
+		       r.nskipped ? ", some skipped for lack of space" : "", r.requests_merged);
 	}
 	bt_ctl_stop(r.ctl);
 	recorder_triggers_stop(&r);

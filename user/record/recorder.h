@@ -80,19 +80,22 @@ struct recorder {
 	const char *reason;  /* of the pending dump */
 	int quit;            /* write what is pending, then exit */
 	int final_failed;    /* the last "exit" dump failed */
+	uint64_t requests_merged; /* requests that found a dump pending */
+	/* What status shows, also under lock (written by the dump writer, so
+	 * status never waits for a dump to finish). */
+	uint64_t ndumps, nfailed;
 
 	/* dump thread only */
 	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
 	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
-	uint64_t ndumps, nfailed;
 
 	/* any thread */
 	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
 	struct bt_ctl_server *ctl;
 	uint64_t start_ns;
 	_Atomic uint64_t rate;       /* events/s over the last second */
-	char last_path[4096];        /* under dump_serial */
-	uint64_t nskipped;           /* under dump_serial: not written, no space (dump_mgmt.c) */
+	char last_path[4096];        /* under dump_serial and lock */
+	uint64_t nskipped;           /* under dump_serial and lock: not written, no space (dump_mgmt.c) */
 	struct bt_dump_mgmt *mgmt;   /* under dump_serial: quota, space, manifests, --on-dump */
 
 	/* triggers */
@@ -123,6 +126,10 @@ void recorder_request_dump(struct recorder *r, const char *reason);
 int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f);
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
+/* Runs the kernel skipped of every program of the recorder (tracepoints,
+ * uprobes): a malloc'd array in *out, its length returned (recorder_dumps.c). */
+struct bt_prog_miss;
+size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out);
 /* Control-socket commands (record_ctl.c). */
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
 #endif

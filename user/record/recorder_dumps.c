@@ -53,6 +53,20 @@ static void after_dump(struct recorder *r, const char *path, int in_dir, const c
 		bt_dump_mgmt_after(r->mgmt, path, in_dir, reason, NULL, &rec);
 }
 
+size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
+{
+	size_t max = 64 + (r->uprobes ? 8 : 0), n;
+	struct bt_prog_miss *pm = calloc(max, sizeof(*pm));
+
+	*out = pm;
+	if (!pm)
+		return 0;
+	n = bt_loader_prog_misses(r->loader, pm, max);
+	if (r->uprobes)
+		n += bt_uprobes_prog_misses(r->uprobes, pm + n, max - n);
+	return n;
+}
+
 int recorder_write_dump(struct recorder *r, const char *reason, const char *explicit_path, char *out,
 			size_t outlen, char *why, size_t whylen)
 {
@@ -84,6 +98,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	uint64_t *drops = calloc(ncells, sizeof(*drops));
 	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
 	struct bt_task *tasks = NULL;
+	struct bt_prog_miss *pmiss = NULL;
 	struct bt_drain_stats ds;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
@@ -122,7 +137,9 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 
 		ret = bt_dump_mgmt_before(r->mgmt, raw, err, sizeof(err));
 		if (ret == -ENOSPC) {
+			pthread_mutex_lock(&r->lock);
 			r->nskipped++;
+			pthread_mutex_unlock(&r->lock);
 			if (why)
 				snprintf(why, whylen, "dump skipped: %s", err);
 			bt_log(BT_LOG_WARNING, "%s dump skipped: %s; %s%" PRIu64 " skipped so far", reason, err,
@@ -155,13 +172,17 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	}
 	if (recorder_triggers_info(r, fired, &info, &trig_tab))
 		bt_warn("out of memory: this dump has no trigger table");
+	info.nprog_misses = recorder_prog_misses(r, &pmiss);
+	info.prog_misses = pmiss;
 
 	err[0] = '\0';
 	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
 			    &rst, err, sizeof(err));
 out:
 	if (ret) {
+		pthread_mutex_lock(&r->lock);
 		r->nfailed++;
+		pthread_mutex_unlock(&r->lock);
 		if (why)
 			snprintf(why, whylen, "dump failed: %s", err[0] ? err : strerror(-ret));
 		bt_log(BT_LOG_ERR, "dump failed: %s%s%s", err[0] ? err : strerror(-ret),
@@ -171,8 +192,10 @@ out:
 	} else {
 		r->last_seq = info.dump_seq;
 		r->last_bytes = bytes;
+		pthread_mutex_lock(&r->lock); /* what status shows, without waiting for a dump */
 		r->ndumps++;
 		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
+		pthread_mutex_unlock(&r->lock);
 		if (stat(path, &st))
 			st.st_size = 0;
 		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
@@ -183,6 +206,7 @@ out:
 skipped:
 	free(trig_tab);
 	free(tasks);
+	free(pmiss);
 	free(drops);
 	free(emitted);
 	return ret;

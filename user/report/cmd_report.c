@@ -20,6 +20,7 @@
 #include "commands.h"
 #include "dump.h"
 #include "manifest.h"
+#include "switch_chain.h"
 #include "report_apps.h"
 #include "report_triggers.h"
 #include "event_names.h"
@@ -415,6 +416,49 @@ static const char *dur(uint64_t a, uint64_t b, char *buf, size_t len)
 	return buf;
 }
 
+/* Events missing without a seq gap: program runs the kernel skipped, and
+ * switches it never reported (switch_chain.h). */
+static void print_kernel_skips(const struct bt_dump *d, const struct bt_dump_event *ev, size_t n, FILE *out)
+{
+	size_t np;
+	const struct bt_prog_miss *pm = bt_dump_prog_misses(d, &np);
+	struct bt_switch_chain ch;
+
+	if (!pm) {
+		fprintf(out, "  program runs skipped by the kernel: not recorded (dump of an older recorder)\n");
+	} else {
+		fprintf(out, "  program runs skipped by the kernel (recursion, no event, no seq): %" PRIu64 " in %zu programs\n",
+			bt_dump_prog_misses_total(d), np);
+		for (size_t i = 0; i < np; i++)
+			if (pm[i].misses)
+				fprintf(out, "    %s: %" PRIu64 "\n", pm[i].name, pm[i].misses);
+	}
+	if (bt_switch_chain(ev, n, bt_dump_header(d)->ncpus, &ch) < 0 || !ch.switches)
+		return;
+	fprintf(out, "  sched_switch chain breaks: %" PRIu64 ", %" PRIu64 " without a seq gap (switch-aways the kernel did not report",
+		ch.breaks, ch.unexplained);
+	if (ch.ntids) {
+		size_t nt;
+		const struct bt_task *t = bt_dump_tasks(d, &nt);
+		fprintf(out, "; of");
+		for (size_t i = 0; i < ch.ntids; i++) {
+			const char *comm = "?";
+			for (size_t k = 0; k < nt; k++)
+				if (t[k].tid == ch.tids[i])
+					comm = t[k].comm;
+			char esc[BT_TASK_COMM_LEN];
+			size_t k;
+			for (k = 0; comm[k] && k + 1 < sizeof(esc); k++)
+				esc[k] = (unsigned char)comm[k] < 0x20 || comm[k] == 0x7f ? '?' : comm[k];
+			esc[k] = 0;
+			fprintf(out, "%s %u %s", i ? "," : "", ch.tids[i], esc);
+		}
+		if (ch.ntids == BT_CHAIN_TIDS)
+			fprintf(out, ", ...");
+	}
+	fprintf(out, ")\n");
+}
+
 static int print_stats(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
@@ -606,6 +650,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		bs->padding_bytes, bs->resizes);
 	fprintf(out, "  drain: %" PRIu64 " events written into the buffer, %" PRIu64 " rejected\n", h->drain_events,
 		h->drain_rejected);
+	print_kernel_skips(d, ev, n, out);
 	if (bt_dump_unknown_events(d))
 		fprintf(out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
 			bt_dump_unknown_events(d));
