@@ -28,7 +28,8 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -pthread -D_GNU_SOURCE
 USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
 CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
-LDLIBS_BPF := -lbpf -lelf -lz -lpthread -lm
+# capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c)
+LDLIBS_BPF := -lbpf -lelf -lcapstone -lz -lpthread -lm
 
 ifeq ($(V),1)
 Q :=

@@ -21,6 +21,7 @@ PKGS=(
 	libbpf-dev
 	bpftool               # vmlinux.h and skeleton generation
 	libelf-dev
+	libcapstone-dev       # x86/arm64 decoder: uprobe offsets must be instruction boundaries
 	zlib1g-dev
 	pkg-config
 	systemtap-sdt-dev     # <sys/sdt.h> for USDT test workloads

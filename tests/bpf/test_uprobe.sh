@@ -222,6 +222,8 @@ err_case "symbol not found, closest names" "not found.*bt_add" -p "$TPID" -u bt_
 err_case "C++ overloads" "overloaded.*foo::bar\(int\).*foo::bar\(long\)" -p "$TPID" -u 'foo::bar'
 err_case "no such library in the process" "maps no library" -p "$TPID" -u 'libnothere:f'
 err_case "offset past the function" "outside" -p "$TPID" -u 'bt_add+0x10000'
+err_case "offset inside an instruction, nearest boundaries named" \
+	"inside an instruction of bt_ident.*bt_ident\+0x0 and bt_ident\+0x[34]" -p "$TPID" -u 'bt_ident+1'
 err_case "not probeable (nothing attached half-way)" "cannot probe" -p "$TPID" -u bt_add -u bt_unprobeable
 err_case "USDT probe not found" "no USDT probe.*btrace_test:tick" -p "$TPID" -U 'uprobe_target:btrace_test:tock'
 err_case "bad spec" "%return" -p "$TPID" -u 'bt_add%entry'

@@ -14,6 +14,8 @@
  *   malloc(4242)                              N_MALLOC times (libc)
  *   USDT btrace_test:tick(i, i*i)             i = 0..N_TICK-1
  *
+ *   bt_ident(0x100000005 + i) = itself        i = 0..N_IDENT-1
+ *
  * bt_unprobeable() starts with a trap instruction uprobes refuse; it is
  * never called.
  *
@@ -41,6 +43,7 @@
 #define N_MALLOC 9
 #define MALLOC_SIZE 4242
 #define N_TICK 20
+#define N_IDENT 5
 
 #define PROBED __attribute__((noipa, used))
 
@@ -96,6 +99,20 @@ __asm__(".text\n.globl bt_unprobeable\n.type bt_unprobeable,%function\n"
 void bt_unprobeable(void) {}
 #endif
 
+/* bt_ident(x) = x in two instructions, "mov %rdi,%rax" (3 bytes) then ret:
+ * bt_ident+1 is inside the mov (a probe there once made bt_ident(0x100000005)
+ * return 5), bt_ident+3 is the ret. */
+long bt_ident(long x);
+#if defined(__x86_64__)
+__asm__(".text\n.globl bt_ident\n.type bt_ident,@function\n"
+	"bt_ident:\n\tmov %rdi,%rax\n\tret\n.size bt_ident, .-bt_ident\n");
+#elif defined(__aarch64__)
+__asm__(".text\n.globl bt_ident\n.type bt_ident,%function\n"
+	"bt_ident:\n\tmov x0, x0\n\tret\n.size bt_ident, .-bt_ident\n");
+#else
+PROBED long bt_ident(long x) { return x; }
+#endif
+
 static volatile long sink;
 
 static void *workload(void *arg)
@@ -119,6 +136,8 @@ static void *workload(void *arg)
 		sink += p != NULL;
 		free(p);
 	}
+	for (long i = 0; i < N_IDENT; i++)
+		sink += bt_ident(0x100000005L + i) == 0x100000005L + i;
 	for (long i = 0; i < N_TICK; i++) {
 		long sq = i * i;
 		DTRACE_PROBE2(btrace_test, tick, i, sq);

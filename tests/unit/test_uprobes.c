@@ -50,6 +50,12 @@
 #define N_MALLOC 9
 #define MALLOC_SIZE 4242
 #define N_TICK 20
+/* bt_ident's second instruction (ret), in hex without 0x. */
+#if defined(__aarch64__)
+#define IDENT_RET "4"
+#else
+#define IDENT_RET "3"
+#endif
 
 static char target[PATH_MAX / 2];
 static int verbose, is_root;
@@ -215,9 +221,19 @@ static void test_symbols(void)
 	r = sym(target, "bt_add", &s, err, sizeof(err));
 	REQUIRE(r == 0, "bt_add: %s", err);
 	CHECK(strcmp(s.name, "bt_add") == 0 && s.vaddr && s.file_off && s.size, "bt_add %s", s.name);
+	/* +OFFSET: only at an instruction boundary (bt_ident: a 3-byte mov, ret). */
+	struct bt_uprobe_sym id;
+	REQUIRE(sym(target, "bt_ident", &id, err, sizeof(err)) == 0, "bt_ident: %s", err);
+	r = sym(target, "bt_ident+" IDENT_RET, &s2, err, sizeof(err));
+	CHECK(r == 0 && s2.file_off == id.file_off + strtoul(IDENT_RET, NULL, 0) &&
+		      strcmp(s2.name, "bt_ident+0x" IDENT_RET) == 0,
+	      "+" IDENT_RET ": %s %s", s2.name, err);
+	r = sym(target, "bt_ident+1", &s2, err, sizeof(err));
+	CHECK(r == -EINVAL && contains(err, "inside an instruction") && contains(err, "bt_ident+0x0") &&
+		      contains(err, "bt_ident+0x" IDENT_RET),
+	      "+1 inside the mov: %d %s", r, err);
 	r = sym(target, "bt_add+2", &s2, err, sizeof(err));
-	CHECK(r == 0 && s2.file_off == s.file_off + 2 && strcmp(s2.name, "bt_add+0x2") == 0, "+2: %s %s", s2.name,
-	      err);
+	CHECK(r == -EINVAL && contains(err, "inside an instruction") && contains(err, "bt_add+0x0"), "+2: %s", err);
 	r = sym(target, "bt_add+0x1000", &s2, err, sizeof(err));
 	CHECK(r == -EINVAL && contains(err, "outside") && contains(err, "bt_add"), "too far: %s", err);
 
@@ -244,10 +260,14 @@ static void test_symbols(void)
 
 	/* An address, as nm prints it, names its function. */
 	char a[64];
-	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)s.vaddr + 1);
+	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)id.vaddr + strtoul(IDENT_RET, NULL, 0));
 	r = sym(target, a, &s2, err, sizeof(err));
-	CHECK(r == 0 && s2.file_off == s.file_off + 1 && strcmp(s2.name, "bt_add+0x1") == 0, "address: %s %s",
-	      s2.name, err);
+	CHECK(r == 0 && s2.file_off == id.file_off + strtoul(IDENT_RET, NULL, 0) &&
+		      strcmp(s2.name, "bt_ident+0x" IDENT_RET) == 0,
+	      "address: %s %s", s2.name, err);
+	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)id.vaddr + 1);
+	r = sym(target, a, &s2, err, sizeof(err));
+	CHECK(r == -EINVAL && contains(err, "inside an instruction"), "address inside the mov: %s", err);
 	r = sym(target, "0x10", &s2, err, sizeof(err));
 	CHECK(r != 0 && (contains(err, "outside") || contains(err, "not code")), "bad address: %s", err);
 

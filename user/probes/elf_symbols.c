@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "elf_symbols.h"
+#include "insn_bounds.h"
 #include "symbol_names.h"
 #include "util.h"
 
@@ -126,6 +127,8 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 	Elf *e = NULL;
 	int fd, r = 0;
 
+	if (ef->attach != attach)
+		snprintf(ef->attach, sizeof(ef->attach), "%s", attach);
 	fd = open(attach, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
@@ -311,6 +314,63 @@ static struct bt_elf_func *func_at(struct bt_elf_file *ef, uint64_t vaddr)
 	return best;
 }
 
+/*
+ * A probe at f+off must start an instruction: decode f from its entry. A
+ * probe inside an instruction either fails in the kernel or, worse, is taken
+ * and silently changes what the instruction computes.
+ */
+static int check_boundary(const struct bt_elf_file *ef, const char *path, const struct bt_elf_func *f,
+			  const char *nm, uint64_t off, char *err, size_t errlen)
+{
+	struct bt_insn_where w;
+	uint64_t foff, len = f->size ? f->size : off + 16, avail = 0;
+	uint8_t *code;
+	int fd, r;
+
+	if (!off)
+		return 0;
+	if (vaddr_to_off(ef, f->vaddr, &foff))
+		return 0; /* not in a code segment: said by the caller */
+	for (size_t i = 0; i < ef->nseg; i++)
+		if (f->vaddr >= ef->seg[i].vaddr && f->vaddr < ef->seg[i].vaddr + ef->seg[i].filesz)
+			avail = ef->seg[i].vaddr + ef->seg[i].filesz - f->vaddr;
+	if (len > avail)
+		len = avail;
+	if (len > (64u << 20))
+		return bt_errf(err, errlen, EFBIG, "%s in %s is %" PRIu64 " bytes long: too long to decode", nm, path,
+			    len);
+	code = malloc(len ? len : 1);
+	if (!code)
+		return bt_errf(err, errlen, ENOMEM, "out of memory");
+	errno = 0;
+	fd = open(ef->attach, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, code, len, (off_t)foff) != (ssize_t)len) {
+		r = errno ? errno : EIO;
+		free(code);
+		if (fd >= 0)
+			close(fd);
+		return bt_errf(err, errlen, r, "cannot read the code of %s in %s: %s", nm, path, strerror(r));
+	}
+	close(fd);
+	r = bt_insn_boundary(code, len, f->vaddr, off, &w);
+	free(code);
+	if (r == 1 || r == -ENOTSUP) /* no decoder here: the kernel's checks only */
+		return 0;
+	if (r == 0 && w.has_next)
+		return bt_errf(err, errlen, EINVAL,
+			    "offset +0x%" PRIx64 " is inside an instruction of %s in %s, not at its start: a probe "
+			    "there would corrupt it; the nearest instruction boundaries are %s+0x%" PRIx64
+			    " and %s+0x%" PRIx64,
+			    off, nm, path, nm, w.prev, nm, w.next);
+	if (r == -EILSEQ)
+		return bt_errf(err, errlen, EINVAL,
+			    "cannot tell whether +0x%" PRIx64 " starts an instruction of %s in %s: bytes at +0x%" PRIx64
+			    " do not decode as an instruction (data in code?); probe the function entry or an offset "
+			    "before +0x%" PRIx64,
+			    off, nm, path, w.bad_at, w.bad_at);
+	return bt_errf(err, errlen, -r, "cannot decode %s in %s: %s", nm, path, strerror(-r));
+}
+
 static void display_name(struct bt_elf_func *f, char *out, size_t len)
 {
 	const char *d = efunc_dem(f);
@@ -463,6 +523,9 @@ int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt
 			else
 				snprintf(out->name, sizeof(out->name), "%.100s+0x%" PRIx64, nm, spec->addr - f->vaddr);
 			out->size = f->size;
+			r = check_boundary(ef, path, f, nm, spec->addr - f->vaddr, err, errlen);
+			if (r)
+				return r;
 		} else {
 			snprintf(out->name, sizeof(out->name), "0x%" PRIx64, spec->addr);
 		}
@@ -479,6 +542,9 @@ int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt
 		if (f->size && spec->offset >= f->size)
 			return bt_errf(err, errlen, EINVAL, "offset +0x%" PRIx64 " is outside %s, which is %" PRIu64
 				    " bytes long", spec->offset, nm, f->size);
+		r = check_boundary(ef, path, f, nm, spec->offset, err, errlen);
+		if (r)
+			return r;
 		out->vaddr = f->vaddr + spec->offset;
 		out->size = f->size;
 		if (spec->offset)

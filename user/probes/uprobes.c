@@ -350,8 +350,8 @@ static int attach_one(struct bt_uprobes *u, struct uatt *a, char *err, size_t er
 			    opt, rp->d.spec, rp->d.binary);
 	if (e == ENOTSUPP || e == EINVAL || e == EOPNOTSUPP)
 		return bt_errf(err, errlen, e,
-			    "%s '%s': the kernel cannot probe %s at %s+0x%" PRIx64 ": not an instruction boundary, or "
-			    "an instruction uprobes cannot step over; try the function entry or another offset",
+			    "%s '%s': the kernel cannot probe %s at %s+0x%" PRIx64 ": uprobes cannot step over the "
+			    "instruction there (a trap, for one); try the function entry or another offset",
 			    opt, rp->d.spec, what, rp->d.binary, (uint64_t)rp->d.offset);
 	if (e == E2BIG && a->kind == K_USDT)
 		return bt_errf(err, errlen, e, "-U '%s': too many USDT probe sites", rp->d.spec);

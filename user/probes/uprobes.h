@@ -17,7 +17,8 @@
  *   FUNCTION  a symbol from .symtab or .dynsym; C++ functions mangled
  *             (_ZN3foo3barEi) or demangled (foo::bar, or foo::bar(int) to
  *             pick one overload).
- *   +OFFSET   bytes into the function (decimal or 0x hex), entry probes only.
+ *   +OFFSET   bytes into the function (decimal or 0x hex), entry probes only;
+ *             must start an instruction (the function is decoded to check).
  *   0xADDRESS a virtual address as nm/objdump print it, for stripped binaries.
  *   %return   a return probe: return value and duration since the entry.
  *
