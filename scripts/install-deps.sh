@@ -14,6 +14,7 @@ set -euo pipefail
 PKGS=(
 	make
 	gcc
+	g++                   # C++ test program (demangled names, clones, templates)
 	libc6-dev             # gcc only recommends it; --no-install-recommends skips it
 	clang                 # BPF objects, sanitizer and fuzzer builds
 	llvm                  # llvm-strip for BPF objects

@@ -198,6 +198,25 @@ else
 	nok "record attached to $tmp/stripped_target:$addr"
 fi
 
+# ---- 3b. C++ (g++): clones are not overloads, templates without return type -----
+CXX_T=$TB/cxx_target
+d3c=$tmp/traces3c
+if start_record "$d3c" -e sched -u "$CXX_T:work" -u "$CXX_T:tmax<long>%return" -u "$CXX_T:tmax<int>(int, int)"; then
+	grep -E 'probe|attach' "$RLOG" | sed 's/^/# /'
+	"$CXX_T" >/dev/null &
+	cp=$!
+	wait "$cp"
+	stop_record "$d3c"
+	"$BT" report -p "$cp" "$DUMP" >"$tmp/r3c.txt" 2>/dev/null
+	eq "C++ work: the function, not its clones" "$(grep -c ': uprobe: work(int) ' "$tmp/r3c.txt")" 1
+	eq "C++ tmax<long>%return: its return value" "$(grep -c ': uretprobe: long tmax<long>(long, long) ret=0x3 ' \
+		"$tmp/r3c.txt")" 1
+	eq "C++ tmax<int>(int, int): its arguments" "$(grep -c ': uprobe: int tmax<int>(int, int) .*arg1=0x4 arg2=0x5' \
+		"$tmp/r3c.txt")" 1
+else
+	nok "record attached to $CXX_T's work, tmax<long>, tmax<int>(int, int)"
+fi
+
 # ---- 4. errors: one clear line each, non-zero exit, nothing recorded -------------
 printf '#!/bin/sh\necho hi\n' >"$tmp/notelf"
 chmod +x "$tmp/notelf"

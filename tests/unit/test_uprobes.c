@@ -281,6 +281,63 @@ static void test_symbols(void)
 	CHECK(r == -ENOENT && contains(err, "malloc"), "mallok: %s", err);
 }
 
+/* C++ built by g++ (tests/bpf/cxx_target.cc): clones are not overloads, a
+ * template is found without its return type. */
+static void test_cxx_symbols(void)
+{
+	char cxx[PATH_MAX], err[1024];
+	struct bt_uprobe_sym s, ref;
+	int r;
+
+	snprintf(cxx, sizeof(cxx), "%.*s/cxx_target", (int)(strrchr(target, '/') - target), target);
+	if (access(cxx, X_OK) != 0) {
+		CHECK(0, "%s missing (make tests)", cxx);
+		return;
+	}
+	REQUIRE(sym(cxx, "_Z4worki", &ref, err, sizeof(err)) == 0, "%s", err);
+	r = sym(cxx, "work", &s, err, sizeof(err));
+	CHECK(r == 0 && s.vaddr == ref.vaddr && strcmp(s.name, "work(int)") == 0,
+	      "work: the function, not its 5 clones: %d %s %s", r, s.name, err);
+	r = sym(cxx, "work(int)", &s, err, sizeof(err));
+	CHECK(r == 0 && s.vaddr == ref.vaddr, "work(int): %d %s", r, err);
+	r = sym(cxx, "work(int) [clone .cold]", &s, err, sizeof(err));
+	CHECK(r == 0 && s.vaddr != ref.vaddr && strcmp(s.name, "work(int) [clone .cold]") == 0,
+	      "a clone by its demangled name: %d %s", r, err);
+	r = sym(cxx, "_Z4worki.part.0", &s, err, sizeof(err));
+	CHECK(r == 0 && s.vaddr != ref.vaddr, "a clone by its symbol: %d %s", r, err);
+	r = sym(cxx, "only_cloned", &s, err, sizeof(err));
+	CHECK(r == -ENOENT && contains(err, "only as a compiler clone") && contains(err, "_Z11only_clonedi.constprop.0"),
+	      "only a clone: %d %s", r, err);
+
+	REQUIRE(sym(cxx, "_Z4tmaxIlET_S0_S0_", &ref, err, sizeof(err)) == 0, "%s", err);
+	const char *as_long[] = { "tmax<long>(long, long)", "tmax<long>(long,long)", "tmax<long>",
+				  "long tmax<long>(long, long)" };
+	for (size_t i = 0; i < sizeof(as_long) / sizeof(as_long[0]); i++) {
+		r = sym(cxx, as_long[i], &s, err, sizeof(err));
+		CHECK(r == 0 && s.vaddr == ref.vaddr, "template '%s' without its return type: %d %s", as_long[i], r,
+		      err);
+	}
+	r = sym(cxx, "tmax<int>", &s, err, sizeof(err));
+	CHECK(r == 0 && s.vaddr != ref.vaddr && contains(s.name, "tmax<int>(int, int)"), "tmax<int>: %d %s", r, err);
+	r = sym(cxx, "tmax", &s, err, sizeof(err));
+	CHECK(r == -EINVAL && contains(err, "overloaded") && contains(err, "tmax<int>") && contains(err, "tmax<long>"),
+	      "tmax: every instantiation: %d %s", r, err);
+	r = sym(cxx, "tmax<lon>", &s, err, sizeof(err));
+	CHECK(r == -ENOENT && contains(err, "tmax<long>"), "tmax<lon>: suggestions without the return type: %s", err);
+
+	/* The name scanner on what g++ prints. */
+	size_t nl;
+	const char *n = bt_demangled_name("std::vector<int, std::allocator<int> > ns::f<int>(int) const", &nl);
+	CHECK(nl == 10 && strncmp(n, "ns::f<int>(", 11) == 0, "return type with spaces in <>: %.*s", (int)nl, n);
+	n = bt_demangled_name("ns::C::operator<<(int)", &nl);
+	CHECK(nl == 17 && strncmp(n, "ns::C::operator<<", nl) == 0, "operator<<: %.*s", (int)nl, n);
+	n = bt_demangled_name("operator new(unsigned long)", &nl);
+	CHECK(nl == 12 && strncmp(n, "operator new", nl) == 0, "operator new: %.*s", (int)nl, n);
+	CHECK(bt_demangled_is_clone("f(int) [clone .isra.0]") && bt_demangled_is_clone("f() [clone .lto_priv.0]") &&
+		      !bt_demangled_is_clone("f(int)"),
+	      "clones");
+}
+
 static void test_not_elf_and_stripped(void)
 {
 	char dir[] = "/tmp/bt-uprobes-XXXXXX", p[PATH_MAX], cmd[PATH_MAX * 2 + 64], err[1024];
@@ -855,6 +912,7 @@ int main(void)
 	RUN(test_find_binary);
 	RUN(test_permission_denied);
 	RUN(test_symbols);
+	RUN(test_cxx_symbols);
 	RUN(test_not_elf_and_stripped);
 	RUN(test_resolve_table);
 	if (!is_root) {

@@ -378,6 +378,42 @@ static void display_name(struct bt_elf_func *f, char *out, size_t len)
 	snprintf(out, len, "%s", d ? d : f->name);
 }
 
+/* Does demangled d answer to q: the signature (full: "tmax<long>(long, long)",
+ * with or without a template's return type) or the name ("ns::f",
+ * "tmax<long>")? A clone answers as the function it was made from. */
+static int dem_matches(const char *d, const char *q, int full)
+{
+	const char *c = strstr(d, " [clone .");
+	char *own = NULL;
+	size_t nl, ql = strlen(q);
+	int ok;
+
+	if (c) {
+		own = strndup(d, (size_t)(c - d));
+		if (!own)
+			return 0;
+		d = own;
+	}
+	if (full) {
+		ok = bt_demangled_eq(d, q) || bt_demangled_eq(bt_demangled_sig(d), q);
+	} else {
+		const char *n = bt_demangled_name(d, &nl);
+		ok = (nl == ql && strncmp(n, q, ql) == 0) ||
+		     (bt_demangled_base_len(d) == ql && strncmp(d, q, ql) == 0);
+		/* "tmax" names every instantiation of the template tmax<T>. */
+		if (!ok && nl > ql && n[nl - 1] == '>') {
+			size_t i = nl - 1;
+			int depth = 0;
+			do {
+				depth += n[i] == '>' ? 1 : n[i] == '<' ? -1 : 0;
+			} while (depth && i-- > 0);
+			ok = !depth && i == ql && strncmp(n, q, ql) == 0;
+		}
+	}
+	free(own);
+	return ok;
+}
+
 /* Find spec->func among ef's functions. */
 static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
 		     struct bt_elf_func **out, char *err, size_t errlen)
@@ -400,10 +436,13 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 			ncand_total++;
 		}
 	/* A C++ function written demangled: "ns::f(int)" exactly, or "ns::f" for
-	 * every overload. */
+	 * every overload. Compiler clones of a function (f(int) [clone .cold])
+	 * are parts or copies of it, not overloads: only named when nothing else
+	 * is there. */
 	int via_dem = 0;
+	struct bt_elf_func *clone = NULL;
 	if (!nc && strncmp(q, "_Z", 2) != 0 && bt_demangler_available()) {
-		int full = strchr(q, '(') != NULL;
+		int full = bt_demangled_base_len(q) < strlen(q);
 
 		for (size_t i = 0; i < ef->nf; i++) {
 			if (strncmp(ef->f[i].name, "_Z", 2) != 0)
@@ -411,9 +450,12 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 			const char *d = efunc_dem(&ef->f[i]);
 			if (!d)
 				continue;
-			int ok = full ? bt_demangled_eq(d, q)
-				      : (bt_demangled_base_len(d) == strlen(q) && strncmp(d, q, strlen(q)) == 0);
-			if (!ok)
+			if (bt_demangled_is_clone(d) && !(full && bt_demangled_eq(d, q))) {
+				if (!clone && dem_matches(d, q, full))
+					clone = &ef->f[i];
+				continue;
+			}
+			if (!dem_matches(d, q, full) && !(full && bt_demangled_eq(d, q)))
 				continue;
 			if (nc < 16)
 				cand[nc++] = &ef->f[i];
@@ -421,6 +463,11 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 		}
 		via_dem = nc > 0;
 	}
+	if (!nc && clone)
+		return bt_errf(err, errlen, ENOENT,
+			    "'%s' in %s exists only as a compiler clone, %s (the compiler specialized or split it): "
+			    "probe the clone by its symbol name, %s",
+			    spec->func, path, efunc_dem(clone), clone->name);
 	if (!nc) {
 		struct bt_suggest sg = { .n = 0 };
 		char list[512];
@@ -431,11 +478,12 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 
 			bt_suggest_add(&sg, q, f->name);
 			if (d) {
-				/* Demangled base names suggest themselves ("foo::bar"). */
+				/* Demangled names suggest themselves ("foo::bar", "tmax<long>"). */
 				char b[256];
-				size_t bl = bt_demangled_base_len(d);
+				size_t bl;
+				const char *bn = bt_demangled_name(d, &bl);
 				if (bl < sizeof(b)) {
-					memcpy(b, d, bl);
+					memcpy(b, bn, bl);
 					b[bl] = '\0';
 					bt_suggest_add(&sg, q, b);
 				}
