@@ -49,6 +49,7 @@ trap cleanup EXIT
 # start_target ARGS...: sets TPID (waits for "ready")
 start_target() {
 	local out=$tmp/target.$RANDOM.out i
+	TOUT=$out
 	"$TARGET" "$@" >"$out" 2>&1 &
 	TPID=$!
 	pids+=("$TPID")
@@ -156,6 +157,32 @@ if start_target && start_record "$d1" -e sched -p "$TPID" \
 	check "functions: says the target ended" grep -q "process $TPID ended" "$tmp/f1.txt"
 else
 	nok "record attached to running pid"
+	[ -f "${RLOG:-/dev/null}" ] && sed 's/^/#   /' "$RLOG"
+fi
+
+# ---- 1b. -p TID: a thread id means its process --------------------------------------
+# The helper thread exists when record starts and exits before any call: every
+# call of the other threads is counted, and recording goes on after it.
+d1b=$tmp/traces1b
+if start_target --helper && HTID=$(sed -n 's/^helper //p' "$TOUT") && [ -n "$HTID" ] &&
+	start_record "$d1b" -e sched -p "$HTID" -u bt_add -u 'bt_fib%return'; then
+	check "-p TID: says it traces the thread's process" \
+		grep -q -- "-p $HTID is thread $HTID (uprobe_target) of process $TPID (uprobe_target): tracing the process" "$RLOG"
+	kill -USR1 "$TPID"
+	wait "$TPID"
+	sleep 0.3
+	check "-p TID: recording goes on after the process exited" kill -0 "$RPID"
+	stop_record "$d1b"
+	"$BT" report "$DUMP" >"$tmp/r1b.txt" 2>/dev/null
+	eq "-p TID: every bt_add call of the process after the thread exited" \
+		"$(grep -c ': uprobe: bt_add ' "$tmp/r1b.txt")" $((THREADS * 50))
+	eq "-p TID: every bt_fib return" "$(grep -c ': uretprobe: bt_fib ' "$tmp/r1b.txt")" $((THREADS * 15))
+	eq "-p TID: events carry the process id" "$("$BT" report -p "$TPID" "$DUMP" 2>/dev/null |
+		grep -c ': uprobe: bt_add ')" $((THREADS * 50))
+	"$BT" report --functions "$DUMP" >"$tmp/f1b.txt" 2>&1
+	check "-p TID: the probe table names the process" grep -q "process $TPID ended" "$tmp/f1b.txt"
+else
+	nok "record -p TID attached"
 	[ -f "${RLOG:-/dev/null}" ] && sed 's/^/#   /' "$RLOG"
 fi
 

@@ -19,9 +19,11 @@
  * bt_unprobeable() starts with a trap instruction uprobes refuse; it is
  * never called.
  *
- * Usage: uprobe_target [-t THREADS] [--go] [--linger]
+ * Usage: uprobe_target [-t THREADS] [--go] [--linger] [--helper]
  *   Prints "ready PID" and waits for SIGUSR1 (unless --go), runs the workload,
  *   prints "done" and exits; with --linger waits for another SIGUSR1 first.
+ *   --helper: a thread that exists from the start ("helper TID" before
+ *   "ready") and exits before the workload starts (tests of -p TID).
  *   Built -O1 -fno-inline (Makefile); noipa keeps every call and its ABI.
  */
 #include <pthread.h>
@@ -146,6 +148,23 @@ static void *workload(void *arg)
 	return NULL;
 }
 
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
+static int helper_tid, helper_go;
+
+/* Says its thread id, waits for the go, exits without calling anything. */
+static void *helper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&helper_lock);
+	helper_tid = (int)gettid();
+	pthread_cond_broadcast(&helper_cond);
+	while (!helper_go)
+		pthread_cond_wait(&helper_cond, &helper_lock);
+	pthread_mutex_unlock(&helper_lock);
+	return NULL;
+}
+
 static void wait_usr1(const sigset_t *set)
 {
 	int sig;
@@ -156,8 +175,8 @@ static void wait_usr1(const sigset_t *set)
 
 int main(int argc, char **argv)
 {
-	int threads = 2, go = 0, linger = 0;
-	pthread_t th[64];
+	int threads = 2, go = 0, linger = 0, with_helper = 0;
+	pthread_t th[64], hth;
 	sigset_t set;
 
 	for (int i = 1; i < argc; i++) {
@@ -167,6 +186,8 @@ int main(int argc, char **argv)
 			go = 1;
 		else if (strcmp(argv[i], "--linger") == 0)
 			linger = 1;
+		else if (strcmp(argv[i], "--helper") == 0)
+			with_helper = 1;
 		else {
 			fprintf(stderr, "usage: %s [-t THREADS] [--go] [--linger]\n", argv[0]);
 			return 2;
@@ -178,10 +199,28 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (with_helper) {
+		if (pthread_create(&hth, NULL, helper, NULL) != 0) {
+			perror("pthread_create");
+			return 1;
+		}
+		pthread_mutex_lock(&helper_lock);
+		while (!helper_tid)
+			pthread_cond_wait(&helper_cond, &helper_lock);
+		pthread_mutex_unlock(&helper_lock);
+		printf("helper %d\n", helper_tid);
+	}
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	if (!go)
 		wait_usr1(&set);
+	if (with_helper) { /* gone before any probed call */
+		pthread_mutex_lock(&helper_lock);
+		helper_go = 1;
+		pthread_cond_broadcast(&helper_cond);
+		pthread_mutex_unlock(&helper_lock);
+		pthread_join(hth, NULL);
+	}
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&th[i], NULL, workload, NULL) != 0) {
 			perror("pthread_create");

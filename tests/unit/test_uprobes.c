@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -372,6 +373,17 @@ static void test_not_elf_and_stripped(void)
 	rmdir(dir);
 }
 
+/* Publishes its thread id, stays until told (-1). */
+static void *tid_thread(void *arg)
+{
+	int *tid = arg;
+
+	__atomic_store_n(tid, (int)gettid(), __ATOMIC_RELEASE); /* pairs with the acquire in test_resolve_table */
+	while (__atomic_load_n(tid, __ATOMIC_ACQUIRE) != -1) /* pairs with the release in test_resolve_table */
+		usleep(1000);
+	return NULL;
+}
+
 static void test_resolve_table(void)
 {
 	char usdt_ok[PATH_MAX + 32], usdt_bad[PATH_MAX + 32], add[PATH_MAX + 32], err[1024];
@@ -411,6 +423,30 @@ static void test_resolve_table(void)
 		CHECK(n == 2 && t[0].pid == pids[0] && t[1].pid == pids[1] && t[0].nargs == 3 && t[1].id == 1,
 		      "two pids: n %zu", n);
 		free(t);
+	}
+
+	/* A thread id is resolved to its process. */
+	{
+		pthread_t th;
+		int tid = 0, tgid = 0;
+		char comm[64], tcomm[64];
+
+		REQUIRE(pthread_create(&th, NULL, tid_thread, &tid) == 0, "pthread_create");
+		while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE)) /* pairs with the release in tid_thread */
+			usleep(1000);
+		CHECK(bt_proc_tgid(tid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), err, sizeof(err)) == 0 &&
+			      tgid == getpid() && tid != getpid(),
+		      "tgid of thread %d: %d (%s)", tid, tgid, err);
+		struct bt_uprobe_opts ot = { .specs = specs + 1, .nspecs = 1, .pids = &tid, .npids = 1, .nargs = -1 };
+		r = bt_uprobes_resolve(&ot, &t, &n, err, sizeof(err));
+		CHECK(r == 0 && n == 1 && t[0].pid == getpid(), "-p TID: row of the process: %d %d %s", r,
+		      r ? 0 : t[0].pid, err);
+		if (!r)
+			free(t);
+		__atomic_store_n(&tid, -1, __ATOMIC_RELEASE); /* pairs with the acquire in tid_thread */
+		pthread_join(th, NULL);
+		CHECK(bt_proc_tgid(0x7ffffff0, &tgid, NULL, 0, NULL, 0, err, sizeof(err)) == -ESRCH, "no such id: %s",
+		      err);
 	}
 
 	const char *bad[] = { usdt_bad };

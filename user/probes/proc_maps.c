@@ -50,6 +50,54 @@ static int check_pid(int pid, char *err, size_t errlen)
 	return 0;
 }
 
+/* "Name:" and "Tgid:" of /proc/ID/status (or ID/task/ID/status). */
+static int read_status(const char *p, char *name, size_t namelen, int *tgid)
+{
+	char line[256];
+	FILE *f = fopen(p, "re");
+
+	if (!f)
+		return -errno;
+	*tgid = 0;
+	if (namelen)
+		name[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Name:", 5) == 0 && namelen) {
+			char *v = line + 5;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(name, namelen, "%s", v);
+		} else if (strncmp(line, "Tgid:", 5) == 0) {
+			*tgid = atoi(line + 5);
+		}
+	}
+	fclose(f);
+	return *tgid > 0 ? 0 : -EINVAL;
+}
+
+int bt_proc_tgid(int id, int *tgid, char *comm, size_t commlen, char *tcomm, size_t tcommlen, char *err,
+		 size_t errlen)
+{
+	char p[64], own[64];
+	int r, t2;
+
+	if (id <= 0)
+		return bt_errf(err, errlen, EINVAL, "bad pid %d", id);
+	/* /proc/ID exists for thread ids too (unlisted): its status says Tgid. */
+	snprintf(p, sizeof(p), "/proc/%d/status", id);
+	r = read_status(p, tcomm ? tcomm : own, tcomm ? tcommlen : sizeof(own), tgid);
+	if (r == -ENOENT || r == -ESRCH)
+		return bt_errf(err, errlen, ESRCH, "no process or thread with id %d", id);
+	if (r)
+		return bt_errf(err, errlen, -r, "cannot read %s: %s", p, strerror(-r));
+	if (comm && commlen) {
+		snprintf(p, sizeof(p), "/proc/%d/status", *tgid);
+		if (read_status(p, comm, commlen, &t2) || t2 != *tgid)
+			snprintf(comm, commlen, "?");
+	}
+	return 0;
+}
+
 struct map_ent {
 	uint64_t start, end, off;
 	dev_t dev;

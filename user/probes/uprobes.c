@@ -227,13 +227,45 @@ static int resolve_all(const struct bt_uprobe_opts *o, struct rprobe **out, size
 	return 0;
 }
 
-int bt_uprobes_resolve(const struct bt_uprobe_opts *o, struct bt_probe_desc **table, size_t *n, char *err,
+/*
+ * o with every pid made a process id: a thread id given for its process
+ * (a uprobe bound to a thread fires for that thread only and ends with it).
+ * *pids is the new array (free it). Ids that name nothing stay as they are,
+ * for resolution to explain.
+ */
+static int by_process(const struct bt_uprobe_opts *o, struct bt_uprobe_opts *c, int **pids, char *err,
+		      size_t errlen)
+{
+	*c = *o;
+	*pids = NULL;
+	if (!o->npids)
+		return 0;
+	*pids = calloc(o->npids, sizeof(**pids));
+	if (!*pids)
+		return bt_errf(err, errlen, ENOMEM, "out of memory");
+	for (size_t i = 0; i < o->npids; i++) {
+		int tgid;
+
+		(*pids)[i] = o->pids[i];
+		if (o->pids[i] > 0 && bt_proc_tgid(o->pids[i], &tgid, NULL, 0, NULL, 0, NULL, 0) == 0)
+			(*pids)[i] = tgid;
+	}
+	c->pids = *pids;
+	return 0;
+}
+
+int bt_uprobes_resolve(const struct bt_uprobe_opts *opts, struct bt_probe_desc **table, size_t *n, char *err,
 		       size_t errlen)
 {
+	struct bt_uprobe_opts ob, *o = &ob;
 	struct rprobe *v;
 	size_t nv;
-	int r = resolve_all(o, &v, &nv, err, errlen);
+	int *pids, r = by_process(opts, &ob, &pids, err, errlen);
 
+	if (r)
+		return r;
+	r = resolve_all(o, &v, &nv, err, errlen);
+	free(pids);
 	if (r)
 		return r;
 	*table = calloc(nv ? nv : 1, sizeof(**table));
@@ -271,6 +303,7 @@ struct bt_uprobes {
 	struct target *tg; /* under lock: the dump thread and the main loop both look */
 	size_t ntg;
 	pthread_mutex_t lock;
+	int *pids;    /* the -p ids as processes (by_process) */
 	int ring_fd;  /* the one ring every CPU writes into, -1: the caller's per-CPU rings */
 	int own_ring; /* ring_fd when made here (closed by destroy), else -1 */
 };
@@ -455,10 +488,11 @@ static int fill_rings(struct bt_uprobes *u, char *err, size_t errlen)
 	return 0;
 }
 
-struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd, int cpu_state_fd, char *err,
+struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *opts, int rings_fd, int cpu_state_fd, char *err,
 				   size_t errlen)
 {
 	struct bt_uprobes *u = calloc(1, sizeof(*u));
+	struct bt_uprobe_opts ob, *o = &ob;
 	int r, nret = 0, nusdt = 0, nentry = 0;
 
 	if (!u) {
@@ -468,7 +502,9 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd,
 	}
 	u->ring_fd = u->own_ring = -1;
 	pthread_mutex_init(&u->lock, NULL);
-	r = resolve_all(o, &u->rp, &u->n, err, errlen);
+	r = by_process(opts, &ob, &u->pids, err, errlen);
+	if (!r)
+		r = resolve_all(o, &u->rp, &u->n, err, errlen);
 	if (r)
 		goto fail_out;
 	u->table = calloc(u->n, sizeof(*u->table));
@@ -639,6 +675,7 @@ void bt_uprobes_destroy(struct bt_uprobes *u)
 		if (u->tg[i].pidfd >= 0)
 			close(u->tg[i].pidfd);
 	free(u->tg);
+	free(u->pids);
 	free(u->att);
 	free(u->table);
 	free(u->rp);

@@ -409,13 +409,24 @@ int recorder_run(const struct record_opts *opts)
 		return 1;
 	}
 	if (o.filter_tgid) {
-		char p[32];
+		char comm[64], tcomm[64];
+		int tgid;
 
-		snprintf(p, sizeof(p), "/proc/%u", o.filter_tgid);
-		if (access(p, F_OK)) {
-			bt_warn("no process with pid %u: give the pid of a running process to -p",
-				o.filter_tgid);
+		ret = bt_proc_tgid((int)o.filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), err,
+				   sizeof(err));
+		if (ret) {
+			if (ret == -ESRCH)
+				bt_warn("no process with pid %u: give the pid of a running process to -p",
+					o.filter_tgid);
+			else
+				bt_warn("-p %u: %s", o.filter_tgid, err);
 			return 1;
+		}
+		/* -p THREAD_ID: its process, all threads (events carry the tgid). */
+		if ((uint32_t)tgid != o.filter_tgid) {
+			bt_warn("-p %u is thread %u (%s) of process %d (%s): tracing the process", o.filter_tgid,
+				o.filter_tgid, tcomm, tgid, comm);
+			o.filter_tgid = (uint32_t)tgid;
 		}
 	}
 	if (check_output_dir(o.output_dir))
