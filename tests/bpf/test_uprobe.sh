@@ -203,6 +203,26 @@ else
 	nok "record attached without a pid"
 fi
 
+# ---- 2b. no pid: a program name is found on PATH, before libraries of that stem ---
+# "elf" is also libelf.so.1 (the library directories, record's own maps).
+mkdir -p "$tmp/pbin"
+cp "$TARGET" "$tmp/pbin/elf-1.0"
+ln -s elf-1.0 "$tmp/pbin/elf"
+d2b=$tmp/traces2b
+if PATH=$tmp/pbin:$PATH start_record "$d2b" -e sched -u elf:bt_add; then
+	check "the file chosen for the probe is printed: the program on PATH, symlink followed" \
+		grep -qF -- "-u 'elf:bt_add': bt_add in $(realpath "$tmp/pbin/elf-1.0") at file offset 0x" "$RLOG"
+	grep -- "-u 'elf" "$RLOG" | sed 's/^/# /'
+	PATH=$tmp/pbin:$PATH elf --go >/dev/null &
+	ep=$!
+	wait "$ep"
+	stop_record "$d2b"
+	eq "calls of the program found on PATH" \
+		"$("$BT" report -p "$ep" "$DUMP" 2>/dev/null | grep -c ': uprobe: bt_add ')" $((THREADS * 50))
+else
+	nok "record -u elf:bt_add with elf on PATH"
+fi
+
 # ---- 3. a stripped binary: the symbol is refused, its address is accepted ---------
 cp "$TARGET" "$tmp/stripped_target"
 strip "$tmp/stripped_target"

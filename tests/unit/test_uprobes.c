@@ -166,6 +166,43 @@ static void test_find_binary(void)
 	CHECK(r == -ENOENT && contains(err, "no such file"), "%s", err);
 	r = bt_uprobe_find_binary(0x7ffffff0, "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
 	CHECK(r == -ESRCH && contains(err, "no process with pid"), "%d %s", r, err);
+
+	/* No pid: a program name as the shell finds it, before the libraries.
+	 * "elf" is also libelf.so.1 (our maps, the library directories). In a
+	 * PATH of ours: dir1/elf, a shell script (passed over, as it has no
+	 * code to probe), then dir2/elf -> elf-1.0 (a symlink, followed), then
+	 * dir3/elf (not reached). */
+	char dir[] = "/tmp/bt-path-XXXXXX", f[PATH_MAX], cmd[PATH_MAX * 3], npath[PATH_MAX * 3], real[PATH_MAX];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+	REQUIRE(mkdtemp(dir), "mkdtemp");
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir d1 d2 d3; printf '#!/bin/sh\nexec true\n' >d1/elf; chmod +x d1/elf; "
+		 "cp '%s' d2/elf-1.0; ln -s elf-1.0 d2/elf; cp '%s' d3/elf",
+		 dir, target, target);
+	REQUIRE(system(cmd) == 0, "%s", cmd);
+	snprintf(npath, sizeof(npath), "%s/d1:%s/d2:%s/d3:/usr/bin:/bin", dir, dir, dir);
+	setenv("PATH", npath, 1);
+	r = bt_uprobe_find_binary(-1, "elf", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	snprintf(f, sizeof(f), "%s/d2/elf-1.0", dir);
+	CHECK(r == 0 && realpath(f, real) && strcmp(path, real) == 0 && strcmp(att, real) == 0,
+	      "no pid: 'elf' is the program on PATH, symlink followed: %s (want %s) %s", path, f, err);
+	r = bt_uprobe_find_binary(-1, "libelf", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	CHECK(r == 0 && contains(path, "/libelf"), "no pid: 'libelf' is still the library: %s %s", path, err);
+	/* With a pid, names are what the process maps, PATH or not. */
+	r = bt_uprobe_find_binary(getpid(), "elf", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	CHECK(r == 0 && contains(path, "libelf"), "pid: 'elf' is the libelf it maps: %s %s", path, err);
+	if (saved) {
+		setenv("PATH", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("PATH");
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+	/* python3 (install-deps): a symlink on Debian, never libpython3.x.so. */
+	r = bt_uprobe_find_binary(-1, "python3", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	CHECK(r != 0 || !contains(path, "libpython"), "python3 -> %s %s", path, err);
 }
 
 /* Reading another user's maps without privileges. */

@@ -276,6 +276,38 @@ static int find_in_dir(const char *dir, const char *name, char *out, size_t len)
 	return 1;
 }
 
+/*
+ * `name` looked up on PATH as execvp(3) does (the first executable regular
+ * file, in PATH order; an empty PATH entry is the current directory), with
+ * symlinks followed: the real file into out. 1 if found. Scripts are passed
+ * over (a pyenv shim runs some python3 ELF further on; it has no symbols).
+ */
+static int find_on_path(const char *name, char *out, size_t len)
+{
+	const char *env = getenv("PATH"), *dir, *end;
+	char p[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+
+	if (!env)
+		env = "/usr/local/bin:/usr/bin:/bin";
+	for (dir = env;; dir = end + 1) {
+		size_t dl;
+
+		end = strchr(dir, ':');
+		if (!end)
+			end = dir + strlen(dir);
+		dl = (size_t)(end - dir);
+		if ((size_t)snprintf(p, sizeof(p), "%.*s%s%s", (int)dl, dir, dl ? "/" : "", name) < sizeof(p) &&
+		    stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0 && realpath(p, real) &&
+		    is_elf_file(real)) {
+			snprintf(out, len, "%s", real);
+			return 1;
+		}
+		if (!*end)
+			return 0;
+	}
+}
+
 /* Files of maps that answer to name (distinct inodes). */
 static size_t maps_matches(const struct map_ent *m, size_t n, const char *name, size_t *idx, size_t max)
 {
@@ -360,6 +392,10 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		return bt_errf(err, errlen, ENOENT, "no such file: %s", binary);
 	}
 
+	/* No process: a program name as the shell finds it, before any library
+	 * ("python3" is /usr/bin/python3 -> python3.11, not libpython3.11.so). */
+	if (pid <= 0 && find_on_path(binary, path, pathlen))
+		goto found;
 	/* A name: the target's maps first. */
 	n = read_maps(pid, &m, err, errlen);
 	if (n < 0 && pid > 0)
@@ -424,7 +460,7 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		}
 		free(m);
 	}
-	/* No process: library directories, then PATH. */
+	/* No process, no program of that name: the library directories. */
 	for (size_t i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
 		char alt[300];
 
@@ -435,18 +471,8 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		    find_in_dir(lib_dirs[i], alt, path, pathlen))
 			goto found;
 	}
-	const char *env = getenv("PATH");
-	char pathv[4096];
-	snprintf(pathv, sizeof(pathv), "%s", env && *env ? env : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
-	for (char *save = NULL, *dir = strtok_r(pathv, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(p, sizeof(p), "%s/%s", dir, binary);
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
-			snprintf(path, pathlen, "%s", p);
-			goto found;
-		}
-	}
 	return bt_errf(err, errlen, ENOENT,
-		    "cannot find '%s': no such library in the library directories nor program on PATH; give its path",
+		    "cannot find '%s': no such program on PATH nor library in the library directories; give its path",
 		    binary);
 found:
 	snprintf(attach, attachlen, "%s", path);

@@ -586,6 +586,29 @@ const struct bt_probe_desc *bt_uprobes_table(struct bt_uprobes *u, size_t *n)
 	return u->table;
 }
 
+void bt_uprobes_print(const struct bt_uprobes *u)
+{
+	for (size_t i = 0; i < u->n; i++) {
+		const struct rprobe *rp = &u->rp[i];
+		char real[PATH_MAX], pid[48];
+
+		/* The file itself when a symlink or /proc path led to it. */
+		if (!realpath(rp->attach, real) || strcmp(real, rp->d.binary) == 0)
+			real[0] = '\0';
+		if (rp->d.pid > 0)
+			snprintf(pid, sizeof(pid), "process %d", rp->d.pid);
+		else
+			snprintf(pid, sizeof(pid), "every process");
+		if (rp->d.flags & BT_PROBE_USDT)
+			bt_warn("-U '%s': USDT %s in %s%s%s%s, %s", rp->d.spec, rp->d.func, rp->d.binary,
+				real[0] ? " (" : "", real, real[0] ? ")" : "", pid);
+		else
+			bt_warn("-u '%s': %s%s in %s%s%s%s at file offset 0x%" PRIx64 ", %s", rp->d.spec, rp->d.func,
+				rp->d.flags & BT_PROBE_RETURN ? " (return)" : "", rp->d.binary, real[0] ? " (" : "",
+				real, real[0] ? ")" : "", (uint64_t)rp->d.offset, pid);
+	}
+}
+
 size_t bt_uprobes_nprobes(const struct bt_uprobes *u)
 {
 	return u->n;

@@ -12,7 +12,9 @@
  *
  *   BINARY    a path, or a name looked up in the target's memory maps with -p
  *             ("libc" finds the libc.so.6 that process maps, "myprog" its
- *             executable), else in the standard library directories and PATH.
+ *             executable); without -p, a program on PATH as the shell finds
+ *             it (symlinks followed: python3 -> /usr/bin/python3.11), else
+ *             a library in the standard library directories.
  *             Omitted: the executable of the -p process.
  *   FUNCTION  a symbol from .symtab or .dynsym; C++ functions mangled
  *             (_ZN3foo3barEi) or demangled (foo::bar, or foo::bar(int) to
@@ -82,6 +84,10 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd,
  * place: call it from one thread (the dump writer); the rows stay valid until
  * bt_uprobes_destroy(). */
 const struct bt_probe_desc *bt_uprobes_table(struct bt_uprobes *u, size_t *n);
+
+/* One line per probe on stderr: the spec, the function and the file chosen
+ * for it (what a program name or library name resolved to), the pid. */
+void bt_uprobes_print(const struct bt_uprobes *u);
 
 /* Rows of the probe table (one per spec and pid). */
 size_t bt_uprobes_nprobes(const struct bt_uprobes *u);

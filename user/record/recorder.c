@@ -585,9 +585,11 @@ int recorder_run(const struct record_opts *opts)
 	}
 
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
-	if (r.uprobes)
+	if (r.uprobes) {
+		bt_uprobes_print(r.uprobes);
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
+	}
 	bt_warn("recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 		format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
 		format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
