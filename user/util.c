@@ -168,11 +168,54 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 
 static void vmsg(const char *fmt, va_list ap)
 {
-	char line[1024];
+	char *line = NULL;
 
-	vsnprintf(line, sizeof(line), fmt, ap);
+	/* The whole message, however long (no line buffer to cut it). */
+	if (vasprintf(&line, fmt, ap) < 0)
+		line = NULL;
 	/* One write, so lines of several threads never interleave. */
-	fprintf(stderr, "%s: %s\n", BT_PROG, line);
+	fprintf(stderr, "%s: %s\n", BT_PROG, line ? line : "(out of memory formatting a message)");
+	free(line);
+}
+
+int bt_errs(char **err, int e, const char *fmt, ...)
+{
+	va_list ap;
+	char *m = NULL;
+
+	if (!err)
+		return -e;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	va_end(ap);
+	free(*err);
+	*err = m ? m : strdup("out of memory formatting a message");
+	return -e;
+}
+
+int bt_strcatf(char **s, const char *fmt, ...)
+{
+	va_list ap;
+	char *add = NULL, *n;
+	size_t have = *s ? strlen(*s) : 0, len;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&add, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	len = (size_t)r;
+	n = realloc(*s, have + len + 1);
+	if (!n) {
+		free(add);
+		return -ENOMEM;
+	}
+	memcpy(n + have, add, len + 1);
+	free(add);
+	*s = n;
+	return 0;
 }
 
 int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)

@@ -293,6 +293,17 @@ err_case "offset inside an instruction, nearest boundaries named" \
 err_case "not probeable (nothing attached half-way)" "cannot probe" -p "$TPID" -u bt_add -u bt_unprobeable
 err_case "USDT probe not found" "no USDT probe.*btrace_test:tick" -p "$TPID" -U 'uprobe_target:btrace_test:tock'
 err_case "bad spec" "%return" -p "$TPID" -u 'bt_add%entry'
+# A message is never cut: a target under a 1,600-byte path, an ambiguous name.
+long=$tmp
+for l in a b c d e f g h; do long=$long/$(printf "$l%.0s" $(seq 199)); done
+mkdir -p "$long" && cp "$TARGET" "$long/uprobe_target"
+timeout 30 "$BT" record -o "$tmp/traces.long" -e sched -d 5s -u "$long/uprobe_target:foo::bar" >/dev/null 2>"$tmp/err.txt"
+rc=$?
+check "error: a long message is whole (the full path, the advice at its end)" \
+	test "$rc" -ne 0 -a "$(wc -l <"$tmp/err.txt")" -eq 1 -a "$(wc -c <"$tmp/err.txt")" -gt 3300 \
+	-a -n "$(grep -lF "'$long/uprobe_target:foo::bar': 'foo::bar' is overloaded in $long/uprobe_target" "$tmp/err.txt")" \
+	-a -n "$(grep -l 'write the full signature or the mangled name$' "$tmp/err.txt")"
+echo "# $(wc -c <"$tmp/err.txt") bytes: $(cut -c1-60 "$tmp/err.txt")...$(tail -c 60 "$tmp/err.txt")"
 if command -v setpriv >/dev/null; then
 	mkdir -p "$tmp/nobody" && chmod 777 "$tmp/nobody"
 	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \

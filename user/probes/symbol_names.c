@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "symbol_names.h"
+#include "util.h"
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 static cxa_demangle_fn demangler;
@@ -212,11 +213,14 @@ void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand)
 	sg->score[pos] = score;
 }
 
-void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len)
+char *bt_suggest_format(const struct bt_suggest *sg)
 {
-	size_t o = 0;
+	char *s = strdup("");
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < sg->n && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", sg->name[i]);
+	for (size_t i = 0; i < sg->n && s; i++)
+		if (bt_strcatf(&s, "%s%s", i ? ", " : "", sg->name[i])) {
+			free(s);
+			return NULL;
+		}
+	return s;
 }

@@ -37,6 +37,6 @@ struct bt_suggest {
 };
 /* Offer `cand` (a symbol or demangled base name) as a suggestion for `q`. */
 void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand);
-/* "a, b, c" into buf. */
-void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len);
+/* "a, b, c" (malloc'd; NULL if out of memory). */
+char *bt_suggest_format(const struct bt_suggest *sg);
 #endif

@@ -61,7 +61,7 @@ struct bt_uprobe_opts {
  * binary, offset outside the function, ...
  */
 int bt_uprobes_resolve(const struct bt_uprobe_opts *o, struct bt_probe_desc **table, size_t *n,
-		       char *err, size_t errlen);
+		       char **err);
 
 struct bt_uprobes;
 
@@ -78,7 +78,7 @@ struct bt_uprobes;
  * NULL is returned, errno set and one line written into err.
  */
 struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd, int cpu_state_fd,
-				   char *err, size_t errlen);
+				   char **err);
 
 /* The probe table for dumps (ids are indexes). Refreshes BT_PROBE_ENDED in
  * place: call it from one thread (the dump writer); the rows stay valid until

@@ -409,17 +409,17 @@ int recorder_run(const struct record_opts *opts)
 		return 1;
 	}
 	if (o.filter_tgid) {
-		char comm[64], tcomm[64];
+		char comm[64], tcomm[64], *perr = NULL;
 		int tgid;
 
-		ret = bt_proc_tgid((int)o.filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), err,
-				   sizeof(err));
+		ret = bt_proc_tgid((int)o.filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
 		if (ret) {
 			if (ret == -ESRCH)
 				bt_warn("no process with pid %u: give the pid of a running process to -p",
 					o.filter_tgid);
 			else
-				bt_warn("-p %u: %s", o.filter_tgid, err);
+				bt_warn("-p %u: %s", o.filter_tgid, perr);
+			free(perr);
 			return 1;
 		}
 		/* -p THREAD_ID: its process, all threads (events carry the tgid). */
@@ -506,18 +506,20 @@ int recorder_run(const struct record_opts *opts)
 			.nargs = o.uargs,
 			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
 		};
+		char *uerr = NULL; /* any length: a probe's message is never cut */
+
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
-					    err, sizeof(err));
-		if (!r.uprobes && o.trigger_spec && strstr(err, o.trigger_spec)) {
-			bt_warn("--trigger-uprobe: %s", err); /* it is attached like a -u probe */
-			exit_code = 1;
-			goto out;
-		}
+					    &uerr);
 		if (!r.uprobes) {
-			bt_warn("%s", err);
+			if (o.trigger_spec && uerr && strstr(uerr, o.trigger_spec))
+				bt_warn("--trigger-uprobe: %s", uerr); /* it is attached like a -u probe */
+			else
+				bt_warn("%s", uerr ? uerr : strerror(errno));
+			free(uerr);
 			exit_code = 1;
 			goto out;
 		}
+		free(uerr);
 		if (o.trigger_spec && find_trigger_ids(&r) < 0) {
 			exit_code = 1;
 			goto out;
