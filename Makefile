@@ -14,7 +14,7 @@
 #   and that no files include or call each other in a circle.
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/stress/stress_*.c -> build/tests/stress_*{,.tsan,.asan}
-#   tests/bpf/*.c         -> build/tests/*         (workload programs for real-kernel tests)
+#   tests/bpf/*.c, *.cc   -> build/tests/*         (workload programs for real-kernel tests)
 #   tests/fuzz/fuzz_*.c   -> build/tests/fuzz_*    (libFuzzer, clang)
 #   bench/*.c             -> build/bench/*
 #   examples/*.c          -> build/examples/*      (programs using libbtrace, btrace.h)
@@ -28,7 +28,9 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -pthread -D_GNU_SOURCE
 USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
 CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
-LDLIBS_BPF := -lbpf -lelf -lz -lcrypto -lpthread -lm
+# capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c);
+# libcrypto: the sha256 of dump manifests (user/dump/manifest.c)
+LDLIBS_BPF := -lbpf -lelf -lcapstone -lz -lcrypto -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -53,7 +55,8 @@ UNIT_BINS  := $(patsubst tests/unit/%.c,$(OUT)/tests/%,$(UNIT_SRCS))
 STRESS_SRCS:= $(wildcard tests/stress/stress_*.c)
 STRESS_BINS:= $(foreach s,$(patsubst tests/stress/%.c,$(OUT)/tests/%,$(STRESS_SRCS)),$(s) $(s).tsan $(s).asan)
 WORK_SRCS  := $(wildcard tests/bpf/*.c)
-WORK_BINS  := $(patsubst tests/bpf/%.c,$(OUT)/tests/%,$(WORK_SRCS))
+WORK_BINS  := $(patsubst tests/bpf/%.c,$(OUT)/tests/%,$(WORK_SRCS)) \
+	      $(patsubst tests/bpf/%.cc,$(OUT)/tests/%,$(wildcard tests/bpf/*.cc))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
@@ -168,6 +171,11 @@ $(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 $(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+
+# C++ workloads (symbol resolution of demangled names).
+$(OUT)/tests/%: tests/bpf/%.cc | $(OUT)/tests
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) $(CPPFLAGS) -Itests -O1 -g -fno-inline $< -o $@
 
 $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 	$(call msg,CC,$@)

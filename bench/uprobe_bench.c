@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 	int wait = 0, cpu = -1, stats = 0, stats_fd = -1, leaf = 0;
 	long (*fn)(long, long);
 	const char *fname;
-	char self[PATH_MAX], err[1024], spec[PATH_MAX + 32], spec_ret[PATH_MAX + 32];
+	char self[PATH_MAX], spec[PATH_MAX + 32], spec_ret[PATH_MAX + 32];
+	char *err = NULL;
 	struct uprobe_bpf *skel = NULL;
 	struct bpf_link *l1 = NULL, *l2 = NULL;
 	struct bt_uprobes *u = NULL;
@@ -145,8 +146,8 @@ int main(int argc, char **argv)
 		struct bt_uprobe_spec s;
 		struct bt_uprobe_sym sym;
 
-		if (bt_uprobe_parse(fname, 0, &s, err, sizeof(err)) ||
-		    bt_uprobe_find_symbol(self, self, &s, &sym, err, sizeof(err))) {
+		if (bt_uprobe_parse(fname, 0, &s, &err) ||
+		    bt_uprobe_find_symbol(self, self, &s, &sym, &err)) {
 			fprintf(stderr, "uprobe_bench: %s\n", err);
 			return 1;
 		}
@@ -178,7 +179,7 @@ int main(int argc, char **argv)
 		snprintf(spec_ret, sizeof(spec_ret), "%s:%s%%return", self, fname);
 		struct bt_uprobe_opts o = { .specs = specs, .nspecs = ret ? 2 : 1, .nargs = -1,
 					    .wakeup_bytes = 8u << 20 };
-		u = bt_uprobes_open(&o, -1, -1, err, sizeof(err));
+		u = bt_uprobes_open(&o, -1, -1, &err);
 		if (!u) {
 			fprintf(stderr, "uprobe_bench: %s\n", err);
 			return 1;

@@ -14,6 +14,7 @@ set -euo pipefail
 PKGS=(
 	make
 	gcc
+	g++                   # C++ test program (demangled names, clones, templates)
 	libc6-dev             # gcc only recommends it; --no-install-recommends skips it
 	clang                 # BPF objects, sanitizer and fuzzer builds
 	llvm                  # llvm-strip for BPF objects
@@ -21,6 +22,7 @@ PKGS=(
 	libbpf-dev
 	bpftool               # vmlinux.h and skeleton generation
 	libelf-dev
+	libcapstone-dev       # x86/arm64 decoder: uprobe offsets must be instruction boundaries
 	zlib1g-dev
 	pkg-config
 	systemtap-sdt-dev     # <sys/sdt.h> for USDT test workloads

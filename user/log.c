@@ -36,24 +36,22 @@ int bt_log_is_journal(void)
 
 void bt_vlog(int level, const char *fmt, va_list ap)
 {
-	char line[1100];
-	int n;
+	char *msg = NULL;
 
 	if (level < BT_LOG_ERR)
 		level = BT_LOG_ERR;
 	if (level > BT_LOG_DEBUG)
 		level = BT_LOG_DEBUG;
-	if (bt_log_is_journal())
-		n = snprintf(line, sizeof(line), "<%d>", level);
-	else
-		n = snprintf(line, sizeof(line), "%s: ", BT_PROG);
-	n += vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
-	if ((size_t)n > sizeof(line) - 2)
-		n = (int)sizeof(line) - 2;
-	line[n++] = '\n';
+	/* The whole message, however long: never cut. */
+	if (vasprintf(&msg, fmt, ap) < 0)
+		msg = NULL;
 	/* One write (stderr is unbuffered), so lines of several threads never
 	 * interleave. */
-	fwrite(line, 1, (size_t)n, stderr);
+	if (bt_log_is_journal())
+		fprintf(stderr, "<%d>%s\n", level, msg ? msg : "(out of memory formatting a message)");
+	else
+		fprintf(stderr, "%s: %s\n", BT_PROG, msg ? msg : "(out of memory formatting a message)");
+	free(msg);
 }
 
 void bt_log(int level, const char *fmt, ...)

@@ -168,6 +168,46 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 	return buf;
 }
 
+int bt_errs(char **err, int e, const char *fmt, ...)
+{
+	va_list ap;
+	char *m = NULL;
+
+	if (!err)
+		return -e;
+	va_start(ap, fmt);
+	if (vasprintf(&m, fmt, ap) < 0)
+		m = NULL;
+	va_end(ap);
+	free(*err);
+	*err = m ? m : strdup("out of memory formatting a message");
+	return -e;
+}
+
+int bt_strcatf(char **s, const char *fmt, ...)
+{
+	va_list ap;
+	char *add = NULL, *n;
+	size_t have = *s ? strlen(*s) : 0, len;
+	int r;
+
+	va_start(ap, fmt);
+	r = vasprintf(&add, fmt, ap);
+	va_end(ap);
+	if (r < 0)
+		return -ENOMEM;
+	len = (size_t)r;
+	n = realloc(*s, have + len + 1);
+	if (!n) {
+		free(add);
+		return -ENOMEM;
+	}
+	memcpy(n + have, add, len + 1);
+	free(add);
+	*s = n;
+	return 0;
+}
+
 int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)
 {
 	va_list ap;

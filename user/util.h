@@ -45,6 +45,13 @@ void bt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn)
  * into err (when err and errlen are set), then return -e. */
 int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Messages of any length (never cut): *err becomes a malloc'd line, the one
+ * it held is freed (err NULL: none kept), then -e is returned. The caller
+ * frees *err. */
+int bt_errs(char **err, int e, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Append to the malloc'd string *s (NULL: a new one). 0, or -ENOMEM (*s kept). */
+int bt_strcatf(char **s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 /* Monotonic clocks in ns. */
 /* write(2) all of p, retrying short writes and EINTR: 0 or -errno. */
 int bt_write_full(int fd, const void *p, size_t n);

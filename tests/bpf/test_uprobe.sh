@@ -49,6 +49,7 @@ trap cleanup EXIT
 # start_target ARGS...: sets TPID (waits for "ready")
 start_target() {
 	local out=$tmp/target.$RANDOM.out i
+	TOUT=$out
 	"$TARGET" "$@" >"$out" 2>&1 &
 	TPID=$!
 	pids+=("$TPID")
@@ -164,6 +165,32 @@ else
 	[ -f "${RLOG:-/dev/null}" ] && sed 's/^/#   /' "$RLOG"
 fi
 
+# ---- 1b. -p TID: a thread id means its process --------------------------------------
+# The helper thread exists when record starts and exits before any call: every
+# call of the other threads is counted, and recording goes on after it.
+d1b=$tmp/traces1b
+if start_target --helper && HTID=$(sed -n 's/^helper //p' "$TOUT") && [ -n "$HTID" ] &&
+	start_record "$d1b" -e sched -p "$HTID" -u bt_add -u 'bt_fib%return'; then
+	check "-p TID: says it traces the thread's process" \
+		grep -q -- "-p $HTID is thread $HTID (uprobe_target) of process $TPID (uprobe_target): tracing the process" "$RLOG"
+	kill -USR1 "$TPID"
+	wait "$TPID"
+	sleep 0.3
+	check "-p TID: recording goes on after the process exited" kill -0 "$RPID"
+	stop_record "$d1b"
+	"$BT" report "$DUMP" >"$tmp/r1b.txt" 2>/dev/null
+	eq "-p TID: every bt_add call of the process after the thread exited" \
+		"$(grep -c ': uprobe: bt_add ' "$tmp/r1b.txt")" $((THREADS * 50))
+	eq "-p TID: every bt_fib return" "$(grep -c ': uretprobe: bt_fib ' "$tmp/r1b.txt")" $((THREADS * 15))
+	eq "-p TID: events carry the process id" "$("$BT" report -p "$TPID" "$DUMP" 2>/dev/null |
+		grep -c ': uprobe: bt_add ')" $((THREADS * 50))
+	"$BT" report --functions "$DUMP" >"$tmp/f1b.txt" 2>&1
+	check "-p TID: the probe table names the process" grep -q "process $TPID ended" "$tmp/f1b.txt"
+else
+	nok "record -p TID attached"
+	[ -f "${RLOG:-/dev/null}" ] && sed 's/^/#   /' "$RLOG"
+fi
+
 # ---- 2. no pid: attach to the binary, then start it ------------------------------
 d2=$tmp/traces2
 if start_record "$d2" -e sched -u "$TARGET:bt_add" --uargs 2; then
@@ -179,6 +206,26 @@ if start_record "$d2" -e sched -u "$TARGET:bt_add" --uargs 2; then
 		$((THREADS * 50))
 else
 	nok "record attached without a pid"
+fi
+
+# ---- 2b. no pid: a program name is found on PATH, before libraries of that stem ---
+# "elf" is also libelf.so.1 (the library directories, record's own maps).
+mkdir -p "$tmp/pbin"
+cp "$TARGET" "$tmp/pbin/elf-1.0"
+ln -s elf-1.0 "$tmp/pbin/elf"
+d2b=$tmp/traces2b
+if PATH=$tmp/pbin:$PATH start_record "$d2b" -e sched -u elf:bt_add; then
+	check "the file chosen for the probe is printed: the program on PATH, symlink followed" \
+		grep -qF -- "-u 'elf:bt_add': bt_add in $(realpath "$tmp/pbin/elf-1.0") at file offset 0x" "$RLOG"
+	grep -- "-u 'elf" "$RLOG" | sed 's/^/# /'
+	PATH=$tmp/pbin:$PATH elf --go >/dev/null &
+	ep=$!
+	wait "$ep"
+	stop_record "$d2b"
+	eq "calls of the program found on PATH" \
+		"$("$BT" report -p "$ep" "$DUMP" 2>/dev/null | grep -c ': uprobe: bt_add ')" $((THREADS * 50))
+else
+	nok "record -u elf:bt_add with elf on PATH"
 fi
 
 # ---- 3. a stripped binary: the symbol is refused, its address is accepted ---------
@@ -201,6 +248,25 @@ if start_record "$d3" -e sched -u "$tmp/stripped_target:$addr"; then
 		"$("$BT" report -p "$sp" "$DUMP" 2>/dev/null | grep -c ": uprobe: $addr ")" $((THREADS * 50))
 else
 	nok "record attached to $tmp/stripped_target:$addr"
+fi
+
+# ---- 3b. C++ (g++): clones are not overloads, templates without return type -----
+CXX_T=$TB/cxx_target
+d3c=$tmp/traces3c
+if start_record "$d3c" -e sched -u "$CXX_T:work" -u "$CXX_T:tmax<long>%return" -u "$CXX_T:tmax<int>(int, int)"; then
+	grep -E 'probe|attach' "$RLOG" | sed 's/^/# /'
+	"$CXX_T" >/dev/null &
+	cp=$!
+	wait "$cp"
+	stop_record "$d3c"
+	"$BT" report -p "$cp" "$DUMP" >"$tmp/r3c.txt" 2>/dev/null
+	eq "C++ work: the function, not its clones" "$(grep -c ': uprobe: work(int) ' "$tmp/r3c.txt")" 1
+	eq "C++ tmax<long>%return: its return value" "$(grep -c ': uretprobe: long tmax<long>(long, long) ret=0x3 ' \
+		"$tmp/r3c.txt")" 1
+	eq "C++ tmax<int>(int, int): its arguments" "$(grep -c ': uprobe: int tmax<int>(int, int) .*arg1=0x4 arg2=0x5' \
+		"$tmp/r3c.txt")" 1
+else
+	nok "record attached to $CXX_T's work, tmax<long>, tmax<int>(int, int)"
 fi
 
 # ---- 4. errors: one clear line each, non-zero exit, nothing recorded -------------
@@ -227,9 +293,22 @@ err_case "symbol not found, closest names" "not found.*bt_add" -p "$TPID" -u bt_
 err_case "C++ overloads" "overloaded.*foo::bar\(int\).*foo::bar\(long\)" -p "$TPID" -u 'foo::bar'
 err_case "no such library in the process" "maps no library" -p "$TPID" -u 'libnothere:f'
 err_case "offset past the function" "outside" -p "$TPID" -u 'bt_add+0x10000'
+err_case "offset inside an instruction, nearest boundaries named" \
+	"inside an instruction of bt_ident.*bt_ident\+0x0 and bt_ident\+0x[34]" -p "$TPID" -u 'bt_ident+1'
 err_case "not probeable (nothing attached half-way)" "cannot probe" -p "$TPID" -u bt_add -u bt_unprobeable
 err_case "USDT probe not found" "no USDT probe.*btrace_test:tick" -p "$TPID" -U 'uprobe_target:btrace_test:tock'
 err_case "bad spec" "%return" -p "$TPID" -u 'bt_add%entry'
+# A message is never cut: a target under a 1,600-byte path, an ambiguous name.
+long=$tmp
+for l in a b c d e f g h; do long=$long/$(printf "$l%.0s" $(seq 199)); done
+mkdir -p "$long" && cp "$TARGET" "$long/uprobe_target"
+timeout 30 "$BT" record -o "$tmp/traces.long" -e sched -d 5s -u "$long/uprobe_target:foo::bar" >/dev/null 2>"$tmp/err.txt"
+rc=$?
+check "error: a long message is whole (the full path, the advice at its end)" \
+	test "$rc" -ne 0 -a "$(wc -l <"$tmp/err.txt")" -eq 1 -a "$(wc -c <"$tmp/err.txt")" -gt 3300 \
+	-a -n "$(grep -lF "'$long/uprobe_target:foo::bar': 'foo::bar' is overloaded in $long/uprobe_target" "$tmp/err.txt")" \
+	-a -n "$(grep -l 'write the full signature or the mangled name$' "$tmp/err.txt")"
+echo "# $(wc -c <"$tmp/err.txt") bytes: $(cut -c1-60 "$tmp/err.txt")...$(tail -c 60 "$tmp/err.txt")"
 if command -v setpriv >/dev/null; then
 	mkdir -p "$tmp/nobody" && chmod 777 "$tmp/nobody"
 	setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \

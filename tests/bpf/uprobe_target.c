@@ -14,12 +14,16 @@
  *   malloc(4242)                              N_MALLOC times (libc)
  *   USDT btrace_test:tick(i, i*i)             i = 0..N_TICK-1
  *
+ *   bt_ident(0x100000005 + i) = itself        i = 0..N_IDENT-1
+ *
  * bt_unprobeable() starts with a trap instruction uprobes refuse; it is
  * never called.
  *
- * Usage: uprobe_target [-t THREADS] [--go] [--linger]
+ * Usage: uprobe_target [-t THREADS] [--go] [--linger] [--helper]
  *   Prints "ready PID" and waits for SIGUSR1 (unless --go), runs the workload,
  *   prints "done" and exits; with --linger waits for another SIGUSR1 first.
+ *   --helper: a thread that exists from the start ("helper TID" before
+ *   "ready") and exits before the workload starts (tests of -p TID).
  *   Built -O1 -fno-inline (Makefile); noipa keeps every call and its ABI.
  */
 #include <pthread.h>
@@ -41,6 +45,7 @@
 #define N_MALLOC 9
 #define MALLOC_SIZE 4242
 #define N_TICK 20
+#define N_IDENT 5
 
 #define PROBED __attribute__((noipa, used))
 
@@ -96,6 +101,20 @@ __asm__(".text\n.globl bt_unprobeable\n.type bt_unprobeable,%function\n"
 void bt_unprobeable(void) {}
 #endif
 
+/* bt_ident(x) = x in two instructions, "mov %rdi,%rax" (3 bytes) then ret:
+ * bt_ident+1 is inside the mov (a probe there once made bt_ident(0x100000005)
+ * return 5), bt_ident+3 is the ret. */
+long bt_ident(long x);
+#if defined(__x86_64__)
+__asm__(".text\n.globl bt_ident\n.type bt_ident,@function\n"
+	"bt_ident:\n\tmov %rdi,%rax\n\tret\n.size bt_ident, .-bt_ident\n");
+#elif defined(__aarch64__)
+__asm__(".text\n.globl bt_ident\n.type bt_ident,%function\n"
+	"bt_ident:\n\tmov x0, x0\n\tret\n.size bt_ident, .-bt_ident\n");
+#else
+PROBED long bt_ident(long x) { return x; }
+#endif
+
 static volatile long sink;
 
 static void *workload(void *arg)
@@ -119,11 +138,30 @@ static void *workload(void *arg)
 		sink += p != NULL;
 		free(p);
 	}
+	for (long i = 0; i < N_IDENT; i++)
+		sink += bt_ident(0x100000005L + i) == 0x100000005L + i;
 	for (long i = 0; i < N_TICK; i++) {
 		long sq = i * i;
 		DTRACE_PROBE2(btrace_test, tick, i, sq);
 		sink += sq;
 	}
+	return NULL;
+}
+
+static pthread_mutex_t helper_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t helper_cond = PTHREAD_COND_INITIALIZER;
+static int helper_tid, helper_go;
+
+/* Says its thread id, waits for the go, exits without calling anything. */
+static void *helper(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&helper_lock);
+	helper_tid = (int)gettid();
+	pthread_cond_broadcast(&helper_cond);
+	while (!helper_go)
+		pthread_cond_wait(&helper_cond, &helper_lock);
+	pthread_mutex_unlock(&helper_lock);
 	return NULL;
 }
 
@@ -137,8 +175,8 @@ static void wait_usr1(const sigset_t *set)
 
 int main(int argc, char **argv)
 {
-	int threads = 2, go = 0, linger = 0;
-	pthread_t th[64];
+	int threads = 2, go = 0, linger = 0, with_helper = 0;
+	pthread_t th[64], hth;
 	sigset_t set;
 
 	for (int i = 1; i < argc; i++) {
@@ -148,6 +186,8 @@ int main(int argc, char **argv)
 			go = 1;
 		else if (strcmp(argv[i], "--linger") == 0)
 			linger = 1;
+		else if (strcmp(argv[i], "--helper") == 0)
+			with_helper = 1;
 		else {
 			fprintf(stderr, "usage: %s [-t THREADS] [--go] [--linger]\n", argv[0]);
 			return 2;
@@ -159,10 +199,28 @@ int main(int argc, char **argv)
 	sigemptyset(&set);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	if (with_helper) {
+		if (pthread_create(&hth, NULL, helper, NULL) != 0) {
+			perror("pthread_create");
+			return 1;
+		}
+		pthread_mutex_lock(&helper_lock);
+		while (!helper_tid)
+			pthread_cond_wait(&helper_cond, &helper_lock);
+		pthread_mutex_unlock(&helper_lock);
+		printf("helper %d\n", helper_tid);
+	}
 	printf("ready %d\n", (int)getpid());
 	fflush(stdout);
 	if (!go)
 		wait_usr1(&set);
+	if (with_helper) { /* gone before any probed call */
+		pthread_mutex_lock(&helper_lock);
+		helper_go = 1;
+		pthread_cond_broadcast(&helper_cond);
+		pthread_mutex_unlock(&helper_lock);
+		pthread_join(hth, NULL);
+	}
 	for (int i = 0; i < threads; i++)
 		if (pthread_create(&th[i], NULL, workload, NULL) != 0) {
 			perror("pthread_create");

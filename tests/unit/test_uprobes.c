@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@
 #include "harness.h"
 #include "events.h"
 #include "uprobes.h"
+#include "util.h"
 
 /* The workload of tests/bpf/uprobe_target.c. */
 #define THREADS 2
@@ -50,6 +52,12 @@
 #define N_MALLOC 9
 #define MALLOC_SIZE 4242
 #define N_TICK 20
+/* bt_ident's second instruction (ret), in hex without 0x. */
+#if defined(__aarch64__)
+#define IDENT_RET "4"
+#else
+#define IDENT_RET "3"
+#endif
 
 static char target[PATH_MAX / 2];
 static int verbose, is_root;
@@ -71,46 +79,46 @@ static int contains(const char *s, const char *sub)
 static void test_parse(void)
 {
 	struct bt_uprobe_spec s;
-	char err[512];
+	char *err = NULL;
 
-	REQUIRE(bt_uprobe_parse("myfunc", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("myfunc", 0, &s, &err) == 0, "%s", err);
 	CHECK(!s.binary[0] && strcmp(s.func, "myfunc") == 0 && !s.retprobe && !s.offset, "myfunc");
 
-	REQUIRE(bt_uprobe_parse("libc:malloc%return", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("libc:malloc%return", 0, &s, &err) == 0, "%s", err);
 	CHECK(strcmp(s.binary, "libc") == 0 && strcmp(s.func, "malloc") == 0 && s.retprobe, "libc:malloc%%return");
 
-	REQUIRE(bt_uprobe_parse("/usr/bin/x:f+0x10", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("/usr/bin/x:f+0x10", 0, &s, &err) == 0, "%s", err);
 	CHECK(strcmp(s.binary, "/usr/bin/x") == 0 && strcmp(s.func, "f") == 0 && s.offset == 16, "offset");
-	REQUIRE(bt_uprobe_parse("f+12", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("f+12", 0, &s, &err) == 0, "%s", err);
 	CHECK(s.offset == 12, "decimal offset %llu", (unsigned long long)s.offset);
 
 	/* C++ scopes are not binary separators. */
-	REQUIRE(bt_uprobe_parse("foo::bar", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("foo::bar", 0, &s, &err) == 0, "%s", err);
 	CHECK(!s.binary[0] && strcmp(s.func, "foo::bar") == 0, "foo::bar -> '%s' '%s'", s.binary, s.func);
-	REQUIRE(bt_uprobe_parse("libx:ns::C::m(int, long)%return", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("libx:ns::C::m(int, long)%return", 0, &s, &err) == 0, "%s", err);
 	CHECK(strcmp(s.binary, "libx") == 0 && strcmp(s.func, "ns::C::m(int, long)") == 0 && s.retprobe,
 	      "'%s' '%s'", s.binary, s.func);
-	REQUIRE(bt_uprobe_parse("libx:operator+", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("libx:operator+", 0, &s, &err) == 0, "%s", err);
 	CHECK(strcmp(s.func, "operator+") == 0 && !s.offset, "operator+");
 
-	REQUIRE(bt_uprobe_parse("bin:0x1139", 0, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("bin:0x1139", 0, &s, &err) == 0, "%s", err);
 	CHECK(s.has_addr && s.addr == 0x1139 && !s.func[0], "address");
 
-	REQUIRE(bt_uprobe_parse("bin:prov:name", 1, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("bin:prov:name", 1, &s, &err) == 0, "%s", err);
 	CHECK(s.usdt && strcmp(s.binary, "bin") == 0 && strcmp(s.provider, "prov") == 0 && strcmp(s.name, "name") == 0,
 	      "usdt");
-	REQUIRE(bt_uprobe_parse("prov:name", 1, &s, err, sizeof(err)) == 0, "%s", err);
+	REQUIRE(bt_uprobe_parse("prov:name", 1, &s, &err) == 0, "%s", err);
 	CHECK(!s.binary[0] && strcmp(s.provider, "prov") == 0, "usdt without binary");
 
 	/* Errors: one line each. */
-	CHECK(bt_uprobe_parse("", 0, &s, err, sizeof(err)) == -EINVAL, "empty");
-	CHECK(bt_uprobe_parse("libc:", 0, &s, err, sizeof(err)) == -EINVAL && contains(err, "no function"), "%s", err);
-	CHECK(bt_uprobe_parse(":f", 0, &s, err, sizeof(err)) == -EINVAL, "empty binary");
-	CHECK(bt_uprobe_parse("f%entry", 0, &s, err, sizeof(err)) == -EINVAL && contains(err, "%return"), "%s", err);
-	CHECK(bt_uprobe_parse("f+0x10%return", 0, &s, err, sizeof(err)) == -EINVAL && contains(err, "entry"), "%s",
+	CHECK(bt_uprobe_parse("", 0, &s, &err) == -EINVAL, "empty");
+	CHECK(bt_uprobe_parse("libc:", 0, &s, &err) == -EINVAL && contains(err, "no function"), "%s", err);
+	CHECK(bt_uprobe_parse(":f", 0, &s, &err) == -EINVAL, "empty binary");
+	CHECK(bt_uprobe_parse("f%entry", 0, &s, &err) == -EINVAL && contains(err, "%return"), "%s", err);
+	CHECK(bt_uprobe_parse("f+0x10%return", 0, &s, &err) == -EINVAL && contains(err, "entry"), "%s",
 	      err);
-	CHECK(bt_uprobe_parse("f+0xzz", 0, &s, err, sizeof(err)) == -EINVAL, "bad offset");
-	CHECK(bt_uprobe_parse("nameonly", 1, &s, err, sizeof(err)) == -EINVAL && contains(err, "PROVIDER"), "%s", err);
+	CHECK(bt_uprobe_parse("f+0xzz", 0, &s, &err) == -EINVAL, "bad offset");
+	CHECK(bt_uprobe_parse("nameonly", 1, &s, &err) == -EINVAL && contains(err, "PROVIDER"), "%s", err);
 	CHECK(!strchr(err, '\n'), "one line");
 }
 
@@ -126,39 +134,77 @@ static void test_edit_distance(void)
 
 static void test_find_binary(void)
 {
-	char path[PATH_MAX], att[PATH_MAX], err[512];
+	char path[PATH_MAX], att[PATH_MAX];
+	char *err = NULL;
 	int r;
 
 	/* Our own maps: "libc" is the libc.so.6 we run on. */
-	r = bt_uprobe_find_binary(getpid(), "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), "libc", path, sizeof(path), att, sizeof(att), &err);
 	REQUIRE(r == 0, "libc in own maps: %s", err);
 	CHECK(contains(path, "/libc.so.6") || contains(path, "/libc-"), "libc -> %s", path);
-	r = bt_uprobe_find_binary(getpid(), "c", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), "c", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == 0 && contains(path, "libc"), "c -> %s (%s)", path, err);
-	r = bt_uprobe_find_binary(getpid(), "libelf", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), "libelf", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == 0 && contains(path, "libelf"), "libelf -> %s (%s)", path, err);
 	char self[PATH_MAX / 2] = "", *base;
 	ssize_t l = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	self[l > 0 ? l : 0] = '\0';
 	base = strrchr(self, '/') ? strrchr(self, '/') + 1 : self;
-	r = bt_uprobe_find_binary(getpid(), base, path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), base, path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == 0 && strcmp(path, self) == 0, "own executable by name -> %s (%s)", path, err);
 	/* The executable of a pid. */
-	r = bt_uprobe_find_binary(getpid(), "", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), "", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == 0 && strcmp(path, self) == 0, "exe -> %s (%s)", path, err);
 
 	/* Not mapped: the message lists what is. */
-	r = bt_uprobe_find_binary(getpid(), "libnothere", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(getpid(), "libnothere", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == -ENOENT && contains(err, "libnothere") && contains(err, "libc"), "%d %s", r, err);
 	/* No pid: the library directories. */
-	r = bt_uprobe_find_binary(-1, "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(-1, "libc", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == 0 && contains(path, "libc.so.6"), "no pid libc -> %s (%s)", path, err);
-	r = bt_uprobe_find_binary(-1, "", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(-1, "", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == -EINVAL && contains(err, "-p"), "no binary, no pid: %s", err);
-	r = bt_uprobe_find_binary(-1, "/no/such/file", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(-1, "/no/such/file", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == -ENOENT && contains(err, "no such file"), "%s", err);
-	r = bt_uprobe_find_binary(0x7ffffff0, "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+	r = bt_uprobe_find_binary(0x7ffffff0, "libc", path, sizeof(path), att, sizeof(att), &err);
 	CHECK(r == -ESRCH && contains(err, "no process with pid"), "%d %s", r, err);
+
+	/* No pid: a program name as the shell finds it, before the libraries.
+	 * "elf" is also libelf.so.1 (our maps, the library directories). In a
+	 * PATH of ours: dir1/elf, a shell script (passed over, as it has no
+	 * code to probe), then dir2/elf -> elf-1.0 (a symlink, followed), then
+	 * dir3/elf (not reached). */
+	char dir[] = "/tmp/bt-path-XXXXXX", f[PATH_MAX], cmd[PATH_MAX * 3], npath[PATH_MAX * 3], real[PATH_MAX];
+	const char *old = getenv("PATH");
+	char *saved = old ? strdup(old) : NULL;
+	REQUIRE(mkdtemp(dir), "mkdtemp");
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; cd '%s'; mkdir d1 d2 d3; printf '#!/bin/sh\nexec true\n' >d1/elf; chmod +x d1/elf; "
+		 "cp '%s' d2/elf-1.0; ln -s elf-1.0 d2/elf; cp '%s' d3/elf",
+		 dir, target, target);
+	REQUIRE(system(cmd) == 0, "%s", cmd);
+	snprintf(npath, sizeof(npath), "%s/d1:%s/d2:%s/d3:/usr/bin:/bin", dir, dir, dir);
+	setenv("PATH", npath, 1);
+	r = bt_uprobe_find_binary(-1, "elf", path, sizeof(path), att, sizeof(att), &err);
+	snprintf(f, sizeof(f), "%s/d2/elf-1.0", dir);
+	CHECK(r == 0 && realpath(f, real) && strcmp(path, real) == 0 && strcmp(att, real) == 0,
+	      "no pid: 'elf' is the program on PATH, symlink followed: %s (want %s) %s", path, f, err);
+	r = bt_uprobe_find_binary(-1, "libelf", path, sizeof(path), att, sizeof(att), &err);
+	CHECK(r == 0 && contains(path, "/libelf"), "no pid: 'libelf' is still the library: %s %s", path, err);
+	/* With a pid, names are what the process maps, PATH or not. */
+	r = bt_uprobe_find_binary(getpid(), "elf", path, sizeof(path), att, sizeof(att), &err);
+	CHECK(r == 0 && contains(path, "libelf"), "pid: 'elf' is the libelf it maps: %s %s", path, err);
+	if (saved) {
+		setenv("PATH", saved, 1);
+		free(saved);
+	} else {
+		unsetenv("PATH");
+	}
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	CHECK(system(cmd) == 0, "cleanup");
+	/* python3 (install-deps): a symlink on Debian, never libpython3.x.so. */
+	r = bt_uprobe_find_binary(-1, "python3", path, sizeof(path), att, sizeof(att), &err);
+	CHECK(r != 0 || !contains(path, "libpython"), "python3 -> %s %s", path, err);
 }
 
 /* Reading another user's maps without privileges. */
@@ -168,8 +214,9 @@ static void test_permission_denied(void)
 	pid_t c;
 
 	if (!is_root) {
-		char path[PATH_MAX], att[PATH_MAX], err[512];
-		int r = bt_uprobe_find_binary(1, "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
+		char path[PATH_MAX], att[PATH_MAX];
+		char *err = NULL;
+		int r = bt_uprobe_find_binary(1, "libc", path, sizeof(path), att, sizeof(att), &err);
 		CHECK(r == -EACCES && contains(err, "permission denied"), "%d %s", r, err);
 		return;
 	}
@@ -177,14 +224,15 @@ static void test_permission_denied(void)
 	c = fork();
 	REQUIRE(c >= 0, "fork");
 	if (c == 0) {
-		char path[PATH_MAX], att[PATH_MAX], err[512];
+		char path[PATH_MAX], att[PATH_MAX];
+		char *err = NULL;
 		int r;
 
 		close(pfd[0]);
 		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
 			_exit(2);
-		r = bt_uprobe_find_binary(1, "libc", path, sizeof(path), att, sizeof(att), err, sizeof(err));
-		if (write(pfd[1], err, strlen(err) + 1) < 0)
+		r = bt_uprobe_find_binary(1, "libc", path, sizeof(path), att, sizeof(att), &err);
+		if (write(pfd[1], err ? err : "", err ? strlen(err) + 1 : 1) < 0)
 			_exit(3);
 		_exit(r == -EACCES ? 0 : 1);
 	}
@@ -198,72 +246,193 @@ static void test_permission_denied(void)
 	CHECK(contains(msg, "permission denied") && contains(msg, "root"), "%s", msg);
 }
 
-static int sym(const char *binary, const char *spec, struct bt_uprobe_sym *out, char *err, size_t errlen)
+static int sym(const char *binary, const char *spec, struct bt_uprobe_sym *out, char **err)
 {
 	struct bt_uprobe_spec s;
-	int r = bt_uprobe_parse(spec, 0, &s, err, errlen);
+	int r = bt_uprobe_parse(spec, 0, &s, err);
 
-	return r ? r : bt_uprobe_find_symbol(binary, binary, &s, out, err, errlen);
+	return r ? r : bt_uprobe_find_symbol(binary, binary, &s, out, err);
 }
 
 static void test_symbols(void)
 {
 	struct bt_uprobe_sym s, s2;
-	char err[1024];
+	char *err = NULL;
 	int r;
 
-	r = sym(target, "bt_add", &s, err, sizeof(err));
+	r = sym(target, "bt_add", &s, &err);
 	REQUIRE(r == 0, "bt_add: %s", err);
 	CHECK(strcmp(s.name, "bt_add") == 0 && s.vaddr && s.file_off && s.size, "bt_add %s", s.name);
-	r = sym(target, "bt_add+2", &s2, err, sizeof(err));
-	CHECK(r == 0 && s2.file_off == s.file_off + 2 && strcmp(s2.name, "bt_add+0x2") == 0, "+2: %s %s", s2.name,
-	      err);
-	r = sym(target, "bt_add+0x1000", &s2, err, sizeof(err));
+	/* +OFFSET: only at an instruction boundary (bt_ident: a 3-byte mov, ret). */
+	struct bt_uprobe_sym id;
+	REQUIRE(sym(target, "bt_ident", &id, &err) == 0, "bt_ident: %s", err);
+	r = sym(target, "bt_ident+" IDENT_RET, &s2, &err);
+	CHECK(r == 0 && s2.file_off == id.file_off + strtoul(IDENT_RET, NULL, 0) &&
+		      strcmp(s2.name, "bt_ident+0x" IDENT_RET) == 0,
+	      "+" IDENT_RET ": %s %s", s2.name, err);
+	r = sym(target, "bt_ident+1", &s2, &err);
+	CHECK(r == -EINVAL && contains(err, "inside an instruction") && contains(err, "bt_ident+0x0") &&
+		      contains(err, "bt_ident+0x" IDENT_RET),
+	      "+1 inside the mov: %d %s", r, err);
+	r = sym(target, "bt_add+2", &s2, &err);
+	CHECK(r == -EINVAL && contains(err, "inside an instruction") && contains(err, "bt_add+0x0"), "+2: %s", err);
+	r = sym(target, "bt_add+0x1000", &s2, &err);
 	CHECK(r == -EINVAL && contains(err, "outside") && contains(err, "bt_add"), "too far: %s", err);
 
 	/* C++: mangled, demangled base name, full signature, overloads. */
-	r = sym(target, "foo::baz", &s2, err, sizeof(err));
+	r = sym(target, "foo::baz", &s2, &err);
 	CHECK(r == 0 && strcmp(s2.name, "foo::baz(int)") == 0, "foo::baz: %s %s", s2.name, err);
-	r = sym(target, "_ZN3foo3barEi", &s2, err, sizeof(err));
+	r = sym(target, "_ZN3foo3barEi", &s2, &err);
 	CHECK(r == 0 && strcmp(s2.name, "foo::bar(int)") == 0, "mangled: %s %s", s2.name, err);
-	r = sym(target, "foo::bar(long)", &s2, err, sizeof(err));
+	r = sym(target, "foo::bar(long)", &s2, &err);
 	CHECK(r == 0 && strcmp(s2.name, "foo::bar(long)") == 0, "signature: %s %s", s2.name, err);
-	r = sym(target, "foo::bar", &s2, err, sizeof(err));
+	r = sym(target, "foo::bar", &s2, &err);
 	CHECK(r == -EINVAL && contains(err, "overloaded") && contains(err, "foo::bar(int)") &&
 		      contains(err, "foo::bar(long)"),
 	      "overloads: %s", err);
 
 	/* Not found: the closest names. */
-	r = sym(target, "bt_ad", &s2, err, sizeof(err));
+	r = sym(target, "bt_ad", &s2, &err);
 	CHECK(r == -ENOENT && contains(err, "not found") && contains(err, "bt_add"), "suggest: %s", err);
-	r = sym(target, "foo::bax", &s2, err, sizeof(err));
+	r = sym(target, "foo::bax", &s2, &err);
 	CHECK(r == -ENOENT && contains(err, "foo::baz"), "suggest C++: %s", err);
-	r = sym(target, "zzzzzzzzzzzzzzzzzz", &s2, err, sizeof(err));
+	r = sym(target, "zzzzzzzzzzzzzzzzzz", &s2, &err);
 	CHECK(r == -ENOENT && contains(err, "no similar"), "%s", err);
 	CHECK(!strchr(err, '\n'), "one line");
 
 	/* An address, as nm prints it, names its function. */
 	char a[64];
-	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)s.vaddr + 1);
-	r = sym(target, a, &s2, err, sizeof(err));
-	CHECK(r == 0 && s2.file_off == s.file_off + 1 && strcmp(s2.name, "bt_add+0x1") == 0, "address: %s %s",
-	      s2.name, err);
-	r = sym(target, "0x10", &s2, err, sizeof(err));
+	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)id.vaddr + strtoul(IDENT_RET, NULL, 0));
+	r = sym(target, a, &s2, &err);
+	CHECK(r == 0 && s2.file_off == id.file_off + strtoul(IDENT_RET, NULL, 0) &&
+		      strcmp(s2.name, "bt_ident+0x" IDENT_RET) == 0,
+	      "address: %s %s", s2.name, err);
+	snprintf(a, sizeof(a), "0x%llx", (unsigned long long)id.vaddr + 1);
+	r = sym(target, a, &s2, &err);
+	CHECK(r == -EINVAL && contains(err, "inside an instruction"), "address inside the mov: %s", err);
+	r = sym(target, "0x10", &s2, &err);
 	CHECK(r != 0 && (contains(err, "outside") || contains(err, "not code")), "bad address: %s", err);
 
 	/* libc: the symbol table of the library, with suggestions. */
 	char libc[PATH_MAX], att[PATH_MAX];
-	REQUIRE(bt_uprobe_find_binary(getpid(), "libc", libc, sizeof(libc), att, sizeof(att), err, sizeof(err)) == 0,
+	REQUIRE(bt_uprobe_find_binary(getpid(), "libc", libc, sizeof(libc), att, sizeof(att), &err) == 0,
 		"%s", err);
-	r = sym(att, "malloc", &s2, err, sizeof(err));
+	r = sym(att, "malloc", &s2, &err);
 	CHECK(r == 0, "libc malloc: %s", err);
-	r = sym(att, "mallok", &s2, err, sizeof(err));
+	r = sym(att, "mallok", &s2, &err);
 	CHECK(r == -ENOENT && contains(err, "malloc"), "mallok: %s", err);
+}
+
+/* C++ built by g++ (tests/bpf/cxx_target.cc): clones are not overloads, a
+ * template is found without its return type. */
+static void test_cxx_symbols(void)
+{
+	char cxx[PATH_MAX];
+	char *err = NULL;
+	struct bt_uprobe_sym s, ref;
+	int r;
+
+	snprintf(cxx, sizeof(cxx), "%.*s/cxx_target", (int)(strrchr(target, '/') - target), target);
+	if (access(cxx, X_OK) != 0) {
+		CHECK(0, "%s missing (make tests)", cxx);
+		return;
+	}
+	REQUIRE(sym(cxx, "_Z4worki", &ref, &err) == 0, "%s", err);
+	r = sym(cxx, "work", &s, &err);
+	CHECK(r == 0 && s.vaddr == ref.vaddr && strcmp(s.name, "work(int)") == 0,
+	      "work: the function, not its 5 clones: %d %s %s", r, s.name, err);
+	r = sym(cxx, "work(int)", &s, &err);
+	CHECK(r == 0 && s.vaddr == ref.vaddr, "work(int): %d %s", r, err);
+	r = sym(cxx, "work(int) [clone .cold]", &s, &err);
+	CHECK(r == 0 && s.vaddr != ref.vaddr && strcmp(s.name, "work(int) [clone .cold]") == 0,
+	      "a clone by its demangled name: %d %s", r, err);
+	r = sym(cxx, "_Z4worki.part.0", &s, &err);
+	CHECK(r == 0 && s.vaddr != ref.vaddr, "a clone by its symbol: %d %s", r, err);
+	r = sym(cxx, "only_cloned", &s, &err);
+	CHECK(r == -ENOENT && contains(err, "only as a compiler clone") && contains(err, "_Z11only_clonedi.constprop.0"),
+	      "only a clone: %d %s", r, err);
+
+	REQUIRE(sym(cxx, "_Z4tmaxIlET_S0_S0_", &ref, &err) == 0, "%s", err);
+	const char *as_long[] = { "tmax<long>(long, long)", "tmax<long>(long,long)", "tmax<long>",
+				  "long tmax<long>(long, long)" };
+	for (size_t i = 0; i < sizeof(as_long) / sizeof(as_long[0]); i++) {
+		r = sym(cxx, as_long[i], &s, &err);
+		CHECK(r == 0 && s.vaddr == ref.vaddr, "template '%s' without its return type: %d %s", as_long[i], r,
+		      err);
+	}
+	r = sym(cxx, "tmax<int>", &s, &err);
+	CHECK(r == 0 && s.vaddr != ref.vaddr && contains(s.name, "tmax<int>(int, int)"), "tmax<int>: %d %s", r, err);
+	r = sym(cxx, "tmax", &s, &err);
+	CHECK(r == -EINVAL && contains(err, "overloaded") && contains(err, "tmax<int>") && contains(err, "tmax<long>"),
+	      "tmax: every instantiation: %d %s", r, err);
+	r = sym(cxx, "tmax<lon>", &s, &err);
+	CHECK(r == -ENOENT && contains(err, "tmax<long>"), "tmax<lon>: suggestions without the return type: %s", err);
+
+	/* The name scanner on what g++ prints. */
+	size_t nl;
+	const char *n = bt_demangled_name("std::vector<int, std::allocator<int> > ns::f<int>(int) const", &nl);
+	CHECK(nl == 10 && strncmp(n, "ns::f<int>(", 11) == 0, "return type with spaces in <>: %.*s", (int)nl, n);
+	n = bt_demangled_name("ns::C::operator<<(int)", &nl);
+	CHECK(nl == 17 && strncmp(n, "ns::C::operator<<", nl) == 0, "operator<<: %.*s", (int)nl, n);
+	n = bt_demangled_name("operator new(unsigned long)", &nl);
+	CHECK(nl == 12 && strncmp(n, "operator new", nl) == 0, "operator new: %.*s", (int)nl, n);
+	CHECK(bt_demangled_is_clone("f(int) [clone .isra.0]") && bt_demangled_is_clone("f() [clone .lto_priv.0]") &&
+		      !bt_demangled_is_clone("f(int)"),
+	      "clones");
+}
+
+/* A message is never cut, however long: a binary under a 1,600-byte path,
+ * an ambiguous name (the message ends with its advice), through every layer
+ * (symbol lookup, resolution of the probe table). */
+static void test_long_messages(void)
+{
+	char dir[PATH_MAX], p[PATH_MAX], cmd[PATH_MAX * 2 + 64], spec[PATH_MAX + 32];
+	const char *tail = "write the full signature or the mangled name";
+	struct bt_uprobe_sym s;
+	char *err = NULL;
+	int r;
+
+	snprintf(dir, sizeof(dir), "/tmp/bt-long-%d", (int)getpid());
+	REQUIRE(mkdir(dir, 0700) == 0, "mkdir %s", dir);
+	for (int i = 0; i < 8; i++) { /* 8 levels of 200 bytes */
+		size_t l = strlen(dir);
+		dir[l++] = '/';
+		memset(dir + l, 'a' + i, 199);
+		dir[l + 199] = '\0';
+		REQUIRE(mkdir(dir, 0700) == 0, "mkdir level %d", i);
+	}
+	snprintf(p, sizeof(p), "%s/uprobe_target", dir);
+	snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", target, p);
+	REQUIRE(system(cmd) == 0, "cp");
+	r = sym(p, "foo::bar", &s, &err);
+	size_t el = err ? strlen(err) : 0, tl = strlen(tail);
+	CHECK(r == -EINVAL && contains(err, p) && el > tl && strcmp(err + el - tl, tail) == 0,
+	      "symbol lookup: %zu bytes, whole path and the advice at its end: %s", el, err);
+	snprintf(spec, sizeof(spec), "%s:foo::bar", p);
+	const char *specs[] = { spec };
+	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 1, .nargs = -1 };
+	struct bt_probe_desc *t = NULL;
+	size_t n = 0;
+	r = bt_uprobes_resolve(&o, &t, &n, &err);
+	el = err ? strlen(err) : 0;
+	CHECK(r == -EINVAL && contains(err, spec) && contains(err, "foo::bar(long)") && el > tl &&
+		      strcmp(err + el - tl, tail) == 0,
+	      "probe table: %zu bytes: %s", el, err);
+	/* Messages built piece by piece grow as needed. */
+	char *m = NULL;
+	for (int i = 0; i < 1000; i++)
+		REQUIRE(bt_strcatf(&m, "%s%d", i ? "," : "", i) == 0, "strcatf");
+	CHECK(m && strlen(m) == 3889 && strncmp(m + strlen(m) - 4, ",999", 4) == 0, "strcatf: %zu", m ? strlen(m) : 0);
+	free(m);
+	free(err);
+	snprintf(cmd, sizeof(cmd), "rm -rf '/tmp/bt-long-%d'", (int)getpid());
+	CHECK(system(cmd) == 0, "cleanup");
 }
 
 static void test_not_elf_and_stripped(void)
 {
-	char dir[] = "/tmp/bt-uprobes-XXXXXX", p[PATH_MAX], cmd[PATH_MAX * 2 + 64], err[1024];
+	char dir[] = "/tmp/bt-uprobes-XXXXXX", p[PATH_MAX], cmd[PATH_MAX * 2 + 64];
+	char *err = NULL;
 	struct bt_uprobe_sym s, ref;
 	int fd, r;
 
@@ -273,7 +442,7 @@ static void test_not_elf_and_stripped(void)
 	REQUIRE(fd >= 0, "create");
 	CHECK(write(fd, "#!/bin/sh\necho hi\n", 18) == 18, "write");
 	close(fd);
-	r = sym(p, "main", &s, err, sizeof(err));
+	r = sym(p, "main", &s, &err);
 	CHECK(r == -ENOEXEC && contains(err, "not an ELF file"), "not ELF: %d %s", r, err);
 	unlink(p);
 
@@ -283,21 +452,33 @@ static void test_not_elf_and_stripped(void)
 	if (system(cmd) != 0) {
 		printf("# strip unavailable: stripped-binary case skipped\n");
 	} else {
-		r = sym(p, "bt_add", &s, err, sizeof(err));
+		r = sym(p, "bt_add", &s, &err);
 		CHECK(r == -ENOENT && contains(err, "stripped") && contains(err, "0xADDRESS"), "stripped: %s", err);
-		REQUIRE(sym(target, "bt_add", &ref, err, sizeof(err)) == 0, "%s", err);
+		REQUIRE(sym(target, "bt_add", &ref, &err) == 0, "%s", err);
 		char a[64];
 		snprintf(a, sizeof(a), "0x%llx", (unsigned long long)ref.vaddr);
-		r = sym(p, a, &s, err, sizeof(err));
+		r = sym(p, a, &s, &err);
 		CHECK(r == 0 && s.file_off == ref.file_off, "address in stripped binary: %s", err);
 		unlink(p);
 	}
 	rmdir(dir);
 }
 
+/* Publishes its thread id, stays until told (-1). */
+static void *tid_thread(void *arg)
+{
+	int *tid = arg;
+
+	__atomic_store_n(tid, (int)gettid(), __ATOMIC_RELEASE); /* pairs with the acquire in test_resolve_table */
+	while (__atomic_load_n(tid, __ATOMIC_ACQUIRE) != -1) /* pairs with the release in test_resolve_table */
+		usleep(1000);
+	return NULL;
+}
+
 static void test_resolve_table(void)
 {
-	char usdt_ok[PATH_MAX + 32], usdt_bad[PATH_MAX + 32], add[PATH_MAX + 32], err[1024];
+	char usdt_ok[PATH_MAX + 32], usdt_bad[PATH_MAX + 32], add[PATH_MAX + 32];
+	char *err = NULL;
 	struct bt_probe_desc *t = NULL;
 	size_t n = 0;
 	int r;
@@ -309,7 +490,7 @@ static void test_resolve_table(void)
 	const char *usdts[] = { usdt_ok };
 	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 2, .usdts = usdts, .nusdts = 1, .nargs = -1 };
 
-	r = bt_uprobes_resolve(&o, &t, &n, err, sizeof(err));
+	r = bt_uprobes_resolve(&o, &t, &n, &err);
 	REQUIRE(r == 0, "%s", err);
 	REQUIRE(n == 3, "%zu rows", n);
 	CHECK(t[0].id == 0 && t[0].flags == BT_PROBE_RETURN && t[0].pid == -1 && t[0].nargs == 0 &&
@@ -325,7 +506,7 @@ static void test_resolve_table(void)
 	/* Two pids: one row per spec and pid. */
 	int pids[] = { getpid(), getppid() };
 	struct bt_uprobe_opts o2 = { .specs = specs + 1, .nspecs = 1, .pids = pids, .npids = 2, .nargs = 3 };
-	r = bt_uprobes_resolve(&o2, &t, &n, err, sizeof(err));
+	r = bt_uprobes_resolve(&o2, &t, &n, &err);
 	if (r == -EACCES || r == -ENOENT) {
 		/* the parent may not map libc (static) or not be readable */
 		printf("# two-pid resolution skipped: %s\n", err);
@@ -336,16 +517,40 @@ static void test_resolve_table(void)
 		free(t);
 	}
 
+	/* A thread id is resolved to its process. */
+	{
+		pthread_t th;
+		int tid = 0, tgid = 0;
+		char comm[64], tcomm[64];
+
+		REQUIRE(pthread_create(&th, NULL, tid_thread, &tid) == 0, "pthread_create");
+		while (!__atomic_load_n(&tid, __ATOMIC_ACQUIRE)) /* pairs with the release in tid_thread */
+			usleep(1000);
+		CHECK(bt_proc_tgid(tid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &err) == 0 &&
+			      tgid == getpid() && tid != getpid(),
+		      "tgid of thread %d: %d (%s)", tid, tgid, err);
+		struct bt_uprobe_opts ot = { .specs = specs + 1, .nspecs = 1, .pids = &tid, .npids = 1, .nargs = -1 };
+		r = bt_uprobes_resolve(&ot, &t, &n, &err);
+		CHECK(r == 0 && n == 1 && t[0].pid == getpid(), "-p TID: row of the process: %d %d %s", r,
+		      r ? 0 : t[0].pid, err);
+		if (!r)
+			free(t);
+		__atomic_store_n(&tid, -1, __ATOMIC_RELEASE); /* pairs with the acquire in tid_thread */
+		pthread_join(th, NULL);
+		CHECK(bt_proc_tgid(0x7ffffff0, &tgid, NULL, 0, NULL, 0, &err) == -ESRCH, "no such id: %s",
+		      err);
+	}
+
 	const char *bad[] = { usdt_bad };
 	struct bt_uprobe_opts o3 = { .usdts = bad, .nusdts = 1, .nargs = -1 };
-	r = bt_uprobes_resolve(&o3, &t, &n, err, sizeof(err));
+	r = bt_uprobes_resolve(&o3, &t, &n, &err);
 	CHECK(r == -ENOENT && contains(err, "btrace_test:tick") && contains(err, "-U '"), "usdt: %s", err);
 	struct bt_uprobe_opts o4 = { .specs = specs, .nspecs = 1, .nargs = 7 };
-	r = bt_uprobes_resolve(&o4, &t, &n, err, sizeof(err));
+	r = bt_uprobes_resolve(&o4, &t, &n, &err);
 	CHECK(r == -EINVAL && contains(err, "--uargs"), "nargs 7: %s", err);
 	const char *nobin[] = { "bt_add" };
 	struct bt_uprobe_opts o5 = { .specs = nobin, .nspecs = 1, .nargs = -1 };
-	r = bt_uprobes_resolve(&o5, &t, &n, err, sizeof(err));
+	r = bt_uprobes_resolve(&o5, &t, &n, &err);
 	CHECK(r == -EINVAL && contains(err, "-u 'bt_add'") && contains(err, "-p"), "no binary: %s", err);
 }
 
@@ -501,7 +706,8 @@ enum {
 
 static void test_attach_pid(void)
 {
-	char args6[PATH_MAX + 32], err[1024];
+	char args6[PATH_MAX + 32];
+	char *err = NULL;
 	struct child c, other;
 	struct evs e = { 0 };
 	struct bt_uprobes *u;
@@ -518,7 +724,7 @@ static void test_attach_pid(void)
 	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 11, .usdts = usdts, .nusdts = 1,
 				    .pids = pids, .npids = 1, .nargs = -1 };
 
-	u = bt_uprobes_open(&o, rb_fd, cs_fd, err, sizeof(err));
+	u = bt_uprobes_open(&o, rb_fd, cs_fd, &err);
 	if (!u) {
 		child_finish(&c, 1);
 		child_finish(&other, 1);
@@ -687,7 +893,8 @@ static void test_attach_pid(void)
 /* No pid: attach to the binary, then start processes: all of them trigger. */
 static void test_attach_then_start(void)
 {
-	char add[PATH_MAX + 32], err[1024];
+	char add[PATH_MAX + 32];
+	char *err = NULL;
 	struct child a, b;
 	struct evs e = { 0 };
 	struct bt_uprobes *u;
@@ -698,7 +905,7 @@ static void test_attach_then_start(void)
 	snprintf(add, sizeof(add), "%s:bt_add", target);
 	const char *specs[] = { add };
 	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 1, .nargs = 2 };
-	u = bt_uprobes_open(&o, rb_fd, cs_fd, err, sizeof(err));
+	u = bt_uprobes_open(&o, rb_fd, cs_fd, &err);
 	REQUIRE(u, "%s", err);
 	const char *go[] = { "--go", NULL };
 	REQUIRE(child_start(&a, go) == 0, "start");
@@ -724,7 +931,7 @@ static void test_attach_then_start(void)
 /* Two processes, two binaries, one open. */
 static void test_several_pids(void)
 {
-	char err[1024];
+	char *err = NULL;
 	struct child a, b;
 	struct evs e = { 0 };
 	struct bt_uprobes *u;
@@ -736,7 +943,7 @@ static void test_several_pids(void)
 	const char *specs[] = { "bt_args6", "libc:malloc" };
 	int pids[] = { a.pid, b.pid };
 	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 2, .pids = pids, .npids = 2, .nargs = -1 };
-	u = bt_uprobes_open(&o, rb_fd, cs_fd, err, sizeof(err));
+	u = bt_uprobes_open(&o, rb_fd, cs_fd, &err);
 	if (!u) {
 		child_finish(&a, 1);
 		child_finish(&b, 1);
@@ -773,7 +980,8 @@ static void test_several_pids(void)
 /* A failure on the last probe leaves nothing attached. */
 static void test_all_or_nothing(void)
 {
-	char add[PATH_MAX + 32], unp[PATH_MAX + 32], err[1024];
+	char add[PATH_MAX + 32], unp[PATH_MAX + 32];
+	char *err = NULL;
 	struct child c;
 	struct evs e = { 0 };
 	struct bt_uprobes *u;
@@ -787,7 +995,7 @@ static void test_all_or_nothing(void)
 	const char *specs[] = { add, "libc:malloc%return", unp };
 	int pids[] = { c.pid };
 	struct bt_uprobe_opts o = { .specs = specs, .nspecs = 3, .pids = pids, .npids = 1, .nargs = -1 };
-	u = bt_uprobes_open(&o, rb_fd, cs_fd, err, sizeof(err));
+	u = bt_uprobes_open(&o, rb_fd, cs_fd, &err);
 	CHECK(!u, "attached an unprobeable function");
 	CHECK(contains(err, "cannot probe") && contains(err, "bt_unprobeable") && !strchr(err, '\n'), "message: %s",
 	      err);
@@ -801,7 +1009,7 @@ static void test_all_or_nothing(void)
 	int nopid[] = { 0x7ffffff0 };
 	const char *one[] = { "libc:malloc" };
 	struct bt_uprobe_opts o2 = { .specs = one, .nspecs = 1, .pids = nopid, .npids = 1, .nargs = -1 };
-	u = bt_uprobes_open(&o2, rb_fd, cs_fd, err, sizeof(err));
+	u = bt_uprobes_open(&o2, rb_fd, cs_fd, &err);
 	CHECK(!u && errno == ESRCH && contains(err, "no process with pid"), "no pid: %s", err);
 	free(e.v);
 }
@@ -835,6 +1043,8 @@ int main(void)
 	RUN(test_find_binary);
 	RUN(test_permission_denied);
 	RUN(test_symbols);
+	RUN(test_cxx_symbols);
+	RUN(test_long_messages);
 	RUN(test_not_elf_and_stripped);
 	RUN(test_resolve_table);
 	if (!is_root) {

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "elf_symbols.h"
+#include "insn_bounds.h"
 #include "symbol_names.h"
 #include "util.h"
 
@@ -29,6 +30,7 @@ void bt_elf_free(struct bt_elf_file *ef)
 	free(ef->f);
 	free(ef->seg);
 	free(ef->notes);
+	free(ef->msg);
 }
 
 static int efunc_cmp(const void *a, const void *b)
@@ -115,7 +117,7 @@ static void parse_stapsdt(Elf *e, Elf_Scn *scn, int cls, struct bt_elf_file *ef)
 }
 
 /* Load the function symbols, loadable segments and USDT notes of `attach`. */
-int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char *err, size_t errlen)
+int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char **err)
 {
 	unsigned char magic[4];
 	size_t shnum = 0, shstrndx = 0, phnum = 0, cap = 0;
@@ -126,44 +128,46 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 	Elf *e = NULL;
 	int fd, r = 0;
 
+	if (ef->attach != attach)
+		snprintf(ef->attach, sizeof(ef->attach), "%s", attach);
 	fd = open(attach, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
-			return bt_errf(err, errlen, EACCES, "permission denied opening %s", path);
-		return bt_errf(err, errlen, errno, "cannot open %s: %s", path, strerror(errno));
+			return bt_errs(err, EACCES, "permission denied opening %s", path);
+		return bt_errs(err, errno, "cannot open %s: %s", path, strerror(errno));
 	}
 	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0) {
 		close(fd);
-		return bt_errf(err, errlen, ENOEXEC, "%s is not an ELF file (not a program or shared library)", path);
+		return bt_errs(err, ENOEXEC, "%s is not an ELF file (not a program or shared library)", path);
 	}
 	if (elf_version(EV_CURRENT) == EV_NONE) {
 		close(fd);
-		return bt_errf(err, errlen, EINVAL, "libelf: %s", elf_errmsg(-1));
+		return bt_errs(err, EINVAL, "libelf: %s", elf_errmsg(-1));
 	}
 	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
-		r = bt_errf(err, errlen, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
+		r = bt_errs(err, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
 		goto out;
 	}
 	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
-		r = bt_errf(err, errlen, ENOEXEC, "%s is an ELF %s, not a program or shared library", path,
+		r = bt_errs(err, ENOEXEC, "%s is an ELF %s, not a program or shared library", path,
 			 eh.e_type == ET_REL ? "object file" : eh.e_type == ET_CORE ? "core dump" : "file of unknown type");
 		goto out;
 	}
 	if (host_machine() != EM_NONE && eh.e_machine != host_machine()) {
-		r = bt_errf(err, errlen, ENOEXEC, "%s is built for another architecture (ELF machine %u)", path,
+		r = bt_errs(err, ENOEXEC, "%s is built for another architecture (ELF machine %u)", path,
 			 eh.e_machine);
 		goto out;
 	}
 	if (elf_getshdrnum(e, &shnum) || elf_getshdrstrndx(e, &shstrndx) || elf_getphdrnum(e, &phnum)) {
-		r = bt_errf(err, errlen, ENOEXEC, "%s: corrupt ELF headers (%s)", path, elf_errmsg(-1));
+		r = bt_errs(err, ENOEXEC, "%s: corrupt ELF headers (%s)", path, elf_errmsg(-1));
 		goto out;
 	}
 	/* Loadable segments: virtual address -> file offset. */
 	ef->seg = calloc(phnum ? phnum : 1, sizeof(*ef->seg));
 	sec_exec = calloc(shnum ? shnum : 1, 1);
 	if (!ef->seg || !sec_exec) {
-		r = bt_errf(err, errlen, ENOMEM, "out of memory");
+		r = bt_errs(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < phnum; i++) {
@@ -176,7 +180,7 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 	/* Sections: executable ones, the symbol-version table, USDT notes. */
 	for (scn = NULL; (scn = elf_nextscn(e, scn));) {
 		GElf_Shdr sh;
-		const char *nm;
+		const char *nm = NULL;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
@@ -221,7 +225,7 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 				size_t nc = cap ? cap * 2 : 256;
 				struct bt_elf_func *nf = realloc(ef->f, nc * sizeof(*nf));
 				if (!nf) {
-					r = bt_errf(err, errlen, ENOMEM, "out of memory");
+					r = bt_errs(err, ENOMEM, "out of memory");
 					goto out;
 				}
 				ef->f = nf, cap = nc;
@@ -230,7 +234,7 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 			memset(f, 0, sizeof(*f));
 			f->name = strdup(name);
 			if (!f->name) {
-				r = bt_errf(err, errlen, ENOMEM, "out of memory");
+				r = bt_errs(err, ENOMEM, "out of memory");
 				goto out;
 			}
 			f->vaddr = s.st_value;
@@ -311,19 +315,113 @@ static struct bt_elf_func *func_at(struct bt_elf_file *ef, uint64_t vaddr)
 	return best;
 }
 
-static void display_name(struct bt_elf_func *f, char *out, size_t len)
+/*
+ * A probe at f+off must start an instruction: decode f from its entry. A
+ * probe inside an instruction either fails in the kernel or, worse, is taken
+ * and silently changes what the instruction computes.
+ */
+static int check_boundary(const struct bt_elf_file *ef, const char *path, const struct bt_elf_func *f,
+			  const char *nm, uint64_t off, char **err)
+{
+	struct bt_insn_where w;
+	uint64_t foff, len = f->size ? f->size : off + 16, avail = 0;
+	uint8_t *code;
+	int fd, r;
+
+	if (!off)
+		return 0;
+	if (vaddr_to_off(ef, f->vaddr, &foff))
+		return 0; /* not in a code segment: said by the caller */
+	for (size_t i = 0; i < ef->nseg; i++)
+		if (f->vaddr >= ef->seg[i].vaddr && f->vaddr < ef->seg[i].vaddr + ef->seg[i].filesz)
+			avail = ef->seg[i].vaddr + ef->seg[i].filesz - f->vaddr;
+	if (len > avail)
+		len = avail;
+	if (len > (64u << 20))
+		return bt_errs(err, EFBIG, "%s in %s is %" PRIu64 " bytes long: too long to decode", nm, path,
+			    len);
+	code = malloc(len ? len : 1);
+	if (!code)
+		return bt_errs(err, ENOMEM, "out of memory");
+	errno = 0;
+	fd = open(ef->attach, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || pread(fd, code, len, (off_t)foff) != (ssize_t)len) {
+		r = errno ? errno : EIO;
+		free(code);
+		if (fd >= 0)
+			close(fd);
+		return bt_errs(err, r, "cannot read the code of %s in %s: %s", nm, path, strerror(r));
+	}
+	close(fd);
+	r = bt_insn_boundary(code, len, f->vaddr, off, &w);
+	free(code);
+	if (r == 1 || r == -ENOTSUP) /* no decoder here: the kernel's checks only */
+		return 0;
+	if (r == 0 && w.has_next)
+		return bt_errs(err, EINVAL,
+			    "offset +0x%" PRIx64 " is inside an instruction of %s in %s, not at its start: a probe "
+			    "there would corrupt it; the nearest instruction boundaries are %s+0x%" PRIx64
+			    " and %s+0x%" PRIx64,
+			    off, nm, path, nm, w.prev, nm, w.next);
+	if (r == -EILSEQ)
+		return bt_errs(err, EINVAL,
+			    "cannot tell whether +0x%" PRIx64 " starts an instruction of %s in %s: bytes at +0x%" PRIx64
+			    " do not decode as an instruction (data in code?); probe the function entry or an offset "
+			    "before +0x%" PRIx64,
+			    off, nm, path, w.bad_at, w.bad_at);
+	return bt_errs(err, -r, "cannot decode %s in %s: %s", nm, path, strerror(-r));
+}
+
+/* The name to show: demangled if C++. */
+static const char *display_name(struct bt_elf_func *f)
 {
 	const char *d = efunc_dem(f);
 
-	snprintf(out, len, "%s", d ? d : f->name);
+	return d ? d : f->name;
+}
+
+/* Does demangled d answer to q: the signature (full: "tmax<long>(long, long)",
+ * with or without a template's return type) or the name ("ns::f",
+ * "tmax<long>")? A clone answers as the function it was made from. */
+static int dem_matches(const char *d, const char *q, int full)
+{
+	const char *c = strstr(d, " [clone .");
+	char *own = NULL;
+	size_t nl, ql = strlen(q);
+	int ok;
+
+	if (c) {
+		own = strndup(d, (size_t)(c - d));
+		if (!own)
+			return 0;
+		d = own;
+	}
+	if (full) {
+		ok = bt_demangled_eq(d, q) || bt_demangled_eq(bt_demangled_sig(d), q);
+	} else {
+		const char *n = bt_demangled_name(d, &nl);
+		ok = (nl == ql && strncmp(n, q, ql) == 0) ||
+		     (bt_demangled_base_len(d) == ql && strncmp(d, q, ql) == 0);
+		/* "tmax" names every instantiation of the template tmax<T>. */
+		if (!ok && nl > ql && n[nl - 1] == '>') {
+			size_t i = nl - 1;
+			int depth = 0;
+			do {
+				depth += n[i] == '>' ? 1 : n[i] == '<' ? -1 : 0;
+			} while (depth && i-- > 0);
+			ok = !depth && i == ql && strncmp(n, q, ql) == 0;
+		}
+	}
+	free(own);
+	return ok;
 }
 
 /* Find spec->func among ef's functions. */
 static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
-		     struct bt_elf_func **out, char *err, size_t errlen)
+		     struct bt_elf_func **out, char **err)
 {
 	const char *q = spec->func;
-	char qbuf[256];
+	char qbuf[sizeof(spec->func)];
 	struct bt_elf_func *cand[16];
 	size_t nc = 0, ncand_total = 0;
 	const char *at = strchr(q, '@');
@@ -340,10 +438,13 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 			ncand_total++;
 		}
 	/* A C++ function written demangled: "ns::f(int)" exactly, or "ns::f" for
-	 * every overload. */
+	 * every overload. Compiler clones of a function (f(int) [clone .cold])
+	 * are parts or copies of it, not overloads: only named when nothing else
+	 * is there. */
 	int via_dem = 0;
+	struct bt_elf_func *clone = NULL;
 	if (!nc && strncmp(q, "_Z", 2) != 0 && bt_demangler_available()) {
-		int full = strchr(q, '(') != NULL;
+		int full = bt_demangled_base_len(q) < strlen(q);
 
 		for (size_t i = 0; i < ef->nf; i++) {
 			if (strncmp(ef->f[i].name, "_Z", 2) != 0)
@@ -351,9 +452,12 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 			const char *d = efunc_dem(&ef->f[i]);
 			if (!d)
 				continue;
-			int ok = full ? bt_demangled_eq(d, q)
-				      : (bt_demangled_base_len(d) == strlen(q) && strncmp(d, q, strlen(q)) == 0);
-			if (!ok)
+			if (bt_demangled_is_clone(d) && !(full && bt_demangled_eq(d, q))) {
+				if (!clone && dem_matches(d, q, full))
+					clone = &ef->f[i];
+				continue;
+			}
+			if (!dem_matches(d, q, full) && !(full && bt_demangled_eq(d, q)))
 				continue;
 			if (nc < 16)
 				cand[nc++] = &ef->f[i];
@@ -361,9 +465,14 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 		}
 		via_dem = nc > 0;
 	}
+	if (!nc && clone)
+		return bt_errs(err, ENOENT,
+			    "'%s' in %s exists only as a compiler clone, %s (the compiler specialized or split it): "
+			    "probe the clone by its symbol name, %s",
+			    spec->func, path, efunc_dem(clone), clone->name);
 	if (!nc) {
 		struct bt_suggest sg = { .n = 0 };
-		char list[512];
+		char *list;
 
 		for (size_t i = 0; i < ef->nf; i++) {
 			struct bt_elf_func *f = &ef->f[i];
@@ -371,31 +480,37 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 
 			bt_suggest_add(&sg, q, f->name);
 			if (d) {
-				/* Demangled base names suggest themselves ("foo::bar"). */
+				/* Demangled names suggest themselves ("foo::bar", "tmax<long>"). */
 				char b[256];
-				size_t bl = bt_demangled_base_len(d);
+				size_t bl;
+				const char *bn = bt_demangled_name(d, &bl);
 				if (bl < sizeof(b)) {
-					memcpy(b, d, bl);
+					memcpy(b, bn, bl);
 					b[bl] = '\0';
 					bt_suggest_add(&sg, q, b);
 				}
 			}
 		}
-		bt_suggest_format(&sg, list, sizeof(list));
+		list = bt_suggest_format(&sg);
 		if (!ef->has_symtab) {
 			char known[64];
+			int r;
 
 			if (ef->nf)
 				snprintf(known, sizeof(known), "only its %zu exported functions are named", ef->nf);
 			else
 				snprintf(known, sizeof(known), "no function is named");
-			return bt_errf(err, errlen, ENOENT,
+			r = bt_errs(err, ENOENT,
 				    "symbol '%s' not found in %s, which is stripped (no .symtab: %s)%s%s; give an "
 				    "address instead: %s:0xADDRESS (from nm on an unstripped copy)",
-				    spec->func, path, known, sg.n ? "; closest: " : "", sg.n ? list : "", path);
+				    spec->func, path, known, sg.n ? "; closest: " : "", sg.n && list ? list : "", path);
+			free(list);
+			return r;
 		}
-		return bt_errf(err, errlen, ENOENT, "symbol '%s' not found in %s%s%s", spec->func, path,
-			    sg.n ? "; closest: " : "; no similar names", sg.n ? list : "");
+		int r = bt_errs(err, ENOENT, "symbol '%s' not found in %s%s%s", spec->func, path,
+				sg.n ? "; closest: " : "; no similar names", sg.n && list ? list : "");
+		free(list);
+		return r;
 	}
 	/* Several candidates: the default version over hidden ones, global
 	 * over weak over local; C++ overloads are the user's to choose. */
@@ -422,34 +537,38 @@ static int find_func(struct bt_elf_file *ef, const char *path, const struct bt_u
 		distinct = 1;
 	}
 	if (distinct) {
-		char list[768];
-		size_t o = 0;
+		char *list = NULL;
+		int r;
 
-		for (size_t i = 0; i < nc && o < sizeof(list); i++) {
+		for (size_t i = 0; i < nc; i++) {
 			if (via_dem)
-				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", efunc_dem(cand[i]));
+				bt_strcatf(&list, "%s%s", i ? ", " : "", efunc_dem(cand[i]));
 			else
-				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s0x%" PRIx64, i ? ", " : "",
-						      cand[i]->vaddr);
+				bt_strcatf(&list, "%s0x%" PRIx64, i ? ", " : "", cand[i]->vaddr);
 		}
+		if (ncand_total > nc)
+			bt_strcatf(&list, " and %zu more", ncand_total - nc);
 		if (via_dem)
-			return bt_errf(err, errlen, EINVAL,
+			r = bt_errs(err, EINVAL,
 				    "'%s' is overloaded in %s (%zu functions): %s; write the full signature or the "
 				    "mangled name",
-				    spec->func, path, ncand_total, list);
-		return bt_errf(err, errlen, EINVAL,
-			    "%zu different functions are named '%s' in %s (at %s); give one as %s:0xADDRESS",
-			    ncand_total, spec->func, path, list, path);
+				    spec->func, path, ncand_total, list ? list : "");
+		else
+			r = bt_errs(err, EINVAL,
+				    "%zu different functions are named '%s' in %s (at %s); give one as %s:0xADDRESS",
+				    ncand_total, spec->func, path, list ? list : "", path);
+		free(list);
+		return r;
 	}
 	*out = best;
 	return 0;
 }
 
 int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
-			  struct bt_uprobe_sym *out, char *err, size_t errlen)
+			  struct bt_uprobe_sym *out, char **err)
 {
 	struct bt_elf_func *f = NULL;
-	char nm[128];
+	const char *nm;
 	int r;
 
 	memset(out, 0, sizeof(*out));
@@ -457,41 +576,49 @@ int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt
 		out->vaddr = spec->addr;
 		f = func_at(ef, spec->addr);
 		if (f) {
-			display_name(f, nm, sizeof(nm));
+			nm = display_name(f);
 			if (spec->addr == f->vaddr)
-				snprintf(out->name, sizeof(out->name), "%s", nm);
+				bt_strcatf(&out->name, "%s", nm);
 			else
-				snprintf(out->name, sizeof(out->name), "%.100s+0x%" PRIx64, nm, spec->addr - f->vaddr);
+				bt_strcatf(&out->name, "%s+0x%" PRIx64, nm, spec->addr - f->vaddr);
 			out->size = f->size;
+			r = check_boundary(ef, path, f, nm, spec->addr - f->vaddr, err);
+			if (r)
+				return r;
 		} else {
-			snprintf(out->name, sizeof(out->name), "0x%" PRIx64, spec->addr);
+			bt_strcatf(&out->name, "0x%" PRIx64, spec->addr);
 		}
 	} else {
-		r = find_func(ef, path, spec, &f, err, errlen);
+		r = find_func(ef, path, spec, &f, err);
 		if (r)
 			return r;
-		display_name(f, nm, sizeof(nm));
+		nm = display_name(f);
 		if (f->type == STT_GNU_IFUNC)
-			return bt_errf(err, errlen, EINVAL,
+			return bt_errs(err, EINVAL,
 				    "'%s' in %s is an indirect function (ifunc): the implementation is picked at run "
 				    "time; probe the implementation (e.g. __%s_avx2, see nm -D) instead",
 				    spec->func, path, f->name);
 		if (f->size && spec->offset >= f->size)
-			return bt_errf(err, errlen, EINVAL, "offset +0x%" PRIx64 " is outside %s, which is %" PRIu64
+			return bt_errs(err, EINVAL, "offset +0x%" PRIx64 " is outside %s, which is %" PRIu64
 				    " bytes long", spec->offset, nm, f->size);
+		r = check_boundary(ef, path, f, nm, spec->offset, err);
+		if (r)
+			return r;
 		out->vaddr = f->vaddr + spec->offset;
 		out->size = f->size;
 		if (spec->offset)
-			snprintf(out->name, sizeof(out->name), "%.100s+0x%" PRIx64, nm, spec->offset);
+			bt_strcatf(&out->name, "%s+0x%" PRIx64, nm, spec->offset);
 		else
-			snprintf(out->name, sizeof(out->name), "%s", nm);
+			bt_strcatf(&out->name, "%s", nm);
 	}
+	if (!out->name)
+		return bt_errs(err, ENOMEM, "out of memory");
 	r = vaddr_to_off(ef, out->vaddr, &out->file_off);
 	if (r == -ENOEXEC)
-		return bt_errf(err, errlen, EINVAL, "0x%" PRIx64 " (%s) in %s is not code (a data segment)", out->vaddr,
+		return bt_errs(err, EINVAL, "0x%" PRIx64 " (%s) in %s is not code (a data segment)", out->vaddr,
 			    out->name, path);
 	if (r)
-		return bt_errf(err, errlen, EINVAL,
+		return bt_errs(err, EINVAL,
 			    "address 0x%" PRIx64 " is outside %s's loadable segments (addresses are as nm/objdump "
 			    "print them)",
 			    out->vaddr, path);
@@ -499,15 +626,15 @@ int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt
 }
 
 int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
-			  struct bt_uprobe_sym *out, char *err, size_t errlen)
+			  struct bt_uprobe_sym *out, char **err)
 {
 	struct bt_elf_file ef;
 	int r;
 
 	memset(&ef, 0, sizeof(ef));
-	r = bt_elf_load(attach, path, &ef, err, errlen);
+	r = bt_elf_load(attach, path, &ef, err);
 	if (!r)
-		r = bt_elf_resolve_sym(&ef, path, spec, out, err, errlen);
+		r = bt_elf_resolve_sym(&ef, path, spec, out, err);
 	bt_elf_free(&ef);
 	return r;
 }

@@ -13,13 +13,13 @@ struct bt_uprobe_sym {
 	uint64_t vaddr;    /* link-time address of the probed instruction */
 	uint64_t size;     /* the function's size, 0 if unknown */
 	uint64_t file_off; /* file offset of the probed instruction (what uprobes take) */
-	char name[128];    /* what to show: symbol (demangled), plus +0xOFF */
+	char *name;        /* what to show: symbol (demangled), plus +0xOFF; malloc'd, the caller frees */
 };
 
 /* Resolve spec (not usdt) in the ELF file `attach` (`path` names it in
  * messages). 0 or -errno + err (with suggestions). */
 int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_uprobe_spec *spec,
-			  struct bt_uprobe_sym *out, char *err, size_t errlen);
+			  struct bt_uprobe_sym *out, char **err);
 
 /* ---- a loaded ELF file (the resolver keeps one per file it meets) ---- */
 
@@ -53,14 +53,14 @@ struct bt_elf_file {
 	size_t nnotes;
 	/* a load failure is remembered with its message */
 	int err;
-	char msg[512];
+	char *msg; /* malloc'd */
 };
 
 /* Load the function symbols, loadable segments and USDT notes of `attach`
  * (`path` names it in messages) into a zeroed ef. 0 or -errno + err. */
-int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char *err, size_t errlen);
+int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char **err);
 void bt_elf_free(struct bt_elf_file *ef);
 /* Resolve spec (not usdt) among ef's functions and segments. 0 or -errno + err. */
 int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
-		       struct bt_uprobe_sym *out, char *err, size_t errlen);
+		       struct bt_uprobe_sym *out, char **err);
 #endif

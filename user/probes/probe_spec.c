@@ -5,6 +5,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <inttypes.h>
 #include <stdint.h>
 #include <string.h>
@@ -68,28 +69,39 @@ static long single_colon(const char *s)
 	return -1;
 }
 
-int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char *err, size_t errlen)
+static int parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char *buf, char **err);
+
+int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char **err)
 {
-	const char *opt = usdt ? "-U" : "-u";
-	char buf[512], *fn, *plus;
-	size_t len;
-	long c;
+	char *buf;
+	int r;
 
 	memset(out, 0, sizeof(*out));
 	out->usdt = !!usdt;
 	if (!spec || !*spec)
-		return bt_errf(err, errlen, EINVAL, "%s: empty probe spec", opt);
-	len = strlen(spec);
-	if (len >= sizeof(buf))
-		return bt_errf(err, errlen, EINVAL, "%s '%.64s...': probe spec too long", opt, spec);
-	memcpy(buf, spec, len + 1);
+		return bt_errs(err, EINVAL, "%s: empty probe spec", usdt ? "-U" : "-u");
+	buf = strdup(spec); /* any length: only each part has a limit */
+	if (!buf)
+		return bt_errs(err, ENOMEM, "out of memory");
+	r = parse(spec, usdt, out, buf, err);
+	free(buf);
+	return r;
+}
+
+/* The work of bt_uprobe_parse on buf, a copy of spec it may cut up. */
+static int parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char *buf, char **err)
+{
+	const char *opt = usdt ? "-U" : "-u";
+	char *fn, *plus;
+	size_t len = strlen(buf);
+	long c;
 
 	if (usdt) {
 		/* [BINARY:]PROVIDER:NAME, split from the right (a path may hold ':'). */
 		char *n = strrchr(buf, ':'), *p;
 
 		if (!n || n == buf || !n[1])
-			return bt_errf(err, errlen, EINVAL,
+			return bt_errs(err, EINVAL,
 				    "-U '%s': expected BINARY:PROVIDER:NAME (e.g. -U /usr/bin/python3:python:function__entry)",
 				    spec);
 		*n++ = '\0';
@@ -97,16 +109,17 @@ int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char
 		if (p) {
 			*p++ = '\0';
 			if (!buf[0])
-				return bt_errf(err, errlen, EINVAL, "-U '%s': empty binary before the provider", spec);
+				return bt_errs(err, EINVAL, "-U '%s': empty binary before the provider", spec);
 		} else {
 			p = buf;
 		}
 		if (!*p)
-			return bt_errf(err, errlen, EINVAL, "-U '%s': empty provider", spec);
+			return bt_errs(err, EINVAL, "-U '%s': empty provider", spec);
 		if (scopy(out->binary, sizeof(out->binary), p == buf ? "" : buf, p == buf ? 0 : strlen(buf)) ||
 		    scopy(out->provider, sizeof(out->provider), p, strlen(p)) ||
 		    scopy(out->name, sizeof(out->name), n, strlen(n)))
-			return bt_errf(err, errlen, EINVAL, "-U '%s': a part is too long", spec);
+			return bt_errs(err, EINVAL, "-U '%s': a part is too long (binary %zu bytes at most, provider and name %zu)",
+				       spec, sizeof(out->binary) - 1, sizeof(out->provider) - 1);
 		return 0;
 	}
 
@@ -114,22 +127,23 @@ int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char
 		out->retprobe = 1;
 		buf[len - 7] = '\0';
 	} else if (strchr(buf, '%')) {
-		return bt_errf(err, errlen, EINVAL, "%s '%s': unknown suffix '%s' (only %%return)", opt, spec,
+		return bt_errs(err, EINVAL, "%s '%s': unknown suffix '%s' (only %%return)", opt, spec,
 			    strchr(buf, '%'));
 	}
 	c = single_colon(buf);
 	if (c >= 0) {
 		buf[c] = '\0';
 		if (c == 0)
-			return bt_errf(err, errlen, EINVAL, "-u '%s': empty binary before ':'", spec);
+			return bt_errs(err, EINVAL, "-u '%s': empty binary before ':'", spec);
 		if (scopy(out->binary, sizeof(out->binary), buf, (size_t)c))
-			return bt_errf(err, errlen, EINVAL, "-u '%s': binary path too long", spec);
+			return bt_errs(err, EINVAL, "-u '%s': binary path too long (%zu bytes at most)", spec,
+				       sizeof(out->binary) - 1);
 		fn = buf + c + 1;
 	} else {
 		fn = buf;
 	}
 	if (!*fn)
-		return bt_errf(err, errlen, EINVAL, "-u '%s': no function (expected [BINARY:]FUNCTION[+OFFSET][%%return])",
+		return bt_errs(err, EINVAL, "-u '%s': no function (expected [BINARY:]FUNCTION[+OFFSET][%%return])",
 			    spec);
 	/* +OFFSET: a '+' followed by a number to the end ("operator+" has none). */
 	plus = strrchr(fn, '+');
@@ -137,20 +151,21 @@ int bt_uprobe_parse(const char *spec, int usdt, struct bt_uprobe_spec *out, char
 		int r = parse_num(plus + 1, &out->offset);
 
 		if (r)
-			return bt_errf(err, errlen, EINVAL, "-u '%s': bad offset '%s' (decimal or 0x hex)", spec, plus + 1);
+			return bt_errs(err, EINVAL, "-u '%s': bad offset '%s' (decimal or 0x hex)", spec, plus + 1);
 		*plus = '\0';
 	}
 	if (fn[0] == '0' && (fn[1] == 'x' || fn[1] == 'X')) {
 		if (parse_num(fn, &out->addr))
-			return bt_errf(err, errlen, EINVAL, "-u '%s': bad address '%s'", spec, fn);
+			return bt_errs(err, EINVAL, "-u '%s': bad address '%s'", spec, fn);
 		out->has_addr = 1;
 		out->addr += out->offset;
 		out->offset = 0;
 	} else if (scopy(out->func, sizeof(out->func), fn, strlen(fn))) {
-		return bt_errf(err, errlen, EINVAL, "-u '%s': function name too long", spec);
+		return bt_errs(err, EINVAL, "-u '%s': function name too long (%zu bytes at most)", spec,
+			       sizeof(out->func) - 1);
 	}
 	if (out->retprobe && out->offset)
-		return bt_errf(err, errlen, EINVAL,
+		return bt_errs(err, EINVAL,
 			    "-u '%s': a return probe goes on the function's entry; drop +%" PRIu64 " or %%return",
 			    spec, out->offset);
 	return 0;

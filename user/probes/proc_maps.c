@@ -28,7 +28,7 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-static int check_pid(int pid, char *err, size_t errlen)
+static int check_pid(int pid, char **err)
 {
 	char p[64], st[256];
 	FILE *f;
@@ -37,8 +37,8 @@ static int check_pid(int pid, char *err, size_t errlen)
 	f = fopen(p, "re");
 	if (!f) {
 		if (errno == ENOENT)
-			return bt_errf(err, errlen, ESRCH, "no process with pid %d", pid);
-		return bt_errf(err, errlen, errno, "cannot read %s: %s", p, strerror(errno));
+			return bt_errs(err, ESRCH, "no process with pid %d", pid);
+		return bt_errs(err, errno, "cannot read %s: %s", p, strerror(errno));
 	}
 	if (!fgets(st, sizeof(st), f))
 		st[0] = '\0';
@@ -46,7 +46,54 @@ static int check_pid(int pid, char *err, size_t errlen)
 	/* "pid (comm) S ...": a zombie has no memory left to probe. */
 	char *rp = strrchr(st, ')');
 	if (rp && (rp[2] == 'Z' || rp[2] == 'X'))
-		return bt_errf(err, errlen, ESRCH, "process %d has already exited (zombie)", pid);
+		return bt_errs(err, ESRCH, "process %d has already exited (zombie)", pid);
+	return 0;
+}
+
+/* "Name:" and "Tgid:" of /proc/ID/status (or ID/task/ID/status). */
+static int read_status(const char *p, char *name, size_t namelen, int *tgid)
+{
+	char line[256];
+	FILE *f = fopen(p, "re");
+
+	if (!f)
+		return -errno;
+	*tgid = 0;
+	if (namelen)
+		name[0] = '\0';
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "Name:", 5) == 0 && namelen) {
+			char *v = line + 5;
+			v += strspn(v, " \t");
+			v[strcspn(v, "\n")] = '\0';
+			snprintf(name, namelen, "%s", v);
+		} else if (strncmp(line, "Tgid:", 5) == 0) {
+			*tgid = atoi(line + 5);
+		}
+	}
+	fclose(f);
+	return *tgid > 0 ? 0 : -EINVAL;
+}
+
+int bt_proc_tgid(int id, int *tgid, char *comm, size_t commlen, char *tcomm, size_t tcommlen, char **err)
+{
+	char p[64], own[64];
+	int r, t2;
+
+	if (id <= 0)
+		return bt_errs(err, EINVAL, "bad pid %d", id);
+	/* /proc/ID exists for thread ids too (unlisted): its status says Tgid. */
+	snprintf(p, sizeof(p), "/proc/%d/status", id);
+	r = read_status(p, tcomm ? tcomm : own, tcomm ? tcommlen : sizeof(own), tgid);
+	if (r == -ENOENT || r == -ESRCH)
+		return bt_errs(err, ESRCH, "no process or thread with id %d", id);
+	if (r)
+		return bt_errs(err, -r, "cannot read %s: %s", p, strerror(-r));
+	if (comm && commlen) {
+		snprintf(p, sizeof(p), "/proc/%d/status", *tgid);
+		if (read_status(p, comm, commlen, &t2) || t2 != *tgid)
+			snprintf(comm, commlen, "?");
+	}
 	return 0;
 }
 
@@ -59,7 +106,7 @@ struct map_ent {
 };
 
 /* File-backed mappings of pid ("self" when pid <= 0). Returns the count or -errno. */
-static long read_maps(int pid, struct map_ent **out, char *err, size_t errlen)
+static long read_maps(int pid, struct map_ent **out, char **err)
 {
 	char p[64], line[PATH_MAX + 256];
 	struct map_ent *v = NULL;
@@ -75,12 +122,12 @@ static long read_maps(int pid, struct map_ent **out, char *err, size_t errlen)
 		int e = errno;
 
 		if (e == ENOENT && pid > 0)
-			return bt_errf(err, errlen, ESRCH, "no process with pid %d", pid);
+			return bt_errs(err, ESRCH, "no process with pid %d", pid);
 		if (e == EACCES || e == EPERM)
-			return bt_errf(err, errlen, EACCES,
+			return bt_errs(err, EACCES,
 				    "permission denied reading %s: run as root (or with ptrace access to process %d)",
 				    p, pid);
-		return bt_errf(err, errlen, e, "cannot read %s: %s", p, strerror(e));
+		return bt_errs(err, e, "cannot read %s: %s", p, strerror(e));
 	}
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long s, e, off, ino;
@@ -101,7 +148,7 @@ static long read_maps(int pid, struct map_ent **out, char *err, size_t errlen)
 			if (!nv) {
 				free(v);
 				fclose(f);
-				return bt_errf(err, errlen, ENOMEM, "out of memory");
+				return bt_errs(err, ENOMEM, "out of memory");
 			}
 			v = nv, cap = nc;
 		}
@@ -119,12 +166,12 @@ static long read_maps(int pid, struct map_ent **out, char *err, size_t errlen)
 	fclose(f);
 	if (rerr) {
 		free(v);
-		return bt_errf(err, errlen, EIO, "cannot read %s", p);
+		return bt_errs(err, EIO, "cannot read %s", p);
 	}
 	if (n == 0 && pid > 0) {
 		free(v);
 		/* A process with no file mapping: a kernel thread, or a zombie. */
-		return bt_errf(err, errlen, ESRCH, "process %d has no user memory (a kernel thread, or exiting)", pid);
+		return bt_errs(err, ESRCH, "process %d has no user memory (a kernel thread, or exiting)", pid);
 	}
 	*out = v;
 	return (long)n;
@@ -228,6 +275,38 @@ static int find_in_dir(const char *dir, const char *name, char *out, size_t len)
 	return 1;
 }
 
+/*
+ * `name` looked up on PATH as execvp(3) does (the first executable regular
+ * file, in PATH order; an empty PATH entry is the current directory), with
+ * symlinks followed: the real file into out. 1 if found. Scripts are passed
+ * over (a pyenv shim runs some python3 ELF further on; it has no symbols).
+ */
+static int find_on_path(const char *name, char *out, size_t len)
+{
+	const char *env = getenv("PATH"), *dir, *end;
+	char p[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+
+	if (!env)
+		env = "/usr/local/bin:/usr/bin:/bin";
+	for (dir = env;; dir = end + 1) {
+		size_t dl;
+
+		end = strchr(dir, ':');
+		if (!end)
+			end = dir + strlen(dir);
+		dl = (size_t)(end - dir);
+		if ((size_t)snprintf(p, sizeof(p), "%.*s%s%s", (int)dl, dir, dl ? "/" : "", name) < sizeof(p) &&
+		    stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0 && realpath(p, real) &&
+		    is_elf_file(real)) {
+			snprintf(out, len, "%s", real);
+			return 1;
+		}
+		if (!*end)
+			return 0;
+	}
+}
+
 /* Files of maps that answer to name (distinct inodes). */
 static size_t maps_matches(const struct map_ent *m, size_t n, const char *name, size_t *idx, size_t max)
 {
@@ -253,7 +332,7 @@ static size_t maps_matches(const struct map_ent *m, size_t n, const char *name, 
 }
 
 int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathlen, char *attach,
-			  size_t attachlen, char *err, size_t errlen)
+			  size_t attachlen, char **err)
 {
 	struct map_ent *m = NULL;
 	struct stat st;
@@ -261,25 +340,25 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 	long n;
 	int r;
 
-	if (pid > 0 && (r = check_pid(pid, err, errlen)))
+	if (pid > 0 && (r = check_pid(pid, err)))
 		return r;
 	if (!binary || !binary[0]) {
 		ssize_t l;
 
 		if (pid <= 0)
-			return bt_errf(err, errlen, EINVAL,
+			return bt_errs(err, EINVAL,
 				    "no binary given: write BINARY:FUNCTION (-u) or BINARY:PROVIDER:NAME (-U), or give -p PID "
 				    "to probe that process's executable");
 		snprintf(p, sizeof(p), "/proc/%d/exe", pid);
 		l = readlink(p, path, pathlen - 1);
 		if (l < 0) {
 			if (errno == EACCES || errno == EPERM)
-				return bt_errf(err, errlen, EACCES,
+				return bt_errs(err, EACCES,
 					    "permission denied reading %s: run as root (or with ptrace access to process %d)",
 					    p, pid);
 			if (errno == ENOENT)
-				return bt_errf(err, errlen, ESRCH, "process %d has no executable (a kernel thread?)", pid);
-			return bt_errf(err, errlen, errno, "cannot read %s: %s", p, strerror(errno));
+				return bt_errs(err, ESRCH, "process %d has no executable (a kernel thread?)", pid);
+			return bt_errs(err, errno, "cannot read %s: %s", p, strerror(errno));
 		}
 		path[l] = '\0';
 		if (l > 10 && strcmp(path + l - 10, " (deleted)") == 0)
@@ -295,7 +374,7 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		snprintf(path, pathlen, "%s", binary);
 		if (stat(binary, &st) == 0) {
 			if (!S_ISREG(st.st_mode))
-				return bt_errf(err, errlen, EINVAL, "%s is not a regular file", binary);
+				return bt_errs(err, EINVAL, "%s is not a regular file", binary);
 			snprintf(attach, attachlen, "%s", binary);
 			return 0;
 		}
@@ -308,12 +387,16 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 			}
 		}
 		if (r == EACCES)
-			return bt_errf(err, errlen, EACCES, "permission denied: %s", binary);
-		return bt_errf(err, errlen, ENOENT, "no such file: %s", binary);
+			return bt_errs(err, EACCES, "permission denied: %s", binary);
+		return bt_errs(err, ENOENT, "no such file: %s", binary);
 	}
 
+	/* No process: a program name as the shell finds it, before any library
+	 * ("python3" is /usr/bin/python3 -> python3.11, not libpython3.11.so). */
+	if (pid <= 0 && find_on_path(binary, path, pathlen))
+		goto found;
 	/* A name: the target's maps first. */
-	n = read_maps(pid, &m, err, errlen);
+	n = read_maps(pid, &m, err);
 	if (n < 0 && pid > 0)
 		return (int)n;
 	if (n >= 0) {
@@ -337,13 +420,13 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 			}
 		}
 		if (k > 1) {
-			char list[512];
-			size_t o = 0;
+			char *list = NULL;
 
-			for (size_t i = 0; i < k && o < sizeof(list); i++)
-				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? ", " : "", m[idx[i]].path);
-			r = bt_errf(err, errlen, EINVAL, "'%s' matches several files mapped by %s: %s; give the path",
-				 binary, pid > 0 ? "the process" : "this process", list);
+			for (size_t i = 0; i < k; i++)
+				bt_strcatf(&list, "%s%s", i ? ", " : "", m[idx[i]].path);
+			r = bt_errs(err, EINVAL, "'%s' matches several files mapped by %s: %s; give the path",
+				 binary, pid > 0 ? "the process" : "this process", list ? list : "");
+			free(list);
 			free(m);
 			return r;
 		}
@@ -355,28 +438,31 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		}
 		if (pid > 0) {
 			/* Say what the process does map. */
-			char list[512];
-			size_t o = 0, shown = 0;
+			char *list = NULL;
+			size_t shown = 0, files = 0;
 
-			for (long i = 0; i < n && o < sizeof(list) && shown < 10; i++) {
+			for (long i = 0; i < n; i++) {
 				int dup = 0;
 				for (long j = 0; j < i && !dup; j++)
 					dup = m[j].exec && m[j].ino == m[i].ino && m[j].dev == m[i].dev;
 				if (dup || !m[i].exec)
 					continue;
-				o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", shown ? ", " : "",
-						      base_name(m[i].path));
-				shown++;
+				files++;
+				if (shown < 10) /* the first ten, then how many more */
+					bt_strcatf(&list, "%s%s", shown++ ? ", " : "", base_name(m[i].path));
 			}
-			r = bt_errf(err, errlen, ENOENT,
+			if (files > shown)
+				bt_strcatf(&list, " and %zu more", files - shown);
+			r = bt_errs(err, ENOENT,
 				 "process %d maps no library or executable named '%s' (it maps: %s); give a path", pid,
-				 binary, shown ? list : "nothing executable");
+				 binary, list ? list : "nothing executable");
+			free(list);
 			free(m);
 			return r;
 		}
 		free(m);
 	}
-	/* No process: library directories, then PATH. */
+	/* No process, no program of that name: the library directories. */
 	for (size_t i = 0; i < sizeof(lib_dirs) / sizeof(lib_dirs[0]); i++) {
 		char alt[300];
 
@@ -387,18 +473,8 @@ int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathle
 		    find_in_dir(lib_dirs[i], alt, path, pathlen))
 			goto found;
 	}
-	const char *env = getenv("PATH");
-	char pathv[4096];
-	snprintf(pathv, sizeof(pathv), "%s", env && *env ? env : "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
-	for (char *save = NULL, *dir = strtok_r(pathv, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-		snprintf(p, sizeof(p), "%s/%s", dir, binary);
-		if (stat(p, &st) == 0 && S_ISREG(st.st_mode) && access(p, X_OK) == 0) {
-			snprintf(path, pathlen, "%s", p);
-			goto found;
-		}
-	}
-	return bt_errf(err, errlen, ENOENT,
-		    "cannot find '%s': no such library in the library directories nor program on PATH; give its path",
+	return bt_errs(err, ENOENT,
+		    "cannot find '%s': no such program on PATH nor library in the library directories; give its path",
 		    binary);
 found:
 	snprintf(attach, attachlen, "%s", path);

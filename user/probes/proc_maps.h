@@ -12,5 +12,12 @@
  * /proc/PID/root/... or /proc/PID/map_files/...). 0 or -errno + err.
  */
 int bt_uprobe_find_binary(int pid, const char *binary, char *path, size_t pathlen, char *attach,
-			  size_t attachlen, char *err, size_t errlen);
+			  size_t attachlen, char **err);
+/*
+ * The process (thread group) of task id `id`, which may be a thread id:
+ * *tgid, and the names of both (comm, may be NULL). A uprobe bound to a
+ * thread id fires for that thread only and ends with it; -p means the
+ * process. 0, or -ESRCH / -errno + err.
+ */
+int bt_proc_tgid(int id, int *tgid, char *comm, size_t commlen, char *tcomm, size_t tcommlen, char **err);
 #endif

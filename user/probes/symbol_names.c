@@ -4,11 +4,13 @@
  * first use, so C programs do not need libstdc++) and the closest-name
  * suggestions of "symbol not found" messages.
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "symbol_names.h"
+#include "util.h"
 
 typedef char *(*cxa_demangle_fn)(const char *, char *, size_t *, int *);
 static cxa_demangle_fn demangler;
@@ -61,22 +63,86 @@ int bt_demangled_eq(const char *a, const char *b)
 	}
 }
 
-/* Length of a demangled name without its parameter list: "ns::f(int) const"
- * -> "ns::f". Template arguments in <> are kept. */
-size_t bt_demangled_base_len(const char *d)
+/* Past "operator" and its symbol at d[i] ("operator<<", "operator()",
+ * "operator new"): where the scan goes on; i itself if not an operator. */
+static size_t skip_operator(const char *d, size_t i)
 {
-	int angle = 0;
+	if (strncmp(d + i, "operator", 8) != 0 || (i > 0 && (isalnum((unsigned char)d[i - 1]) || d[i - 1] == '_')))
+		return i;
+	i += 8;
+	if (d[i] == ' ') { /* operator new, operator int: the name runs to the '(' */
+		while (d[i] && d[i] != '(')
+			i++;
+		return i;
+	}
+	if (strncmp(d + i, "()", 2) == 0 || strncmp(d + i, "[]", 2) == 0)
+		return i + 2;
+	while (d[i] && strchr("<>=!+-*/%^&|~,", d[i]))
+		i++;
+	return i;
+}
+
+/*
+ * The function name of a demangled symbol: [*start, *start + len) without
+ * the return type a template carries ("long tmax<long>(long, long)" ->
+ * "tmax<long>") and without the parameter list ("ns::f(int) const" ->
+ * "ns::f"). Template arguments in <> are kept.
+ */
+static size_t name_span(const char *d, size_t *start)
+{
+	int angle = 0, paren = 0;
 	size_t i;
 
+	*start = 0;
 	for (i = 0; d[i]; i++) {
+		size_t j = skip_operator(d, i);
+
+		if (j != i) {
+			i = j - 1;
+			continue;
+		}
 		if (d[i] == '<')
 			angle++;
 		else if (d[i] == '>')
 			angle--;
-		else if (d[i] == '(' && angle <= 0 && i > 0)
-			return i;
+		else if (d[i] == '(' && angle <= 0 && paren == 0 && i > 0)
+			return i - *start;
+		else if (d[i] == '(')
+			paren++;
+		else if (d[i] == ')')
+			paren--;
+		else if (d[i] == ' ' && angle <= 0 && paren == 0 && strncmp(d + i, " [clone ", 8) != 0)
+			*start = i + 1; /* what came before is the return type */
 	}
-	return i;
+	return i - *start;
+}
+
+size_t bt_demangled_base_len(const char *d)
+{
+	size_t start, len = name_span(d, &start);
+
+	return start + len;
+}
+
+const char *bt_demangled_name(const char *d, size_t *len)
+{
+	size_t start;
+
+	*len = name_span(d, &start);
+	return d + start;
+}
+
+const char *bt_demangled_sig(const char *d)
+{
+	size_t start;
+
+	name_span(d, &start);
+	return d + start;
+}
+
+int bt_demangled_is_clone(const char *d)
+{
+	return strstr(d, " [clone .") != NULL;
 }
 
 int bt_demangler_available(void)
@@ -147,11 +213,14 @@ void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand)
 	sg->score[pos] = score;
 }
 
-void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len)
+char *bt_suggest_format(const struct bt_suggest *sg)
 {
-	size_t o = 0;
+	char *s = strdup("");
 
-	buf[0] = '\0';
-	for (size_t i = 0; i < sg->n && o < len; i++)
-		o += (size_t)snprintf(buf + o, len - o, "%s%s", i ? ", " : "", sg->name[i]);
+	for (size_t i = 0; i < sg->n && s; i++)
+		if (bt_strcatf(&s, "%s%s", i ? ", " : "", sg->name[i])) {
+			free(s);
+			return NULL;
+		}
+	return s;
 }

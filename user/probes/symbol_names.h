@@ -19,6 +19,14 @@ int bt_demangled_eq(const char *a, const char *b);
 /* Length of a demangled name without its parameter list: "ns::f(int) const"
  * -> "ns::f". Template arguments in <> are kept. */
 size_t bt_demangled_base_len(const char *d);
+/* The name alone, without a template's return type nor the parameters:
+ * "long tmax<long>(long, long)" -> "tmax<long>" (len), "ns::f(int)" -> "ns::f". */
+const char *bt_demangled_name(const char *d, size_t *len);
+/* The signature without a template's return type: "tmax<long>(long, long)". */
+const char *bt_demangled_sig(const char *d);
+/* A compiler clone, not a function of the source: "f(int) [clone .cold]"
+ * (also .part.N, .isra.N, .constprop.N, .lto_priv.N). */
+int bt_demangled_is_clone(const char *d);
 
 /* The closest names to a query, best first (at most BT_NSUGGEST). */
 #define BT_NSUGGEST 4
@@ -29,6 +37,6 @@ struct bt_suggest {
 };
 /* Offer `cand` (a symbol or demangled base name) as a suggestion for `q`. */
 void bt_suggest_add(struct bt_suggest *sg, const char *q, const char *cand);
-/* "a, b, c" into buf. */
-void bt_suggest_format(const struct bt_suggest *sg, char *buf, size_t len);
+/* "a, b, c" (malloc'd; NULL if out of memory). */
+char *bt_suggest_format(const struct bt_suggest *sg);
 #endif

@@ -12,12 +12,15 @@
  *
  *   BINARY    a path, or a name looked up in the target's memory maps with -p
  *             ("libc" finds the libc.so.6 that process maps, "myprog" its
- *             executable), else in the standard library directories and PATH.
+ *             executable); without -p, a program on PATH as the shell finds
+ *             it (symlinks followed: python3 -> /usr/bin/python3.11), else
+ *             a library in the standard library directories.
  *             Omitted: the executable of the -p process.
  *   FUNCTION  a symbol from .symtab or .dynsym; C++ functions mangled
  *             (_ZN3foo3barEi) or demangled (foo::bar, or foo::bar(int) to
  *             pick one overload).
- *   +OFFSET   bytes into the function (decimal or 0x hex), entry probes only.
+ *   +OFFSET   bytes into the function (decimal or 0x hex), entry probes only;
+ *             must start an instruction (the function is decoded to check).
  *   0xADDRESS a virtual address as nm/objdump print it, for stripped binaries.
  *   %return   a return probe: return value and duration since the entry.
  *
@@ -58,7 +61,7 @@ struct bt_uprobe_opts {
  * binary, offset outside the function, ...
  */
 int bt_uprobes_resolve(const struct bt_uprobe_opts *o, struct bt_probe_desc **table, size_t *n,
-		       char *err, size_t errlen);
+		       char **err);
 
 struct bt_uprobes;
 
@@ -75,7 +78,7 @@ struct bt_uprobes;
  * NULL is returned, errno set and one line written into err.
  */
 struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd, int cpu_state_fd,
-				   char *err, size_t errlen);
+				   char **err);
 
 /* The probe table for dumps (ids are indexes). Refreshes BT_PROBE_ENDED in
  * place: call it from one thread (the dump writer); the rows stay valid until
@@ -91,6 +94,9 @@ struct bt_probe_desc *bt_uprobes_table_copy(struct bt_uprobes *u, size_t *n);
  * bt_obj_prog_misses), at most max; returns how many were written. */
 struct bt_prog_miss;
 size_t bt_uprobes_prog_misses(const struct bt_uprobes *u, struct bt_prog_miss *out, size_t max);
+/* One line per probe on stderr: the spec, the function and the file chosen
+ * for it (what a program name or library name resolved to), the pid. */
+void bt_uprobes_print(const struct bt_uprobes *u);
 
 /* Rows of the probe table (one per spec and pid). */
 size_t bt_uprobes_nprobes(const struct bt_uprobes *u);

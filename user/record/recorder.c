@@ -489,13 +489,24 @@ int recorder_run(const struct record_opts *opts)
 		return 1;
 	}
 	if (o.filter_tgid) {
-		char p[32];
+		char comm[64], tcomm[64], *perr = NULL;
+		int tgid;
 
-		snprintf(p, sizeof(p), "/proc/%u", o.filter_tgid);
-		if (access(p, F_OK)) {
-			bt_warn("no process with pid %u: give the pid of a running process to -p",
-				o.filter_tgid);
+		ret = bt_proc_tgid((int)o.filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
+		if (ret) {
+			if (ret == -ESRCH)
+				bt_warn("no process with pid %u: give the pid of a running process to -p",
+					o.filter_tgid);
+			else
+				bt_warn("-p %u: %s", o.filter_tgid, perr);
+			free(perr);
 			return 1;
+		}
+		/* -p THREAD_ID: its process, all threads (events carry the tgid). */
+		if ((uint32_t)tgid != o.filter_tgid) {
+			bt_warn("-p %u is thread %u (%s) of process %d (%s): tracing the process", o.filter_tgid,
+				o.filter_tgid, tcomm, tgid, comm);
+			o.filter_tgid = (uint32_t)tgid;
 		}
 	}
 	/* A --ctl that cannot work is found before anything is loaded. */
@@ -580,20 +591,26 @@ int recorder_run(const struct record_opts *opts)
 			.nargs = o.uargs,
 			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
 		};
+		char *uerr = NULL; /* any length: a probe's message is never cut */
+
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
-					    err, sizeof(err));
-		for (size_t i = 0; !r.uprobes && i < o.ntriggers; i++)
-			if (o.triggers[i].kind == BT_TRIG_UPROBE && strstr(err, o.triggers[i].arg)) {
-				/* it is attached like a -u probe */
-				bt_warn("--trigger '%s': %s", o.triggers[i].cond, err);
-				exit_code = 1;
-				goto out;
-			}
+					    &uerr);
 		if (!r.uprobes) {
-			bt_warn("%s", err);
+			const char *m = uerr ? uerr : strerror(errno);
+			size_t i = 0;
+
+			/* a uprobe:PROBE trigger is attached like a -u probe */
+			while (i < o.ntriggers && !(o.triggers[i].kind == BT_TRIG_UPROBE && strstr(m, o.triggers[i].arg)))
+				i++;
+			if (i < o.ntriggers)
+				bt_warn("--trigger '%s': %s", o.triggers[i].cond, m);
+			else
+				bt_warn("%s", m);
+			free(uerr);
 			exit_code = 1;
 			goto out;
 		}
+		free(uerr);
 		if (o.ntriggers && find_trigger_ids(&r) < 0) {
 			exit_code = 1;
 			goto out;
@@ -698,9 +715,11 @@ int recorder_run(const struct record_opts *opts)
 	}
 
 	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
-	if (r.uprobes)
+	if (r.uprobes) {
+		bt_uprobes_print(r.uprobes);
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
+	}
 	for (size_t i = 0; i < o.ntriggers; i++)
 		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
 			o.triggers[i].cond, (double)o.triggers[i].after_ns / 1e9, (double)o.triggers[i].limit_ns / 1e9);

@@ -90,15 +90,17 @@ static int attach_func(struct bt_trig_bpf *t, const struct bt_trigger_spec *s, u
 	int pid = (int)s->tgid;
 	struct bt_uprobe_opts uo = { .specs = specs, .nspecs = 1, .pids = pid ? &pid : NULL, .npids = pid ? 1 : 0 };
 	struct bt_probe_desc *tab = NULL;
-	char e[512];
+	char *e = NULL; /* any length */
 	size_t n = 0;
-	int r = bt_uprobes_resolve(&uo, &tab, &n, e, sizeof(e));
+	int r = bt_uprobes_resolve(&uo, &tab, &n, &e);
 
 	if (r) {
-		snprintf(err, errlen, "--trigger '%s': %s", s->cond, e);
+		snprintf(err, errlen, "--trigger '%s': %s", s->cond, e ? e : strerror(-r));
+		free(e);
 		free(tab);
 		return r;
 	}
+	free(e);
 	for (size_t i = 0; i < n && !r; i++) {
 		for (int ret = 0; ret < 2 && !r; ret++) {
 			LIBBPF_OPTS(bpf_uprobe_opts, po, .bpf_cookie = slot, .retprobe = ret);
