@@ -39,6 +39,7 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 #include "uprobes.h"
+#include "kernel_features.h"
 #include "uprobe.skel.h"
 
 /* Cookie layout, mirrored from bpf/uprobe.bpf.c (BT_UC_*): keep in step. */
@@ -1709,6 +1710,9 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *o, int rings_fd,
 		nentry += u->att[i].kind == K_ENTRY;
 	}
 
+	r = bt_kernel_check_uprobes(err, errlen);
+	if (r)
+		goto fail_out;
 	u->skel = uprobe_bpf__open();
 	if (!u->skel) {
 		r = fail(err, errlen, errno, "cannot open the uprobe BPF object: %s", strerror(errno));
