@@ -14,6 +14,9 @@
  *   -p USEC     pause between events (default 0)
  *   -c          after writing, scribble over the shared buffer (corruption test)
  *   -s SECONDS  stay alive after writing (default 0)
+ *   -q FILE     after writing, stay alive until FILE exists (the test says
+ *               when to quit: what it does to a live app then holds however
+ *               slow the machine; gives up after 10 minutes, exit status 1)
  *   -f FILE     touch FILE once attached (scripts wait for it)
  *   -u          reserve space in the buffer and never confirm it (a writer
  *               stuck mid-write), then write as usual
@@ -124,8 +127,8 @@ int main(int argc, char **argv)
 	long wait_s = 10, stay = 0;
 	int corrupt = 0, stuck = 0, c;
 	long fork_child = 0;
-	const char *flag = NULL;
-	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:uxF:")) != -1) {
+	const char *flag = NULL, *quit = NULL;
+	while ((c = getopt(argc, argv, "t:n:w:p:cs:f:q:uxF:")) != -1) {
 		switch (c) {
 		case 't': nthreads = atol(optarg); break;
 		case 'n': nevents = atol(optarg); break;
@@ -134,11 +137,12 @@ int main(int argc, char **argv)
 		case 'c': corrupt = 1; break;
 		case 's': stay = atol(optarg); break;
 		case 'f': flag = optarg; break;
+		case 'q': quit = optarg; break;
 		case 'u': stuck = 1; break;
 		case 'x': die_mid_write = 1; break;
 		case 'F': fork_child = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-u] [-x]\n");
+			fprintf(stderr, "usage: app_stress [-t T] [-n N] [-w S] [-p USEC] [-c] [-s S] [-f FILE] [-q FILE] [-u] [-x] [-F S]\n");
 			return 2;
 		}
 	}
@@ -171,6 +175,15 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (stay)
 		sleep((unsigned)stay);
+	if (quit) {
+		long ms = 0;
+		for (; access(quit, F_OK) != 0 && ms < 600 * 1000; ms += 10)
+			usleep(10000);
+		if (access(quit, F_OK) != 0) {
+			fprintf(stderr, "app_stress: %s did not appear in 10 minutes\n", quit);
+			return 1;
+		}
+	}
 	if (fork_child > 0 && fork() == 0) {
 		BTRACE_INSTANT("child"); /* detached in the child: goes nowhere */
 		sleep((unsigned)fork_child);

@@ -60,9 +60,13 @@ check "an app started before the recorder attaches" wait_for 20 test -e "$T_TMP/
 wait "$EARLY"
 check "that app exits 0" test $? -eq 0
 
-# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile.
-"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" >"$T_TMP/big.log" 2>&1 &
+# 64 threads, ~2 s of writing; dumps and app buffer resizes meanwhile. The app
+# stays alive until big.quit exists, so both resizes and the status see it
+# live however slow the machine (under emulation the writing alone can end
+# before the second resize).
+"$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" -q "$T_TMP/big.quit" >"$T_TMP/big.log" 2>&1 &
 BIG=$!
+T_PIDS+=("$BIG") # killed on the way out if the test ends early
 wait_for 20 test -e "$T_TMP/big.attached"
 sleep 0.3
 D1=$(ctl dump -o "$T_TMP/mid1.btd" 2>&1 | head -1)
@@ -73,6 +77,7 @@ R2=$(ctl app-resize 48M 2>&1)
 check "app-resize replaced the live app's buffer" grep -q "^1 application buffer replaced" <<<"$R1"
 check "second app-resize too" grep -q "^1 application buffer replaced" <<<"$R2"
 check "ctl status lists the app" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $BIG app_stress live'"
+touch "$T_TMP/big.quit"
 wait "$BIG"
 check "the 64-thread app exits 0" test $? -eq 0
 check_dump "dump during writes: retained stamps untorn, unique, in order per thread" "$D1" 64 2000 --suffix "$BIG"
