@@ -33,11 +33,13 @@ rb_drops() { "$BT" report --stats "$1" | sed -n 's/^ *ring-buffer reservation fa
 
 # ---- resize during a workload ---------------------------------------------------
 # A paced workload (up to 40k events/s, ~1.4 MB/s) filtered by name: the
-# smallest buffer (8M) holds ~6 s, so a dump right after a resize must still
-# reach back to before the resize; a gap would be a loss caused by the
-# resize. The pace is derived from the measured window: on a slow machine
-# (emulation, a loaded host) where a resize and a dump take longer, the
-# workload is slowed until 8M holds at least 10 of those round trips.
+# smallest buffer (8M) holds ~6 s. The continuous window of a dump right
+# after a resize must reach back from the resize by at least half of what
+# the smaller of the two sizes holds at the measured fill rate (or half the
+# recording so far, if shorter); a shorter window would be a loss caused by
+# the resize. The pace is derived from the measured window: on a slow
+# machine (emulation, a loaded host) where a resize and a dump take longer,
+# the workload is slowed until 8M holds at least 10 of those round trips.
 if ! rec_start "$LOG" -o "$OUT" -m 256M --max-size 512M --ctl "$CTL" -e syscalls --comm syscall_loop; then
 	not_ok "recorder starts" "$(cat "$LOG")"
 	finish
@@ -64,9 +66,13 @@ ctl status >/dev/null 2>&1
 trip=$(since "$t0")
 [ "$prev" = "$T_TMP/d0.btd" ] && [ -s "$T_TMP/d0.btd" ] && ok "dump -o prints the path written" ||
 	not_ok "dump -o" "$prev"
-w8=$(awk -v w="${win:-0}" -v b="${blocks:-0}" 'BEGIN { printf "%.1f", (b > 0 ? w * 2048 / b : 0) }')
+w8=$(awk -v w="${win:-0}" -v b="${blocks:-0}" 'BEGIN { printf "%.2f", (b > 0 ? w * 2048 / b : 0) }')
 rate=$(awk -v w8="$w8" -v t="$trip" 'BEGIN { r = 20000; if (w8 > 0 && w8 < 10 * t) r = int(r * w8 / (10 * t)); print (r < 1000 ? 1000 : r) }')
 diag "8M holds ${w8}s at 20000 syscalls/s; a resize + dump takes ~${trip}s here: workload at $rate syscalls/s"
+# seconds SIZE (in MiB) holds at this pace
+holds() { awk -v w8="$w8" -v r="$rate" -v m="$1" 'BEGIN { print w8 * m / 8 * 20000 / r }'; }
+first=$(window_start "$T_TMP/d0.btd")
+prev_mib=256
 if [ "$rate" -lt 20000 ]; then
 	kill "$WL" 2>/dev/null
 	wait "$WL" 2>/dev/null
@@ -84,12 +90,18 @@ for size in 16M 128M 8M 512M 64M; do
 	r=$(ctl resize $size 2>&1) || { not_ok "resize $size" "$r"; gapfree=0; continue; }
 	ctl dump -o "$T_TMP/d$i.btd" >/dev/null 2>&1 || { not_ok "dump after resize $size"; gapfree=0; continue; }
 	took=$(since "$t0")
+	mib=${size%M}
 	# Nothing inside the kept window is lost: the continuous window of the
-	# dump after the resize starts before the resize.
+	# dump after the resize reaches back from the resize by at least half
+	# of what both sizes hold (or of the recording so far).
+	need=$(awk -v a="$(holds "$mib")" -v b="$(holds "$prev_mib")" -v c="$before_resize" -v f="$first" \
+		'BEGIN { m = a < b ? a : b; if (c - f < m) m = c - f; printf "%.2f", m / 2 }')
+	prev_mib=$mib
 	ws=$(window_start "$T_TMP/d$i.btd")
-	if ! awk -v w="$ws" -v l="$before_resize" 'BEGIN { exit !(w + 0 <= l + 0) }'; then
+	diag "resize $size: window reaches $(awk -v w="$ws" -v r="$before_resize" 'BEGIN { printf "%.2f", r - w }')s before the resize (at least ${need}s); resize + dump ${took}s"
+	if ! awk -v w="$ws" -v r="$before_resize" -v n="$need" 'BEGIN { exit !(w + 0 <= r - n) }'; then
 		gapfree=0
-		diag "resize $size: window after starts at $ws, after the resize at $before_resize (resize + dump took ${took}s)"
+		diag "resize $size: window after starts at $ws, less than ${need}s before the resize at $before_resize (resize + dump took ${took}s)"
 		"$BT" report --stats "$T_TMP/d$i.btd" | grep -E "^(cpu|[0-9]|total|window|latest|  *starts)" | sed 's/^/#   /'
 	fi
 	if [ "$(rb_drops "$T_TMP/d$i.btd")" != 0 ]; then
