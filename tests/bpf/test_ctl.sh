@@ -35,9 +35,9 @@ rb_drops() { "$BT" report --stats "$1" | sed -n 's/^ *ring-buffer reservation fa
 # A paced workload (up to 40k events/s, ~1.4 MB/s) filtered by name: the
 # smallest buffer (8M) holds ~6 s. The continuous window of a dump right
 # after a resize must reach back from the resize by at least half of what
-# the smaller of the two sizes holds at the measured fill rate (or half the
-# recording so far, if shorter); a shorter window would be a loss caused by
-# the resize. The pace is derived from the measured window: on a slow
+# was there to keep: the smaller of what the two sizes hold at the measured
+# fill rate and the history since the window start of the dump before; a
+# shorter window would be a loss caused by the resize. The pace is derived from the measured window: on a slow
 # machine (emulation, a loaded host) where a resize and a dump take longer,
 # the workload is slowed until 8M holds at least 10 of those round trips.
 if ! rec_start "$LOG" -o "$OUT" -m 256M --max-size 512M --ctl "$CTL" -e syscalls --comm syscall_loop; then
@@ -71,7 +71,6 @@ rate=$(awk -v w8="$w8" -v t="$trip" 'BEGIN { r = 20000; if (w8 > 0 && w8 < 10 * 
 diag "8M holds ${w8}s at 20000 syscalls/s; a resize + dump takes ~${trip}s here: workload at $rate syscalls/s"
 # seconds SIZE (in MiB) holds at this pace
 holds() { awk -v w8="$w8" -v r="$rate" -v m="$1" 'BEGIN { print w8 * m / 8 * 20000 / r }'; }
-first=$(window_start "$T_TMP/d0.btd")
 prev_mib=256
 if [ "$rate" -lt 20000 ]; then
 	kill "$WL" 2>/dev/null
@@ -93,8 +92,9 @@ for size in 16M 128M 8M 512M 64M; do
 	mib=${size%M}
 	# Nothing inside the kept window is lost: the continuous window of the
 	# dump after the resize reaches back from the resize by at least half
-	# of what both sizes hold (or of the recording so far).
-	need=$(awk -v a="$(holds "$mib")" -v b="$(holds "$prev_mib")" -v c="$before_resize" -v f="$first" \
+	# of what both sizes hold and of the history the dump before had.
+	need=$(awk -v a="$(holds "$mib")" -v b="$(holds "$prev_mib")" -v c="$before_resize" \
+		-v f="$(window_start "$T_TMP/d$((i - 1)).btd")" \
 		'BEGIN { m = a < b ? a : b; if (c - f < m) m = c - f; printf "%.2f", m / 2 }')
 	prev_mib=$mib
 	ws=$(window_start "$T_TMP/d$i.btd")
