@@ -46,9 +46,23 @@ static int has_atomic_fetch(void)
 	return errno == EINVAL ? 0 : -errno;
 }
 
+/* 1 if a BPF ring buffer can be created (Linux 5.8), 0 if the kernel does
+ * not know the map type (EINVAL), -errno if it cannot tell (no permission:
+ * libbpf_probe_bpf_map_type() would say "unsupported" there). */
+static int has_ringbuf(void)
+{
+	int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "bt_probe_rb", 0, 0, (__u32)sysconf(_SC_PAGESIZE), NULL);
+
+	if (fd >= 0) {
+		close(fd);
+		return 1;
+	}
+	return errno == EINVAL ? 0 : -errno;
+}
+
 int bt_kernel_check_record(char *err, size_t errlen)
 {
-	if (libbpf_probe_bpf_map_type(BPF_MAP_TYPE_RINGBUF, NULL) == 0) {
+	if (has_ringbuf() == 0) {
 		snprintf(err, errlen, "this kernel (%s) has no BPF ring buffers: btrace-bpf needs Linux 5.8 "
 			 "or later (5.12 for everything it records)", release());
 		return -EOPNOTSUPP;
