@@ -48,11 +48,12 @@ struct {
  * unreachable. *ringp: the ring, for bt_commit.
  *
  * Callers test the result for NULL exactly once and submit in that same
- * block, with nothing in between that tests it again: verifiers before
- * Linux 6.4 do not know that a checked reservation is non-NULL, follow a
- * second `if (!e) return` as if it could be taken, and reject the program
- * ("Unreleased reference"). So no helper work between reserve and submit
- * may branch on the pointer (see bt_uprobe_entry). */
+ * block, with nothing in between that tests it again: older verifiers
+ * (6.1's; 6.18's knows better) do not know that a checked reservation is
+ * non-NULL, follow a second `if (!e) return` as if it could be taken, and
+ * reject the program ("Unreleased reference"). Work that needs no event
+ * (uprobe.bpf.c's stamps) goes before the reservation, so the compiler has
+ * no reason to test the pointer again. */
 static __always_inline void *bt_begin_at(__u32 size, __u32 group, __u16 type, int irqs_off, __u64 ts,
 					 struct bt_cpu_state **stp, void **ringp)
 {
