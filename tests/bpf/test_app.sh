@@ -101,7 +101,9 @@ pkill -f "app_stress -t 2 -n 100 -F 20" 2>/dev/null
 
 # ---- the example program ----------------------------------------------------------
 EX=${PWD}/build/examples/app_demo
-check "examples/app_demo runs traced" sh -c "'$EX' -w 16 -d 1 | grep -q 'traced into the recorder'"
+# -a: its frames start once attached (on a slow machine the attach can take
+# longer than the whole 1 s run).
+check "examples/app_demo runs traced" sh -c "'$EX' -a 30 -w 16 -d 1 | grep -q 'traced into the recorder'"
 ctl dump -o "$T_TMP/demo.btd" >/dev/null 2>&1
 check "its frames and jobs are in the dump" sh -c \
 	"'$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: frame' && '$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: job'"
