@@ -36,7 +36,8 @@ rb_drops() { "$BT" report --stats "$1" | sed -n 's/^ *ring-buffer reservation fa
 # smallest buffer (8M) holds ~6 s. The continuous window of a dump right
 # after a resize must reach back from the resize by at least half of what
 # was there to keep: the smaller of what the two sizes hold at the measured
-# fill rate and the history since the window start of the dump before; a
+# full-pace fill rate and the history since the window start of the dump
+# before; a
 # shorter window would be a loss caused by the resize. The pace is derived from the measured window: on a slow
 # machine (emulation, a loaded host) where a resize and a dump take longer,
 # the workload is slowed until 8M holds at least 10 of those round trips.
@@ -69,8 +70,9 @@ trip=$(since "$t0")
 w8=$(awk -v w="${win:-0}" -v b="${blocks:-0}" 'BEGIN { printf "%.2f", (b > 0 ? w * 2048 / b : 0) }')
 rate=$(awk -v w8="$w8" -v t="$trip" 'BEGIN { r = 20000; if (w8 > 0 && w8 < 10 * t) r = int(r * w8 / (10 * t)); print (r < 1000 ? 1000 : r) }')
 diag "8M holds ${w8}s at 20000 syscalls/s; a resize + dump takes ~${trip}s here: workload at $rate syscalls/s"
-# seconds SIZE (in MiB) holds at this pace
-holds() { awk -v w8="$w8" -v r="$rate" -v m="$1" 'BEGIN { print w8 * m / 8 * 20000 / r }'; }
+# seconds SIZE (in MiB) holds at least: at the full pace (what it retains may
+# have been written before the workload was slowed)
+holds() { awk -v w8="$w8" -v m="$1" 'BEGIN { print w8 * m / 8 }'; }
 prev_mib=256
 if [ "$rate" -lt 20000 ]; then
 	kill "$WL" 2>/dev/null
