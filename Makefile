@@ -208,6 +208,13 @@ bench: check-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/bench.sh
 
+# The tests that load BPF on Debian bookworm's 6.1 kernel (under qemu) and on
+# the running kernel, with the binaries built here (scripts/test-kernels.sh).
+.PHONY: test-kernels
+test-kernels: check-deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)scripts/test-kernels.sh
+
 # btrace-bpf against ftrace and perf at equal memory on the real kernel
 # (scripts/compare_tracers.sh, about 10 minutes; not part of `make bench`).
 .PHONY: bench-compare

@@ -50,10 +50,19 @@ struct {
 #define BT_IRQS_OFF 1
 
 /* Take a sequence number and reserve `size` bytes in this CPU's ring; fill
- * the header. NULL if the reservation failed or the CPU has no ring (both
- * counted), or the state map is unreachable. *ringp: the ring, for bt_commit. */
-static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
-				      struct bt_cpu_state **stp, void **ringp)
+ * the header, timestamp `ts` (0: read the clock now). NULL if the reservation
+ * failed or the CPU has no ring (both counted), or the state map is
+ * unreachable. *ringp: the ring, for bt_commit.
+ *
+ * Callers test the result for NULL exactly once and submit in that same
+ * block, with nothing in between that tests it again: older verifiers
+ * (6.1's; 6.18's knows better) do not know that a checked reservation is
+ * non-NULL, follow a second `if (!e) return` as if it could be taken, and
+ * reject the program ("Unreleased reference"). Work that needs no event
+ * (uprobe.bpf.c's stamps) goes before the reservation, so the compiler has
+ * no reason to test the pointer again. */
+static __always_inline void *bt_begin_at(__u32 size, __u32 group, __u16 type, int irqs_off, __u64 ts,
+					 struct bt_cpu_state **stp, void **ringp)
 {
 	struct bt_cpu_state *st;
 	struct bt_event_hdr *h = NULL;
@@ -78,7 +87,7 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 		__sync_fetch_and_add(&st->drops[group], 1);
 		return NULL;
 	}
-	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->ts_ns = ts ? ts : bpf_ktime_get_boot_ns();
 	h->seq = (__u32)seq;
 	pid_tgid = bpf_get_current_pid_tgid();
 	h->tid = (__u32)pid_tgid;
@@ -88,6 +97,12 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	*stp = st;
 	*ringp = ring;
 	return h;
+}
+
+static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int irqs_off,
+				      struct bt_cpu_state **stp, void **ringp)
+{
+	return bt_begin_at(size, group, type, irqs_off, 0, stp, ringp);
 }
 
 static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,

@@ -239,25 +239,28 @@ static __always_inline __u64 bt_stamp_pop(__u32 stamp_id, __u64 now, __u64 ret_s
 
 /* ---- programs ------------------------------------------------------------- */
 
+/* Both programs do their stamp work before reserving, with the clock read
+ * once for the stamp and the event: the reservation is then checked once and
+ * submitted in the same block. (Stamping between reserve and submit kept the
+ * pointer live across the stamp code, and the compiler tested it for NULL a
+ * second time, which the 6.1 verifier rejects: see bt_begin_at.) */
 SEC("uprobe")
 int bt_uprobe_entry(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 id = BT_UC_ID(cookie), stamp = BT_UC_STAMP(cookie);
-	struct bt_cpu_state *st = NULL;
-	struct bt_ev_uprobe *e = NULL;
-	void *ring = NULL;
-	__u64 ts = 0;
+	__u64 ts = bpf_ktime_get_boot_ns();
+	struct bt_cpu_state *st;
+	struct bt_ev_uprobe *e;
+	void *ring;
 
 	if (bt_stopped) /* no stamp either (emit.bpf.h) */
 		return 0;
-	if (id != BT_UC_NONE) {
-		e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, &st, &ring);
-		if (e)
-			ts = e->h.ts_ns;
-	}
 	if (stamp != BT_UC_NONE)
-		bt_stamp_push(stamp, ts ? ts : bpf_ktime_get_boot_ns(), PT_REGS_SP(ctx));
+		bt_stamp_push(stamp, ts, PT_REGS_SP(ctx));
+	if (id == BT_UC_NONE)
+		return 0;
+	e = bt_begin_at(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, ts, &st, &ring);
 	if (!e)
 		return 0;
 
@@ -281,6 +284,7 @@ int bt_uprobe_return(struct pt_regs *ctx)
 {
 	__u64 cookie = bpf_get_attach_cookie(ctx);
 	__u32 id = BT_UC_ID(cookie), stamp = BT_UC_STAMP(cookie);
+	__u64 ts = bpf_ktime_get_boot_ns();
 	struct bt_cpu_state *st;
 	struct bt_ev_uprobe *e;
 	void *ring;
@@ -288,9 +292,9 @@ int bt_uprobe_return(struct pt_regs *ctx)
 
 	if (bt_stopped)
 		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_RETURN, BT_IRQS_ON, &st, &ring);
 	if (stamp != BT_UC_NONE)
-		dur = bt_stamp_pop(stamp, e ? e->h.ts_ns : bpf_ktime_get_boot_ns(), PT_REGS_SP(ctx));
+		dur = bt_stamp_pop(stamp, ts, PT_REGS_SP(ctx));
+	e = bt_begin_at(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_RETURN, BT_IRQS_ON, ts, &st, &ring);
 	if (!e)
 		return 0;
 	e->probe_id = id;

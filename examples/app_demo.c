@@ -13,7 +13,9 @@
  *   sudo kill -USR1 $(pidof btrace-bpf)            # dump; then report / convert
  *
  * Options: -w WORKERS (default 8), -d SECONDS (default 10), -j JOBS per frame
- * (default 32), -f FPS (default 60).
+ * (default 32), -f FPS (default 60), -a SECONDS: wait up to that long for a
+ * recorder to attach before the first frame (default 0: start at once,
+ * frames before the attach go untraced).
  */
 #include "btrace.h"
 
@@ -79,24 +81,29 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
-	long workers = 8, secs = 10, jobs = 32, fps = 60;
+	long workers = 8, secs = 10, jobs = 32, fps = 60, wait_attach = 0;
 	int c;
-	while ((c = getopt(argc, argv, "w:d:j:f:")) != -1) {
+	while ((c = getopt(argc, argv, "w:d:j:f:a:")) != -1) {
 		switch (c) {
 		case 'w': workers = atol(optarg); break;
 		case 'd': secs = atol(optarg); break;
 		case 'j': jobs = atol(optarg); break;
 		case 'f': fps = atol(optarg); break;
+		case 'a': wait_attach = atol(optarg); break;
 		default:
-			fprintf(stderr, "usage: app_demo [-w WORKERS] [-d SECONDS] [-j JOBS] [-f FPS]\n");
+			fprintf(stderr, "usage: app_demo [-w WORKERS] [-d SECONDS] [-j JOBS] [-f FPS] [-a SECONDS]\n");
 			return 2;
 		}
 	}
-	if (workers < 1 || workers > 1024 || secs < 1 || jobs < 1 || fps < 1 || fps > 1000) {
+	if (workers < 1 || workers > 1024 || secs < 1 || jobs < 1 || fps < 1 || fps > 1000 || wait_attach < 0) {
 		fprintf(stderr, "app_demo: bad option value\n");
 		return 2;
 	}
 	btrace_init("app_demo");
+	for (long ms = 0; !btrace_attached() && ms < wait_attach * 1000; ms += 10) {
+		struct timespec ts = { 0, 10000000 };
+		nanosleep(&ts, NULL);
+	}
 	pthread_t *th = calloc((size_t)workers, sizeof(*th));
 	for (long i = 0; i < workers; i++)
 		pthread_create(&th[i], NULL, worker, NULL);

@@ -25,6 +25,7 @@ LAYERS = [
               "user/version.h",    # the version (VERSION, mk/dist.mk)
               "user/atomic_file.", # whole files written atomically
               "user/json_str.",    # UTF-8 checks, JSON string literals
+              "user/kernel_features.", # what the running kernel supports (libbpf probes)
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
     ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching

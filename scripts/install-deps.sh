@@ -6,6 +6,7 @@
 #   scripts/install-deps.sh            install what is missing
 #   scripts/install-deps.sh --check    exit 0 if complete, else list what is missing (installs nothing)
 #   scripts/install-deps.sh --bench    also the benchmark-only tools (bpftrace, perf, ...)
+#   scripts/install-deps.sh --kernels  also what the kernel matrix boots with (qemu, busybox)
 #
 # Not its job: mounting tracefs, kernel configuration (BTF), loading modules.
 set -euo pipefail
@@ -53,17 +54,26 @@ BENCH_PKGS=(
 	babeltrace2           # counts what the LTTng snapshot retained
 )
 
+# The kernel matrix only (--kernels, scripts/test-kernels.sh). The kernels
+# themselves are fetched by that script into a cache, never installed.
+KERNEL_PKGS=(
+	qemu-system-x86       # boots the kernels under test
+	busybox-static        # the initramfs of those boots
+)
+
 usage()
 {
-	sed -n '2,10s/^# \{0,1\}//p' "$0"
+	sed -n '2,11s/^# \{0,1\}//p' "$0"
 }
 
 check=0
 bench=0
+kernels=0
 for arg in "$@"; do
 	case "$arg" in
 	--check) check=1 ;;
 	--bench) bench=1 ;;
+	--kernels) kernels=1 ;;
 	-h|--help) usage; exit 0 ;;
 	*) echo "install-deps: unknown option '$arg' (see --help)" >&2; exit 2 ;;
 	esac
@@ -71,6 +81,7 @@ done
 
 want=("${PKGS[@]}")
 [ "$bench" -eq 1 ] && want+=("${BENCH_PKGS[@]}")
+[ "$kernels" -eq 1 ] && want+=("${KERNEL_PKGS[@]}")
 
 # Print the wanted packages dpkg does not report as installed.
 missing_pkgs()
@@ -97,7 +108,7 @@ mapfile -t missing < <(missing_pkgs)
 if [ "$check" -eq 1 ]; then
 	if [ "${#missing[@]}" -gt 0 ]; then
 		echo "install-deps: missing: ${missing[*]}"
-		echo "install-deps: run scripts/install-deps.sh$([ "$bench" -eq 1 ] && echo ' --bench') to install them"
+		echo "install-deps: run scripts/install-deps.sh$([ "$bench" -eq 1 ] && echo ' --bench')$([ "$kernels" -eq 1 ] && echo ' --kernels') to install them"
 		exit 1
 	fi
 	echo "install-deps: all ${#want[@]} packages present"

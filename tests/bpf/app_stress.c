@@ -22,7 +22,9 @@
  *   -F SECONDS  at the end, fork a child that lives SECONDS longer than us
  *               (a pre-fork server: the recorder must still see us exit)
  *   -g FILE     once attached, wait for FILE to exist before writing
- *   -S FILE     after writing, stay alive until FILE exists
+ *   -S FILE     after writing, stay alive until FILE exists (the test says
+ *               when to quit: what it does to a live app then holds however
+ *               slow the machine; gives up after 10 minutes, exit status 1)
  *   -N COUNT    after writing, intern COUNT more names "extra-I" (one
  *               instant each, arg I) and exit at once: names interned right
  *               before the end must still reach the recorder or be counted
@@ -188,8 +190,15 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (stay)
 		sleep((unsigned)stay);
-	while (hold && access(hold, F_OK) != 0)
-		usleep(10000);
+	if (hold) { /* -S FILE: stay alive until the test creates FILE (at most 10 minutes) */
+		long ms = 0;
+		for (; access(hold, F_OK) != 0 && ms < 600 * 1000; ms += 10)
+			usleep(10000);
+		if (access(hold, F_OK) != 0) {
+			fprintf(stderr, "app_stress: %s did not appear in 10 minutes\n", hold);
+			return 1;
+		}
+	}
 	if (fork_child > 0 && fork() == 0) {
 		BTRACE_INSTANT("child"); /* detached in the child: goes nowhere */
 		sleep((unsigned)fork_child);

@@ -65,6 +65,7 @@ check "that app exits 0" test $? -eq 0
 # and the resizes and status need it live.
 "$APP" -t 64 -n 2000 -p 1000 -f "$T_TMP/big.attached" -S "$T_TMP/big.done" >"$T_TMP/big.log" 2>&1 &
 BIG=$!
+T_PIDS+=("$BIG") # killed on the way out if the test ends early
 wait_for 20 test -e "$T_TMP/big.attached"
 sleep 0.3
 D1=$(ctl dump -o "$T_TMP/mid1.btd" 2>&1 | head -1)
@@ -163,7 +164,9 @@ fi
 
 # ---- the example program ----------------------------------------------------------
 EX=${PWD}/build/examples/app_demo
-check "examples/app_demo runs traced" sh -c "'$EX' -w 16 -d 1 | grep -q 'traced into the recorder'"
+# -a: its frames start once attached (on a slow machine the attach can take
+# longer than the whole 1 s run).
+check "examples/app_demo runs traced" sh -c "'$EX' -a 30 -w 16 -d 1 | grep -q 'traced into the recorder'"
 ctl dump -o "$T_TMP/demo.btd" >/dev/null 2>&1
 check "its frames and jobs are in the dump" sh -c \
 	"'$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: frame' && '$BT' report '$T_TMP/demo.btd' | grep -q 'app_begin: job'"

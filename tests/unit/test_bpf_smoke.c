@@ -3,7 +3,9 @@
  * test_bpf_smoke.c - end-to-end check of the BPF toolchain on the running
  * kernel: the skeleton generated from bpf/smoke.bpf.c opens, takes rodata,
  * loads (CO-RE relocations against /sys/kernel/btf/vmlinux, verifier),
- * attaches to tp_btf/sched_switch and counts our own context switches.
+ * attaches to tp_btf/sched_switch and counts our own context switches; the
+ * kernel feature probes (kernel_features.c) find what every kernel the
+ * project supports has.
  *
  * Needs root (or CAP_BPF + CAP_PERFMON); skips when not root.
  * BT_VERBOSE=1 forwards libbpf warnings to stderr, BT_VERBOSE=2 adds debug.
@@ -19,6 +21,7 @@
 #include <bpf/libbpf.h>
 
 #include "harness.h"
+#include "kernel_features.h"
 #include "smoke.skel.h"
 
 #define PINGPONG_ROUNDS 2000
@@ -206,6 +209,18 @@ static void test_detach_stops_counting(void)
 	      (unsigned long long)mine0, (unsigned long long)skel->bss->nr_matched);
 }
 
+/* The running kernel (>= 5.15 in every place this runs: 6.1 and newer in
+ * the kernel matrix) has ring buffers, BPF atomics and uprobe cookies: a
+ * probe that says otherwise would refuse to record on a good kernel. */
+static void test_feature_probes(void)
+{
+	char err[256] = "";
+
+	CHECK(bt_kernel_check_record(err, sizeof(err)) == 0, "record probe: %s", err);
+	err[0] = '\0';
+	CHECK(bt_kernel_check_uprobes(err, sizeof(err)) == 0, "uprobe probe: %s", err);
+}
+
 int main(void)
 {
 	const char *v = getenv("BT_VERBOSE");
@@ -219,6 +234,7 @@ int main(void)
 		verbose = 1;
 	libbpf_set_print(libbpf_print);
 
+	RUN(test_feature_probes);
 	RUN(test_load_attach);
 	RUN(test_counts_own_switches);
 	RUN(test_detach_stops_counting);

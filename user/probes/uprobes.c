@@ -37,6 +37,7 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 #include "uprobes.h"
+#include "kernel_features.h"
 #include "prog_misses.h"
 #include "util.h"
 #include "uprobe.skel.h"
@@ -544,6 +545,15 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *opts, int rings_
 		nentry += u->att[i].kind == K_ENTRY;
 	}
 
+	{
+		char kerr[512];
+
+		r = bt_kernel_check_uprobes(kerr, sizeof(kerr));
+		if (r) {
+			r = bt_errs(err, -r, "%s", kerr);
+			goto fail_out;
+		}
+	}
 	u->skel = uprobe_bpf__open();
 	if (!u->skel) {
 		r = bt_errs(err, errno, "cannot open the uprobe BPF object: %s", strerror(errno));

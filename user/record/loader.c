@@ -58,6 +58,7 @@
 #include "btrace_buffer.h"
 #include "tasks.h"
 #include "loader.h"
+#include "kernel_features.h"
 #include "compact.h"
 #include "ringbuf.h"
 #include "live_window.h"
@@ -408,6 +409,9 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	l->skel->rodata->self_tgid = (uint32_t)getpid();
 	l->skel->rodata->wakeup_bytes = l->wakeup_bytes;
 
+	ret = bt_kernel_check_record(err, errlen);
+	if (ret)
+		goto fail;
 	ret = probe_programs(l, o->groups, o->waking, err, errlen);
 	if (ret)
 		goto fail;
