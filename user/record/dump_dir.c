@@ -144,6 +144,8 @@ struct bt_dump_dir *bt_dump_dir_open(const struct bt_dump_dir_opts *o, char *err
 	d->o = *o;
 	d->o.dir = d->dir;
 	dir = opendir(d->dir);
+	if (!dir && errno == ENOENT)
+		return d; /* created once nothing can fail any more (recorder.c): no dumps yet */
 	if (!dir) {
 		snprintf(err, errlen, "cannot read %s: %s", d->dir, strerror(errno));
 		bt_dump_dir_close(d);
