@@ -311,8 +311,22 @@ static void test_larger_than_quota(void)
 	bt_dump_dir_get_stats(d, &st);
 	CHECK(st.over_quota == 1 && st.count == 1, "counted");
 	bt_dump_dir_close(d);
+	/* Not created yet (the recorder creates it once nothing can fail): no dumps. */
 	o.dir = "/nonexistent/btrace";
-	CHECK(!bt_dump_dir_open(&o, err, sizeof(err)) && strstr(err, "cannot read /nonexistent/btrace"), "%s", err);
+	d = bt_dump_dir_open(&o, err, sizeof(err));
+	REQUIRE(d, "%s", err);
+	bt_dump_dir_get_stats(d, &st);
+	CHECK(st.count == 0 && st.bytes == 0, "a directory not created yet holds no dumps");
+	bt_dump_dir_close(d);
+	snprintf(p, sizeof(p), "%s/not-a-directory", dir);
+	FILE *f = fopen(p, "w");
+	REQUIRE(f, "%s: %s", p, strerror(errno));
+	fclose(f);
+	o.dir = p;
+	err[0] = 0;
+	CHECK(!bt_dump_dir_open(&o, err, sizeof(err)) && strstr(err, "cannot read") && strstr(err, "not-a-directory"),
+	      "%s", err);
+	unlink(p);
 }
 
 int main(void)

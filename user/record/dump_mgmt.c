@@ -4,6 +4,7 @@
  * (dump_mgmt.h).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
@@ -17,6 +18,9 @@
 #include "util.h"
 
 struct bt_dump_mgmt {
+	/* dir and manifests_failed: the dump writer changes them, ctl status
+	 * reads them; short sections only (never a dump or a manifest). */
+	pthread_mutex_t lock;
 	struct bt_dump_dir *dir;
 	struct bt_hooks *hooks; /* NULL without --on-dump */
 	uint64_t manifests_failed;
@@ -34,6 +38,7 @@ struct bt_dump_mgmt *bt_dump_mgmt_new(const struct bt_dump_mgmt_opts *o, char *e
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	pthread_mutex_init(&m->lock, NULL);
 	m->max_dumps = o->max_dumps;
 	m->max_bytes = o->max_bytes;
 	m->dir = bt_dump_dir_open(&dopts, err, errlen);
@@ -70,12 +75,18 @@ void bt_dump_mgmt_destroy(struct bt_dump_mgmt *m)
 		return;
 	bt_hooks_destroy(m->hooks);
 	bt_dump_dir_close(m->dir);
+	pthread_mutex_destroy(&m->lock);
 	free(m);
 }
 
 int bt_dump_mgmt_before(struct bt_dump_mgmt *m, uint64_t raw_bytes, char *why, size_t whylen)
 {
-	return bt_dump_dir_prepare(m->dir, raw_bytes, why, whylen);
+	int r;
+
+	pthread_mutex_lock(&m->lock);
+	r = bt_dump_dir_prepare(m->dir, raw_bytes, why, whylen);
+	pthread_mutex_unlock(&m->lock);
+	return r;
 }
 
 int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
@@ -86,7 +97,9 @@ int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, con
 	char err[512], mpath[PATH_MAX + 8];
 	int have_manifest, r;
 
+	pthread_mutex_lock(&m->lock);
 	bt_dump_dir_get_stats(m->dir, &ds);
+	pthread_mutex_unlock(&m->lock);
 	if (m->hooks)
 		bt_hooks_get_stats(m->hooks, &hs);
 	rec->dumps_skipped_space = ds.skipped_space;
@@ -96,12 +109,16 @@ int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, con
 	r = bt_manifest_write(path, trig, rec, err, sizeof(err));
 	have_manifest = r == 0;
 	if (r) {
+		pthread_mutex_lock(&m->lock);
 		m->manifests_failed++;
+		pthread_mutex_unlock(&m->lock);
 		bt_log(BT_LOG_ERR, "no manifest for %s: %s", path, err);
 	}
 	if (in_dir) {
 		/* The quota counts the manifest with its dump. */
+		pthread_mutex_lock(&m->lock);
 		r = bt_dump_dir_added(m->dir, path);
+		pthread_mutex_unlock(&m->lock);
 		if (r == -EFBIG)
 			return r;
 	}
@@ -117,7 +134,12 @@ void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out)
 	struct bt_dump_dir_stats ds;
 	char s1[32], s2[32], s3[32];
 
+	uint64_t mfailed;
+
+	pthread_mutex_lock(&m->lock);
 	bt_dump_dir_get_stats(m->dir, &ds);
+	mfailed = m->manifests_failed;
+	pthread_mutex_unlock(&m->lock);
 	fprintf(out, "dump directory: %" PRIu64 " dump%s, %s", ds.count, ds.count == 1 ? "" : "s",
 		format_size(ds.bytes, s1, sizeof(s1)));
 	if (m->max_bytes)
@@ -127,7 +149,7 @@ void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out)
 	fprintf(out, "; %" PRIu64 " removed by the quota (%s), %" PRIu64 " larger than the quota, %" PRIu64
 		" skipped for lack of space, %" PRIu64 " manifests failed\n",
 		ds.removed, format_size(ds.removed_bytes, s3, sizeof(s3)), ds.over_quota, ds.skipped_space,
-		m->manifests_failed);
+		mfailed);
 	if (m->hooks) {
 		struct bt_hook_stats hs;
 
@@ -138,10 +160,12 @@ void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out)
 	}
 }
 
-uint64_t bt_dump_mgmt_skipped(const struct bt_dump_mgmt *m)
+uint64_t bt_dump_mgmt_skipped(struct bt_dump_mgmt *m)
 {
 	struct bt_dump_dir_stats ds;
 
+	pthread_mutex_lock(&m->lock);
 	bt_dump_dir_get_stats(m->dir, &ds);
+	pthread_mutex_unlock(&m->lock);
 	return ds.skipped_space;
 }

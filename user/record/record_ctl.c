@@ -200,16 +200,8 @@ static int do_status(struct recorder *r, FILE *out)
 		r->ndumps, r->nfailed, r->nskipped, atomic_load_explicit(&r->triggers_suppressed, memory_order_relaxed),
 		r->requests_merged, r->ndumps ? ", last " : "", r->ndumps ? r->last_path : "");
 	pthread_mutex_unlock(&r->lock);
-	/* The dump directory's counts belong to the dump writer: shown when no
-	 * dump is being written, never waited for. */
-	if (r->mgmt) {
-		if (pthread_mutex_trylock(&r->dump_serial) == 0) {
-			bt_dump_mgmt_status(r->mgmt, out);
-			pthread_mutex_unlock(&r->dump_serial);
-		} else {
-			fprintf(out, "dump directory: a dump is being written (ask again for its counts)\n");
-		}
-	}
+	if (r->mgmt) /* its own lock: never waits for a dump */
+		bt_dump_mgmt_status(r->mgmt, out);
 	if (r->uprobes) {
 		size_t n;
 		struct bt_probe_desc *t = bt_uprobes_table_copy(r->uprobes, &n); /* the table is the dump writer's */
