@@ -73,6 +73,15 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 	int ret;
 
 	pthread_mutex_lock(&r->dump_serial);
+	/* Checked here, one dump at a time: two `ctl dump -o F` at once must
+	 * not both pass and the second replace the first. */
+	if (explicit_path && access(explicit_path, F_OK) == 0) {
+		if (why)
+			snprintf(why, whylen, "%s exists: a dump never replaces a file, choose another name",
+				 explicit_path);
+		pthread_mutex_unlock(&r->dump_serial);
+		return -EEXIST;
+	}
 	ret = write_dump(r, reason, NULL, explicit_path, why, whylen);
 	if (ret == 0 && out)
 		snprintf(out, outlen, "%s", r->last_path);
