@@ -482,7 +482,7 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 	pthread_mutex_lock(&s->clients_lock);
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (s->cfd[i] >= 0)
-			shutdown(s->cfd[i], SHUT_RDWR); /* RD alone does not wake a blocked send */
+			shutdown(s->cfd[i], SHUT_RD);
 	while (s->nclients)
 		pthread_cond_wait(&s->clients_done, &s->clients_lock);
 	pthread_mutex_unlock(&s->clients_lock);
