@@ -3,6 +3,7 @@
 # A test program prints TAP lines ("ok N - name" / "not ok N - name"); a program
 # that crashes or exits non-zero without a "not ok" line counts as one failure.
 #   TESTS=pattern  run only programs whose name matches (grep -E)
+#   SKIP_TESTS=pattern  leave out programs whose name matches (grep -E)
 #   STRESS_SECONDS=N  time bound per stress run (default 4)
 set -u
 cd "$(dirname "$0")/.."
@@ -10,6 +11,7 @@ B=build/tests
 pass=0 fail=0 skip=0
 failed_names=()
 filter=${TESTS:-.}
+skip_filter=${SKIP_TESTS:-}
 export STRESS_SECONDS=${STRESS_SECONDS:-4}
 export BTRACE_BPF=$PWD/build/btrace-bpf
 # Test programs linked with libbtrace must not attach to a recorder that
@@ -20,6 +22,7 @@ export TEST_BIN=$PWD/$B
 run_one() { # name timeout cmd...
 	local name=$1 to=$2; shift 2
 	echo "$name" | grep -qE "$filter" || return 0
+	[ -n "$skip_filter" ] && echo "$name" | grep -qE "$skip_filter" && return 0
 	local log; log=$(mktemp)
 	printf '== %s\n' "$name"
 	timeout --kill-after=10 "$to" "$@" >"$log" 2>&1
