@@ -89,6 +89,11 @@ if rec_start "$LOG" "${REC[@]}" --ctl "$P"; then
 	r=$(python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"dump" + b" x" * 20 + b"\n"); print(s.recv(4096).decode())' "$P" 2>&1)
 	echo "$r" | grep -q "error: too many words" && ok "a command of 21 words is refused, not cut to 16" ||
 		not_ok "too many words" "$r"
+	# dump -o never replaces a file (the check runs under the dump lock).
+	echo mine >"$T_TMP/theirs.btd"
+	r=$("$BT" ctl --ctl "$P" dump -o "$T_TMP/theirs.btd" 2>&1)
+	[ "$(cat "$T_TMP/theirs.btd")" = mine ] && echo "$r" | grep -q "exists: a dump never replaces a file" &&
+		ok "dump -o an existing file is refused, the file untouched" || not_ok "dump -o existing file" "$r"
 	rec_stop "$REC_PID" INT 30
 else
 	not_ok "recorder starts" "$(cat "$LOG")"

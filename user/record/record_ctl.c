@@ -106,10 +106,7 @@ static int do_dump(struct recorder *r, int argc, char **argv, FILE *out, char *w
 		snprintf(why, whylen, "give an absolute path to dump -o (the recorder runs in another directory)");
 		return -EINVAL;
 	}
-	if (path && access(path, F_OK) == 0) {
-		snprintf(why, whylen, "%s exists: a dump never replaces a file, choose another name", path);
-		return -EEXIST;
-	}
+	/* An existing path is refused by recorder_write_dump, under the dump lock. */
 	err = recorder_write_dump(r, "ctl", path, written, sizeof(written), why, whylen);
 	if (err)
 		return err;
