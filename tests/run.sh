@@ -25,6 +25,7 @@ run_one() { # name timeout cmd...
 	[ -n "$skip_filter" ] && echo "$name" | grep -qE "$skip_filter" && return 0
 	local log; log=$(mktemp)
 	printf '== %s\n' "$name"
+	local t0=$SECONDS
 	timeout --kill-after=10 "$to" "$@" >"$log" 2>&1
 	local rc=$? p f s
 	p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
@@ -43,6 +44,8 @@ run_one() { # name timeout cmd...
 	else
 		grep -E '^(not )?ok|^#' "$log" | sed 's/^/    /'
 	fi
+	# How long each program took (the kernel matrix lists the slowest).
+	printf '   (%ss)\n' "$((SECONDS - t0))"
 	rm -f "$log"
 }
 
