@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dump.h"
+#include "loader.h"
 #include "recorder.h"
 #include "record_triggers.h"
 #include "triggers.h"
@@ -40,7 +41,11 @@ int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
 {
 	if (!r->o->ntriggers)
 		return 0;
-	r->triggers = bt_triggers_start(r->o->triggers, r->o->ntriggers, on_trigger_dump, r, err, errlen);
+	int ring_fd, counts_fd;
+
+	bt_loader_trig_maps(r->loader, &ring_fd, &counts_fd);
+	r->triggers = bt_triggers_start(r->o->triggers, r->o->ntriggers, ring_fd, counts_fd, on_trigger_dump, r, err,
+					errlen);
 	return r->triggers ? 0 : -EINVAL;
 }
 

@@ -52,6 +52,7 @@
 #include "app_reader.h"
 #include "record_triggers.h"
 #include "triggers.h"
+#include "trigger_bpf.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -443,6 +444,7 @@ int recorder_run(const struct record_opts *opts)
 {
 	struct record_opts o = *opts;
 	struct recorder r;
+	struct bt_trig_conf trig_conf[BT_TRIG_MAX];
 	struct bt_loader_opts lo;
 	struct bt_config cfg;
 	struct bt_drain_stats ds;
@@ -576,6 +578,13 @@ int recorder_run(const struct record_opts *opts)
 	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
 	lo.ring_size = o.ring_size;
 	lo.waking = o.waking;
+	ret = bt_trig_bpf_record_conf(o.triggers, o.ntriggers, trig_conf, err, sizeof(err));
+	if (ret < 0) {
+		bt_warn("%s", err);
+		exit_code = 1;
+		goto out;
+	}
+	lo.trig_conf = ret ? trig_conf : NULL;
 	r.loader = bt_loader_open(&lo, err, sizeof(err));
 	if (!r.loader) {
 		bt_warn("%s", err);

@@ -257,8 +257,8 @@ static void *trigger_main(void *arg)
 	return NULL;
 }
 
-struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, bt_trigger_dump_fn dump, void *ctx,
-				      char *err, size_t errlen)
+struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, int ring_fd, int counts_fd,
+				      bt_trigger_dump_fn dump, void *ctx, char *err, size_t errlen)
 {
 	struct bt_triggers *t = calloc(1, sizeof(*t));
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -280,7 +280,7 @@ struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n,
 		goto fail;
 	}
 	memcpy(t->v, v, n * sizeof(*v));
-	t->kb = bt_trig_bpf_open(t->v, n, err, errlen);
+	t->kb = bt_trig_bpf_open(t->v, n, ring_fd, counts_fd, err, errlen);
 	if (!t->kb && errno)
 		goto fail;
 	t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
