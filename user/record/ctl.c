@@ -24,12 +24,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 5000
 #define CLIENT_TIMEOUT_MS 120000
 #define MAX_CLIENTS 16
+#define SEND_TIMEOUT_S 10 /* a reply the client does not read */
 
 struct bt_ctl_server {
 	int fd;
@@ -235,7 +237,11 @@ static void dispatch(struct bt_ctl_server *s, int c)
 	pthread_attr_t attr;
 	pthread_t t;
 	int slot = -1;
+	/* A client that stops reading must not keep its handler in send()
+	 * forever: bt_ctl_stop() waits for every handler. */
+	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
 
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_mutex_lock(&s->clients_lock);
 	for (int i = 0; i < MAX_CLIENTS && slot < 0 && cl; i++)
 		if (s->cfd[i] < 0)
@@ -475,8 +481,11 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 {
 	if (!s)
 		return;
-	if (write(s->stop_pipe[1], "x", 1) == 1)
-		pthread_join(s->thread, NULL);
+	/* A fresh pipe takes one byte; only a signal can interrupt it. The
+	 * join must happen: the thread uses s. */
+	while (write(s->stop_pipe[1], "x", 1) < 0 && errno == EINTR)
+		;
+	pthread_join(s->thread, NULL);
 	/* No new connections; wake the ones waiting for a request, let the
 	 * handlers running finish (they use the recorder's state). */
 	pthread_mutex_lock(&s->clients_lock);
