@@ -23,6 +23,9 @@
 # console, kernel messages included; tests.log: tests/run.sh's output). The
 # guest boots with softlockup_panic=1, loglevel=7 and panic=-1: a soft lockup
 # or an oops leaves its backtrace in console.log and ends the boot at once.
+# watchdog_thresh=60 (a lockup is a CPU stuck for 120 s): an emulated CPU
+# starved by a busy host took 45 s in a tracepoint attach's text patching,
+# which the default (20 s) calls a lockup.
 # Exit status: 0 if every kernel passed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
