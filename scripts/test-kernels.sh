@@ -32,7 +32,7 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd -P)
 OUT=$REPO/build/test-kernels
 CACHE=${BT_KERNEL_CACHE:-/var/cache/btrace-bpf/kernels}
-TESTS=${TESTS:-'^(unit/test_bpf_smoke|unit/test_uprobes|bpf/test_)'}
+TESTS=${TESTS:-'^(unit/test_bpf_smoke|unit/test_uprobes|unit/test_prog_misses|bpf/test_)'}
 # Not about the kernel (packaging, installing, a Python analyzer): the host
 # run covers them, and under emulation they cost minutes.
 # test_convert checks the exporters' output with a Python parser: minutes
