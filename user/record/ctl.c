@@ -178,14 +178,12 @@ static int serve_one(struct bt_ctl_server *s, int c)
 		write_str(c, "error: too many words in the command\n");
 		return 0;
 	}
-	/* Acquire: pairs with the release store in bt_ctl_set_adopt(). */
-	bt_ctl_adopt_handler adopt = __atomic_load_n(&s->adopt, __ATOMIC_ACQUIRE);
 	if (argc >= 1 && strcmp(argv[0], BT_CTL_ADOPT_CMD) == 0) {
-		if (!adopt) {
+		if (!s->adopt) {
 			write_str(c, "error: this recorder does not take applications\n");
 			return 0;
 		}
-		adopt(__atomic_load_n(&s->adopt_ctx, __ATOMIC_RELAXED), c, (uint32_t)cred.pid, argc, argv);
+		s->adopt(s->adopt_ctx, c, (uint32_t)cred.pid, argc, argv);
 		return 1;
 	}
 	out = open_memstream(&reply, &rlen);
@@ -370,7 +368,8 @@ static void unlink_if_same(const char *path, const struct stat *st)
 		unlink(path);
 }
 
-struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen)
+struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, bt_ctl_adopt_handler adopt,
+				   void *adopt_ctx, char *err, size_t errlen)
 {
 	struct bt_ctl_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_un a;
@@ -389,6 +388,9 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	pthread_cond_init(&s->clients_done, NULL);
 	s->handler = h;
 	s->ctx = ctx;
+	/* Before the thread starts: it reads them without a lock. */
+	s->adopt = adopt;
+	s->adopt_ctx = adopt_ctx;
 	if (path && strlen(path) >= sizeof(s->path)) {
 		e = ENAMETOOLONG;
 		bt_ctl_check_path(path, err, errlen);
@@ -462,14 +464,6 @@ fail:
 	free(s);
 	errno = e;
 	return NULL;
-}
-
-void bt_ctl_set_adopt(struct bt_ctl_server *s, bt_ctl_adopt_handler h, void *ctx)
-{
-	/* Set before clients can know the socket matters for apps; the
-	 * control thread reads it per connection. */
-	__atomic_store_n(&s->adopt_ctx, ctx, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->adopt, h, __ATOMIC_RELEASE);
 }
 
 const char *bt_ctl_path(const struct bt_ctl_server *s)

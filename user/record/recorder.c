@@ -696,7 +696,7 @@ int recorder_run(const struct record_opts *opts)
 	}
 
 	if (!o.no_ctl) {
-		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
+		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, r.apps ? adopt_app : NULL, &r, err, sizeof(err));
 		if (!r.ctl && !o.ctl_path && errno == EACCES) {
 			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
 			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
@@ -709,8 +709,6 @@ int recorder_run(const struct record_opts *opts)
 		}
 	}
 
-	if (r.ctl && r.apps)
-		bt_ctl_set_adopt(r.ctl, adopt_app, &r);
 	if (!r.ctl && r.apps) {
 		bt_apps_destroy(r.apps);
 		r.apps = NULL;
