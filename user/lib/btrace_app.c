@@ -27,6 +27,7 @@
  */
 #include "btrace.h"
 #include "app_shm.h"
+#include "app_write.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -50,20 +51,9 @@
 
 #define CTL_DIR "/run/btrace-bpf"
 
-struct app_buf {
-	struct bt_app_shm *shm;
-	struct bt_app_meta *meta;
-	struct bt_app_core *cores;
-	uint8_t *data;
-	uint32_t bsize, A, R, ncores;
-	uint32_t rmask; /* R - 1 when R is a power of two (no division per event), else 0 */
-	size_t size;
-	int fd;
-	struct app_buf *older; /* buffers used before this one (kept mapped) */
-};
-
 int btrace_on_;
-static _Atomic(struct app_buf *) g_buf; /* NULL: not attached */
+_Atomic(struct app_buf *) btrace_buf_; /* NULL: not attached */
+#define g_buf btrace_buf_
 
 /* names: process-local table, sent to each recorder we attach to */
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,14 +74,6 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
 static int disabled;
 
-#define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
-struct tstate {
-	uint32_t tid, seq;
-	uint32_t sdepth;              /* open BEGINs of this thread */
-	uint32_t sid[SLICE_DEPTH];    /* their name ids ... */
-	uint64_t sts[SLICE_DEPTH];    /* ... and times */
-};
-
 /* Slices the recorder watches (its `--trigger app:NAME>T`), from "watch NS
  * NAME" lines: an END of one lasting longer than ns sends "slice ...". The
  * connection thread fills an entry, then publishes it by a release store of
@@ -104,14 +86,8 @@ static struct watch {
 	uint32_t id; /* 0: name not interned yet */
 } watches[MAX_WATCH];
 static atomic_uint nwatch;
-static __thread struct tstate tls __attribute__((tls_model("initial-exec")));
-
-static inline uint64_t now_boot(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
+__thread struct tstate btrace_tls_ __attribute__((tls_model("initial-exec")));
+#define tls btrace_tls_
 
 static inline uint8_t *block_at(const struct app_buf *b, uint32_t rnd, uint32_t m)
 {
@@ -119,20 +95,25 @@ static inline uint8_t *block_at(const struct app_buf *b, uint32_t rnd, uint32_t 
 	return b->data + ((size_t)slot * b->A + m) * b->bsize;
 }
 
+/* An entry header, stored last and at once (release): a reader of a block
+ * with writes in flight (app_reader.c) takes an entry whose header it sees
+ * (with everything written before it), and stops at one still zero. */
+static inline void put_hdr(uint8_t *p, uint32_t len, uint32_t kind)
+{
+	struct bt_entry_hdr e = { .size = len, .kind = kind };
+	uint64_t w;
+	memcpy(&w, &e, sizeof(w));
+	__atomic_store_n((uint64_t *)p, w, __ATOMIC_RELEASE);
+}
+
 static inline void put_pad(uint8_t *p, uint32_t len)
 {
-	struct bt_entry_hdr e = { .size = len, .kind = BT_ENTRY_PAD };
-	memcpy(p, &e, sizeof(e));
+	put_hdr(p, len, BT_ENTRY_PAD);
 }
 
 /* Confirm len bytes of the meta's current round. Release: the bytes written
  * before it are visible to whoever sees the count (the reader's acquire load
  * of conf, the next round's locking CAS). */
-static inline void confirm(struct bt_app_meta *mt, uint32_t len)
-{
-	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
-}
-
 /* Take a new block for `core`, replacing the core word `old`. 0, or -EAGAIN
  * when every position tried was held by a lagging writer. */
 static int advance(struct app_buf *b, uint32_t core, uint64_t old)
@@ -158,7 +139,7 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 				if (BT_APP_BYTES(a) < b->bsize) {
 					put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a),
 						b->bsize - BT_APP_BYTES(a));
-					confirm(mt, b->bsize - BT_APP_BYTES(a));
+					btrace_confirm_(mt, b->bsize - BT_APP_BYTES(a));
 				}
 			}
 			c = atomic_load_explicit(&mt->conf, memory_order_acquire);
@@ -180,6 +161,13 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 		h->prev_pos = old ? (uint64_t)BT_APP_RND(old) * b->A + (uint32_t)old : BT_NO_POS;
 		h->core = core;
 		h->flags = 0;
+		/* Zero the entries: a reader walking a block with writes in
+		 * flight stops at the first entry header still zero (see
+		 * app_reader.c), never at an older round's bytes. Release fence:
+		 * pairs with the reader's acquire fence before its position
+		 * re-check; a copy that saw a zero sees the new position. */
+		atomic_thread_fence(memory_order_release);
+		memset((uint8_t *)h + BT_BLOCK_HDR, 0, b->bsize - BT_BLOCK_HDR);
 		/* Release: pairs with the acquire load of the core word in
 		 * btrace_write(); a writer that finds the block finds alloc reset. */
 		atomic_store_explicit(&mt->alloc, BT_APP_RP(r, BT_BLOCK_HDR), memory_order_release);
@@ -196,7 +184,7 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 			 * and a newer round been locked; pad what we moved over
 			 * in whatever round it is. */
 			put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a), b->bsize - BT_APP_BYTES(a));
-			confirm(mt, b->bsize - BT_APP_BYTES(a));
+			btrace_confirm_(mt, b->bsize - BT_APP_BYTES(a));
 		}
 		atomic_fetch_add_explicit(&s->stats.races, 1, memory_order_relaxed);
 		return 0;
@@ -204,8 +192,10 @@ static int advance(struct app_buf *b, uint32_t core, uint64_t old)
 	return -EAGAIN;
 }
 
-/* Reserve len bytes for core; returns the entry and its meta, or NULL. */
-static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct bt_app_meta **mtp)
+/* Reserve between min and max bytes for core (as much of max as the block
+ * has room for); returns the entry, its meta and its length, or NULL. */
+uint8_t *btrace_reserve_(struct app_buf *b, uint32_t core, uint32_t min, uint32_t max, uint32_t *lenp,
+			 struct bt_app_meta **mtp)
 {
 	for (int attempt = 0; attempt < 64; attempt++) {
 		/* Acquire: pairs with the release CAS publishing the block in advance(). */
@@ -217,9 +207,12 @@ static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct b
 			 * round was locked, so the block header written then
 			 * happens-before our confirm, and our confirm (release)
 			 * carries it to whoever locks the block's next round. */
-			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, len, memory_order_acquire);
+			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, max, memory_order_acquire);
 			uint32_t ar = BT_APP_RND(a), off = BT_APP_BYTES(a);
-			if (ar == r && off + len <= b->bsize) {
+			if (ar == r && off + min <= b->bsize) {
+				/* Ours up to max, or to the block's end if alloc
+				 * moved past it (nobody else gets those bytes). */
+				*lenp = off + max <= b->bsize ? max : b->bsize - off;
 				*mtp = mt;
 				return block_at(b, r, m) + off;
 			}
@@ -228,9 +221,9 @@ static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct b
 				 * block we overflowed, or a slice of a newer round
 				 * reached through a stale core word. Pad it so the
 				 * round can complete. */
-				uint32_t pad = ar == r ? b->bsize - off : (len < b->bsize - off ? len : b->bsize - off);
+				uint32_t pad = ar == r ? b->bsize - off : (max < b->bsize - off ? max : b->bsize - off);
 				put_pad(block_at(b, ar, m) + off, pad);
-				confirm(mt, pad);
+				btrace_confirm_(mt, pad);
 			}
 			if (atomic_load_explicit(&b->cores[core].cur, memory_order_relaxed) != cw)
 				continue; /* another thread of this CPU already moved on */
@@ -240,6 +233,12 @@ static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct b
 	}
 	atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
 	return NULL;
+}
+
+static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct bt_app_meta **mtp)
+{
+	uint32_t got;
+	return btrace_reserve_(b, core, len, len, &got, mtp);
 }
 
 static void queue_line(const char *line, size_t n);
@@ -275,6 +274,8 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	struct tstate *t = &tls;
 	if (__builtin_expect(!t->tid, 0))
 		t->tid = (uint32_t)syscall(SYS_gettid);
+	if (t->fbat)
+		btrace_funcs_break_(t); /* the open function batch numbers its records from its seq */
 	uint32_t seq = t->seq++;
 	if (nargs > BTRACE_MAX_ARGS)
 		nargs = BTRACE_MAX_ARGS;
@@ -304,10 +305,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	uint8_t *p = reserve(b, core, len, &mt);
 	if (!p)
 		return;
-	struct bt_entry_hdr *e = (struct bt_entry_hdr *)p;
 	struct bt_ev_app *ev = (struct bt_ev_app *)(p + BT_ENTRY_HDR);
-	e->size = len;
-	e->kind = BT_ENTRY_DATA;
 	ev->h.ts_ns = ts;
 	ev->h.seq = seq;
 	ev->h.tid = t->tid;
@@ -319,7 +317,8 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	ev->flags = 0;
 	for (unsigned i = 0; i < nargs; i++)
 		ev->args[i] = args[i];
-	confirm(mt, len);
+	put_hdr(p, len, BT_ENTRY_DATA);
+	btrace_confirm_(mt, len);
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -631,11 +630,13 @@ static void release_pages(struct app_buf *b)
 static struct app_buf *publish(struct app_buf *b)
 {
 	struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	btrace_funcs_calibrate_(); /* once per process: ~10 ms */
 	b->older = old;
 	/* Release: pairs with the acquire load in write_event(): the mapping
 	 * and geometry are visible before the pointer. */
 	atomic_store_explicit(&g_buf, b, memory_order_release);
 	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(1);
 	return old;
 }
 
@@ -674,6 +675,7 @@ static void add_watch(const char *arg)
 static void detach(int s)
 {
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(0);
 	atomic_store_explicit(&nwatch, 0, memory_order_relaxed); /* the next recorder sends its own */
 	struct app_buf *b = atomic_exchange_explicit(&g_buf, NULL, memory_order_acq_rel);
 	pthread_mutex_lock(&names_lock);
@@ -813,6 +815,10 @@ static void atfork_child(void)
 	/* The child has no connection thread and must not write into its
 	 * parent's buffer: off until it calls btrace_init() again. */
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(0);
+	/* The forking thread's open function batch is the parent's to close. */
+	tls.fbat = NULL;
+	tls.fw = tls.fcap = 0;
 	/* Close what we inherited (the recorder would otherwise see the
 	 * parent's connection alive as long as this child lives); the
 	 * mappings stay, a thread of ours may not know yet. */
