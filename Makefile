@@ -138,6 +138,22 @@ $(OUT)/tests/stress_app.asan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(O
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
 
+# The function-tracing stress test: the test itself is instrumented.
+FUNC_STRESS_SRCS := $(APP_STRESS_SRCS) user/dump/func_batch.c user/lib/btrace_buffer.c
+FUNC_STRESS_DEPS := $(APP_STRESS_DEPS) user/dump/func_batch.c user/dump/func_batch.h
+$(OUT)/tests/stress_funcs: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -c -finstrument-functions $< -o $@.o
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
+$(OUT)/tests/stress_funcs.tsan: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread -finstrument-functions -c $< -o $@.o
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
+$(OUT)/tests/stress_funcs.asan: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -finstrument-functions -c $< -o $@.o
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
+
 # The trigger-thread stress test compiles the trigger runtime in (three
 # ways) and takes the rest of the tool (the BPF side it never loads) from the archive.
 TRIG_STRESS_SRCS := user/record/triggers.c user/dump/trigger_spec.c user/util.c

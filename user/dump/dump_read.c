@@ -896,9 +896,12 @@ static int copy_body(struct bt_dump *d, struct src *s, char *err, size_t errlen)
 
 /* A decoded function entry or exit: an application event (events.h). */
 struct func_ev {
-	struct bt_ev_app a;
+	struct bt_event_hdr h; /* struct bt_ev_app with one argument */
+	uint32_t name_id;
+	uint16_t nargs, flags;
 	int64_t addr;
 };
+_Static_assert(sizeof(struct func_ev) == sizeof(struct bt_ev_app) + 8, "func_ev is a bt_ev_app");
 
 static uint32_t func_name_id(const struct bt_dump_app *app, uint64_t addr)
 {
@@ -950,14 +953,14 @@ static int decode_funcs(struct bt_dump *d, char *err, size_t errlen)
 		bt_funcs_decode(f, e->len, rec);
 		for (int64_t j = 0; j < n; j++, k++) {
 			struct func_ev *x = &out[k];
-			x->a.h = f->h;
-			x->a.h.ts_ns = rec[j].ts_ns;
-			x->a.h.seq = rec[j].seq;
-			x->a.h.type = rec[j].exit ? BT_EV_APP_FUNC_EXIT : BT_EV_APP_FUNC_ENTRY;
-			x->a.nargs = 1;
-			x->a.name_id = app ? func_name_id(app, rec[j].addr) : 0;
+			x->h = f->h;
+			x->h.ts_ns = rec[j].ts_ns;
+			x->h.seq = rec[j].seq;
+			x->h.type = rec[j].exit ? BT_EV_APP_FUNC_EXIT : BT_EV_APP_FUNC_ENTRY;
+			x->nargs = 1;
+			x->name_id = app ? func_name_id(app, rec[j].addr) : 0;
 			x->addr = (int64_t)rec[j].addr;
-			evs[m++] = (struct bt_dump_event){ .ev = &x->a.h, .len = sizeof(*x), .block_core = e->block_core,
+			evs[m++] = (struct bt_dump_event){ .ev = &x->h, .len = sizeof(*x), .block_core = e->block_core,
 							   .app = e->app };
 			if (app)
 				app->func_records++;

@@ -271,7 +271,7 @@ static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
 	atomic_signal_fence(memory_order_seq_cst);
 	uint64_t now = ticks();
 	int64_t d = (int64_t)(fn - t->faddr0);
-	if (__builtin_expect(t->fw < t->fcap && now - t->ftsc0 < age_ticks && now >= t->flast && d >= -DELTA_MAX &&
+	if (__builtin_expect(t->fw < t->fcap && now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) && now >= t->flast && d >= -DELTA_MAX &&
 				     d < DELTA_MAX &&
 				     t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed),
 			     1)) {
