@@ -126,7 +126,7 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
 # The app-tracing stress test compiles the app library and the reader in.
-APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/record/app_reader.c
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/app_write.c user/record/app_reader.c
 APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/lib/app_write.h user/record/app_reader.h user/lib/btrace_buffer.c
 $(OUT)/tests/stress_app: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC,$@)

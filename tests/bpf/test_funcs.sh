@@ -40,7 +40,7 @@ run_one() {
 	touch "$T_TMP/$n.stop"
 	wait "$pid"
 	check "$n: exits 0" test $? -eq 0
-	wait_for 10 sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $pid app_funcs exited'"
+	wait_for 10 sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $pid [^ ]* exited'"
 	ctl dump -o "$T_TMP/$n-after.btd" >/dev/null 2>&1
 	"$BT" report "$T_TMP/$n-mid.btd" >"$T_TMP/$n-mid.txt" 2>&1
 	"$BT" report "$T_TMP/$n-after.btd" >"$T_TMP/$n-after.txt" 2>&1
@@ -49,7 +49,7 @@ run_one() {
 	check "$n: dump after it exited: the same, names from the mappings kept" \
 		python3 "$CHECK" "$T_TMP/$n-after.txt" "$log" after
 	check "$n: the exited app's dump says so" \
-		sh -c "'$BT' report --stats '$T_TMP/$n-after.btd' | grep -q 'app_funcs pid $pid (exited)'"
+		sh -c "'$BT' report --stats '$T_TMP/$n-after.btd' | grep -q ' pid $pid (exited)'"
 }
 
 run_one gcc "$TB/app_funcs"

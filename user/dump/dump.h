@@ -34,6 +34,7 @@ enum bt_app_counter {
 	BT_APPC_BUFFER_SIZE,  /* bytes of data blocks of the current buffer */
 	BT_APPC_NAMES_BAD,    /* malformed name registrations ignored */
 	BT_APPC_NAMES_LOST,   /* names interned by the application never received: events show name#ID */
+	BT_APPC_BLOCKS_PARTIAL, /* dumped up to an entry never written (a writer mid-write or dead) */
 	BT_APPC_MAX,
 };
 #define BT_APP_EXITED 0x1 /* bt_dump_app.flags: the process had exited at dump time */

@@ -1282,7 +1282,7 @@ const char *bt_app_counter_name(int i)
 		[BT_APPC_SKIPPED] = "app_skipped",       [BT_APPC_RACES] = "app_races",
 		[BT_APPC_BUFFERS] = "buffers",           [BT_APPC_RESIZES] = "resizes",
 		[BT_APPC_BUFFER_SIZE] = "buffer_size",   [BT_APPC_NAMES_BAD] = "names_bad",
-		[BT_APPC_NAMES_LOST] = "names_lost",
+		[BT_APPC_NAMES_LOST] = "names_lost", [BT_APPC_BLOCKS_PARTIAL] = "blocks_partial",
 	};
 	return i >= 0 && i < BT_APPC_MAX ? n[i] : NULL;
 }

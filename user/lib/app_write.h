@@ -8,6 +8,7 @@
 #define BTRACE_APP_WRITE_H
 #include <stdatomic.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 #include "app_shm.h"
 
@@ -60,6 +61,17 @@ uint8_t *btrace_reserve_(struct app_buf *b, uint32_t core, uint32_t min, uint32_
 static inline BT_NOINSTR void btrace_confirm_(struct bt_app_meta *mt, uint32_t len)
 {
 	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
+}
+
+/* An entry header, stored last and at once (release): a reader of a block
+ * with writes in flight (app_reader.c) takes an entry whose header it sees
+ * (with everything written before it), and stops at one still zero. */
+static inline BT_NOINSTR void put_hdr(uint8_t *p, uint32_t len, uint32_t kind)
+{
+	struct bt_entry_hdr e = { .size = len, .kind = kind };
+	uint64_t w;
+	memcpy(&w, &e, sizeof(w));
+	__atomic_store_n((uint64_t *)p, w, __ATOMIC_RELEASE);
 }
 
 static inline BT_NOINSTR uint64_t now_boot(void)

@@ -266,11 +266,13 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		}
 		copy_racy(copy, src, used);
 		if (inflight) {
+			uint32_t reserved = used;
 			used = written_prefix(copy, used);
 			if (!used) {
 				rs.blocks_busy++; /* nothing written yet, or never confirmed */
 				continue;
 			}
+			rs.blocks_partial += used < reserved;
 		}
 		/* Acquire fence: the copy's loads happen before the re-check
 		 * (the reader side of the seqlock; the writers' locking CAS is

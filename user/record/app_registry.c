@@ -691,6 +691,7 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 			d->counters[BT_APPC_BLOCKS_LOST] += st.blocks_lost;
 			d->counters[BT_APPC_BLOCKS_BUSY] += st.blocks_busy;
 			d->counters[BT_APPC_BLOCKS_EMPTY] += st.blocks_empty;
+			d->counters[BT_APPC_BLOCKS_PARTIAL] += st.blocks_partial;
 			d->counters[BT_APPC_ENTRIES] += st.entries;
 			struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
 			d->counters[BT_APPC_DROPPED] += atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed);
