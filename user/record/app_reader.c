@@ -167,7 +167,7 @@ int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32
 static uint32_t written_prefix(const uint8_t *blk, uint32_t reserved)
 {
 	uint32_t off = BT_BLOCK_HDR;
-	while (reserved - off >= BT_ENTRY_HDR) {
+	while (off + BT_ENTRY_HDR <= reserved) {
 		struct bt_entry_hdr e;
 		memcpy(&e, blk + off, sizeof(e));
 		if (e.size == 0 && e.kind == 0)
@@ -261,6 +261,11 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 				inflight = BT_APP_RND(a) == r ? BT_APP_BYTES(a) : v->bsize;
 				if (inflight > v->bsize)
 					inflight = v->bsize;
+				inflight &= ~7u; /* untrusted: whole words, at least the header */
+				if (inflight <= BT_BLOCK_HDR) {
+					rs.blocks_busy++;
+					continue;
+				}
 				used = inflight;
 			}
 		}
