@@ -26,6 +26,8 @@ struct bt_app_read_stats {
 	uint64_t blocks_lost;  /* overwritten while being read: dropped */
 	uint64_t blocks_busy;  /* a write in flight (or never confirmed): not delivered */
 	uint64_t blocks_empty; /* never used */
+	uint64_t blocks_partial; /* delivered up to an entry reserved and never written (a writer
+				  * in the middle of it, or dead): the entries after it are not */
 	uint64_t entries;      /* events in delivered blocks */
 };
 

@@ -340,6 +340,54 @@ static const char *fmt_secs(uint64_t ns, char *buf, size_t len)
 
 /* ---- events -------------------------------------------------------------- */
 
+/* Call depth per thread, for the indentation of function entries/exits. */
+struct depths {
+	uint32_t *tid, *d;
+	size_t cap, n;
+};
+
+static uint32_t *depth_of(struct depths *m, uint32_t tid)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		struct depths g = { .cap = m->cap ? m->cap * 2 : 256 };
+		g.tid = calloc(g.cap, sizeof(*g.tid));
+		g.d = calloc(g.cap, sizeof(*g.d));
+		if (!g.tid || !g.d) {
+			free(g.tid);
+			free(g.d);
+			return NULL;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->tid[i]) {
+				uint32_t *x = depth_of(&g, m->tid[i] - 1);
+				*x = m->d[i];
+			}
+		free(m->tid);
+		free(m->d);
+		*m = g;
+	}
+	size_t i = (tid * 2654435761u) & (m->cap - 1);
+	while (m->tid[i] && m->tid[i] != tid + 1)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->tid[i]) {
+		m->tid[i] = tid + 1;
+		m->n++;
+	}
+	return &m->d[i];
+}
+
+/* The depth to show a function entry/exit at (entries count up, exits down;
+ * an exit whose entry is before the dump's window stays at 0). */
+static int func_depth(struct depths *m, const struct bt_event_hdr *e)
+{
+	uint32_t *d = depth_of(m, e->tid);
+	if (!d)
+		return 0;
+	if (e->type == BT_EV_APP_FUNC_ENTRY)
+		return (int)(*d)++;
+	return (int)(*d = *d ? *d - 1 : 0);
+}
+
 static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
@@ -360,8 +408,10 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	}
 	filt_init(&f, o, ev, n);
 	fprintf(out, "cpus=%u\n", h->ncpus);
+	struct depths dm = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *e = ev[i].ev;
+		int depth = e->type == BT_EV_APP_FUNC_ENTRY || e->type == BT_EV_APP_FUNC_EXIT ? func_depth(&dm, e) : -1;
 		for (; gi < ngaps && gaps[gi].index == i; gi++)
 			if (cpu_ok(o, gaps[gi].cpu) && time_ok(&f, e->ts_ns))
 				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
@@ -372,9 +422,13 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			const char *comm = e->tid == 0 ? "<idle>"
 					   : bt_escape_text(bt_namer_comm(nm, e->tid, e->cpu), BT_TASK_COMM_LEN, cb,
 							    sizeof(cb));
-			if (ev[i].app >= 0)
-				bt_format_app_fields(fields, sizeof(fields), e, ev[i].len,
+			if (ev[i].app >= 0) {
+				/* function entries/exits indented by their depth (up to 64) */
+				int ind = depth < 0 ? 0 : depth > 64 ? 128 : 2 * depth;
+				memset(fields, ' ', (size_t)ind);
+				bt_format_app_fields(fields + ind, sizeof(fields) - (size_t)ind, e, ev[i].len,
 						     bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id));
+			}
 			else
 				bt_format_fields(fields, sizeof(fields), e, ev[i].len, nm, probes, nprobes);
 			if (o->wall)
@@ -389,6 +443,8 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			bt_namer_apply(nm, e, ev[i].len);
 	}
 	free(gaps);
+	free(dm.tid);
+	free(dm.d);
 	bt_namer_free(nm);
 	return 0;
 }

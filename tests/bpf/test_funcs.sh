@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# test_funcs.sh - function tracing (-finstrument-functions + libbtrace) with
+# a real recorder: app_funcs (gcc, then clang) runs a known call tree (fib(20),
+# a 16-thread pool, a usleep inside nap(), a thread ended by SYS_exit
+# mid-batch); a dump while it runs and one after it exited: every call
+# exactly once, balanced and nested, names right (after the exit too), the
+# nap lined up with the kernel's sched_switch within 50 us. BTRACE_FUNCS=0
+# records nothing. Needs root; prints TAP lines.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/bpf/lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "function tracing tests" "need root"
+	finish
+	exit $?
+fi
+
+CTL=$T_TMP/ctl.sock
+OUT=$T_TMP/out
+LOG=$T_TMP/rec.log
+CHECK=tests/bpf/check_funcs.py
+export BTRACE_CTL=$CTL BTRACE_RETRY_MS=50
+ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
+
+if ! rec_start "$LOG" -o "$OUT" -e sched --ctl "$CTL" --no-final-dump; then
+	not_ok "recorder starts" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+
+# run_one NAME BINARY: both dumps of one run
+run_one() {
+	local n=$1 bin=$2 log=$T_TMP/$1.log
+	"$bin" -f "$T_TMP/$n.att" -S "$T_TMP/$n.stop" >"$log" 2>&1 &
+	local pid=$!
+	T_PIDS+=("$pid")
+	wait_for 30 grep -q phases-done "$log"
+	ctl dump -o "$T_TMP/$n-mid.btd" >/dev/null 2>&1
+	touch "$T_TMP/$n.stop"
+	wait "$pid"
+	check "$n: exits 0" test $? -eq 0
+	wait_for 10 sh -c "'$BT' ctl --ctl '$CTL' status | grep -q 'app $pid [^ ]* exited'"
+	ctl dump -o "$T_TMP/$n-after.btd" >/dev/null 2>&1
+	"$BT" report "$T_TMP/$n-mid.btd" >"$T_TMP/$n-mid.txt" 2>&1
+	"$BT" report "$T_TMP/$n-after.btd" >"$T_TMP/$n-after.txt" 2>&1
+	check "$n: dump while it runs: every call once, nested, named, nap on the kernel's timeline" \
+		python3 "$CHECK" "$T_TMP/$n-mid.txt" "$log" mid
+	check "$n: dump after it exited: the same, names from the mappings kept" \
+		python3 "$CHECK" "$T_TMP/$n-after.txt" "$log" after
+	check "$n: the exited app's dump says so" \
+		sh -c "'$BT' report --stats '$T_TMP/$n-after.btd' | grep -q ' pid $pid (exited)'"
+}
+
+run_one gcc "$TB/app_funcs"
+run_one clang "$TB/app_funcs_clang"
+
+# BTRACE_FUNCS=0: attached, but no function records
+BTRACE_FUNCS=0 "$TB/app_funcs" -f "$T_TMP/off.att" >"$T_TMP/off.log" 2>&1
+check "BTRACE_FUNCS=0: runs and exits 0" test $? -eq 0
+ctl dump -o "$T_TMP/off.btd" >/dev/null 2>&1
+OFFPID=$(awk '/^fib/ {print $2}' "$T_TMP/off.log")
+check "BTRACE_FUNCS=0: no function records" \
+	sh -c "! '$BT' report -p '$OFFPID' '$T_TMP/off.btd' | grep -q 'func_entry'"
+
+rec_stop "$REC_PID"
+finish
