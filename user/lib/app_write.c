@@ -71,21 +71,26 @@ static BT_NOINSTR int advance(struct app_buf *b, uint32_t core, uint64_t old)
 			continue;
 		struct bt_block_hdr *h = (struct bt_block_hdr *)block_at(b, r, m);
 		h->pos = p;
+		/* Release fence: pairs with the reader's acquire fence before its
+		 * position re-check (app_reader.c); a copy that saw anything
+		 * stored below (the rest of the header included) sees the new
+		 * position. */
+		atomic_thread_fence(memory_order_release);
 		h->prev_pos = old ? (uint64_t)BT_APP_RND(old) * b->A + (uint32_t)old : BT_NO_POS;
 		h->core = core;
 		h->flags = 0;
 		/* Zero the entries: a reader walking a block with writes in
 		 * flight stops at the first entry header still zero (see
-		 * app_reader.c), never at an older round's bytes. Release fence:
-		 * pairs with the reader's acquire fence before its position
-		 * re-check; a copy that saw a zero sees the new position. */
-		atomic_thread_fence(memory_order_release);
+		 * app_reader.c), never at an older round's bytes. */
 		memset((uint8_t *)h + BT_BLOCK_HDR, 0, b->bsize - BT_BLOCK_HDR);
-		/* Release: pairs with the acquire load of the core word in
-		 * btrace_write(); a writer that finds the block finds alloc reset. */
+		/* Release: pairs with the acquire FAA on alloc in
+		 * btrace_reserve_() (a writer whose bytes are in round r stores
+		 * after the zeros) and with the reader's acquire load of alloc
+		 * (app_reader.c: seeing round r open, it sees the zeros). */
 		atomic_store_explicit(&mt->alloc, BT_APP_RP(r, BT_BLOCK_HDR), memory_order_release);
 		uint64_t want = BT_APP_RP(r, m), cur = old;
-		/* Release: pairs with the acquire load in btrace_write(). */
+		/* Release: pairs with the acquire load of the core word in
+		 * btrace_reserve_(). */
 		if (atomic_compare_exchange_strong_explicit(&b->cores[core].cur, &cur, want, memory_order_release,
 							     memory_order_relaxed))
 			return 0;

@@ -233,7 +233,11 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		/* Acquire: pairs with the writers' release confirms; the bytes
 		 * they confirmed are visible in the copy below. */
 		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
-		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+		/* Acquire: pairs with the release store of alloc that opens a
+		 * round for writing in advance() (FAAs after it continue its
+		 * release sequence): seeing round r open, the copy sees the
+		 * block's header and zeroing that came before. */
+		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
 		int32_t ahead = (int32_t)(BT_APP_RND(c) - r);
 		uint32_t used, inflight = 0;
 		int complete;
@@ -254,11 +258,24 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 				rs.blocks_bad++;
 				continue;
 			}
-			if (!complete && (BT_APP_RND(a) != r || BT_APP_BYTES(a) != used)) {
+			if (!complete && BT_APP_RND(a) != r) {
+				/* Round r is locked but alloc is not: either its
+				 * locker is still zeroing the block (alloc behind:
+				 * nothing is written yet, and the bytes there are the
+				 * previous round's under the new header), or a newer
+				 * round was locked since conf was read (alloc ahead:
+				 * the block is being overwritten). */
+				if ((int32_t)(BT_APP_RND(a) - r) < 0)
+					rs.blocks_busy++;
+				else
+					rs.blocks_lost++;
+				continue;
+			}
+			if (!complete && BT_APP_BYTES(a) != used) {
 				/* Writes in flight (an open function batch, an event
 				 * being written, a writer that died): what is
 				 * written before the first unwritten entry. */
-				inflight = BT_APP_RND(a) == r ? BT_APP_BYTES(a) : v->bsize;
+				inflight = BT_APP_BYTES(a);
 				if (inflight > v->bsize)
 					inflight = v->bsize;
 				inflight &= ~7u; /* untrusted: whole words, at least the header */
