@@ -53,6 +53,32 @@ run_one() {
 }
 
 run_one gcc "$TB/app_funcs"
+
+# convert: the call chart per thread (Perfetto "functions" tracks, JSON X),
+# next to the kernel's view: nesting, fib(20) all there and 20 deep, the
+# calls open at the dump's end (main, the tick thread) closed there, marked
+"$BT" convert -o "$T_TMP/gcc-mid.pftrace" "$T_TMP/gcc-mid.btd" 2>"$T_TMP/conv.log"
+"$BT" convert -f json -o "$T_TMP/gcc-mid.json" "$T_TMP/gcc-mid.btd" 2>>"$T_TMP/conv.log"
+NOPEN=$(sed -n 's/.* \([0-9]*\) open at the dump.s end.*/\1/p' "$T_TMP/conv.log" | head -1)
+check "convert: calls open at the dump's end counted ($NOPEN)" test "${NOPEN:-0}" -ge 2
+if command -v protoc >/dev/null; then
+	check "convert perfetto: call slices nest on each thread's functions track, open ones closed at the end" \
+		python3 tests/perfetto/check_trace.py perfetto "$T_TMP/gcc-mid.pftrace" --func-open "$NOPEN"
+fi
+check "convert json: calls nest per thread, open ones last to the dump's end" \
+	python3 tests/perfetto/check_trace.py json "$T_TMP/gcc-mid.json" --func-open "$NOPEN"
+check "convert json: fib(20) as 21891 nested calls, 20 deep" python3 -c '
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") == "fib" and e.get("ph") == "X"]
+ev.sort(key=lambda e: (e["ts"], -e["dur"]))
+st, deep = [], 0
+for e in ev:
+    while st and st[-1] <= e["ts"]:
+        st.pop()
+    st.append(e["ts"] + e["dur"])
+    deep = max(deep, len(st))
+print(len(ev), deep)
+sys.exit(not (len(ev) == 21891 and deep == 20))' "$T_TMP/gcc-mid.json"
 run_one clang "$TB/app_funcs_clang"
 
 # BTRACE_FUNCS=0: attached, but no function records
