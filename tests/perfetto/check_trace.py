@@ -693,8 +693,7 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
         result(n == opt["func_slices"], "function calls drawn: %d" % opt["func_slices"], "found %d" % n)
     if opt.get("func_open") is not None:
         fo = [e for e in evs if e.get("cat") == "func_entry" and e.get("ph") == "X"]
-        end = max((e["ts"] for e in evs if "ts" in e and e.get("ph") != "M" and
-                   e.get("pid") != CPU_PID), default=0)
+        end = max((e["ts"] + e.get("dur", 0) for e in evs if "ts" in e and e.get("ph") != "M"), default=0)
         ok = all((e.get("args") or {}).get("open_at_dump_end") and e["ts"] + e["dur"] >= end - 1e-3 for e in fo)
         result(len(fo) == opt["func_open"] and ok,
                "calls open at the dump's end, lasting to it: %d" % opt["func_open"],
