@@ -222,6 +222,23 @@ $(OUT)/bench/app_bench_lttng: bench/app_bench.c bench/app_bench_tp.h $(OUT)/libb
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DAPP_BENCH_TP_UNIT -c $< -o $@-tp.o
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DWITH_LTTNG $< $@-tp.o $(OUT)/libbtrace.a -llttng-ust -ldl -lpthread -lm -o $@
 
+# Function tracing bench (scripts/bench_funcs.sh): one source, four builds
+# at the same optimisation (-O1, no inlining, so every call stays a call).
+FUNC_BENCH_CFLAGS = $(CPPFLAGS) $(CFLAGS) -O1 -fno-inline -fno-optimize-sibling-calls
+$(OUT)/bench/func_bench_plain: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_instr: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_manual: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DMANUAL $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_pg: bench/func_bench.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -pg $< -o $@
+FUNC_BENCH = $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg)
+
 $(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
