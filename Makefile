@@ -60,7 +60,7 @@ WORK_BINS  := $(patsubst tests/bpf/%.c,$(OUT)/tests/%,$(WORK_SRCS)) \
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
-BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRCS))
+BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(filter-out bench/func_bench.c,$(BENCH_SRCS))) $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg)
 EXAMPLE_BINS := $(patsubst examples/%.c,$(OUT)/examples/%,$(wildcard examples/*.c))
 
 .PHONY: all tool tests test bench clean deps check-deps run
