@@ -234,7 +234,7 @@
 #define UUID_FUNCS(tid) ((0xb7ace006ull << 32) | (tid))
 #define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
 #define UUID_TRIGGERS (UUID_ROOT | 2)
-#define UUID_TRIG_THREAD(tid) ((0xb7ace005ull << 32) | (tid))
+#define UUID_TRIG_THREAD(tid) ((0xb7ace009ull << 32) | (tid)) /* 7, 8: the stacks tracks */
 /* app < BTD_MAX_APPS (2^16), any 32-bit name id */
 #define UUID_APP_COUNTER(app, id) ((0xb7adull << 48) | ((uint64_t)(uint32_t)(app) << 32) | (uint32_t)(id))
 
