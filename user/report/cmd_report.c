@@ -25,6 +25,7 @@
 #include "report_triggers.h"
 #include "event_names.h"
 #include "report_functions.h"
+#include "report_hot.h"
 #include "util.h"
 
 #define PROG "btrace-bpf"
@@ -36,7 +37,8 @@ struct tspec {
 };
 
 struct ropts {
-	int stats, wall, no_lost, functions;
+	int stats, wall, no_lost, functions, hot;
+	unsigned top;   /* rows of each --hot summary */
 	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
 	uint32_t *pids;
 	size_t npids;
@@ -66,12 +68,21 @@ static void usage(FILE *f)
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
 		"                       group, time window, latest continuous window, and every\n"
 		"                       loss counter\n"
-		"  -f, --functions      user-space probes per function and process instead of\n"
-		"                       events: calls, returns and, for %%return probes, the\n"
-		"                       latency distribution (count, min, p50, p99, max) of\n"
-		"                       the events the other options select; the window the\n"
-		"                       counts cover and every loss that makes them lower\n"
-		"                       bounds; targets that ended\n"
+		"  -f, --functions      per function instead of events: traced functions\n"
+		"                       (-finstrument-functions + libbtrace): calls, total time\n"
+		"                       (a recursion counted once), self time (minus callees),\n"
+		"                       p50, p99, max; user-space probes (-u/-U) per function\n"
+		"                       and process: calls, returns and, for %%return probes,\n"
+		"                       the latency distribution (count, min, p50, p99, max);\n"
+		"                       for the events the other options select (a call by\n"
+		"                       its entry); the window the counts cover and every\n"
+		"                       loss that makes them lower bounds; targets that ended\n"
+		"      --hot            traced functions, Hubble's summaries: the functions\n"
+		"                       with the most self time, the deepest call chains and\n"
+		"                       the slowest ones (the longest calls without a caller\n"
+		"                       in the window, down their longest callee), each as\n"
+		"                       its nested path with durations\n"
+		"      --top N          rows of each --hot summary (default 10)\n"
 		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
 		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
 		"                       an event is about: next of a switch, woken, forked child)\n"
@@ -93,6 +104,7 @@ static void usage(FILE *f)
 		"Examples:\n"
 		"  " PROG " report traces/btrace-host-20250101-120000-1.btd\n"
 		"  " PROG " report --stats dump.btd\n"
+		"  " PROG " report --hot --top 5 -p 1234 dump.btd      # where app 1234 spent its time\n"
 		"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
 		"  " PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
 		"  " PROG " report --since @1234.5 --until @1234.6 dump.btd\n"
@@ -757,7 +769,7 @@ static int func_cpu(uint32_t cpu, void *ctx)
 	return cpu_ok(((const struct filt *)ctx)->o, cpu);
 }
 
-/* report --functions with report's filters, named in the window line */
+/* report --functions/--hot with report's filters, named in the window line */
 static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE *out)
 {
 	size_t n;
@@ -798,7 +810,7 @@ static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE 
 		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
 		.what = what[0] ? what : NULL,
 	};
-	return bt_report_functions(d, &ff, out);
+	return o->hot ? bt_report_hot(d, &ff, o->top ? o->top : 10, out) : bt_report_functions(d, &ff, out);
 }
 
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
@@ -807,7 +819,7 @@ static int run(const struct bt_dump *d, const char *path, const struct ropts *o,
 
 	if (path)
 		warn_empty_filters(d, o);
-	r = o->functions ? print_functions(d, o, out)
+	r = o->functions || o->hot ? print_functions(d, o, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
@@ -829,10 +841,12 @@ static void ropts_free(struct ropts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST };
+	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_HOT, OPT_TOP };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
 		{ "functions", no_argument, NULL, 'f' },
+		{ "hot", no_argument, NULL, OPT_HOT },
+		{ "top", required_argument, NULL, OPT_TOP },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "event", required_argument, NULL, 'e' },
@@ -891,6 +905,17 @@ int cmd_report(int argc, char **argv)
 		case OPT_MANIFEST:
 			manifest = 1;
 			break;
+		case OPT_HOT:
+			o.hot = 1;
+			break;
+		case OPT_TOP: {
+			const char *p = optarg;
+			if (parse_u32(&p, &o.top) < 0 || *p || o.top == 0 || o.top > 1000) {
+				fprintf(stderr, PROG ": report: bad --top '%s' (rows: 1 to 1000)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			ropts_free(&o);
@@ -922,7 +947,7 @@ int cmd_report(int argc, char **argv)
 	r = run(d, path, &o, stdout);
 	if (r < 0)
 		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
-	else if (!o.stats && !o.functions && !o.no_lost) {
+	else if (!o.stats && !o.functions && !o.hot && !o.no_lost) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);
