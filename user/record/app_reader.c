@@ -192,6 +192,12 @@ static int by_pos(const void *a, const void *b)
 
 int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st)
 {
+	return bt_app_read_skip(v, NULL, cb, ctx, st);
+}
+
+int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void *ctx), bt_block_cb cb, void *ctx,
+		     struct bt_app_read_stats *st)
+{
 	struct bt_app_read_stats rs = { 0 };
 	struct slot *slots = malloc((size_t)v->N * sizeof(*slots));
 	uint8_t *copy = malloc(v->bsize);
@@ -230,6 +236,8 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		uint32_t d = slots[i].d, m = (uint32_t)(pos % v->A), r = (uint32_t)(pos / v->A);
 		const struct bt_app_meta *mt = &metas[m];
 		const uint8_t *src = data + (size_t)d * v->bsize;
+		if (skip && skip(pos, ctx))
+			continue;
 		/* Acquire: pairs with the writers' release confirms; the bytes
 		 * they confirmed are visible in the copy below. */
 		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);

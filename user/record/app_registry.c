@@ -21,6 +21,7 @@
  */
 #include "app_registry.h"
 #include "app_reader.h"
+#include "func_watch.h"
 #include "dump.h"
 #include "dump_format.h"
 #include "func_batch.h"
@@ -42,6 +43,7 @@
 
 #define MAX_BUFS 4         /* current + older ones still dumped */
 #define LINE_MAX_APP 256
+#define WATCH_MS 10        /* app-func triggers: how often function records are read */
 
 struct abuf {
 	struct bt_app_view v;
@@ -62,6 +64,9 @@ struct app {
 	char line[LINE_MAX_APP];
 	size_t linelen;
 	struct bt_func_names *fnames; /* its mappings: function names survive its exit */
+	struct bt_func_watch *fw;     /* app-func triggers: its calls timed (NULL: none) */
+	int fw_final;                 /* scanned once after it exited */
+	struct bt_apps *reg;
 };
 
 struct bt_apps {
@@ -149,6 +154,7 @@ static void app_free(struct app *a)
 		close(a->conn);
 	free(a->names);
 	bt_func_names_free(a->fnames);
+	bt_func_watch_free(a->fw);
 	free(a);
 }
 
@@ -326,12 +332,34 @@ static void retire_old(struct app *a)
 	}
 }
 
+/* Under lock (the scan's callback): a watched call of application a ran long. */
+static void func_hit(void *ctx, uint32_t trig, uint64_t ts, uint64_t dur, uint32_t tid)
+{
+	struct app *a = ctx;
+	if (a->reg->cfg.func_trigger)
+		a->reg->cfg.func_trigger(a->reg->cfg.trigger_ctx, trig, ts, dur, tid, a->pid, a->name);
+}
+
+/* Under lock: follow the function records of the live applications
+ * (app-func triggers); an application that just exited gets a last scan. */
+static void watch_funcs(struct bt_apps *r)
+{
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		if (!a->fw || (a->flags & BT_APP_EXITED && a->fw_final))
+			continue;
+		a->fw_final = !!(a->flags & BT_APP_EXITED);
+		bt_func_watch_scan(a->fw, &a->bufs[0].v, a->fnames); /* out of memory: the next scan tries again */
+	}
+}
+
 static void *io_thread(void *arg)
 {
 	struct bt_apps *r = arg;
 	struct pollfd *p = NULL;
 	struct app **who = NULL;
 	size_t cap = 0;
+	uint64_t last_watch = 0;
 	for (;;) {
 		pthread_mutex_lock(&r->lock);
 		if (r->stop) {
@@ -362,7 +390,8 @@ static void *io_thread(void *arg)
 				p[n++] = (struct pollfd){ .fd = r->apps[i]->conn, .events = POLLIN };
 			}
 		pthread_mutex_unlock(&r->lock);
-		if (poll(p, n, 1000) < 0 && errno != EINTR)
+		/* app-func triggers: the buffers are followed every WATCH_MS */
+		if (poll(p, n, r->cfg.nfwatch ? WATCH_MS : 1000) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			char c[64];
@@ -382,6 +411,10 @@ static void *io_thread(void *arg)
 		}
 		for (size_t j = 0; j < r->napps; j++)
 			retire_old(r->apps[j]);
+		if (r->cfg.nfwatch && bt_boottime_ns() - last_watch >= WATCH_MS * 1000000ull) {
+			watch_funcs(r);
+			last_watch = bt_boottime_ns();
+		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(p);
@@ -495,6 +528,13 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 	a->conn = c;
 	a->registered_ts = bt_boottime_ns();
 	a->fnames = bt_func_names_new((int)pid);
+	a->reg = r;
+	if (r->cfg.nfwatch) {
+		struct bt_func_watch_cfg wc = { .n = r->cfg.nfwatch, .names = r->cfg.fwatch_names,
+						.ns = r->cfg.fwatch_ns, .trig = r->cfg.fwatch_trig,
+						.hit = func_hit, .ctx = a };
+		a->fw = bt_func_watch_new(&wc); /* out of memory: its calls are not watched, as status says */
+	}
 	snprintf(a->name, sizeof(a->name), "%.15s", name && *name ? name : "app");
 	if (send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
 		app_free(a);
@@ -568,10 +608,19 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
 		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
-			" dropped=%" PRIu64 "\n", a->pid, a->name, a->conn >= 0 ? "live" : "exited",
+			" dropped=%" PRIu64, a->pid, a->name, a->conn >= 0 ? "live" : "exited",
 			a->bufs[0].data_size, a->nbufs, a->nnames, names_lost(a, names_interned(a)),
 			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
 						       memory_order_relaxed));
+		if (r->cfg.nfwatch && a->fw) {
+			struct bt_func_watch_stats ws;
+			bt_func_watch_stats(a->fw, &ws);
+			fprintf(out, " watched_records=%" PRIu64 " watched_hits=%" PRIu64 " watched_gaps=%" PRIu64
+				" watched_untimed=%" PRIu64, ws.records, ws.hits, ws.gaps, ws.untimed);
+		} else if (r->cfg.nfwatch) {
+			fprintf(out, " watched=no(out of memory)");
+		}
+		fputc('\n', out);
 	}
 	pthread_mutex_unlock(&r->lock);
 }

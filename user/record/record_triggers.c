@@ -152,3 +152,15 @@ void recorder_app_trigger(void *ctx, const char *name, uint32_t kind, uint64_t t
 
 	bt_triggers_app(r->triggers, name, kind, ts_ns, value, tid, tgid, comm);
 }
+
+void recorder_app_func_trigger(void *ctx, uint32_t trig, uint64_t ts_ns, uint64_t dur, uint32_t tid, uint32_t tgid,
+			       const char *comm)
+{
+	struct recorder *r = ctx;
+	const struct bt_trigger_spec *s = bt_triggers_spec(r->triggers, trig);
+
+	/* pid= and comm= (the application's name) narrow it */
+	if (!s || (s->tgid && s->tgid != tgid) || (s->comm[0] && strncmp(s->comm, comm, sizeof(s->comm)) != 0))
+		return;
+	bt_triggers_hit(r->triggers, trig, BT_TRIG_APP_FUNC, ts_ns, dur, tid, tgid, comm);
+}

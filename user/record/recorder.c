@@ -453,6 +453,9 @@ int recorder_run(const struct record_opts *opts)
 	char err[512], gs[64], s1[32], s2[32], s3[32];
 	const char *wn[BT_TRIG_MAX]; /* app:NAME>T watches: live as long as r.apps */
 	uint64_t wns[BT_TRIG_MAX];
+	const char *fwn[BT_TRIG_MAX]; /* app-func:NAME>T watches: as long */
+	uint64_t fwns[BT_TRIG_MAX];
+	uint32_t fwt[BT_TRIG_MAX];
 	int ncpus, ret, exit_code = 0, dump_thread = 0;
 	uint64_t drops = 0;
 
@@ -679,7 +682,15 @@ int recorder_run(const struct record_opts *opts)
 			if (o.triggers[i].kind == BT_TRIG_APP_SLICE) {
 				wn[ac.nwatch] = o.triggers[i].arg;
 				wns[ac.nwatch++] = o.triggers[i].threshold_ns;
+			} else if (o.triggers[i].kind == BT_TRIG_APP_FUNC) {
+				fwn[ac.nfwatch] = o.triggers[i].arg;
+				fwns[ac.nfwatch] = o.triggers[i].threshold_ns;
+				fwt[ac.nfwatch++] = (uint32_t)i;
 			}
+		ac.fwatch_names = fwn;
+		ac.fwatch_ns = fwns;
+		ac.fwatch_trig = fwt;
+		ac.func_trigger = r.triggers ? recorder_app_func_trigger : NULL;
 		ac.watch_names = wn;
 		ac.watch_ns = wns;
 		r.apps = bt_apps_create(&ac, err, sizeof(err));
