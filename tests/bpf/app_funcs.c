@@ -8,12 +8,19 @@
  *   one thread: nap() around usleep(NAP_US)
  *   one thread: 50 pool_leaf calls, then ends with SYS_exit (no TSD
  *   destructor: its function batch is never closed)
+ * With -g (a hostile program) it then garbles the function batches of its
+ * ended threads in its own buffer, keeping the block framing intact: a count
+ * past the room, a long record cut off by the count, a room that is not the
+ * entry's; each garbled batch's first record is also pointed at an address
+ * no function starts at (shown as 0x... or sym+0x... if ever delivered).
+ * It prints "garbled N".
  * It prints "fib TID", "pool TID K", "nap TID T0 T1" (CLOCK_BOOTTIME
  * around the usleep), "killed TID N", then "phases-done"; then keeps one
  * thread calling tick() every ms (a batch open while the test dumps) until
  * the -S file exists.
  */
 #include "btrace.h"
+#include "app_shm.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -104,17 +111,72 @@ static void *tick_thread(void *arg)
 
 static void run_all(int loops, const char *stopfile);
 
+#define GARBLE_DELTA 0x1000001ull /* an odd address: no function starts there */
+
+/* Garble the function batches of threads other than this one (ended: no
+ * writer will store their count again). Not instrumented: it writes no
+ * record itself. */
+__attribute__((no_instrument_function)) static int garble(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int n = 0;
+	uint32_t me = (uint32_t)syscall(SYS_gettid);
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		if (!strstr(line, "btrace-app") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		struct bt_app_shm *shm = (struct bt_app_shm *)lo;
+		if (shm->magic != BT_APP_SHM_MAGIC || shm->total_size > hi - lo)
+			continue;
+		for (uint32_t d = 0; d < shm->nblocks; d++) {
+			uint8_t *blk = (uint8_t *)lo + shm->data_off + (uint64_t)d * shm->block_size;
+			uint32_t off = BT_BLOCK_HDR;
+			if (!((struct bt_block_hdr *)blk)->pos)
+				continue;
+			while (off + BT_ENTRY_HDR + sizeof(struct bt_ev_app_funcs) <= shm->block_size) {
+				struct bt_entry_hdr *e = (struct bt_entry_hdr *)(blk + off);
+				if (!e->size || e->size % 8 || e->size > shm->block_size - off)
+					break;
+				struct bt_ev_app_funcs *b = (struct bt_ev_app_funcs *)(blk + off + BT_ENTRY_HDR);
+				if (e->kind == BT_ENTRY_DATA && b->h.type == BT_EV_APP_FUNCS && b->h.tid != me &&
+				    b->count >= 2) {
+					/* every other batch: the next one keeps the block's neighbours honest */
+					if (n % 2 == 0) {
+						int how = n / 2 % 3;
+						b->words[0] = (b->words[0] & 0x3ffffffffull) |
+							      (GARBLE_DELTA << 34);
+						if (how == 0)
+							b->count = b->cap + 1;
+						else if (how == 1)
+							b->words[b->count - 1] |= (uint64_t)BT_FREC_ENTRY_LONG << 32;
+						else
+							b->cap = b->cap + 3;
+					}
+					n++;
+				}
+				off += e->size;
+			}
+		}
+	}
+	if (f)
+		fclose(f);
+	return (n + 1) / 2;
+}
+
 int main(int argc, char **argv)
 {
 	const char *attached = NULL, *stopfile = NULL;
-	int opt, loops = 1;
-	while ((opt = getopt(argc, argv, "f:S:n:")) != -1) {
+	int opt, loops = 1, hostile = 0;
+	while ((opt = getopt(argc, argv, "f:S:n:g")) != -1) {
 		if (opt == 'f')
 			attached = optarg;
 		else if (opt == 'S')
 			stopfile = optarg;
 		else if (opt == 'n')
 			loops = atoi(optarg);
+		else if (opt == 'g')
+			hostile = 1;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	btrace_init("app_funcs");
@@ -128,6 +190,8 @@ int main(int argc, char **argv)
 			fclose(f);
 	}
 	run_all(loops, stopfile);
+	if (hostile)
+		printf("garbled %d\n", garble());
 	return 0;
 }
 
