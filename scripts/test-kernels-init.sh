@@ -5,7 +5,9 @@
 # tmpfs overlay, mounts what the tests need (proc, sys, tracefs, debugfs, bpf,
 # cgroup2), runs the tests chrooted there, writes their output and exit status
 # to the "results" share, and powers the guest off whatever happens.
-# /config (written by the host script) sets REPO, TESTS, SKIP_TESTS and TEST_ENV.
+# /config (written by the host script) sets REPO, TESTS, SKIP_TESTS, ACCEL
+# (tcg: the guest's CPUs are emulated; tests with timing bounds on code run
+# between two events widen them, see BT_TEST_EMULATED) and TEST_ENV.
 /bin/busybox --install -s /bin
 export PATH=/bin
 
@@ -57,7 +59,7 @@ say "kernel $(uname -r), $(nproc) CPUs; running TESTS='$TESTS' in $REPO"
 # The tests run chrooted in the host's tree; output to the results share and,
 # line by line, to the console (so a hang or a lockup shows where it was).
 chroot $R /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-	HOME=/root TERM=dumb TESTS="$TESTS" SKIP_TESTS="${SKIP_TESTS:-}" $TEST_ENV \
+	HOME=/root TERM=dumb TESTS="$TESTS" SKIP_TESTS="${SKIP_TESTS:-}" BT_TEST_EMULATED="$([ "${ACCEL:-}" = tcg ] && echo 1)" $TEST_ENV \
 	/bin/bash -c 'cd "$1" && tests/run.sh; echo $? >/run/results/status' bash "$REPO" 2>&1 |
 	tee /results/tests.log >/dev/console
 [ -s /results/status ] || echo 125 >/results/status

@@ -114,7 +114,7 @@ module_order() {
 	done
 }
 
-# Write the initramfs of the kernel unpacked in $1 to $2.
+# Write the initramfs of the kernel unpacked in $1 to $2, for accelerator $3.
 build_initramfs() {
 	local kdir=$1 img=$2 mdir root f
 	mdir=$(find "$kdir/lib/modules" -mindepth 1 -maxdepth 1 -type d | head -1)
@@ -130,8 +130,8 @@ build_initramfs() {
 		cp "$f" "$root/modules/"
 		basename "$f" >>"$root/modules.order"
 	done
-	printf 'REPO=%s\nTESTS=%s\nSKIP_TESTS=%s\n' "$(shq "$REPO")" "$(shq "$TESTS")" "$(shq "$SKIP_TESTS")" \
-		>"$root/config"
+	printf 'REPO=%s\nTESTS=%s\nSKIP_TESTS=%s\nACCEL=%s\n' "$(shq "$REPO")" "$(shq "$TESTS")" "$(shq "$SKIP_TESTS")" \
+		"$(shq "$3")" >"$root/config"
 	(cd "$root" && find . | busybox cpio -o -H newc 2>/dev/null) | gzip -1 >"$img"
 	rm -rf "$root"
 }
@@ -195,12 +195,13 @@ run_qemu_kernel() { # name
 	scripts/install-deps.sh --kernels >&2
 	kdir=$(debian_kernel)
 	vmlinuz=$(compgen -G "$kdir/boot/vmlinuz-*" | head -1)
-	build_initramfs "$kdir" "$dir/initrd.gz"
 	acc=$(accel)
+	build_initramfs "$kdir" "$dir/initrd.gz" "$acc"
 	if ! boot "$vmlinuz" "$dir/initrd.gz" "$acc" "$dir" && [ "$acc" = kvm ]; then
 		log "the guest did not start under KVM (an emulated /dev/kvm?); retrying with TCG"
 		mv "$dir/console.log" "$dir/console-kvm.log" 2>/dev/null || true
 		acc=tcg
+		build_initramfs "$kdir" "$dir/initrd.gz" "$acc"
 		boot "$vmlinuz" "$dir/initrd.gz" "$acc" "$dir" || true
 	fi
 	RESULT_DESC="$(basename "$vmlinuz" | sed 's/^vmlinuz-//'), qemu $acc"

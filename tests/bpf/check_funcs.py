@@ -6,7 +6,7 @@ MODE after: every call of every phase present exactly once, balanced and
 nested per thread, names right; the nap lines up with the kernel's
 sched_switch of its thread (50 us). MODE mid: the same for the phases that
 had ended (a dump taken while the program ran)."""
-import re
+import os, re
 import sys
 from collections import defaultdict
 
@@ -116,10 +116,14 @@ try:
         err(f'nap tid {ntid}: no sched_switch away and back inside nap() ({ne}..{nx})')
     else:
         so, si = min(out), max(back)
-        if not (0 <= so - before <= 50):
-            err(f'nap: switched away {so - before} us after now_ns() returned (want 0..50)')
-        if not (0 <= after - si <= 50):
-            err(f'nap: now_ns() entered {after - si} us after the switch back (want 0..50)')
+        # The gap is the code run between the record and the switch: under
+        # an emulated CPU (the kernel matrix's qemu TCG) it takes ~10x
+        # longer; the order (>= 0) is what the clocks' agreement decides.
+        lim = 50 if not os.environ.get('BT_TEST_EMULATED') else 500
+        if not (0 <= so - before <= lim):
+            err(f'nap: switched away {so - before} us after now_ns() returned (want 0..{lim})')
+        if not (0 <= after - si <= lim):
+            err(f'nap: now_ns() entered {after - si} us after the switch back (want 0..{lim})')
         print(f'# nap: away {so - before} us after the last record, back {after - si} us before the next')
 except (StopIteration, ValueError):
     err(f'nap tid {ntid}: records missing: {nev[:6]}')
