@@ -58,7 +58,16 @@ enum {
 	OPT_KEEP_FREE,
 	OPT_ON_DUMP,
 	OPT_ON_DUMP_TIMEOUT,
+	OPT_SAMPLE,
+	OPT_STACKS,
+	OPT_OFFCPU_MIN,
+	OPT_MAX_STACKS,
 };
+
+/* On-CPU samples per second per CPU by default: a user and kernel stack
+ * walk each costs a few microseconds, so 49 Hz stays far below 1% of a CPU
+ * (BENCHMARKS.md), and an odd rate does not beat with periodic work. */
+#define DEFAULT_SAMPLE_HZ 49
 
 #define DEFAULT_MAX_SIZE (1ull << 30)
 #define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
@@ -82,6 +91,16 @@ static const struct argp_option options[] = {
 	{ "waking", OPT_WAKING, NULL, 0,
 	  "Also record sched_waking (with the sched group): Perfetto shows a thread's runnable state from it; "
 	  "one more event per wakeup", 1 },
+	{ "sample", OPT_SAMPLE, "HZ", 0,
+	  "On-CPU samples per second on each CPU, each with the thread's kernel and user call stacks "
+	  "(a software CPU clock per CPU; default 49, 0: off)", 1 },
+	{ "stacks", OPT_STACKS, "LIST", 0,
+	  "Also stacks at: switch (where a thread blocks, with how long it was off the CPU), "
+	  "wakeup (the waker's stack, linked to the woken thread); comma-separated", 1 },
+	{ "offcpu-min", OPT_OFFCPU_MIN, "TIME", 0,
+	  "With --stacks switch: only blocks at least this long (shorter ones are counted, not stored)", 1 },
+	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
+	  "Distinct call stacks kept (default 16384); stacks beyond are counted and their events marked lost", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -351,6 +370,36 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_WAKING:
 		o->waking = 1;
 		break;
+	case OPT_SAMPLE:
+		if (parse_uint(arg, 100000, &v))
+			argp_error(state, "invalid --sample '%s': give samples per second from 0 (off) to 100000", arg);
+		o->sample_hz = (uint32_t)v;
+		break;
+	case OPT_STACKS: {
+		char buf[64], *save = NULL;
+
+		if (strlen(arg) >= sizeof(buf))
+			argp_error(state, "invalid --stacks '%s': give switch, wakeup or both", arg);
+		snprintf(buf, sizeof(buf), "%s", arg);
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (strcmp(t, "switch") == 0)
+				o->stacks_switch = 1;
+			else if (strcmp(t, "wakeup") == 0)
+				o->stacks_wakeup = 1;
+			else
+				argp_error(state, "invalid --stacks '%s': give switch, wakeup or switch,wakeup", arg);
+		}
+		break;
+	}
+	case OPT_OFFCPU_MIN:
+		if (strcmp(arg, "0") != 0 && parse_duration(arg, &o->offcpu_min_ns))
+			argp_error(state, "invalid --offcpu-min '%s': give a time with a unit, e.g. 100us, 1ms", arg);
+		break;
+	case OPT_MAX_STACKS:
+		if (parse_uint(arg, 1u << 22, &v) || v == 0)
+			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
+		o->max_stacks = (uint32_t)v;
+		break;
 	case OPT_DUMP_EVERY:
 	case OPT_TRIGGER_DELAY:
 	case OPT_MIN_DUMP_INTERVAL: {
@@ -461,6 +510,7 @@ static int record(int argc, char **args)
 		.uargs = -1,
 		.keep_free = BT_KEEP_FREE_AUTO,
 		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
+		.sample_hz = DEFAULT_SAMPLE_HZ,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];
