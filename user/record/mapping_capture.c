@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include "mapping_capture.h"
 
@@ -34,7 +35,21 @@ struct proc {
 	uint32_t tgid; /* 0: empty slot */
 	uint32_t nvma;
 	struct vma *vma;
+	uint64_t read_ns; /* when the maps were last read (CLOCK_MONOTONIC) */
 };
+
+/* An address outside every known mapping re-reads the maps at most this
+ * often per process: frame-pointer walks through code built without them
+ * yield junk addresses, and reading /proc/PID/maps for each would cost more
+ * than the tracing. A library dlopen'ed since is seen within this time. */
+#define REREAD_NS 200000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 struct bt_mapcap {
 	struct proc procs[PROC_SLOTS];
@@ -213,6 +228,7 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 	free(p->vma);
 	p->vma = NULL;
 	p->nvma = 0;
+	p->read_ns = mono_ns();
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
 	f = fopen(path, "re");
 	if (!f)
@@ -263,10 +279,10 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 	*off = addr;
 	if (!tgid)
 		return BT_MAP_NONE;
-	if (!p->vma)
+	if (!p->read_ns)
 		read_maps(m, p);
 	v = find_vma(p, addr);
-	if (!v) {
+	if (!v && mono_ns() - p->read_ns >= REREAD_NS) {
 		/* Outside what we knew: a library loaded since (dlopen). */
 		read_maps(m, p);
 		v = find_vma(p, addr);
@@ -285,5 +301,6 @@ void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
 		free(p->vma);
 		p->vma = NULL;
 		p->nvma = 0; /* the slot stays (probing chains), re-read on next use */
+		p->read_ns = 0;
 	}
 }

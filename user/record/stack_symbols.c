@@ -22,6 +22,7 @@ struct loaded {
 
 struct bt_symbolizer {
 	struct bt_kallsyms *ks;
+	int ks_tried;
 	struct loaded *files; /* [map id] */
 	size_t nfiles;
 };
@@ -32,10 +33,6 @@ struct bt_symbolizer *bt_symbolizer_new(void)
 
 	if (!z)
 		return NULL;
-	z->ks = bt_kallsyms_load();
-	if (!z->ks)
-		bt_warn("cannot read kernel symbols (/proc/kallsyms: %s): kernel frames show addresses",
-			strerror(errno));
 	return z;
 }
 
@@ -155,12 +152,45 @@ static int is_thread_root(const char *name)
 	return 0;
 }
 
+/* Frames of the tracing machinery itself: the BPF program that took the
+ * stack and the kernel function that ran it. */
+static int is_tracing_frame(const char *name)
+{
+	return strncmp(name, "bpf_prog_", 9) == 0 || strncmp(name, "bpf_trace_run", 13) == 0 ||
+	       strncmp(name, "__bpf_trace_", 12) == 0 || strncmp(name, "__traceiter_", 12) == 0 ||
+	       strncmp(name, "bpf_overflow_handler", 20) == 0 || strncmp(name, "__perf_event_overflow", 21) == 0;
+}
+
+/* A walk that ends at an unnamed frame of the C library or the dynamic
+ * loader most likely ended at a thread's start there (glibc keeps no frame
+ * pointers, so the walk cannot go past its frames, and its internal
+ * symbols are not exported): not marked truncated. A mark means the stack is
+ * known to be cut (depth limit, junk address, a walk ending elsewhere). */
+static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_frame *fr)
+{
+	if (fr->map == BT_DMAP_NONE || fr->map == BT_DMAP_KERNEL || fr->map > s->nmaps)
+		return 0;
+	const char *p = s->maps[fr->map - 1].path, *b = strrchr(p, '/');
+	b = b ? b + 1 : p;
+	return strncmp(b, "libc.so", 7) == 0 || strncmp(b, "libc-", 5) == 0 || strncmp(b, "ld-linux", 8) == 0 ||
+	       strncmp(b, "libpthread", 10) == 0;
+}
+
 int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_dump_stacks *s)
 {
 	struct symset ss = { 0 };
 	uint64_t truncated = 0, nf = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
 
+	/* At the first dump, not at start: the recorder's own programs (their
+	 * frames head every stack taken from a tracepoint) are loaded by then. */
+	if (!z->ks && !z->ks_tried) {
+		z->ks_tried = 1;
+		z->ks = bt_kallsyms_load();
+		if (!z->ks)
+			bt_warn("cannot read kernel symbols (/proc/kallsyms: %s): kernel frames show addresses",
+				strerror(errno));
+	}
 	ss.cap = cap ? cap : 1;
 	ss.nslots = 16;
 	while (ss.nslots < 2ull * ss.cap)
@@ -177,7 +207,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	for (uint32_t i = 0; i < s->nstacks; i++) {
 		struct bt_dump_stack *k = &s->stacks[i];
 		struct bt_dump_frame *fr = s->frames + k->first;
-		uint32_t keep = k->nframes;
+		uint32_t keep = k->nframes, skip = 0;
 		int rooted = 0;
 
 		for (uint32_t f = 0; f < k->nframes; f++) {
@@ -185,7 +215,11 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			const char *name = NULL;
 
 			if (fr[f].map == BT_DMAP_KERNEL) {
-				name = bt_kallsyms_find(z->ks, fr[f].off, &start, &size);
+				name = bt_kallsyms_find(z->ks, f ? fr[f].off - 1 : fr[f].off, &start, &size);
+				if (name && f == skip && is_tracing_frame(name)) {
+					skip++; /* the recorder's program and its caller: not the traced code */
+					continue;
+				}
 			} else if (fr[f].map != BT_DMAP_NONE && fr[f].map <= s->nmaps) {
 				struct bt_elf_file *ef = file_syms(z, t, s, fr[f].map);
 				/* return addresses: the call is the byte before (f > 0) */
@@ -198,11 +232,18 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			}
 			if (name)
 				fr[f].sym = sym_add(&ss, fr[f].map, start, size, name);
+			if (k->kind == BT_STACK_USER && f + 1 == k->nframes && !name && ends_in_libc(s, &fr[f]))
+				rooted = 1; /* see ends_in_libc() */
 			if (name && k->kind == BT_STACK_USER && is_thread_root(name)) {
 				keep = f + 1;
 				rooted = 1;
 				break;
 			}
+		}
+		if (skip) {
+			k->first += skip;
+			k->nframes -= skip;
+			keep -= skip;
 		}
 		if (k->kind == BT_STACK_USER && !(k->flags & BT_STACK_F_UNDEFINED)) {
 			/* Frames past the root were never walked for real: drop them

@@ -130,11 +130,19 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 	fr = malloc(nf * sizeof(*fr));
 	if (!fr)
 		return; /* stays undefined, counted as such */
+	uint16_t flags = (d->flags & BT_STACKDEF_FULL) ? BT_STACK_F_TRUNCATED : 0;
 	pthread_mutex_lock(&t->lock);
 	for (uint32_t k = 0; k < nf; k++) {
 		uint64_t ip = d->ips[k], off = ip;
 		uint32_t map = BT_DMAP_KERNEL;
 
+		if (user && (ip < 4096 || ip >= (1ull << 47))) {
+			/* Not a user code address: the frame-pointer walk went
+			 * through code without frame pointers; the rest is junk. */
+			nf = k;
+			flags |= BT_STACK_F_TRUNCATED;
+			break;
+		}
 		if (user) {
 			/* Return addresses point after the call: resolve ip - 1 so a
 			 * call at a function's end stays in it; store the call site. */
@@ -149,7 +157,7 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 	struct entry *e = &t->e[id - 1];
 	e->tgid = user ? d->h.tgid : 0;
 	e->kind = user ? BT_STACK_USER : BT_STACK_KERNEL;
-	e->flags = (d->flags & BT_STACKDEF_FULL) ? BT_STACK_F_TRUNCATED : 0;
+	e->flags = flags;
 	e->nframes = nf;
 	e->frames = fr;
 	t->unresolved += unresolved;

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+/*
+ * stack_workload.c - a workload of known shape for the call-stack tests
+ * (tests/bpf/test_stacks.sh), built with frame pointers.
+ *
+ *   stack_workload SECONDS [BLOCKS BLOCK_MS]
+ *
+ * Prints "ready PID READER_TID" and waits for a line on stdin, then for
+ * SECONDS runs at once:
+ *   - thread "cpu": in every 10 ms slice, 7 ms in hot_a() (reached through
+ *     path_a()) and 3 ms in hot_b() (through path_b()): 70/30 of its CPU;
+ *   - thread "reader": BLOCKS times blocks in wait_for_input() on a pipe
+ *     read, released BLOCK_MS later by thread "writer" in release_reader();
+ *   - a child process that runs exited_work() for 300 ms and exits.
+ * At the end prints "blocked_us N reader_tid T" (the reader's measured time
+ * in read, its thread id) and exits.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile uint64_t sink;
+static double seconds = 2;
+static int blocks = 10, block_ms = 30;
+static int pfd[2];
+static volatile int reader_waiting;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy work until `until`, the clock read every ~20 us of work (the time
+ * in the vDSO stays negligible). */
+__attribute__((noinline)) static void spin_until(uint64_t until)
+{
+	do {
+		for (int i = 0; i < 20000; i++)
+			sink = sink * 6364136223846793005ull + (uint64_t)i;
+	} while (now_ns() < until);
+}
+
+__attribute__((noinline)) void hot_a(uint64_t ns)
+{
+	spin_until(now_ns() + ns);
+}
+
+__attribute__((noinline)) void hot_b(uint64_t ns)
+{
+	spin_until(now_ns() + ns);
+}
+
+__attribute__((noinline)) void path_a(uint64_t ns)
+{
+	hot_a(ns);
+	sink++;
+}
+
+__attribute__((noinline)) void path_b(uint64_t ns)
+{
+	hot_b(ns);
+	sink++;
+}
+
+static void *cpu_main(void *arg)
+{
+	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
+
+	(void)arg;
+	while (now_ns() < end) {
+		path_a(7000000);
+		path_b(3000000);
+	}
+	return NULL;
+}
+
+/* The system call made here, not in libc: glibc is built without frame
+ * pointers, and a user stack taken inside its read() would skip the
+ * function that called it (the walk starts from the caller's frame; a
+ * leaf function has no frame of its own either: inlined). */
+static inline __attribute__((always_inline)) long raw_syscall3(long nr, long a, long b, long c)
+{
+	long ret;
+	__asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+	return ret;
+}
+
+__attribute__((noinline)) uint64_t wait_for_input(void)
+{
+	char c;
+	uint64_t t0 = now_ns();
+
+	reader_waiting = 1;
+	if (raw_syscall3(SYS_read, pfd[0], (long)&c, 1) != 1)
+		exit(3);
+	return now_ns() - t0;
+}
+
+static uint64_t blocked_ns;
+static int reader_tid;
+
+static void *reader_main(void *arg)
+{
+	(void)arg;
+	reader_tid = (int)syscall(SYS_gettid);
+	for (int i = 0; i < blocks; i++)
+		blocked_ns += wait_for_input();
+	return NULL;
+}
+
+__attribute__((noinline)) void release_reader(void)
+{
+	if (raw_syscall3(SYS_write, pfd[1], (long)"x", 1) != 1)
+		exit(3);
+}
+
+static void *writer_main(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < blocks; i++) {
+		while (!reader_waiting)
+			usleep(100);
+		reader_waiting = 0;
+		usleep((useconds_t)block_ms * 1000);
+		release_reader();
+	}
+	return NULL;
+}
+
+__attribute__((noinline)) void exited_work(void)
+{
+	hot_a(300000000);
+}
+
+int main(int argc, char **argv)
+{
+	pthread_t c, r, w;
+	pid_t child;
+	char line[16];
+
+	if (argc > 1)
+		seconds = atof(argv[1]);
+	if (argc > 3) {
+		blocks = atoi(argv[2]);
+		block_ms = atoi(argv[3]);
+	}
+	if (pipe(pfd))
+		return 2;
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 2;
+	child = fork();
+	if (child == 0) {
+		exited_work();
+		_exit(0);
+	}
+	pthread_create(&r, NULL, reader_main, NULL);
+	pthread_create(&w, NULL, writer_main, NULL);
+	pthread_create(&c, NULL, cpu_main, NULL);
+	pthread_join(c, NULL);
+	pthread_join(r, NULL);
+	pthread_join(w, NULL);
+	waitpid(child, NULL, 0);
+	printf("blocked_us %llu reader_tid %d\n", (unsigned long long)(blocked_ns / 1000), reader_tid);
+	return 0;
+}
