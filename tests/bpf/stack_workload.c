@@ -7,8 +7,8 @@
  *
  * Prints "ready PID READER_TID" and waits for a line on stdin, then for
  * SECONDS runs at once:
- *   - thread "cpu": in every 10 ms slice, 7 ms in hot_a() (reached through
- *     path_a()) and 3 ms in hot_b() (through path_b()): 70/30 of its CPU;
+ *   - thread "cpu": in every 10 ms of its CPU time, 7 ms in hot_a() (reached
+ *     through path_a()) and 3 ms in hot_b() (through path_b()): 70/30;
  *   - thread "reader": BLOCKS times blocks in wait_for_input() on a pipe
  *     read, released BLOCK_MS later by thread "writer" in release_reader();
  *   - a child process that runs exited_work() for 300 ms and exits.
@@ -38,24 +38,35 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Busy work until `until`, the clock read every ~20 us of work (the time
- * in the vDSO stays negligible). */
+/* CPU time of the calling thread: what sampling measures (a wall-clock
+ * slice would give the time the thread was preempted to whichever function
+ * it was in, on a busy machine). */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Busy work until the thread used `until` of CPU, the clock read every
+ * ~20 us of work (a sample inside that system call still has the caller's
+ * user stack). */
 __attribute__((noinline)) static void spin_until(uint64_t until)
 {
 	do {
 		for (int i = 0; i < 20000; i++)
 			sink = sink * 6364136223846793005ull + (uint64_t)i;
-	} while (now_ns() < until);
+	} while (cpu_ns() < until);
 }
 
 __attribute__((noinline)) void hot_a(uint64_t ns)
 {
-	spin_until(now_ns() + ns);
+	spin_until(cpu_ns() + ns);
 }
 
 __attribute__((noinline)) void hot_b(uint64_t ns)
 {
-	spin_until(now_ns() + ns);
+	spin_until(cpu_ns() + ns);
 }
 
 __attribute__((noinline)) void path_a(uint64_t ns)
