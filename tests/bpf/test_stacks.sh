@@ -55,7 +55,8 @@ dump=$(ls "$out"/*.btd 2>/dev/null | head -1)
 [ -n "$dump" ] && ok "dump written" || { not_ok "dump written" "$(cat "$T_TMP/rec.log")"; finish; exit; }
 [ ! -e "$T_TMP/sw" ] && ok "the workload's binary is gone before the dump is read" || not_ok "binary removed"
 
-read -r blocked_us reader_tid < <(awk '/^blocked_us/ {print $2, $4}' "$WL_OUT")
+# (no process substitution: the test VM of test-kernels has no /dev/fd)
+read -r blocked_us reader_tid <<<"$(awk '/^blocked_us/ {print $2, $4}' "$WL_OUT")"
 "$BT" report --folded "$dump" >"$T_TMP/folded" 2>&1
 "$BT" report --folded --offcpu "$dump" >"$T_TMP/offcpu" 2>&1
 "$BT" report --stacks -e waker "$dump" >"$T_TMP/waker" 2>&1
