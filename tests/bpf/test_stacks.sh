@@ -100,6 +100,17 @@ grep -qE 'call stacks: [1-9][0-9]* distinct' "$T_TMP/stats" &&
 	grep -q 'stacks lost: 0 table full' "$T_TMP/stats" && ok "report --stats: stack table and its losses" ||
 	not_ok "report --stats stacks" "$(grep -A3 'call stacks' "$T_TMP/stats")"
 
+# Perfetto: samples as PerfSamples of interned callstacks, the call chart, off-CPU slices
+nsamp=$("$BT" report -e cpu_sample "$dump" 2>/dev/null | grep -c ': cpu_sample: kstack=')
+if "$BT" convert -o "$T_TMP/t.pftrace" "$dump" >/dev/null 2>&1; then
+	pc=$(python3 tests/perfetto/check_trace.py perfetto "$T_TMP/t.pftrace" --stacks "$nsamp" --stack-func hot_a \
+		--offcpu-func wait_for_input 2>&1)
+	[ $? -eq 0 ] && ok "convert: $nsamp samples as interned callstacks, call chart, off-CPU slices" ||
+		not_ok "convert: stacks in Perfetto" "$(echo "$pc" | grep -v '^ok')"
+else
+	not_ok "convert succeeds"
+fi
+
 # ---- a tiny table: overflow counted and shown -----------------------------------
 out2=$T_TMP/out2
 rec_start "$T_TMP/rec2.log" --sample 499 --max-stacks 2 --comm sw --no-ctl -o "$out2" -m 16M ||
