@@ -63,7 +63,8 @@ enum bt_event_type {
 	BT_EV_CPU_SAMPLE = 25,
 	BT_EV_OFFCPU = 26,
 	BT_EV_WAKER = 27,
-	BT_EV_MAX = 28,
+	BT_EV_PROBE_STACK = 28,
+	BT_EV_MAX = 29,
 	/* Ring-buffer only, never stored: the drain turns them into the above
 	 * (struct bt_raw_stacks) or into the stack table (struct bt_raw_stack_def). */
 	BT_RAW_STACKS = 48,
@@ -198,14 +199,26 @@ struct bt_ev_waker {
 	__u32 reserved;
 };
 
-/* Ring form of the three above: stacks as 64-bit hashes the drain interns.
+/* record -u/-U --ustack: the stacks of a probe hit, next to its uprobe/USDT
+ * event (same thread and CPU, seq one less, a moment later in time). At a
+ * function's entry its frame is not set up yet: the user stack goes from
+ * the function to its caller's caller (as perf's). */
+struct bt_ev_probe_stack {
+	struct bt_event_hdr h;
+	__u32 kstack;
+	__u32 ustack;
+	__u32 probe_id;
+	__u32 reserved;
+};
+
+/* Ring form of the stack events above: stacks as 64-bit hashes the drain interns.
  * h.type = BT_RAW_STACKS, ev_type the event it becomes. A hash of 0 = no
  * stack, 1 = lost (see BT_STACK_LOST). */
 struct bt_raw_stacks {
 	struct bt_event_hdr h;
 	__u16 ev_type;
 	__u16 reserved;
-	__u32 aux32; /* waker: wakee */
+	__u32 aux32; /* waker: wakee; probe stack: probe id */
 	__u64 khash;
 	__u64 uhash;
 	__u64 aux64; /* off-CPU: offcpu_ns */

@@ -123,4 +123,16 @@ full=$("$BT" report --stats "$dump2" 2>&1 | sed -n 's/.*stacks lost: \([0-9]*\) 
 	"$BT" report --stacks -e cpu_sample "$dump2" 2>&1 | grep -q 'stack lost' &&
 	ok "--max-stacks 2: $full references found the table full, counted and shown" ||
 	not_ok "table overflow counted" "$("$BT" report --stats "$dump2" 2>&1 | grep -A3 'call stacks')"
+
+# ---- --ustack: a probe's hits carry their stacks ---------------------------------
+cp "$WL" "$T_TMP/sw3"
+out3=$T_TMP/out3
+rec_start "$T_TMP/rec3.log" --sample 0 -u "$T_TMP/sw3:release_reader" --ustack --no-ctl -o "$out3" -m 16M ||
+	{ not_ok "recorder 3 starts" "$(cat "$T_TMP/rec3.log")"; finish; exit; }
+echo go | "$T_TMP/sw3" 0.2 3 5 >/dev/null 2>&1
+rec_stop "$REC_PID"
+dump3=$(ls "$out3"/*.btd 2>/dev/null | head -1)
+n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -A1 ': probe_stack: probe=release_reader ' | grep -c 'release_reader+0x0 (sw3)')
+[ "$n3" -eq 3 ] && ok "--ustack: the 3 hits of release_reader carry its stack" ||
+	not_ok "--ustack stacks ($n3 of 3)" "$("$BT" report --stacks -e probe_stack,uprobe "$dump3" 2>&1 | head -12)"
 finish

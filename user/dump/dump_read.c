@@ -558,7 +558,8 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 	/* Every stack id an event names is in the table. */
 	for (size_t i = 0; i < d->nevents; i++) {
 		const struct bt_event_hdr *ev = d->events[i].ev;
-		if (ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER)
+		if (ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
+		    ev->type != BT_EV_PROBE_STACK)
 			continue;
 		const struct bt_ev_sample *e = (const void *)ev;
 		uint32_t id[2] = { e->kstack, e->ustack };

@@ -50,6 +50,7 @@ static const struct {
 	[BT_EV_CPU_SAMPLE] = { "cpu_sample", sizeof(struct bt_ev_sample), BT_GROUP_STACKS },
 	[BT_EV_OFFCPU] = { "offcpu", sizeof(struct bt_ev_offcpu), BT_GROUP_STACKS },
 	[BT_EV_WAKER] = { "waker", sizeof(struct bt_ev_waker), BT_GROUP_STACKS },
+	[BT_EV_PROBE_STACK] = { "probe_stack", sizeof(struct bt_ev_probe_stack), BT_GROUP_STACKS },
 };
 
 static const char *const group_names[BT_GROUP_MAX] = {
@@ -466,6 +467,7 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 	}
 	case BT_EV_CPU_SAMPLE:
 	case BT_EV_OFFCPU:
+	case BT_EV_PROBE_STACK:
 	case BT_EV_WAKER: {
 		const struct bt_ev_sample *e = (const void *)ev; /* the common prefix */
 		char k[16], u[16];
@@ -473,6 +475,11 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 			sb_printf(&s, "offcpu=%" PRIu64 ".%03" PRIu64 "us ",
 				  (uint64_t)((const struct bt_ev_offcpu *)ev)->offcpu_ns / 1000,
 				  (uint64_t)((const struct bt_ev_offcpu *)ev)->offcpu_ns % 1000);
+		if (ev->type == BT_EV_PROBE_STACK) {
+			const struct bt_ev_probe_stack *ps = (const void *)ev;
+			const struct bt_probe_desc *pd = bt_probe_find(probes, nprobes, ps->probe_id);
+			sb_printf(&s, "probe=%s ", pd && pd->func[0] ? pd->func : "?");
+		}
 		if (ev->type == BT_EV_WAKER) {
 			const struct bt_ev_waker *w = (const void *)ev;
 			sb_printf(&s, "woke comm=%s pid=%u ", comm_of(nm, w->wakee, ev->cpu, c1), w->wakee);

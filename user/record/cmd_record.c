@@ -62,6 +62,7 @@ enum {
 	OPT_STACKS,
 	OPT_OFFCPU_MIN,
 	OPT_MAX_STACKS,
+	OPT_USTACK,
 };
 
 /* On-CPU samples per second per CPU by default: a user and kernel stack
@@ -105,6 +106,9 @@ static const struct argp_option options[] = {
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
 	{ "usdt", 'U', "SPEC", 0, "Probe a USDT probe: BINARY:PROVIDER:NAME (repeatable)", 2 },
+	{ "ustack", OPT_USTACK, NULL, 0,
+	  "Each -u entry and -U hit also records the thread's kernel and user call stacks "
+	  "(a probe_stack event just before it)", 2 },
 	{ "uargs", OPT_UARGS, "N", 0, "Integer arguments captured at function entry and USDT probes, 0 to 6 (default 6)", 2 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
 	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
@@ -395,6 +399,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (strcmp(arg, "0") != 0 && parse_duration(arg, &o->offcpu_min_ns))
 			argp_error(state, "invalid --offcpu-min '%s': give a time with a unit, e.g. 100us, 1ms", arg);
 		break;
+	case OPT_USTACK:
+		o->ustack = 1;
+		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
@@ -519,6 +526,10 @@ static int record(int argc, char **args)
 	argp_err_exit_status = 2;
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
+	if (o.ustack && !o.nuspecs && !o.nusdts) {
+		fprintf(stderr, "btrace-bpf: record: --ustack takes the stacks of -u/-U probe hits: give a probe\n");
+		return 2;
+	}
 	if (!o.max_size) {
 		/* 1G, but no more than the buffer can map (65534 slots of A
 		 * blocks), and never below the size itself. */

@@ -575,6 +575,13 @@ int bt_loader_rings_fd(const struct bt_loader *l)
 	return bpf_map__fd(l->skel->maps.rings);
 }
 
+void bt_loader_stack_fds(const struct bt_loader *l, int fds[3])
+{
+	fds[0] = bpf_map__fd(l->skel->maps.stack_scratch);
+	fds[1] = bpf_map__fd(l->skel->maps.stack_seen);
+	fds[2] = bpf_map__fd(l->skel->maps.stack_stats);
+}
+
 int bt_loader_cpu_state_fd(const struct bt_loader *l)
 {
 	return bpf_map__fd(l->skel->maps.cpu_state);
@@ -678,6 +685,9 @@ static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks
 	case BT_EV_WAKER:
 		((struct bt_ev_waker *)out)->wakee = r->aux32;
 		return sizeof(struct bt_ev_waker);
+	case BT_EV_PROBE_STACK:
+		((struct bt_ev_probe_stack *)out)->probe_id = r->aux32;
+		return sizeof(struct bt_ev_probe_stack);
 	}
 	return 0;
 }

@@ -78,6 +78,9 @@ uint32_t bt_loader_ncpus(const struct bt_loader *l);
  * objects that emit into the same rings (uprobes.h). */
 int bt_loader_rings_fd(const struct bt_loader *l);
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
+/* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
+ * programs' --ustack. */
+void bt_loader_stack_fds(const struct bt_loader *l, int fds[3]);
 
 /* Start the drain thread(s): events go to buf (core = event cpu) and
  * lifecycle events to tasks first; stack hashes become ids of `stacks`

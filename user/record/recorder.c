@@ -583,7 +583,7 @@ int recorder_run(const struct record_opts *opts)
 	lo.stacks_wakeup = o.stacks_wakeup;
 	lo.offcpu_min_ns = o.offcpu_min_ns;
 	lo.max_stacks = o.max_stacks ? o.max_stacks : BT_DEFAULT_MAX_STACKS;
-	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup) {
+	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup || o.ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r.stacks = bt_stack_table_new(lo.max_stacks);
 		r.symbolizer = r.stacks ? bt_symbolizer_new() : NULL;
@@ -607,7 +607,10 @@ int recorder_run(const struct record_opts *opts)
 			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
 			.nargs = o.uargs,
 			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
+			.ustack = o.ustack,
 		};
+		if (o.ustack)
+			bt_loader_stack_fds(r.loader, uo.stack_fds);
 		char *uerr = NULL; /* any length: a probe's message is never cut */
 
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),

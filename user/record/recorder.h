@@ -44,6 +44,7 @@ struct record_opts {
 	int stacks_wakeup;            /* --stacks wakeup */
 	uint64_t offcpu_min_ns;       /* --offcpu-min */
 	uint32_t max_stacks;          /* --max-stacks */
+	int ustack;                   /* --ustack */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */

@@ -102,7 +102,8 @@ void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_e
 	const struct bt_ev_sample *e = (const void *)h;
 	const struct bt_dump_stacks *s = bt_dump_stacks(d);
 
-	if (h->type != BT_EV_CPU_SAMPLE && h->type != BT_EV_OFFCPU && h->type != BT_EV_WAKER)
+	if (h->type != BT_EV_CPU_SAMPLE && h->type != BT_EV_OFFCPU && h->type != BT_EV_WAKER &&
+	    h->type != BT_EV_PROBE_STACK)
 		return;
 	bt_print_stack(out, s, e->kstack, "\t");
 	bt_print_stack(out, s, e->ustack, "\t");
