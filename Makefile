@@ -60,7 +60,7 @@ WORK_BINS  := $(patsubst tests/bpf/%.c,$(OUT)/tests/%,$(WORK_SRCS)) \
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
-BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(BENCH_SRCS))
+BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(filter-out bench/func_bench.c,$(BENCH_SRCS))) $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg)
 EXAMPLE_BINS := $(patsubst examples/%.c,$(OUT)/examples/%,$(wildcard examples/*.c))
 
 .PHONY: all tool tests test bench clean deps check-deps run
@@ -126,8 +126,8 @@ $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
 # The app-tracing stress test compiles the app library and the reader in.
-APP_STRESS_SRCS := user/lib/btrace_app.c user/record/app_reader.c
-APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/record/app_reader.h user/lib/btrace_buffer.c
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/app_write.c user/record/app_reader.c
+APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/lib/app_write.h user/record/app_reader.h user/lib/btrace_buffer.c
 $(OUT)/tests/stress_app: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
@@ -137,6 +137,22 @@ $(OUT)/tests/stress_app.tsan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(O
 $(OUT)/tests/stress_app.asan: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC-ASAN,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@
+
+# The function-tracing stress test: the test itself is instrumented.
+FUNC_STRESS_SRCS := $(APP_STRESS_SRCS) user/dump/func_batch.c user/lib/btrace_buffer.c
+FUNC_STRESS_DEPS := $(APP_STRESS_DEPS) user/dump/func_batch.c user/dump/func_batch.h
+$(OUT)/tests/stress_funcs: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -c -finstrument-functions $< -o $@.o
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
+$(OUT)/tests/stress_funcs.tsan: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-TSAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread -finstrument-functions -c $< -o $@.o
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=thread $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
+$(OUT)/tests/stress_funcs.asan: tests/stress/stress_funcs.c $(FUNC_STRESS_DEPS) | $(OUT)/tests
+	$(call msg,CC-ASAN,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -finstrument-functions -c $< -o $@.o
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer $@.o $(FUNC_STRESS_SRCS) -lpthread -o $@
 
 # The trigger-thread stress test compiles the trigger runtime in (three
 # ways) and takes the rest of the tool (the BPF side it never loads) from the archive.
@@ -166,6 +182,16 @@ $(OUT)/tests/stress_%.asan: tests/stress/stress_%.c user/lib/btrace_buffer.c use
 $(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CFLAGS) -Iuser/lib $< $(OUT)/libbtrace.a -lpthread -o $@
+
+# Function tracing targets: built with -finstrument-functions (gcc, and
+# clang for app_funcs_clang), linked with libbtrace, which never is.
+$(OUT)/tests/app_funcs: tests/bpf/app_funcs.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/tests/app_funcs_clang: tests/bpf/app_funcs.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
+tests: $(OUT)/tests/app_funcs_clang
 
 # Applications traced in-process link the app library (libbtrace.a).
 $(OUT)/tests/app_%: tests/bpf/app_%.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
@@ -200,6 +226,23 @@ $(OUT)/bench/app_bench_lttng: bench/app_bench.c bench/app_bench_tp.h $(OUT)/libb
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DAPP_BENCH_TP_UNIT -c $< -o $@-tp.o
 	$(Q)$(CC) $(CPPFLAGS) -Ibench $(CFLAGS) -O2 -DWITH_LTTNG $< $@-tp.o $(OUT)/libbtrace.a -llttng-ust -ldl -lpthread -lm -o $@
+
+# Function tracing bench (scripts/bench_funcs.sh): one source, four builds
+# at the same optimisation (-O1, no inlining, so every call stays a call).
+FUNC_BENCH_CFLAGS = $(CPPFLAGS) $(CFLAGS) -O1 -fno-inline -fno-optimize-sibling-calls
+$(OUT)/bench/func_bench_plain: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_instr: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_manual: bench/func_bench.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DMANUAL $< $(OUT)/libbtrace.a -lpthread -o $@
+$(OUT)/bench/func_bench_pg: bench/func_bench.c | $(OUT)/bench
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -pg $< -o $@
+FUNC_BENCH = $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg)
 
 $(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)

@@ -59,12 +59,15 @@ enum bt_event_type {
 	BT_EV_APP_BEGIN = 22,
 	BT_EV_APP_END = 23,
 	BT_EV_APP_COUNTER = 24,
+	BT_EV_APP_FUNCS = 25,      /* a batch of function entries/exits (struct bt_ev_app_funcs) */
+	BT_EV_APP_FUNC_ENTRY = 26, /* decoded from batches by readers, never stored: */
+	BT_EV_APP_FUNC_EXIT = 27,  /* struct bt_ev_app, args[0] = the function's address */
 	/* kernel again (stacks, record --sample / --stacks) */
-	BT_EV_CPU_SAMPLE = 25,
-	BT_EV_OFFCPU = 26,
-	BT_EV_WAKER = 27,
-	BT_EV_PROBE_STACK = 28,
-	BT_EV_MAX = 29,
+	BT_EV_CPU_SAMPLE = 28,
+	BT_EV_OFFCPU = 29,
+	BT_EV_WAKER = 30,
+	BT_EV_PROBE_STACK = 31,
+	BT_EV_MAX = 32,
 	/* Ring-buffer only, never stored: the drain turns them into the above
 	 * (struct bt_raw_stacks) or into the stack table (struct bt_raw_stack_def). */
 	BT_RAW_STACKS = 48,
@@ -246,6 +249,35 @@ struct bt_stack_stats {
 	__u64 offcpu_short;/* blocks shorter than --offcpu-min, dropped (not a loss) */
 	__u64 offcpu_nomem;/* switch-outs whose stacks found the pending table full */
 	__u64 samples;     /* sample programs run (idle samples excluded) */
+};
+
+/*
+ * Function tracing (-finstrument-functions, user/lib/btrace_funcs.c): a
+ * thread claims a run of a block (one entry of cap words) and fills it with
+ * plain stores, one 8-byte word per entry or exit:
+ *   bits 0..31   ticks since the previous record (the first: since tsc0)
+ *   bits 32..33  BT_FREC_ENTRY, BT_FREC_EXIT, or the _LONG forms, whose
+ *                address is the whole next word (delta does not fit)
+ *   bits 34..63  the function's address - addr0, signed (30 bits)
+ * count (words written so far) is stored with release after each record,
+ * so a reader takes words[0..count) even while the batch is open. Times:
+ * ts_ns + (ticks - tsc0) * mult_q32 / 2^32 (h.ts_ns and tsc0 are a
+ * calibration pair taken when the batch was claimed; a batch never spans
+ * more than 2^31 ticks). h.seq is the thread's seq of the first record; each
+ * record takes the next one.
+ */
+#define BT_FREC_ENTRY 0u
+#define BT_FREC_EXIT 1u
+#define BT_FREC_ENTRY_LONG 2u
+#define BT_FREC_EXIT_LONG 3u
+struct bt_ev_app_funcs {
+	struct bt_event_hdr h;
+	__u64 tsc0;     /* ticks (TSC) at h.ts_ns */
+	__u64 addr0;    /* base of the address deltas */
+	__u64 mult_q32; /* ns per tick * 2^32 */
+	__u32 count;    /* words written */
+	__u32 cap;      /* words of room after this header */
+	__u64 words[];
 };
 
 /* Per-CPU state of the BPF side (a BPF_MAP_TYPE_PERCPU_ARRAY with one slot). */

@@ -58,12 +58,15 @@
 #include "events.h"
 #include "core_fixes.bpf.h"
 #include "record.bpf.h"
+#include "trigger.h"
+#include "trigger_fire.bpf.h"
 
 /* Read-only data, set by the loader before load. The verifier sees the final
  * values, so an unused filter costs nothing. */
 const volatile __u32 filter_tgid = 0;            /* 0: every process */
 const volatile char filter_comm[BT_COMM_LEN] = {}; /* "": every name */
 const volatile __u32 self_tgid = 0;              /* the recorder: no syscall events of its own */
+const volatile bool record_switch = true;        /* false: sched_switch runs for a trigger only */
 
 #include "emit.bpf.h"
 
@@ -108,6 +111,36 @@ static __always_inline bool bt_current_match(void)
 
 /* ---- sched ----------------------------------------------------------------- */
 
+/* ---- the sched-latency trigger ------------------------------------------------ */
+
+/* How long next waited on the run queue before getting this CPU, as the
+ * kernel's own accounting has it (CONFIG_SCHED_INFO: sched_info.last_queued
+ * is stamped with the run queue's clock at enqueue, by a wakeup or a
+ * preemption, and cleared only after this tracepoint). No map, no state of
+ * our own, no wakeup program: reading two words costs a few ns per switch,
+ * which keeps an armed trigger inside the record overhead target. A wait
+ * is measured on the CPU the task runs on: time spent queued on another
+ * CPU before a migration is not counted (as schedstat's run_delay splits it). */
+static __always_inline void bt_check_sched_latency(struct task_struct *next)
+{
+	__u64 queued, now;
+
+	if (!bt_kind_armed(BT_TRIG_SCHED_LATENCY) || !bpf_core_field_exists(next->sched_info.last_queued) ||
+	    !bpf_core_field_exists(next->se.cfs_rq->rq))
+		return;
+	if (!next->pid || (self_tgid && next->tgid == self_tgid))
+		return;
+	queued = next->sched_info.last_queued;
+	if (!queued)
+		return;
+	/* This CPU's run queue, through next's group run queue (set for
+	 * every task with CONFIG_FAIR_GROUP_SCHED, whatever its class): the
+	 * per-CPU variable runqueues needs KALLSYMS_ALL, not every kernel has it. */
+	now = next->se.cfs_rq->rq->clock;
+	if (now > queued)
+		bt_check_task(BT_TRIG_SCHED_LATENCY, bpf_ktime_get_boot_ns(), now - queued, -1, next);
+}
+
 static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev,
 					  struct task_struct *next, __u32 state)
 {
@@ -115,7 +148,8 @@ static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev
 	struct bt_cpu_state *st;
 	void *ring;
 
-	if (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next))
+	bt_check_sched_latency(next);
+	if (!record_switch || (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next)))
 		return 0;
 	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_SWITCH, BT_IRQS_OFF, &st, &ring);
 	if (!e)

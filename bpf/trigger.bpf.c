@@ -9,8 +9,8 @@
  * before. Inside a program every trigger slot is a loop iteration over
  * read-only data the verifier knows, so slots of other kinds are pruned.
  *
- *   sched-latency  sched_wakeup{,_new} stamps the woken task; sched_switch
- *                  measures next's wait when it gets the CPU
+ *   sched-latency  not here: record.bpf.c's own sched_switch program reads
+ *                  how long next waited from the kernel (trigger_fire.bpf.h)
  *   offcpu         sched_switch stamps prev when it blocks; measures next's
  *                  time away when it comes back
  *   syscall        sys_enter stamps (time, nr); sys_exit measures
@@ -34,25 +34,12 @@
 #include "trigger.h"
 #include "core_fixes.bpf.h"
 #include "record.bpf.h"
+#include "trigger_fire.bpf.h"
 
-const volatile struct bt_trig_conf trig_conf[BT_TRIG_MAX] = {};
 const volatile __u32 self_tgid = 0; /* the recorder */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 64 * 1024);
-} trig_ring SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, BT_TRIG_MAX);
-	__type(key, __u32);
-	__type(value, struct bt_trig_count);
-} trig_counts SEC(".maps");
-
-/* Per task: when it was woken, when it blocked, when its system call began. */
+/* Per task: when it blocked, when its system call began. */
 struct bt_task_times {
-	__u64 wake_ts;
 	__u64 off_ts;
 	__u64 sys_ts;
 	__s64 sys_nr;
@@ -83,136 +70,22 @@ struct {
 	__type(value, struct bt_func_stack);
 } func_entry SEC(".maps");
 
-/* ---- common ------------------------------------------------------------------ */
-
-static __always_inline bool bt_trig_match(__u32 i, __u32 tgid, const char *comm)
-{
-	if (trig_conf[i].tgid && trig_conf[i].tgid != tgid)
-		return false;
-	if (trig_conf[i].comm[0] && !bt_comm_equal(comm, trig_conf[i].comm))
-		return false;
-	return true;
-}
-
-/* The condition of slot i held for (tid, tgid, comm): count it, and send it
- * unless another hit was sent less than holdoff_ns ago. */
-static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, __u32 tid, __u32 tgid,
-				    const char *comm)
-{
-	/* Read the slot's read-only data before i goes through the stack
-	 * (the map key): the verifier only knows constants in registers. */
-	__u64 holdoff = trig_conf[i].holdoff_ns;
-	__u32 key = i;
-	struct bt_trig_count *c = bpf_map_lookup_elem(&trig_counts, &key);
-	struct bt_trig_hit *h;
-	__u64 last;
-
-	if (!c)
-		return;
-	__sync_fetch_and_add(&c->hits, 1);
-	last = c->last_ns;
-	if (last && now - last < holdoff) {
-		__sync_fetch_and_add(&c->suppressed, 1);
-		return;
-	}
-	/* Two CPUs may see the same window open: one wins the CAS. */
-	if (__sync_val_compare_and_swap(&c->last_ns, last, now) != last) {
-		__sync_fetch_and_add(&c->suppressed, 1);
-		return;
-	}
-	h = bpf_ringbuf_reserve(&trig_ring, sizeof(*h), 0);
-	if (!h) {
-		__sync_fetch_and_add(&c->lost, 1);
-		return;
-	}
-	h->ts_ns = now;
-	h->value = value;
-	h->aux = aux;
-	h->trig = i;
-	h->tid = tid;
-	h->tgid = tgid;
-	h->cpu = bpf_get_smp_processor_id();
-	__builtin_memcpy(h->comm, comm, sizeof(h->comm));
-	bpf_ringbuf_submit(h, 0); /* wake the trigger thread now */
-}
-
-static __always_inline void bt_task_comm(struct task_struct *t, char *comm)
-{
-	if (bpf_probe_read_kernel(comm, BT_COMM_LEN, t->comm))
-		__builtin_memset(comm, 0, BT_COMM_LEN);
-}
-
-/* Slots of `kind` whose threshold `value` exceeds, for task t (a BTF pointer). */
-static __always_inline void bt_check_task(__u32 kind, __u64 now, __u64 value, __s64 aux, struct task_struct *t)
-{
-	char comm[BT_COMM_LEN];
-	bool have_comm = false;
-
-#pragma unroll
-	for (__u32 i = 0; i < BT_TRIG_MAX; i++) {
-		if (trig_conf[i].kind != kind || value <= trig_conf[i].threshold_ns)
-			continue;
-		if (kind == BT_TRIG_SYSCALL && trig_conf[i].nr >= 0 && trig_conf[i].nr != aux)
-			continue;
-		if (!have_comm) {
-			bt_task_comm(t, comm);
-			have_comm = true;
-		}
-		if (bt_trig_match(i, t->tgid, comm))
-			bt_fire(i, now, value, aux, t->pid, t->tgid, comm);
-	}
-}
-
-static __always_inline bool bt_kind_armed(__u32 kind)
-{
-#pragma unroll
-	for (__u32 i = 0; i < BT_TRIG_MAX; i++)
-		if (trig_conf[i].kind == kind)
-			return true;
-	return false;
-}
-
 static __always_inline struct bt_task_times *bt_times(struct task_struct *t, bool create)
 {
 	return bpf_task_storage_get(&task_times, t, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
 }
 
-/* ---- sched-latency, offcpu ----------------------------------------------------- */
-
-static __always_inline int bt_stamp_wakeup(struct task_struct *p)
-{
-	struct bt_task_times *tt;
-
-	if (self_tgid && p->tgid == self_tgid)
-		return 0;
-	tt = bt_times(p, true);
-	if (tt && !tt->wake_ts)
-		tt->wake_ts = bpf_ktime_get_boot_ns();
-	return 0;
-}
-
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(trig_sched_wakeup, struct task_struct *p)
-{
-	return bt_stamp_wakeup(p);
-}
-
-SEC("tp_btf/sched_wakeup_new")
-int BPF_PROG(trig_sched_wakeup_new, struct task_struct *p)
-{
-	return bt_stamp_wakeup(p);
-}
+/* ---- offcpu ------------------------------------------------------------------- */
 
 /* Three arguments on every kernel (prev_state, the 4th since 5.18, is read
  * from the task instead: core_fixes.bpf.h), so one program fits all. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(trig_sched_switch, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	bool offcpu = bt_kind_armed(BT_TRIG_OFFCPU), latency = bt_kind_armed(BT_TRIG_SCHED_LATENCY);
 	struct bt_task_times *tt;
 	__u64 now = bpf_ktime_get_boot_ns();
 
-	if (offcpu && !preempt && bt_task_state(prev) && !(self_tgid && prev->tgid == self_tgid)) {
+	if (!preempt && bt_task_state(prev) && !(self_tgid && prev->tgid == self_tgid)) {
 		tt = bt_times(prev, true);
 		if (tt)
 			tt->off_ts = now;
@@ -220,20 +93,12 @@ int BPF_PROG(trig_sched_switch, bool preempt, struct task_struct *prev, struct t
 	if (!next->pid || (self_tgid && next->tgid == self_tgid))
 		return 0;
 	tt = bt_times(next, false);
-	if (!tt)
+	if (!tt || !tt->off_ts)
 		return 0;
-	if (latency && tt->wake_ts) {
-		__u64 d = now - tt->wake_ts;
+	__u64 d = now - tt->off_ts;
 
-		tt->wake_ts = 0;
-		bt_check_task(BT_TRIG_SCHED_LATENCY, now, d, -1, next);
-	}
-	if (offcpu && tt->off_ts) {
-		__u64 d = now - tt->off_ts;
-
-		tt->off_ts = 0;
-		bt_check_task(BT_TRIG_OFFCPU, now, d, -1, next);
-	}
+	tt->off_ts = 0;
+	bt_check_task(BT_TRIG_OFFCPU, now, d, -1, next);
 	return 0;
 }
 

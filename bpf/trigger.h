@@ -34,7 +34,8 @@ enum bt_trig_kind {
 	BT_TRIG_APP_SLICE = 8,     /* value: the application slice's duration, ns */
 	BT_TRIG_CTL = 9,           /* `btrace-bpf ctl trigger NAME` */
 	BT_TRIG_UPROBE = 10,       /* --trigger-uprobe: a hit of a probe */
-	BT_TRIG_KIND_MAX = 11,
+	BT_TRIG_APP_FUNC = 11,     /* value: a traced function's call (-finstrument-functions), ns */
+	BT_TRIG_KIND_MAX = 12,
 };
 
 struct bt_trig_conf {

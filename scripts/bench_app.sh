@@ -36,28 +36,27 @@ if [ -z "${BT_APP_INNER:-}" ]; then
 	BT_APP_INNER=1 "$0" "$@" | tee "$out"
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 0 ] && [ -z "${APP_BENCH_NO_WRITE:-}" ] && grep -q '^variant' "$out"; then
-		exec 9>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
-		flock 9 2>/dev/null || true
-		python3 - "${BENCHMARKS_MD:-BENCHMARKS.md}" "$out" "$(date -u '+%Y-%m-%d %H:%M UTC')" <<'PY'
-import re, sys, os
-path, out, when = sys.argv[1:4]
-body = open(out).read().rstrip("\n")
-section = ("<!-- app:begin -->\n## In-process tracing (btrace.h): cost per event\n\n"
-           "Reproduce: `sudo scripts/bench_app.sh` (" + when + "; part of `make bench`). T threads pinned\n"
-           "round-robin to the CPUs each record stamp(t, i, check), three integer arguments, through each tracer;\n"
-           "a timed phase measures every event with rdtsc (the timer's own cost is measured in the same process and\n"
-           "subtracted: *net*), an untimed phase gives the mean CPU time per event without a timer (*cpu mean*).\n"
-           "Every variant runs several times interleaved; each number is the median over the runs. The baselines and\n"
-           "the clock floor write the record btrace writes (CLOCK_BOOTTIME stamp, seq, tid, tgid, CPU, name id, 3\n"
-           "args); every buffer is 16 MiB. The dump check proves the btrace rows recorded into a working buffer.\n\n"
-           "```\n" + body + "\n```\n<!-- app:end -->")
-s = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-if "<!-- app:begin -->" in s:
-    s = re.sub(r"<!-- app:begin -->.*?<!-- app:end -->", lambda m: section, s, flags=re.S)
-else:
-    s = s.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(s)
-PY
+		. scripts/bench_md.sh
+		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
+		cat >"$out.md" <<MD
+<!-- app:begin -->
+## In-process tracing (btrace.h): cost per event
+
+Reproduce: \`sudo scripts/bench_app.sh\` ($when; part of \`make bench\`). T threads pinned
+round-robin to the CPUs each record stamp(t, i, check), three integer arguments, through each tracer;
+a timed phase measures every event with rdtsc (the timer's own cost is measured in the same process and
+subtracted: *net*), an untimed phase gives the mean CPU time per event without a timer (*cpu mean*).
+Every variant runs several times interleaved; each number is the median over the runs. The baselines and
+the clock floor write the record btrace writes (CLOCK_BOOTTIME stamp, seq, tid, tgid, CPU, name id, 3
+args); every buffer is 16 MiB. The dump check proves the btrace rows recorded into a working buffer.
+
+\`\`\`
+$body
+\`\`\`
+<!-- app:end -->
+MD
+		bench_md_put app "$out.md"
+		rm -f "$out.md"
 	fi
 	rm -f "$out"
 	exit "$rc"

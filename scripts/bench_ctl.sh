@@ -11,7 +11,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BT=build/btrace-bpf
 REPS=${CTL_REPS:-7}
-md_file=${BENCHMARKS_MD:-BENCHMARKS.md}
 [ "$(id -u)" -eq 0 ] || { echo "bench_ctl: needs root" >&2; exit 1; }
 [ -x "$BT" ] && [ -x build/bench/syscall_loop ] || make --no-print-directory "$BT" build/bench/syscall_loop
 
@@ -74,14 +73,6 @@ the window extends.
 <!-- ctl:end -->
 MD
 )
-[ -f "$md_file" ] || printf '# Benchmarks\n' >"$md_file"
-python3 - "$md_file" "$section" <<'PY'
-import sys, re
-path, section = sys.argv[1], sys.argv[2]
-s = open(path).read()
-if "<!-- ctl:begin -->" in s:
-    s = re.sub(r"<!-- ctl:begin -->.*?<!-- ctl:end -->", lambda m: section, s, flags=re.S)
-else:
-    s = s.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(s)
-PY
+printf '%s\n' "$section" >"$tmp/section.md"
+. scripts/bench_md.sh
+bench_md_put ctl "$tmp/section.md"

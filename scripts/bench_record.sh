@@ -31,6 +31,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
+. scripts/bench_md.sh
 
 # ---- options -------------------------------------------------------------------
 quick=0
@@ -776,20 +777,6 @@ if [ "$write_md" -eq 1 ]; then
 		cat "$MD"
 		echo "<!-- record:end -->"
 	} >"$TMP/section"
-	BM=$ROOT/BENCHMARKS.md
-	# Under the lock the other bench scripts take to rewrite their sections.
-	exec {lock_fd}>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
-	flock "$lock_fd" 2>/dev/null || true
-	[ -f "$BM" ] || printf '# Benchmarks\n\nGenerated sections; each names the command that reproduces it.\n' >"$BM"
-	if grep -q '<!-- record:begin -->' "$BM" && grep -q '<!-- record:end -->' "$BM"; then
-		awk -v sect="$TMP/section" '
-			/<!-- record:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- record:end -->/ { skip = 0; next }
-			!skip { print }' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo ""; cat "$TMP/section"; } >>"$BM"
-	fi
-	exec {lock_fd}>&-
-	echo "bench_record: results written to BENCHMARKS.md (record section)"
+	bench_md_put record "$TMP/section"
 fi
 exit 0

@@ -20,7 +20,6 @@ cd "$(dirname "$0")/.."
 
 bin=${REPLAY_BIN:-build/bench/replay}
 args=${REPLAY_ARGS:-}
-md_file=${BENCHMARKS_MD:-BENCHMARKS.md}
 
 if [ ! -x "$bin" ]; then
 	make --no-print-directory "$bin"
@@ -88,21 +87,5 @@ repro="scripts/bench_replay.sh"
 	echo '<!-- replay:end -->'
 } >"$tmp/section.md"
 
-# Replace the section in place (or append it), under a lock in case another
-# bench script updates its own section of the same file at the same time.
-exec 9>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
-flock 9 2>/dev/null || true
-if [ ! -f "$md_file" ]; then
-	printf '# Benchmarks\n\nGenerated sections; each names the command that reproduces it.\n' >"$md_file"
-fi
-if grep -q '<!-- replay:begin -->' "$md_file" && grep -q '<!-- replay:end -->' "$md_file"; then
-	awk -v sec="$tmp/section.md" '
-		/<!-- replay:begin -->/ { while ((getline line < sec) > 0) print line; skip = 1; next }
-		/<!-- replay:end -->/ { skip = 0; next }
-		!skip { print }
-	' "$md_file" >"$tmp/new.md"
-else
-	{ cat "$md_file"; [ -s "$md_file" ] && echo; cat "$tmp/section.md"; } >"$tmp/new.md"
-fi
-cat "$tmp/new.md" >"$md_file"
-echo "== replay section written to $md_file"
+. scripts/bench_md.sh
+bench_md_put replay "$tmp/section.md"

@@ -23,6 +23,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
+. scripts/bench_md.sh
 
 quick=0 write_md=1 sections=()
 for arg in "$@"; do
@@ -270,18 +271,6 @@ if [ "$write_md" -eq 1 ]; then
 		cat "$MD"
 		echo "<!-- trigger:end -->"
 	} >"$TMP/section"
-	BM=$ROOT/BENCHMARKS.md
-	exec {lock_fd}>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
-	flock "$lock_fd" 2>/dev/null || true
-	if grep -q '<!-- trigger:begin -->' "$BM" && grep -q '<!-- trigger:end -->' "$BM"; then
-		awk -v sect="$TMP/section" '
-			/<!-- trigger:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- trigger:end -->/ { skip = 0; next }
-			!skip { print }' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo ""; cat "$TMP/section"; } >>"$BM"
-	fi
-	exec {lock_fd}>&-
-	echo "bench_trigger: results written to BENCHMARKS.md (trigger section)"
+	bench_md_put trigger "$TMP/section"
 fi
 exit 0

@@ -34,22 +34,23 @@ if [ -z "${BT_UPROBE_INNER:-}" ]; then
 	BT_UPROBE_INNER=1 "$0" "$@" | tee "$out"
 	rc=${PIPESTATUS[0]}
 	if [ "$rc" -eq 0 ] && [ -z "${UPROBE_NO_WRITE:-}" ]; then
-		python3 - "${BENCHMARKS_MD:-BENCHMARKS.md}" "$out" "$(date -u '+%Y-%m-%d %H:%M UTC')" <<'PY'
-import re, sys, os
-path, out, when = sys.argv[1:4]
-body = open(out).read().rstrip("\n")
-section = ("<!-- uprobe:begin -->\n## Uprobe cost per probed call\n\n"
-           "Reproduce: `sudo scripts/bench_uprobe.sh` (" + when + "). The floor is an empty BPF uprobe program on the same\n"
-           "function; the kernel's trap is floor minus the empty program's own run time. A probe whose first instruction\n"
-           "the kernel emulates (push) traps in ~0.4 us; one it must single-step costs ~14 us on this VM.\n\n"
-           "```\n" + body + "\n```\n<!-- uprobe:end -->")
-s = open(path).read() if os.path.exists(path) else "# Benchmarks\n"
-if "<!-- uprobe:begin -->" in s:
-    s = re.sub(r"<!-- uprobe:begin -->.*?<!-- uprobe:end -->", lambda m: section, s, flags=re.S)
-else:
-    s = s.rstrip("\n") + "\n\n" + section + "\n"
-open(path, "w").write(s)
-PY
+		. scripts/bench_md.sh
+		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
+		cat >"$out.md" <<MD
+<!-- uprobe:begin -->
+## Uprobe cost per probed call
+
+Reproduce: \`sudo scripts/bench_uprobe.sh\` ($when). The floor is an empty BPF uprobe program on the same
+function; the kernel's trap is floor minus the empty program's own run time. A probe whose first instruction
+the kernel emulates (push) traps in ~0.4 us; one it must single-step costs ~14 us on this VM.
+
+\`\`\`
+$body
+\`\`\`
+<!-- uprobe:end -->
+MD
+		bench_md_put uprobe "$out.md"
+		rm -f "$out.md"
 	fi
 	rm -f "$out"
 	exit "$rc"

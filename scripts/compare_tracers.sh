@@ -39,6 +39,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
+. scripts/bench_md.sh
 
 quick=0 write_md=1 keep=0 from=''
 while [ $# -gt 0 ]; do
@@ -301,19 +302,7 @@ if [ "$write_md" -eq 1 ]; then
 		[ -f "$PNG" ] && echo "![which of the last N calls each tracer kept]($PNG)"
 		echo "<!-- compare:end -->"
 	} >"$TMP/section"
-	BM=$ROOT/BENCHMARKS.md
-	exec {lock_fd}>"${TMPDIR:-/tmp}/btrace-benchmarks-md.lock"
-	flock "$lock_fd" 2>/dev/null || true
-	if grep -q '<!-- compare:begin -->' "$BM" && grep -q '<!-- compare:end -->' "$BM"; then
-		awk -v sect="$TMP/section" '
-			/<!-- compare:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- compare:end -->/ { skip = 0; next }
-			!skip { print }' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo ""; cat "$TMP/section"; } >>"$BM"
-	fi
-	exec {lock_fd}>&-
-	echo "compare_tracers: results written to BENCHMARKS.md (compare section)"
+	bench_md_put compare "$TMP/section"
 fi
 [ "$keep" -eq 1 ] && cp "$RES" "$TMP/results.jsonl" 2>/dev/null
 [ "$failed" -eq 0 ] || die "$failed runs failed"

@@ -50,6 +50,7 @@ BENCH_PKGS=(
 	stress-ng
 	gnuplot-nox           # the figure of scripts/compare_tracers.sh (make bench-compare)
 	liblttng-ust-dev      # LTTng-UST rows of scripts/bench_app.sh (in-process tracing)
+	uftrace               # uftrace row of scripts/bench_funcs.sh (function tracing, -pg/-finstrument-functions)
 	lttng-tools           # lttng-sessiond and lttng for those rows
 	babeltrace2           # counts what the LTTng snapshot retained
 )

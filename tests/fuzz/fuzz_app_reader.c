@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "app_reader.h"
+#include "func_batch.h"
 #include "event_names.h"
 
 #define BS 256u
@@ -79,6 +80,12 @@ static int on_block(const struct bt_block_view *blk, void *ctx)
 	(void)ctx;
 	while ((p = bt_block_next(blk, &off, &len))) {
 		const struct bt_ev_app *a = p;
+		if (len >= sizeof(*a) && a->h.type == BT_EV_APP_FUNCS) {
+			/* a function batch: its records decode within its bytes */
+			if (a->h.tgid != PID || bt_funcs_count(p, len) < 0)
+				abort();
+			continue;
+		}
 		if (len < sizeof(*a) || a->h.tgid != PID || a->nargs > BT_APP_MAX_ARGS ||
 		    len != sizeof(*a) + 8u * a->nargs || a->h.type < BT_EV_APP_INSTANT || a->h.type > BT_EV_APP_COUNTER)
 			abort(); /* the reader delivered an invalid event */

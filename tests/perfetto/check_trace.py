@@ -16,6 +16,8 @@ Options:
   --unmatched N         uprobe events flagged unmatched (an entry or return
                         whose partner was asked for but is not there)
   --app-slices N        matched application BEGIN/END pairs expected
+  --func-slices N       function calls (-finstrument-functions) drawn as slices
+  --func-open N         calls open at the dump's end: closed there and marked
   --app-gaps N          per-thread seq gaps of application events (LOST instants)
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
                         "trigger ..." on the global "triggers" track and one on
@@ -65,7 +67,7 @@ EVENT_TYPES = [
     "sched_process_fork", "sched_process_exec", "sched_process_exit", "task_rename",
     "irq_handler_entry", "irq_handler_exit", "softirq_entry", "softirq_exit", "cpu_frequency",
     "cpu_idle", "sys_enter", "sys_exit", "uprobe", "uretprobe", "usdt",
-    "app_instant", "app_begin", "app_end", "app_counter",
+    "app_instant", "app_begin", "app_end", "app_counter", "func_entry", "func_exit",
 ]
 CPU_PID = 0x7FFF0000
 LOSS_KEYS = ["loss.rb_drops", "loss.seq_gaps", "loss.seq_missing", "loss.buffer_entries_rejected",
@@ -318,6 +320,12 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 app_bad.append("app event %r on track %s: not an app events track of a thread" %
                                (name, one(te, "track_uuid")))
             continue
+        if "func" in cats:
+            counts["func_exit" if typ == "TYPE_SLICE_END" else "func_entry"] += 1
+            if thread_of(tracks, one(te, "track_uuid")) is None or one(td, "name") != "functions":
+                app_bad.append("function event %r on track %s: not a functions track of a thread" %
+                               (name, one(te, "track_uuid")))
+            continue
         if "btrace" in cats and typ == "TYPE_INSTANT" and name.startswith("LOST ") and \
                 one(td, "name") == "app events":
             app_loss += 1
@@ -375,6 +383,9 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     pairs = 0
     rpairs = 0
     apairs = 0
+    fpairs = 0
+    fclosed = 0
+    last_event_ts = max((t for t, _, te in track_events if "func" in te.get("categories", [])), default=0)
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
         typ = one(te, "type")
@@ -382,7 +393,8 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
             bad.append("event on undescribed track %s" % uuid)
         if typ == "TYPE_SLICE_BEGIN":
             is_open = any(one(a, "name") == "open_at_dump_end" for a in te.get("debug_annotations", []))
-            stacks[uuid].append((ts, is_open))
+            # a function call open at the dump's end is closed there
+            stacks[uuid].append((ts, "func" if is_open and "func" in te.get("categories", []) else is_open))
         elif typ == "TYPE_SLICE_END":
             if not stacks[uuid]:
                 bad.append("end without begin at %s on %s" % (ts, uuid))
@@ -390,8 +402,18 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 b, is_open = stacks[uuid].pop()
                 if b > ts:
                     bad.append("slice ends before it begins (%s > %s)" % (b, ts))
-                if is_open:
+                closer = "btrace" in te.get("categories", []) and one(tracks.get(uuid, {}), "name") == "functions"
+                if is_open == "func":
+                    fclosed += 1
+                    if not closer or ts < last_event_ts:
+                        bad.append("function call open at the dump's end closed at %s (last event %s) on %s" %
+                                   (ts, last_event_ts, uuid))
+                elif is_open:
                     bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
+                elif closer:
+                    bad.append("a call not marked open_at_dump_end closed by the dump's end at %s" % ts)
+                if "func" in te.get("categories", []):
+                    fpairs += 1
                 if "uprobe" in te.get("categories", []):
                     pairs += 1
                 if "uretprobe" in te.get("categories", []):
@@ -399,7 +421,7 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 if "app" in te.get("categories", []):
                     apairs += 1
     # a slice the application had not ended at dump time stays open
-    left = {u: s for u, s in stacks.items() if any(not o for _, o in s)}
+    left = {u: s for u, s in stacks.items() if any(not o or o == "func" for _, o in s)}
     if left:
         bad.append("slices never ended on tracks %s" % list(left)[:5])
     result(not bad, "track event slices nest on every track (%d uprobe slices, %d app slices)" % (pairs, apairs),
@@ -414,6 +436,11 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                "found %d" % unmatched)
     if app_slices is not None:
         result(apairs == app_slices, "app slices: %d" % app_slices, "found %d" % apairs)
+    if opt.get("func_slices") is not None:
+        result(fpairs == opt["func_slices"], "function calls drawn: %d" % opt["func_slices"], "found %d" % fpairs)
+    if opt.get("func_open") is not None:
+        result(fclosed == opt["func_open"], "calls open at the dump's end, closed there: %d" % opt["func_open"],
+               "found %d" % fclosed)
     result(not app_bad, "application events on their tracks", "; ".join(app_bad[:5]))
     if app_gaps is not None:
         result(app_loss == app_gaps, "a LOST instant per app per-thread seq gap (%d)" % app_gaps,
@@ -668,6 +695,16 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
         n = sum(1 for e in evs if e.get("cat") == "uretprobe" and e.get("ph") == "X")
         result(n == opt["uretprobe_slices"], "slices of %%return-only probes: %d" % opt["uretprobe_slices"],
                "found %d" % n)
+    if opt.get("func_slices") is not None:
+        n = sum(1 for e in evs if e.get("cat") == "func_entry,func_exit" and e.get("ph") == "X")
+        result(n == opt["func_slices"], "function calls drawn: %d" % opt["func_slices"], "found %d" % n)
+    if opt.get("func_open") is not None:
+        fo = [e for e in evs if e.get("cat") == "func_entry" and e.get("ph") == "X"]
+        end = max((e["ts"] + e.get("dur", 0) for e in evs if "ts" in e and e.get("ph") != "M"), default=0)
+        ok = all((e.get("args") or {}).get("open_at_dump_end") and e["ts"] + e["dur"] >= end - 1e-3 for e in fo)
+        result(len(fo) == opt["func_open"] and ok,
+               "calls open at the dump's end, lasting to it: %d" % opt["func_open"],
+               "found %d: %s" % (len(fo), fo[:2]))
     if opt.get("unmatched") is not None:
         n = sum(1 for e in evs if e.get("cat") in ("uprobe", "uretprobe") and (e.get("args") or {}).get("unmatched"))
         result(n == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"], "found %d" % n)
@@ -852,7 +889,7 @@ def main(argv):
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
-        elif a in ("--uretprobe-slices", "--unmatched"):
+        elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open"):
             opt[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         elif a == "--stacks":

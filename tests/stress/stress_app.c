@@ -229,8 +229,94 @@ static void test_writers_and_reader(void)
 	free(c.seen);
 }
 
+/* Fill meta m's block of round r with stamped events and a pad; returns
+ * the block. */
+static uint8_t *fill_round(const struct bt_app_view *v, uint32_t m, uint32_t r)
+{
+	uint64_t mo, co, dof;
+	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
+	uint8_t *blk = (uint8_t *)v->base + dof + ((size_t)(r % v->R) * v->A + m) * v->bsize;
+	struct bt_block_hdr h = { .pos = (uint64_t)r * v->A + m, .prev_pos = BT_NO_POS, .core = 0 };
+	memcpy(blk, &h, sizeof(h));
+	uint32_t off = BT_BLOCK_HDR, len = bt_app_entry_size(3);
+	for (int64_t i = 0; off + len <= v->bsize; i++, off += len) {
+		uint8_t ev[sizeof(struct bt_ev_app) + 24] = { 0 };
+		struct bt_ev_app *a = (struct bt_ev_app *)ev;
+		a->h = (struct bt_event_hdr){ .ts_ns = 1000 + (uint64_t)i, .seq = (uint32_t)i, .tid = v->pid,
+					      .tgid = v->pid, .type = BT_EV_APP_INSTANT };
+		a->name_id = 1;
+		a->nargs = 3;
+		a->args[0] = 0;
+		a->args[1] = i;
+		a->args[2] = chk(0, i);
+		struct bt_entry_hdr e = { .size = len, .kind = BT_ENTRY_DATA };
+		memcpy(blk + off, &e, sizeof(e));
+		memcpy(blk + off + BT_ENTRY_HDR, ev, sizeof(ev));
+	}
+	if (off < v->bsize) {
+		struct bt_entry_hdr pad = { .size = v->bsize - off, .kind = BT_ENTRY_PAD };
+		memcpy(blk + off, &pad, sizeof(pad));
+	}
+	return blk;
+}
+
+static int count_blocks(const struct bt_block_view *blk, void *arg)
+{
+	(void)blk;
+	(*(int *)arg)++;
+	return 0;
+}
+
+/* The moment in advance() after a writer locked a meta's next round and
+ * wrote the block's new header, but before it zeroed the block and opened
+ * the round (alloc still the round before): preempted there, it leaves the
+ * previous round's entries under the new position. The reader must take
+ * nothing from it (it used to take the old entries, or a mix of them and
+ * the zeros, as the new block: the position re-check passes, the header
+ * being already new). */
+static void test_lock_in_progress(void)
+{
+	struct bt_app_view v;
+	ncores = (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
+	int fd = make_buffer(&v, 64 << 10, 1024);
+	REQUIRE(fd >= 0, "buffer");
+	struct bt_app_meta *mt = (struct bt_app_meta *)((uint8_t *)v.base + ((struct bt_app_shm *)v.base)->meta_off);
+	uint32_t r = 1, r2 = 1 + v.R; /* same physical block */
+	uint8_t *blk = fill_round(&v, 0, r);
+	atomic_store(&mt[0].alloc, BT_APP_RP(r, v.bsize));
+	atomic_store(&mt[0].conf, BT_APP_RP(r, v.bsize));
+	struct bt_app_read_stats st;
+	int n = 0;
+	bt_app_read(&v, count_blocks, &n, &st);
+	REQUIRE(n == 1 && st.blocks_read == 1 && st.entries > 0, "the complete round reads back (%llu entries)",
+		(unsigned long long)st.entries);
+	/* Locked (conf), header written, nothing else yet. */
+	atomic_store(&mt[0].conf, BT_APP_RP(r2, BT_BLOCK_HDR));
+	struct bt_block_hdr h = { .pos = (uint64_t)r2 * v.A, .prev_pos = BT_NO_POS, .core = 1 % ncores };
+	memcpy(blk, &h, sizeof(h));
+	n = 0;
+	bt_app_read(&v, count_blocks, &n, &st);
+	CHECK(n == 0 && st.blocks_busy == 1, "a block being locked is busy, not the old round renamed "
+	      "(%d delivered, %llu entries, %llu busy)", n, (unsigned long long)st.entries,
+	      (unsigned long long)st.blocks_busy);
+	/* Half zeroed: still nothing written in the new round. */
+	memset(blk + v.bsize / 2, 0, v.bsize / 2);
+	n = 0;
+	bt_app_read(&v, count_blocks, &n, &st);
+	CHECK(n == 0 && st.blocks_busy == 1, "a block half zeroed is busy, never torn (%d delivered)", n);
+	/* Opened: alloc in round r2, the block zeroed: an empty block. */
+	memset(blk + BT_BLOCK_HDR, 0, v.bsize - BT_BLOCK_HDR);
+	atomic_store(&mt[0].alloc, BT_APP_RP(r2, BT_BLOCK_HDR));
+	n = 0;
+	bt_app_read(&v, count_blocks, &n, &st);
+	CHECK(n == 1 && st.entries == 0 && st.blocks_bad == 0, "once opened it reads as the new, empty block");
+	munmap((void *)v.base, v.size);
+	close(fd);
+}
+
 int main(void)
 {
+	RUN(test_lock_in_progress);
 	RUN(test_writers_and_reader);
 	return h_done();
 }

@@ -78,7 +78,7 @@ static void test_concurrent_hits(void)
 	for (int i = 0; i < NTRIG; i++)
 		REQUIRE(bt_trigger_parse(specs[i], &spec[i], err, sizeof(err)) == 0, "%s", err);
 	REQUIRE(bt_trigger_finish(spec, NTRIG, 0, 0, err, sizeof(err)) == 0, "%s", err);
-	tr = bt_triggers_start(spec, NTRIG, on_dump, NULL, err, sizeof(err));
+	tr = bt_triggers_start(spec, NTRIG, -1, -1, on_dump, NULL, err, sizeof(err));
 	REQUIRE(tr, "start: %s", err);
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_create(&th[i], NULL, firer, (void *)(uintptr_t)i);

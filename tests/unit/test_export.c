@@ -1218,6 +1218,99 @@ static void test_app_events(void)
 	bt_dump_close(d);
 }
 
+/* ---- function call charts at the window's edges ---------------------------------- */
+
+/* One function batch of tid 501 (1 ns per tick): words[i] = kind, function. */
+static void func_batch(struct appgen *g, uint32_t seq, const unsigned *kind, const uint64_t *fn, int n)
+{
+	union { struct bt_ev_app_funcs f; uint8_t raw[sizeof(struct bt_ev_app_funcs) + 8 * 8]; } u;
+	memset(&u, 0, sizeof(u));
+	u.f.h.ts_ns = g->ts += 1000;
+	u.f.h.seq = seq;
+	u.f.h.tid = 501;
+	u.f.h.tgid = APP_PID;
+	u.f.h.cpu = 1;
+	u.f.h.type = BT_EV_APP_FUNCS;
+	u.f.tsc0 = 1000000;
+	u.f.addr0 = 0x401000;
+	u.f.mult_q32 = 1ull << 32;
+	u.f.count = u.f.cap = (uint32_t)n;
+	for (int i = 0; i < n; i++)
+		u.f.words[i] = (i ? 100u : 0u) | (uint64_t)kind[i] << 32 | (uint64_t)(int64_t)(fn[i] - 0x401000) << 34;
+	g->ts += 100u * (uint64_t)n;
+	if (bt_write(g->a, 1, &u, (uint32_t)(sizeof(u.f) + 8u * (uint32_t)n)) != 0)
+		g->failed++;
+}
+
+static int funcs_write_apps(void *ctx, struct bt_dump_sink *s)
+{
+	struct bt_dump_app app = { .pid = APP_PID, .name = "myapp" };
+	struct bt_read_stats st;
+	int r = bt_read(ctx, app_block_cb, s, &st);
+	return r < 0 ? r : bt_dump_sink_apps(s, &app, 1);
+}
+
+/* An exit whose entry is before the window (dropped, counted), a matched
+ * call, two calls whose exits fall in a seq gap (instants), an exit after
+ * the gap (dropped), a call open at the end (closed there, marked). */
+static void test_func_edges(void)
+{
+	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
+	char path[600], pf[600], js[600], err[256], out[512];
+	snprintf(path, sizeof(path), "%s/funcs.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/funcs.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/funcs.json", tmpdir);
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
+	struct appgen g = { .ts = 7000000000ull };
+	g.k = bt_buffer_create(&cfg, err, sizeof(err));
+	g.a = bt_buffer_create(&cfg, err, sizeof(err));
+	REQUIRE(g.k && g.a, "buffers: %s", err);
+	app_switch(&g, 0, 501);
+	const unsigned k1[] = { X, E, E, X, E };
+	const uint64_t f1[] = { 0x401000, 0x401100, 0x401200, 0x401200, 0x401200 };
+	func_batch(&g, 10, k1, f1, 5);
+	const unsigned k2[] = { X, E };
+	const uint64_t f2[] = { 0x401100, 0x401300 };
+	func_batch(&g, 17, k2, f2, 2); /* seqs 15, 16 lost */
+	app_switch(&g, 501, 0);
+	struct bt_dump_info info = {
+		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
+		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1, .write_apps = funcs_write_apps, .apps_ctx = g.a,
+	};
+	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.k);
+	bt_buffer_destroy(g.a);
+	REQUIRE(r >= 0 && !g.failed, "write a dump with function batches: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .compact_sched = 1 };
+	for (int json = 0; json < 2; json++) {
+		struct bt_export_stats st;
+		o.format = json ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO;
+		CHECK(bt_export_file(d, json ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.func_slices == 1 && st.func_open == 1 && st.func_unmatched == 2 && st.func_exits_dropped == 2,
+		      "%s: calls %" PRIu64 " open %" PRIu64 " exit lost %" PRIu64 " exits without entry %" PRIu64,
+		      json ? "json" : "perfetto", st.func_slices, st.func_open, st.func_unmatched,
+		      st.func_exits_dropped);
+	}
+	/* shown: 5 entries (2 matched or open, 2 instants... 1 open), 1 exit */
+	const char *args = "--expect sched_switch=2,func_entry=4,func_exit=1 --func-slices 1 --func-open 1 --app-gaps 1";
+	if (have_python && have_protoc)
+		CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output (see above)");
+	if (have_python)
+		CHECK(check_file("json", js, args) == 0, "checker passes on the json output (see above)");
+	size_t n = 0;
+	char *t = (char *)h_read_file(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	CHECK(strstr(t, "{\"ph\":\"i\",\"name\":\"0x401200 (entry, exit lost)\",\"cat\":\"func_entry\""),
+	      "json: the call whose exit fell in the gap is an instant");
+	CHECK(strstr(t, "\"loss.app_func_exits_without_entry\":2"), "json: exits without entry counted");
+	free(t);
+	bt_dump_close(d);
+}
+
 static int stop_now(uint64_t done, uint64_t total, void *ctx)
 {
 	return 1;
@@ -1644,6 +1737,7 @@ int main(void)
 	RUN(test_perfetto_compact);
 	RUN(test_json);
 	RUN(test_app_events);
+	RUN(test_func_edges);
 	RUN(test_report_escapes);
 	RUN(test_one_ended_probes);
 	RUN(test_functions);

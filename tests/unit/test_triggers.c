@@ -15,6 +15,7 @@
 #include "dump_format.h"
 #include "harness.h"
 #include "trigger_spec.h"
+#include "func_watch.h"
 
 static struct bt_trigger_spec parse_ok(const char *s)
 {
@@ -60,6 +61,16 @@ static void test_parse_kinds(void)
 	CHECK(t.kind == BT_TRIG_APP && !strcmp(t.arg, "stall") && !t.threshold_ns, "app");
 	t = parse_ok("app:frame>16ms");
 	CHECK(t.kind == BT_TRIG_APP_SLICE && !strcmp(t.arg, "frame") && t.threshold_ns == 16000000, "app slice");
+	t = parse_ok("app-func:render>16ms,pid=42");
+	CHECK(t.kind == BT_TRIG_APP_FUNC && !strcmp(t.arg, "render") && t.threshold_ns == 16000000 && t.tgid == 42,
+	      "app-func");
+	t = parse_ok("app-func:ns::f<int>(int, char)>2ms");
+	CHECK(t.kind == BT_TRIG_APP_FUNC && !strcmp(t.arg, "ns::f<int>(int, char)") && t.threshold_ns == 2000000,
+	      "app-func C++ name '%s' (the last '>' ends it)", t.arg);
+	CHECK(bt_func_watch_match("render", "render") && bt_func_watch_match("ns::f", "ns::f(int)") &&
+	      bt_func_watch_match("ns::f(int)", "ns::f(int)") && !bt_func_watch_match("ns::f(int)", "ns::f(char)") &&
+	      !bt_func_watch_match("nap", "nap_thread") && !bt_func_watch_match("f", "f+0x10"),
+	      "app-func names: exact, or the C++ name without its parameters");
 	t = parse_ok("ctl,name=manual");
 	CHECK(t.kind == BT_TRIG_CTL && !strcmp(t.name, "manual"), "ctl");
 	t = parse_ok("uprobe:libc:malloc");
@@ -71,7 +82,8 @@ static void test_parse_bad(void)
 	static const char *const bad[] = {
 		"", "sched-latency", "sched-latency>", "sched-latency>5", "sched-latency>-5ms", "sched-latency>0ms",
 		"offcpu<5ms", "latency>5ms", "syscall:>5ms", "syscall:nosuch>5ms", "syscall:read", "func>5ms",
-		"func:>5ms", "func:libc:read", "func:libc:read%return>5ms", "app:", "app", "crash,sig=", "crash,sig=NOPE",
+		"func:>5ms", "func:libc:read", "func:libc:read%return>5ms", "app:", "app", "app-func", "app-func:",
+		"app-func:f", "app-func:>5ms", "app-func:f>5", "app-funcs:f>5ms", "crash,sig=", "crash,sig=NOPE",
 		"crash,nr=1", "syscall>1ms,nr=5000", "offcpu>1ms,after=soon", "offcpu>1ms,limit=5",
 		"offcpu>1ms,pid=0", "offcpu>1ms,pid=-1", "offcpu>1ms,comm=0123456789abcdef", "offcpu>1ms,,x=1",
 		"offcpu>1ms,", "offcpu>1ms,color=red", "offcpu>1ms,name=a b", "offcpu>1ms,name=", "ctl,pid=1", ",oom",

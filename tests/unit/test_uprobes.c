@@ -446,6 +446,14 @@ static void test_not_elf_and_stripped(void)
 	CHECK(r == -ENOEXEC && contains(err, "not an ELF file"), "not ELF: %d %s", r, err);
 	unlink(p);
 
+	/* A FIFO where a mapping's file was (paths come from other
+	 * processes): refused at once, never opened for a blocking read. */
+	snprintf(p, sizeof(p), "%s/fifo", dir);
+	REQUIRE(mkfifo(p, 0600) == 0, "mkfifo");
+	r = sym(p, "main", &s, &err);
+	CHECK(r == -ENOEXEC && contains(err, "not a regular file"), "fifo: %d %s", r, err);
+	unlink(p);
+
 	/* A stripped copy of the target: .dynsym only. */
 	snprintf(p, sizeof(p), "%s/stripped", dir);
 	snprintf(cmd, sizeof(cmd), "strip -o '%s' '%s' 2>/dev/null", p, target);

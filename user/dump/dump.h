@@ -34,9 +34,18 @@ enum bt_app_counter {
 	BT_APPC_BUFFER_SIZE,  /* bytes of data blocks of the current buffer */
 	BT_APPC_NAMES_BAD,    /* malformed name registrations ignored */
 	BT_APPC_NAMES_LOST,   /* names interned by the application never received: events show name#ID */
+	BT_APPC_BLOCKS_PARTIAL, /* dumped up to an entry never written (a writer mid-write or dead) */
 	BT_APPC_MAX,
 };
 #define BT_APP_EXITED 0x1 /* bt_dump_app.flags: the process had exited at dump time */
+/* A function of a traced application and its name (AFUN section). */
+struct bt_func_name {
+	uint64_t addr;
+	const char *name;
+};
+/* Decoded function entries/exits (BT_EV_APP_FUNC_*) carry name ids from
+ * here: id - BT_APP_FUNC_ID_BASE indexes the application's funcs. */
+#define BT_APP_FUNC_ID_BASE 0x10000u
 struct bt_dump_app {
 	uint32_t pid, flags;
 	uint64_t registered_ts, exit_ts; /* CLOCK_BOOTTIME; exit_ts 0 if alive */
@@ -44,6 +53,10 @@ struct bt_dump_app {
 	uint64_t counters[BT_APPC_MAX];
 	uint32_t nnames;                 /* ids 1..nnames */
 	const char (*names)[64];         /* names[id - 1], NUL-terminated */
+	const struct bt_func_name *funcs; /* sorted by address (reading; writing: ignored) */
+	uint32_t nfuncs;
+	uint64_t func_records;           /* function entries/exits decoded (reading) */
+	uint64_t func_batches_bad;       /* function batches refused as malformed (reading) */
 };
 const char *bt_app_counter_name(int i);
 
@@ -53,6 +66,8 @@ struct bt_dump_sink;
 int bt_dump_sink_app_block(struct bt_dump_sink *s, uint32_t app, const struct bt_block_view *blk);
 /* The application table, after all their blocks. */
 int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, size_t n);
+/* Function names of application `app`, after the table (AFUN). */
+int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt_func_name *f, size_t n);
 
 /* The stack table (section STCK, dump_stacks.h), after every block: every
  * stack id a stored event names is in it. */

@@ -79,6 +79,7 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_TRIGGERS BTD_FOURCC('T', 'R', 'I', 'G') /* optional: older readers skip it */
 #define BTD_SEC_PROG_MISSES BTD_FOURCC('P', 'M', 'I', 'S') /* optional: older readers skip it */
 #define BTD_SEC_STACKS BTD_FOURCC('S', 'T', 'C', 'K') /* optional: older readers skip it */
+#define BTD_SEC_APP_FUNCS BTD_FOURCC('A', 'F', 'U', 'N') /* optional: older readers skip it */
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
 
 struct btd_section {
@@ -190,6 +191,16 @@ struct btd_app {
 };
 #define BTD_APP_NAME_LEN 64
 #define BTD_MAX_APPS 65536
+
+/* AFUN (after APPS, at most one per application): the names of the
+ * functions its function batches call, symbolized by the recorder from the
+ * process's mappings. struct btd_app_funcs, then count records: u64 addr,
+ * u32 len, u32 reserved (0), len bytes of name, zero-padded to 8. */
+struct btd_app_funcs {
+	uint32_t app;   /* index into the APPS table */
+	uint32_t count;
+};
+#define BTD_FUNC_NAME_MAX 1024
 
 /* TRIG (after LOSS, when the recorder has --trigger): struct btd_trig_head,
  * ntriggers records of trig_size bytes (struct btd_trigger prefix), then

@@ -22,6 +22,8 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
+#include "func_batch.h"
+#include "func_batch.h"
 #include "dump_format.h"
 #include "app_shm.h"
 #include "event_names.h"
@@ -56,6 +58,9 @@ struct bt_dump {
 	char (*app_names)[BTD_APP_NAME_LEN];
 	uint64_t app_blocks;
 	int seen_app_blocks;
+	struct bt_func_name *funcs;  /* AFUN sections, per app a sorted run */
+	size_t nfuncs;
+	uint8_t *func_events;        /* decoded function entries/exits (struct func_ev) */
 	struct bt_dump_trigger *triggers; /* TRIG section, NULL if none */
 	size_t ntriggers;
 	struct bt_trigger_fired *fired;
@@ -120,6 +125,8 @@ void bt_dump_close(struct bt_dump *d)
 	free(d->fired);
 	free(d->prog_misses);
 	bt_dump_stacks_release(&d->stacks);
+	free(d->funcs);
+	free(d->func_events);
 	free(d);
 }
 
@@ -351,11 +358,17 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len, int32_t app)
 				     bt_event_name(ev->type), e.len, need, p->off);
 		if (ev->cpu >= d->hdr.ncpus)
 			return PFAIL(p, "corrupt dump: event on CPU %u, the dump has %u CPUs", ev->cpu, d->hdr.ncpus);
-		int is_app = ev->type >= BT_EV_APP_INSTANT && ev->type <= BT_EV_APP_COUNTER;
+		if (ev->type == BT_EV_APP_FUNC_ENTRY || ev->type == BT_EV_APP_FUNC_EXIT)
+			return PFAIL(p, "corrupt dump: stored %s event (only decoded from batches)",
+				     bt_event_name(ev->type));
+		int is_app = ev->type >= BT_EV_APP_INSTANT && ev->type <= BT_EV_APP_FUNCS;
+		if (ev->type == BT_EV_APP_FUNCS && bt_funcs_count((const void *)ev, e.len) < 0)
+			return PFAIL(p, "corrupt dump: malformed function batch in block at body offset %" PRIu64,
+				     p->off);
 		if (is_app != (app >= 0))
 			return PFAIL(p, "corrupt dump: %s event in a %s block at body offset %" PRIu64,
 				     bt_event_name(ev->type), app >= 0 ? "application" : "kernel", p->off);
-		if (is_app) {
+		if (is_app && ev->type != BT_EV_APP_FUNCS) {
 			const struct bt_ev_app *a = (const void *)ev;
 			if (a->nargs > BT_APP_MAX_ARGS || e.len < sizeof(*a) + 8u * a->nargs)
 				return PFAIL(p, "corrupt dump: application event with %u arguments in %u bytes",
@@ -395,6 +408,53 @@ static int parse_app_block(struct parse *p, uint8_t *pl, uint64_t len)
 			     p->off);
 	p->d->seen_app_blocks = 1;
 	return parse_block(p, pl + sizeof(ab), len - sizeof(ab), (int32_t)ab.app);
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct bt_func_name *x = a, *y = b;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+/* AFUN: names point into the body (NUL-terminated in place: the padding
+ * after each name has room, or the name is cut by one byte). */
+static int parse_app_funcs(struct parse *p, uint8_t *pl, uint64_t len)
+{
+	struct bt_dump *d = p->d;
+	struct btd_app_funcs h;
+	uint64_t o = sizeof(h);
+	if (len < sizeof(h))
+		return PFAIL(p, "corrupt dump: function name table too short");
+	memcpy(&h, pl, sizeof(h));
+	if (!d->apps || h.app >= d->napps || d->apps[h.app].funcs || h.count > len / 16)
+		return PFAIL(p, "corrupt dump: function name table for application %u", h.app);
+	struct bt_func_name *f = realloc(d->funcs, (d->nfuncs + h.count + 1) * sizeof(*f));
+	if (!f)
+		return rerr(p->err, p->errlen, ENOMEM, "out of memory"), -ENOMEM;
+	d->funcs = f;
+	for (uint32_t i = 0; i < h.count; i++) {
+		uint64_t addr;
+		uint32_t k;
+		if (len - o < 16)
+			return PFAIL(p, "corrupt dump: function name table ends inside record %u", i);
+		memcpy(&addr, pl + o, 8);
+		memcpy(&k, pl + o + 8, 4);
+		o += 16;
+		if (k == 0 || k > BTD_FUNC_NAME_MAX || btd_pad8(k) > len - o)
+			return PFAIL(p, "corrupt dump: function name %u of %u bytes", i, k);
+		char *name = (char *)pl + o;
+		name[btd_pad8(k) > k ? k : k - 1] = 0;
+		o += btd_pad8(k);
+		d->funcs[d->nfuncs + i] = (struct bt_func_name){ addr, name };
+	}
+	if (o != len)
+		return PFAIL(p, "corrupt dump: %" PRIu64 " bytes after the function name table", len - o);
+	qsort(d->funcs + d->nfuncs, h.count, sizeof(*f), cmp_func);
+	/* Pointers into d->funcs are set once every table is in (realloc). */
+	d->apps[h.app].nfuncs = h.count;
+	d->apps[h.app].funcs = (const void *)(uintptr_t)(d->nfuncs + 1); /* index + 1 until then */
+	d->nfuncs += h.count;
+	return 0;
 }
 
 static int parse_apps(struct parse *p, const uint8_t *pl, uint64_t len)
@@ -521,6 +581,9 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 		case BTD_SEC_APPS:
 			r = d->apps ? PFAIL(&p, "corrupt dump: two application tables") : parse_apps(&p, pl, s.len);
 			break;
+		case BTD_SEC_APP_FUNCS:
+			r = parse_app_funcs(&p, pl, s.len);
+			break;
 		case BTD_SEC_TRIGGERS:
 			if (d->triggers)
 				r = PFAIL(&p, "corrupt dump: two trigger sections");
@@ -590,6 +653,9 @@ static int cmp_event(const void *a, const void *b)
 	const struct bt_event_hdr *p = x->ev, *q = y->ev;
 	if (p->ts_ns != q->ts_ns)
 		return p->ts_ns < q->ts_ns ? -1 : 1;
+	/* one thread's application events: its seq (the CPU may differ) */
+	if (x->app >= 0 && y->app >= 0 && p->tid == q->tid && p->seq != q->seq)
+		return (int32_t)(p->seq - q->seq) < 0 ? -1 : 1;
 	if (p->cpu != q->cpu)
 		return p->cpu < q->cpu ? -1 : 1;
 	if (p->seq != q->seq)
@@ -857,6 +923,87 @@ static int copy_body(struct bt_dump *d, struct src *s, char *err, size_t errlen)
 	return k < 0 ? src_fail(k, err, errlen) : 0;
 }
 
+/* A decoded function entry or exit: an application event (events.h). */
+struct func_ev {
+	struct bt_event_hdr h; /* struct bt_ev_app with one argument */
+	uint32_t name_id;
+	uint16_t nargs, flags;
+	int64_t addr;
+};
+_Static_assert(sizeof(struct func_ev) == sizeof(struct bt_ev_app) + 8, "func_ev is a bt_ev_app");
+
+static uint32_t func_name_id(const struct bt_dump_app *app, uint64_t addr)
+{
+	size_t lo = 0, hi = app->nfuncs;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (app->funcs[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < app->nfuncs && app->funcs[lo].addr == addr ? BT_APP_FUNC_ID_BASE + (uint32_t)lo : 0;
+}
+
+/* Replace each function batch by the entries and exits it holds, on the
+ * kernel events' clock, each with the thread's seq and its function's name. */
+static int decode_funcs(struct bt_dump *d, char *err, size_t errlen)
+{
+	size_t total = 0, nb = 0;
+	for (size_t i = 0; i < d->napps; i++)
+		if (d->apps[i].funcs)
+			d->apps[i].funcs = d->funcs + ((uintptr_t)d->apps[i].funcs - 1);
+	for (size_t i = 0; i < d->nevents; i++)
+		if (d->events[i].ev->type == BT_EV_APP_FUNCS) {
+			total += (size_t)bt_funcs_count((const void *)d->events[i].ev, d->events[i].len);
+			nb++;
+		}
+	if (!nb)
+		return 0;
+	struct bt_func_rec *rec = malloc((total + 1) * sizeof(*rec));
+	struct func_ev *out = calloc(total + 1, sizeof(*out));
+	struct bt_dump_event *evs = malloc((d->nevents - nb + total + 1) * sizeof(*evs));
+	if (!rec || !out || !evs) {
+		free(rec);
+		free(out);
+		free(evs);
+		return rerr(err, errlen, ENOMEM, "out of memory"), -ENOMEM;
+	}
+	size_t k = 0, m = 0;
+	for (size_t i = 0; i < d->nevents; i++) {
+		const struct bt_dump_event *e = &d->events[i];
+		if (e->ev->type != BT_EV_APP_FUNCS) {
+			evs[m++] = *e;
+			continue;
+		}
+		const struct bt_ev_app_funcs *f = (const void *)e->ev;
+		int64_t n = bt_funcs_count(f, e->len);
+		struct bt_dump_app *app = e->app >= 0 && (size_t)e->app < d->napps ? &d->apps[e->app] : NULL;
+		bt_funcs_decode(f, e->len, rec);
+		for (int64_t j = 0; j < n; j++, k++) {
+			struct func_ev *x = &out[k];
+			x->h = f->h;
+			x->h.ts_ns = rec[j].ts_ns;
+			x->h.seq = rec[j].seq;
+			x->h.type = rec[j].exit ? BT_EV_APP_FUNC_EXIT : BT_EV_APP_FUNC_ENTRY;
+			x->nargs = 1;
+			x->name_id = app ? func_name_id(app, rec[j].addr) : 0;
+			x->addr = (int64_t)rec[j].addr;
+			evs[m++] = (struct bt_dump_event){ .ev = &x->h, .len = sizeof(*x), .block_core = e->block_core,
+							   .app = e->app };
+			if (app)
+				app->func_records++;
+		}
+	}
+	free(rec);
+	free(d->events);
+	d->events = evs;
+	d->nevents = m;
+	d->cap_events = m;
+	d->func_events = (uint8_t *)out;
+	return 0;
+}
+
 /* The body is in d->body: check it and parse it. Closes d on failure. */
 static struct bt_dump *dump_finish(struct bt_dump *d, const struct btd_header *h, unsigned flags, char *err,
 				   size_t errlen)
@@ -869,7 +1016,7 @@ static struct bt_dump *dump_finish(struct bt_dump *d, const struct btd_header *h
 			goto fail;
 		}
 	}
-	if (parse_body(d, err, errlen) < 0)
+	if (parse_body(d, err, errlen) < 0 || decode_funcs(d, err, errlen) < 0)
 		goto fail;
 	if (d->nevents)
 		qsort(d->events, d->nevents, sizeof(*d->events), cmp_event);
@@ -1144,6 +1291,10 @@ const struct bt_dump_app *bt_dump_apps(const struct bt_dump *d, size_t *n)
 
 const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_t name_id)
 {
+	if (app >= 0 && (size_t)app < d->napps && name_id >= BT_APP_FUNC_ID_BASE)
+		return name_id - BT_APP_FUNC_ID_BASE < d->apps[app].nfuncs
+			       ? d->apps[app].funcs[name_id - BT_APP_FUNC_ID_BASE].name
+			       : NULL;
 	if (app < 0 || (size_t)app >= d->napps || name_id == 0 || name_id > d->apps[app].nnames ||
 	    !d->apps[app].names[name_id - 1][0])
 		return NULL;
@@ -1165,7 +1316,7 @@ const char *bt_app_counter_name(int i)
 		[BT_APPC_SKIPPED] = "app_skipped",       [BT_APPC_RACES] = "app_races",
 		[BT_APPC_BUFFERS] = "buffers",           [BT_APPC_RESIZES] = "resizes",
 		[BT_APPC_BUFFER_SIZE] = "buffer_size",   [BT_APPC_NAMES_BAD] = "names_bad",
-		[BT_APPC_NAMES_LOST] = "names_lost",
+		[BT_APPC_NAMES_LOST] = "names_lost", [BT_APPC_BLOCKS_PARTIAL] = "blocks_partial",
 	};
 	return i >= 0 && i < BT_APPC_MAX ? n[i] : NULL;
 }

@@ -33,6 +33,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
+#include "func_batch.h"
 #include "util.h"
 #include "dump_format.h"
 #include "dump_stacks.h"
@@ -323,6 +324,9 @@ static int frame_entries(struct blk_ctx *c, const struct bt_block_view *blk, int
 	struct ev_iter it = { .blk = blk, .decode = decode };
 
 	while ((p = next_event(c, &it, &len))) {
+		if (!decode && len >= sizeof(struct bt_ev_app_funcs) &&
+		    ((const struct bt_event_hdr *)p)->type == BT_EV_APP_FUNCS)
+			len = bt_funcs_trimmed_len(p, len); /* the words written, not the room */
 		size_t end = o + sizeof(struct btd_entry) + btd_pad8(len);
 		if (end > c->cap) {
 			/* Decoded events are larger than stored ones: grow. */
@@ -436,6 +440,33 @@ int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
 	body_put(zo, p, (size_t)len);
 	body_pad(zo, (uint64_t)len);
 	free(p);
+	s->c.nsections++;
+	return zo->err;
+}
+
+int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt_func_name *f, size_t n)
+{
+	struct zout *zo = s->c.zo;
+	struct btd_app_funcs h = { .app = app, .count = (uint32_t)n };
+	uint64_t len = sizeof(h);
+	if (n > UINT32_MAX / 2)
+		return -E2BIG;
+	for (size_t i = 0; i < n; i++) {
+		size_t k = strnlen(f[i].name, BTD_FUNC_NAME_MAX);
+		len += 16 + btd_pad8((uint32_t)k);
+	}
+	section_begin(zo, BTD_SEC_APP_FUNCS, 0, len);
+	body_put(zo, &h, sizeof(h));
+	for (size_t i = 0; i < n; i++) {
+		uint32_t k = (uint32_t)strnlen(f[i].name, BTD_FUNC_NAME_MAX), z = 0;
+		static const uint8_t pad[8];
+		body_put(zo, &f[i].addr, 8);
+		body_put(zo, &k, 4);
+		body_put(zo, &z, 4);
+		body_put(zo, f[i].name, k);
+		body_put(zo, pad, btd_pad8(k) - k);
+	}
+	body_pad(zo, len);
 	s->c.nsections++;
 	return zo->err;
 }

@@ -51,6 +51,9 @@ static const struct {
 	[BT_EV_OFFCPU] = { "offcpu", sizeof(struct bt_ev_offcpu), BT_GROUP_STACKS },
 	[BT_EV_WAKER] = { "waker", sizeof(struct bt_ev_waker), BT_GROUP_STACKS },
 	[BT_EV_PROBE_STACK] = { "probe_stack", sizeof(struct bt_ev_probe_stack), BT_GROUP_STACKS },
+	[BT_EV_APP_FUNCS] = { "app_funcs", sizeof(struct bt_ev_app_funcs), -1 },
+	[BT_EV_APP_FUNC_ENTRY] = { "func_entry", sizeof(struct bt_ev_app) + 8, -1 },
+	[BT_EV_APP_FUNC_EXIT] = { "func_exit", sizeof(struct bt_ev_app) + 8, -1 },
 };
 
 static const char *const group_names[BT_GROUP_MAX] = {
@@ -509,6 +512,12 @@ int bt_format_app_fields(char *buf, size_t len, const struct bt_event_hdr *ev, u
 		buf[0] = '\0';
 	if (evlen < sizeof(*a) || a->nargs > BT_APP_MAX_ARGS || evlen < sizeof(*a) + 8u * a->nargs)
 		return 0;
+	if ((ev->type == BT_EV_APP_FUNC_ENTRY || ev->type == BT_EV_APP_FUNC_EXIT) && a->nargs == 1) {
+		char e[BT_ESCAPED_LEN(512)];
+		if (name)
+			return sb_printf(&s, "%s", bt_escape_text(name, 512, e, sizeof(e))), (int)s.o;
+		return sb_printf(&s, "0x%" PRIx64, (uint64_t)a->args[0]), (int)s.o;
+	}
 	if (ev->type != BT_EV_APP_END) {
 		char e[BT_ESCAPED_LEN(64)];
 		if (name)

@@ -46,7 +46,7 @@ static void seqs_free(struct seqs *q)
 /* Per-CPU seqs are the BPF side's; application events number per thread. */
 static int kernel_seq(const struct bt_event_hdr *h, uint32_t ncpus)
 {
-	return h->cpu < ncpus && !(h->type >= BT_EV_APP_INSTANT && h->type <= BT_EV_APP_COUNTER);
+	return h->cpu < ncpus && !(h->type >= BT_EV_APP_INSTANT && h->type <= BT_EV_APP_FUNC_EXIT);
 }
 
 static int seqs_build(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct seqs *q)

@@ -21,6 +21,7 @@ static const char *const kind_names[BT_TRIG_KIND_MAX] = {
 	[BT_TRIG_FUNC] = "func",           [BT_TRIG_CRASH] = "crash",
 	[BT_TRIG_OOM] = "oom",             [BT_TRIG_APP] = "app",
 	[BT_TRIG_APP_SLICE] = "app-slice", [BT_TRIG_CTL] = "ctl",
+	[BT_TRIG_APP_FUNC] = "app-func",
 	[BT_TRIG_UPROBE] = "uprobe",
 };
 
@@ -68,6 +69,7 @@ const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf, size_
 	case BT_TRIG_SYSCALL:
 	case BT_TRIG_FUNC:
 	case BT_TRIG_APP_SLICE:
+	case BT_TRIG_APP_FUNC:
 		if (value >= 1000000000ull)
 			snprintf(buf, len, "%.3f s", (double)value / 1e9);
 		else if (value >= 1000000ull)
@@ -223,6 +225,18 @@ static int parse_cond(const char *spec, char *c, struct bt_trigger_spec *t, char
 		t->kind = BT_TRIG_CTL;
 		return 0;
 	}
+	if (strncmp(c, "app-func", 8) == 0) {
+		/* the last '>': C++ names may hold some (f<int>) */
+		gt = strrchr(c, '>');
+		if (c[8] != ':' || !c[9] || !gt || gt == c + 9)
+			return fail(err, errlen, spec,
+				    "app-func needs a function and a duration: app-func:NAME>T (e.g. app-func:render>16ms)");
+		if ((size_t)(gt - (c + 9)) >= sizeof(t->arg))
+			return fail(err, errlen, spec, "function name longer than 255 characters");
+		snprintf(t->arg, sizeof(t->arg), "%.*s", (int)(gt - (c + 9)), c + 9);
+		t->kind = BT_TRIG_APP_FUNC;
+		return threshold(spec, gt, &t->threshold_ns, err, errlen);
+	}
 	if (strncmp(c, "app:", 4) == 0 || strcmp(c, "app") == 0) {
 		gt = strchr(c, '>');
 		if (gt)
@@ -249,7 +263,7 @@ static int parse_cond(const char *spec, char *c, struct bt_trigger_spec *t, char
 	}
 	return fail(err, errlen, spec,
 		    "unknown condition '%s': expected sched-latency>T, offcpu>T, syscall[:NAME]>T, func:PROBE>T, "
-		    "crash, oom, app:NAME[>T], ctl or uprobe:PROBE", c);
+		    "crash, oom, app:NAME[>T], app-func:NAME>T, ctl or uprobe:PROBE", c);
 }
 
 static int parse_option(const char *spec, char *o, struct bt_trigger_spec *t, char *err, size_t errlen)
@@ -435,6 +449,7 @@ const char *bt_trigger_describe(const struct bt_trigger_fired *f, char *buf, siz
 	case BT_TRIG_SYSCALL:
 	case BT_TRIG_FUNC:
 	case BT_TRIG_APP_SLICE:
+	case BT_TRIG_APP_FUNC:
 		bt_trigger_value_str(f->kind, f->threshold_ns, th, sizeof(th));
 		snprintf(buf, len, "%s%s %s > %s%s", bt_trigger_kind_name(f->kind), sc, v, th, who);
 		break;

@@ -16,6 +16,10 @@
  *     oom                  the OOM killer chose a victim
  *     app:NAME             an application called BTRACE_TRIGGER("NAME")
  *     app:NAME>T           an application slice NAME lasted longer than T
+ *     app-func:NAME>T      a call of function NAME of a program built with
+ *                          -finstrument-functions and libbtrace lasted longer
+ *                          than T (NAME: the symbol, C++ demangled, with or
+ *                          without its parameter list)
  *     ctl                  only `btrace-bpf ctl trigger NAME`
  *     uprobe:PROBE         a hit of a user-space probe (= --trigger-uprobe PROBE)
  *
@@ -47,7 +51,7 @@ struct bt_trigger_spec {
 	uint32_t kind;          /* enum bt_trig_kind */
 	char name[BT_TRIG_NAME_LEN];
 	char cond[160];         /* the condition as written, for messages and dumps */
-	char arg[256];          /* func/uprobe: the probe; app: the event name */
+	char arg[256];          /* func/uprobe: the probe; app: the event name; app-func: the function */
 	uint64_t threshold_ns;  /* 0: none (crash, oom, app:NAME, ctl, uprobe) */
 	int64_t nr;             /* syscall number, -1: any */
 	uint64_t sigmask;       /* crash */

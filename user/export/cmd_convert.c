@@ -266,6 +266,12 @@ int cmd_convert(int argc, char **argv)
 			fprintf(stderr, PROG ": %s: application events: %" PRIu64 " BEGIN/END without partner"
 					" (shown as instants), %" PRIu64 " of threads of other processes (left out)\n",
 				path, st.app_unmatched, st.app_dropped);
+		if (st.func_slices || st.func_open || st.func_unmatched || st.func_exits_dropped)
+			fprintf(stderr, PROG ": %s: function calls: %" PRIu64 " drawn, %" PRIu64
+					" open at the dump's end (closed there, marked open_at_dump_end), %" PRIu64
+					" entries whose exit is lost (instants), %" PRIu64
+					" exits whose entry is before the window (left out)\n",
+				path, st.func_slices, st.func_open, st.func_unmatched, st.func_exits_dropped);
 	}
 	bt_dump_close(d);
 	return 0;

@@ -52,6 +52,10 @@ struct bt_export_stats {
 	uint64_t app_unmatched;        /* BEGINs/ENDs without partner (instants) */
 	uint64_t app_instants, app_counters;
 	uint64_t app_gaps, app_missing;/* per-thread seq gaps shown, events missing in them */
+	uint64_t func_slices;          /* matched function entry/exit pairs */
+	uint64_t func_open;            /* calls open at the end of the dump: closed there, marked */
+	uint64_t func_unmatched;       /* entries whose exit is lost (instants) */
+	uint64_t func_exits_dropped;   /* exits whose entry is before the window: not drawn */
 	uint64_t app_dropped;          /* events of a thread of another process: not shown */
 	uint64_t triggers;             /* trigger hits marked (the hit that caused the dump) */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */

@@ -693,6 +693,51 @@ static void app_args(struct jx *j, const struct bt_ev_app *a)
 		arg_i(j, names[i], a->args[i]);
 }
 
+/* A function entry/exit (-finstrument-functions): each call one "X" at its
+ * entry (cat "func_entry,func_exit"), so the calls nest as they ran; a call
+ * open at the end of the dump lasts to the dump's last event (cat
+ * "func_entry", open_at_dump_end); an entry whose exit is lost an "i"; an
+ * exit whose entry is before the window not drawn (counted). */
+static void put_func(struct jx *j, const struct bt_dump_event *de, int role, size_t end)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	const struct bt_export_prep *p = j->p;
+	char nb[32], name[160];
+	const char *nm = bt_export_func_name(p, de->app, a, nb, sizeof(nb));
+
+	switch (role) {
+	case BT_AR_FUNC_ENTRY:
+	case BT_AR_FUNC_OPEN: {
+		int open = role == BT_AR_FUNC_OPEN || end >= p->nev;
+		ev_open(j, "X", nm, open ? "func_entry" : "func_entry,func_exit", h->ts_ns, h->tgid, h->tid);
+		ev_dur(j, h->ts_ns, open ? p->last_ts : p->ev[end].ev->ts_ns);
+		arg_hex(j, "addr", (uint64_t)a->args[0]);
+		if (open) {
+			arg_b(j, "open_at_dump_end", 1);
+			j->st->func_open++;
+		} else {
+			j->st->func_slices++;
+		}
+		break;
+	}
+	case BT_AR_FUNC_ENTRY_ALONE:
+		snprintf(name, sizeof(name), "%s (entry, exit lost)", nm);
+		ev_open(j, "i", name, "func_entry", h->ts_ns, h->tgid, h->tid);
+		JW(j, ",\"s\":\"t\"");
+		arg_hex(j, "addr", (uint64_t)a->args[0]);
+		arg_b(j, "unmatched", 1);
+		j->st->func_unmatched++;
+		break;
+	case BT_AR_FUNC_EXIT_ALONE:
+		j->st->func_exits_dropped++;
+		return;
+	default: /* the exit of a matched call: drawn with its entry */
+		return;
+	}
+	ev_close(j);
+}
+
 /* B/E for matched pairs (and a B still open at the end of the dump), i for
  * instants and for a BEGIN or END without partner, C for counters (one per
  * process and name, as the format keys them); cat is the event's type, so
@@ -709,6 +754,10 @@ static void put_app(struct jx *j, const struct bt_dump_event *de)
 	const char *nm = bt_export_app_name(p, de->app, a->name_id, nb, sizeof(nb));
 
 	j->aslot++;
+	if (role >= BT_AR_FUNC_ENTRY) {
+		put_func(j, de, role, j->aslot - 1 < p->narole ? p->aend[j->aslot - 1] : SIZE_MAX);
+		return;
+	}
 	switch (role) {
 	case BT_AR_FOREIGN:
 		j->st->app_dropped++;

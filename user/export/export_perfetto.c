@@ -242,9 +242,10 @@
 #define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
 #define UUID_APP_THREAD(tid) ((0xb7ace003ull << 32) | (tid))
 #define UUID_UPROBES(tid) ((0xb7ace005ull << 32) | (tid))
+#define UUID_FUNCS(tid) ((0xb7ace006ull << 32) | (tid))
 #define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
 #define UUID_TRIGGERS (UUID_ROOT | 2)
-#define UUID_TRIG_THREAD(tid) ((0xb7ace005ull << 32) | (tid))
+#define UUID_TRIG_THREAD(tid) ((0xb7ace009ull << 32) | (tid)) /* 7, 8: the stacks tracks */
 #define UUID_CHART(tid) ((0xb7ace006ull << 32) | (tid))
 #define UUID_OFFCPU(tid) ((0xb7ace007ull << 32) | (tid))
 /* app < BTD_MAX_APPS (2^16), any 32-bit name id */
@@ -292,6 +293,8 @@ struct pf {
 	struct bt_u32map thread_tracks; /* tids with a thread TrackDescriptor */
 	struct bt_u32map uprobe_tracks; /* tids with a "uprobes" child track */
 	struct bt_u32map app_tracks;    /* tids with an "app events" child track */
+	struct bt_u32map func_tracks;   /* tids with a "functions" child track */
+	struct bt_u32map func_open;     /* tid -> calls open at the end of the dump, drawn so far */
 	uint32_t *app_proc;             /* [napps]: the app whose process track stands for app a's pid */
 	struct bt_u32map counter_tracks;/* app << 16 | name id: counter TrackDescriptor written */
 	size_t aslot;                   /* next index into p->arole */
@@ -439,9 +442,11 @@ static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
  * application events: apart from the syscall slices and from each other,
  * a call whose entry or return was lost can never break the others'
  * nesting. */
-static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int app)
+enum { TRACK_UPROBES, TRACK_APP, TRACK_FUNCS };
+static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int kind)
 {
-	struct bt_u32map *m = app ? &f->app_tracks : &f->uprobe_tracks;
+	static const char *const names[] = { "uprobes", "app events", "functions" };
+	struct bt_u32map *m = kind == TRACK_APP ? &f->app_tracks : kind == TRACK_FUNCS ? &f->func_tracks : &f->uprobe_tracks;
 	if (bt_u32map_get(m, tid, NULL))
 		return 0;
 	int r = thread_track(f, tid, tgid);
@@ -451,8 +456,8 @@ static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int app)
 		snprintf(f->err, f->errlen, "out of memory");
 		return -ENOMEM;
 	}
-	return track_descriptor(f, app ? UUID_APP_THREAD(tid) : UUID_UPROBES(tid), UUID_THREAD(tid),
-				app ? "app events" : "uprobes");
+	uint64_t uuid = kind == TRACK_APP ? UUID_APP_THREAD(tid) : kind == TRACK_FUNCS ? UUID_FUNCS(tid) : UUID_UPROBES(tid);
+	return track_descriptor(f, uuid, UUID_THREAD(tid), names[kind]);
 }
 
 /* ---- metadata packets ---------------------------------------------------------------- */
@@ -984,7 +989,7 @@ static int put_uprobe(struct pf *f, const struct bt_event_hdr *h)
 	int role = f->uslot < f->p->nurole ? f->p->urole[f->uslot] : BT_UR_USDT;
 	f->uslot++;
 
-	int r = child_track(f, h->tid, h->tgid, 0);
+	int r = child_track(f, h->tid, h->tgid, TRACK_UPROBES);
 	if (r < 0)
 		return r;
 	const char *fn = bt_export_probe_name(f->p, u->probe_id, nb, sizeof(nb));
@@ -1229,6 +1234,78 @@ static void app_args(struct pbw *w, const struct bt_ev_app *a)
 		ann_int(w, names[i], a->args[i]);
 }
 
+/* A function entry or exit (-finstrument-functions) on the thread's
+ * "functions" track: each call a slice, nested as the calls were. A call
+ * still open at the end of the dump is closed there (close_open_funcs) and
+ * marked open_at_dump_end; an entry whose exit is lost is an instant; an
+ * exit whose entry is before the window is not drawn (counted). */
+static int put_func(struct pf *f, const struct bt_dump_event *de, int role)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[160];
+	uint64_t uuid = UUID_FUNCS(h->tid);
+	int r;
+
+	if (role == BT_AR_FUNC_EXIT_ALONE) {
+		f->st->func_exits_dropped++;
+		return 0;
+	}
+	if ((r = child_track(f, h->tid, h->tgid, TRACK_FUNCS)) < 0)
+		return r;
+	const char *nm = bt_export_func_name(f->p, de->app, a, nb, sizeof(nb));
+	switch (role) {
+	case BT_AR_FUNC_ENTRY:
+	case BT_AR_FUNC_OPEN:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "func");
+		ann_uint(w, "addr", (uint64_t)a->args[0]);
+		if (role == BT_AR_FUNC_ENTRY) {
+			f->st->func_slices++;
+			break;
+		}
+		ann_bool(w, "open_at_dump_end", 1);
+		f->st->func_open++;
+		uint32_t n = 0;
+		bt_u32map_get(&f->func_open, h->tid, &n);
+		if (bt_u32map_put(&f->func_open, h->tid, n + 1) < 0) {
+			snprintf(f->err, f->errlen, "out of memory");
+			return -ENOMEM;
+		}
+		break;
+	case BT_AR_FUNC_EXIT:
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
+		break;
+	default:
+		snprintf(name, sizeof(name), "%s (entry, exit lost)", nm);
+		te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "func");
+		ann_uint(w, "addr", (uint64_t)a->args[0]);
+		ann_bool(w, "unmatched", 1);
+		f->st->func_unmatched++;
+		break;
+	}
+	return packet_flush(f, w);
+}
+
+/* The calls still open at the end of the dump end there: a slice never
+ * ended would have no duration in the UI. */
+static int close_open_funcs(struct pf *f)
+{
+	const struct bt_u32map *m = &f->func_open;
+	uint64_t end = f->p->last_ts;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		for (uint32_t k = 0; k < m->vals[i]; k++) {
+			te_begin(f, end, UUID_FUNCS(m->keys[i]), TE_TYPE_SLICE_END, NULL, "btrace");
+			int r = packet_flush(f, &f->pkt);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
 static int put_app(struct pf *f, const struct bt_dump_event *de)
 {
 	const struct bt_event_hdr *h = de->ev;
@@ -1242,6 +1319,8 @@ static int put_app(struct pf *f, const struct bt_dump_event *de)
 		f->st->app_dropped++;
 		return 0;
 	}
+	if (role >= BT_AR_FUNC_ENTRY)
+		return put_func(f, de, role);
 	const char *nm = bt_export_app_name(f->p, de->app, a->name_id, nb, sizeof(nb));
 	uint64_t uuid = UUID_APP_THREAD(h->tid);
 	int r;
@@ -1253,7 +1332,7 @@ static int put_app(struct pf *f, const struct bt_dump_event *de)
 		f->st->app_counters++;
 		return packet_flush(f, w);
 	}
-	if ((r = child_track(f, h->tid, h->tgid, 1)) < 0)
+	if ((r = child_track(f, h->tid, h->tgid, TRACK_APP)) < 0)
 		return r;
 	switch (role) {
 	case BT_AR_BEGIN:
@@ -1299,7 +1378,7 @@ static int put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt
 {
 	struct pbw *w = &f->pkt;
 	char name[64];
-	int r = child_track(f, g->tid, h->tgid, 1);
+	int r = child_track(f, g->tid, h->tgid, TRACK_APP);
 	if (r < 0)
 		return r;
 	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
@@ -1502,7 +1581,7 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 	}
 	if (f.stacks && (r = bt_pf_chart_finish(f.stacks, f.sample_period, chart_emit, &f)) < 0)
 		goto out;
-	if ((r = flush_all(&f)) < 0 || (r = write_ftrace_stats(&f, 1)) < 0)
+	if ((r = close_open_funcs(&f)) < 0 || (r = flush_all(&f)) < 0 || (r = write_ftrace_stats(&f, 1)) < 0)
 		goto out;
 	if (o->progress)
 		o->progress(p->nev, p->nev, o->progress_ctx);
@@ -1523,6 +1602,8 @@ out:
 	bt_u32map_free(&f.thread_tracks);
 	bt_u32map_free(&f.uprobe_tracks);
 	bt_u32map_free(&f.app_tracks);
+	bt_u32map_free(&f.func_tracks);
+	bt_u32map_free(&f.func_open);
 	free(f.app_proc);
 	bt_u32map_free(&f.counter_tracks);
 	bt_u32map_free(&f.chart_tracks);

@@ -277,13 +277,60 @@ struct athread {
 	uint64_t last_seq, last_ts;
 	uint32_t n, cap;
 	struct { size_t slot, idx; } *stk;
+	uint32_t fn, fcap;                  /* open function calls */
+	struct { size_t slot, idx; uint64_t addr; } *fstk;
 };
 
+/* Every BEGIN open on the thread takes `role`; every open call: FUNC_OPEN
+ * at the dump's end, else an entry without exit. */
 static void athread_cut(struct bt_export_prep *p, struct athread *t, uint8_t role)
 {
 	for (uint32_t j = 0; j < t->n; j++)
 		p->arole[t->stk[j].slot] = role;
 	t->n = 0;
+	for (uint32_t j = 0; j < t->fn; j++)
+		p->arole[t->fstk[j].slot] = role == BT_AR_BEGIN_OPEN ? BT_AR_FUNC_OPEN : BT_AR_FUNC_ENTRY_ALONE;
+	t->fn = 0;
+}
+
+/* A function entry: onto the thread's call stack (role set when it ends). */
+static int func_entry(struct athread *t, size_t slot, size_t i, uint64_t addr)
+{
+	if (t->fn == t->fcap) {
+		uint32_t nc = t->fcap ? t->fcap * 2 : 16;
+		void *q = realloc(t->fstk, nc * sizeof(*t->fstk));
+		if (!q)
+			return -ENOMEM;
+		t->fstk = q;
+		t->fcap = nc;
+	}
+	t->fstk[t->fn].slot = slot;
+	t->fstk[t->fn].idx = i;
+	t->fstk[t->fn].addr = addr;
+	t->fn++;
+	return 0;
+}
+
+/* A function exit closes the innermost open call of its function; calls
+ * opened above it never returned through their exit hook (longjmp): alone.
+ * None open: its entry is before the window (or lost), the exit dropped. */
+static void func_exit(struct bt_export_prep *p, struct athread *t, size_t slot, size_t i, uint64_t addr)
+{
+	uint32_t j = t->fn;
+	while (j > 0 && t->fstk[j - 1].addr != addr)
+		j--;
+	if (!j) {
+		p->arole[slot] = BT_AR_FUNC_EXIT_ALONE;
+		p->func_exits_dropped++;
+		return;
+	}
+	for (uint32_t k = j; k < t->fn; k++)
+		p->arole[t->fstk[k].slot] = BT_AR_FUNC_ENTRY_ALONE;
+	t->fn = j - 1;
+	p->arole[t->fstk[t->fn].slot] = BT_AR_FUNC_ENTRY;
+	p->aend[t->fstk[t->fn].slot] = i;
+	p->arole[slot] = BT_AR_FUNC_EXIT;
+	p->abegin[slot] = t->fstk[t->fn].idx;
 }
 
 static int pair_apps(struct bt_export_prep *p)
@@ -300,7 +347,7 @@ static int pair_apps(struct bt_export_prep *p)
 		const struct bt_event_hdr *h = de->ev;
 		size_t slot = k++;
 		const struct bt_xthread *xt = bt_export_thread(p, h->tid);
-		p->abegin[slot] = SIZE_MAX;
+		p->abegin[slot] = p->aend[slot] = SIZE_MAX;
 		/* the application writes its own tid: one of another process
 		 * (or 0) would put its events on that process's threads */
 		if (!h->tid || (xt && xt->tgid && xt->tgid != h->tgid)) {
@@ -403,6 +450,13 @@ static int pair_apps(struct bt_export_prep *p)
 		case BT_EV_APP_COUNTER:
 			p->arole[slot] = BT_AR_COUNTER;
 			break;
+		case BT_EV_APP_FUNC_ENTRY:
+			p->arole[slot] = BT_AR_FUNC_ENTRY_ALONE; /* until its exit shows up */
+			r = func_entry(t, slot, i, (uint64_t)((const struct bt_ev_app *)(const void *)h)->args[0]);
+			break;
+		case BT_EV_APP_FUNC_EXIT:
+			func_exit(p, t, slot, i, (uint64_t)((const struct bt_ev_app *)(const void *)h)->args[0]);
+			break;
 		default:
 			p->arole[slot] = BT_AR_INSTANT;
 			break;
@@ -412,6 +466,7 @@ static int pair_apps(struct bt_export_prep *p)
 		if (r == 0)
 			athread_cut(p, &th[i], BT_AR_BEGIN_OPEN);
 		free(th[i].stk);
+		free(th[i].fstk);
 	}
 	free(th);
 	bt_u32map_free(&map);
@@ -519,9 +574,10 @@ int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
 	p->narole = na;
 	p->arole = calloc(na ? na : 1, 1);
 	p->abegin = calloc(na ? na : 1, sizeof(*p->abegin));
+	p->aend = calloc(na ? na : 1, sizeof(*p->aend));
 	p->app_gaps = calloc(p->napps ? p->napps : 1, sizeof(*p->app_gaps));
 	p->app_missing = calloc(p->napps ? p->napps : 1, sizeof(*p->app_missing));
-	if (!p->arole || !p->abegin || !p->app_gaps || !p->app_missing || pair_apps(p) < 0)
+	if (!p->arole || !p->abegin || !p->aend || !p->app_gaps || !p->app_missing || pair_apps(p) < 0)
 		goto out;
 
 	p->percpu = calloc(p->hdr->ncpus ? p->hdr->ncpus : 1, sizeof(*p->percpu));
@@ -548,6 +604,7 @@ void bt_export_prep_free(struct bt_export_prep *p)
 	free(p->percpu);
 	free(p->arole);
 	free(p->abegin);
+	free(p->aend);
 	free(p->agaps);
 	free(p->app_gaps);
 	free(p->app_missing);
@@ -587,6 +644,16 @@ const char *bt_export_app_name(const struct bt_export_prep *p, int32_t app, uint
 	if (n)
 		return n;
 	snprintf(buf, len, "name#%u", name_id);
+	return buf;
+}
+
+const char *bt_export_func_name(const struct bt_export_prep *p, int32_t app, const struct bt_ev_app *a, char *buf,
+				size_t len)
+{
+	const char *n = bt_dump_app_event_name(p->d, app, a->name_id);
+	if (n)
+		return n;
+	snprintf(buf, len, "0x%" PRIx64, a->nargs ? (uint64_t)a->args[0] : 0);
 	return buf;
 }
 
@@ -669,6 +736,7 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	emit(ctx, "loss.app_seq_gaps", gaps);
 	emit(ctx, "loss.app_seq_missing", missing);
 	emit(ctx, "loss.app_unmatched_ends", p->app_unmatched_ends);
+	emit(ctx, "loss.app_func_exits_without_entry", p->func_exits_dropped);
 	for (size_t a = 0; a < p->napps; a++) {
 		const struct bt_dump_app *x = &p->apps[a];
 		char id[32];

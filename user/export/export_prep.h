@@ -57,6 +57,13 @@ enum bt_app_role {
 	BT_AR_BEGIN_ALONE = 5, /* BEGIN whose END is lost (a seq gap of the thread follows) */
 	BT_AR_END_ALONE = 6,   /* END whose BEGIN is not in the dump (overwritten or lost) */
 	BT_AR_FOREIGN = 7,     /* the tid belongs to another process: not shown (untrusted data) */
+	/* function entries/exits (BT_EV_APP_FUNC_*), paired on a stack of their
+	 * own per thread (a BTRACE_BEGIN/END mismatch never breaks them) */
+	BT_AR_FUNC_ENTRY = 8,       /* entry of a matched call (aend: its exit) */
+	BT_AR_FUNC_EXIT = 9,        /* exit of a matched call */
+	BT_AR_FUNC_OPEN = 10,       /* entry still open at the thread's last event: closed at the dump's end */
+	BT_AR_FUNC_ENTRY_ALONE = 11,/* entry whose exit is lost (a seq gap of the thread, a longjmp) */
+	BT_AR_FUNC_EXIT_ALONE = 12, /* exit whose entry is before the window or lost: dropped, counted */
 };
 
 /* A per-thread seq gap in application events: seqs from_seq.. (missing of
@@ -98,11 +105,13 @@ struct bt_export_prep {
 	size_t napps;
 	uint8_t *arole;
 	size_t *abegin;
+	size_t *aend;      /* for a matched function entry the event index of its exit (SIZE_MAX otherwise) */
 	size_t narole;
 	struct bt_app_gap *agaps; /* by index */
 	size_t nagaps;
 	uint64_t *app_gaps, *app_missing; /* [napps]: per-thread seq gaps of each application */
 	uint64_t app_unmatched_ends;      /* BT_AR_END_ALONE events */
+	uint64_t func_exits_dropped;      /* BT_AR_FUNC_EXIT_ALONE events */
 };
 
 int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p);
@@ -113,6 +122,9 @@ const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_
 /* Name of an application event: its name, or "name#ID" (NULL-safe). */
 const char *bt_export_app_name(const struct bt_export_prep *p, int32_t app, uint32_t name_id, char *buf,
 			       size_t len);
+/* Name of a function entry/exit: its symbol, or its address in hex. */
+const char *bt_export_func_name(const struct bt_export_prep *p, int32_t app, const struct bt_ev_app *a, char *buf,
+				size_t len);
 /* Sum of the ring-buffer drops of one CPU over all groups. */
 uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu);
 /* Every loss counter of the dump, as "loss.NAME" keys (ring-buffer drops per

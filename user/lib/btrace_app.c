@@ -27,6 +27,7 @@
  */
 #include "btrace.h"
 #include "app_shm.h"
+#include "app_write.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -50,20 +51,8 @@
 
 #define CTL_DIR "/run/btrace-bpf"
 
-struct app_buf {
-	struct bt_app_shm *shm;
-	struct bt_app_meta *meta;
-	struct bt_app_core *cores;
-	uint8_t *data;
-	uint32_t bsize, A, R, ncores;
-	uint32_t rmask; /* R - 1 when R is a power of two (no division per event), else 0 */
-	size_t size;
-	int fd;
-	struct app_buf *older; /* buffers used before this one (kept mapped) */
-};
-
 int btrace_on_;
-static _Atomic(struct app_buf *) g_buf; /* NULL: not attached */
+#define g_buf btrace_buf_
 
 /* names: process-local table, sent to each recorder we attach to */
 static pthread_mutex_t names_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -84,14 +73,6 @@ static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
 static int disabled;
 
-#define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
-struct tstate {
-	uint32_t tid, seq;
-	uint32_t sdepth;              /* open BEGINs of this thread */
-	uint32_t sid[SLICE_DEPTH];    /* their name ids ... */
-	uint64_t sts[SLICE_DEPTH];    /* ... and times */
-};
-
 /* Slices the recorder watches (its `--trigger app:NAME>T`), from "watch NS
  * NAME" lines: an END of one lasting longer than ns sends "slice ...". The
  * connection thread fills an entry, then publishes it by a release store of
@@ -104,142 +85,12 @@ static struct watch {
 	uint32_t id; /* 0: name not interned yet */
 } watches[MAX_WATCH];
 static atomic_uint nwatch;
-static __thread struct tstate tls __attribute__((tls_model("initial-exec")));
+#define tls btrace_tls_
 
-static inline uint64_t now_boot(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static inline uint8_t *block_at(const struct app_buf *b, uint32_t rnd, uint32_t m)
-{
-	uint32_t slot = b->rmask ? rnd & b->rmask : rnd % b->R;
-	return b->data + ((size_t)slot * b->A + m) * b->bsize;
-}
-
-static inline void put_pad(uint8_t *p, uint32_t len)
-{
-	struct bt_entry_hdr e = { .size = len, .kind = BT_ENTRY_PAD };
-	memcpy(p, &e, sizeof(e));
-}
-
-/* Confirm len bytes of the meta's current round. Release: the bytes written
- * before it are visible to whoever sees the count (the reader's acquire load
- * of conf, the next round's locking CAS). */
-static inline void confirm(struct bt_app_meta *mt, uint32_t len)
-{
-	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
-}
-
-/* Take a new block for `core`, replacing the core word `old`. 0, or -EAGAIN
- * when every position tried was held by a lagging writer. */
-static int advance(struct app_buf *b, uint32_t core, uint64_t old)
-{
-	struct bt_app_shm *s = b->shm;
-	for (uint32_t tries = 0; tries < 2 * b->A; tries++) {
-		uint64_t p = atomic_fetch_add_explicit(&s->global, 1, memory_order_relaxed);
-		uint32_t r = (uint32_t)(p / b->A), m = (uint32_t)(p % b->A);
-		struct bt_app_meta *mt = &b->meta[m];
-		/* Acquire: pairs with the release confirms of the round's writers. */
-		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
-		if (BT_APP_BYTES(c) < b->bsize && (int32_t)(BT_APP_RND(c) - r) < 0) {
-			/* Block closing: the block A positions back is still open;
-			 * close it so at most A blocks are being written. */
-			uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
-			if (BT_APP_RND(a) == BT_APP_RND(c) && BT_APP_BYTES(a) < b->bsize) {
-				/* Acquire: as in reserve(). Whoever moves alloc owns
-				 * the bytes it moved over, in whatever round alloc is
-				 * now (the round may have completed and a newer one
-				 * been locked since the load above): pad them, or
-				 * that round could never complete. */
-				a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_acquire);
-				if (BT_APP_BYTES(a) < b->bsize) {
-					put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a),
-						b->bsize - BT_APP_BYTES(a));
-					confirm(mt, b->bsize - BT_APP_BYTES(a));
-				}
-			}
-			c = atomic_load_explicit(&mt->conf, memory_order_acquire);
-		}
-		if (BT_APP_BYTES(c) != b->bsize || (int32_t)(BT_APP_RND(c) - r) >= 0) {
-			/* A writer is still in the block (skip it; it is reused in
-			 * a later round), or a stale position. */
-			atomic_fetch_add_explicit(&s->stats.skipped, 1, memory_order_relaxed);
-			continue;
-		}
-		/* Lock round r. acq_rel: acquire orders the header stores below
-		 * after it (a reader that sees them sees the new conf round);
-		 * release publishes nothing but keeps the RMW chain simple. */
-		if (!atomic_compare_exchange_strong_explicit(&mt->conf, &c, BT_APP_RP(r, BT_BLOCK_HDR),
-							     memory_order_acq_rel, memory_order_relaxed))
-			continue;
-		struct bt_block_hdr *h = (struct bt_block_hdr *)block_at(b, r, m);
-		h->pos = p;
-		h->prev_pos = old ? (uint64_t)BT_APP_RND(old) * b->A + (uint32_t)old : BT_NO_POS;
-		h->core = core;
-		h->flags = 0;
-		/* Release: pairs with the acquire load of the core word in
-		 * btrace_write(); a writer that finds the block finds alloc reset. */
-		atomic_store_explicit(&mt->alloc, BT_APP_RP(r, BT_BLOCK_HDR), memory_order_release);
-		uint64_t want = BT_APP_RP(r, m), cur = old;
-		/* Release: pairs with the acquire load in btrace_write(). */
-		if (atomic_compare_exchange_strong_explicit(&b->cores[core].cur, &cur, want, memory_order_release,
-							     memory_order_relaxed))
-			return 0;
-		/* Another thread of this CPU published a block first: give ours
-		 * back as padding so its round completes. */
-		uint64_t a = atomic_fetch_add_explicit(&mt->alloc, b->bsize, memory_order_acquire);
-		if (BT_APP_BYTES(a) < b->bsize) {
-			/* As for closing: a closer may have completed round r
-			 * and a newer round been locked; pad what we moved over
-			 * in whatever round it is. */
-			put_pad(block_at(b, BT_APP_RND(a), m) + BT_APP_BYTES(a), b->bsize - BT_APP_BYTES(a));
-			confirm(mt, b->bsize - BT_APP_BYTES(a));
-		}
-		atomic_fetch_add_explicit(&s->stats.races, 1, memory_order_relaxed);
-		return 0;
-	}
-	return -EAGAIN;
-}
-
-/* Reserve len bytes for core; returns the entry and its meta, or NULL. */
 static uint8_t *reserve(struct app_buf *b, uint32_t core, uint32_t len, struct bt_app_meta **mtp)
 {
-	for (int attempt = 0; attempt < 64; attempt++) {
-		/* Acquire: pairs with the release CAS publishing the block in advance(). */
-		uint64_t cw = atomic_load_explicit(&b->cores[core].cur, memory_order_acquire);
-		if (cw) {
-			uint32_t r = BT_APP_RND(cw), m = (uint32_t)cw;
-			struct bt_app_meta *mt = &b->meta[m];
-			/* Acquire: pairs with the release store of alloc when the
-			 * round was locked, so the block header written then
-			 * happens-before our confirm, and our confirm (release)
-			 * carries it to whoever locks the block's next round. */
-			uint64_t a = atomic_fetch_add_explicit(&mt->alloc, len, memory_order_acquire);
-			uint32_t ar = BT_APP_RND(a), off = BT_APP_BYTES(a);
-			if (ar == r && off + len <= b->bsize) {
-				*mtp = mt;
-				return block_at(b, r, m) + off;
-			}
-			if (off < b->bsize) {
-				/* We own [off, end) of round ar's block: the tail of a
-				 * block we overflowed, or a slice of a newer round
-				 * reached through a stale core word. Pad it so the
-				 * round can complete. */
-				uint32_t pad = ar == r ? b->bsize - off : (len < b->bsize - off ? len : b->bsize - off);
-				put_pad(block_at(b, ar, m) + off, pad);
-				confirm(mt, pad);
-			}
-			if (atomic_load_explicit(&b->cores[core].cur, memory_order_relaxed) != cw)
-				continue; /* another thread of this CPU already moved on */
-		}
-		if (advance(b, core, cw) < 0)
-			break;
-	}
-	atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
-	return NULL;
+	uint32_t got;
+	return btrace_reserve_(b, core, len, len, &got, mtp);
 }
 
 static void queue_line(const char *line, size_t n);
@@ -275,6 +126,8 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	struct tstate *t = &tls;
 	if (__builtin_expect(!t->tid, 0))
 		t->tid = (uint32_t)syscall(SYS_gettid);
+	if (t->fbat)
+		btrace_funcs_break_(t); /* the open function batch numbers its records from its seq */
 	uint32_t seq = t->seq++;
 	if (nargs > BTRACE_MAX_ARGS)
 		nargs = BTRACE_MAX_ARGS;
@@ -304,10 +157,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	uint8_t *p = reserve(b, core, len, &mt);
 	if (!p)
 		return;
-	struct bt_entry_hdr *e = (struct bt_entry_hdr *)p;
 	struct bt_ev_app *ev = (struct bt_ev_app *)(p + BT_ENTRY_HDR);
-	e->size = len;
-	e->kind = BT_ENTRY_DATA;
 	ev->h.ts_ns = ts;
 	ev->h.seq = seq;
 	ev->h.tid = t->tid;
@@ -319,7 +169,8 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	ev->flags = 0;
 	for (unsigned i = 0; i < nargs; i++)
 		ev->args[i] = args[i];
-	confirm(mt, len);
+	put_hdr(p, len, BT_ENTRY_DATA);
+	btrace_confirm_(mt, len);
 }
 
 /* ---- names ------------------------------------------------------------------ */
@@ -631,11 +482,13 @@ static void release_pages(struct app_buf *b)
 static struct app_buf *publish(struct app_buf *b)
 {
 	struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	btrace_funcs_calibrate_(); /* once per process: ~10 ms */
 	b->older = old;
 	/* Release: pairs with the acquire load in write_event(): the mapping
 	 * and geometry are visible before the pointer. */
 	atomic_store_explicit(&g_buf, b, memory_order_release);
 	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(1);
 	return old;
 }
 
@@ -674,6 +527,7 @@ static void add_watch(const char *arg)
 static void detach(int s)
 {
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(0);
 	atomic_store_explicit(&nwatch, 0, memory_order_relaxed); /* the next recorder sends its own */
 	struct app_buf *b = atomic_exchange_explicit(&g_buf, NULL, memory_order_acq_rel);
 	pthread_mutex_lock(&names_lock);
@@ -813,6 +667,10 @@ static void atfork_child(void)
 	/* The child has no connection thread and must not write into its
 	 * parent's buffer: off until it calls btrace_init() again. */
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
+	btrace_funcs_attached_(0);
+	/* The forking thread's open function batch is the parent's to close. */
+	tls.fbat = NULL;
+	tls.fw = tls.fcap = 0;
 	/* Close what we inherited (the recorder would otherwise see the
 	 * parent's connection alive as long as this child lives); the
 	 * mappings stay, a thread of ours may not know yet. */

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include "elf_symbols.h"
 #include "insn_bounds.h"
@@ -127,15 +128,22 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 	GElf_Ehdr eh;
 	Elf_Scn *scn;
 	Elf *e = NULL;
+	struct stat st;
 	int fd, r = 0;
 
 	if (ef->attach != attach)
 		snprintf(ef->attach, sizeof(ef->attach), "%s", attach);
-	fd = open(attach, O_RDONLY | O_CLOEXEC);
+	/* Paths come from other processes' maps: a FIFO or a device put
+	 * there must not block the recorder (O_NONBLOCK), nor be read. */
+	fd = open(attach, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
 			return bt_errs(err, EACCES, "permission denied opening %s", path);
 		return bt_errs(err, errno, "cannot open %s: %s", path, strerror(errno));
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return bt_errs(err, ENOEXEC, "%s is not a regular file (not a program or shared library)", path);
 	}
 	if (pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0) {
 		close(fd);

@@ -88,15 +88,37 @@ void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_
  * validated afterwards (the seqlock-style re-check below). */
 NO_TSAN static void copy_racy(void *dst, const void *src, size_t n)
 {
-	volatile const uint8_t *s = src;
-	uint8_t *d = dst;
-	for (size_t i = 0; i < n; i++)
-		d[i] = s[i];
+	/* 8-byte acquire loads, in address order: an entry header or a
+	 * function batch's count seen written comes with what its writer
+	 * stored before it (release; app_write.h, btrace_funcs.c). */
+	const uint64_t *s = src;
+	uint64_t *d = dst;
+	for (size_t i = 0; i < n / 8; i++)
+		d[i] = __atomic_load_n(&s[i], __ATOMIC_ACQUIRE);
 }
 
 NO_TSAN static uint64_t load_racy64(const void *p)
 {
 	return *(volatile const uint64_t *)p;
+}
+
+/* A function batch (btrace_funcs.c): its count within its room, and no
+ * long record cut off by the count. */
+static int check_funcs(const uint8_t *p, uint32_t size)
+{
+	struct bt_ev_app_funcs f;
+	if (size < BT_ENTRY_HDR + sizeof(f))
+		return -1;
+	memcpy(&f, p + BT_ENTRY_HDR, sizeof(f));
+	if ((uint64_t)size != BT_ENTRY_HDR + sizeof(f) + 8ull * f.cap || f.count > f.cap || f.count == 0)
+		return -1;
+	for (uint32_t i = 0; i < f.count; i++) {
+		uint64_t w;
+		memcpy(&w, p + BT_ENTRY_HDR + sizeof(f) + 8u * i, sizeof(w));
+		if (((w >> 32) & 3) >= BT_FREC_ENTRY_LONG && ++i >= f.count)
+			return -1;
+	}
+	return 0;
 }
 
 int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
@@ -118,11 +140,16 @@ int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32
 			if (e.size < BT_ENTRY_HDR + sizeof(ev))
 				return -1;
 			memcpy(&ev, blk + off + BT_ENTRY_HDR, sizeof(ev));
-			if (ev.h.type < BT_EV_APP_INSTANT || ev.h.type > BT_EV_APP_COUNTER ||
-			    ev.nargs > BT_APP_MAX_ARGS || e.size != bt_app_entry_size(ev.nargs) ||
-			    ev.h.tgid != pid || ev.h.cpu >= ncores || ev.name_id > BT_APP_MAX_NAMES ||
-			    (ev.h.type == BT_EV_APP_COUNTER && ev.nargs < 1))
+			if (ev.h.tgid != pid || ev.h.cpu >= ncores)
 				return -1;
+			if (ev.h.type == BT_EV_APP_FUNCS) {
+				if (check_funcs(blk + off, e.size) < 0)
+					return -1;
+			} else if (ev.h.type < BT_EV_APP_INSTANT || ev.h.type > BT_EV_APP_COUNTER ||
+				   ev.nargs > BT_APP_MAX_ARGS || e.size != bt_app_entry_size(ev.nargs) ||
+				   ev.name_id > BT_APP_MAX_NAMES || (ev.h.type == BT_EV_APP_COUNTER && ev.nargs < 1)) {
+				return -1;
+			}
 			n++;
 		} else if (e.kind != BT_ENTRY_PAD) {
 			return -1;
@@ -131,6 +158,25 @@ int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32
 	}
 	*entries = n;
 	return 0;
+}
+
+/* A block with writes in flight: the bytes up to its first entry not
+ * written yet (blocks are zeroed when locked, and a writer stores an
+ * entry's header last), or 0 if that is the first. A malformed header ends
+ * the prefix too: validation refuses the block if it is garbage. */
+static uint32_t written_prefix(const uint8_t *blk, uint32_t reserved)
+{
+	uint32_t off = BT_BLOCK_HDR;
+	while (off + BT_ENTRY_HDR <= reserved) {
+		struct bt_entry_hdr e;
+		memcpy(&e, blk + off, sizeof(e));
+		if (e.size == 0 && e.kind == 0)
+			break;
+		if (e.size < BT_ENTRY_HDR || e.size % 8 || e.size > reserved - off)
+			return reserved; /* not an unwritten entry: validation decides */
+		off += e.size;
+	}
+	return off > BT_BLOCK_HDR ? off : 0;
 }
 
 struct slot {
@@ -145,6 +191,12 @@ static int by_pos(const void *a, const void *b)
 }
 
 int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st)
+{
+	return bt_app_read_skip(v, NULL, cb, ctx, st);
+}
+
+int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void *ctx), bt_block_cb cb, void *ctx,
+		     struct bt_app_read_stats *st)
 {
 	struct bt_app_read_stats rs = { 0 };
 	struct slot *slots = malloc((size_t)v->N * sizeof(*slots));
@@ -184,12 +236,18 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		uint32_t d = slots[i].d, m = (uint32_t)(pos % v->A), r = (uint32_t)(pos / v->A);
 		const struct bt_app_meta *mt = &metas[m];
 		const uint8_t *src = data + (size_t)d * v->bsize;
+		if (skip && skip(pos, ctx))
+			continue;
 		/* Acquire: pairs with the writers' release confirms; the bytes
 		 * they confirmed are visible in the copy below. */
 		uint64_t c = atomic_load_explicit(&mt->conf, memory_order_acquire);
-		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+		/* Acquire: pairs with the release store of alloc that opens a
+		 * round for writing in advance() (FAAs after it continue its
+		 * release sequence): seeing round r open, the copy sees the
+		 * block's header and zeroing that came before. */
+		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
 		int32_t ahead = (int32_t)(BT_APP_RND(c) - r);
-		uint32_t used;
+		uint32_t used, inflight = 0;
 		int complete;
 		if (ahead < 0) {
 			rs.blocks_bad++; /* conf behind the header: never happens honestly */
@@ -204,16 +262,48 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 		} else {
 			used = BT_APP_BYTES(c);
 			complete = used == v->bsize;
-			if (!complete && (BT_APP_RND(a) != r || BT_APP_BYTES(a) != used)) {
-				rs.blocks_busy++; /* a write in flight, or never confirmed */
-				continue;
-			}
 			if (used > v->bsize || used < BT_BLOCK_HDR) {
 				rs.blocks_bad++;
 				continue;
 			}
+			if (!complete && BT_APP_RND(a) != r) {
+				/* Round r is locked but alloc is not: either its
+				 * locker is still zeroing the block (alloc behind:
+				 * nothing is written yet, and the bytes there are the
+				 * previous round's under the new header), or a newer
+				 * round was locked since conf was read (alloc ahead:
+				 * the block is being overwritten). */
+				if ((int32_t)(BT_APP_RND(a) - r) < 0)
+					rs.blocks_busy++;
+				else
+					rs.blocks_lost++;
+				continue;
+			}
+			if (!complete && BT_APP_BYTES(a) != used) {
+				/* Writes in flight (an open function batch, an event
+				 * being written, a writer that died): what is
+				 * written before the first unwritten entry. */
+				inflight = BT_APP_BYTES(a);
+				if (inflight > v->bsize)
+					inflight = v->bsize;
+				inflight &= ~7u; /* untrusted: whole words, at least the header */
+				if (inflight <= BT_BLOCK_HDR) {
+					rs.blocks_busy++;
+					continue;
+				}
+				used = inflight;
+			}
 		}
 		copy_racy(copy, src, used);
+		if (inflight) {
+			uint32_t reserved = used;
+			used = written_prefix(copy, used);
+			if (!used) {
+				rs.blocks_busy++; /* nothing written yet, or never confirmed */
+				continue;
+			}
+			rs.blocks_partial += used < reserved;
+		}
 		/* Acquire fence: the copy's loads happen before the re-check
 		 * (the reader side of the seqlock; the writers' locking CAS is
 		 * acq_rel, ordering the new round's stores after it). */

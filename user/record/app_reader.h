@@ -26,6 +26,8 @@ struct bt_app_read_stats {
 	uint64_t blocks_lost;  /* overwritten while being read: dropped */
 	uint64_t blocks_busy;  /* a write in flight (or never confirmed): not delivered */
 	uint64_t blocks_empty; /* never used */
+	uint64_t blocks_partial; /* delivered up to an entry reserved and never written (a writer
+				  * in the middle of it, or dead): the entries after it are not */
 	uint64_t entries;      /* events in delivered blocks */
 };
 
@@ -41,6 +43,10 @@ void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_
  * points at a private copy valid during the callback). cb may stop the walk
  * by returning non-zero, which is returned. */
 int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st);
+/* The same, without the blocks whose position skip (given ctx) says the
+ * caller has (a reader that follows the buffer: func_watch.c). */
+int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void *ctx), bt_block_cb cb, void *ctx,
+		     struct bt_app_read_stats *st);
 
 /* Validate one copied block (bytes used from the start); 0 if every entry is
  * well framed and every event is a well-formed application event of pid. */

@@ -21,8 +21,11 @@
  */
 #include "app_registry.h"
 #include "app_reader.h"
+#include "func_watch.h"
 #include "dump.h"
 #include "dump_format.h"
+#include "func_batch.h"
+#include "func_names.h"
 #include "util.h"
 
 #include <errno.h>
@@ -40,6 +43,7 @@
 
 #define MAX_BUFS 4         /* current + older ones still dumped */
 #define LINE_MAX_APP 256
+#define WATCH_MS 10        /* app-func triggers: how often function records are read */
 
 struct abuf {
 	struct bt_app_view v;
@@ -59,6 +63,10 @@ struct app {
 	uint64_t names_bad, resizes;
 	char line[LINE_MAX_APP];
 	size_t linelen;
+	struct bt_func_names *fnames; /* its mappings: function names survive its exit */
+	struct bt_func_watch *fw;     /* app-func triggers: its calls timed (NULL: none) */
+	int fw_final;                 /* scanned once after it exited */
+	struct bt_apps *reg;
 };
 
 struct bt_apps {
@@ -145,6 +153,8 @@ static void app_free(struct app *a)
 	if (a->conn >= 0)
 		close(a->conn);
 	free(a->names);
+	bt_func_names_free(a->fnames);
+	bt_func_watch_free(a->fw);
 	free(a);
 }
 
@@ -322,12 +332,34 @@ static void retire_old(struct app *a)
 	}
 }
 
+/* Under lock (the scan's callback): a watched call of application a ran long. */
+static void func_hit(void *ctx, uint32_t trig, uint64_t ts, uint64_t dur, uint32_t tid)
+{
+	struct app *a = ctx;
+	if (a->reg->cfg.func_trigger)
+		a->reg->cfg.func_trigger(a->reg->cfg.trigger_ctx, trig, ts, dur, tid, a->pid, a->name);
+}
+
+/* Under lock: follow the function records of the live applications
+ * (app-func triggers); an application that just exited gets a last scan. */
+static void watch_funcs(struct bt_apps *r)
+{
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		if (!a->fw || (a->flags & BT_APP_EXITED && a->fw_final))
+			continue;
+		a->fw_final = !!(a->flags & BT_APP_EXITED);
+		bt_func_watch_scan(a->fw, &a->bufs[0].v, a->fnames); /* out of memory: the next scan tries again */
+	}
+}
+
 static void *io_thread(void *arg)
 {
 	struct bt_apps *r = arg;
 	struct pollfd *p = NULL;
 	struct app **who = NULL;
 	size_t cap = 0;
+	uint64_t last_watch = 0;
 	for (;;) {
 		pthread_mutex_lock(&r->lock);
 		if (r->stop) {
@@ -358,7 +390,8 @@ static void *io_thread(void *arg)
 				p[n++] = (struct pollfd){ .fd = r->apps[i]->conn, .events = POLLIN };
 			}
 		pthread_mutex_unlock(&r->lock);
-		if (poll(p, n, 1000) < 0 && errno != EINTR)
+		/* app-func triggers: the buffers are followed every WATCH_MS */
+		if (poll(p, n, r->cfg.nfwatch ? WATCH_MS : 1000) < 0 && errno != EINTR)
 			break;
 		if (p[0].revents) {
 			char c[64];
@@ -378,6 +411,10 @@ static void *io_thread(void *arg)
 		}
 		for (size_t j = 0; j < r->napps; j++)
 			retire_old(r->apps[j]);
+		if (r->cfg.nfwatch && bt_boottime_ns() - last_watch >= WATCH_MS * 1000000ull) {
+			watch_funcs(r);
+			last_watch = bt_boottime_ns();
+		}
 		pthread_mutex_unlock(&r->lock);
 	}
 	free(p);
@@ -490,6 +527,14 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 	a->pid = pid;
 	a->conn = c;
 	a->registered_ts = bt_boottime_ns();
+	a->fnames = bt_func_names_new((int)pid);
+	a->reg = r;
+	if (r->cfg.nfwatch) {
+		struct bt_func_watch_cfg wc = { .n = r->cfg.nfwatch, .names = r->cfg.fwatch_names,
+						.ns = r->cfg.fwatch_ns, .trig = r->cfg.fwatch_trig,
+						.hit = func_hit, .ctx = a };
+		a->fw = bt_func_watch_new(&wc); /* out of memory: its calls are not watched, as status says */
+	}
 	snprintf(a->name, sizeof(a->name), "%.15s", name && *name ? name : "app");
 	if (send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
 		app_free(a);
@@ -563,10 +608,19 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
 		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
-			" dropped=%" PRIu64 "\n", a->pid, a->name, a->conn >= 0 ? "live" : "exited",
+			" dropped=%" PRIu64, a->pid, a->name, a->conn >= 0 ? "live" : "exited",
 			a->bufs[0].data_size, a->nbufs, a->nnames, names_lost(a, names_interned(a)),
 			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
 						       memory_order_relaxed));
+		if (r->cfg.nfwatch && a->fw) {
+			struct bt_func_watch_stats ws;
+			bt_func_watch_stats(a->fw, &ws);
+			fprintf(out, " watched_records=%" PRIu64 " watched_hits=%" PRIu64 " watched_gaps=%" PRIu64
+				" watched_untimed=%" PRIu64, ws.records, ws.hits, ws.gaps, ws.untimed);
+		} else if (r->cfg.nfwatch) {
+			fprintf(out, " watched=no(out of memory)");
+		}
+		fputc('\n', out);
 	}
 	pthread_mutex_unlock(&r->lock);
 }
@@ -575,13 +629,83 @@ struct dump_ctx {
 	struct bt_dump_sink *s;
 	uint32_t app;
 	int err;
+	uint64_t *addrs; /* functions the dumped batches name (to symbolize) */
+	size_t naddrs, cap;
+	struct bt_func_rec *rec;
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Collect the function addresses of a block's batches (deduplicated as
+ * the list grows). */
+static void note_funcs(struct dump_ctx *c, const struct bt_block_view *blk)
+{
+	uint32_t off = 0, len;
+	const void *p;
+	while ((p = bt_block_next(blk, &off, &len))) {
+		const struct bt_ev_app_funcs *f = p;
+		int64_t n;
+		if (len < sizeof(*f) || f->h.type != BT_EV_APP_FUNCS || (n = bt_funcs_count(f, len)) <= 0)
+			continue;
+		if (c->naddrs + (size_t)n > c->cap) {
+			qsort(c->addrs, c->naddrs, 8, cmp_u64);
+			size_t k = 0;
+			for (size_t i = 0; i < c->naddrs; i++)
+				if (!k || c->addrs[k - 1] != c->addrs[i])
+					c->addrs[k++] = c->addrs[i];
+			c->naddrs = k;
+			if (c->naddrs + (size_t)n > c->cap) {
+				size_t cap = (c->cap ? c->cap * 2 : 1024) + (size_t)n;
+				/* out of memory: those functions show addresses */
+				uint64_t *x = realloc(c->addrs, cap * 8);
+				if (!x)
+					return;
+				c->addrs = x;
+				struct bt_func_rec *r = realloc(c->rec, cap * sizeof(*r));
+				if (!r)
+					return;
+				c->rec = r;
+				c->cap = cap;
+			}
+		}
+		bt_funcs_decode(f, len, c->rec);
+		for (int64_t i = 0; i < n; i++)
+			c->addrs[c->naddrs++] = c->rec[i].addr;
+	}
+}
 
 static int dump_block(const struct bt_block_view *blk, void *arg)
 {
 	struct dump_ctx *c = arg;
 	c->err = bt_dump_sink_app_block(c->s, c->app, blk);
+	note_funcs(c, blk);
 	return c->err;
+}
+
+/* Under lock: the AFUN section of app i (after the table). */
+static int dump_func_names(struct bt_dump_sink *s, struct app *a, uint32_t i, struct dump_ctx *c)
+{
+	if (!c->naddrs || !a->fnames)
+		return 0;
+	qsort(c->addrs, c->naddrs, 8, cmp_u64);
+	struct bt_func_name *t = malloc(c->naddrs * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	size_t n = 0;
+	for (size_t k = 0; k < c->naddrs; k++) {
+		if (n && t[n - 1].addr == c->addrs[k])
+			continue;
+		const char *name = bt_func_names_get(a->fnames, c->addrs[k]);
+		if (name && *name)
+			t[n++] = (struct bt_func_name){ c->addrs[k], name };
+	}
+	int err = n ? bt_dump_sink_app_funcs(s, i, t, n) : 0;
+	free(t);
+	return err;
 }
 
 int bt_apps_dump(void *arg, struct bt_dump_sink *s)
@@ -594,18 +718,29 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 		pthread_mutex_unlock(&r->lock);
 		return -ENOMEM;
 	}
+	struct dump_ctx *fc = calloc(r->napps ? r->napps : 1, sizeof(*fc));
+	if (!fc) {
+		pthread_mutex_unlock(&r->lock);
+		free(t);
+		return -ENOMEM;
+	}
 	for (size_t i = 0; i < r->napps && !err; i++) {
 		struct app *a = r->apps[i];
 		struct bt_dump_app *d = &t[i];
+		struct dump_ctx *c = &fc[i];
+		c->s = s;
+		c->app = (uint32_t)i;
+		if (a->conn >= 0 && a->fnames)
+			bt_func_names_refresh(a->fnames); /* libraries loaded since */
 		for (uint32_t b = 0; b < a->nbufs && !err; b++) {
 			struct bt_app_read_stats st;
-			struct dump_ctx c = { .s = s, .app = (uint32_t)i };
-			err = bt_app_read(&a->bufs[b].v, dump_block, &c, &st);
+			err = bt_app_read(&a->bufs[b].v, dump_block, c, &st);
 			d->counters[BT_APPC_BLOCKS_READ] += st.blocks_read;
 			d->counters[BT_APPC_BLOCKS_BAD] += st.blocks_bad;
 			d->counters[BT_APPC_BLOCKS_LOST] += st.blocks_lost;
 			d->counters[BT_APPC_BLOCKS_BUSY] += st.blocks_busy;
 			d->counters[BT_APPC_BLOCKS_EMPTY] += st.blocks_empty;
+			d->counters[BT_APPC_BLOCKS_PARTIAL] += st.blocks_partial;
 			d->counters[BT_APPC_ENTRIES] += st.entries;
 			struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
 			d->counters[BT_APPC_DROPPED] += atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed);
@@ -637,8 +772,15 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 			d->names = (const char(*)[64])a->names;
 		}
 		err = bt_dump_sink_apps(s, t, r->napps);
+		for (size_t i = 0; i < r->napps && !err; i++)
+			err = dump_func_names(s, r->apps[i], (uint32_t)i, &fc[i]);
 	}
 	pthread_mutex_unlock(&r->lock);
+	for (size_t i = 0; i < r->napps; i++) {
+		free(fc[i].addrs);
+		free(fc[i].rec);
+	}
+	free(fc);
 	free(t);
 	return err;
 }

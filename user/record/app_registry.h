@@ -27,6 +27,15 @@ struct bt_apps_config {
 	size_t nwatch;
 	const char *const *watch_names;
 	const uint64_t *watch_ns;
+	/* functions whose calls longer than fwatch_ns fire trigger fwatch_trig
+	 * (`--trigger app-func:NAME>T`, func_watch.h): the registry's thread
+	 * reads the function records every few ms and calls func_trigger */
+	size_t nfwatch;
+	const char *const *fwatch_names;
+	const uint64_t *fwatch_ns;
+	const uint32_t *fwatch_trig;
+	void (*func_trigger)(void *ctx, uint32_t trig, uint64_t ts_ns, uint64_t dur, uint32_t tid, uint32_t tgid,
+			     const char *comm);
 };
 
 struct bt_apps;

@@ -134,7 +134,7 @@ static const struct argp_option options[] = {
 	  "Kill an --on-dump command still running after TIME (default 2m)", 3 },
 	{ "trigger", OPT_TRIGGER, "SPEC", 0,
 	  "Dump when a condition holds, evaluated in the kernel where its data is: sched-latency>T, "
-	  "offcpu>T, syscall[:NAME]>T, func:PROBE>T, crash, oom, app:NAME[>T], ctl, uprobe:PROBE; "
+	  "offcpu>T, syscall[:NAME]>T, func:PROBE>T, crash, oom, app:NAME[>T], app-func:NAME>T, ctl, uprobe:PROBE; "
 	  "options ,name= ,comm= ,pid= ,nr= ,sig= ,after=T ,limit=T (repeatable; see below)", 3 },
 	{ "trigger-uprobe", OPT_TRIGGER_UPROBE, "SPEC", 0,
 	  "Dump when this user function is hit (uprobe SPEC as for -u; e.g. the function an application "
@@ -192,7 +192,9 @@ static const char doc[] =
 	"longer than T; nr=N picks one by number), func:PROBE>T (a user-space function, PROBE as for -u, "
 	"ran longer than T), crash (a fatal SEGV, BUS, ILL, FPE, ABRT, TRAP or SYS; sig=SEGV+ABRT to "
 	"choose), oom (the OOM killer chose a victim), app:NAME (an application called "
-	"BTRACE_TRIGGER(\"NAME\"), btrace.h), app:NAME>T (its slice NAME lasted longer than T), ctl (only "
+	"BTRACE_TRIGGER(\"NAME\"), btrace.h), app:NAME>T (its slice NAME lasted longer than T), app-func:NAME>T (a call of "
+	"function NAME, C++ demangled with or without its parameters, of a program built with "
+	"-finstrument-functions and libbtrace lasted longer than T; read from its buffer every 10 ms), ctl (only "
 	"`btrace-bpf ctl trigger NAME`, which fires any trigger by name), uprobe:PROBE (a hit of a probe). "
 	"Options: name=NAME (default: the condition's kind), comm=COMM and pid=PID (the task the "
 	"condition is about), after=T (keep recording T before dumping; default --trigger-delay), "

@@ -24,12 +24,14 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 5000
 #define CLIENT_TIMEOUT_MS 120000
 #define MAX_CLIENTS 16
+#define SEND_TIMEOUT_S 10 /* a reply the client does not read */
 
 struct bt_ctl_server {
 	int fd;
@@ -176,14 +178,12 @@ static int serve_one(struct bt_ctl_server *s, int c)
 		write_str(c, "error: too many words in the command\n");
 		return 0;
 	}
-	/* Acquire: pairs with the release store in bt_ctl_set_adopt(). */
-	bt_ctl_adopt_handler adopt = __atomic_load_n(&s->adopt, __ATOMIC_ACQUIRE);
 	if (argc >= 1 && strcmp(argv[0], BT_CTL_ADOPT_CMD) == 0) {
-		if (!adopt) {
+		if (!s->adopt) {
 			write_str(c, "error: this recorder does not take applications\n");
 			return 0;
 		}
-		adopt(__atomic_load_n(&s->adopt_ctx, __ATOMIC_RELAXED), c, (uint32_t)cred.pid, argc, argv);
+		s->adopt(s->adopt_ctx, c, (uint32_t)cred.pid, argc, argv);
 		return 1;
 	}
 	out = open_memstream(&reply, &rlen);
@@ -235,7 +235,11 @@ static void dispatch(struct bt_ctl_server *s, int c)
 	pthread_attr_t attr;
 	pthread_t t;
 	int slot = -1;
+	/* A client that stops reading must not keep its handler in send()
+	 * forever: bt_ctl_stop() waits for every handler. */
+	struct timeval tv = { .tv_sec = SEND_TIMEOUT_S };
 
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_mutex_lock(&s->clients_lock);
 	for (int i = 0; i < MAX_CLIENTS && slot < 0 && cl; i++)
 		if (s->cfd[i] < 0)
@@ -364,7 +368,8 @@ static void unlink_if_same(const char *path, const struct stat *st)
 		unlink(path);
 }
 
-struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen)
+struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, bt_ctl_adopt_handler adopt,
+				   void *adopt_ctx, char *err, size_t errlen)
 {
 	struct bt_ctl_server *s = calloc(1, sizeof(*s));
 	struct sockaddr_un a;
@@ -383,6 +388,9 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	pthread_cond_init(&s->clients_done, NULL);
 	s->handler = h;
 	s->ctx = ctx;
+	/* Before the thread starts: it reads them without a lock. */
+	s->adopt = adopt;
+	s->adopt_ctx = adopt_ctx;
 	if (path && strlen(path) >= sizeof(s->path)) {
 		e = ENAMETOOLONG;
 		bt_ctl_check_path(path, err, errlen);
@@ -458,14 +466,6 @@ fail:
 	return NULL;
 }
 
-void bt_ctl_set_adopt(struct bt_ctl_server *s, bt_ctl_adopt_handler h, void *ctx)
-{
-	/* Set before clients can know the socket matters for apps; the
-	 * control thread reads it per connection. */
-	__atomic_store_n(&s->adopt_ctx, ctx, __ATOMIC_RELAXED);
-	__atomic_store_n(&s->adopt, h, __ATOMIC_RELEASE);
-}
-
 const char *bt_ctl_path(const struct bt_ctl_server *s)
 {
 	return s->path;
@@ -475,8 +475,11 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 {
 	if (!s)
 		return;
-	if (write(s->stop_pipe[1], "x", 1) == 1)
-		pthread_join(s->thread, NULL);
+	/* A fresh pipe takes one byte; only a signal can interrupt it. The
+	 * join must happen: the thread uses s. */
+	while (write(s->stop_pipe[1], "x", 1) < 0 && errno == EINTR)
+		;
+	pthread_join(s->thread, NULL);
 	/* No new connections; wake the ones waiting for a request, let the
 	 * handlers running finish (they use the recorder's state). */
 	pthread_mutex_lock(&s->clients_lock);

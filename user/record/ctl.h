@@ -37,10 +37,11 @@ int bt_ctl_check_path(const char *path, char *err, size_t errlen);
  * crashed recorder is removed; anything else there is an error (see
  * bt_ctl_check_path). bt_ctl_stop() removes only the socket this call bound
  * (same device and inode, still a socket). NULL + errno + message on failure. */
-struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, char *err, size_t errlen);
+/* BT_CTL_ADOPT_CMD connections go to adopt (which then owns the fd; NULL:
+ * refused), from the first connection on. */
+struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx, bt_ctl_adopt_handler adopt,
+				   void *adopt_ctx, char *err, size_t errlen);
 const char *bt_ctl_path(const struct bt_ctl_server *s);
-/* Route BT_CTL_ADOPT_CMD connections to h (which then owns the fd). */
-void bt_ctl_set_adopt(struct bt_ctl_server *s, bt_ctl_adopt_handler h, void *ctx);
 /* Stop the thread, close and unlink the socket. NULL is fine. */
 void bt_ctl_stop(struct bt_ctl_server *s);
 

@@ -56,6 +56,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "events.h"
+#include "trigger.h"
 #include "btrace_buffer.h"
 #include "tasks.h"
 #include "loader.h"
@@ -241,8 +242,8 @@ static int switch_variant(const struct btf *vmlinux)
 }
 
 /* Turn off what was not asked for or what the kernel lacks. */
-static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_loader_opts *o, char *err,
-			  size_t errlen)
+static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_loader_opts *o, int trig_switch,
+			  char *err, size_t errlen)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	uint32_t loadable = 0;
@@ -275,6 +276,9 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 				loadable |= 1u << d->group;
 			continue;
 		}
+		/* The sched-latency trigger is read in sched_switch, recorded or not. */
+		if (trig_switch && strncmp(name, "handle_sched_switch", 19) == 0)
+			on = 1;
 
 		if (on && !tracepoint_exists(vmlinux, tp)) {
 			if (strcmp(name, "handle_sched_switch_legacy") != 0) /* warned once */
@@ -290,7 +294,7 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 			on = variant == 0;
 		}
 		bpf_program__set_autoload(prog, on);
-		if (on)
+		if (on && (groups & (1u << d->group)))
 			loadable |= 1u << d->group;
 	}
 	btf__free(vmlinux);
@@ -434,11 +438,19 @@ static int create_rings(struct bt_loader *l, char *err, size_t errlen)
 	return 0;
 }
 
+static int trig_armed(const struct bt_trig_conf *c, uint32_t kind)
+{
+	for (int i = 0; c && i < BT_TRIG_MAX; i++)
+		if (c[i].kind == kind)
+			return 1;
+	return 0;
+}
+
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
 {
 	struct bt_loader *l = calloc(1, sizeof(*l));
 	struct bpf_program *prog;
-	int ret, ncpus;
+	int ret, ncpus, trig_switch;
 
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
@@ -487,11 +499,15 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	}
 	if (!o->stacks_switch) /* the pending-block table is not used: keep it small */
 		bpf_map__set_max_entries(l->skel->maps.offcpu_pending, 1);
+	if (o->trig_conf)
+		memcpy((void *)l->skel->rodata->trig_conf, o->trig_conf, sizeof(l->skel->rodata->trig_conf));
+	trig_switch = trig_armed(o->trig_conf, BT_TRIG_SCHED_LATENCY);
+	l->skel->rodata->record_switch = (o->groups & (1u << BT_GROUP_SCHED)) != 0;
 
 	ret = bt_kernel_check_record(err, errlen);
 	if (ret)
 		goto fail;
-	ret = probe_programs(l, o->groups, o, err, errlen);
+	ret = probe_programs(l, o->groups, o, trig_switch, err, errlen);
 	if (ret)
 		goto fail;
 
@@ -525,7 +541,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		}
 		l->links[l->nlinks++] = link;
 		d = find_desc(bpf_program__name(prog));
-		if (d)
+		if (d && (o->groups & (1u << d->group)))
 			l->groups |= 1u << d->group;
 	}
 	if (!l->nlinks) {
@@ -538,6 +554,12 @@ fail:
 	bt_loader_destroy(l);
 	errno = ret < 0 ? -ret : EINVAL;
 	return NULL;
+}
+
+void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd)
+{
+	*ring_fd = bpf_map__fd(l->skel->maps.trig_ring);
+	*counts_fd = bpf_map__fd(l->skel->maps.trig_counts);
 }
 
 uint32_t bt_loader_groups(const struct bt_loader *l)

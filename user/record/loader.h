@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct bt_trig_conf;
+
 struct bt_buffer;
 struct bt_task_table;
 struct bt_event_hdr;
@@ -43,6 +45,10 @@ struct bt_loader_opts {
 	int stacks_wakeup;     /* --stacks wakeup: waker stacks */
 	uint64_t offcpu_min_ns;/* --offcpu-min */
 	uint32_t max_stacks;   /* sizes the kernel's table of stacks already sent */
+	/* BT_TRIG_MAX trigger slots evaluated inside record's own programs
+	 * (bt_trig_bpf_record_conf), or NULL: none. An armed sched-latency
+	 * slot keeps sched_switch attached even when the sched group is off. */
+	const struct bt_trig_conf *trig_conf;
 };
 
 struct bt_drain_stats {
@@ -77,6 +83,9 @@ uint32_t bt_loader_ncpus(const struct bt_loader *l);
  * ARRAY_OF_MAPS indexed by CPU) and of the per-CPU state map, for other BPF
  * objects that emit into the same rings (uprobes.h). */
 int bt_loader_rings_fd(const struct bt_loader *l);
+/* The trigger ring and counters record's programs fire into; the trigger
+ * loader shares them (trigger_bpf.h). */
+void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd);
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
 /* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
  * programs' --ustack. */

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "dump.h"
+#include "loader.h"
 #include "recorder.h"
 #include "record_triggers.h"
 #include "triggers.h"
@@ -40,7 +41,11 @@ int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
 {
 	if (!r->o->ntriggers)
 		return 0;
-	r->triggers = bt_triggers_start(r->o->triggers, r->o->ntriggers, on_trigger_dump, r, err, errlen);
+	int ring_fd, counts_fd;
+
+	bt_loader_trig_maps(r->loader, &ring_fd, &counts_fd);
+	r->triggers = bt_triggers_start(r->o->triggers, r->o->ntriggers, ring_fd, counts_fd, on_trigger_dump, r, err,
+					errlen);
 	return r->triggers ? 0 : -EINVAL;
 }
 
@@ -146,4 +151,16 @@ void recorder_app_trigger(void *ctx, const char *name, uint32_t kind, uint64_t t
 	struct recorder *r = ctx;
 
 	bt_triggers_app(r->triggers, name, kind, ts_ns, value, tid, tgid, comm);
+}
+
+void recorder_app_func_trigger(void *ctx, uint32_t trig, uint64_t ts_ns, uint64_t dur, uint32_t tid, uint32_t tgid,
+			       const char *comm)
+{
+	struct recorder *r = ctx;
+	const struct bt_trigger_spec *s = bt_triggers_spec(r->triggers, trig);
+
+	/* pid= and comm= (the application's name) narrow it */
+	if (!s || (s->tgid && s->tgid != tgid) || (s->comm[0] && strncmp(s->comm, comm, sizeof(s->comm)) != 0))
+		return;
+	bt_triggers_hit(r->triggers, trig, BT_TRIG_APP_FUNC, ts_ns, dur, tid, tgid, comm);
 }

@@ -34,4 +34,8 @@ int record_ctl_trigger(struct recorder *r, int argc, char **argv, FILE *out, cha
  * BT_TRIG_APP or BT_TRIG_APP_SLICE). */
 void recorder_app_trigger(void *ctx, const char *name, uint32_t kind, uint64_t ts_ns, uint64_t value, uint32_t tid,
 			  uint32_t tgid, const char *comm);
+/* From the application registry: a call of an app-func:NAME>T function ran
+ * longer than T (trigger index trig), in the application tgid named comm. */
+void recorder_app_func_trigger(void *ctx, uint32_t trig, uint64_t ts_ns, uint64_t dur, uint32_t tid, uint32_t tgid,
+			       const char *comm);
 #endif

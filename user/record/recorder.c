@@ -54,6 +54,7 @@
 #include "app_reader.h"
 #include "record_triggers.h"
 #include "triggers.h"
+#include "trigger_bpf.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -445,6 +446,7 @@ int recorder_run(const struct record_opts *opts)
 {
 	struct record_opts o = *opts;
 	struct recorder r;
+	struct bt_trig_conf trig_conf[BT_TRIG_MAX];
 	struct bt_loader_opts lo;
 	struct bt_config cfg;
 	struct bt_drain_stats ds;
@@ -453,6 +455,9 @@ int recorder_run(const struct record_opts *opts)
 	char err[512], gs[64], s1[32], s2[32], s3[32];
 	const char *wn[BT_TRIG_MAX]; /* app:NAME>T watches: live as long as r.apps */
 	uint64_t wns[BT_TRIG_MAX];
+	const char *fwn[BT_TRIG_MAX]; /* app-func:NAME>T watches: as long */
+	uint64_t fwns[BT_TRIG_MAX];
+	uint32_t fwt[BT_TRIG_MAX];
 	int ncpus, ret, exit_code = 0, dump_thread = 0;
 	uint64_t drops = 0;
 
@@ -593,6 +598,13 @@ int recorder_run(const struct record_opts *opts)
 			goto out;
 		}
 	}
+	ret = bt_trig_bpf_record_conf(o.triggers, o.ntriggers, trig_conf, err, sizeof(err));
+	if (ret < 0) {
+		bt_warn("%s", err);
+		exit_code = 1;
+		goto out;
+	}
+	lo.trig_conf = ret ? trig_conf : NULL;
 	r.loader = bt_loader_open(&lo, err, sizeof(err));
 	if (!r.loader) {
 		bt_warn("%s", err);
@@ -690,7 +702,15 @@ int recorder_run(const struct record_opts *opts)
 			if (o.triggers[i].kind == BT_TRIG_APP_SLICE) {
 				wn[ac.nwatch] = o.triggers[i].arg;
 				wns[ac.nwatch++] = o.triggers[i].threshold_ns;
+			} else if (o.triggers[i].kind == BT_TRIG_APP_FUNC) {
+				fwn[ac.nfwatch] = o.triggers[i].arg;
+				fwns[ac.nfwatch] = o.triggers[i].threshold_ns;
+				fwt[ac.nfwatch++] = (uint32_t)i;
 			}
+		ac.fwatch_names = fwn;
+		ac.fwatch_ns = fwns;
+		ac.fwatch_trig = fwt;
+		ac.func_trigger = r.triggers ? recorder_app_func_trigger : NULL;
 		ac.watch_names = wn;
 		ac.watch_ns = wns;
 		r.apps = bt_apps_create(&ac, err, sizeof(err));
@@ -707,7 +727,7 @@ int recorder_run(const struct record_opts *opts)
 	}
 
 	if (!o.no_ctl) {
-		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, err, sizeof(err));
+		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, r.apps ? adopt_app : NULL, &r, err, sizeof(err));
 		if (!r.ctl && !o.ctl_path && errno == EACCES) {
 			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
 			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
@@ -720,8 +740,6 @@ int recorder_run(const struct record_opts *opts)
 		}
 	}
 
-	if (r.ctl && r.apps)
-		bt_ctl_set_adopt(r.ctl, adopt_app, &r);
 	if (!r.ctl && r.apps) {
 		bt_apps_destroy(r.apps);
 		r.apps = NULL;

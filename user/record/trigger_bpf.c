@@ -130,7 +130,83 @@ static int on_ring(void *ctx, void *data, size_t len)
 	return 0;
 }
 
-struct bt_trig_bpf *bt_trig_bpf_open(const struct bt_trigger_spec *v, size_t n, char *err, size_t errlen)
+/* The kernel's slot of spec s (an empty slot for kinds user space evaluates). */
+static struct bt_trig_conf conf_of(const struct bt_trigger_spec *s)
+{
+	struct bt_trig_conf c = { .nr = -1 };
+
+	if (s->kind > BT_TRIG_NONE && s->kind < BT_TRIG_KERNEL_MAX) {
+		c.kind = s->kind;
+		c.tgid = s->tgid;
+		c.threshold_ns = s->threshold_ns;
+		/* The kernel sends one hit per limit; after= is the recorder's,
+		 * hits during it only count. */
+		c.holdoff_ns = s->limit_ns > s->after_ns ? s->limit_ns : s->after_ns;
+		c.nr = s->nr;
+		c.sigmask = s->sigmask;
+		memcpy(c.comm, s->comm, sizeof(c.comm));
+	}
+	return c;
+}
+
+static int has_member(const struct btf *vm, const char *type, const char *member)
+{
+	int id = btf__find_by_name_kind(vm, type, BTF_KIND_STRUCT);
+	const struct btf_type *t = id > 0 ? btf__type_by_id(vm, id) : NULL;
+	const struct btf_member *m;
+
+	if (!t)
+		return 0;
+	m = btf_members(t);
+	for (int i = 0; i < btf_vlen(t); i++, m++)
+		if (strcmp(btf__name_by_offset(vm, m->name_off), member) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether record.bpf.c can read a task's run-queue wait here: the time it
+ * was queued (task_struct.sched_info, CONFIG_SCHED_INFO) and the run
+ * queue's clock (reached through cfs_rq.rq, CONFIG_FAIR_GROUP_SCHED). */
+static int have_sched_info(const struct btf *vm)
+{
+	return has_member(vm, "task_struct", "sched_info") && has_member(vm, "cfs_rq", "rq");
+}
+
+int bt_trig_bpf_record_conf(const struct bt_trigger_spec *v, size_t n, struct bt_trig_conf *out, char *err,
+			    size_t errlen)
+{
+	struct btf *vm;
+	int armed = 0;
+
+	memset(out, 0, BT_TRIG_MAX * sizeof(*out));
+	for (size_t i = 0; i < n && i < BT_TRIG_MAX; i++) {
+		out[i].nr = -1;
+		if (v[i].kind == BT_TRIG_SCHED_LATENCY) {
+			out[i] = conf_of(&v[i]);
+			armed = 1;
+		}
+	}
+	if (!armed)
+		return 0;
+	vm = btf__load_vmlinux_btf();
+	if (!vm) {
+		snprintf(err, errlen, "--trigger: cannot read the kernel's BTF: %s", strerror(errno));
+		return -ENOENT;
+	}
+	armed = have_sched_info(vm);
+	btf__free(vm);
+	if (!armed) {
+		snprintf(err, errlen,
+			 "--trigger sched-latency cannot be armed on this kernel: it needs the scheduler's "
+			 "own wait accounting (CONFIG_SCHED_INFO: task_struct.sched_info) and "
+			 "CONFIG_FAIR_GROUP_SCHED (cfs_rq.rq) in the kernel's BTF");
+		return -EOPNOTSUPP;
+	}
+	return 1;
+}
+
+struct bt_trig_bpf *bt_trig_bpf_open(const struct bt_trigger_spec *v, size_t n, int ring_fd, int counts_fd, char *err,
+				     size_t errlen)
 {
 	struct bt_trig_bpf *t;
 	struct btf *vm = NULL;
@@ -161,7 +237,7 @@ struct bt_trig_bpf *bt_trig_bpf_open(const struct bt_trigger_spec *v, size_t n, 
 		uint32_t kind;
 		const char *tp;
 	} need[] = {
-		{ BT_TRIG_SCHED_LATENCY, "sched_wakeup" }, { BT_TRIG_SCHED_LATENCY, "sched_switch" },
+		{ BT_TRIG_SCHED_LATENCY, "sched_switch" },
 		{ BT_TRIG_OFFCPU, "sched_switch" },         { BT_TRIG_SYSCALL, "sys_enter" },
 		{ BT_TRIG_SYSCALL, "sys_exit" },            { BT_TRIG_CRASH, "signal_deliver" },
 		{ BT_TRIG_OOM, "mark_victim" },
@@ -193,30 +269,25 @@ struct bt_trig_bpf *bt_trig_bpf_open(const struct bt_trigger_spec *v, size_t n, 
 		goto fail;
 	}
 	for (size_t i = 0; i < n && i < BT_TRIG_MAX; i++) {
-		struct bt_trig_conf c = { .nr = -1 };
+		struct bt_trig_conf c = conf_of(&v[i]);
 
-		if (v[i].kind > BT_TRIG_NONE && v[i].kind < BT_TRIG_KERNEL_MAX) {
-			c.kind = v[i].kind;
-			c.tgid = v[i].tgid;
-			c.threshold_ns = v[i].threshold_ns;
-			/* The kernel sends one hit per limit; after= is the
-			 * recorder's, hits during it only count. */
-			c.holdoff_ns = v[i].limit_ns > v[i].after_ns ? v[i].limit_ns : v[i].after_ns;
-			c.nr = v[i].nr;
-			c.sigmask = v[i].sigmask;
-			memcpy(c.comm, v[i].comm, sizeof(c.comm));
-		}
 		memcpy((void *)&t->skel->rodata->trig_conf[i], &c, sizeof(c));
 	}
 	t->skel->rodata->self_tgid = (uint32_t)getpid();
+	/* One ring and one set of counters for the hits of both objects:
+	 * record.bpf.c's (sched-latency is evaluated there). */
+	if (bpf_map__reuse_fd(t->skel->maps.trig_ring, ring_fd) ||
+	    bpf_map__reuse_fd(t->skel->maps.trig_counts, counts_fd)) {
+		r = -errno;
+		snprintf(err, errlen, "--trigger: cannot share the recorder's trigger ring: %s", strerror(errno));
+		goto fail;
+	}
 
 	struct {
 		struct bpf_program *p;
 		uint32_t kinds;
 	} progs[] = {
-		{ t->skel->progs.trig_sched_wakeup, 1u << BT_TRIG_SCHED_LATENCY },
-		{ t->skel->progs.trig_sched_wakeup_new, 1u << BT_TRIG_SCHED_LATENCY },
-		{ t->skel->progs.trig_sched_switch, (1u << BT_TRIG_SCHED_LATENCY) | (1u << BT_TRIG_OFFCPU) },
+		{ t->skel->progs.trig_sched_switch, 1u << BT_TRIG_OFFCPU },
 		{ t->skel->progs.trig_sys_enter, 1u << BT_TRIG_SYSCALL },
 		{ t->skel->progs.trig_sys_exit, 1u << BT_TRIG_SYSCALL },
 		{ t->skel->progs.trig_func_entry, 1u << BT_TRIG_FUNC },

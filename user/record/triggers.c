@@ -48,6 +48,11 @@ struct bt_triggers {
 	struct tstate st[BT_TRIG_MAX];
 	struct bt_trigger_fired inq[INQ_MAX];
 	size_t ninq;
+	/* Accepted hits to announce once the lock is dropped (a slow stderr
+	 * must not hold the lock bt_triggers_hit() takes from the drain). At
+	 * most one pending hit per trigger, so BT_TRIG_MAX is enough. */
+	struct bt_trigger_fired said[BT_TRIG_MAX];
+	size_t nsaid;
 };
 
 size_t bt_triggers_count(const struct bt_triggers *t)
@@ -89,7 +94,6 @@ static void accept_hit(struct bt_triggers *t, struct bt_trigger_fired *f, uint64
 {
 	struct tstate *s = &t->st[f->trig];
 	const struct bt_trigger_spec *sp = &t->v[f->trig];
-	char d[256];
 
 	if (!counted)
 		s->hits++;
@@ -102,8 +106,30 @@ static void accept_hit(struct bt_triggers *t, struct bt_trigger_fired *f, uint64
 	f->seen_ns = now;
 	f->due_ns = now + sp->after_ns;
 	s->pend = *f;
-	bt_warn("trigger %s fired: %s%s", sp->name, bt_trigger_describe(f, d, sizeof(d)),
-		sp->after_ns ? "; dumping after the delay" : "");
+	if (t->nsaid < BT_TRIG_MAX)
+		t->said[t->nsaid++] = *f;
+}
+
+/* Under lock: take the accepted hits to announce; unlock, then say_hits(). */
+static size_t take_said(struct bt_triggers *t, struct bt_trigger_fired *out)
+{
+	size_t n = t->nsaid;
+
+	memcpy(out, t->said, n * sizeof(*out));
+	t->nsaid = 0;
+	return n;
+}
+
+static void say_hits(const struct bt_triggers *t, const struct bt_trigger_fired *f, size_t n)
+{
+	char d[256];
+
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_trigger_spec *sp = &t->v[f[i].trig];
+
+		bt_warn("trigger %s fired: %s%s", sp->name, bt_trigger_describe(&f[i], d, sizeof(d)),
+			sp->after_ns ? "; dumping after the delay" : "");
+	}
 }
 
 static void on_kernel_hit(void *ctx, const struct bt_trig_hit *h)
@@ -205,8 +231,8 @@ static void *trigger_main(void *arg)
 	pthread_setname_np(pthread_self(), "btrace-trigger");
 	while (!atomic_load_explicit(&t->quit, memory_order_relaxed)) {
 		struct epoll_event ev[4];
-		struct bt_trigger_fired due[BT_TRIG_MAX];
-		size_t ndue = 0;
+		struct bt_trigger_fired due[BT_TRIG_MAX], said[BT_TRIG_MAX];
+		size_t ndue = 0, nsaid;
 		uint64_t now = bt_boottime_ns(), next = UINT64_MAX, cnt;
 		int timeout = -1, nev;
 
@@ -244,7 +270,9 @@ static void *trigger_main(void *arg)
 			} else if (t->kb) {
 				pthread_mutex_lock(&t->lock);
 				bt_trig_bpf_consume(t->kb, on_kernel_hit, t);
+				nsaid = take_said(t, said);
 				pthread_mutex_unlock(&t->lock);
+				say_hits(t, said, nsaid);
 			}
 		}
 		pthread_mutex_lock(&t->lock);
@@ -252,13 +280,15 @@ static void *trigger_main(void *arg)
 		for (size_t i = 0; i < t->ninq; i++)
 			accept_hit(t, &t->inq[i], now, 0);
 		t->ninq = 0;
+		nsaid = take_said(t, said);
 		pthread_mutex_unlock(&t->lock);
+		say_hits(t, said, nsaid);
 	}
 	return NULL;
 }
 
-struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, bt_trigger_dump_fn dump, void *ctx,
-				      char *err, size_t errlen)
+struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, int ring_fd, int counts_fd,
+				      bt_trigger_dump_fn dump, void *ctx, char *err, size_t errlen)
 {
 	struct bt_triggers *t = calloc(1, sizeof(*t));
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -280,7 +310,7 @@ struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n,
 		goto fail;
 	}
 	memcpy(t->v, v, n * sizeof(*v));
-	t->kb = bt_trig_bpf_open(t->v, n, err, errlen);
+	t->kb = bt_trig_bpf_open(t->v, n, ring_fd, counts_fd, err, errlen);
 	if (!t->kb && errno)
 		goto fail;
 	t->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

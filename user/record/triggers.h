@@ -26,7 +26,8 @@ struct bt_triggers;
 /* Arm the triggers (the kernel ones load and attach here: a condition this
  * kernel cannot arm fails the whole call with one line in err) and start the
  * thread. dump is called on that thread. NULL + err on failure. */
-struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, bt_trigger_dump_fn dump, void *ctx,
+struct bt_triggers *bt_triggers_start(const struct bt_trigger_spec *v, size_t n, int ring_fd, int counts_fd,
+				      bt_trigger_dump_fn dump, void *ctx,
 				      char *err, size_t errlen);
 size_t bt_triggers_count(const struct bt_triggers *t);
 const struct bt_trigger_spec *bt_triggers_spec(const struct bt_triggers *t, size_t i);

@@ -26,6 +26,7 @@
 #include "event_names.h"
 #include "report_functions.h"
 #include "report_stacks.h"
+#include "report_hot.h"
 #include "util.h"
 
 #define PROG "btrace-bpf"
@@ -37,7 +38,8 @@ struct tspec {
 };
 
 struct ropts {
-	int stats, wall, no_lost, functions;
+	int stats, wall, no_lost, functions, hot;
+	unsigned top;   /* rows of each --hot summary */
 	int stacks, profile, folded, offcpu; /* report_stacks.h */
 	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
 	uint32_t *pids;
@@ -68,13 +70,22 @@ static void usage(FILE *f)
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
 		"                       group, time window, latest continuous window, and every\n"
 		"                       loss counter\n"
-		"  -f, --functions      user-space probes per function and process instead of\n"
-		"                       events: calls, returns and, for %%return probes, the\n"
-		"                       latency distribution (count, min, p50, p99, max) of\n"
-		"                       the events the other options select; the window the\n"
-		"                       counts cover and every loss that makes them lower\n"
-		"                       bounds; targets that ended\n"
-		"      --stacks         the call stacks under the events that have one (CPU\n"
+		"  -f, --functions      per function instead of events: traced functions\n"
+		"                       (-finstrument-functions + libbtrace): calls, total time\n"
+		"                       (a recursion counted once), self time (minus callees),\n"
+		"                       p50, p99, max; user-space probes (-u/-U) per function\n"
+		"                       and process: calls, returns and, for %%return probes,\n"
+		"                       the latency distribution (count, min, p50, p99, max);\n"
+		"                       for the events the other options select (a call by\n"
+		"                       its entry); the window the counts cover and every\n"
+		"                       loss that makes them lower bounds; targets that ended\n"
+		"      --hot            traced functions, Hubble's summaries: the functions\n"
+		"                       with the most self time, the deepest call chains and\n"
+		"                       the slowest ones (the longest calls without a caller\n"
+		"                       in the window, down their longest callee), each as\n"
+		"                       its nested path with durations\n"
+		"      --top N          rows of each --hot summary (default 10)\n"
+"      --stacks         the call stacks under the events that have one (CPU\n"
 		"                       samples, off-CPU blocks, wakers), innermost frame first\n"
 		"      --profile        per process, the top functions of the CPU samples the\n"
 		"                       other options select: self (innermost) and total share\n"
@@ -103,6 +114,7 @@ static void usage(FILE *f)
 		"Examples:\n"
 		"  " PROG " report traces/btrace-host-20250101-120000-1.btd\n"
 		"  " PROG " report --stats dump.btd\n"
+		"  " PROG " report --hot --top 5 -p 1234 dump.btd      # where app 1234 spent its time\n"
 		"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
 		"  " PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
 		"  " PROG " report --since @1234.5 --until @1234.6 dump.btd\n"
@@ -350,6 +362,54 @@ static const char *fmt_secs(uint64_t ns, char *buf, size_t len)
 
 /* ---- events -------------------------------------------------------------- */
 
+/* Call depth per thread, for the indentation of function entries/exits. */
+struct depths {
+	uint32_t *tid, *d;
+	size_t cap, n;
+};
+
+static uint32_t *depth_of(struct depths *m, uint32_t tid)
+{
+	if (2 * (m->n + 1) > m->cap) {
+		struct depths g = { .cap = m->cap ? m->cap * 2 : 256 };
+		g.tid = calloc(g.cap, sizeof(*g.tid));
+		g.d = calloc(g.cap, sizeof(*g.d));
+		if (!g.tid || !g.d) {
+			free(g.tid);
+			free(g.d);
+			return NULL;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->tid[i]) {
+				uint32_t *x = depth_of(&g, m->tid[i] - 1);
+				*x = m->d[i];
+			}
+		free(m->tid);
+		free(m->d);
+		*m = g;
+	}
+	size_t i = (tid * 2654435761u) & (m->cap - 1);
+	while (m->tid[i] && m->tid[i] != tid + 1)
+		i = (i + 1) & (m->cap - 1);
+	if (!m->tid[i]) {
+		m->tid[i] = tid + 1;
+		m->n++;
+	}
+	return &m->d[i];
+}
+
+/* The depth to show a function entry/exit at (entries count up, exits down;
+ * an exit whose entry is before the dump's window stays at 0). */
+static int func_depth(struct depths *m, const struct bt_event_hdr *e)
+{
+	uint32_t *d = depth_of(m, e->tid);
+	if (!d)
+		return 0;
+	if (e->type == BT_EV_APP_FUNC_ENTRY)
+		return (int)(*d)++;
+	return (int)(*d = *d ? *d - 1 : 0);
+}
+
 static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
@@ -370,8 +430,10 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	}
 	filt_init(&f, o, ev, n);
 	fprintf(out, "cpus=%u\n", h->ncpus);
+	struct depths dm = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *e = ev[i].ev;
+		int depth = e->type == BT_EV_APP_FUNC_ENTRY || e->type == BT_EV_APP_FUNC_EXIT ? func_depth(&dm, e) : -1;
 		for (; gi < ngaps && gaps[gi].index == i; gi++)
 			if (cpu_ok(o, gaps[gi].cpu) && time_ok(&f, e->ts_ns))
 				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
@@ -382,9 +444,13 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			const char *comm = e->tid == 0 ? "<idle>"
 					   : bt_escape_text(bt_namer_comm(nm, e->tid, e->cpu), BT_TASK_COMM_LEN, cb,
 							    sizeof(cb));
-			if (ev[i].app >= 0)
-				bt_format_app_fields(fields, sizeof(fields), e, ev[i].len,
+			if (ev[i].app >= 0) {
+				/* function entries/exits indented by their depth (up to 64) */
+				int ind = depth < 0 ? 0 : depth > 64 ? 128 : 2 * depth;
+				memset(fields, ' ', (size_t)ind);
+				bt_format_app_fields(fields + ind, sizeof(fields) - (size_t)ind, e, ev[i].len,
 						     bt_dump_app_event_name(d, ev[i].app, ((const struct bt_ev_app *)e)->name_id));
+			}
 			else
 				bt_format_fields(fields, sizeof(fields), e, ev[i].len, nm, probes, nprobes);
 			if (o->wall)
@@ -401,6 +467,8 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			bt_namer_apply(nm, e, ev[i].len);
 	}
 	free(gaps);
+	free(dm.tid);
+	free(dm.d);
 	bt_namer_free(nm);
 	return 0;
 }
@@ -714,7 +782,7 @@ static int func_cpu(uint32_t cpu, void *ctx)
 	return cpu_ok(((const struct filt *)ctx)->o, cpu);
 }
 
-/* report --functions with report's filters, named in the window line */
+/* report --functions/--hot with report's filters, named in the window line */
 static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE *out)
 {
 	size_t n;
@@ -755,7 +823,7 @@ static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE 
 		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
 		.what = what[0] ? what : NULL,
 	};
-	return bt_report_functions(d, &ff, out);
+	return o->hot ? bt_report_hot(d, &ff, o->top ? o->top : 10, out) : bt_report_functions(d, &ff, out);
 }
 
 static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
@@ -771,7 +839,7 @@ static int run(const struct bt_dump *d, const char *path, const struct ropts *o,
 	struct bt_stack_filter sf = { .keep = func_keep, .ctx = &ft, .offcpu = o->offcpu };
 	r = o->profile ? bt_report_profile(d, &sf, out)
 		: o->folded ? bt_report_folded(d, &sf, out)
-		: o->functions ? print_functions(d, o, out)
+		: o->functions || o->hot ? print_functions(d, o, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
@@ -793,10 +861,13 @@ static void ropts_free(struct ropts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_STACKS, OPT_PROFILE, OPT_FOLDED, OPT_OFFCPU };
+	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_HOT, OPT_TOP, OPT_STACKS, OPT_PROFILE, OPT_FOLDED,
+	       OPT_OFFCPU };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
 		{ "functions", no_argument, NULL, 'f' },
+		{ "hot", no_argument, NULL, OPT_HOT },
+		{ "top", required_argument, NULL, OPT_TOP },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "event", required_argument, NULL, 'e' },
@@ -859,6 +930,17 @@ int cmd_report(int argc, char **argv)
 		case OPT_MANIFEST:
 			manifest = 1;
 			break;
+		case OPT_HOT:
+			o.hot = 1;
+			break;
+		case OPT_TOP: {
+			const char *p = optarg;
+			if (parse_u32(&p, &o.top) < 0 || *p || o.top == 0 || o.top > 1000) {
+				fprintf(stderr, PROG ": report: bad --top '%s' (rows: 1 to 1000)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		}
 		case OPT_STACKS:
 			o.stacks = 1;
 			break;
@@ -902,7 +984,7 @@ int cmd_report(int argc, char **argv)
 	r = run(d, path, &o, stdout);
 	if (r < 0)
 		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
-	else if (!o.stats && !o.functions && !o.no_lost && !o.profile && !o.folded) {
+	else if (!o.stats && !o.functions && !o.hot && !o.no_lost && !o.profile && !o.folded) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);

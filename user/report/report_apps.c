@@ -113,6 +113,9 @@ int bt_report_apps(const struct bt_dump *d, FILE *out)
 		if (x->counters[BT_APPC_BLOCKS_BUSY] && (x->flags & BT_APP_EXITED))
 			fprintf(out, "    note: %" PRIu64 " blocks held unconfirmed writes (a thread died or stopped mid-write): not dumped\n",
 				x->counters[BT_APPC_BLOCKS_BUSY]);
+		if (x->counters[BT_APPC_BLOCKS_PARTIAL])
+			fprintf(out, "    note: %" PRIu64 " blocks dumped up to a write in flight (or a thread that died mid-write): the events after it are missing (seq gaps)\n",
+				x->counters[BT_APPC_BLOCKS_PARTIAL]);
 		free(t);
 	}
 	return 0;

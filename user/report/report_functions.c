@@ -19,6 +19,7 @@
 #include "dump.h"
 #include "event_names.h"
 #include "report_functions.h"
+#include "func_calls.h"
 #include "util.h"
 
 /* A probed function: probes on the same function (`f` and `f%return`) of
@@ -91,19 +92,6 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static const char *fmt_dur(uint64_t ns, char *buf, size_t len)
-{
-	if (ns < 1000)
-		snprintf(buf, len, "%" PRIu64 "ns", ns);
-	else if (ns < 1000000)
-		snprintf(buf, len, "%.2fus", (double)ns / 1e3);
-	else if (ns < 1000000000)
-		snprintf(buf, len, "%.2fms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.2fs", (double)ns / 1e9);
-	return buf;
-}
-
 /* Nearest-rank percentile of sorted v[n]. */
 static uint64_t pct(const uint64_t *v, size_t n, unsigned q)
 {
@@ -162,10 +150,10 @@ static void print_row(FILE *out, const struct ffunc *fn, struct frow *r, const c
 		fprintf(out, "  %9d %9s %9s %9s %9s  %s", 0, "-", "-", "-", "-", comm);
 	} else {
 		qsort(r->lat, r->nlat, sizeof(*r->lat), u64_cmp);
-		fprintf(out, "  %9zu %9s %9s %9s %9s  %s", r->nlat, fmt_dur(r->lat[0], c[0], sizeof(c[0])),
-			fmt_dur(pct(r->lat, r->nlat, 50), c[1], sizeof(c[1])),
-			fmt_dur(pct(r->lat, r->nlat, 99), c[2], sizeof(c[2])),
-			fmt_dur(r->lat[r->nlat - 1], c[3], sizeof(c[3])), comm);
+		fprintf(out, "  %9zu %9s %9s %9s %9s  %s", r->nlat, bt_fmt_dur(r->lat[0], c[0], sizeof(c[0])),
+			bt_fmt_dur(pct(r->lat, r->nlat, 50), c[1], sizeof(c[1])),
+			bt_fmt_dur(pct(r->lat, r->nlat, 99), c[2], sizeof(c[2])),
+			bt_fmt_dur(r->lat[r->nlat - 1], c[3], sizeof(c[3])), comm);
 	}
 	if (r->unmatched)
 		fprintf(out, "  (%" PRIu64 " returns without a timed entry)", r->unmatched);
@@ -259,6 +247,118 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 	return 0;
 }
 
+/* Calls of function fn that count: selected and closed. */
+struct tfrow {
+	uint32_t fn;
+	uint64_t calls, total, self, p50, p99, max;
+};
+
+static int by_total(const void *a, const void *b)
+{
+	const struct tfrow *x = a, *y = b;
+	return x->total < y->total ? 1 : x->total > y->total ? -1 : (x->fn > y->fn) - (x->fn < y->fn);
+}
+
+static int call_by_fn(const void *a, const void *b, void *arg)
+{
+	const struct bt_call *c = arg;
+	uint32_t x = c[*(const uint32_t *)a].fn, y = c[*(const uint32_t *)b].fn;
+	return (x > y) - (x < y);
+}
+
+/* Per traced function (-finstrument-functions) of each application: calls
+ * complete in the selection, total time (outermost calls only: recursion is
+ * not counted twice), self time, and the duration distribution. */
+static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE *out)
+{
+	uint32_t *idx = malloc((c->n + 1) * sizeof(*idx));
+	uint64_t *durs = malloc((c->n + 1) * sizeof(*durs));
+	struct tfrow *rows = calloc(c->nfn + 1, sizeof(*rows));
+	size_t ni = 0, nr = 0;
+	if (!idx || !durs || !rows) {
+		free(idx), free(durs), free(rows);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < c->n; i++)
+		if (c->c[i].sel && !c->c[i].open)
+			idx[ni++] = (uint32_t)i;
+	qsort_r(idx, ni, sizeof(*idx), call_by_fn, c->c);
+	for (size_t i = 0; i < ni;) {
+		struct tfrow *r = &rows[nr++];
+		size_t k = 0;
+		r->fn = c->c[idx[i]].fn;
+		for (; i < ni && c->c[idx[i]].fn == r->fn; i++) {
+			const struct bt_call *x = &c->c[idx[i]];
+			r->calls++;
+			r->self += x->self;
+			r->total += x->outer ? x->dur : 0;
+			durs[k++] = x->dur;
+		}
+		qsort(durs, k, sizeof(*durs), u64_cmp);
+		r->p50 = pct(durs, k, 50), r->p99 = pct(durs, k, 99), r->max = durs[k - 1];
+	}
+	qsort(rows, nr, sizeof(*rows), by_total);
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	fprintf(out, "%-40s %7s %9s %10s %10s %9s %9s %9s  %s\n", "FUNCTION", "PID", "CALLS", "TOTAL", "SELF", "P50",
+		"P99", "MAX", "APP");
+	for (size_t i = 0; i < nr; i++) {
+		const struct tfrow *r = &rows[i];
+		const struct bt_cfunc *fn = &c->fn[r->fn];
+		char name[BT_ESCAPED_LEN(512)], v[5][32], an[BT_ESCAPED_LEN(16)];
+		fprintf(out, "%-40s %7u %9" PRIu64 " %10s %10s %9s %9s %9s  %s\n", bt_cfunc_name(fn, name, sizeof(name)),
+			fn->pid, r->calls, bt_fmt_dur(r->total, v[0], 32), bt_fmt_dur(r->self, v[1], 32),
+			bt_fmt_dur(r->p50, v[2], 32), bt_fmt_dur(r->p99, v[3], 32), bt_fmt_dur(r->max, v[4], 32),
+			fn->app >= 0 && (size_t)fn->app < na ? bt_escape_text(apps[fn->app].name, 16, an, sizeof(an))
+							     : "-");
+	}
+	if (!nr)
+		fprintf(out, "(no call of a traced function complete in the selection)\n");
+	bt_report_call_losses(d, c, out);
+	free(idx), free(durs), free(rows);
+	return 0;
+}
+
+void bt_report_call_losses(const struct bt_dump *d, const struct bt_calls *c, FILE *out)
+{
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	uint64_t bad = 0, lost = 0, busy = 0, partial = 0, batches_bad = 0;
+	char b1[32], b2[32];
+	int nloss = 0;
+	for (size_t i = 0; i < na; i++) {
+		bad += apps[i].counters[BT_APPC_BLOCKS_BAD];
+		lost += apps[i].counters[BT_APPC_BLOCKS_LOST];
+		busy += apps[i].counters[BT_APPC_BLOCKS_BUSY];
+		partial += apps[i].counters[BT_APPC_BLOCKS_PARTIAL];
+		batches_bad += apps[i].func_batches_bad;
+	}
+	if (c->records)
+		fprintf(out, "functions:    %" PRIu64 " entries/exits, %s .. %s; %" PRIu64 " calls paired\n", c->records,
+			bt_format_ts(c->first_ts, b1, sizeof(b1)), bt_format_ts(c->last_ts, b2, sizeof(b2)), c->n);
+#define LOSS(...)                                                \
+	do {                                                     \
+		fprintf(out, nloss++ ? "; " : "not counted:  "); \
+		fprintf(out, __VA_ARGS__);                       \
+	} while (0)
+	if (c->unmatched_exits)
+		LOSS("%" PRIu64 " exits of calls entered before the window", c->unmatched_exits);
+	if (c->running)
+		LOSS("%" PRIu64 " calls still running at the end", c->running);
+	if (c->seq_gaps)
+		LOSS("%" PRIu64 " calls cut by %" PRIu64 " per-thread seq gaps (%" PRIu64 " records missing)", c->cut,
+		     c->seq_gaps, c->seq_missing);
+	if (c->mismatched)
+		LOSS("%" PRIu64 " exits of functions not on their thread's stack", c->mismatched);
+	if (bad || lost || busy || partial || batches_bad)
+		LOSS("application blocks: %" PRIu64 " refused as malformed, %" PRIu64 " overwritten while dumping, %" PRIu64
+		     " busy, %" PRIu64 " partial; %" PRIu64 " function batches refused",
+		     bad, lost, busy, partial, batches_bad);
+#undef LOSS
+	if (nloss)
+		fputc('\n', out);
+}
+
 int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
 {
 	size_t np, nev, nfn = 0;
@@ -271,15 +371,28 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	struct frows rows = { 0 };
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	uint64_t unknown = 0;
+	struct bt_calls calls = { 0 };
 	int ret = 0;
 
 	if (!fns || !fn_of || !nm) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	if (!np) {
-		fprintf(out, "no user-space probes in this dump (record with -u/-U)\n");
+	if ((ret = bt_calls_build(d, f, &calls)) < 0)
 		goto out;
+	if (!np && !calls.records) {
+		fprintf(out, "no user-space probes (record with -u/-U) and no traced functions (programs built with "
+			     "-finstrument-functions and libbtrace) in this dump\n");
+		goto out;
+	}
+	if (calls.records) {
+		if (np)
+			fprintf(out, "traced functions (-finstrument-functions, libbtrace):\n");
+		if ((ret = print_traced(d, &calls, out)) < 0)
+			goto out;
+		if (!np)
+			goto window;
+		fprintf(out, "\nuser-space probes (uprobes, -u/-U):\n");
 	}
 	for (size_t i = 0; i < np; i++) {
 		size_t r;
@@ -366,6 +479,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	}
 	if (unknown)
 		fprintf(out, "%" PRIu64 " events name probes missing from the probe table\n", unknown);
+window:
 	if ((ret = print_window(d, f, out)) < 0)
 		goto out;
 
@@ -402,5 +516,6 @@ out:
 	free(fns);
 	free(fn_of);
 	bt_namer_free(nm);
+	bt_calls_free(&calls);
 	return ret;
 }

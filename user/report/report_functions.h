@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * report_functions.h - `report --functions` (report_functions.c): per probed
- * function and process, calls, returns and the latency distribution, for the
- * events report's filters select, with the window the counts cover and every
+ * report_functions.h - `report --functions` (report_functions.c): per traced
+ * function (-finstrument-functions) calls, total and self time, p50/p99; per
+ * probed function and process, calls, returns and the latency distribution;
+ * for the events report's filters select, with the window the counts cover and every
  * loss that makes them lower bounds.
  */
 #ifndef BTRACE_REPORT_FUNCTIONS_H
@@ -12,6 +13,7 @@
 
 struct bt_dump;
 struct bt_event_hdr;
+struct bt_calls;
 
 /* What report's options select; all fields may be zero/NULL (everything). */
 struct bt_func_filter {
@@ -29,4 +31,9 @@ struct bt_func_filter {
  * (ring-buffer drops, seq gaps, overwritten history, dump losses); targets
  * that ended. f may be NULL. 0 or -errno. */
 int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out);
+/* Traced functions (-finstrument-functions, func_calls.h) come first, one
+ * row per function and application: calls, total, self, p50/p99/max; then
+ * the calls these counts miss (before the window, running, cut by a loss)
+ * and the application blocks refused or lost: */
+void bt_report_call_losses(const struct bt_dump *d, const struct bt_calls *c, FILE *out);
 #endif

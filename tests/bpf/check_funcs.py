@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""check_funcs.py REPORT APPLOG MODE - the function trace of app_funcs in a
+`btrace-bpf report -p PID` text, against what app_funcs printed (APPLOG).
+
+MODE after: every call of every phase present exactly once, balanced and
+nested per thread, names right; the nap lines up with the kernel's
+sched_switch of its thread (50 us). MODE mid: the same for the phases that
+had ended (a dump taken while the program ran)."""
+import re
+import sys
+from collections import defaultdict
+
+rep, applog, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+LINE = re.compile(r'^\s*(.*?)-(\d+)\s+\[(\d+)\]\s+(\d+)\.(\d+): (\w+): (.*)$')
+errors = []
+
+
+def err(msg):
+    errors.append(msg)
+
+
+info = {'pool': {}, 'nap': None, 'fib': None, 'killed': None}
+for l in open(applog):
+    f = l.split()
+    if not f:
+        continue
+    if f[0] == 'fib':
+        info['fib'] = int(f[1])
+    elif f[0] == 'pool':
+        info['pool'][int(f[1])] = int(f[2])
+    elif f[0] == 'nap':
+        info['nap'] = (int(f[1]), int(f[2]), int(f[3]))
+    elif f[0] == 'killed':
+        info['killed'] = (int(f[1]), int(f[2]))
+
+ev = defaultdict(list)     # tid -> [(ts_us, kind, name, depth)]
+switches = []              # (ts_us, prev, next)
+for l in open(rep):
+    m = LINE.match(l)
+    if not m:
+        continue
+    tid, ts = int(m.group(2)), int(m.group(4)) * 1000000 + int(m.group(5))
+    kind, rest = m.group(6), m.group(7)
+    if kind in ('func_entry', 'func_exit'):
+        name = rest.lstrip(' ')
+        depth = (len(rest) - len(name)) // 2
+        ev[tid].append((ts, kind, name, depth))
+    elif kind == 'sched_switch':
+        p = re.search(r'prev_pid=(\d+).*next_pid=(\d+)', rest)
+        if p:
+            switches.append((ts, int(p.group(1)), int(p.group(2))))
+
+
+def calls(tid):
+    """Per name: complete calls, and a nesting check."""
+    stack, n = [], defaultdict(int)
+    last = 0
+    for ts, kind, name, depth in ev[tid]:
+        if ts < last:
+            err(f'tid {tid}: time goes back at {ts}')
+        last = ts
+        if kind == 'func_entry':
+            if depth != len(stack):
+                err(f'tid {tid}: entry of {name} shown at depth {depth}, is {len(stack)}')
+            stack.append(name)
+        else:
+            if not stack and name == 'main':
+                continue  # entered before the recorder attached
+            if not stack or stack[-1] != name:
+                err(f'tid {tid}: exit of {name} does not close {stack[-1] if stack else "nothing"}')
+                return n
+            stack.pop()
+            if depth != len(stack):
+                err(f'tid {tid}: exit of {name} shown at depth {depth}, is {len(stack)}')
+            n[name] += 1
+    return n
+
+
+def expect(tid, name, want):
+    got = calls(tid).get(name, 0)
+    if got != want:
+        err(f'tid {tid}: {got} calls of {name}, expected {want}')
+
+
+# fib: main's thread; exactly 21891 calls, depth up to 20 below main
+fib = info['fib']
+expect(fib, 'fib', 21891)
+maxd = max((d for ts, k, nm, d in ev[fib] if nm == 'fib'), default=-1)
+if maxd != 20:
+    err(f'fib: deepest call at depth {maxd}, expected 20 (main at 0)')
+if len(info['pool']) != 16:
+    err(f'{len(info["pool"])} pool threads in the log')
+for tid, k in info['pool'].items():
+    expect(tid, 'pool_leaf', k)
+    expect(tid, 'pool_work', 1)
+    expect(tid, 'pool_thread', 1)
+    if len(ev[tid]) != 2 * (k + 2):
+        err(f'pool tid {tid}: {len(ev[tid])} records, expected {2 * (k + 2)}')
+ktid, kn = info['killed']
+# its thread function never returns: the leaf calls are complete, the
+# thread function's entry stays open
+expect(ktid, 'pool_leaf', kn)
+# nap: its thread leaves the CPU inside nap() and comes back before nap returns
+ntid, t0, t1 = info['nap']
+expect(ntid, 'nap', 1)
+nev = ev[ntid]
+try:
+    ne = next(ts for ts, k, nm, d in nev if nm == 'nap' and k == 'func_entry')
+    nx = next(ts for ts, k, nm, d in nev if nm == 'nap' and k == 'func_exit')
+    # now_ns() returns just before usleep, is entered again just after it
+    before = max(ts for ts, k, nm, d in nev if nm == 'now_ns' and k == 'func_exit' and ts < nx - 10000)
+    after = min(ts for ts, k, nm, d in nev if nm == 'now_ns' and k == 'func_entry' and ts > ne + 10000)
+    out = [ts for ts, p, n in switches if p == ntid and ne <= ts <= nx]
+    back = [ts for ts, p, n in switches if n == ntid and ne <= ts <= nx]
+    if not out or not back:
+        err(f'nap tid {ntid}: no sched_switch away and back inside nap() ({ne}..{nx})')
+    else:
+        so, si = min(out), max(back)
+        if not (0 <= so - before <= 50):
+            err(f'nap: switched away {so - before} us after now_ns() returned (want 0..50)')
+        if not (0 <= after - si <= 50):
+            err(f'nap: now_ns() entered {after - si} us after the switch back (want 0..50)')
+        print(f'# nap: away {so - before} us after the last record, back {after - si} us before the next')
+except (StopIteration, ValueError):
+    err(f'nap tid {ntid}: records missing: {nev[:6]}')
+# nothing but what the program calls
+known = {'main', 'run_all', 'fib', 'pool_thread', 'pool_work', 'pool_leaf', 'nap_thread', 'nap', 'now_ns',
+         'killed_thread', 'tick_thread', 'tick'}
+names = {nm for t in ev for ts, k, nm, d in ev[t]}
+if names - known:
+    err(f'unexpected function names: {sorted(names - known)[:5]}')
+for e in errors[:20]:
+    print('# ' + e)
+sys.exit(1 if errors else 0)

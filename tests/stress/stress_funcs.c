@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Concurrency stress test of function tracing (btrace_funcs.c): writer
+ * threads run instrumented code (this file is built with
+ * -finstrument-functions; everything but outer() and inner() opts out)
+ * while the recorder's validating reader (app_reader.c) reads the shared
+ * buffer, open batches included.
+ *
+ * Each writer calls outer() -> inner() in a loop, so the record with
+ * per-thread seq s is: s%4 = 0 entry outer, 1 entry inner, 2 exit inner,
+ * 3 exit outer. Phase 1 (wrap): a small buffer that wraps many times; every
+ * block handed over must validate, every decoded record must be the one its
+ * seq says, seqs contiguous within a batch. Phase 2 (exact): a buffer large
+ * enough for everything; after the writers end (their batches closed by the
+ * thread-exit destructor), each thread's records are there exactly once.
+ * Prints TAP lines for tests/run.sh.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "btrace.h"
+#include "app_reader.h"
+#include "func_batch.h"
+#include "harness.h"
+
+#define NI __attribute__((no_instrument_function))
+#define WRITERS 8
+#define P2_LOOPS 20000
+
+static uint32_t ncores;
+static atomic_int stop, failures;
+static __thread volatile long sink; /* per thread: the writers share nothing */
+static struct bt_app_view view;
+static int loops_each; /* 0: until stop */
+
+NI static void fail(const char *fmt, long a, long b)
+{
+	if (atomic_fetch_add(&failures, 1) < 10) {
+		printf("# FAIL: ");
+		printf(fmt, a, b);
+		printf("\n");
+	}
+}
+
+__attribute__((noinline)) static void inner(int i)
+{
+	sink += i;
+}
+
+__attribute__((noinline)) static void outer(int i)
+{
+	inner(i);
+}
+
+NI static int make_buffer(uint64_t size)
+{
+	uint32_t A, N;
+	uint64_t mo, co, dof;
+	char err[256];
+	if (bt_app_geometry(size, 4096, ncores, &A, &N, err, sizeof(err)) < 0)
+		return -1;
+	uint64_t total = bt_app_shm_layout(4096, A, N, ncores, &mo, &co, &dof);
+	int fd = memfd_create("btrace-funcs-stress", MFD_CLOEXEC);
+	if (fd < 0 || ftruncate(fd, (off_t)total) < 0)
+		return -1;
+	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		return -1;
+	bt_app_shm_init(base, 4096, A, N, ncores, (uint32_t)getpid());
+	view = (struct bt_app_view){ .base = base, .size = total, .bsize = 4096, .A = A, .N = N, .R = N / A,
+				     .ncores = ncores, .pid = (uint32_t)getpid() };
+	return fd;
+}
+
+NI static void *writer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; loops_each ? i < loops_each : !atomic_load_explicit(&stop, memory_order_relaxed); i++)
+		outer(i);
+	return NULL;
+}
+
+/* Per thread (phase 2): which seqs were seen. */
+#define MAX_TIDS 64
+static struct seen {
+	uint32_t tid;
+	uint8_t *bits;
+} seen[MAX_TIDS];
+
+struct rctx {
+	int exact;
+	uint64_t records, batches;
+	struct bt_func_rec rec[1024];
+};
+
+NI static int check_block(const struct bt_block_view *blk, void *arg)
+{
+	struct rctx *c = arg;
+	uint32_t off = 0, len;
+	const void *p;
+	while ((p = bt_block_next(blk, &off, &len))) {
+		const struct bt_ev_app_funcs *f = p;
+		if (len < sizeof(*f) || f->h.type != BT_EV_APP_FUNCS)
+			continue;
+		int64_t n = bt_funcs_count(f, len);
+		if (n <= 0 || n > 1024) {
+			fail("batch of %ld records (tid %ld)", (long)n, (long)f->h.tid);
+			continue;
+		}
+		c->batches++;
+		bt_funcs_decode(f, len, c->rec);
+		for (int64_t i = 0; i < n; i++) {
+			const struct bt_func_rec *r = &c->rec[i];
+			uint32_t k = r->seq % 4;
+			uint64_t want = k == 0 || k == 3 ? (uint64_t)(uintptr_t)outer : (uint64_t)(uintptr_t)inner;
+			if (r->addr != want || r->exit != (k >= 2))
+				fail("tid %ld seq %ld: not the record its seq says", (long)f->h.tid, (long)r->seq);
+			if (i && (r->ts_ns < r[-1].ts_ns))
+				fail("tid %ld seq %ld: time goes back", (long)f->h.tid, (long)r->seq);
+			if (!c->exact)
+				continue;
+			int s = 0;
+			while (s < MAX_TIDS && seen[s].tid && seen[s].tid != f->h.tid)
+				s++;
+			if (s == MAX_TIDS || r->seq >= 4u * P2_LOOPS) {
+				fail("tid %ld seq %ld out of range", (long)f->h.tid, (long)r->seq);
+				continue;
+			}
+			if (!seen[s].tid) {
+				seen[s].tid = f->h.tid;
+				seen[s].bits = calloc(4 * P2_LOOPS, 1);
+			}
+			if (seen[s].bits[r->seq]++)
+				fail("tid %ld seq %ld twice", (long)f->h.tid, (long)r->seq);
+		}
+		c->records += (uint64_t)n;
+	}
+	return 0;
+}
+
+NI static void *reader(void *arg)
+{
+	uint64_t *bad = arg;
+	while (!atomic_load(&stop)) {
+		struct rctx c = { 0 };
+		struct bt_app_read_stats st;
+		bt_app_read(&view, check_block, &c, &st);
+		*bad += st.blocks_bad;
+	}
+	return NULL;
+}
+
+NI static void run_writers(int loops, double secs, uint64_t *bad)
+{
+	pthread_t w[WRITERS], r;
+	atomic_store(&stop, 0);
+	loops_each = loops;
+	pthread_create(&r, NULL, reader, bad);
+	for (int i = 0; i < WRITERS; i++)
+		pthread_create(&w[i], NULL, writer, NULL);
+	if (!loops) {
+		usleep((useconds_t)(secs * 1e6));
+		atomic_store(&stop, 1);
+	}
+	for (int i = 0; i < WRITERS; i++)
+		pthread_join(w[i], NULL);
+	atomic_store(&stop, 1);
+	pthread_join(r, NULL);
+}
+
+NI static void test_wrap(void)
+{
+	uint64_t bad = 0;
+	int fd = make_buffer(256 * 1024);
+	REQUIRE(fd >= 0, "buffer");
+	REQUIRE(btrace_attach_fd_(fd) == 0, "library attaches the buffer");
+	run_writers(0, 1.0, &bad);
+	struct rctx c = { 0 };
+	struct bt_app_read_stats st;
+	bt_app_read(&view, check_block, &c, &st);
+	CHECK(bad == 0 && st.blocks_bad == 0, "an honest writer never makes a bad block (%lu)", (unsigned long)bad);
+	CHECK(c.records > 1000, "records read after wrapping: %lu", (unsigned long)c.records);
+	CHECK(atomic_load(&failures) == 0, "every record is the one its seq says, in time order");
+}
+
+NI static void test_exact(void)
+{
+	uint64_t bad = 0;
+	int fd = make_buffer(64ull << 20);
+	REQUIRE(fd >= 0, "buffer");
+	REQUIRE(btrace_attach_fd_(fd) == 0, "library swaps to the big buffer");
+	run_writers(P2_LOOPS, 0, &bad);
+	struct rctx c = { .exact = 1 };
+	struct bt_app_read_stats st;
+	bt_app_read(&view, check_block, &c, &st);
+	int threads = 0, complete = 0;
+	for (int s = 0; s < MAX_TIDS && seen[s].tid; s++, threads++) {
+		uint32_t k = 0;
+		while (k < 4u * P2_LOOPS && seen[s].bits[k] == 1)
+			k++;
+		complete += k == 4u * P2_LOOPS;
+	}
+	CHECK(threads == WRITERS && complete == WRITERS, "%d of %d threads have every record exactly once", complete,
+	      WRITERS);
+	CHECK(st.blocks_busy == 0, "every batch closed at thread exit (%lu blocks busy)",
+	      (unsigned long)st.blocks_busy);
+	CHECK(bad == 0 && st.blocks_bad == 0, "no bad block while writers ran");
+	CHECK(atomic_load(&failures) == 0, "no record out of place");
+}
+
+NI int main(void)
+{
+	ncores = (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
+	RUN(test_wrap);
+	RUN(test_exact);
+	return h_done();
+}

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+/*
+ * func_batch.c - decode function batches (encoding: bpf/events.h, writer:
+ * user/lib/btrace_funcs.c). Batches come from an untrusted application:
+ * every count is checked against the bytes there are.
+ */
+#include "func_batch.h"
+
+#include <string.h>
+
+static uint32_t words_in(const struct bt_ev_app_funcs *f, uint32_t len)
+{
+	uint64_t room = len >= sizeof(*f) ? (len - sizeof(*f)) / 8 : 0;
+	return f->count < room ? f->count : (uint32_t)room;
+}
+
+int64_t bt_funcs_count(const struct bt_ev_app_funcs *f, uint32_t len)
+{
+	if (len < sizeof(*f) || f->count > f->cap || (uint64_t)f->count * 8 > len - sizeof(*f))
+		return -1;
+	int64_t n = 0;
+	for (uint32_t i = 0; i < f->count; i++, n++) {
+		uint64_t w;
+		memcpy(&w, (const uint8_t *)f->words + 8u * i, 8);
+		if (((w >> 32) & 3) >= BT_FREC_ENTRY_LONG && ++i >= f->count)
+			return -1;
+	}
+	return n;
+}
+
+void bt_funcs_decode(const struct bt_ev_app_funcs *f, uint32_t len, struct bt_func_rec *out)
+{
+	uint32_t nw = words_in(f, len), k = 0;
+	uint64_t tk = f->tsc0;
+	for (uint32_t i = 0; i < nw; i++) {
+		uint64_t w, addr;
+		memcpy(&w, (const uint8_t *)f->words + 8u * i, 8);
+		unsigned kind = (unsigned)(w >> 32) & 3;
+		tk += (uint32_t)w;
+		if (kind >= BT_FREC_ENTRY_LONG) {
+			if (++i >= nw)
+				break;
+			memcpy(&addr, (const uint8_t *)f->words + 8u * i, 8);
+		} else {
+			addr = f->addr0 + (uint64_t)((int64_t)w >> 34);
+		}
+		out[k].ts_ns = f->h.ts_ns + (uint64_t)(((unsigned __int128)(tk - f->tsc0) * f->mult_q32) >> 32);
+		out[k].addr = addr;
+		out[k].seq = f->h.seq + k;
+		out[k].exit = kind & 1;
+		k++;
+	}
+}
+
+uint32_t bt_funcs_trimmed_len(const struct bt_ev_app_funcs *f, uint32_t len)
+{
+	return (uint32_t)sizeof(*f) + 8u * words_in(f, len);
+}

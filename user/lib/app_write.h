@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_write.h - libbtrace internals shared by the event writer
+ * (btrace_app.c) and the function tracer (btrace_funcs.c): the mapped
+ * buffer, the per-thread state, the block reservation. Not installed.
+ */
+#ifndef BTRACE_APP_WRITE_H
+#define BTRACE_APP_WRITE_H
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+#include "app_shm.h"
+
+#define BT_HIDDEN __attribute__((visibility("hidden")))
+/* libbtrace itself is never instrumented: a hook calling an instrumented
+ * function would recurse. */
+#define BT_NOINSTR __attribute__((no_instrument_function))
+
+struct app_buf {
+	struct bt_app_shm *shm;
+	struct bt_app_meta *meta;
+	struct bt_app_core *cores;
+	uint8_t *data;
+	uint32_t bsize, A, R, ncores;
+	uint32_t rmask; /* R - 1 when R is a power of two (no division per event), else 0 */
+	size_t size;
+	int fd;
+	struct app_buf *older; /* buffers used before this one (kept mapped) */
+};
+
+#define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
+struct tstate {
+	uint32_t tid, seq;            /* seq: shared by events and function records */
+	uint32_t sdepth;              /* open BEGINs of this thread */
+	uint32_t sid[SLICE_DEPTH];    /* their name ids ... */
+	uint64_t sts[SLICE_DEPTH];    /* ... and times */
+	/* function tracing (btrace_funcs.c): the open batch */
+	struct bt_ev_app_funcs *fbat; /* NULL: none */
+	uint64_t *fwords;
+	struct app_buf *fbuf;         /* the buffer it is in */
+	struct bt_app_meta *fmeta;    /* confirmed (flen bytes) when it closes */
+	uint64_t ftsc0, flast, faddr0;
+	uint64_t fprev_ns;            /* time of the last record of the batch before */
+	uint32_t fw, fcap, flen;      /* words written, room, region bytes */
+	uint32_t fbusy;               /* inside a hook (a signal handler's calls are dropped) */
+	uint64_t fnested;             /* records dropped that way */
+};
+
+extern _Atomic(struct app_buf *) btrace_buf_ BT_HIDDEN;
+extern __thread struct tstate btrace_tls_ __attribute__((tls_model("initial-exec"))) BT_HIDDEN;
+
+/* Reserve between min and max bytes of core's block (max if the block has
+ * room, else what it has left); NULL when no block could be taken (counted). */
+uint8_t *btrace_reserve_(struct app_buf *b, uint32_t core, uint32_t min, uint32_t max, uint32_t *lenp,
+			 struct bt_app_meta **mtp) BT_HIDDEN BT_NOINSTR;
+
+/* Confirm len bytes of the meta's current round. Release: the bytes written
+ * before it are visible to whoever sees the count (the reader's acquire load
+ * of conf, the next round's locking CAS). */
+static inline BT_NOINSTR void btrace_confirm_(struct bt_app_meta *mt, uint32_t len)
+{
+	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
+}
+
+/* An entry header, stored last and at once (release): a reader of a block
+ * with writes in flight (app_reader.c) takes an entry whose header it sees
+ * (with everything written before it), and stops at one still zero. */
+static inline BT_NOINSTR void put_hdr(uint8_t *p, uint32_t len, uint32_t kind)
+{
+	struct bt_entry_hdr e = { .size = len, .kind = kind };
+	uint64_t w;
+	memcpy(&w, &e, sizeof(w));
+	__atomic_store_n((uint64_t *)p, w, __ATOMIC_RELEASE);
+}
+
+static inline BT_NOINSTR uint64_t now_boot(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* btrace_funcs.c: measure the tick rate (connection thread, before the
+ * first attach; sleeps ~10 ms once per process); turn the hooks on/off
+ * with the buffer; close this thread's batch (an event takes a seq). */
+void btrace_funcs_calibrate_(void) BT_HIDDEN BT_NOINSTR;
+void btrace_funcs_attached_(int on) BT_HIDDEN BT_NOINSTR;
+void btrace_funcs_break_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
+#endif

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+/*
+ * btrace_funcs.c - every function entry and exit of a program compiled with
+ * -finstrument-functions, into the application's shared buffer (Hubble,
+ * OSDI'22, adapted to the BTrace block buffer).
+ *
+ * A thread claims a run of its CPU's block (one FAA on the block's alloc
+ * word, up to BATCH_MAX bytes: a struct bt_ev_app_funcs entry) and then
+ * writes one 8-byte word per entry or exit with plain stores: a tick delta
+ * (TSC, rdtsc), the kind, and the address as a delta from the batch's
+ * first function (events.h has the encoding). After each record the word
+ * count is stored with release, so a dump taken while the batch is open
+ * sees every record written so far (app_reader.c reads blocks with writes
+ * in flight up to the first unwritten entry). The batch is confirmed (one
+ * FAA on conf) when it is full, older than AGE_NS, the buffer changed, or
+ * the thread ends (a TSD destructor); until then its block cannot be
+ * reused, so an idle thread pins one block. A thread that dies without
+ * closing its batch (SYS_exit, a crash) loses nothing it wrote; its block
+ * is skipped (counted) until the buffer is replaced.
+ *
+ * Times: a batch starts with a calibration pair (ticks, CLOCK_BOOTTIME) and
+ * the tick rate the library measured (mult_q32); readers convert ticks to
+ * the kernel events' clock. A batch spans at most AGE_NS, so rate error
+ * and NTP slewing move its last record by far less than a microsecond.
+ *
+ * Fast path per trace point: a load of the on flag (the only cost without
+ * a recorder), the thread's state (initial-exec TLS), rdtsc, four compares,
+ * two stores. No system call, lock, atomic RMW or clock read.
+ *
+ * The hooks run in any thread at any time, including signal handlers that
+ * interrupt a hook: fbusy makes the inner call a counted drop rather than a
+ * torn record. Nothing here is instrumented (BT_NOINSTR), so nothing recurses.
+ */
+#include "btrace.h"
+#include "app_write.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BATCH_MAX 1024u /* bytes of a batch region: 120 records, 8.5 bytes/record with the header */
+#define BATCH_MIN (BT_ENTRY_HDR + (uint32_t)sizeof(struct bt_ev_app_funcs) + 8u * 8u)
+#define AGE_NS 8000000ull /* a batch spans at most 8 ms */
+#define DELTA_MAX (1ll << 29)
+
+int btrace_funcs_on_;                /* the hooks' one test */
+static int funcs_disabled;           /* BTRACE_FUNCS=0 */
+static uint64_t cal_tsc0, cal_boot0; /* the first calibration pair */
+static _Atomic uint64_t mult_q32;    /* ns per tick * 2^32 */
+static uint64_t age_ticks;           /* AGE_NS in ticks */
+static pthread_key_t exit_key;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+
+static inline BT_NOINSTR uint64_t ticks(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	return __builtin_ia32_rdtsc();
+#elif defined(__aarch64__)
+	uint64_t v;
+	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
+	return v;
+#else
+	return now_boot();
+#endif
+}
+
+/* A (ticks, boot ns) pair taken close together: the tightest of three. */
+static BT_NOINSTR void pair(uint64_t *tk, uint64_t *ns)
+{
+	uint64_t best = UINT64_MAX;
+	for (int i = 0; i < 3; i++) {
+		uint64_t a = ticks(), n = now_boot(), b = ticks();
+		if (b - a < best) {
+			best = b - a;
+			*tk = a + (b - a) / 2;
+			*ns = n;
+		}
+		if (best < 200)
+			break;
+	}
+}
+
+static BT_NOINSTR void set_rate(uint64_t dtk, uint64_t dns)
+{
+	if (!dtk)
+		return;
+	uint64_t m = (uint64_t)(((unsigned __int128)dns << 32) / dtk);
+	atomic_store_explicit(&mult_q32, m, memory_order_relaxed);
+	uint64_t age = m ? (uint64_t)(((unsigned __int128)AGE_NS << 32) / m) : 0;
+	if (age > (1ull << 31) || !age)
+		age = 1ull << 31; /* a tick delta must fit 32 bits */
+	__atomic_store_n(&age_ticks, age, __ATOMIC_RELAXED);
+}
+
+void btrace_funcs_calibrate_(void)
+{
+	const char *e = getenv("BTRACE_FUNCS");
+	if (e && strcmp(e, "0") == 0)
+		funcs_disabled = 1;
+	if (funcs_disabled || cal_tsc0)
+		return;
+	uint64_t t1, n1;
+	pair(&cal_tsc0, &cal_boot0);
+	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	pair(&t1, &n1);
+	set_rate(t1 - cal_tsc0, n1 - cal_boot0);
+}
+
+void btrace_funcs_attached_(int on)
+{
+	__atomic_store_n(&btrace_funcs_on_, on && !funcs_disabled && cal_tsc0, __ATOMIC_RELAXED);
+}
+
+/* Confirm the thread's batch: its block can complete. */
+static BT_NOINSTR void close_batch(struct tstate *t)
+{
+	if (t->fbat) {
+		t->fprev_ns = t->fbat->h.ts_ns +
+			      (uint64_t)(((unsigned __int128)(t->flast - t->ftsc0) * t->fbat->mult_q32) >> 32);
+		btrace_confirm_(t->fmeta, t->flen);
+		t->fbat = NULL;
+	}
+	t->fcap = t->fw = 0;
+}
+
+void btrace_funcs_break_(struct tstate *t)
+{
+	if (t->fbat && !t->fbusy)
+		close_batch(t);
+}
+
+/* Thread exit (TSD destructor; also when an instrumented destructor ran
+ * after it and opened a batch again: the value is set at every claim). */
+static BT_NOINSTR void thread_end(void *arg)
+{
+	(void)arg;
+	struct tstate *t = &btrace_tls_;
+	t->fbusy = 1;
+	close_batch(t);
+	/* Calls after this point (other destructors) open a new batch and
+	 * set the key again: the destructor runs once more. */
+	t->fbusy = 0;
+}
+
+static BT_NOINSTR void make_key(void)
+{
+	pthread_key_create(&exit_key, thread_end);
+}
+
+static inline BT_NOINSTR uint64_t word(uint64_t dt, unsigned kind, int64_t delta)
+{
+	return (dt & 0xffffffffu) | (uint64_t)kind << 32 | (uint64_t)delta << 34;
+}
+
+/* Claim a new batch starting with this record. */
+static BT_NOINSTR void open_batch(struct tstate *t, uint64_t fn, unsigned kind, uint64_t now)
+{
+	/* Acquire: pairs with the release store in publish() (btrace_app.c). */
+	struct app_buf *b = atomic_load_explicit(&btrace_buf_, memory_order_acquire);
+	if (!b)
+		return;
+	if (__builtin_expect(!t->tid, 0))
+		t->tid = (uint32_t)syscall(SYS_gettid);
+	int cpu = sched_getcpu();
+	if (cpu < 0)
+		cpu = 0;
+	uint32_t len;
+	struct bt_app_meta *mt;
+	uint8_t *p = (uint32_t)cpu < b->ncores ? btrace_reserve_(b, (uint32_t)cpu, BATCH_MIN, BATCH_MAX, &len, &mt)
+					       : NULL;
+	if (!p) {
+		if ((uint32_t)cpu >= b->ncores)
+			atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
+		t->seq++; /* the record is lost: the gap shows it */
+		return;
+	}
+	pthread_once(&key_once, make_key);
+	pthread_setspecific(exit_key, (void *)1);
+	uint64_t tk, ns, m = atomic_load_explicit(&mult_q32, memory_order_relaxed);
+	pair(&tk, &ns);
+	/* Refine the rate over the longest baseline (seconds: ~1e-7). */
+	if (ns - cal_boot0 > 1000000000ull) {
+		set_rate(tk - cal_tsc0, ns - cal_boot0);
+		m = atomic_load_explicit(&mult_q32, memory_order_relaxed);
+	}
+	/* Move the pair back to this record's tick (taken before the pair). */
+	if (tk > now)
+		ns -= (uint64_t)(((unsigned __int128)(tk - now) * m) >> 32);
+	/* A thread's times never go back from one batch to the next (two
+	 * pairs disagree by their jitter, tens of ns). */
+	if (ns < t->fprev_ns)
+		ns = t->fprev_ns;
+	struct bt_ev_app_funcs *f = (struct bt_ev_app_funcs *)(p + BT_ENTRY_HDR);
+	f->h.ts_ns = ns;
+	f->h.seq = t->seq;
+	f->h.tid = t->tid;
+	f->h.tgid = b->shm->pid;
+	f->h.cpu = (uint16_t)cpu;
+	f->h.type = BT_EV_APP_FUNCS;
+	f->tsc0 = now;
+	f->addr0 = fn;
+	f->mult_q32 = m;
+	f->cap = (len - BT_ENTRY_HDR - (uint32_t)sizeof(*f)) / 8u;
+	f->words[0] = word(0, kind, 0);
+	t->seq++;
+	__atomic_store_n(&f->count, 1, __ATOMIC_RELAXED);
+	/* Release: pairs with the reader's acquire loads of the block copy; an
+	 * entry header seen non-zero comes with the batch header above. */
+	struct bt_entry_hdr e = { .size = len, .kind = BT_ENTRY_DATA };
+	uint64_t ew;
+	memcpy(&ew, &e, sizeof(ew));
+	__atomic_store_n((uint64_t *)p, ew, __ATOMIC_RELEASE);
+	t->fbat = f;
+	t->fwords = (uint64_t *)f->words;
+	t->fbuf = b;
+	t->fmeta = mt;
+	t->flen = len;
+	t->fcap = f->cap;
+	t->fw = 1;
+	t->ftsc0 = t->flast = now;
+	t->faddr0 = fn;
+}
+
+static BT_NOINSTR void slow_point(struct tstate *t, uint64_t fn, unsigned kind, uint64_t now)
+{
+	/* Migrated to a CPU whose counter is a few ticks behind: no going back. */
+	if (t->fbat && (int64_t)(now - t->flast) < 0)
+		now = t->flast;
+	int64_t d = (int64_t)(fn - t->faddr0);
+	if (t->fbat && t->fw < t->fcap && d >= -DELTA_MAX && d < DELTA_MAX &&
+	    now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) &&
+	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
+		t->fwords[t->fw] = word(now - t->flast, kind, d);
+		t->flast = now;
+		t->seq++;
+		/* Release: as in record(). */
+		__atomic_store_n(&t->fbat->count, ++t->fw, __ATOMIC_RELEASE);
+		return;
+	}
+	/* Only the address is far (another object file): a long record. */
+	if (t->fbat && t->fw + 2 <= t->fcap && now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) &&
+	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
+		t->fwords[t->fw] = word(now - t->flast, kind | BT_FREC_ENTRY_LONG, 0);
+		t->fwords[t->fw + 1] = fn;
+		t->fw += 2;
+		t->flast = now;
+		t->seq++;
+		/* Release: pairs with the reader's acquire copy (see record()). */
+		__atomic_store_n(&t->fbat->count, t->fw, __ATOMIC_RELEASE);
+		return;
+	}
+	close_batch(t);
+	open_batch(t, fn, kind, now);
+}
+
+static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
+{
+	struct tstate *t = &btrace_tls_;
+	if (__builtin_expect(t->fbusy, 0)) {
+		/* A signal handler inside a hook: dropped, and the seq gap
+		 * shows it. */
+		t->fnested++;
+		t->seq++;
+		return;
+	}
+	t->fbusy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	uint64_t now = ticks();
+	int64_t d = (int64_t)(fn - t->faddr0);
+	if (__builtin_expect(t->fw < t->fcap && now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) && now >= t->flast && d >= -DELTA_MAX &&
+				     d < DELTA_MAX &&
+				     t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed),
+			     1)) {
+		t->fwords[t->fw] = word(now - t->flast, kind, d);
+		t->flast = now;
+		t->seq++;
+		/* Release: pairs with the acquire loads of the reader's copy
+		 * (app_reader.c): count covers only records fully stored. */
+		__atomic_store_n(&t->fbat->count, ++t->fw, __ATOMIC_RELEASE);
+	} else {
+		slow_point(t, fn, kind, now);
+	}
+	atomic_signal_fence(memory_order_seq_cst);
+	t->fbusy = 0;
+}
+
+BT_NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	if (__builtin_expect(__atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED) != 0, 0))
+		record((uint64_t)(uintptr_t)fn, BT_FREC_ENTRY);
+}
+
+BT_NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	if (__builtin_expect(__atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED) != 0, 0))
+		record((uint64_t)(uintptr_t)fn, BT_FREC_EXIT);
+}

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * func_watch.c - time the calls of watched functions from an application's
+ * function records (`--trigger app-func:NAME>T`), in the recorder.
+ *
+ * Each scan reads the buffer with the validating reader (app_reader.c),
+ * skipping the complete blocks an earlier scan took (a complete block never
+ * changes until its position does), and re-reading the ones still open.
+ * Records are put in each thread's seq order and replayed on a per-thread
+ * stack of (function, entry time); records an earlier scan took are skipped
+ * by seq. A gap in a thread's seq (records lost, or a batch of another CPU
+ * not seen yet) empties its stack: those calls are not timed (counted), so
+ * a missing record never makes up a duration. A record of seq 0 newer than
+ * the thread's last one is a new thread reusing the tid.
+ */
+#include "func_watch.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "app_reader.h"
+#include "events.h"
+#include "func_batch.h"
+#include "func_names.h"
+
+struct frame {
+	uint64_t addr, ts;
+};
+
+struct wthr {
+	uint32_t tid; /* 0: free slot */
+	uint32_t last_seq;
+	uint64_t last_ts;
+	int fresh;    /* no record replayed yet */
+	struct frame *st;
+	uint32_t n, cap;
+};
+
+struct wrec {
+	uint32_t tid, seq;
+	uint64_t ts, addr;
+	uint32_t kind; /* 0 entry, 1 exit, 2 another event (takes a seq) */
+};
+
+struct addr_mask {
+	uint64_t addr; /* 0: free slot */
+	uint32_t mask; /* watched functions it is (bit i: cfg entry i) */
+};
+
+struct bt_func_watch {
+	struct bt_func_watch_cfg cfg;
+	struct bt_func_watch_stats st;
+	struct wthr *thr;
+	size_t tcap, tn;
+	struct addr_mask *am;
+	size_t acap, an;
+	uint64_t *done, *ndone; /* complete positions taken: sorted; being built */
+	size_t ndone_n, done_n, done_cap;
+	const void *base;       /* the buffer the positions are of */
+	struct wrec *rec;
+	size_t nrec, rcap;
+	struct bt_func_rec *dec;
+	size_t dcap;
+	int refreshed; /* names read again in this scan */
+	int err;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	return x ^ (x >> 33);
+}
+
+int bt_func_watch_match(const char *name, const char *sym)
+{
+	size_t n = strlen(name);
+	return strncmp(name, sym, n) == 0 && (sym[n] == '\0' || (sym[n] == '(' && !strchr(name, '(')));
+}
+
+struct bt_func_watch *bt_func_watch_new(const struct bt_func_watch_cfg *cfg)
+{
+	struct bt_func_watch *w = calloc(1, sizeof(*w));
+	if (w)
+		w->cfg = *cfg;
+	return w;
+}
+
+void bt_func_watch_free(struct bt_func_watch *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->tcap; i++)
+		free(w->thr[i].st);
+	free(w->thr);
+	free(w->am);
+	free(w->done);
+	free(w->ndone);
+	free(w->rec);
+	free(w->dec);
+	free(w);
+}
+
+void bt_func_watch_stats(const struct bt_func_watch *w, struct bt_func_watch_stats *out)
+{
+	*out = w->st;
+}
+
+static struct wthr *thr_get(struct bt_func_watch *w, uint32_t tid)
+{
+	if (2 * (w->tn + 1) > w->tcap) {
+		size_t nc = w->tcap ? w->tcap * 2 : 64;
+		struct wthr *t = calloc(nc, sizeof(*t));
+		if (!t)
+			return NULL;
+		for (size_t i = 0; i < w->tcap; i++)
+			if (w->thr[i].tid) {
+				size_t k = mix(w->thr[i].tid) & (nc - 1);
+				while (t[k].tid)
+					k = (k + 1) & (nc - 1);
+				t[k] = w->thr[i];
+			}
+		free(w->thr);
+		w->thr = t;
+		w->tcap = nc;
+	}
+	size_t k = mix(tid) & (w->tcap - 1);
+	while (w->thr[k].tid && w->thr[k].tid != tid)
+		k = (k + 1) & (w->tcap - 1);
+	if (!w->thr[k].tid) {
+		w->thr[k].tid = tid;
+		w->thr[k].fresh = 1;
+		w->tn++;
+	}
+	return &w->thr[k];
+}
+
+/* The watched functions addr is (bit i: cfg.names[i]), resolved once. */
+static uint32_t watched(struct bt_func_watch *w, uint64_t addr, struct bt_func_names *names)
+{
+	if (!addr)
+		return 0;
+	if (2 * (w->an + 1) > w->acap) {
+		size_t nc = w->acap ? w->acap * 2 : 256;
+		struct addr_mask *a = calloc(nc, sizeof(*a));
+		if (!a)
+			return 0; /* out of memory: not timed this time */
+		for (size_t i = 0; i < w->acap; i++)
+			if (w->am[i].addr) {
+				size_t k = mix(w->am[i].addr) & (nc - 1);
+				while (a[k].addr)
+					k = (k + 1) & (nc - 1);
+				a[k] = w->am[i];
+			}
+		free(w->am);
+		w->am = a;
+		w->acap = nc;
+	}
+	size_t k = mix(addr) & (w->acap - 1);
+	while (w->am[k].addr && w->am[k].addr != addr)
+		k = (k + 1) & (w->acap - 1);
+	if (w->am[k].addr)
+		return w->am[k].mask;
+	const char *sym = names ? bt_func_names_get(names, addr) : NULL;
+	if (!sym && names && !w->refreshed) {
+		/* a library loaded since the mappings were read */
+		w->refreshed = 1;
+		if (bt_func_names_refresh(names) == 0)
+			sym = bt_func_names_get(names, addr);
+	}
+	uint32_t m = 0;
+	for (size_t i = 0; sym && i < w->cfg.n && i < 32; i++)
+		if (bt_func_watch_match(w->cfg.names[i], sym))
+			m |= 1u << i;
+	w->am[k] = (struct addr_mask){ addr, m };
+	w->an++;
+	return m;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct wrec *x = a, *y = b;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int note_done(struct bt_func_watch *w, uint64_t pos)
+{
+	if (w->ndone_n == w->done_cap) {
+		size_t nc = w->done_cap ? w->done_cap * 2 : 256;
+		uint64_t *a = realloc(w->done, nc * 8), *b = a ? realloc(w->ndone, nc * 8) : NULL;
+		if (a)
+			w->done = a;
+		if (!a || !b)
+			return -ENOMEM;
+		w->ndone = b;
+		w->done_cap = nc;
+	}
+	w->ndone[w->ndone_n++] = pos;
+	return 0;
+}
+
+static int skip_block(uint64_t pos, void *ctx)
+{
+	struct bt_func_watch *w = ctx;
+	if (!bsearch(&pos, w->done, w->done_n, 8, cmp_u64))
+		return 0;
+	if (note_done(w, pos) < 0)
+		w->err = -ENOMEM;
+	return 1;
+}
+
+static int add_rec(struct bt_func_watch *w, struct wrec r)
+{
+	if (w->nrec == w->rcap) {
+		size_t nc = w->rcap ? w->rcap * 2 : 4096;
+		void *q = realloc(w->rec, nc * sizeof(*w->rec));
+		if (!q)
+			return -ENOMEM;
+		w->rec = q;
+		w->rcap = nc;
+	}
+	w->rec[w->nrec++] = r;
+	return 0;
+}
+
+static int take_block(const struct bt_block_view *blk, void *ctx)
+{
+	struct bt_func_watch *w = ctx;
+	uint32_t off = 0, len;
+	const void *p;
+	if (blk->complete && note_done(w, blk->pos) < 0)
+		return -ENOMEM;
+	while ((p = bt_block_next(blk, &off, &len))) {
+		const struct bt_ev_app *e = p;
+		if (len < sizeof(e->h))
+			continue;
+		if (e->h.type != BT_EV_APP_FUNCS) {
+			if (add_rec(w, (struct wrec){ e->h.tid, e->h.seq, e->h.ts_ns, 0, 2 }) < 0)
+				return -ENOMEM;
+			continue;
+		}
+		const struct bt_ev_app_funcs *f = p;
+		int64_t n = bt_funcs_count(f, len); /* validated by the reader */
+		if (n <= 0)
+			continue;
+		if ((size_t)n > w->dcap) {
+			void *q = realloc(w->dec, (size_t)n * sizeof(*w->dec));
+			if (!q)
+				return -ENOMEM;
+			w->dec = q;
+			w->dcap = (size_t)n;
+		}
+		bt_funcs_decode(f, len, w->dec);
+		for (int64_t i = 0; i < n; i++)
+			if (add_rec(w, (struct wrec){ f->h.tid, w->dec[i].seq, w->dec[i].ts_ns, w->dec[i].addr,
+						      w->dec[i].exit }) < 0)
+				return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Replay one record on its thread's stack. */
+static int replay(struct bt_func_watch *w, const struct wrec *r, struct bt_func_names *names)
+{
+	struct wthr *t = thr_get(w, r->tid);
+	if (!t)
+		return -ENOMEM;
+	if (r->seq == 0 && !t->fresh && r->ts > t->last_ts) {
+		t->n = 0; /* a new thread with this tid */
+		t->fresh = 1;
+	}
+	if (t->fresh) {
+		t->fresh = 0;
+	} else {
+		uint32_t d = r->seq - t->last_seq;
+		if (d == 0 || d > (1u << 31))
+			return 0; /* taken by an earlier scan */
+		if (d > 1) {
+			w->st.gaps += d - 1;
+			t->n = 0;
+		}
+	}
+	t->last_seq = r->seq;
+	t->last_ts = r->ts;
+	if (r->kind == 2)
+		return 0;
+	w->st.records++;
+	if (r->kind == 0) {
+		if (t->n == t->cap) {
+			uint32_t nc = t->cap ? t->cap * 2 : 32;
+			void *q = nc <= 65536 ? realloc(t->st, nc * sizeof(*t->st)) : NULL;
+			if (!q) {
+				t->n = 0; /* too deep to follow: start again, the calls open are not timed */
+				w->st.untimed++;
+				return 0;
+			}
+			t->st = q;
+			t->cap = nc;
+		}
+		t->st[t->n++] = (struct frame){ r->addr, r->ts };
+		return 0;
+	}
+	uint32_t s = t->n;
+	while (s > 0 && t->st[s - 1].addr != r->addr)
+		s--;
+	if (!s) {
+		w->st.untimed++;
+		return 0;
+	}
+	t->n = s - 1; /* calls above it left without an exit (longjmp, exceptions) */
+	uint64_t dur = r->ts > t->st[s - 1].ts ? r->ts - t->st[s - 1].ts : 0;
+	uint32_t m = watched(w, r->addr, names);
+	for (uint32_t i = 0; m && i < w->cfg.n; i++)
+		if ((m & (1u << i)) && dur > w->cfg.ns[i]) {
+			w->st.hits++;
+			w->cfg.hit(w->cfg.ctx, w->cfg.trig[i], r->ts, dur, r->tid);
+		}
+	return 0;
+}
+
+int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, struct bt_func_names *names)
+{
+	int ret;
+	if (w->base != v->base) {
+		w->done_n = 0; /* positions of another buffer */
+		w->base = v->base;
+	}
+	w->nrec = 0;
+	w->ndone_n = 0;
+	w->err = 0;
+	w->refreshed = 0;
+	w->st.scans++;
+	ret = bt_app_read_skip(v, skip_block, take_block, w, NULL);
+	if (!ret)
+		ret = w->err;
+	/* the complete blocks seen are the ones to skip next time */
+	uint64_t *t = w->done;
+	w->done = w->ndone;
+	w->ndone = t;
+	w->done_n = ret ? 0 : w->ndone_n;
+	qsort(w->done, w->done_n, 8, cmp_u64);
+	qsort(w->rec, w->nrec, sizeof(*w->rec), cmp_rec);
+	for (size_t i = 0; i < w->nrec && !ret; i++)
+		ret = replay(w, &w->rec[i], names);
+	return ret;
+}

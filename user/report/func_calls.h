@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * func_calls.h - the calls of traced functions (-finstrument-functions,
+ * libbtrace) in a dump: entries and exits (BT_EV_APP_FUNC_*) paired per
+ * thread into calls with duration, self time (duration minus the direct
+ * children's), depth and parent. Used by `report --functions` and `--hot`.
+ */
+#ifndef BTRACE_FUNC_CALLS_H
+#define BTRACE_FUNC_CALLS_H
+#include <stddef.h>
+#include <stdint.h>
+
+struct bt_dump;
+struct bt_func_filter;
+
+/* A function of one application (its pid): a row of the reports. */
+struct bt_cfunc {
+	int32_t app;      /* index into bt_dump_apps() */
+	uint32_t pid;
+	uint64_t addr;
+	const char *name; /* NULL: no symbol (shown as its address) */
+};
+
+struct bt_call {
+	uint64_t start, dur, self; /* dur, self: 0 while open */
+	uint32_t tid, fn;          /* fn indexes bt_calls.fn */
+	uint32_t depth;            /* 0: no caller in the window */
+	int32_t parent;            /* index of the caller, -1 none */
+	uint8_t open;              /* no exit in the dump (running at its end, or cut by a loss) */
+	uint8_t sel;               /* its entry passes the report's filters */
+	uint8_t outer;             /* not inside another call of the same function (recursion) */
+};
+
+struct bt_calls {
+	struct bt_call *c; /* in entry order per thread; a parent comes before its children */
+	size_t n;
+	struct bt_cfunc *fn;
+	size_t nfn;
+	uint64_t first_ts, last_ts; /* the function records' window (0: none) */
+	uint64_t records;           /* entries and exits seen */
+	uint64_t unmatched_exits;   /* exits whose entry is not in the dump (before its window) */
+	uint64_t mismatched;        /* exits of a function not on the thread's stack */
+	uint64_t seq_gaps, seq_missing; /* per-thread records missing (lost while recording or dumping) */
+	uint64_t cut;               /* calls left open by a seq gap (their exit may be lost) */
+	uint64_t running;           /* calls open at the end of the dump */
+};
+
+/* Pair the dump's function records; f (may be NULL) selects calls by their
+ * entry event. 0 or -ENOMEM. */
+int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, struct bt_calls *out);
+void bt_calls_free(struct bt_calls *c);
+/* "name" (escaped; buf of BT_ESCAPED_LEN(512) for all of it) or "0x1234". */
+const char *bt_cfunc_name(const struct bt_cfunc *f, char *buf, size_t len);
+/* "1.23ms" into buf. */
+const char *bt_fmt_dur(uint64_t ns, char *buf, size_t len);
+#endif
