@@ -7,8 +7,9 @@
  *
  * Prints "ready PID READER_TID" and waits for a line on stdin, then for
  * SECONDS runs at once:
- *   - thread "cpu": in every 10 ms of its CPU time, 7 ms in hot_a() (reached
- *     through path_a()) and 3 ms in hot_b() (through path_b()): 70/30;
+ *   - thread "cpu": in every slice of its CPU time (5 to 15 ms, random),
+ *     70% in hot_a() (reached through path_a()) and 30% in hot_b() (through
+ *     path_b());
  *   - thread "reader": BLOCKS times blocks in wait_for_input() on a pipe
  *     read, released BLOCK_MS later by thread "writer" in release_reader();
  *   - a child process that runs exited_work() for 300 ms and exits.
@@ -86,9 +87,14 @@ static void *cpu_main(void *arg)
 	uint64_t end = now_ns() + (uint64_t)(seconds * 1e9);
 
 	(void)arg;
+	uint64_t r = 88172645463325252ull;
 	while (now_ns() < end) {
-		path_a(7000000);
-		path_b(3000000);
+		/* slices of random length (0.5x..1.5x), 70/30 each: no fixed
+		 * period for the sampling timer to beat with */
+		r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+		uint64_t k = 500 + r % 1001; /* per mille */
+		path_a(7000ull * k);
+		path_b(3000ull * k);
 	}
 	return NULL;
 }

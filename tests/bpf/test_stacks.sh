@@ -44,11 +44,11 @@ run_workload() {
 
 # ---- one recorder: samples, off-CPU, waker, exited process, deleted binary ----
 out=$T_TMP/out
-rec_start "$T_TMP/rec.log" --sample 499 --stacks switch,wakeup --comm sw --ctl "$T_TMP/ctl.sock" -o "$out" -m 16M ||
+rec_start "$T_TMP/rec.log" --sample 997 --stacks switch,wakeup --comm sw --ctl "$T_TMP/ctl.sock" -o "$out" -m 16M ||
 	{ not_ok "recorder starts"; finish; exit; }
 run_workload 2 10 30 || not_ok "workload runs" "$(cat "$T_TMP/sw.out" 2>/dev/null)"
 st=$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1)
-echo "$st" | grep -qE '^stacks: [1-9][0-9]* distinct \(max 16384\), sampling 499 Hz, [1-9][0-9]* samples; lost: 0 table full' &&
+echo "$st" | grep -qE '^stacks: [1-9][0-9]* distinct \(max 16384\), sampling 997 Hz, [1-9][0-9]* samples; lost: 0 table full' &&
 	ok "ctl status: the stack table, samples and stack losses" || not_ok "ctl status stacks" "$st"
 rec_stop "$REC_PID"
 dump=$(ls "$out"/*.btd 2>/dev/null | head -1)

@@ -248,15 +248,16 @@ struct proc_tot {
 	uint64_t w, lost, trunc;
 };
 
-static int by_self(const void *a, const void *b)
+static int by_total(const void *a, const void *b)
 {
 	const struct agg_ent *x = a, *y = b;
 	if (x->tgid != y->tgid)
 		return x->tgid < y->tgid ? -1 : 1;
-	if (x->a != y->a)
-		return x->a > y->a ? -1 : 1;
+	/* by total, as perf report --children: a caller before its callees */
 	if (x->b != y->b)
 		return x->b > y->b ? -1 : 1;
+	if (x->a != y->a)
+		return x->a > y->a ? -1 : 1;
 	return strcmp(x->key, y->key);
 }
 
@@ -366,7 +367,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		return r;
 	}
 	qsort(pt, np, sizeof(*pt), by_weight);
-	struct agg_ent *e = agg_sorted(&g, by_self);
+	struct agg_ent *e = agg_sorted(&g, by_total);
 	uint64_t all = 0;
 	for (size_t p = 0; p < np; p++)
 		all += pt[p].w;
@@ -387,8 +388,6 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		size_t shown = 0;
 		for (size_t i = 0; i < g.n; i++) {
 			if (e[i].tgid != pt[p].tgid || shown == TOP_FUNCS)
-				continue;
-			if (!e[i].a && shown >= 10)
 				continue;
 			fprintf(out, "  %6.1f%% %6.1f%%  %s\n", 100.0 * (double)e[i].a / (double)pt[p].w,
 				100.0 * (double)e[i].b / (double)pt[p].w, e[i].key);
