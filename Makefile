@@ -203,6 +203,11 @@ $(OUT)/tests/%: tests/bpf/%.cc | $(OUT)/tests
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) $(CPPFLAGS) -Itests -O1 -g -fno-inline $< -o $@
 
+# Call-stack workloads: user stacks come from frame pointers.
+$(OUT)/tests/stack_%: tests/bpf/stack_%.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -fno-omit-frame-pointer $< -lpthread -o $@
+
 $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@

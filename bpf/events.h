@@ -27,7 +27,8 @@ enum bt_group {
 	BT_GROUP_POWER = 2,
 	BT_GROUP_SYSCALLS = 3,
 	BT_GROUP_UPROBE = 4,
-	BT_GROUP_MAX = 5,
+	BT_GROUP_STACKS = 5, /* CPU samples, off-CPU and waker stacks (record --sample, --stacks) */
+	BT_GROUP_MAX = 6,
 };
 
 enum bt_event_type {
@@ -61,8 +62,23 @@ enum bt_event_type {
 	BT_EV_APP_FUNCS = 25,      /* a batch of function entries/exits (struct bt_ev_app_funcs) */
 	BT_EV_APP_FUNC_ENTRY = 26, /* decoded from batches by readers, never stored: */
 	BT_EV_APP_FUNC_EXIT = 27,  /* struct bt_ev_app, args[0] = the function's address */
-	BT_EV_MAX = 28,
+	/* kernel again (stacks, record --sample / --stacks) */
+	BT_EV_CPU_SAMPLE = 28,
+	BT_EV_OFFCPU = 29,
+	BT_EV_WAKER = 30,
+	BT_EV_PROBE_STACK = 31,
+	BT_EV_MAX = 32,
+	/* Ring-buffer only, never stored: the drain turns them into the above
+	 * (struct bt_raw_stacks) or into the stack table (struct bt_raw_stack_def). */
+	BT_RAW_STACKS = 48,
+	BT_RAW_STACK_DEF = 49,
 };
+
+/* Types the BPF side emits and the drain stores (not application events). */
+static inline int bt_event_is_kernel(unsigned type)
+{
+	return (type > BT_EV_NONE && type < BT_EV_KERNEL_MAX) || (type >= BT_EV_CPU_SAMPLE && type < BT_EV_MAX);
+}
 
 struct bt_event_hdr {
 	__u64 ts_ns; /* CLOCK_BOOTTIME, bpf_ktime_get_boot_ns() */
@@ -149,6 +165,90 @@ struct bt_ev_app {
 	__u16 nargs;  /* args that follow, 0..BT_APP_MAX_ARGS */
 	__u16 flags;  /* 0 */
 	__s64 args[]; /* nargs values */
+};
+
+/*
+ * Call stacks (bpf/record_stacks.bpf.h, user/record/stack_table.h). An event
+ * names its stacks by id in the dump's stack table (section STCK): 0 = no
+ * stack of that kind (a kernel thread has no user stack; the user stack of a
+ * sample taken in the kernel of a task is there), BT_STACK_LOST = the stack
+ * could not be taken or stored (counted in the STCK section's counters).
+ */
+#define BT_STACK_LOST 0xffffffffu
+#define BT_MAX_FRAMES 127 /* perf's default kernel.perf_event_max_stack */
+
+/* record --sample: a timer sample of the running thread. */
+struct bt_ev_sample {
+	struct bt_event_hdr h;
+	__u32 kstack;
+	__u32 ustack;
+};
+
+/* record --stacks switch: h.tid blocked (switched out sleeping) with these
+ * stacks and was off the CPU for offcpu_ns; h.ts_ns is when it ran again. */
+struct bt_ev_offcpu {
+	struct bt_event_hdr h;
+	__u32 kstack;
+	__u32 ustack;
+	__u64 offcpu_ns;
+};
+
+/* record --stacks wakeup: h.tid (the waker) woke `wakee` with these stacks. */
+struct bt_ev_waker {
+	struct bt_event_hdr h;
+	__u32 kstack;
+	__u32 ustack;
+	__u32 wakee;
+	__u32 reserved;
+};
+
+/* record -u/-U --ustack: the stacks of a probe hit, next to its uprobe/USDT
+ * event (same thread and CPU, seq one less, a moment later in time). At a
+ * function's entry its frame is not set up yet: the user stack goes from
+ * the function to its caller's caller (as perf's). */
+struct bt_ev_probe_stack {
+	struct bt_event_hdr h;
+	__u32 kstack;
+	__u32 ustack;
+	__u32 probe_id;
+	__u32 reserved;
+};
+
+/* Ring form of the stack events above: stacks as 64-bit hashes the drain interns.
+ * h.type = BT_RAW_STACKS, ev_type the event it becomes. A hash of 0 = no
+ * stack, 1 = lost (see BT_STACK_LOST). */
+struct bt_raw_stacks {
+	struct bt_event_hdr h;
+	__u16 ev_type;
+	__u16 reserved;
+	__u32 aux32; /* waker: wakee; probe stack: probe id */
+	__u64 khash;
+	__u64 uhash;
+	__u64 aux64; /* off-CPU: offcpu_ns */
+};
+#define BT_HASH_NONE 0
+#define BT_HASH_LOST 1
+
+/* A stack seen for the first time (h.type = BT_RAW_STACK_DEF, no seq taken:
+ * h.seq is 0): nframes return addresses, innermost first. */
+#define BT_STACKDEF_USER 0x1      /* user stack of h.tgid (else kernel) */
+#define BT_STACKDEF_FULL 0x2      /* BT_MAX_FRAMES frames: may be cut short */
+struct bt_raw_stack_def {
+	struct bt_event_hdr h;
+	__u64 hash;
+	__u32 nframes;
+	__u32 flags;
+	__u64 ips[]; /* nframes */
+};
+
+/* Per-CPU counters of stacks not taken (a PERCPU_ARRAY, one slot). */
+struct bt_stack_stats {
+	__u64 kernel_err;  /* bpf_get_stack() failed for a kernel stack */
+	__u64 user_err;    /* ... for a user stack (e.g. -EFAULT) */
+	__u64 def_drops;   /* a new stack's definition did not fit in the ring */
+	__u64 offcpu_short;/* blocks shorter than --offcpu-min, dropped (not a loss) */
+	__u64 offcpu_nomem;/* switch-outs whose stacks found the pending table full */
+	__u64 samples;     /* sample programs run (idle samples excluded) */
 };
 
 /*

@@ -107,6 +107,8 @@ static __always_inline bool bt_current_match(void)
 	return true;
 }
 
+#include "record_stacks.bpf.h"
+
 /* ---- sched ----------------------------------------------------------------- */
 
 /* ---- the sched-latency trigger ------------------------------------------------ */
@@ -166,6 +168,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_sched_switch, bool preempt, struct task_struct *prev,
 	     struct task_struct *next, unsigned int prev_state)
 {
+	bt_stacks_switch(ctx, prev, next, bt_switch_state(preempt, prev_state, prev->exit_state));
 	return bt_emit_switch(preempt, prev, next, prev_state);
 }
 
@@ -174,6 +177,7 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_sched_switch_legacy, bool preempt, struct task_struct *prev,
 	     struct task_struct *next)
 {
+	bt_stacks_switch(ctx, prev, next, bt_switch_state(preempt, bt_task_state(prev), prev->exit_state));
 	return bt_emit_switch(preempt, prev, next, bt_task_state(prev));
 }
 

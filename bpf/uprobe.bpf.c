@@ -125,6 +125,10 @@ const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured argumen
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
  * or by one that user/probes/uprobes.c makes (see bt_uprobes_open). */
 #include "emit.bpf.h"
+#include "stacks_emit.bpf.h"
+
+/* --ustack: every entry and USDT hit takes its call stacks. Set by the loader. */
+const volatile __u32 take_ustack = 0;
 
 struct bt_stamp_key {
 	__u32 tid;
@@ -244,6 +248,19 @@ static __always_inline __u64 bt_stamp_pop(__u32 stamp_id, __u64 now, __u64 ret_s
  * submitted in the same block. (Stamping between reserve and submit kept the
  * pointer live across the stamp code, and the compiler tested it for NULL a
  * second time, which the 6.1 verifier rejects: see bt_begin_at.) */
+/* --ustack: the stacks of the hit, as an event of their own just before it. */
+static __always_inline void bt_probe_stack(void *ctx, __u32 id)
+{
+	struct bt_stack_stats *ss;
+	__u64 kh, uh;
+
+	if (!take_ustack || !(ss = bt_stack_stats_get()))
+		return;
+	kh = bt_stack_take(ctx, BT_STK_SLOT_PROBE, 0, ss);
+	uh = bt_stack_take(ctx, BT_STK_SLOT_PROBE, 1, ss);
+	bt_stacks_emit(BT_EV_PROBE_STACK, kh, uh, id, 0, 0, 0, BT_IRQS_ON);
+}
+
 SEC("uprobe")
 int bt_uprobe_entry(struct pt_regs *ctx)
 {
@@ -260,6 +277,7 @@ int bt_uprobe_entry(struct pt_regs *ctx)
 		bt_stamp_push(stamp, ts, PT_REGS_SP(ctx));
 	if (id == BT_UC_NONE)
 		return 0;
+	bt_probe_stack(ctx, id);
 	e = bt_begin_at(sizeof(*e), BT_GROUP_UPROBE, BT_EV_UPROBE_ENTRY, BT_IRQS_ON, ts, &st, &ring);
 	if (!e)
 		return 0;
@@ -364,6 +382,7 @@ int bt_usdt(struct pt_regs *ctx)
 	n = bt_nargs(cookie);
 	if (spec->arg_cnt >= 0 && (__u32)spec->arg_cnt < n)
 		n = spec->arg_cnt;
+	bt_probe_stack(ctx, BT_UC_ID(cookie));
 	e = bt_begin(sizeof(*e), BT_GROUP_UPROBE, BT_EV_USDT, BT_IRQS_ON, &st, &ring);
 	if (!e)
 		return 0;

@@ -76,11 +76,11 @@ def main():
     tot = grab(r"^total\s+(\d+(?:\s+\d+)+)$")[0]
     if tot:
         cols = tot.split()
-        groups = ["sched", "irq", "power", "syscalls", "uprobe"]
+        groups = ["sched", "irq", "power", "syscalls", "uprobe", "stacks"]
         want("events by group (sum)", sum(m["events"]["by_group"].values()), cols[0])
         for i, g in enumerate(groups):
             want("events.by_group." + g, m["events"]["by_group"][g], cols[1 + i])
-        want("losses.ring_buffer_drops (table)", m["losses"]["ring_buffer_drops"], cols[6])
+        want("losses.ring_buffer_drops (table)", m["losses"]["ring_buffer_drops"], cols[1 + len(groups)])
     L = m["losses"]
     want("ring_buffer_drops", L["ring_buffer_drops"], grab(r"ring-buffer reservation failures: (\d+)$")[0])
     if L["ring_buffer_submitted"] is not None:

@@ -15,6 +15,7 @@
 #include "events.h"
 #include "dump.h"
 #include "event_names.h"
+#include "report_stacks.h"
 
 static FILE *devnull;
 static volatile uint64_t sink;
@@ -78,6 +79,14 @@ static void walk(struct bt_dump *d)
 	}
 	bt_dump_report(d, 0, devnull);
 	bt_dump_report(d, 1, devnull);
+	/* call stacks: every frame's text, the profile, the folded stacks */
+	for (size_t i = 0; i < n; i++)
+		bt_print_event_stacks(devnull, d, ev[i].ev);
+	struct bt_stack_filter sf = { 0 };
+	bt_report_profile(d, &sf, devnull);
+	bt_report_folded(d, &sf, devnull);
+	sf.offcpu = 1;
+	bt_report_profile(d, &sf, devnull);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -22,6 +22,13 @@ Options:
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
                         "trigger ..." on the global "triggers" track and one on
                         the thread it names (JSON: cat btrace_trigger, metadata.trigger)
+  --stacks N            CPU samples with a stack (PerfSample packets) expected: each
+                        names a callstack interned earlier on its sequence (the
+                        sequence cleared first), every frame, function name and
+                        mapping it uses is interned; the call chart slices nest
+  --stack-func NAME     (perfetto) NAME is a function of some sampled callstack
+                        and a call chart slice
+  --offcpu-func NAME    (perfetto) an off-CPU slice "blocked in NAME" exists
   --counts              print the counts found (NAME=N,...) and exit 0
   --same-sched-as FILE  (perfetto) the sched_switch events, with prev_* of
                         compact ones inferred as Perfetto's importer does (from
@@ -766,6 +773,82 @@ def check_json_triggers(path, n):
            "found %d, %d of %d; metadata %s" % (len(glob), len(thr), len(evs), md))
 
 
+def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None):
+    packets = trace.get("packet", [])
+    names, frames, stacks, maps = {}, {}, {}, set()
+    cleared = set()
+    samples = bad = 0
+    why = []
+    for pk in packets:
+        seq = one(pk, "trusted_packet_sequence_id", 0)
+        flags = one(pk, "sequence_flags", 0)
+        if flags & 1:
+            cleared.add(seq)
+            names.setdefault(seq, {}), frames.setdefault(seq, {}), stacks.setdefault(seq, {})
+        for idata in pk.get("interned_data", []):
+            if seq not in cleared:
+                bad += 1
+                why.append("interned data before the sequence was cleared")
+            for fn in idata.get("function_names", []):
+                names[seq][one(fn, "iid")] = one(fn, "str", "")
+            for m in idata.get("mappings", []):
+                maps.add((seq, one(m, "iid")))
+            for fr in idata.get("frames", []):
+                frames[seq][one(fr, "iid")] = (one(fr, "function_name_id"), one(fr, "mapping_id"))
+            for cs in idata.get("callstacks", []):
+                stacks[seq][one(cs, "iid")] = cs.get("frame_ids", [])
+        for ps in pk.get("perf_sample", []):
+            samples += 1
+            iid = one(ps, "callstack_iid")
+            if not flags & 2 or seq not in cleared or iid not in stacks.get(seq, {}):
+                bad += 1
+                why.append("sample of callstack %s not interned on sequence %s" % (iid, seq))
+    for seq, st in stacks.items():
+        for iid, fids in st.items():
+            for fid in fids:
+                fr = frames[seq].get(fid)
+                if fr is None or fr[0] not in names[seq] or (seq, fr[1]) not in maps:
+                    bad += 1
+                    why.append("callstack %s: frame %s, its name or mapping not interned" % (iid, fid))
+    result(bad == 0, "stacks: every sample's callstack, frame, name and mapping interned", "; ".join(why[:5]))
+    result(samples == nsamples, "stacks: %d CPU samples with a stack (want %d)" % (samples, nsamples))
+    # call chart and off-CPU tracks
+    tracks = {}
+    for pk in packets:
+        for td in pk.get("track_descriptor", []):
+            tracks[one(td, "uuid")] = one(td, "name", "")
+    evs = []
+    for idx, pk in enumerate(packets):
+        for te in pk.get("track_event", []):
+            evs.append((one(pk, "timestamp", 0), idx, te))
+    evs.sort(key=lambda e: (e[0], e[1]))
+    depth, chart_names, offcpu_names, nest_bad = defaultdict(int), set(), set(), []
+    for ts, _, te in evs:
+        tn = tracks.get(one(te, "track_uuid"), "")
+        t = one(te, "type")
+        if tn == "call chart (samples)":
+            u = one(te, "track_uuid")
+            if t == "TYPE_SLICE_BEGIN":
+                depth[u] += 1
+                chart_names.add(one(te, "name", ""))
+            elif t == "TYPE_SLICE_END":
+                depth[u] -= 1
+                if depth[u] < 0:
+                    nest_bad.append("end without begin on %x at %d" % (u, ts))
+        elif tn == "off-CPU (stacks)" and t == "TYPE_SLICE_BEGIN":
+            offcpu_names.add(one(te, "name", ""))
+    open_left = [u for u, d in depth.items() if d]
+    result(not nest_bad and not open_left and (nsamples == 0 or chart_names),
+           "stacks: call chart slices nest and all end (%d names)" % len(chart_names),
+           "; ".join(nest_bad[:3]) + (" open at the end: %d tracks" % len(open_left) if open_left else ""))
+    if func:
+        in_stack = any(v == func for n in names.values() for v in n.values())
+        result(in_stack and func in chart_names, "stacks: %s in a callstack and in the call chart" % func)
+    if offcpu_func:
+        result("blocked in " + offcpu_func in offcpu_names, "stacks: off-CPU slice blocked in %s" % offcpu_func,
+               ", ".join(sorted(offcpu_names)[:10]))
+
+
 def main(argv):
     if len(argv) < 3 or argv[1] not in ("perfetto", "json"):
         print(__doc__)
@@ -775,6 +858,7 @@ def main(argv):
     expect = gaps = uprobe_slices = same = app_slices = app_gaps = triggers = None
     print_counts = False
     opt = {}
+    nstacks = stack_func = offcpu_func = None
     i = 3
     while i < len(argv):
         a = argv[i]
@@ -808,6 +892,15 @@ def main(argv):
         elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open"):
             opt[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
+        elif a == "--stacks":
+            nstacks = int(argv[i + 1])
+            i += 2
+        elif a == "--stack-func":
+            stack_func = argv[i + 1]
+            i += 2
+        elif a == "--offcpu-func":
+            offcpu_func = argv[i + 1]
+            i += 2
         elif a == "--counts":
             print_counts = True
             i += 1
@@ -822,6 +915,8 @@ def main(argv):
                 check_same_sched(trace, same, proto)
             if triggers is not None:
                 check_perfetto_triggers(trace, triggers)
+            if nstacks is not None:
+                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func)
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
         if triggers is not None:

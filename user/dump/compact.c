@@ -17,7 +17,7 @@
 #define TYPE_MASK 0x3fu
 #define HDR 16u
 
-_Static_assert(BT_EV_KERNEL_MAX <= TYPE_MASK, "kernel types fit in 6 bits");
+_Static_assert(BT_EV_MAX <= TYPE_MASK, "kernel types fit in 6 bits");
 
 struct chdr {
 	uint64_t ts_tf;
@@ -34,7 +34,7 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *ou
 {
 	uint8_t *o = out;
 	uint32_t type = ev->type, flags = 0, n;
-	if (len < sizeof(*ev) || type == 0 || type >= BT_EV_KERNEL_MAX || len < bt_event_min_size(type))
+	if (len < sizeof(*ev) || !bt_event_is_kernel(type) || len < bt_event_min_size(type))
 		return 0;
 	if (ev->tgid != ev->tid)
 		flags |= F_TGID;
@@ -112,7 +112,7 @@ int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, uint64_t *ts,
 	*ts = full_ts(h.ts_tf & TS_MASK, ref_ts);
 	*seq = h.seq;
 	*type = (uint32_t)(h.ts_tf >> TS_BITS) & TYPE_MASK;
-	return *type != 0 && *type < BT_EV_KERNEL_MAX;
+	return bt_event_is_kernel(*type);
 }
 
 uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, void *out)
@@ -124,7 +124,7 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 		return 0;
 	memcpy(&h, i, sizeof(h));
 	uint32_t tf = (uint32_t)(h.ts_tf >> TS_BITS), type = tf & TYPE_MASK, n = HDR;
-	if (type == 0 || type >= BT_EV_KERNEL_MAX)
+	if (!bt_event_is_kernel(type))
 		return 0;
 	memset(out, 0, BT_EVENT_MAX);
 	ev->ts_ns = full_ts(h.ts_tf & TS_MASK, ref_ts);

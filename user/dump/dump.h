@@ -69,6 +69,11 @@ int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, si
 /* Function names of application `app`, after the table (AFUN). */
 int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt_func_name *f, size_t n);
 
+/* The stack table (section STCK, dump_stacks.h), after every block: every
+ * stack id a stored event names is in it. */
+struct bt_dump_stacks;
+int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st);
+
 /* One row of a dump's trigger table (section TRIG). */
 struct bt_dump_trigger {
 	char name[BT_TRIG_NAME_LEN];
@@ -109,6 +114,9 @@ struct bt_dump_info {
 	/* optional: writes application buffers (bt_apps_dump) */
 	int (*write_apps)(void *ctx, struct bt_dump_sink *s);
 	void *apps_ctx;
+	/* optional: writes the stack table (bt_dump_sink_stacks) */
+	int (*write_stacks)(void *ctx, struct bt_dump_sink *s);
+	void *stacks_ctx;
 };
 
 /* Write a dump of `buf` into directory `dir` (created if missing) as
@@ -199,6 +207,8 @@ const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);
 const struct bt_prog_miss *bt_dump_prog_misses(const struct bt_dump *d, size_t *n);
 /* Sum of their misses. */
 uint64_t bt_dump_prog_misses_total(const struct bt_dump *d);
+/* The stack table (STCK); NULL if the dump has none. */
+const struct bt_dump_stacks *bt_dump_stacks(const struct bt_dump *d);
 /* Entries skipped because their type is newer than this reader (type >= BT_EV_MAX). */
 uint64_t bt_dump_unknown_events(const struct bt_dump *d);
 

@@ -27,6 +27,7 @@
 #include "dump_format.h"
 #include "app_shm.h"
 #include "event_names.h"
+#include "dump_stacks.h"
 
 /* deflate expands at most ~1032:1; anything claiming more is corrupt */
 #define ZLIB_MAX_RATIO 1040u
@@ -64,6 +65,8 @@ struct bt_dump {
 	size_t ntriggers;
 	struct bt_trigger_fired *fired;
 	size_t nfired;
+	struct bt_dump_stacks stacks; /* STCK section */
+	int seen_stacks;
 };
 
 __attribute__((format(printf, 4, 5))) static void *rerr(char *err, size_t errlen, int e, const char *fmt, ...)
@@ -121,6 +124,7 @@ void bt_dump_close(struct bt_dump *d)
 	free(d->triggers);
 	free(d->fired);
 	free(d->prog_misses);
+	bt_dump_stacks_release(&d->stacks);
 	free(d->funcs);
 	free(d->func_events);
 	free(d);
@@ -589,6 +593,12 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 				r = -EBADMSG;
 			}
 			break;
+		case BTD_SEC_STACKS:
+			if (d->seen_stacks++)
+				r = PFAIL(&p, "corrupt dump: two stack tables");
+			else if ((r = bt_dump_stacks_decode(pl, s.len, &d->stacks, err, errlen)) != 0)
+				errno = -r;
+			break;
 		case BTD_SEC_END:
 			seen_end = 1;
 			r = parse_end(&p, pl, s.len, nsec);
@@ -608,6 +618,25 @@ static int parse_body(struct bt_dump *d, char *err, size_t errlen)
 		return PFAIL(&p, "truncated dump (body has no END section)");
 	if (d->seen_app_blocks && !d->apps)
 		return PFAIL(&p, "corrupt dump: application blocks without an application table");
+	/* Every stack id an event names is in the table. */
+	for (size_t i = 0; i < d->nevents; i++) {
+		const struct bt_event_hdr *ev = d->events[i].ev;
+		if (ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
+		    ev->type != BT_EV_PROBE_STACK)
+			continue;
+		const struct bt_ev_sample *e = (const void *)ev;
+		uint32_t id[2] = { e->kstack, e->ustack };
+		for (int k = 0; k < 2; k++) {
+			if (id[k] && id[k] != BT_STACK_LOST && id[k] > d->stacks.nstacks)
+				return PFAIL(&p, "corrupt dump: %s event names stack %u, the stack table has %u%s",
+					     bt_event_name(ev->type), id[k], d->stacks.nstacks,
+					     d->seen_stacks ? "" : " (no STCK section)");
+			if (id[k] && id[k] != BT_STACK_LOST &&
+			    d->stacks.stacks[id[k] - 1].kind != (k ? BT_STACK_USER : BT_STACK_KERNEL))
+				return PFAIL(&p, "corrupt dump: %s event names stack %u as a %s stack, it is not",
+					     bt_event_name(ev->type), id[k], k ? "user" : "kernel");
+		}
+	}
 	if (!seen_tasks || !seen_probes || !seen_loss)
 		return PFAIL(&p, "corrupt dump: missing %s section",
 			     !seen_tasks ? "task" : !seen_probes ? "probe" : "loss");
@@ -1168,6 +1197,11 @@ struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
 }
 
 /* ---- accessors ----------------------------------------------------------- */
+
+const struct bt_dump_stacks *bt_dump_stacks(const struct bt_dump *d)
+{
+	return d->seen_stacks ? &d->stacks : NULL;
+}
 
 const struct bt_dump_header *bt_dump_header(const struct bt_dump *d)
 {

@@ -36,6 +36,7 @@
 #include "func_batch.h"
 #include "util.h"
 #include "dump_format.h"
+#include "dump_stacks.h"
 #include "compact.h"
 
 #define OUT_BUF (256u << 10)
@@ -427,6 +428,22 @@ int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, si
 	return zo->err;
 }
 
+int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
+{
+	struct zout *zo = s->c.zo;
+	uint8_t *p = NULL;
+	int64_t len = bt_dump_stacks_encode(st, &p);
+
+	if (len < 0)
+		return (int)len;
+	section_begin(zo, BTD_SEC_STACKS, 0, (uint64_t)len);
+	body_put(zo, p, (size_t)len);
+	body_pad(zo, (uint64_t)len);
+	free(p);
+	s->c.nsections++;
+	return zo->err;
+}
+
 int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt_func_name *f, size_t n)
 {
 	struct zout *zo = s->c.zo;
@@ -748,6 +765,13 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		r = info->write_apps(info->apps_ctx, &sink);
 		if (r < 0 && !zo.err) {
 			bt_errf(err, errlen, -r, "dump: reading application buffers: %s", strerror(-r));
+			goto fail;
+		}
+	}
+	if (!zo.err && info->write_stacks) {
+		r = info->write_stacks(info->stacks_ctx, &sink);
+		if (r < 0 && !zo.err) {
+			bt_errf(err, errlen, -r, "dump: stack table: %s", strerror(-r));
 			goto fail;
 		}
 	}

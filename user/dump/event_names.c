@@ -47,6 +47,10 @@ static const struct {
 	[BT_EV_APP_BEGIN] = { "app_begin", sizeof(struct bt_ev_app), -1 },
 	[BT_EV_APP_END] = { "app_end", sizeof(struct bt_ev_app), -1 },
 	[BT_EV_APP_COUNTER] = { "app_counter", sizeof(struct bt_ev_app), -1 },
+	[BT_EV_CPU_SAMPLE] = { "cpu_sample", sizeof(struct bt_ev_sample), BT_GROUP_STACKS },
+	[BT_EV_OFFCPU] = { "offcpu", sizeof(struct bt_ev_offcpu), BT_GROUP_STACKS },
+	[BT_EV_WAKER] = { "waker", sizeof(struct bt_ev_waker), BT_GROUP_STACKS },
+	[BT_EV_PROBE_STACK] = { "probe_stack", sizeof(struct bt_ev_probe_stack), BT_GROUP_STACKS },
 	[BT_EV_APP_FUNCS] = { "app_funcs", sizeof(struct bt_ev_app_funcs), -1 },
 	[BT_EV_APP_FUNC_ENTRY] = { "func_entry", sizeof(struct bt_ev_app) + 8, -1 },
 	[BT_EV_APP_FUNC_EXIT] = { "func_exit", sizeof(struct bt_ev_app) + 8, -1 },
@@ -58,6 +62,7 @@ static const char *const group_names[BT_GROUP_MAX] = {
 	[BT_GROUP_POWER] = "power",
 	[BT_GROUP_SYSCALLS] = "syscalls",
 	[BT_GROUP_UPROBE] = "uprobe",
+	[BT_GROUP_STACKS] = "stacks",
 };
 
 const char *bt_event_name(uint32_t type)
@@ -461,6 +466,36 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 		if (e->duration_ns)
 			sb_printf(&s, " duration=%" PRIu64 ".%03" PRIu64 "us", (uint64_t)e->duration_ns / 1000,
 				  (uint64_t)e->duration_ns % 1000);
+		break;
+	}
+	case BT_EV_CPU_SAMPLE:
+	case BT_EV_OFFCPU:
+	case BT_EV_PROBE_STACK:
+	case BT_EV_WAKER: {
+		const struct bt_ev_sample *e = (const void *)ev; /* the common prefix */
+		char k[16], u[16];
+		if (ev->type == BT_EV_OFFCPU)
+			sb_printf(&s, "offcpu=%" PRIu64 ".%03" PRIu64 "us ",
+				  (uint64_t)((const struct bt_ev_offcpu *)ev)->offcpu_ns / 1000,
+				  (uint64_t)((const struct bt_ev_offcpu *)ev)->offcpu_ns % 1000);
+		if (ev->type == BT_EV_PROBE_STACK) {
+			const struct bt_ev_probe_stack *ps = (const void *)ev;
+			const struct bt_probe_desc *pd = bt_probe_find(probes, nprobes, ps->probe_id);
+			sb_printf(&s, "probe=%s ", pd && pd->func[0] ? pd->func : "?");
+		}
+		if (ev->type == BT_EV_WAKER) {
+			const struct bt_ev_waker *w = (const void *)ev;
+			sb_printf(&s, "woke comm=%s pid=%u ", comm_of(nm, w->wakee, ev->cpu, c1), w->wakee);
+		}
+		if (e->kstack == BT_STACK_LOST)
+			snprintf(k, sizeof(k), "lost");
+		else
+			snprintf(k, sizeof(k), "%u", e->kstack);
+		if (e->ustack == BT_STACK_LOST)
+			snprintf(u, sizeof(u), "lost");
+		else
+			snprintf(u, sizeof(u), "%u", e->ustack);
+		sb_printf(&s, "kstack=%s ustack=%s", k, u);
 		break;
 	}
 	default:

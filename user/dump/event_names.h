@@ -25,7 +25,7 @@ int bt_event_type(const char *name);
 uint32_t bt_event_min_size(uint32_t type);
 /* enum bt_group of a type, -1 if unknown. */
 int bt_event_group(uint32_t type);
-/* Group name ("sched", "irq", "power", "syscalls", "uprobe"), NULL if out of range. */
+/* Group name ("sched", "irq", "power", "syscalls", "uprobe", "stacks"), NULL if out of range. */
 const char *bt_group_name(int group);
 /* Group for a name, -1 if none. */
 int bt_group_from_name(const char *name);

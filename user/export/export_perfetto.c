@@ -63,6 +63,8 @@
 #include "export.h"
 #include "event_names.h"
 #include "pbwriter.h"
+#include "dump_stacks.h"
+#include "export_perfetto_stacks.h"
 
 /* ---- field numbers (perfetto_trace.proto) -------------------------------- */
 /* Trace */
@@ -78,7 +80,15 @@
 #define TP_FTRACE_STATS 34
 #define TP_SYSTEM_INFO 45
 #define TP_TRACK_DESCRIPTOR 60
+#define TP_INTERNED_DATA 12
+#define TP_PERF_SAMPLE 66
 #define SEQ_INCREMENTAL_STATE_CLEARED 1
+#define SEQ_NEEDS_INCREMENTAL_STATE 2
+/* PerfSample */
+#define PS_CPU 1
+#define PS_PID 2
+#define PS_TID 3
+#define PS_CALLSTACK_IID 4
 /* ClockSnapshot */
 #define CS_CLOCKS 1
 #define CS_PRIMARY_TRACE_CLOCK 2
@@ -223,6 +233,7 @@
 
 #define SEQ_FTRACE 1
 #define SEQ_TRACK 2
+#define SEQ_STACKS 3 /* interned stacks and the PerfSamples that use them */
 
 /* TrackDescriptor uuids: a kind in the top bits, an id below. */
 #define UUID_ROOT (0xb7ace000ull << 32)
@@ -235,6 +246,8 @@
 #define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
 #define UUID_TRIGGERS (UUID_ROOT | 2)
 #define UUID_TRIG_THREAD(tid) ((0xb7ace009ull << 32) | (tid)) /* 7, 8: the stacks tracks */
+#define UUID_CHART(tid) ((0xb7ace006ull << 32) | (tid))
+#define UUID_OFFCPU(tid) ((0xb7ace007ull << 32) | (tid))
 /* app < BTD_MAX_APPS (2^16), any 32-bit name id */
 #define UUID_APP_COUNTER(app, id) ((0xb7adull << 48) | ((uint64_t)(uint32_t)(app) << 32) | (uint32_t)(id))
 
@@ -288,6 +301,10 @@ struct pf {
 	uint8_t *loss_tracks;           /* [ncpus] descriptor written */
 	int seq_track_started;
 	size_t uslot;                   /* next index into p->urole */
+	struct bt_pf_stacks *stacks;    /* NULL: the dump has no stacks */
+	uint64_t sample_period;         /* ns between samples of a CPU (call chart) */
+	struct bt_u32map chart_tracks;  /* tids with a "call chart" child track */
+	struct bt_u32map offcpu_tracks; /* tids with an "off-CPU" child track */
 	char *err;
 	size_t errlen;
 };
@@ -1377,6 +1394,115 @@ static int put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt
 
 /* ---- main ------------------------------------------------------------------------------ */
 
+/* ---- call stacks ----------------------------------------------------------------- */
+
+/* A named child track of the thread (call chart, off-CPU), once. */
+static int stack_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, uint32_t tid, uint32_t tgid,
+		       const char *name)
+{
+	if (bt_u32map_get(m, tid, NULL))
+		return 0;
+	int r = thread_track(f, tid, tgid);
+	if (r < 0)
+		return r;
+	if (bt_u32map_put(m, tid, 1) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return track_descriptor(f, uuid, UUID_THREAD(tid), name);
+}
+
+/* The stack table as interned data, first packet of its sequence. */
+static int write_interned_stacks(struct pf *f)
+{
+	const struct bt_dump_stacks *s = bt_dump_stacks(f->p->d);
+	int r;
+
+	if (!s)
+		return 0;
+	f->stacks = bt_pf_stacks_new(s, f->p->ev, f->p->nev, &r);
+	if (!f->stacks) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return r;
+	}
+	f->sample_period = s->counters[BT_STKC_SAMPLE_HZ] ? 1000000000ull / s->counters[BT_STKC_SAMPLE_HZ] : 10000000ull;
+	struct pbw *w = &f->pkt;
+	pbw_begin(w, TRACE_PACKET);
+	pbw_uint(w, TP_TIMESTAMP, f->p->first_ts);
+	pbw_uint(w, TP_TRUSTED_PACKET_SEQUENCE_ID, SEQ_STACKS);
+	pbw_uint(w, TP_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	bt_pf_stacks_interned(f->stacks, w, TP_INTERNED_DATA);
+	return packet_flush(f, w);
+}
+
+static int chart_emit(void *ctx, uint32_t tid, uint32_t tgid, uint64_t ts, int begin, const char *name)
+{
+	struct pf *f = ctx;
+	int r = stack_track(f, &f->chart_tracks, UUID_CHART(tid), tid, tgid, "call chart (samples)");
+	if (r < 0)
+		return r;
+	te_begin(f, ts, UUID_CHART(tid), begin ? TE_TYPE_SLICE_BEGIN : TE_TYPE_SLICE_END, begin ? name : NULL,
+		 "stacks");
+	return packet_flush(f, &f->pkt);
+}
+
+/* A CPU sample: a PerfSample (the UI's CPU profile and flame graph) and
+ * the thread's call chart; an off-CPU block: a slice on the thread's
+ * "off-CPU" track named by where it blocked, the stacks as an argument;
+ * a waker: an instant on the woken thread's "off-CPU" track. */
+static int put_stacks(struct pf *f, const struct bt_event_hdr *h)
+{
+	const struct bt_ev_sample *e = (const void *)h;
+	struct pbw *w = &f->pkt;
+	int r;
+
+	if (!f->stacks)
+		return 0;
+	if (h->type == BT_EV_CPU_SAMPLE) {
+		uint64_t iid = bt_pf_stacks_iid(f->stacks, e->kstack, e->ustack);
+		if (!iid)
+			return 0;
+		pbw_begin(w, TRACE_PACKET);
+		pbw_uint(w, TP_TIMESTAMP, h->ts_ns);
+		pbw_uint(w, TP_TRUSTED_PACKET_SEQUENCE_ID, SEQ_STACKS);
+		pbw_uint(w, TP_SEQUENCE_FLAGS, SEQ_NEEDS_INCREMENTAL_STATE);
+		pbw_begin(w, TP_PERF_SAMPLE);
+		pbw_uint(w, PS_CPU, h->cpu);
+		pbw_uint(w, PS_PID, h->tgid);
+		pbw_uint(w, PS_TID, h->tid);
+		pbw_uint(w, PS_CALLSTACK_IID, iid);
+		if ((r = packet_flush(f, w)) < 0)
+			return r;
+		return bt_pf_chart_sample(f->stacks, h->tid, h->tgid, h->ts_ns, e->kstack, e->ustack, f->sample_period,
+					  chart_emit, f);
+	}
+	uint32_t tid = h->type == BT_EV_WAKER ? ((const struct bt_ev_waker *)h)->wakee : h->tid;
+	uint32_t tgid = h->type == BT_EV_WAKER ? 0 : h->tgid;
+	if ((r = stack_track(f, &f->offcpu_tracks, UUID_OFFCPU(tid), tid, tgid, "off-CPU (stacks)")) < 0)
+		return r;
+	char *text = bt_pf_stacks_text(f->stacks, e->kstack, e->ustack), name[200];
+	if (h->type == BT_EV_OFFCPU) {
+		const struct bt_ev_offcpu *o = (const void *)h;
+		uint64_t from = o->offcpu_ns < h->ts_ns ? h->ts_ns - o->offcpu_ns : 0;
+		snprintf(name, sizeof(name), "blocked in %s", bt_pf_stacks_leaf(f->stacks, e->kstack, e->ustack));
+		te_begin(f, from, UUID_OFFCPU(tid), TE_TYPE_SLICE_BEGIN, name, "stacks");
+		ann_str(w, "stack", text ? text : "");
+		if ((r = packet_flush(f, w)) < 0)
+			goto out;
+		te_begin(f, h->ts_ns, UUID_OFFCPU(tid), TE_TYPE_SLICE_END, NULL, "stacks");
+	} else {
+		snprintf(name, sizeof(name), "woken by %s %u in %s", comm_of(f, h->tid, h->cpu), h->tid,
+			 bt_pf_stacks_leaf(f->stacks, e->kstack, e->ustack));
+		te_begin(f, h->ts_ns, UUID_OFFCPU(tid), TE_TYPE_INSTANT, name, "stacks");
+		ann_uint(w, "waker_tid", h->tid);
+		ann_str(w, "waker_stack", text ? text : "");
+	}
+	r = packet_flush(f, w);
+out:
+	free(text);
+	return r;
+}
+
 static int is_uprobe(uint32_t t)
 {
 	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
@@ -1408,7 +1534,7 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 	    (r = write_process_tree(&f)) < 0 || (r = write_ftrace_stats(&f, 0)) < 0 ||
 	    (r = track_descriptor(&f, UUID_ROOT, 0, "btrace-bpf")) < 0 ||
 	    (r = track_descriptor(&f, UUID_INFO, UUID_ROOT, "btrace-bpf: dump")) < 0 || (r = write_dump_info(&f)) < 0 ||
-	    (r = write_app_processes(&f)) < 0 || (r = put_triggers(&f)) < 0)
+	    (r = write_app_processes(&f)) < 0 || (r = put_triggers(&f)) < 0 || (r = write_interned_stacks(&f)) < 0)
 		goto out;
 
 	size_t gi = 0, agi = 0;
@@ -1441,6 +1567,8 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 			continue;
 		if (is_uprobe(h->type))
 			r = put_uprobe(&f, h);
+		else if (h->type == BT_EV_CPU_SAMPLE || h->type == BT_EV_OFFCPU || h->type == BT_EV_WAKER)
+			r = put_stacks(&f, h);
 		else
 			r = put_ftrace(&f, h);
 		if (r < 0)
@@ -1451,6 +1579,8 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 		f.st->events++;
 		f.st->per_type[h->type]++;
 	}
+	if (f.stacks && (r = bt_pf_chart_finish(f.stacks, f.sample_period, chart_emit, &f)) < 0)
+		goto out;
 	if ((r = close_open_funcs(&f)) < 0 || (r = flush_all(&f)) < 0 || (r = write_ftrace_stats(&f, 1)) < 0)
 		goto out;
 	if (o->progress)
@@ -1476,5 +1606,8 @@ out:
 	bt_u32map_free(&f.func_open);
 	free(f.app_proc);
 	bt_u32map_free(&f.counter_tracks);
+	bt_u32map_free(&f.chart_tracks);
+	bt_u32map_free(&f.offcpu_tracks);
+	bt_pf_stacks_free(f.stacks);
 	return r;
 }

@@ -29,6 +29,7 @@ void bt_elf_free(struct bt_elf_file *ef)
 		free(ef->f[i].dem);
 	}
 	free(ef->f);
+	free(ef->by_addr);
 	free(ef->seg);
 	free(ef->notes);
 	free(ef->msg);
@@ -645,4 +646,77 @@ int bt_uprobe_find_symbol(const char *attach, const char *path, const struct bt_
 		r = bt_elf_resolve_sym(&ef, path, spec, out, err);
 	bt_elf_free(&ef);
 	return r;
+}
+
+/* ---- symbolization: offset -> function ------------------------------------- */
+
+static const struct bt_elf_file *sort_ef; /* qsort has no context argument */
+
+static int by_addr_cmp(const void *a, const void *b)
+{
+	const struct bt_elf_func *x = &sort_ef->f[*(const size_t *)a], *y = &sort_ef->f[*(const size_t *)b];
+
+	if (x->vaddr != y->vaddr)
+		return x->vaddr < y->vaddr ? -1 : 1;
+	/* at one address: strongest binding first, then a sized one */
+	if (bind_rank(x->bind) != bind_rank(y->bind))
+		return bind_rank(x->bind) - bind_rank(y->bind);
+	return (y->size != 0) - (x->size != 0);
+}
+
+static int build_by_addr(struct bt_elf_file *ef)
+{
+	size_t k = 0;
+
+	ef->by_addr = malloc((ef->nf ? ef->nf : 1) * sizeof(*ef->by_addr));
+	if (!ef->by_addr)
+		return -ENOMEM;
+	for (size_t i = 0; i < ef->nf; i++)
+		ef->by_addr[i] = i;
+	sort_ef = ef;
+	qsort(ef->by_addr, ef->nf, sizeof(*ef->by_addr), by_addr_cmp);
+	sort_ef = NULL;
+	/* one function per address: the first (best) of each run */
+	for (size_t i = 0; i < ef->nf; i++)
+		if (!k || ef->f[ef->by_addr[k - 1]].vaddr != ef->f[ef->by_addr[i]].vaddr)
+			ef->by_addr[k++] = ef->by_addr[i];
+	ef->nby = k;
+	return 0;
+}
+
+struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off)
+{
+	const struct bt_elf_seg *seg = NULL;
+	uint64_t vaddr;
+	size_t lo = 0, hi;
+
+	for (size_t i = 0; i < ef->nseg; i++)
+		if (off >= ef->seg[i].off && off < ef->seg[i].off + ef->seg[i].filesz &&
+		    (!seg || (ef->seg[i].flags & PF_X)))
+			seg = &ef->seg[i];
+	if (!seg || (!ef->by_addr && build_by_addr(ef)))
+		return NULL;
+	vaddr = off - seg->off + seg->vaddr;
+	hi = ef->nby;
+	while (lo < hi) { /* first function above vaddr */
+		size_t mid = (lo + hi) / 2;
+		if (ef->f[ef->by_addr[mid]].vaddr <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	struct bt_elf_func *f = &ef->f[ef->by_addr[lo - 1]];
+	if (f->size ? vaddr >= f->vaddr + f->size : vaddr - f->vaddr > (1u << 20))
+		return NULL; /* past its end (a gap between functions), or far from an unsized symbol */
+	*func_off = f->vaddr - seg->vaddr + seg->off;
+	return f;
+}
+
+const char *bt_elf_func_name(struct bt_elf_func *f)
+{
+	const char *d = efunc_dem(f);
+
+	return d ? d : f->name;
 }

@@ -51,6 +51,8 @@ struct bt_elf_file {
 	size_t nseg;
 	struct bt_elf_note *notes;
 	size_t nnotes;
+	size_t *by_addr; /* f indices by address (bt_elf_func_at_offset), built on first use */
+	size_t nby;
 	/* a load failure is remembered with its message */
 	int err;
 	char *msg; /* malloc'd */
@@ -63,4 +65,12 @@ void bt_elf_free(struct bt_elf_file *ef);
 /* Resolve spec (not usdt) among ef's functions and segments. 0 or -errno + err. */
 int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
 		       struct bt_uprobe_sym *out, char **err);
+
+/* Symbolization (stack_symbols.c): the function containing file offset
+ * `off` of ef (a code address of a mapping, as offset into the file), with
+ * the file offset of its first byte; NULL if no symbol covers it. A symbol
+ * without a size covers up to the next one. */
+struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off);
+/* Its name to show: demangled for C++, else as in the symbol table. */
+const char *bt_elf_func_name(struct bt_elf_func *f);
 #endif

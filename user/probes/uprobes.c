@@ -561,6 +561,17 @@ struct bt_uprobes *bt_uprobes_open(const struct bt_uprobe_opts *opts, int rings_
 	}
 	u->skel->rodata->wakeup_bytes = o->wakeup_bytes;
 	u->skel->rodata->max_args = o->nargs < 0 ? BT_UPROBE_DEFAULT_NARGS : (uint32_t)o->nargs;
+	u->skel->rodata->take_ustack = o->ustack ? 1 : 0;
+	if (o->ustack) {
+		/* record's stack maps: one table of stacks for every program */
+		struct bpf_map *m[3] = { u->skel->maps.stack_scratch, u->skel->maps.stack_seen, u->skel->maps.stack_stats };
+		for (int i = 0; i < 3; i++)
+			if ((r = bpf_map__reuse_fd(m[i], o->stack_fds[i]))) {
+				r = bt_errs(err, -r, "cannot share the stack maps with the uprobe programs: %s",
+					    strerror(-r));
+				goto fail_out;
+			}
+	}
 	bpf_program__set_autoload(u->skel->progs.bt_uprobe_empty, false);
 	bpf_program__set_autoload(u->skel->progs.bt_uprobe_entry, nentry > 0);
 	bpf_program__set_autoload(u->skel->progs.bt_uprobe_return, nret > 0);

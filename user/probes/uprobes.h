@@ -51,6 +51,8 @@ struct bt_uprobe_opts {
 	uint64_t wakeup_bytes;     /* fill of a CPU's ring that forces a wakeup, as record's
 				    * loader (bt_loader_wakeup_bytes); 0: never */
 	uint32_t max_threads;      /* entry-timestamp slots (thread x return probe); 0: 8192 */
+	int ustack;                /* --ustack: entries and USDT hits take their call stacks */
+	int stack_fds[3];          /* with ustack: record's stack maps (bt_loader_stack_fds) */
 };
 
 /*

@@ -58,7 +58,17 @@ enum {
 	OPT_KEEP_FREE,
 	OPT_ON_DUMP,
 	OPT_ON_DUMP_TIMEOUT,
+	OPT_SAMPLE,
+	OPT_STACKS,
+	OPT_OFFCPU_MIN,
+	OPT_MAX_STACKS,
+	OPT_USTACK,
 };
+
+/* On-CPU samples per second per CPU by default: a user and kernel stack
+ * walk each costs a few microseconds, so 49 Hz stays far below 1% of a CPU
+ * (BENCHMARKS.md), and an odd rate does not beat with periodic work. */
+#define DEFAULT_SAMPLE_HZ 49
 
 #define DEFAULT_MAX_SIZE (1ull << 30)
 #define DEFAULT_MIN_DUMP_INTERVAL_NS 1000000000ull
@@ -82,10 +92,23 @@ static const struct argp_option options[] = {
 	{ "waking", OPT_WAKING, NULL, 0,
 	  "Also record sched_waking (with the sched group): Perfetto shows a thread's runnable state from it; "
 	  "one more event per wakeup", 1 },
+	{ "sample", OPT_SAMPLE, "HZ", 0,
+	  "On-CPU samples per second on each CPU, each with the thread's kernel and user call stacks "
+	  "(a software CPU clock per CPU; default 49, 0: off)", 1 },
+	{ "stacks", OPT_STACKS, "LIST", 0,
+	  "Also stacks at: switch (where a thread blocks, with how long it was off the CPU), "
+	  "wakeup (the waker's stack, linked to the woken thread); comma-separated", 1 },
+	{ "offcpu-min", OPT_OFFCPU_MIN, "TIME", 0,
+	  "With --stacks switch: only blocks at least this long (shorter ones are counted, not stored)", 1 },
+	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
+	  "Distinct call stacks kept (default 16384); stacks beyond are counted and their events marked lost", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
 	{ "usdt", 'U', "SPEC", 0, "Probe a USDT probe: BINARY:PROVIDER:NAME (repeatable)", 2 },
+	{ "ustack", OPT_USTACK, NULL, 0,
+	  "Each -u entry and -U hit also records the thread's kernel and user call stacks "
+	  "(a probe_stack event just before it)", 2 },
 	{ "uargs", OPT_UARGS, "N", 0, "Integer arguments captured at function entry and USDT probes, 0 to 6 (default 6)", 2 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
 	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
@@ -353,6 +376,39 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_WAKING:
 		o->waking = 1;
 		break;
+	case OPT_SAMPLE:
+		if (parse_uint(arg, 100000, &v))
+			argp_error(state, "invalid --sample '%s': give samples per second from 0 (off) to 100000", arg);
+		o->sample_hz = (uint32_t)v;
+		break;
+	case OPT_STACKS: {
+		char buf[64], *save = NULL;
+
+		if (strlen(arg) >= sizeof(buf))
+			argp_error(state, "invalid --stacks '%s': give switch, wakeup or both", arg);
+		snprintf(buf, sizeof(buf), "%s", arg);
+		for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+			if (strcmp(t, "switch") == 0)
+				o->stacks_switch = 1;
+			else if (strcmp(t, "wakeup") == 0)
+				o->stacks_wakeup = 1;
+			else
+				argp_error(state, "invalid --stacks '%s': give switch, wakeup or switch,wakeup", arg);
+		}
+		break;
+	}
+	case OPT_OFFCPU_MIN:
+		if (strcmp(arg, "0") != 0 && parse_duration(arg, &o->offcpu_min_ns))
+			argp_error(state, "invalid --offcpu-min '%s': give a time with a unit, e.g. 100us, 1ms", arg);
+		break;
+	case OPT_USTACK:
+		o->ustack = 1;
+		break;
+	case OPT_MAX_STACKS:
+		if (parse_uint(arg, 1u << 22, &v) || v == 0)
+			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
+		o->max_stacks = (uint32_t)v;
+		break;
 	case OPT_DUMP_EVERY:
 	case OPT_TRIGGER_DELAY:
 	case OPT_MIN_DUMP_INTERVAL: {
@@ -463,6 +519,7 @@ static int record(int argc, char **args)
 		.uargs = -1,
 		.keep_free = BT_KEEP_FREE_AUTO,
 		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
+		.sample_hz = DEFAULT_SAMPLE_HZ,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];
@@ -471,6 +528,10 @@ static int record(int argc, char **args)
 	argp_err_exit_status = 2;
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
+	if (o.ustack && !o.nuspecs && !o.nusdts) {
+		fprintf(stderr, "btrace-bpf: record: --ustack takes the stacks of -u/-U probe hits: give a probe\n");
+		return 2;
+	}
 	if (!o.max_size) {
 		/* 1G, but no more than the buffer can map (65534 slots of A
 		 * blocks), and never below the size itself. */

@@ -42,6 +42,7 @@
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <linux/perf_event.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -65,6 +66,7 @@
 #include "live_window.h"
 #include "prog_misses.h"
 #include "util.h"
+#include "stack_table.h"
 #include "record.skel.h"
 
 #define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
@@ -93,11 +95,13 @@ static const struct prog_desc {
 	{ "handle_cpu_idle", BT_GROUP_POWER },
 	{ "handle_sys_enter", BT_GROUP_SYSCALLS },
 	{ "handle_sys_exit", BT_GROUP_SYSCALLS },
+	{ "handle_cpu_sample", BT_GROUP_STACKS },  /* perf_event, attached per CPU */
+	{ "handle_waker_stack", BT_GROUP_STACKS },
 };
 #define NPROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
 
 static const char *const group_names[BT_GROUP_MAX] = {
-	"sched", "irq", "power", "syscalls", "uprobe",
+	"sched", "irq", "power", "syscalls", "uprobe", "stacks",
 };
 
 /* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
@@ -146,6 +150,9 @@ struct bt_loader {
 	struct bt_task_table *tasks;
 	struct bt_drain drains[BT_MAX_DRAINS];
 	unsigned ndrains;
+	struct bt_stack_table *stacks; /* NULL: no stacks */
+	struct bpf_link **sample_links; /* [ncpus]: the sampling program on each CPU's clock */
+	int *sample_fds;                /* [ncpus] perf events, -1 none */
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
 	void *hook_ctx;
 	struct bt_live *live; /* what the buffer holds, for `ctl status` */
@@ -235,8 +242,8 @@ static int switch_variant(const struct btf *vmlinux)
 }
 
 /* Turn off what was not asked for or what the kernel lacks. */
-static int probe_programs(struct bt_loader *l, uint32_t groups, int waking, int trig_switch, char *err,
-			  size_t errlen)
+static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_loader_opts *o, int trig_switch,
+			  char *err, size_t errlen)
 {
 	struct btf *vmlinux = btf__load_vmlinux_btf();
 	uint32_t loadable = 0;
@@ -259,7 +266,16 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, int waking, int 
 
 		/* sched_waking doubles the wakeup events: only when asked for. */
 		if (strcmp(name, "handle_sched_waking") == 0)
-			on = on && waking;
+			on = on && o->waking;
+		if (strcmp(name, "handle_waker_stack") == 0)
+			on = o->stacks_wakeup;
+		if (strcmp(name, "handle_cpu_sample") == 0) {
+			/* not a tracepoint: attached to perf events below */
+			bpf_program__set_autoload(prog, o->sample_hz != 0);
+			if (o->sample_hz)
+				loadable |= 1u << d->group;
+			continue;
+		}
 		/* The sched-latency trigger is read in sched_switch, recorded or not. */
 		if (trig_switch && strncmp(name, "handle_sched_switch", 19) == 0)
 			on = 1;
@@ -289,6 +305,55 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, int waking, int 
 	if (!loadable) {
 		snprintf(err, errlen, "none of the requested tracepoints exists in this kernel");
 		return -ENOENT;
+	}
+	return 0;
+}
+
+/* A software CPU clock per online CPU at hz samples per second, each
+ * running handle_cpu_sample (perf's `-e cpu-clock -F hz -a`). */
+static int attach_sampling(struct bt_loader *l, uint32_t hz, char *err, size_t errlen)
+{
+	unsigned attached = 0;
+
+	l->sample_links = calloc(l->ncpus, sizeof(*l->sample_links));
+	l->sample_fds = malloc(l->ncpus * sizeof(*l->sample_fds));
+	if (!l->sample_links || !l->sample_fds) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (uint32_t c = 0; c < l->ncpus; c++)
+		l->sample_fds[c] = -1;
+	for (uint32_t c = 0; c < l->ncpus; c++) {
+		struct perf_event_attr a = {
+			.type = PERF_TYPE_SOFTWARE,
+			.size = sizeof(a),
+			.config = PERF_COUNT_SW_CPU_CLOCK,
+			.freq = 1,
+			.sample_freq = hz,
+		};
+		int fd = (int)syscall(__NR_perf_event_open, &a, -1, (int)c, -1, PERF_FLAG_FD_CLOEXEC);
+
+		if (fd < 0) {
+			int e = errno;
+			if (e == ENODEV || e == ENOENT)
+				continue; /* an offline CPU */
+			snprintf(err, errlen,
+				 "cannot open the sampling clock of CPU %u: %s%s", c, strerror(e),
+				 e == EINVAL ? " (is --sample above /proc/sys/kernel/perf_event_max_sample_rate?)" : "");
+			return -e;
+		}
+		l->sample_fds[c] = fd;
+		l->sample_links[c] = bpf_program__attach_perf_event(l->skel->progs.handle_cpu_sample, fd);
+		if (!l->sample_links[c]) {
+			int e = errno;
+			snprintf(err, errlen, "cannot attach the sampling program to CPU %u: %s", c, strerror(e));
+			return -e;
+		}
+		attached++;
+	}
+	if (!attached) {
+		snprintf(err, errlen, "no CPU could be sampled");
+		return -ENODEV;
 	}
 	return 0;
 }
@@ -421,6 +486,19 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	l->skel->rodata->filter_comm[sizeof(l->skel->rodata->filter_comm) - 1] = '\0';
 	l->skel->rodata->self_tgid = (uint32_t)getpid();
 	l->skel->rodata->wakeup_bytes = l->wakeup_bytes;
+	l->skel->rodata->stacks_switch = o->stacks_switch ? 1 : 0;
+	l->skel->rodata->offcpu_min_ns = o->offcpu_min_ns;
+	if (o->max_stacks) {
+		/* Twice the user-space table: the LRU forgets only stacks that
+		 * stopped coming, and forgetting costs a resend, not a loss. */
+		ret = bpf_map__set_max_entries(l->skel->maps.stack_seen, 2 * o->max_stacks);
+		if (ret) {
+			snprintf(err, errlen, "cannot size the stack map: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	if (!o->stacks_switch) /* the pending-block table is not used: keep it small */
+		bpf_map__set_max_entries(l->skel->maps.offcpu_pending, 1);
 	if (o->trig_conf)
 		memcpy((void *)l->skel->rodata->trig_conf, o->trig_conf, sizeof(l->skel->rodata->trig_conf));
 	trig_switch = trig_armed(o->trig_conf, BT_TRIG_SCHED_LATENCY);
@@ -429,7 +507,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	ret = bt_kernel_check_record(err, errlen);
 	if (ret)
 		goto fail;
-	ret = probe_programs(l, o->groups, o->waking, trig_switch, err, errlen);
+	ret = probe_programs(l, o->groups, o, trig_switch, err, errlen);
 	if (ret)
 		goto fail;
 
@@ -448,6 +526,13 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 
 		if (!bpf_program__autoload(prog))
 			continue;
+		if (prog == l->skel->progs.handle_cpu_sample) {
+			ret = attach_sampling(l, o->sample_hz, err, errlen);
+			if (ret)
+				goto fail;
+			l->groups |= 1u << BT_GROUP_STACKS;
+			continue;
+		}
 		link = bpf_program__attach(prog);
 		if (!link) {
 			bt_warn("cannot attach to tracepoint %s: %s: its events are not recorded",
@@ -512,6 +597,13 @@ int bt_loader_rings_fd(const struct bt_loader *l)
 	return bpf_map__fd(l->skel->maps.rings);
 }
 
+void bt_loader_stack_fds(const struct bt_loader *l, int fds[3])
+{
+	fds[0] = bpf_map__fd(l->skel->maps.stack_scratch);
+	fds[1] = bpf_map__fd(l->skel->maps.stack_seen);
+	fds[2] = bpf_map__fd(l->skel->maps.stack_stats);
+}
+
 int bt_loader_cpu_state_fd(const struct bt_loader *l)
 {
 	return bpf_map__fd(l->skel->maps.cpu_state);
@@ -554,8 +646,11 @@ static void apply_task_events(struct bt_drain *d, uint64_t horizon)
 	if (!d->npending)
 		return;
 	qsort(d->pending, d->npending, sizeof(*d->pending), cmp_task_event);
-	for (i = 0; i < d->npending && d->pending[i].h.ts_ns < horizon; i++)
+	for (i = 0; i < d->npending && d->pending[i].h.ts_ns < horizon; i++) {
 		bt_tasks_apply(d->l->tasks, &d->pending[i].h, sizeof(d->pending[i]));
+		if (d->l->stacks) /* after the pass: its stack definitions came first */
+			bt_stack_table_task_event(d->l->stacks, &d->pending[i].h);
+	}
 	for (; i < d->npending; i++)
 		d->pending[k++] = d->pending[i];
 	d->npending = k;
@@ -565,6 +660,8 @@ static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_
 {
 	if (!d->pending || len != sizeof(*d->pending)) {
 		bt_tasks_apply(d->l->tasks, h, len);
+		if (d->l->stacks)
+			bt_stack_table_task_event(d->l->stacks, h);
 		return;
 	}
 	/* Full (a storm of forks in one pass): apply what is there, in order. */
@@ -590,6 +687,33 @@ static void flush_batch(struct bt_drain *d)
 	d->blen = d->bcount = 0;
 }
 
+/* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
+ * its length, 0 if malformed. */
+static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks *r, struct bt_ev_offcpu *out)
+{
+	struct bt_ev_sample *s = (struct bt_ev_sample *)out;
+
+	memset(out, 0, sizeof(*out));
+	out->h = r->h;
+	out->h.type = r->ev_type;
+	s->kstack = bt_stack_table_ref(t, r->khash);
+	s->ustack = bt_stack_table_ref(t, r->uhash);
+	switch (r->ev_type) {
+	case BT_EV_CPU_SAMPLE:
+		return sizeof(struct bt_ev_sample);
+	case BT_EV_OFFCPU:
+		out->offcpu_ns = r->aux64;
+		return sizeof(struct bt_ev_offcpu);
+	case BT_EV_WAKER:
+		((struct bt_ev_waker *)out)->wakee = r->aux32;
+		return sizeof(struct bt_ev_waker);
+	case BT_EV_PROBE_STACK:
+		((struct bt_ev_probe_stack *)out)->probe_id = r->aux32;
+		return sizeof(struct bt_ev_probe_stack);
+	}
+	return 0;
+}
+
 static int drain_sample(void *ctx, void *data, size_t len)
 {
 	struct bt_drain *d = ctx;
@@ -598,6 +722,25 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	if (len < sizeof(*h) || len > UINT32_MAX || h->cpu >= d->l->ncpus) {
 		bump(&d->malformed);
 		return 0;
+	}
+	if (h->type == BT_RAW_STACK_DEF) {
+		/* The frames of a new stack: into the stack table, not the buffer. */
+		if (d->l->stacks)
+			bt_stack_table_define(d->l->stacks, data, (uint32_t)len);
+		return 0;
+	}
+	struct bt_ev_offcpu ev; /* the largest stack event */
+	if (h->type == BT_RAW_STACKS) {
+		if (!d->l->stacks || len < sizeof(struct bt_raw_stacks)) {
+			bump(&d->malformed);
+			return 0;
+		}
+		len = stack_event(d->l->stacks, data, &ev);
+		if (!len) {
+			bump(&d->malformed);
+			return 0;
+		}
+		h = &ev.h;
 	}
 	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
 		task_event(d, h, (uint32_t)len);
@@ -698,13 +841,15 @@ static int drain_open(struct bt_drain *d)
 	return 0;
 }
 
-int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks)
+int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks,
+		    struct bt_stack_table *stacks)
 {
 	sigset_t all, old;
 	int ret = 0;
 
 	l->buf = buf;
 	l->tasks = tasks;
+	l->stacks = stacks;
 	if (!l->live && !(l->live = bt_live_new(l->ncpus)))
 		return -ENOMEM;
 	l->ndrains = 1;
@@ -783,11 +928,18 @@ void bt_loader_detach(struct bt_loader *l)
 	 * the links go one by one: no entry without its exit, or the reverse,
 	 * from the gap between two links. Pairs with the plain load in
 	 * bt_begin(). */
-	if (l->nlinks && l->skel->bss)
+	if ((l->nlinks || l->sample_links) && l->skel && l->skel->bss)
 		__atomic_store_n(&l->skel->bss->bt_stopped, 1, __ATOMIC_SEQ_CST);
 	for (unsigned i = l->nlinks; i-- > 0;)
 		bpf_link__destroy(l->links[i]);
 	l->nlinks = 0;
+	for (uint32_t c = 0; l->sample_links && c < l->ncpus; c++) {
+		bpf_link__destroy(l->sample_links[c]); /* NULL-safe */
+		l->sample_links[c] = NULL;
+		if (l->sample_fds[c] >= 0)
+			close(l->sample_fds[c]);
+		l->sample_fds[c] = -1;
+	}
 }
 
 void bt_loader_stop(struct bt_loader *l)
@@ -861,6 +1013,28 @@ int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_
 	return 0;
 }
 
+int bt_loader_read_stack_stats(const struct bt_loader *l, struct bt_stack_stats *sum)
+{
+	struct bt_stack_stats *v = calloc(l->ncpus, sizeof(*v));
+	__u32 key = 0;
+	int ret;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!v)
+		return -ENOMEM;
+	ret = bpf_map__lookup_elem(l->skel->maps.stack_stats, &key, sizeof(key), v, l->ncpus * sizeof(*v), 0);
+	for (uint32_t c = 0; !ret && c < l->ncpus; c++) {
+		sum->kernel_err += v[c].kernel_err;
+		sum->user_err += v[c].user_err;
+		sum->def_drops += v[c].def_drops;
+		sum->offcpu_short += v[c].offcpu_short;
+		sum->offcpu_nomem += v[c].offcpu_nomem;
+		sum->samples += v[c].samples;
+	}
+	free(v);
+	return ret;
+}
+
 void bt_loader_destroy(struct bt_loader *l)
 {
 	if (!l)
@@ -869,6 +1043,8 @@ void bt_loader_destroy(struct bt_loader *l)
 	bt_loader_stop(l);
 	drains_destroy(l);
 	bt_live_free(l->live);
+	free(l->sample_links);
+	free(l->sample_fds);
 	record_bpf__destroy(l->skel);
 	for (uint32_t c = 0; l->ring_fds && c < l->ncpus; c++)
 		if (l->ring_fds[c] >= 0)

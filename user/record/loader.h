@@ -39,6 +39,12 @@ struct bt_loader_opts {
 	uint64_t wakeup_bytes; /* force a wakeup past this fill of a CPU's ring;
 				* 0 = half of a CPU's ring */
 	unsigned drain_ms;     /* drain period; 0 = BT_DEFAULT_DRAIN_MS */
+	/* call stacks (record_stacks.bpf.h); any of them needs `stacks` at start */
+	uint32_t sample_hz;    /* --sample: CPU samples per second per CPU, 0 off */
+	int stacks_switch;     /* --stacks switch: off-CPU stacks */
+	int stacks_wakeup;     /* --stacks wakeup: waker stacks */
+	uint64_t offcpu_min_ns;/* --offcpu-min */
+	uint32_t max_stacks;   /* sizes the kernel's table of stacks already sent */
 	/* BT_TRIG_MAX trigger slots evaluated inside record's own programs
 	 * (bt_trig_bpf_record_conf), or NULL: none. An armed sched-latency
 	 * slot keeps sched_switch attached even when the sched group is off. */
@@ -81,10 +87,19 @@ int bt_loader_rings_fd(const struct bt_loader *l);
  * loader shares them (trigger_bpf.h). */
 void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd);
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
+/* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
+ * programs' --ustack. */
+void bt_loader_stack_fds(const struct bt_loader *l, int fds[3]);
 
 /* Start the drain thread(s): events go to buf (core = event cpu) and
- * lifecycle events to tasks first. 0 or -errno. */
-int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks);
+ * lifecycle events to tasks first; stack hashes become ids of `stacks`
+ * (NULL: no stacks asked for). 0 or -errno. */
+struct bt_stack_table;
+int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks,
+		    struct bt_stack_table *stacks);
+/* The kernel side's stack counters summed over CPUs (events.h); 0 or -errno. */
+struct bt_stack_stats;
+int bt_loader_read_stack_stats(const struct bt_loader *l, struct bt_stack_stats *sum);
 
 /* Wait until every event submitted before the call is in the block buffer
  * and every task event among them in the task table (the drain thread

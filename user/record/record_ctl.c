@@ -19,6 +19,7 @@
 #include "loader.h"
 #include "probes.h"
 #include "recorder.h"
+#include "stack_table.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
 #include "app_registry.h"
@@ -26,7 +27,7 @@
 #include "util.h"
 #include "dump.h"
 
-static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe" };
+static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe", "stacks" };
 
 /* Resident set of this process, from /proc (what `ps` shows). */
 static uint64_t rss_bytes(void)
@@ -131,6 +132,27 @@ static void print_prog_misses(struct recorder *r, FILE *out)
 	free(pm);
 }
 
+/* The stack table and every stack not taken or not stored. */
+static void print_stacks(struct recorder *r, FILE *out)
+{
+	struct bt_stack_stats ks;
+	uint64_t n, overflow;
+
+	if (!r->stacks) {
+		fprintf(out, "stacks: off\n");
+		return;
+	}
+	bt_stack_table_counts(r->stacks, &n, &overflow);
+	if (bt_loader_read_stack_stats(r->loader, &ks))
+		memset(&ks, 0, sizeof(ks));
+	fprintf(out, "stacks: %" PRIu64 " distinct (max %u), sampling %u Hz, %" PRIu64 " samples; lost: %" PRIu64
+		" table full, %" PRIu64 " ring full, %" PRIu64 " kernel and %" PRIu64 " user stack errors; %" PRIu64
+		" off-CPU blocks below --offcpu-min, %" PRIu64 " not followed\n",
+		n, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
+		overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
+		(uint64_t)ks.offcpu_nomem);
+}
+
 static void print_losses(struct recorder *r, FILE *out)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
@@ -150,6 +172,7 @@ static void print_losses(struct recorder *r, FILE *out)
 			fprintf(out, " (%s %" PRIu64 ")", group_names[i], g[i]);
 	fputc('\n', out);
 	print_prog_misses(r, out);
+	print_stacks(r, out);
 	bt_loader_drain_stats(r->loader, &ds);
 	bt_buffer_stats(r->buf, &bs);
 	fprintf(out,

@@ -44,6 +44,8 @@
 #include "uprobes.h"
 #include "util.h"
 #include "recorder.h"
+#include "stack_table.h"
+#include "stack_symbols.h"
 #include "dump_mgmt.h"
 #include "log.h"
 #include "sd_notify.h"
@@ -581,6 +583,21 @@ int recorder_run(const struct record_opts *opts)
 	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
 	lo.ring_size = o.ring_size;
 	lo.waking = o.waking;
+	lo.sample_hz = o.sample_hz;
+	lo.stacks_switch = o.stacks_switch;
+	lo.stacks_wakeup = o.stacks_wakeup;
+	lo.offcpu_min_ns = o.offcpu_min_ns;
+	lo.max_stacks = o.max_stacks ? o.max_stacks : BT_DEFAULT_MAX_STACKS;
+	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup || o.ustack) {
+		lo.groups |= 1u << BT_GROUP_STACKS;
+		r.stacks = bt_stack_table_new(lo.max_stacks);
+		r.symbolizer = r.stacks ? bt_symbolizer_new() : NULL;
+		if (!r.stacks || !r.symbolizer) {
+			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
+			exit_code = 1;
+			goto out;
+		}
+	}
 	ret = bt_trig_bpf_record_conf(o.triggers, o.ntriggers, trig_conf, err, sizeof(err));
 	if (ret < 0) {
 		bt_warn("%s", err);
@@ -602,7 +619,10 @@ int recorder_run(const struct record_opts *opts)
 			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
 			.nargs = o.uargs,
 			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
+			.ustack = o.ustack,
 		};
+		if (o.ustack)
+			bt_loader_stack_fds(r.loader, uo.stack_fds);
 		char *uerr = NULL; /* any length: a probe's message is never cut */
 
 		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
@@ -634,7 +654,7 @@ int recorder_run(const struct record_opts *opts)
 		exit_code = 1;
 		goto out;
 	}
-	ret = bt_loader_start(r.loader, r.buf, r.tasks);
+	ret = bt_loader_start(r.loader, r.buf, r.tasks, r.stacks);
 	if (ret) {
 		exit_code = 1;
 		goto out;
@@ -795,6 +815,8 @@ out:
 	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);
+	bt_symbolizer_free(r.symbolizer);
+	bt_stack_table_free(r.stacks); /* the drain is gone: nothing adds stacks */
 	recorder_triggers_free(&r); /* the drain and the registry are gone: nobody reports hits */
 	bt_dump_mgmt_destroy(r.mgmt); /* waits for the running --on-dump commands */
 	free(r.trigger_ids);

@@ -38,6 +38,13 @@ struct record_opts {
 	int zlevel;
 	uint64_t ring_size;
 	int waking;                   /* --waking */
+	/* call stacks */
+	uint32_t sample_hz;           /* --sample; 0 off */
+	int stacks_switch;            /* --stacks switch */
+	int stacks_wakeup;            /* --stacks wakeup */
+	uint64_t offcpu_min_ns;       /* --offcpu-min */
+	uint32_t max_stacks;          /* --max-stacks */
+	int ustack;                   /* --ustack */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */
@@ -70,6 +77,8 @@ struct recorder {
 	struct bt_uprobes *uprobes; /* NULL without -u/-U */
 	struct bt_task_table *tasks;
 	struct bt_apps *apps;       /* NULL: no in-process tracing */
+	struct bt_stack_table *stacks;   /* NULL: no stacks recorded */
+	struct bt_symbolizer *symbolizer; /* under dump_serial: names frames at dump time */
 	uint32_t ncpus;
 
 	/* dump thread; fields below under lock */

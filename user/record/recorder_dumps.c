@@ -25,6 +25,9 @@
 #include "dump.h"
 #include "loader.h"
 #include "tasks.h"
+#include "stack_table.h"
+#include "stack_symbols.h"
+#include "events.h"
 #include "uprobes.h"
 #include "util.h"
 #include "recorder.h"
@@ -36,6 +39,36 @@
 #include "log.h"
 
 #define FLUSH_TIMEOUT_MS 2000
+
+/* The dump's STCK section: the stack table as it is now (every stack an
+ * event in the blocks already written names), the kernel side's counters,
+ * names for every frame. Under dump_serial (the symbolizer's caches). */
+static int write_stacks(void *ctx, struct bt_dump_sink *sink)
+{
+	struct recorder *r = ctx;
+	struct bt_dump_stacks s;
+	struct bt_stack_stats ks;
+	int ret;
+
+	memset(&s, 0, sizeof(s));
+	ret = bt_stack_table_snapshot(r->stacks, &s);
+	if (ret)
+		return ret;
+	if (bt_loader_read_stack_stats(r->loader, &ks) == 0) {
+		s.counters[BT_STKC_KERNEL_ERR] = ks.kernel_err;
+		s.counters[BT_STKC_USER_ERR] = ks.user_err;
+		s.counters[BT_STKC_DEF_DROPS] = ks.def_drops;
+		s.counters[BT_STKC_OFFCPU_SHORT] = ks.offcpu_short;
+		s.counters[BT_STKC_OFFCPU_NOMEM] = ks.offcpu_nomem;
+		s.counters[BT_STKC_SAMPLES] = ks.samples;
+	}
+	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
+	ret = bt_symbolize(r->symbolizer, r->stacks, &s);
+	if (!ret)
+		ret = bt_dump_sink_stacks(sink, &s);
+	bt_stack_snapshot_free(&s);
+	return ret;
+}
 
 static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
 		      const char *explicit_path, char *why, size_t whylen);
@@ -178,6 +211,10 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	if (r->apps) {
 		info.write_apps = bt_apps_dump;
 		info.apps_ctx = r->apps;
+	}
+	if (r->stacks) {
+		info.write_stacks = write_stacks;
+		info.stacks_ctx = r;
 	}
 	if (recorder_triggers_info(r, fired, &info, &trig_tab))
 		bt_warn("out of memory: this dump has no trigger table");

@@ -25,6 +25,7 @@
 #include "report_triggers.h"
 #include "event_names.h"
 #include "report_functions.h"
+#include "report_stacks.h"
 #include "report_hot.h"
 #include "util.h"
 
@@ -39,6 +40,7 @@ struct tspec {
 struct ropts {
 	int stats, wall, no_lost, functions, hot;
 	unsigned top;   /* rows of each --hot summary */
+	int stacks, profile, folded, offcpu; /* report_stacks.h */
 	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
 	uint32_t *pids;
 	size_t npids;
@@ -83,6 +85,14 @@ static void usage(FILE *f)
 		"                       in the window, down their longest callee), each as\n"
 		"                       its nested path with durations\n"
 		"      --top N          rows of each --hot summary (default 10)\n"
+"      --stacks         the call stacks under the events that have one (CPU\n"
+		"                       samples, off-CPU blocks, wakers), innermost frame first\n"
+		"      --profile        per process, the top functions of the CPU samples the\n"
+		"                       other options select: self (innermost) and total share\n"
+		"      --folded         folded stacks (\"comm;outer;...;inner COUNT\", for\n"
+		"                       flamegraph.pl and speedscope); kernel frames end in _[k]\n"
+		"      --offcpu         with --profile/--folded: the off-CPU blocks instead of\n"
+		"                       the samples, weighted by their time in microseconds\n"
 		"  -c, --cpu LIST       only these CPUs (\"0,2-3\")\n"
 		"  -p, --pid LIST       only events of these tids or tgids (also matches the task\n"
 		"                       an event is about: next of a switch, woken, forked child)\n"
@@ -450,6 +460,8 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 					 ((uint64_t)e->ts_ns % 1000000000u) / 1000u);
 			fprintf(out, "%16s-%-5u [%03u] %s: %s: %s\n", comm, e->tid, e->cpu, tb, bt_event_name(e->type),
 				fields);
+			if (o->stacks)
+				bt_print_event_stacks(out, d, e);
 		}
 		if (e->type != BT_EV_PROCESS_EXEC)
 			bt_namer_apply(nm, e, ev[i].len);
@@ -722,6 +734,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	if (bt_dump_unknown_events(d))
 		fprintf(out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
 			bt_dump_unknown_events(d));
+	bt_report_stack_stats(d, out);
 	bt_report_apps(d, out);
 	bt_report_triggers(d, out);
 	free(sc);
@@ -819,7 +832,14 @@ static int run(const struct bt_dump *d, const char *path, const struct ropts *o,
 
 	if (path)
 		warn_empty_filters(d, o);
-	r = o->functions || o->hot ? print_functions(d, o, out)
+	struct filt ft;
+	size_t ne;
+	const struct bt_dump_event *evs = bt_dump_events(d, &ne);
+	filt_init(&ft, o, evs, ne);
+	struct bt_stack_filter sf = { .keep = func_keep, .ctx = &ft, .offcpu = o->offcpu };
+	r = o->profile ? bt_report_profile(d, &sf, out)
+		: o->folded ? bt_report_folded(d, &sf, out)
+		: o->functions || o->hot ? print_functions(d, o, out)
 		: o->stats   ? print_stats(d, path, o, out)
 			     : print_events(d, o, out);
 	if (fflush(out) != 0 || ferror(out))
@@ -841,7 +861,8 @@ static void ropts_free(struct ropts *o)
 
 int cmd_report(int argc, char **argv)
 {
-	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_HOT, OPT_TOP };
+	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_HOT, OPT_TOP, OPT_STACKS, OPT_PROFILE, OPT_FOLDED,
+	       OPT_OFFCPU };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
 		{ "functions", no_argument, NULL, 'f' },
@@ -855,6 +876,10 @@ int cmd_report(int argc, char **argv)
 		{ "wall", no_argument, NULL, 'w' },
 		{ "no-lost", no_argument, NULL, OPT_NO_LOST },
 		{ "manifest", no_argument, NULL, OPT_MANIFEST },
+		{ "stacks", no_argument, NULL, OPT_STACKS },
+		{ "profile", no_argument, NULL, OPT_PROFILE },
+		{ "folded", no_argument, NULL, OPT_FOLDED },
+		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -916,6 +941,18 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		}
+		case OPT_STACKS:
+			o.stacks = 1;
+			break;
+		case OPT_PROFILE:
+			o.profile = 1;
+			break;
+		case OPT_FOLDED:
+			o.folded = 1;
+			break;
+		case OPT_OFFCPU:
+			o.offcpu = 1;
+			break;
 		case 'h':
 			usage(stdout);
 			ropts_free(&o);
@@ -947,7 +984,7 @@ int cmd_report(int argc, char **argv)
 	r = run(d, path, &o, stdout);
 	if (r < 0)
 		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
-	else if (!o.stats && !o.functions && !o.hot && !o.no_lost) {
+	else if (!o.stats && !o.functions && !o.hot && !o.no_lost && !o.profile && !o.folded) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);

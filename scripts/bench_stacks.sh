@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# bench_stacks.sh - call stacks (record --sample / --stacks), run by `make bench`:
+#
+#   sampling  CPU cost of sampling: two CPU-bound stack_workload processes
+#             (frame pointers, ~8-frame stacks) for SECS seconds while
+#             `record -e power --sample HZ` runs, at the default 49 Hz and at
+#             999 Hz: the recorder's CPU time (/proc/PID/stat) plus the
+#             kernel's run time of handle_cpu_sample (kernel.bpf_stats_enabled),
+#             as % of one CPU. Beside it, at 999 Hz, the slowdown of a fixed
+#             CPU-bound job (sha256 of 1 GiB per CPU) under btrace-bpf and
+#             under `perf record -F 999 -g -a`, interleaved with no tracing.
+#   bytes     bytes per stored sample: buffer bytes written / events (nearly
+#             all samples) of a dump at 999 Hz, then with the STCK table
+#             amortized; perf's perf.data bytes / samples at the same rate.
+#   offcpu    `perf bench sched pipe` (pinned to CPU 0) under `record -e sched
+#             --sample 0` (the floor of the recorder) and with --stacks switch,
+#             --stacks switch,wakeup: per-wakeup cost.
+#   symbolize time to write a dump holding ~100k samples (10 kHz for 5 s on
+#             every CPU; its stack table symbolized then) and to read it back
+#             with `report --profile`.
+#
+# Usage: scripts/bench_stacks.sh [--quick] [--no-md]. Results on stdout, the
+# table into BENCHMARKS.md between <!-- stacks:begin --> and <!-- stacks:end -->.
+# Needs root and perf (scripts/install-deps.sh --bench). About 2 minutes.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+BT=$PWD/build/btrace-bpf
+WL=$PWD/build/tests/stack_workload
+quick=0 write_md=1
+for a in "$@"; do
+	case "$a" in
+	--quick) quick=1 write_md=0 ;;
+	--no-md) write_md=0 ;;
+	*) ;;
+	esac
+done
+[ "$(id -u)" -eq 0 ] || { echo "bench_stacks: needs root" >&2; exit 1; }
+[ -x "$BT" ] && [ -x "$WL" ] || { echo "bench_stacks: make tool tests first" >&2; exit 1; }
+have_perf=0
+perf --version >/dev/null 2>&1 && have_perf=1
+SECS=${SECS:-10}
+REPS=${REPS:-3}
+PIPE_LOOPS=${PIPE_LOOPS:-100000}
+[ "$quick" -eq 1 ] && SECS=3 REPS=1 PIPE_LOOPS=30000
+TMP=$(mktemp -d /tmp/bench-stacks.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	[ -n "${STATS_PREV:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_PREV" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+NCPU=$(nproc)
+TCK=$(getconf CLK_TCK)
+MD=$TMP/md
+: >"$MD"
+md() { printf '%s\n' "$*" >>"$MD"; }
+
+# rec_start ARGS...: a recorder in the background; sets RPID
+rec_start() {
+	: >"$TMP/rec.log"
+	"$BT" record --no-ctl -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
+	RPID=$!
+	PIDS+=("$RPID")
+	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && return 0; sleep 0.05; done
+	echo "bench_stacks: recorder did not start: $(cat "$TMP/rec.log")" >&2
+	exit 1
+}
+rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+prog_ns() { bpftool prog show name "$1" -j 2>/dev/null | python3 -c 'import json,sys
+d=json.load(sys.stdin); d=d if isinstance(d,list) else [d]; print(sum(p.get("run_time_ns",0) for p in d), sum(p.get("run_cnt",0) for p in d))'; }
+busy() { # N processes of the workload for SECS; their pids in BUSY
+	BUSY=()
+	for _ in $(seq "$NCPU"); do
+		echo go | "$WL" "$SECS" 0 1 >/dev/null 2>&1 &
+		BUSY+=($!)
+	done
+}
+busy_wait() { wait "${BUSY[@]}" 2>/dev/null; }
+
+STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
+sysctl -qw kernel.bpf_stats_enabled=1 || echo "bench_stacks: cannot enable bpf stats: BPF time not counted" >&2
+echo "bench_stacks: $NCPU CPUs, kernel $(uname -r), ${SECS}s per run"
+md "Kernel $(uname -r), $NCPU CPUs, commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d')."
+md "Command: \`sudo scripts/bench_stacks.sh\` (part of \`make bench\`)."
+md ""
+
+# ---- sampling cost ----------------------------------------------------------------
+sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample"
+	local hz=$1 t0 t1 b0 c0 b1 c1
+	rec_start -e power --sample "$hz" -m 16M --no-final-dump
+	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
+	t0=$(cpu_ticks "$RPID")
+	busy
+	sleep "$SECS"
+	sleep 0.3
+	read -r b1 c1 <<<"$(prog_ns handle_cpu_sample)"
+	t1=$(cpu_ticks "$RPID")
+	rec_stop
+	busy_wait
+	awk -v t="$((t1 - t0))" -v tck="$TCK" -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v s="$SECS" 'BEGIN {
+		r = t / tck / s * 100; k = b / 1e9 / s * 100
+		printf "%.3f %.3f %.3f %d %.0f\n", r + k, r, k, c, c ? b / c : 0 }'
+}
+for hz in 49 999; do
+	read -r tot rp kp ns nps <<<"$(sampling_cost $hz)"
+	echo "sampling $hz Hz: ${tot}% of a CPU (recorder ${rp}%, BPF ${kp}%), $ns samples, ${nps} ns per sample in BPF"
+	eval "S_$hz=\"$tot $rp $kp $ns $nps\""
+done
+read -r tot49 _ <<<"$S_49"
+awk -v t="$tot49" 'BEGIN { exit !(t <= 1.0) }' && echo "PASS default sampling (49 Hz) <= 1% of a CPU: ${tot49}%" ||
+	echo "FAIL default sampling (49 Hz) > 1% of a CPU: ${tot49}%"
+
+# slowdown of a fixed job: none / btrace 999 / perf 999, interleaved
+job() { # seconds for sha256 of 1 GiB on every CPU
+	local t0 t1
+	t0=$(date +%s%N)
+	local js=()
+	for _ in $(seq "$NCPU"); do
+		head -c 1G /dev/zero | sha256sum >/dev/null &
+		js+=($!)
+	done
+	wait "${js[@]}"
+	t1=$(date +%s%N)
+	echo "scale=3; ($t1 - $t0) / 1000000000" | bc
+}
+declare -A JOB
+for r in $(seq "$REPS"); do
+	JOB[none]+="$(job) "
+	rec_start -e power --sample 999 -m 16M --no-final-dump
+	JOB[btrace]+="$(job) "
+	rec_stop
+	if [ "$have_perf" -eq 1 ]; then
+		perf record -F 999 -g -a -o "$TMP/perf.data" -q -- sleep 3600 >/dev/null 2>&1 &
+		ppid=$!
+		sleep 1
+		JOB[perf]+="$(job) "
+		kill -INT "$ppid"; wait "$ppid" 2>/dev/null
+	fi
+done
+minof() { tr ' ' '\n' | grep . | sort -n | head -1; }
+j_none=$(echo "${JOB[none]}" | minof)
+j_bt=$(echo "${JOB[btrace]}" | minof)
+j_perf=$(echo "${JOB[perf]:-}" | minof)
+slow() { [ -n "$1" ] && awk -v a="$1" -v b="$j_none" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }' || echo "n/a"; }
+echo "fixed job (best of $REPS): none ${j_none}s, btrace 999 Hz ${j_bt}s ($(slow "$j_bt")), perf -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf"))"
+
+# ---- bytes per sample -------------------------------------------------------------
+rm -rf "$TMP/out"
+rec_start -e power --sample 999 -m 64M -z 0
+busy
+busy_wait
+rec_stop
+dump=$(ls "$TMP"/out/*.btd | head -1)
+"$BT" report --stats "$dump" >"$TMP/stats"
+nsamp=$("$BT" report -e cpu_sample "$dump" | grep -c ': cpu_sample:')
+nev=$(awk '/^events:/ { print $2; exit }' "$TMP/stats")
+bytes=$(python3 - "$dump" <<'EOF'
+import struct, sys, zlib
+# the buffer bytes of the dump's blocks ("used" of each BLCK) and the STCK section size
+data = open(sys.argv[1], "rb").read()
+body = data[512:]
+off = used = stck = 0
+while off + 16 <= len(body):
+    typ, flags, ln = struct.unpack_from("<IIQ", body, off)
+    name = struct.pack("<I", typ)
+    if name == b"BLCK":
+        used += struct.unpack_from("<I", body, off + 16 + 28)[0]
+    elif name == b"STCK":
+        stck = ln
+    off += 16 + ((ln + 7) & ~7)
+print(used, stck)
+EOF
+)
+read -r used stck <<<"$bytes"
+bps=$(awk -v u="$used" -v n="$nev" 'BEGIN { printf "%.1f", n ? u / n : 0 }')
+bps_all=$(awk -v u="$used" -v s="$stck" -v n="$nev" 'BEGIN { printf "%.1f", n ? (u + s) / n : 0 }')
+echo "bytes per sample: ${bps} B in the buffer ($nsamp samples of $nev events, $used bytes of blocks), ${bps_all} B with the stack table ($stck B)"
+awk -v b="$bps" 'BEGIN { exit !(b <= 32) }' && echo "PASS <= 32 B per stored sample: $bps" || echo "FAIL > 32 B per stored sample: $bps"
+perf_bps=n/a
+if [ "$have_perf" -eq 1 ]; then
+	busy
+	perf record -F 999 -g -a -o "$TMP/perf2.data" -q -- sleep "$SECS" >/dev/null 2>&1
+	busy_wait
+	psamp=$(perf report -i "$TMP/perf2.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
+	psize=$(stat -c %s "$TMP/perf2.data")
+	perf_bps=$(awk -v s="$psize" -v n="${psamp:-0}" 'BEGIN { printf "%.1f", n ? s / n : 0 }')
+	echo "perf record -F 999 -g -a: $psize bytes for ${psamp:-?} samples: ${perf_bps} B per sample"
+fi
+
+# ---- off-CPU stacks on perf bench sched pipe --------------------------------------
+declare -A PIPE
+pipe_run() { taskset -c 0 perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1; exit }'; }
+for r in $(seq "$REPS"); do
+	PIPE[none]+="$(pipe_run) "
+	for cfg in floor switch both; do
+		case $cfg in
+		floor) rec_start -e sched --sample 0 -m 64M --no-final-dump ;;
+		switch) rec_start -e sched --sample 0 --stacks switch -m 64M --no-final-dump ;;
+		both) rec_start -e sched --sample 0 --stacks switch,wakeup -m 64M --no-final-dump ;;
+		esac
+		PIPE[$cfg]+="$(pipe_run) "
+		rec_stop
+	done
+done
+p_none=$(echo "${PIPE[none]}" | minof)
+for cfg in floor switch both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; done
+echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch, +switch,wakeup $p_both"
+
+# ---- symbolization of ~100k samples ------------------------------------------------
+rm -rf "$TMP/out"
+rec_start -e power --sample 10000 -m 256M -z 1
+busy
+for _ in $(seq "$SECS"); do ls -R /usr/lib >/dev/null 2>&1; done &
+lsp=$!
+sleep 5
+rec_stop
+busy_wait
+wait "$lsp" 2>/dev/null
+dump=$(ls "$TMP"/out/*.btd | head -1)
+dsec=$(sed -n 's/.*dump 1 written to .* (exit, \([0-9]*\) events, .*, \([0-9.]*\)s).*/\1 \2/p' "$TMP/rec.log")
+t0=$(date +%s%N)
+"$BT" report --profile "$dump" >/dev/null
+t1=$(date +%s%N)
+rsec=$(echo "scale=3; ($t1 - $t0) / 1000000000" | bc)
+nbig=$("$BT" report -e cpu_sample "$dump" | grep -c ': cpu_sample:')
+nstk=$("$BT" report --stats "$dump" | sed -n 's/.*call stacks: \([0-9]*\) distinct.*/\1/p')
+echo "dump of $nbig samples ($nstk distinct stacks): written (symbolized) in ${dsec#* }s; report --profile reads it in ${rsec}s"
+
+# ---- table --------------------------------------------------------------------------
+read -r t49 r49 k49 n49 ns49 <<<"$S_49"
+read -r t999 r999 k999 n999 ns999 <<<"$S_999"
+md "| measure | btrace-bpf | baseline |"
+md "|---|---|---|"
+md "| sampling cost at the default 49 Hz, 2 busy CPUs, % of one CPU | ${t49}% (recorder ${r49}%, BPF ${k49}%; ${ns49} ns per sample) | target <= 1% |"
+md "| sampling cost at 999 Hz, % of one CPU | ${t999}% (recorder ${r999}%, BPF ${k999}%; ${ns999} ns per sample) | |"
+md "| fixed CPU job (sha256, 1 GiB per CPU) under sampling at 999 Hz | ${j_bt}s ($(slow "$j_bt")) | none ${j_none}s; perf record -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf")) |"
+md "| bytes per stored sample (999 Hz) | ${bps} B; ${bps_all} B with the stack table | perf.data: ${perf_bps} B per sample |"
+md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch}, +switch,wakeup ${p_both} | record -e sched ${p_floor} (floor); none ${p_none} |"
+md "| dump of ${nbig} samples (${nstk} distinct stacks), symbolized | ${dsec#* }s to write; report --profile ${rsec}s | |"
+if [ "$write_md" -eq 1 ]; then
+	BM=BENCHMARKS.md
+	{ echo "<!-- stacks:begin -->"; echo "## Call stacks (scripts/bench_stacks.sh)"; echo; cat "$MD"; echo "<!-- stacks:end -->"; } >"$TMP/sect"
+	if grep -q '<!-- stacks:begin -->' "$BM"; then
+		awk -v sect="$TMP/sect" '/<!-- stacks:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
+			/<!-- stacks:end -->/ { skip = 0; next } !skip' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
+	else
+		{ echo; cat "$TMP/sect"; } >>"$BM"
+	fi
+	echo "bench_stacks: table written into $BM"
+fi

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# test_stacks.sh - call stacks end to end on the real kernel: `record
+# --sample HZ --stacks switch,wakeup`, then `report --profile/--folded
+# [--offcpu]/--stacks/--stats`.
+#
+# One recorder watches build/tests/stack_workload (tests/bpf/stack_workload.c,
+# frame pointers) run from a private copy that is deleted while it runs:
+#   - its "cpu" thread spends 70% of its CPU in hot_a(), 30% in hot_b():
+#     the sampled shares must be within 5 points of that;
+#   - its reader blocks in wait_for_input() on a pipe for a time it measures:
+#     the off-CPU time of stacks through wait_for_input within 10% of it;
+#   - its writer wakes the reader from release_reader(): a waker event for
+#     the reader's tid names release_reader;
+#   - its child process runs exited_work() and exits before the dump;
+# and the dump, read after the binary is gone, names all of those. A second
+# short recorder with --max-stacks 2 shows the overflow counted.
+#
+# Needs root. Prints TAP lines.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/bpf/lib.sh
+
+WL=$TB/stack_workload
+if [ "$(id -u)" -ne 0 ]; then skip "call stacks" "not root"; finish; exit; fi
+if [ ! -x "$WL" ]; then skip "call stacks" "no $WL (make tests)"; finish; exit; fi
+
+# run_workload ARGS...: a private copy, deleted once it runs; sets WL_OUT
+run_workload() {
+	local copy=$T_TMP/sw out=$T_TMP/sw.out
+	cp "$WL" "$copy" || return 1
+	: >"$out"
+	# stdin: a line once the copy is deleted (it then starts its work)
+	mkfifo "$T_TMP/go"
+	"$copy" "$@" <"$T_TMP/go" >"$out" 2>&1 &
+	local pid=$!
+	exec 7>"$T_TMP/go"
+	wait_for 10 grep -q '^ready' "$out" || { exec 7>&-; return 1; }
+	rm -f "$copy" "$T_TMP/go"
+	echo go >&7
+	exec 7>&-
+	wait "$pid"
+	WL_OUT=$out
+}
+
+# ---- one recorder: samples, off-CPU, waker, exited process, deleted binary ----
+out=$T_TMP/out
+rec_start "$T_TMP/rec.log" --sample 997 --stacks switch,wakeup --comm sw --ctl "$T_TMP/ctl.sock" -o "$out" -m 16M ||
+	{ not_ok "recorder starts"; finish; exit; }
+run_workload 2 10 30 || not_ok "workload runs" "$(cat "$T_TMP/sw.out" 2>/dev/null)"
+st=$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1)
+echo "$st" | grep -qE '^stacks: [1-9][0-9]* distinct \(max 16384\), sampling 997 Hz, [1-9][0-9]* samples; lost: 0 table full' &&
+	ok "ctl status: the stack table, samples and stack losses" || not_ok "ctl status stacks" "$st"
+rec_stop "$REC_PID"
+dump=$(ls "$out"/*.btd 2>/dev/null | head -1)
+[ -n "$dump" ] && ok "dump written" || { not_ok "dump written" "$(cat "$T_TMP/rec.log")"; finish; exit; }
+[ ! -e "$T_TMP/sw" ] && ok "the workload's binary is gone before the dump is read" || not_ok "binary removed"
+
+# (no process substitution: the test VM of test-kernels has no /dev/fd)
+read -r blocked_us reader_tid <<<"$(awk '/^blocked_us/ {print $2, $4}' "$WL_OUT")"
+"$BT" report --folded "$dump" >"$T_TMP/folded" 2>&1
+"$BT" report --folded --offcpu "$dump" >"$T_TMP/offcpu" 2>&1
+"$BT" report --stacks -e waker "$dump" >"$T_TMP/waker" 2>&1
+"$BT" report --stats "$dump" >"$T_TMP/stats" 2>&1
+"$BT" report --profile "$dump" >"$T_TMP/profile" 2>&1
+
+# 70/30: samples through hot_a vs hot_b under cpu_main (the child's hot_a is not in it)
+share=$(awk '/;cpu_main;/ { n = $NF; if ($0 ~ /;hot_a;|;hot_a$|;hot_a /) a += n; else if ($0 ~ /;hot_b;|;hot_b$|;hot_b /) b += n }
+	END { if (a + b < 200) print "few:" a + b; else printf "%.1f\n", 100 * a / (a + b) }' "$T_TMP/folded")
+diag "hot_a share of the cpu thread's samples: $share% (truth 70%)"
+if [[ $share =~ ^[0-9.]+$ ]] && awk -v s="$share" 'BEGIN { exit !(s >= 65 && s <= 75) }'; then
+	ok "sampled shares: hot_a $share%, within 5 points of 70%"
+else
+	not_ok "sampled shares: hot_a $share%, want 70 +- 5" "$(head -20 "$T_TMP/folded")"
+fi
+grep -q ';path_a;hot_a;spin_until' "$T_TMP/folded" && grep -q ';path_b;hot_b;spin_until' "$T_TMP/folded" &&
+	ok "distinct call chains path_a->hot_a and path_b->hot_b named (deleted binary)" ||
+	not_ok "call chains named" "$(head -20 "$T_TMP/folded")"
+grep -q ';main;exited_work;hot_a' "$T_TMP/folded" &&
+	ok "the child that exited before the dump is symbolized" ||
+	not_ok "exited process symbolized" "$(grep -v cpu_main "$T_TMP/folded" | head -10)"
+grep -q '^process [0-9]* (sw): ' "$T_TMP/profile" && grep -qE '^ +[0-9.]+% +[0-9.]+%  hot_a$' "$T_TMP/profile" &&
+	ok "report --profile: per-process self/total with hot_a" || not_ok "report --profile" "$(head -30 "$T_TMP/profile")"
+
+# off-CPU: time of the stacks through wait_for_input vs the reader's own measure
+offcpu_us=$(awk '/;wait_for_input;/ { s += $NF } END { print s + 0 }' "$T_TMP/offcpu")
+diag "off-CPU in wait_for_input: ${offcpu_us}us, the reader measured ${blocked_us:-?}us"
+if [ -n "${blocked_us:-}" ] && [ "$blocked_us" -gt 0 ] &&
+	awk -v a="$offcpu_us" -v b="$blocked_us" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 0.1 * b) }'; then
+	ok "off-CPU time in wait_for_input within 10% of the truth"
+else
+	not_ok "off-CPU time in wait_for_input: ${offcpu_us}us vs ${blocked_us:-?}us" "$(head -10 "$T_TMP/offcpu")"
+fi
+
+# waker: a waker event that woke the reader, its stack through release_reader
+awk -v t="$reader_tid" '/: waker: / { w = ($0 ~ ("pid=" t " ")) } w && /release_reader\+/ { f = 1 } END { exit !f }' \
+	"$T_TMP/waker" && ok "the reader's waker stack names release_reader" ||
+	not_ok "waker stack names release_reader (reader tid ${reader_tid:-?})" "$(grep -A14 "pid=${reader_tid:-x} " "$T_TMP/waker" | head -20)"
+
+grep -qE 'call stacks: [1-9][0-9]* distinct' "$T_TMP/stats" &&
+	grep -q 'stacks lost: 0 table full' "$T_TMP/stats" && ok "report --stats: stack table and its losses" ||
+	not_ok "report --stats stacks" "$(grep -A3 'call stacks' "$T_TMP/stats")"
+
+# Perfetto: samples as PerfSamples of interned callstacks, the call chart, off-CPU slices
+nsamp=$("$BT" report -e cpu_sample "$dump" 2>/dev/null | grep -c ': cpu_sample: kstack=')
+if "$BT" convert -o "$T_TMP/t.pftrace" "$dump" >/dev/null 2>&1; then
+	pc=$(python3 tests/perfetto/check_trace.py perfetto "$T_TMP/t.pftrace" --stacks "$nsamp" --stack-func hot_a \
+		--offcpu-func wait_for_input 2>&1)
+	[ $? -eq 0 ] && ok "convert: $nsamp samples as interned callstacks, call chart, off-CPU slices" ||
+		not_ok "convert: stacks in Perfetto" "$(echo "$pc" | grep -v '^ok')"
+else
+	not_ok "convert succeeds"
+fi
+
+# ---- a tiny table: overflow counted and shown -----------------------------------
+out2=$T_TMP/out2
+rec_start "$T_TMP/rec2.log" --sample 499 --max-stacks 2 --comm sw --no-ctl -o "$out2" -m 16M ||
+	{ not_ok "recorder 2 starts"; finish; exit; }
+run_workload 0.5 2 10 || not_ok "workload 2 runs"
+rec_stop "$REC_PID"
+dump2=$(ls "$out2"/*.btd 2>/dev/null | head -1)
+full=$("$BT" report --stats "$dump2" 2>&1 | sed -n 's/.*stacks lost: \([0-9]*\) table full.*/\1/p')
+[ "${full:-0}" -gt 0 ] && "$BT" report --profile "$dump2" 2>&1 | grep -q 'stacks not taken or not stored: [1-9]' &&
+	"$BT" report --stacks -e cpu_sample "$dump2" 2>&1 | grep -q 'stack lost' &&
+	ok "--max-stacks 2: $full references found the table full, counted and shown" ||
+	not_ok "table overflow counted" "$("$BT" report --stats "$dump2" 2>&1 | grep -A3 'call stacks')"
+
+# ---- --ustack: a probe's hits carry their stacks ---------------------------------
+cp "$WL" "$T_TMP/sw3"
+out3=$T_TMP/out3
+rec_start "$T_TMP/rec3.log" --sample 0 -u "$T_TMP/sw3:release_reader" --ustack --no-ctl -o "$out3" -m 16M ||
+	{ not_ok "recorder 3 starts" "$(cat "$T_TMP/rec3.log")"; finish; exit; }
+echo go | "$T_TMP/sw3" 0.2 3 5 >/dev/null 2>&1
+rec_stop "$REC_PID"
+dump3=$(ls "$out3"/*.btd 2>/dev/null | head -1)
+n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -A1 ': probe_stack: probe=release_reader ' | grep -c 'release_reader+0x0 (sw3)')
+[ "$n3" -eq 3 ] && ok "--ustack: the 3 hits of release_reader carry its stack" ||
+	not_ok "--ustack stacks ($n3 of 3)" "$("$BT" report --stacks -e probe_stack,uprobe "$dump3" 2>&1 | head -12)"
+finish

@@ -1,0 +1,268 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_dump_stacks.c - the stack table of a dump (section STCK,
+ * user/dump/dump_stacks.c): a round trip through a whole dump file (events
+ * naming stacks, mappings, symbols, counters), and hostile sections refused
+ * with one line: every length, count, index and string offset is checked.
+ *
+ * BTRACE_WRITE_SEEDS=DIR writes a dump with stacks and one with a damaged
+ * stack table to DIR as fuzzer seeds (tests/fuzz/seeds/fuzz_dump).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include "events.h"
+#include "harness.h"
+#include "btrace_buffer.h"
+#include "compact.h"
+#include "dump.h"
+#include "dump_stacks.h"
+
+#define NCPUS 2
+
+static char tmpdir[256];
+
+/* 2 maps, 3 symbols, 3 stacks: kernel (2 frames), user (3 frames, one
+ * unmapped), undefined. */
+static struct bt_dump_frame frames[5] = {
+	{ BT_DMAP_KERNEL, 1, 0xffffffff81000010ull },
+	{ BT_DMAP_KERNEL, 0, 0xffffffff81000200ull },
+	{ 1, 2, 0x1130 },
+	{ 2, 3, 0x2210 },
+	{ BT_DMAP_NONE, 0, 0x7fff0000 },
+};
+static struct bt_dump_stack stacks[3] = {
+	{ 0, BT_STACK_KERNEL, 0, 2, 0 },
+	{ 4242, BT_STACK_USER, BT_STACK_F_TRUNCATED, 3, 2 },
+	{ 0, BT_STACK_USER, BT_STACK_F_UNDEFINED, 0, 5 },
+};
+static struct bt_dump_map maps[2] = {
+	{ "/usr/bin/app", BT_DMAP_DELETED, 0x801, 1234, { 0xab, 0xcd }, 2 },
+	{ "/lib/libx.so.1", 0, 0x801, 99, { 0 }, 0 },
+};
+static struct bt_dump_sym syms[3] = {
+	{ "schedule", BT_DMAP_KERNEL, 0xffffffff81000000ull, 0x100 },
+	{ "hot_a", 1, 0x1100, 0x80 },
+	{ "ns::f(int)", 2, 0x2200, 0x40 },
+};
+
+static struct bt_dump_stacks fixture(void)
+{
+	struct bt_dump_stacks s = { .nstacks = 3, .nmaps = 2, .nsyms = 3, .nframes = 5, .stacks = stacks,
+				    .frames = frames, .maps = maps, .syms = syms };
+	for (int i = 0; i < BT_STKC_MAX; i++)
+		s.counters[i] = 100 + (uint64_t)i;
+	return s;
+}
+
+static int write_fixture_stacks(void *ctx, struct bt_dump_sink *sink)
+{
+	struct bt_dump_stacks s = fixture();
+	(void)ctx;
+	return bt_dump_sink_stacks(sink, &s);
+}
+
+static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
+{
+	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	return n ? bt_write(b, core, batch, n) : -EINVAL;
+}
+
+/* A dump with 4 CPU samples naming (kstack, ustack) = (1, 2), one lost
+ * user stack, and the fixture's table; kstack_of_last sets the last
+ * sample's kernel stack id (to make it dangle). */
+static int write_dump(const char *path, uint32_t kstack_of_last, int with_table)
+{
+	struct bt_config cfg = { .size = 64 << 10, .block_size = 1024, .ncores = NCPUS };
+	char err[256];
+	struct bt_buffer *b = bt_buffer_create(&cfg, err, sizeof(err));
+	uint64_t drops[NCPUS * BT_GROUP_MAX] = { 0 };
+	struct bt_task task = { .tid = 4242, .tgid = 4242, .comm = "app" };
+	if (!b)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < 4; i++) {
+		struct bt_ev_sample e = { .h = { .ts_ns = 1000000 + i, .seq = i, .tid = 4242, .tgid = 4242, .cpu = 0,
+						 .type = BT_EV_CPU_SAMPLE },
+					  .kstack = i == 3 ? kstack_of_last : 1, .ustack = i == 2 ? BT_STACK_LOST : 2 };
+		if (store(b, 0, &e.h, sizeof(e)))
+			return -EIO;
+	}
+	struct bt_dump_info info = { .ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = &task,
+				     .ntasks = 1, .dump_seq = 1, .reason = "test",
+				     .groups_enabled = 1u << BT_GROUP_STACKS,
+				     .write_stacks = with_table ? write_fixture_stacks : NULL };
+	int r = bt_dump_write(b, &info, NULL, path, 0, NULL, 0, NULL, err, sizeof(err));
+	if (r)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	bt_buffer_destroy(b);
+	return r;
+}
+
+static void test_round_trip(void)
+{
+	char path[300], err[256];
+	snprintf(path, sizeof(path), "%s/ok.btd", tmpdir);
+	REQUIRE(write_dump(path, 1, 1) == 0, "write");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	REQUIRE(s, "no stack table");
+	CHECK(s->nstacks == 3 && s->nmaps == 2 && s->nsyms == 3 && s->nframes == 5, "counts %u %u %u", s->nstacks,
+	      s->nmaps, s->nsyms);
+	for (int i = 0; i < BT_STKC_MAX; i++)
+		CHECK(s->counters[i] == 100 + (uint64_t)i, "counter %d", i);
+	CHECK(strcmp(s->maps[0].path, "/usr/bin/app") == 0 && s->maps[0].flags == BT_DMAP_DELETED &&
+		      s->maps[0].ino == 1234 && s->maps[0].build_id_len == 2 && s->maps[0].build_id[1] == 0xcd,
+	      "map 0");
+	CHECK(strcmp(s->syms[2].name, "ns::f(int)") == 0 && s->syms[2].map == 2 && s->syms[2].start == 0x2200,
+	      "sym 2");
+	CHECK(s->stacks[1].tgid == 4242 && s->stacks[1].kind == BT_STACK_USER &&
+		      s->stacks[1].flags == BT_STACK_F_TRUNCATED && s->stacks[1].nframes == 3,
+	      "stack 2");
+	CHECK(s->stacks[2].flags == BT_STACK_F_UNDEFINED && !s->stacks[2].nframes, "stack 3 undefined");
+	const struct bt_dump_frame *f = &s->frames[s->stacks[1].first];
+	CHECK(f[0].map == 1 && f[0].sym == 2 && f[0].off == 0x1130 && f[2].map == BT_DMAP_NONE, "frames");
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	CHECK(n == 4, "%zu events", n);
+	if (n == 4) {
+		const struct bt_ev_sample *e = (const void *)ev[2].ev;
+		CHECK(ev[2].ev->type == BT_EV_CPU_SAMPLE && e->kstack == 1 && e->ustack == BT_STACK_LOST, "sample");
+	}
+	bt_dump_close(d);
+}
+
+static void test_dangling_id_refused(void)
+{
+	char path[300], err[256];
+	snprintf(path, sizeof(path), "%s/dangling.btd", tmpdir);
+	REQUIRE(write_dump(path, 9, 1) == 0, "write");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	CHECK(!d && strstr(err, "names stack 9, the stack table has 3"), "err: %s", d ? "(opened)" : err);
+	bt_dump_close(d);
+	/* a user stack named as a kernel one */
+	snprintf(path, sizeof(path), "%s/kind.btd", tmpdir);
+	REQUIRE(write_dump(path, 2, 1) == 0, "write");
+	d = bt_dump_open(path, err, sizeof(err));
+	CHECK(!d && strstr(err, "as a kernel stack"), "err: %s", d ? "(opened)" : err);
+	bt_dump_close(d);
+	/* events with stacks and no table at all */
+	snprintf(path, sizeof(path), "%s/notable.btd", tmpdir);
+	REQUIRE(write_dump(path, 1, 0) == 0, "write");
+	d = bt_dump_open(path, err, sizeof(err));
+	CHECK(!d && strstr(err, "no STCK section"), "err: %s", d ? "(opened)" : err);
+	bt_dump_close(d);
+}
+
+/* The payload offsets of the fixture's encoding. */
+#define HDR 32u
+#define COUNTERS (8u * BT_STKC_MAX)
+#define MAPS (HDR + COUNTERS)
+#define SYMS (MAPS + 2 * 48u)
+#define STACKS (SYMS + 3 * 24u)
+#define FRAMES (STACKS + 3 * 16u)
+#define STRTAB (FRAMES + 5 * 16u)
+
+struct damage {
+	const char *what, *expect;
+	uint32_t off;   /* where to write */
+	uint64_t val;   /* what (little-endian, `width` bytes) */
+	unsigned width;
+	int cut;        /* or: cut this many bytes off the end */
+};
+
+static const struct damage damages[] = {
+	{ "short", "shorter than its header", 0, 0, 0, -1 },
+	{ "one byte less", "its counts need", 0, 0, 0, 1 },
+	{ "huge stack count", "counts out of range", 0, 1u << 30, 4, 0 },
+	{ "frames count mismatch", "its counts need", 16, 6, 8, 0 },
+	{ "map path past the string table", "mapping 0: bad path offset", MAPS, 1u << 20, 4, 0 },
+	{ "build-id too long", "mapping 1: bad", MAPS + 48 + 24, 21, 4, 0 },
+	{ "symbol name past the string table", "symbol 1: bad name offset", SYMS + 24, 1u << 20, 4, 0 },
+	{ "symbol in no mapping", "symbol 2: bad name offset or mapping 7", SYMS + 48 + 4, 7, 4, 0 },
+	{ "stack kind 5", "stack 1: bad kind 5", STACKS + 4, 5, 2, 0 },
+	{ "stack flags", "stack 2: bad kind 1, flags 0x81", STACKS + 16 + 6, 0x81, 2, 0 },
+	{ "too many frames", "stack 1: bad kind", STACKS + 8, 600, 4, 0 },
+	{ "frames past the header's", "stack 2: bad kind", STACKS + 16 + 8, 4, 4, 0 },
+	{ "user mapping in a kernel stack", "stack 1 frame 0: mapping 1", FRAMES, 1, 4, 0 },
+	{ "mapping past the table", "stack 2 frame 1: mapping 3", FRAMES + 3 * 16, 3, 4, 0 },
+	{ "symbol past the table", "stack 2 frame 0: mapping 1 or symbol 9", FRAMES + 2 * 16 + 4, 9, 4, 0 },
+	{ "symbol of another mapping", "stack 2 frame 0: mapping 1 or symbol 3", FRAMES + 2 * 16 + 4, 3, 4, 0 },
+	{ "string table without NUL", "not NUL-terminated", 0, 0, 0, -2 },
+};
+
+static void damage(uint8_t *p, uint64_t *len, const struct damage *dm)
+{
+	if (dm->cut == -1)
+		*len = 16;
+	else if (dm->cut == -2)
+		p[*len - 1] = 'x';
+	else if (dm->cut)
+		*len -= (uint64_t)dm->cut;
+	else
+		memcpy(p + dm->off, &dm->val, dm->width);
+}
+
+static void test_hostile_sections(void)
+{
+	struct bt_dump_stacks s = fixture();
+	uint8_t *p = NULL;
+	int64_t len = bt_dump_stacks_encode(&s, &p);
+	REQUIRE(len > (int64_t)STRTAB, "encode: %lld", (long long)len);
+	struct bt_dump_stacks out;
+	char err[256];
+	memset(&out, 0, sizeof(out));
+	CHECK(bt_dump_stacks_decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
+	bt_dump_stacks_release(&out);
+	for (size_t i = 0; i < sizeof(damages) / sizeof(damages[0]); i++) {
+		uint8_t *q = malloc((size_t)len);
+		uint64_t ql = (uint64_t)len;
+		memcpy(q, p, (size_t)len);
+		damage(q, &ql, &damages[i]);
+		memset(&out, 0, sizeof(out));
+		err[0] = 0;
+		int r = bt_dump_stacks_decode(q, ql, &out, err, sizeof(err));
+		CHECK(r == -EBADMSG && strstr(err, "corrupt dump: stack table: ") && strstr(err, damages[i].expect),
+		      "%s: r=%d err='%s'", damages[i].what, r, err);
+		CHECK(!out.stacks && !out.frames && !out.strtab, "%s: nothing kept", damages[i].what);
+		free(q);
+	}
+	free(p);
+}
+
+static void write_seeds(const char *dir)
+{
+	char path[600];
+	mkdir(dir, 0755);
+	snprintf(path, sizeof(path), "%s/seed-stacks.btd", dir);
+	if (write_dump(path, 1, 1))
+		fprintf(stderr, "seed %s failed\n", path);
+	snprintf(path, sizeof(path), "%s/seed-stacks-dangling.btd", dir);
+	if (write_dump(path, 9, 1))
+		fprintf(stderr, "seed %s failed\n", path);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-dump-stacks.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	const char *seeds = getenv("BTRACE_WRITE_SEEDS");
+	if (seeds) {
+		write_seeds(seeds);
+		return 0;
+	}
+	RUN(test_round_trip);
+	RUN(test_dangling_id_refused);
+	RUN(test_hostile_sections);
+	char cmd[300];
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
+	if (system(cmd))
+		return 1;
+	return h_nfail_tests ? 1 : 0;
+}

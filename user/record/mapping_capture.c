@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mapping_capture.c - (tgid, address) -> (file, offset) at record time (see
+ * mapping_capture.h).
+ *
+ * Files are keyed by the (device, inode) /proc/PID/maps shows, so a library
+ * mapped by a thousand processes is opened once. The descriptor comes from
+ * /proc/PID/map_files/START-END: it opens the very inode mapped even when the
+ * path was deleted or now names another file (needs CAP_SYS_ADMIN, which the
+ * recorder has as root); the path is the fallback.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "mapping_capture.h"
+
+#define PROC_SLOTS 4096u   /* process caches (open addressing, power of two) */
+#define MAX_FILES_FD 2048u /* descriptors kept at most (more files: path only) */
+
+struct vma {
+	uint64_t start, end, pgoff;
+	uint32_t file; /* map id */
+};
+
+struct proc {
+	uint32_t tgid; /* 0: empty slot */
+	uint32_t nvma;
+	struct vma *vma;
+	uint64_t read_ns; /* when the maps were last read (CLOCK_MONOTONIC) */
+};
+
+/* An address outside every known mapping re-reads the maps at most this
+ * often per process: frame-pointer walks through code built without them
+ * yield junk addresses, and reading /proc/PID/maps for each would cost more
+ * than the tracing. A library dlopen'ed since is seen within this time. */
+#define REREAD_NS 200000000ull
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+struct bt_mapcap {
+	struct proc procs[PROC_SLOTS];
+	uint32_t nprocs;
+	struct bt_mapfile *files;
+	size_t nfiles, cap;
+	uint64_t no_fd;
+	unsigned max_fd;
+};
+
+struct bt_mapcap *bt_mapcap_new(void)
+{
+	struct bt_mapcap *m = calloc(1, sizeof(*m));
+	struct rlimit rl;
+
+	if (!m)
+		return NULL;
+	m->max_fd = MAX_FILES_FD;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < m->max_fd)
+		m->max_fd = (unsigned)(rl.rlim_cur / 2);
+	return m;
+}
+
+void bt_mapcap_free(struct bt_mapcap *m)
+{
+	if (!m)
+		return;
+	for (size_t i = 0; i < PROC_SLOTS; i++)
+		free(m->procs[i].vma);
+	for (size_t i = 0; i < m->nfiles; i++) {
+		free(m->files[i].path);
+		if (m->files[i].fd >= 0)
+			close(m->files[i].fd);
+	}
+	free(m->files);
+	free(m);
+}
+
+const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n)
+{
+	*n = m->nfiles;
+	return m->files;
+}
+
+uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m)
+{
+	return m->no_fd;
+}
+
+uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len)
+{
+	Elf *e;
+	size_t phnum = 0;
+	uint32_t n = 0;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!e)
+		return 0;
+	if (elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && !n; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+			GElf_Nhdr nh;
+			size_t off = 0, next, name_off, desc_off;
+
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+			if (!d)
+				continue;
+			while (!n && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+				off = next;
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+				    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz) {
+					n = nh.n_descsz < len ? nh.n_descsz : len;
+					memcpy(out, (char *)d->d_buf + desc_off, n);
+				}
+			}
+		}
+	}
+	elf_end(e);
+	return n;
+}
+
+/* The map id of the file (dev, ino) a maps line shows; added if new. */
+static uint32_t file_id(struct bt_mapcap *m, uint32_t tgid, const char *range, uint64_t dev, uint64_t ino,
+			const char *path)
+{
+	struct bt_mapfile *f;
+	char mf[96];
+	size_t plen;
+
+	for (size_t i = m->nfiles; i-- > 0;)
+		if (m->files[i].dev == dev && m->files[i].ino == ino)
+			return (uint32_t)i + 1;
+	if (m->nfiles == m->cap) {
+		size_t cap = m->cap ? m->cap * 2 : 64;
+		void *p = realloc(m->files, cap * sizeof(*m->files));
+		if (!p)
+			return BT_MAP_NONE;
+		m->files = p;
+		m->cap = cap;
+	}
+	f = &m->files[m->nfiles];
+	memset(f, 0, sizeof(*f));
+	f->dev = dev;
+	f->ino = ino;
+	f->fd = -1;
+	plen = strlen(path);
+	if (plen > 10 && strcmp(path + plen - 10, " (deleted)") == 0) {
+		plen -= 10;
+		f->flags |= BT_MAPFILE_DELETED;
+	}
+	f->path = strndup(path, plen);
+	if (!f->path)
+		return BT_MAP_NONE;
+	if (m->nfiles < m->max_fd) {
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%s", tgid, range);
+		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
+		if (f->fd < 0 && !(f->flags & BT_MAPFILE_DELETED))
+			f->fd = open(f->path, O_RDONLY | O_CLOEXEC); /* no CAP_SYS_ADMIN */
+	}
+	if (f->fd >= 0) {
+		struct stat st;
+		/* The path may name another file by now: keep only the right inode. */
+		if (fstat(f->fd, &st) || (uint64_t)st.st_ino != ino) {
+			close(f->fd);
+			f->fd = -1;
+		}
+	}
+	if (f->fd >= 0)
+		f->build_id_len = bt_elf_build_id(f->fd, f->build_id, BT_BUILD_ID_MAX);
+	else
+		m->no_fd++;
+	return (uint32_t)++m->nfiles;
+}
+
+static struct proc *proc_slot(struct bt_mapcap *m, uint32_t tgid, int create)
+{
+	uint32_t i = (tgid * 2654435761u) & (PROC_SLOTS - 1);
+
+	for (uint32_t k = 0; k < PROC_SLOTS; k++, i = (i + 1) & (PROC_SLOTS - 1)) {
+		if (m->procs[i].tgid == tgid)
+			return &m->procs[i];
+		if (!m->procs[i].tgid)
+			break;
+	}
+	if (!create)
+		return NULL;
+	if (m->nprocs >= PROC_SLOTS * 3 / 4) {
+		/* Full: start over (processes that are gone free their slots at
+		 * exit; this is a backstop). */
+		for (size_t k = 0; k < PROC_SLOTS; k++) {
+			free(m->procs[k].vma);
+			m->procs[k] = (struct proc){ 0 };
+		}
+		m->nprocs = 0;
+		i = (tgid * 2654435761u) & (PROC_SLOTS - 1);
+	}
+	while (m->procs[i].tgid)
+		i = (i + 1) & (PROC_SLOTS - 1);
+	m->procs[i].tgid = tgid;
+	m->nprocs++;
+	return &m->procs[i];
+}
+
+/* (Re)read /proc/tgid/maps: the file-backed mappings. */
+static void read_maps(struct bt_mapcap *m, struct proc *p)
+{
+	char path[64], line[4352];
+	FILE *f;
+	size_t cap = 0;
+
+	free(p->vma);
+	p->vma = NULL;
+	p->nvma = 0;
+	p->read_ns = mono_ns();
+	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8], range[64];
+		int pos = 0;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
+			   &pos) < 7 || !ino || !pos)
+			continue;
+		char *name = line + pos;
+		name[strcspn(name, "\n")] = '\0';
+		if (name[0] != '/')
+			continue;
+		snprintf(range, sizeof(range), "%llx-%llx", start, end);
+		uint32_t id = file_id(m, p->tgid, range, ((uint64_t)maj << 20) | min, ino, name);
+		if (id == BT_MAP_NONE)
+			continue;
+		if (p->nvma == cap) {
+			size_t nc = cap ? cap * 2 : 32;
+			void *n = realloc(p->vma, nc * sizeof(*p->vma));
+			if (!n)
+				break;
+			p->vma = n;
+			cap = nc;
+		}
+		p->vma[p->nvma++] = (struct vma){ start, end, pgoff, id };
+	}
+	fclose(f);
+}
+
+static const struct vma *find_vma(const struct proc *p, uint64_t addr)
+{
+	for (uint32_t i = 0; i < p->nvma; i++)
+		if (addr >= p->vma[i].start && addr < p->vma[i].end)
+			return &p->vma[i];
+	return NULL;
+}
+
+uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off)
+{
+	struct proc *p = proc_slot(m, tgid, 1);
+	const struct vma *v;
+
+	*off = addr;
+	if (!tgid)
+		return BT_MAP_NONE;
+	if (!p->read_ns)
+		read_maps(m, p);
+	v = find_vma(p, addr);
+	if (!v && mono_ns() - p->read_ns >= REREAD_NS) {
+		/* Outside what we knew: a library loaded since (dlopen). */
+		read_maps(m, p);
+		v = find_vma(p, addr);
+	}
+	if (!v)
+		return BT_MAP_NONE;
+	*off = addr - v->start + v->pgoff;
+	return v->file;
+}
+
+void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
+{
+	struct proc *p = proc_slot(m, tgid, 0);
+
+	if (p) {
+		free(p->vma);
+		p->vma = NULL;
+		p->nvma = 0; /* the slot stays (probing chains), re-read on next use */
+		p->read_ns = 0;
+	}
+}

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mapping_capture.h - user addresses made durable at record time: (tgid,
+ * address) -> (mapped file, file offset), with the file's path, build-id,
+ * device and inode, and an open descriptor that keeps its contents readable
+ * after the process exited and after the file was deleted or replaced (the
+ * dump symbolizes from it, stack_symbols.h).
+ *
+ * A process's maps are read on first sight of the process, again when an
+ * address falls outside every mapping known, and forgotten at exec and exit.
+ * Drain thread only, except bt_mapcap_files() (under the table's lock,
+ * see stack_table.h).
+ */
+#ifndef BTRACE_MAPPING_CAPTURE_H
+#define BTRACE_MAPPING_CAPTURE_H
+#include <stddef.h>
+#include <stdint.h>
+
+#define BT_MAP_KERNEL 0u            /* frame map id of kernel addresses */
+#define BT_MAP_NONE 0xffffffffu     /* a user address in no file mapping (anonymous, JIT, process gone) */
+#define BT_BUILD_ID_MAX 20
+
+struct bt_mapfile {
+	uint64_t dev, ino;
+	char *path;              /* as /proc/PID/maps showed it, " (deleted)" removed */
+	uint8_t build_id[BT_BUILD_ID_MAX];
+	uint32_t build_id_len;
+	uint32_t flags;          /* BT_MAPFILE_* */
+	int fd;                  /* -1: none (the path is all there is) */
+};
+#define BT_MAPFILE_DELETED 0x1 /* the file was deleted when captured */
+
+struct bt_mapcap;
+struct bt_mapcap *bt_mapcap_new(void);
+void bt_mapcap_free(struct bt_mapcap *m);
+
+/* Map id (1 + index into the file table) and file offset of addr in process
+ * tgid; BT_MAP_NONE (and *off = addr) if no file maps it. */
+uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off);
+/* tgid exec'd or exited: its mappings are stale. */
+void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid);
+
+/* The file table: files[i] is map id i + 1. Entries never move nor change
+ * once added (the array may be reallocated: call under the owner's lock). */
+const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n);
+/* Files kept without a descriptor (the limit reached, or open failed). */
+uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m);
+
+/* The GNU build-id of an ELF file (fd), 0 if it has none; len bytes at most. */
+uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len);
+#endif

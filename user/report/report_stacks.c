@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: MIT
+/*
+ * report_stacks.c - call stacks in `report` (see report_stacks.h).
+ *
+ * A sample's full stack, outermost first, is its user stack (reversed) then
+ * its kernel stack (reversed): the kernel runs on behalf of the user code
+ * below it. Self is the innermost frame; total counts a function once per
+ * sample however often it recurses.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+#include "events.h"
+#include "dump.h"
+#include "dump_stacks.h"
+#include "event_names.h"
+#include "report_stacks.h"
+
+#define TOP_FUNCS 25
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s ? s + 1 : p;
+}
+
+static const struct bt_dump_sym *frame_sym(const struct bt_dump_stacks *s, const struct bt_dump_frame *f)
+{
+	return f->sym && f->sym <= s->nsyms ? &s->syms[f->sym - 1] : NULL;
+}
+
+static const char *frame_map_name(const struct bt_dump_stacks *s, const struct bt_dump_frame *f)
+{
+	if (f->map == BT_DMAP_KERNEL)
+		return "kernel";
+	if (f->map == BT_DMAP_NONE || f->map > s->nmaps)
+		return NULL;
+	return base_name(s->maps[f->map - 1].path);
+}
+
+void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
+		   size_t len)
+{
+	const struct bt_dump_sym *y = frame_sym(s, f);
+	const char *m = frame_map_name(s, f);
+
+	(void)f_index;
+	if (y && f->map == BT_DMAP_KERNEL)
+		snprintf(buf, len, "%s+0x%" PRIx64, y->name, f->off - y->start);
+	else if (y)
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", y->name, f->off - y->start, m ? m : "?");
+	else if (m && f->map != BT_DMAP_KERNEL)
+		snprintf(buf, len, "[unknown] (%s+0x%" PRIx64 ")", m, f->off);
+	else
+		snprintf(buf, len, "[unknown] (0x%" PRIx64 ")", f->off);
+}
+
+/* The function alone, for aggregation: "func", "[unknown] (lib)". */
+static void frame_func(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, char *buf, size_t len)
+{
+	const struct bt_dump_sym *y = frame_sym(s, f);
+	const char *m = frame_map_name(s, f);
+
+	if (y)
+		snprintf(buf, len, "%s", y->name);
+	else
+		snprintf(buf, len, "[unknown] (%s)", m ? m : "anonymous");
+}
+
+static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
+{
+	return s && id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
+}
+
+void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent)
+{
+	const struct bt_dump_stack *k = stack_of(s, id);
+	char b[512];
+
+	if (id == BT_STACK_LOST) {
+		fprintf(out, "%s[stack lost: see report --stats]\n", indent);
+		return;
+	}
+	if (!k)
+		return;
+	if (k->flags & BT_STACK_F_UNDEFINED) {
+		fprintf(out, "%s[stack frames never arrived]\n", indent);
+		return;
+	}
+	for (uint32_t i = 0; i < k->nframes; i++) {
+		bt_frame_text(s, &s->frames[k->first + i], (int)i, b, sizeof(b));
+		fprintf(out, "%s%s\n", indent, b);
+	}
+	if (k->flags & BT_STACK_F_TRUNCATED)
+		fprintf(out, "%s[truncated: the frame-pointer walk ended early]\n", indent);
+}
+
+void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_event_hdr *h)
+{
+	const struct bt_ev_sample *e = (const void *)h;
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+
+	if (h->type != BT_EV_CPU_SAMPLE && h->type != BT_EV_OFFCPU && h->type != BT_EV_WAKER &&
+	    h->type != BT_EV_PROBE_STACK)
+		return;
+	bt_print_stack(out, s, e->kstack, "\t");
+	bt_print_stack(out, s, e->ustack, "\t");
+}
+
+/* ---- aggregation: string key (+ tgid) -> two counters ---------------------- */
+
+struct agg_ent {
+	char *key;
+	uint32_t tgid;
+	uint64_t a, b;
+};
+struct agg {
+	struct agg_ent *e;
+	size_t n, cap; /* cap: power of two */
+};
+
+static uint64_t str_hash(const char *s, uint32_t tgid)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ tgid;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static struct agg_ent *agg_get(struct agg *g, const char *key, uint32_t tgid)
+{
+	if (g->n * 2 >= g->cap) {
+		size_t cap = g->cap ? g->cap * 2 : 1024;
+		struct agg_ent *e = calloc(cap, sizeof(*e));
+		if (!e)
+			return NULL;
+		for (size_t i = 0; i < g->cap; i++) {
+			if (!g->e[i].key)
+				continue;
+			size_t k = str_hash(g->e[i].key, g->e[i].tgid) & (cap - 1);
+			while (e[k].key)
+				k = (k + 1) & (cap - 1);
+			e[k] = g->e[i];
+		}
+		free(g->e);
+		g->e = e;
+		g->cap = cap;
+	}
+	size_t k = str_hash(key, tgid) & (g->cap - 1);
+	while (g->e[k].key) {
+		if (g->e[k].tgid == tgid && strcmp(g->e[k].key, key) == 0)
+			return &g->e[k];
+		k = (k + 1) & (g->cap - 1);
+	}
+	g->e[k].key = strdup(key);
+	if (!g->e[k].key)
+		return NULL;
+	g->e[k].tgid = tgid;
+	g->n++;
+	return &g->e[k];
+}
+
+static void agg_free(struct agg *g)
+{
+	for (size_t i = 0; i < g->cap; i++)
+		free(g->e[i].key);
+	free(g->e);
+}
+
+/* Entries packed and sorted by cmp. */
+static struct agg_ent *agg_sorted(struct agg *g, int (*cmp)(const void *, const void *))
+{
+	size_t k = 0;
+	for (size_t i = 0; i < g->cap; i++)
+		if (g->e[i].key)
+			g->e[k++] = g->e[i];
+	for (size_t i = k; i < g->cap; i++)
+		g->e[i] = (struct agg_ent){ 0 };
+	qsort(g->e, k, sizeof(*g->e), cmp);
+	g->cap = 0; /* packed: no more lookups, agg_free still frees keys (n entries) */
+	g->n = k;
+	return g->e;
+}
+
+static void agg_free_sorted(struct agg *g)
+{
+	for (size_t i = 0; i < g->n; i++)
+		free(g->e[i].key);
+	free(g->e);
+}
+
+/* ---- walking the selected stack events ------------------------------------- */
+
+static int selected(const struct bt_stack_filter *f, const struct bt_event_hdr *h)
+{
+	if (h->type != (f && f->offcpu ? BT_EV_OFFCPU : BT_EV_CPU_SAMPLE))
+		return 0;
+	return !f || !f->keep || f->keep(h, f->ctx);
+}
+
+/* Weight of an event: one sample, or its off-CPU time in microseconds. */
+static uint64_t weight(const struct bt_stack_filter *f, const struct bt_event_hdr *h)
+{
+	if (f && f->offcpu)
+		return ((const struct bt_ev_offcpu *)h)->offcpu_ns / 1000;
+	return 1;
+}
+
+/* Frames outermost first into fr (user reversed, then kernel reversed);
+ * their count. *lost: a stack could not be taken; *trunc: one was cut. */
+static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sample *e,
+			   const struct bt_dump_frame **fr, int *kernel, int *lost, int *trunc)
+{
+	uint32_t n = 0;
+	uint32_t ids[2] = { e->ustack, e->kstack };
+
+	*lost = *trunc = 0;
+	for (int k = 0; k < 2; k++) {
+		const struct bt_dump_stack *st = stack_of(s, ids[k]);
+		if (ids[k] == BT_STACK_LOST || (st && (st->flags & BT_STACK_F_UNDEFINED)))
+			*lost = 1;
+		if (!st)
+			continue;
+		if (st->flags & BT_STACK_F_TRUNCATED)
+			*trunc = 1;
+		for (uint32_t i = st->nframes; i-- > 0 && n < 2 * BT_STACKS_MAX_FRAMES;) {
+			kernel[n] = k;
+			fr[n++] = &s->frames[st->first + i];
+		}
+	}
+	return n;
+}
+
+static const char *proc_name(const struct bt_dump *d, uint32_t tgid)
+{
+	size_t nt;
+	const struct bt_task *t = bt_dump_tasks(d, &nt);
+	const struct bt_task *x = bt_tasks_find(t, nt, tgid);
+	return x ? x->comm : "?";
+}
+
+/* ---- --profile -------------------------------------------------------------- */
+
+struct proc_tot {
+	uint32_t tgid;
+	uint64_t w, lost, trunc;
+};
+
+static int by_total(const void *a, const void *b)
+{
+	const struct agg_ent *x = a, *y = b;
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	/* by total, as perf report --children: a caller before its callees */
+	if (x->b != y->b)
+		return x->b > y->b ? -1 : 1;
+	if (x->a != y->a)
+		return x->a > y->a ? -1 : 1;
+	return strcmp(x->key, y->key);
+}
+
+static int by_weight(const void *a, const void *b)
+{
+	const struct proc_tot *x = a, *y = b;
+	if (x->w != y->w)
+		return x->w > y->w ? -1 : 1;
+	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+}
+
+static void print_counters(const struct bt_dump *d, FILE *out)
+{
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	uint64_t lost;
+
+	if (!s)
+		return;
+	lost = s->counters[BT_STKC_OVERFLOW] + s->counters[BT_STKC_KERNEL_ERR] + s->counters[BT_STKC_USER_ERR] +
+	       s->counters[BT_STKC_DEF_DROPS] + s->counters[BT_STKC_UNDEFINED];
+	if (lost)
+		fprintf(out, "stacks not taken or not stored: %" PRIu64 " (report --stats has the causes)\n", lost);
+	else
+		fprintf(out, "no stack was lost\n");
+}
+
+int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, FILE *out)
+{
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	size_t n, np = 0, capp = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	const struct bt_dump_frame *fr[2 * BT_STACKS_MAX_FRAMES];
+	int kern[2 * BT_STACKS_MAX_FRAMES];
+	struct proc_tot *pt = NULL;
+	struct agg g = { 0 }, seen = { 0 };
+	char name[512];
+	int r = 0;
+	const char *unit = f && f->offcpu ? "off-CPU us" : "samples";
+
+	if (!s) {
+		fprintf(out, "this dump has no call stacks (record with --sample HZ or --stacks switch)\n");
+		return 0;
+	}
+	for (size_t i = 0; i < n && !r; i++) {
+		const struct bt_event_hdr *h = ev[i].ev;
+		if (!selected(f, h))
+			continue;
+		int lost, trunc;
+		uint32_t nf = full_stack(s, (const void *)h, fr, kern, &lost, &trunc);
+		uint64_t w = weight(f, h);
+		size_t p;
+		for (p = 0; p < np && pt[p].tgid != h->tgid; p++)
+			;
+		if (p == np) {
+			if (np == capp) {
+				capp = capp ? capp * 2 : 64;
+				void *x = realloc(pt, capp * sizeof(*pt));
+				if (!x) {
+					r = -ENOMEM;
+					break;
+				}
+				pt = x;
+			}
+			pt[np++] = (struct proc_tot){ .tgid = h->tgid };
+		}
+		pt[p].w += w;
+		pt[p].lost += lost ? w : 0;
+		pt[p].trunc += trunc ? w : 0;
+		/* total: each function once per event (seen keyed by event index) */
+		for (uint32_t k = 0; k < nf; k++) {
+			frame_func(s, fr[k], name, sizeof(name));
+			struct agg_ent *a = agg_get(&g, name, h->tgid);
+			if (!a) {
+				r = -ENOMEM;
+				break;
+			}
+			struct agg_ent *sn = agg_get(&seen, name, (uint32_t)i);
+			if (!sn) {
+				r = -ENOMEM;
+				break;
+			}
+			if (!sn->a) {
+				sn->a = 1;
+				a->b += w;
+			}
+			if (k == nf - 1)
+				a->a += w;
+		}
+		if (!nf) {
+			struct agg_ent *a = agg_get(&g, lost ? "[stack lost]" : "[no stack]", h->tgid);
+			if (!a) {
+				r = -ENOMEM;
+				break;
+			}
+			a->a += w;
+			a->b += w;
+		}
+		if (seen.n > 1u << 16) { /* keep the per-event set small */
+			agg_free(&seen);
+			seen = (struct agg){ 0 };
+		}
+	}
+	agg_free(&seen);
+	if (r) {
+		agg_free(&g);
+		free(pt);
+		return r;
+	}
+	qsort(pt, np, sizeof(*pt), by_weight);
+	struct agg_ent *e = agg_sorted(&g, by_total);
+	uint64_t all = 0;
+	for (size_t p = 0; p < np; p++)
+		all += pt[p].w;
+	fprintf(out, "%s profile: %" PRIu64 " %s in %zu processes", f && f->offcpu ? "off-CPU" : "CPU", all, unit,
+		np);
+	if (!(f && f->offcpu) && s->counters[BT_STKC_SAMPLE_HZ])
+		fprintf(out, " (%" PRIu64 " Hz per CPU)", s->counters[BT_STKC_SAMPLE_HZ]);
+	fputc('\n', out);
+	print_counters(d, out);
+	for (size_t p = 0; p < np; p++) {
+		fprintf(out, "\nprocess %u (%s): %" PRIu64 " %s (%.1f%%)", pt[p].tgid, proc_name(d, pt[p].tgid), pt[p].w,
+			unit, all ? 100.0 * (double)pt[p].w / (double)all : 0.0);
+		if (pt[p].lost)
+			fprintf(out, ", %" PRIu64 " with a stack lost", pt[p].lost);
+		if (pt[p].trunc)
+			fprintf(out, ", %" PRIu64 " truncated", pt[p].trunc);
+		fprintf(out, "\n  %7s %7s  %s\n", "self", "total", "function");
+		size_t shown = 0;
+		for (size_t i = 0; i < g.n; i++) {
+			if (e[i].tgid != pt[p].tgid || shown == TOP_FUNCS)
+				continue;
+			fprintf(out, "  %6.1f%% %6.1f%%  %s\n", 100.0 * (double)e[i].a / (double)pt[p].w,
+				100.0 * (double)e[i].b / (double)pt[p].w, e[i].key);
+			shown++;
+		}
+	}
+	agg_free_sorted(&g);
+	free(pt);
+	return 0;
+}
+
+/* ---- --folded --------------------------------------------------------------- */
+
+static int by_key(const void *a, const void *b)
+{
+	return strcmp(((const struct agg_ent *)a)->key, ((const struct agg_ent *)b)->key);
+}
+
+int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, FILE *out)
+{
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	const struct bt_dump_frame *fr[2 * BT_STACKS_MAX_FRAMES];
+	int kern[2 * BT_STACKS_MAX_FRAMES];
+	struct agg g = { 0 };
+	size_t cap = 1 << 16;
+	char *line = malloc(cap), name[512];
+
+	if (!line)
+		return -ENOMEM;
+	if (!s) {
+		free(line);
+		fprintf(stderr, "btrace-bpf: report: this dump has no call stacks\n");
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_event_hdr *h = ev[i].ev;
+		if (!selected(f, h))
+			continue;
+		int lost, trunc;
+		uint32_t nf = full_stack(s, (const void *)h, fr, kern, &lost, &trunc);
+		size_t o = (size_t)snprintf(line, cap, "%s", proc_name(d, h->tgid));
+		/* folded stacks separate frames with ';': none inside a name */
+		for (char *c = line; *c; c++)
+			if (*c == ';' || *c == ' ')
+				*c = '_';
+		if (trunc && o < cap)
+			o += (size_t)snprintf(line + o, cap - o, ";[truncated]");
+		if (lost && o < cap)
+			o += (size_t)snprintf(line + o, cap - o, ";[stack lost]");
+		for (uint32_t k = 0; k < nf && o < cap; k++) {
+			frame_func(s, fr[k], name, sizeof(name));
+			for (char *c = name; *c; c++)
+				if (*c == ';')
+					*c = ':';
+			o += (size_t)snprintf(line + o, cap - o, ";%s%s", name, kern[k] ? "_[k]" : "");
+		}
+		struct agg_ent *a = agg_get(&g, line, 0);
+		if (!a) {
+			agg_free(&g);
+			free(line);
+			return -ENOMEM;
+		}
+		a->a += weight(f, h);
+	}
+	free(line);
+	struct agg_ent *e = agg_sorted(&g, by_key);
+	for (size_t i = 0; i < g.n; i++)
+		if (e[i].a)
+			fprintf(out, "%s %" PRIu64 "\n", e[i].key, e[i].a);
+	agg_free_sorted(&g);
+	return 0;
+}
+
+/* ---- --stats ---------------------------------------------------------------- */
+
+void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
+{
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+
+	if (!s)
+		return;
+	const uint64_t *c = s->counters;
+	fprintf(out, "  call stacks: %" PRIu64 " distinct in the table (at most %" PRIu64 "), %u mapped files, %u symbols",
+		c[BT_STKC_STACKS], c[BT_STKC_MAX_STACKS], s->nmaps, s->nsyms);
+	if (c[BT_STKC_SAMPLE_HZ])
+		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
+			c[BT_STKC_SAMPLES]);
+	fputc('\n', out);
+	fprintf(out, "    stacks lost: %" PRIu64 " table full (--max-stacks), %" PRIu64 " ring full, %" PRIu64
+		     " kernel stack errors, %" PRIu64 " user stack errors, %" PRIu64 " frames never arrived\n",
+		c[BT_STKC_OVERFLOW], c[BT_STKC_DEF_DROPS], c[BT_STKC_KERNEL_ERR], c[BT_STKC_USER_ERR],
+		c[BT_STKC_UNDEFINED]);
+	fprintf(out, "    stacks truncated: %" PRIu64 "; user frames in no file mapping: %" PRIu64
+		     "; files kept by path only: %" PRIu64 "\n",
+		c[BT_STKC_TRUNCATED], c[BT_STKC_UNRESOLVED], c[BT_STKC_NO_FD]);
+	if (c[BT_STKC_OFFCPU_SHORT] || c[BT_STKC_OFFCPU_NOMEM])
+		fprintf(out, "    off-CPU blocks: %" PRIu64 " below --offcpu-min (not stored, by design), %" PRIu64
+			     " not followed (kernel table full)\n",
+			c[BT_STKC_OFFCPU_SHORT], c[BT_STKC_OFFCPU_NOMEM]);
+}
