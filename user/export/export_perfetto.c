@@ -235,20 +235,23 @@
 #define SEQ_TRACK 2
 #define SEQ_STACKS 3 /* interned stacks and the PerfSamples that use them */
 
-/* TrackDescriptor uuids: a kind in the top bits, an id below. */
-#define UUID_ROOT (0xb7ace000ull << 32)
+/* Track uuids: a kind in the high word (one enum, so no two kinds can
+ * share a value), the tid, CPU or app in the low word. */
+enum uuid_kind { UK_ROOT, UK_LOSS, UK_THREAD, UK_APP_THREAD, UK_APP_PROCESS, UK_UPROBES, UK_FUNCS, UK_OFFCPU,
+		 UK_CHART, UK_TRIG_THREAD };
+#define UUID_OF(kind, low) (((0xb7ace000ull + (kind)) << 32) | (uint32_t)(low))
+#define UUID_ROOT UUID_OF(UK_ROOT, 0)
 #define UUID_INFO (UUID_ROOT | 1)
-#define UUID_LOSS(cpu) ((0xb7ace001ull << 32) | (cpu))
-#define UUID_THREAD(tid) ((0xb7ace002ull << 32) | (tid))
-#define UUID_APP_THREAD(tid) ((0xb7ace003ull << 32) | (tid))
-#define UUID_UPROBES(tid) ((0xb7ace005ull << 32) | (tid))
-#define UUID_FUNCS(tid) ((0xb7ace006ull << 32) | (tid))
-#define UUID_APP_PROCESS(app) ((0xb7ace004ull << 32) | (uint32_t)(app))
 #define UUID_TRIGGERS (UUID_ROOT | 2)
-#define UUID_TRIG_THREAD(tid) ((0xb7ace009ull << 32) | (tid)) /* 7, 8: the stacks tracks */
-#define UUID_CHART(tid) ((0xb7ace006ull << 32) | (tid))
-#define UUID_OFFCPU(tid) ((0xb7ace007ull << 32) | (tid))
-/* app < BTD_MAX_APPS (2^16), any 32-bit name id */
+#define UUID_LOSS(cpu) UUID_OF(UK_LOSS, cpu)
+#define UUID_THREAD(tid) UUID_OF(UK_THREAD, tid)
+#define UUID_APP_THREAD(tid) UUID_OF(UK_APP_THREAD, tid)
+#define UUID_APP_PROCESS(app) UUID_OF(UK_APP_PROCESS, app)
+#define UUID_UPROBES(tid) UUID_OF(UK_UPROBES, tid)
+#define UUID_FUNCS(tid) UUID_OF(UK_FUNCS, tid)
+#define UUID_OFFCPU(tid) UUID_OF(UK_OFFCPU, tid)
+#define UUID_CHART(tid) UUID_OF(UK_CHART, tid)
+#define UUID_TRIG_THREAD(tid) UUID_OF(UK_TRIG_THREAD, tid)
 #define UUID_APP_COUNTER(app, id) ((0xb7adull << 48) | ((uint64_t)(uint32_t)(app) << 32) | (uint32_t)(id))
 
 #define DEFAULT_BUNDLE_EVENTS 1000
@@ -442,11 +445,10 @@ static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
  * application events: apart from the syscall slices and from each other,
  * a call whose entry or return was lost can never break the others'
  * nesting. */
-enum { TRACK_UPROBES, TRACK_APP, TRACK_FUNCS };
-static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int kind)
+/* A named child track of the thread, described once (m: the threads that have it). */
+static int named_child_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, uint32_t tid, uint32_t tgid,
+			     const char *name)
 {
-	static const char *const names[] = { "uprobes", "app events", "functions" };
-	struct bt_u32map *m = kind == TRACK_APP ? &f->app_tracks : kind == TRACK_FUNCS ? &f->func_tracks : &f->uprobe_tracks;
 	if (bt_u32map_get(m, tid, NULL))
 		return 0;
 	int r = thread_track(f, tid, tgid);
@@ -456,8 +458,17 @@ static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int kind)
 		snprintf(f->err, f->errlen, "out of memory");
 		return -ENOMEM;
 	}
+	return track_descriptor(f, uuid, UUID_THREAD(tid), name);
+}
+
+enum { TRACK_UPROBES, TRACK_APP, TRACK_FUNCS };
+static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int kind)
+{
+	static const char *const names[] = { "uprobes", "app events", "functions" };
+	struct bt_u32map *m = kind == TRACK_APP ? &f->app_tracks : kind == TRACK_FUNCS ? &f->func_tracks : &f->uprobe_tracks;
 	uint64_t uuid = kind == TRACK_APP ? UUID_APP_THREAD(tid) : kind == TRACK_FUNCS ? UUID_FUNCS(tid) : UUID_UPROBES(tid);
-	return track_descriptor(f, uuid, UUID_THREAD(tid), names[kind]);
+
+	return named_child_track(f, m, uuid, tid, tgid, names[kind]);
 }
 
 /* ---- metadata packets ---------------------------------------------------------------- */
@@ -1396,22 +1407,6 @@ static int put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt
 
 /* ---- call stacks ----------------------------------------------------------------- */
 
-/* A named child track of the thread (call chart, off-CPU), once. */
-static int stack_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, uint32_t tid, uint32_t tgid,
-		       const char *name)
-{
-	if (bt_u32map_get(m, tid, NULL))
-		return 0;
-	int r = thread_track(f, tid, tgid);
-	if (r < 0)
-		return r;
-	if (bt_u32map_put(m, tid, 1) < 0) {
-		snprintf(f->err, f->errlen, "out of memory");
-		return -ENOMEM;
-	}
-	return track_descriptor(f, uuid, UUID_THREAD(tid), name);
-}
-
 /* The stack table as interned data, first packet of its sequence. */
 static int write_interned_stacks(struct pf *f)
 {
@@ -1438,7 +1433,7 @@ static int write_interned_stacks(struct pf *f)
 static int chart_emit(void *ctx, uint32_t tid, uint32_t tgid, uint64_t ts, int begin, const char *name)
 {
 	struct pf *f = ctx;
-	int r = stack_track(f, &f->chart_tracks, UUID_CHART(tid), tid, tgid, "call chart (samples)");
+	int r = named_child_track(f, &f->chart_tracks, UUID_CHART(tid), tid, tgid, "call chart (samples)");
 	if (r < 0)
 		return r;
 	te_begin(f, ts, UUID_CHART(tid), begin ? TE_TYPE_SLICE_BEGIN : TE_TYPE_SLICE_END, begin ? name : NULL,
@@ -1478,7 +1473,7 @@ static int put_stacks(struct pf *f, const struct bt_event_hdr *h)
 	}
 	uint32_t tid = h->type == BT_EV_WAKER ? ((const struct bt_ev_waker *)h)->wakee : h->tid;
 	uint32_t tgid = h->type == BT_EV_WAKER ? 0 : h->tgid;
-	if ((r = stack_track(f, &f->offcpu_tracks, UUID_OFFCPU(tid), tid, tgid, "off-CPU (stacks)")) < 0)
+	if ((r = named_child_track(f, &f->offcpu_tracks, UUID_OFFCPU(tid), tid, tgid, "off-CPU (stacks)")) < 0)
 		return r;
 	char *text = bt_pf_stacks_text(f->stacks, e->kstack, e->ustack), name[200];
 	if (h->type == BT_EV_OFFCPU) {
