@@ -136,11 +136,17 @@ else
 fi
 
 # ---- func: a probed function that sleeps ------------------------------------------
+# trig_slow is also a -u probe: its thread has uprobe slices and the trigger's
+# instant, each on a child track of the thread's one descriptor.
 if run_case --trigger "func:$W:trig_slow>50ms,name=fn" --trigger "func:$W:trig_slow>150ms,name=fn_high" \
-	-- func 80; then
+	-u "$W:trig_slow" -- func 80; then
 	fires fn "func:trig_slow>50ms" &&
 		{ v=$(value_ms "$F"); echo "$v" | awk '{ exit !($1 > 50 && $1 < 150) }' &&
 			ok "func: measured $v ms, entry to return" || not_ok "func: measured value" "'$v'"; }
+	[ -n "${F:-}" ] && "$BT" convert --format perfetto -o "$T_TMP/fn.perfetto" "$F" >/dev/null 2>&1 &&
+		out=$(python3 tests/perfetto/check_trace.py perfetto "$T_TMP/fn.perfetto" --triggers 1 2>&1) &&
+		ok "func: convert (perfetto): probe slices and the trigger under the thread's one descriptor" ||
+		not_ok "func: convert with probe slices and a trigger on one thread" "$(echo "${out:-}" | grep -v '^ok' | head -5)"
 	silent fn_high "func:trig_slow>150ms"
 else
 	not_ok "recorder with func triggers starts" "$(cat "$LOG")"

@@ -746,8 +746,9 @@ def check_perfetto_triggers(trace, n):
             ann = {one(a, "name"): a for a in te.get("debug_annotations", [])}
             if one(td, "name") == "btrace-bpf: triggers":
                 on_global += 1
-            elif one(td, "name") == "trigger" and one(td, "thread") is not None:
-                tid = one(one(td, "thread"), "tid")
+            elif one(td, "name") == "trigger" and one(tracks.get(one(td, "parent_uuid"), {}), "thread") is not None:
+                # a child track of the thread's own (one descriptor per tid)
+                tid = one(one(tracks[one(td, "parent_uuid")], "thread"), "tid")
                 if "tid" in ann and one(ann["tid"], "uint_value") != tid:
                     bad.append("instant of tid %s on the track of tid %s" % (one(ann["tid"], "uint_value"), tid))
                 on_thread += 1

@@ -308,6 +308,7 @@ struct pf {
 	uint64_t sample_period;         /* ns between samples of a CPU (call chart) */
 	struct bt_u32map chart_tracks;  /* tids with a "call chart" child track */
 	struct bt_u32map offcpu_tracks; /* tids with an "off-CPU" child track */
+	struct bt_u32map trig_tracks;   /* tids with a "trigger" child track */
 	char *err;
 	size_t errlen;
 };
@@ -441,11 +442,8 @@ static int thread_track(struct pf *f, uint32_t tid, uint32_t tgid)
 	return packet_flush(f, w);
 }
 
-/* A track of its own under the thread for its uprobe slices, or (app) its
- * application events: apart from the syscall slices and from each other,
- * a call whose entry or return was lost can never break the others'
- * nesting. */
-/* A named child track of the thread, described once (m: the threads that have it). */
+/* A named child track of the thread, described once (m: the threads that
+ * have it); the thread's own descriptor too, once, whoever asks first. */
 static int named_child_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, uint32_t tid, uint32_t tgid,
 			     const char *name)
 {
@@ -461,6 +459,10 @@ static int named_child_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, u
 	return track_descriptor(f, uuid, UUID_THREAD(tid), name);
 }
 
+/* A track of its own under the thread for its uprobe slices, (app) its
+ * application events, or its traced functions: apart from the syscall
+ * slices and from each other, a call whose entry or return was lost can
+ * never break the others' nesting. */
 enum { TRACK_UPROBES, TRACK_APP, TRACK_FUNCS };
 static int child_track(struct pf *f, uint32_t tid, uint32_t tgid, int kind)
 {
@@ -1124,7 +1126,7 @@ static void trigger_args(struct pbw *w, const struct bt_trigger_fired *t)
 }
 
 /* What caused the dump: an instant on a global "triggers" track, and one on
- * the thread the condition is about (a track of its own in its process). */
+ * the thread the condition is about (a "trigger" child track of the thread). */
 static int put_triggers(struct pf *f)
 {
 	size_t n;
@@ -1146,16 +1148,10 @@ static int put_triggers(struct pf *f)
 		f->st->triggers++;
 		if (!t[i].tid)
 			continue;
-		packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
-		pbw_begin(w, TP_TRACK_DESCRIPTOR);
-		pbw_uint(w, TD_UUID, UUID_TRIG_THREAD(t[i].tid));
-		pbw_utf8(w, TD_NAME, "trigger", SIZE_MAX);
-		pbw_begin(w, TD_THREAD);
-		pbw_int(w, THD_PID, (int32_t)(t[i].tgid ? t[i].tgid : t[i].tid));
-		pbw_int(w, THD_TID, (int64_t)t[i].tid);
-		pbw_utf8(w, THD_THREAD_NAME, t[i].comm, sizeof(t[i].comm));
-		pbw_end(w);
-		if ((r = packet_flush(f, w)) < 0)
+		/* Under the thread's one descriptor: samples, probes or app
+		 * events of the same tid may describe it too. */
+		if ((r = named_child_track(f, &f->trig_tracks, UUID_TRIG_THREAD(t[i].tid), t[i].tid, t[i].tgid,
+					   "trigger")) < 0)
 			return r;
 		te_begin(f, t[i].ts_ns, UUID_TRIG_THREAD(t[i].tid), TE_TYPE_INSTANT, name, "btrace");
 		trigger_args(w, &t[i]);
@@ -1603,6 +1599,7 @@ out:
 	bt_u32map_free(&f.counter_tracks);
 	bt_u32map_free(&f.chart_tracks);
 	bt_u32map_free(&f.offcpu_tracks);
+	bt_u32map_free(&f.trig_tracks);
 	bt_pf_stacks_free(f.stacks);
 	return r;
 }
