@@ -161,7 +161,12 @@ boot() {
 	if [ "$acc" = kvm ]; then
 		accel_opts=(-accel kvm -cpu host)
 	else
-		accel_opts=(-accel tcg,thread=multi -cpu max)
+		# One host thread for all vCPUs: with a thread per vCPU the
+		# guest hung (RCU stalls, a CPU looping in the int3 of
+		# text_poke_bp) when a tracepoint attach patched code another
+		# vCPU was running; the cross-modifying code is only coherent
+		# when one thread runs every vCPU.
+		accel_opts=(-accel tcg,thread=single -cpu max)
 	fi
 	log "booting $(basename "$vmlinuz") under qemu ($acc, $GUEST_CPUS CPUs, ${GUEST_MEM} MiB, at most ${BOOT_TIMEOUT}s)"
 	timeout --kill-after=30 "$BOOT_TIMEOUT" qemu-system-x86_64 \

@@ -92,9 +92,11 @@ silent() { # NAME WHAT: no dump of trigger NAME, and its table says 0 hits
 
 # ---- sched-latency ----------------------------------------------------------------
 # Two CPU hogs and a SCHED_IDLE thread woken every ms, all on CPU 0: it waits
-# behind the hogs for many ms per wakeup; never 2 s in a 1.5 s run.
+# behind the hogs for many ms per wakeup. 6.1's CFS may leave a SCHED_IDLE
+# task queued ~2 s behind two nice-0 hogs (its vruntime runs ~340x faster),
+# and emulation stretches that: the trigger above the anomaly is at 20 s.
 if run_case --trigger 'sched-latency>5ms,comm=trigwork,name=lat,limit=30s' \
-	--trigger 'sched-latency>2s,comm=trigwork,name=lat_high' -- latency 1500; then
+	--trigger 'sched-latency>20s,comm=trigwork,name=lat_high' -- latency 1500; then
 	if fires lat "sched-latency>5ms"; then
 		v=$(value_ms "$F")
 		echo "$v" | awk '{ exit !($1 > 5) }' && ok "sched-latency: measured $v ms > 5 ms" ||
@@ -103,7 +105,7 @@ if run_case --trigger 'sched-latency>5ms,comm=trigwork,name=lat,limit=30s' \
 			ok "sched-latency: the dump names the woken thread (trigwork)" ||
 			not_ok "sched-latency: thread named" "$("$BT" report --stats "$F" | grep '^trigger:')"
 	fi
-	silent lat_high "sched-latency>2s"
+	silent lat_high "sched-latency>20s"
 	# convert marks the hit: Perfetto and JSON, checked by the trace checker
 	if [ -n "${F:-}" ]; then
 		for fmt in perfetto json; do
