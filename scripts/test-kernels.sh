@@ -254,7 +254,10 @@ for k in "${kernels[@]}"; do
 		failed=1
 		line="$line  FAILED"
 		# What failed, where it stopped, and where the logs are.
-		grep -aE '^(failed:|    not ok|  TIMEOUT|  exit status)' "$OUT/$k/tests.log" 2>/dev/null | head -30 | sed 's/^/  /' >&2 || true
+		# A failed check with the first lines of its diagnostics (CI shows no more).
+		awk '/^(failed:|    not ok|  TIMEOUT|  exit status)/ { print; d = /not ok/ ? 6 : 0; next }
+			d > 0 && /^    #/ { print; d--; next } { d = 0 }' "$OUT/$k/tests.log" 2>/dev/null |
+			head -40 | sed 's/^/  /' >&2 || true
 		if [ "$counts" = "no result (the tests did not finish)" ]; then
 			last=$(grep -a '^== ' "$OUT/$k/tests.log" 2>/dev/null | tail -1 | cut -c4-)
 			[ -n "$last" ] && log "$k: the run stopped during $last; its output so far:" &&
