@@ -42,6 +42,21 @@ static void test_narrow_sizes(void)
 	struct bt_ev_uprobe up = { .h = { .ts_ns = 77, .seq = 3, .tid = 5, .tgid = 4, .type = BT_EV_UPROBE_ENTRY },
 				   .probe_id = 2, .nargs = 6, .args = { 1, 2, 3, 4, 5, 6 } };
 	CHECK(roundtrip(&up, sizeof(up), 0, 100, dec) == 16 + 4 + sizeof(up) - 24, "other types: ABI payload");
+	struct bt_ev_sample smp = { .h = { .ts_ns = 9, .seq = 4, .tid = 6, .tgid = 6, .type = BT_EV_CPU_SAMPLE },
+				    .kstack = 3, .ustack = BT_STACK_LOST };
+	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 20, "cpu_sample stored in 20 bytes (a lost stack too)");
+	smp.h.tgid = 5;
+	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 24, "a thread's cpu_sample: 24 bytes");
+	smp.ustack = 0xffff; /* a real id that looks like the lost marker */
+	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 16 + 4 + 8, "stack id 0xffff: wide");
+	struct bt_ev_offcpu off = { .h = { .ts_ns = 9, .seq = 4, .tid = 6, .tgid = 6, .type = BT_EV_OFFCPU },
+				    .kstack = 0xfffe, .ustack = 0, .offcpu_ns = 123456789012ull };
+	CHECK(roundtrip(&off, sizeof(off), 0, 100, dec) == 28, "offcpu stored in 28 bytes");
+	struct bt_ev_waker wk = { .h = { .ts_ns = 9, .seq = 4, .tid = 6, .tgid = 6, .type = BT_EV_WAKER },
+				  .kstack = 1, .ustack = 2, .wakee = 77 };
+	CHECK(roundtrip(&wk, sizeof(wk), 0, 100, dec) == 24, "waker stored in 24 bytes");
+	wk.reserved = 1;
+	CHECK(roundtrip(&wk, sizeof(wk), 0, 100, dec) == 16 + 16, "a non-zero reserved word is kept: wide");
 }
 
 static void test_every_type_roundtrips(void)
@@ -49,10 +64,22 @@ static void test_every_type_roundtrips(void)
 	uint8_t ev[BT_EVENT_MAX], dec[BT_EVENT_MAX];
 	srand(7);
 	for (int i = 0; i < 20000; i++) {
-		uint32_t type = 1 + (uint32_t)i % (BT_EV_KERNEL_MAX - 1), len = bt_event_min_size(type);
+		static const uint32_t nkinds = BT_EV_KERNEL_MAX - 1 + (BT_EV_MAX - BT_EV_CPU_SAMPLE);
+		uint32_t type = 1 + (uint32_t)i % nkinds;
+		if (type >= BT_EV_KERNEL_MAX)
+			type += BT_EV_CPU_SAMPLE - BT_EV_KERNEL_MAX; /* the stack events */
+		uint32_t len = bt_event_min_size(type);
 		for (uint32_t k = 0; k < len; k++)
 			ev[k] = (uint8_t)rand();
 		struct bt_event_hdr *h = (struct bt_event_hdr *)ev;
+		if (type >= BT_EV_CPU_SAMPLE && i % 4) {
+			/* table ids as the drain writes them: small, sometimes lost, 0 reserved */
+			struct bt_ev_sample *s = (struct bt_ev_sample *)ev;
+			s->kstack = i % 7 ? s->kstack % 70000 : BT_STACK_LOST;
+			s->ustack = i % 5 ? s->ustack % 70000 : BT_STACK_LOST;
+			if (type == BT_EV_WAKER || type == BT_EV_PROBE_STACK)
+				memset(ev + len - 4, 0, 4);
+		}
 		h->type = (uint16_t)type;
 		h->ts_ns &= (1ull << 50) - 1;
 		h->cpu = (uint16_t)(i % 4);

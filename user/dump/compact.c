@@ -30,6 +30,30 @@ static int fits32(int64_t v)
 	return v >= INT32_MIN && v <= INT32_MAX;
 }
 
+static int is_stack_event(uint32_t type)
+{
+	return type >= BT_EV_CPU_SAMPLE && type <= BT_EV_PROBE_STACK;
+}
+
+/* A stack id in 16 bits (BT_STACK_LOST as 0xffff); 0 if it does not fit. */
+static int stack16(uint32_t id, uint16_t *out)
+{
+	if (id == BT_STACK_LOST)
+		*out = 0xffff;
+	else if (id < 0xffff)
+		*out = (uint16_t)id;
+	else
+		return 0;
+	return 1;
+}
+
+/* Bytes after the two 16-bit stack ids in the narrow form of a stack event
+ * (what follows kstack and ustack in the ABI, without the reserved word). */
+static uint32_t stack_tail(uint32_t type)
+{
+	return type == BT_EV_OFFCPU ? 8u : type == BT_EV_CPU_SAMPLE ? 0u : 4u;
+}
+
 uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *out)
 {
 	uint8_t *o = out;
@@ -67,6 +91,21 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *ou
 			p[10] = pp;
 			p[11] = np;
 			n += 12;
+			goto done;
+		}
+	} else if (is_stack_event(type)) {
+		/* All stack events start with u32 kstack, u32 ustack; the waker's
+		 * and the probe stack's last word is reserved (0). */
+		const struct bt_ev_sample *s = (const void *)ev;
+		uint32_t tail = stack_tail(type), resv = 0;
+		uint16_t k, u;
+		if (type == BT_EV_WAKER || type == BT_EV_PROBE_STACK)
+			memcpy(&resv, (const uint8_t *)ev + len - 4, 4);
+		if (len == bt_event_min_size(type) && !resv && stack16(s->kstack, &k) && stack16(s->ustack, &u)) {
+			memcpy(p, &k, 2);
+			memcpy(p + 2, &u, 2);
+			memcpy(p + 4, s + 1, tail);
+			n += 4 + tail;
 			goto done;
 		}
 	} else {
@@ -165,6 +204,18 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 		s->prev_prio = p[10];
 		s->next_prio = p[11];
 		return sizeof(*s);
+	}
+	if (!(tf & F_WIDE) && is_stack_event(type)) {
+		struct bt_ev_sample *s = out;
+		uint16_t k, u;
+		if (rest != 4 + stack_tail(type))
+			return 0;
+		memcpy(&k, p, 2);
+		memcpy(&u, p + 2, 2);
+		s->kstack = k == 0xffff ? BT_STACK_LOST : k;
+		s->ustack = u == 0xffff ? BT_STACK_LOST : u;
+		memcpy(s + 1, p + 4, stack_tail(type));
+		return need;
 	}
 	/* the ABI payload as stored */
 	if (sizeof(*ev) + rest < need || sizeof(*ev) + rest > BT_EVENT_MAX)

@@ -18,9 +18,13 @@
  *   sys_enter     s32 id
  *   sys_exit      s32 id, s32 ret
  *   sched_switch  u32 prev_tid, u32 next_tid, u16 prev_state, u8 prev_prio, u8 next_prio
+ *   stack events  u16 kstack, u16 ustack (0xffff = BT_STACK_LOST), then the
+ *                 ABI fields after them without the reserved word: nothing
+ *                 (cpu_sample), u64 offcpu_ns, u32 wakee, u32 probe_id
  * used when the values fit; otherwise (WIDE) the ABI payload is stored as is.
  * With the batch framing below a sys_enter/sys_exit pair takes 52 bytes (96
- * in the ABI with the buffer's entry headers), a sched_switch 32 (48). Timestamps: 56 bits of nanoseconds are
+ * in the ABI with the buffer's entry headers), a sched_switch 32 (48), a CPU
+ * sample 24, or 28 in a process's other threads (40). Timestamps: 56 bits of nanoseconds are
  * 2.28 years; the reader takes the high bits from a reference time (the
  * dump's), valid for events younger than that.
  */
