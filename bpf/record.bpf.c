@@ -138,7 +138,7 @@ static __always_inline void bt_check_sched_latency(struct task_struct *next)
 	 * per-CPU variable runqueues needs KALLSYMS_ALL, not every kernel has it. */
 	now = next->se.cfs_rq->rq->clock;
 	if (now > queued)
-		bt_check_task(BT_TRIG_SCHED_LATENCY, bpf_ktime_get_boot_ns(), now - queued, -1, next);
+		bt_check_task(BT_TRIG_SCHED_LATENCY, 0, now - queued, -1, next);
 }
 
 static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev,

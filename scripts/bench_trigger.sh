@@ -151,9 +151,9 @@ overhead() {
 	md "\`taskset -c 0 perf bench sched pipe -l $PIPE_LOOPS\` (µs per round trip), $REPS repetitions, every configuration in"
 	md "each, order rotated; in a session the fastest of $RUNS runs counts. Times are medians, ratios medians of the"
 	md "per-repetition ratios. floor: empty tp_btf programs on record's 14 default tracepoints (bench/floor_attach)."
-	md "Triggers: \`--trigger '$LAT_TRIGGER'\` (tp_btf on sched_wakeup, sched_wakeup_new, sched_switch: a task-storage"
-	md "stamp per wakeup, a lookup per switch) and \`--trigger '$SYS_TRIGGER'\` (sys_enter/sys_exit: a stamp and a"
-	md "lookup per system call; the pipe benchmark makes two per round trip)."
+	md "Triggers: \`--trigger '$LAT_TRIGGER'\` (evaluated inside record's own sched_switch program: two loads"
+	md "of the kernel's run-queue accounting per switch, no map, no extra program) and \`--trigger '$SYS_TRIGGER'\`"
+	md "(tp_btf on sys_enter/sys_exit: a stamp and a lookup per system call; the pipe benchmark makes two per round trip)."
 	md ""
 	md "| configuration | pipe µs/op | ×none | ×floor | ×record |"
 	md "| --- | ---: | ---: | ---: | ---: |"
@@ -182,6 +182,58 @@ overhead() {
 	md "$v: record with an armed sched-latency trigger within 10% of the floor, the record target (x$k)."
 	k=$(paired_ratio "${OV[lat]}" "${OV[record]}")
 	md "The sched-latency trigger alone costs x$k of record; with the syscall trigger too x$(paired_ratio "${OV[latsys]}" "${OV[record]}")."
+	md ""
+	bpf_time "$(tr ' ' '\n' <<<"${OV[floor]}" | grep -E '^[0-9]' | median)"
+}
+
+# The programs' own run time per round trip (kernel.bpf_stats_enabled),
+# in a pass of its own (the stats cost two clock reads per program run):
+# the trigger's cost without the noise of whole round trips, which varies
+# by more than the effect on a shared VM.
+progs_ns() {
+	bpftool prog show -j 2>/dev/null | python3 -c '
+import json, sys
+for p in json.load(sys.stdin):
+    print(p["id"], p.get("run_time_ns", 0), p.get("run_cnt", 0))'
+}
+bpf_time() {
+	local floor_us=$1 prev r c ids a b out
+	prev=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null) || prev=
+	if [ -z "$prev" ] || ! command -v bpftool >/dev/null || ! sysctl -qw kernel.bpf_stats_enabled=1 2>/dev/null; then
+		note "cannot enable kernel.bpf_stats_enabled: no BPF run-time pass"
+		return 0
+	fi
+	declare -A BT_NS
+	local cfgs=(record lat latsys)
+	echo "-- BPF run time per round trip (kernel.bpf_stats_enabled), $REPS repetitions"
+	for ((r = 0; r < REPS; r++)); do
+		for ((i = 0; i < 3; i++)); do
+			c=${cfgs[$(((i + r) % 3))]}
+			progs_ns | cut -d' ' -f1 | sort >"$TMP/ids0"
+			start "$c"
+			progs_ns | sort >"$TMP/a"
+			taskset -c 0 perf bench sched pipe -l "$PIPE_LOOPS" >/dev/null 2>&1
+			progs_ns | sort >"$TMP/b"
+			stop_pid "$TR_PID"
+			TR_PID=
+			rm -rf "$TMP/rec"
+			# Only the recorder's programs: those that were not there before it.
+			out=$(join -v1 "$TMP/a" "$TMP/ids0" | join - "$TMP/b" |
+				awk -v n="$PIPE_LOOPS" '{ t += $4 - $2 } END { printf "%.1f", t / n }')
+			BT_NS[$c]+="$out "
+		done
+	done
+	sysctl -qw kernel.bpf_stats_enabled="$prev" 2>/dev/null
+	local m_rec m_lat m_ls d
+	m_rec=$(tr ' ' '\n' <<<"${BT_NS[record]}" | grep . | median)
+	m_lat=$(tr ' ' '\n' <<<"${BT_NS[lat]}" | grep . | median)
+	m_ls=$(tr ' ' '\n' <<<"${BT_NS[latsys]}" | grep . | median)
+	d=$(awk -v a="$m_lat" -v b="$m_rec" -v f="$floor_us" 'BEGIN { printf "%+.0f ns per round trip, %+.2f%% of the floor'"'"'s %s us", a - b, (a - b) / (f * 10), f }')
+	printf '   record %s ns, +lat %s ns, +lat+syscall %s ns of BPF per round trip (medians)\n' "$m_rec" "$m_lat" "$m_ls"
+	echo "   the sched-latency trigger: $d"
+	md "BPF run time per round trip (\`kernel.bpf_stats_enabled\`, every program of the recorder, $REPS repetitions, medians;"
+	md "a pass of its own, as the stats add two clock reads per program run): record $m_rec ns, with the sched-latency"
+	md "trigger $m_lat ns, with both triggers $m_ls ns. The sched-latency trigger: $d."
 	md ""
 }
 
