@@ -41,6 +41,7 @@ struct tstate {
 	struct app_buf *fbuf;         /* the buffer it is in */
 	struct bt_app_meta *fmeta;    /* confirmed (flen bytes) when it closes */
 	uint64_t ftsc0, flast, faddr0;
+	uint64_t fend;                /* ftsc0 + the age bound: records at or after it open a new batch */
 	uint64_t fprev_ns;            /* time of the last record of the batch before */
 	uint32_t fw, fcap, flen;      /* words written, room, region bytes */
 	uint32_t fbusy;               /* inside a hook (a signal handler's calls are dropped) */

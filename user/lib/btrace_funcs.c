@@ -222,6 +222,7 @@ static BT_NOINSTR void open_batch(struct tstate *t, uint64_t fn, unsigned kind, 
 	t->fcap = f->cap;
 	t->fw = 1;
 	t->ftsc0 = t->flast = now;
+	t->fend = now + __atomic_load_n(&age_ticks, __ATOMIC_RELAXED);
 	t->faddr0 = fn;
 }
 
@@ -231,8 +232,7 @@ static BT_NOINSTR void slow_point(struct tstate *t, uint64_t fn, unsigned kind, 
 	if (t->fbat && (int64_t)(now - t->flast) < 0)
 		now = t->flast;
 	int64_t d = (int64_t)(fn - t->faddr0);
-	if (t->fbat && t->fw < t->fcap && d >= -DELTA_MAX && d < DELTA_MAX &&
-	    now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) &&
+	if (t->fbat && t->fw < t->fcap && d >= -DELTA_MAX && d < DELTA_MAX && now < t->fend &&
 	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
 		t->fwords[t->fw] = word(now - t->flast, kind, d);
 		t->flast = now;
@@ -242,7 +242,7 @@ static BT_NOINSTR void slow_point(struct tstate *t, uint64_t fn, unsigned kind, 
 		return;
 	}
 	/* Only the address is far (another object file): a long record. */
-	if (t->fbat && t->fw + 2 <= t->fcap && now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) &&
+	if (t->fbat && t->fw + 2 <= t->fcap && now < t->fend &&
 	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
 		t->fwords[t->fw] = word(now - t->flast, kind | BT_FREC_ENTRY_LONG, 0);
 		t->fwords[t->fw + 1] = fn;
@@ -271,7 +271,9 @@ static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
 	atomic_signal_fence(memory_order_seq_cst);
 	uint64_t now = ticks();
 	int64_t d = (int64_t)(fn - t->faddr0);
-	if (__builtin_expect(t->fw < t->fcap && now - t->ftsc0 < __atomic_load_n(&age_ticks, __ATOMIC_RELAXED) && now >= t->flast && d >= -DELTA_MAX &&
+	/* One unsigned compare for flast <= now < fend: the counter did not go
+	 * back (a migration) and the batch is young enough. */
+	if (__builtin_expect(t->fw < t->fcap && now - t->flast < t->fend - t->flast && d >= -DELTA_MAX &&
 				     d < DELTA_MAX &&
 				     t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed),
 			     1)) {
