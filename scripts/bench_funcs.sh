@@ -17,7 +17,7 @@
 # interleaved runs; bytes per point from a dump of the btrace row (the
 # function batches' bytes over the records in them). Targets printed
 # PASS/FAIL: <= 10 ns with a recorder, <= 1 ns without, <= 10 B per point.
-# Env: FUNC_BENCH_N (30), FUNC_BENCH_UPROBE_N (20), FUNC_BENCH_REPS (5),
+# Env: FUNC_BENCH_N (30), FUNC_BENCH_UPROBE_N (20), FUNC_BENCH_REPS (11),
 # FUNC_BENCH_NO_WRITE=1 (print only), FUNC_BENCH_STRICT=1 (exit 1 on a miss).
 set -uo pipefail
 
@@ -55,7 +55,7 @@ BT=$PWD/build/btrace-bpf
 FB=$PWD/build/bench/func_bench
 N=${FUNC_BENCH_N:-30}
 UN=${FUNC_BENCH_UPROBE_N:-20}
-REPS=${FUNC_BENCH_REPS:-5}
+REPS=${FUNC_BENCH_REPS:-11}
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "bench_funcs: needs root (the recorder, uprobes); skipped"
