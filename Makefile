@@ -121,13 +121,18 @@ $(OUT)/tests/test_buffer%: tests/unit/test_buffer%.c $(OUT)/libbtrace.a tests/ha
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
 
+# Units of libbtrace itself (they need nothing of the tool).
+$(OUT)/tests/test_tick_rate: tests/unit/test_tick_rate.c $(OUT)/libbtrace.a tests/harness.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace.a -lpthread -o $@
+
 $(OUT)/tests/test_%: tests/unit/test_%.c $(OUT)/libbtrace-tool.a tests/harness.h $(SKELS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(OUT)/libbtrace-tool.a $(LDLIBS_BPF) -o $@
 
 # The app-tracing stress test compiles the app library and the reader in.
-APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/app_write.c user/record/app_reader.c
-APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/lib/app_write.h user/record/app_reader.h user/lib/btrace_buffer.c
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/tick_rate.c user/lib/app_write.c user/record/app_reader.c
+APP_STRESS_DEPS := $(APP_STRESS_SRCS) user/lib/btrace.h user/lib/app_shm.h user/lib/app_write.h user/lib/tick_rate.h user/record/app_reader.h user/lib/btrace_buffer.c
 $(OUT)/tests/stress_app: tests/stress/stress_app.c $(APP_STRESS_DEPS) | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $< $(APP_STRESS_SRCS) user/lib/btrace_buffer.c -lpthread -o $@

@@ -19,8 +19,8 @@
  * is skipped (counted) until the buffer is replaced.
  *
  * Times: a batch starts with a calibration pair (ticks, CLOCK_BOOTTIME) and
- * the tick rate the library measured (mult_q32); readers convert ticks to
- * the kernel events' clock. A batch spans at most AGE_NS, so rate error
+ * the tick rate the library measured (mult_q32, kept current window by
+ * window: tick_rate.h); readers convert ticks to the kernel events' clock. A batch spans at most AGE_NS, so rate error
  * and NTP slewing move its last record by far less than a microsecond.
  *
  * Fast path per trace point: a load of the on flag (the only cost without
@@ -33,6 +33,7 @@
  */
 #include "btrace.h"
 #include "app_write.h"
+#include "tick_rate.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -48,8 +49,11 @@
 
 int btrace_funcs_on_;                /* the hooks' one test */
 static int funcs_disabled;           /* BTRACE_FUNCS=0 */
-static uint64_t cal_tsc0, cal_boot0; /* the first calibration pair */
-static _Atomic uint64_t mult_q32;    /* ns per tick * 2^32 */
+static int calibrated;
+static struct bt_tick_rate rate;     /* updated under rate_lock only */
+static atomic_flag rate_lock = ATOMIC_FLAG_INIT;
+static _Atomic uint64_t rate_next_ns; /* when the rate's window can end (checked without the lock) */
+static _Atomic uint64_t mult_q32;    /* rate.mult, for every thread: ns per tick * 2^32 */
 static uint64_t age_ticks;           /* AGE_NS in ticks */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -83,11 +87,10 @@ static BT_NOINSTR void pair(uint64_t *tk, uint64_t *ns)
 	}
 }
 
-static BT_NOINSTR void set_rate(uint64_t dtk, uint64_t dns)
+static BT_NOINSTR void set_rate(uint64_t m)
 {
-	if (!dtk)
+	if (!m)
 		return;
-	uint64_t m = (uint64_t)(((unsigned __int128)dns << 32) / dtk);
 	atomic_store_explicit(&mult_q32, m, memory_order_relaxed);
 	uint64_t age = m ? (uint64_t)(((unsigned __int128)AGE_NS << 32) / m) : 0;
 	if (age > (1ull << 31) || !age)
@@ -100,19 +103,37 @@ void btrace_funcs_calibrate_(void)
 	const char *e = getenv("BTRACE_FUNCS");
 	if (e && strcmp(e, "0") == 0)
 		funcs_disabled = 1;
-	if (funcs_disabled || cal_tsc0)
+	if (funcs_disabled || calibrated)
 		return;
-	uint64_t t1, n1;
-	pair(&cal_tsc0, &cal_boot0);
+	uint64_t t0, n0, t1, n1;
+	pair(&t0, &n0);
 	struct timespec ts = { 0, 10 * 1000 * 1000 };
 	nanosleep(&ts, NULL);
 	pair(&t1, &n1);
-	set_rate(t1 - cal_tsc0, n1 - cal_boot0);
+	bt_tick_rate_init(&rate, t0, n0, t1, n1);
+	set_rate(rate.mult);
+	atomic_store_explicit(&rate_next_ns, n1 + BT_TICK_WINDOW_NS, memory_order_relaxed);
+	calibrated = rate.mult != 0;
+}
+
+/* Refine the rate with a fresh pair once its window is a second long. One
+ * thread at a time; the others go on with the rate in use (a try-lock: the
+ * hooks run in signal handlers too, and never wait). Acquire/release on
+ * rate_lock order the updates of `rate` between the threads that take it. */
+static BT_NOINSTR void refine_rate(uint64_t tk, uint64_t ns)
+{
+	if (ns < atomic_load_explicit(&rate_next_ns, memory_order_relaxed) ||
+	    atomic_flag_test_and_set_explicit(&rate_lock, memory_order_acquire))
+		return;
+	if (bt_tick_rate_update(&rate, tk, ns))
+		set_rate(rate.mult);
+	atomic_store_explicit(&rate_next_ns, rate.ns + BT_TICK_WINDOW_NS, memory_order_relaxed);
+	atomic_flag_clear_explicit(&rate_lock, memory_order_release);
 }
 
 void btrace_funcs_attached_(int on)
 {
-	__atomic_store_n(&btrace_funcs_on_, on && !funcs_disabled && cal_tsc0, __ATOMIC_RELAXED);
+	__atomic_store_n(&btrace_funcs_on_, on && !funcs_disabled && calibrated, __ATOMIC_RELAXED);
 }
 
 /* Confirm the thread's batch: its block can complete. */
@@ -180,13 +201,10 @@ static BT_NOINSTR void open_batch(struct tstate *t, uint64_t fn, unsigned kind, 
 	}
 	pthread_once(&key_once, make_key);
 	pthread_setspecific(exit_key, (void *)1);
-	uint64_t tk, ns, m = atomic_load_explicit(&mult_q32, memory_order_relaxed);
+	uint64_t tk, ns, m;
 	pair(&tk, &ns);
-	/* Refine the rate over the longest baseline (seconds: ~1e-7). */
-	if (ns - cal_boot0 > 1000000000ull) {
-		set_rate(tk - cal_tsc0, ns - cal_boot0);
-		m = atomic_load_explicit(&mult_q32, memory_order_relaxed);
-	}
+	refine_rate(tk, ns);
+	m = atomic_load_explicit(&mult_q32, memory_order_relaxed);
 	/* Move the pair back to this record's tick (taken before the pair). */
 	if (tk > now)
 		ns -= (uint64_t)(((unsigned __int128)(tk - now) * m) >> 32);
