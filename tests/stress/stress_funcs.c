@@ -13,9 +13,14 @@
  * seq says, seqs contiguous within a batch. Phase 2 (exact): a buffer large
  * enough for everything; after the writers end (their batches closed by the
  * thread-exit destructor), each thread's records are there exactly once.
+ * Phase 3 (signals): writers also write events, and a signal handler that
+ * writes an event and calls an instrumented function interrupts them
+ * anywhere, inside a hook or an event write too: no seq is used twice, and
+ * every write of the handler is either in the buffer or counted dropped.
  * Prints TAP lines for tests/run.sh.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -214,10 +219,160 @@ NI static void test_exact(void)
 	CHECK(atomic_load(&failures) == 0, "no record out of place");
 }
 
+/* ---- phase 3: signal handlers ---------------------------------------------- */
+
+#define P3_WRITERS 4
+#define P3_LOOPS 20000
+#define P3_SEQS (1u << 20)
+#define EV_MAIN 1u /* name ids of the writers' and the handler's events */
+#define EV_SIG 2u
+static __thread volatile sig_atomic_t sig_tries; /* the handler's writes attempted */
+static atomic_ulong tries_total;
+static atomic_int p3_done;
+
+__attribute__((noinline)) static void in_handler(void)
+{
+	sink++;
+}
+
+NI static void on_signal(int sig)
+{
+	(void)sig;
+	in_handler(); /* an entry and an exit */
+	btrace_event(BTRACE_TYPE_INSTANT, EV_SIG, 0, NULL);
+	sig_tries += 3;
+}
+
+NI static void *sig_writer(void *arg)
+{
+	(void)arg;
+	for (int i = 0; i < P3_LOOPS; i++) {
+		outer(i);
+		if (i % 4 == 0) {
+			int64_t a = i;
+			btrace_event(BTRACE_TYPE_INSTANT, EV_MAIN, 1, &a);
+		}
+	}
+	atomic_fetch_add(&p3_done, 1);
+	while (!atomic_load_explicit(&stop, memory_order_relaxed))
+		usleep(1000); /* stay alive for the signals still on their way */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	atomic_fetch_add(&tries_total, (unsigned long)sig_tries);
+	return NULL;
+}
+
+struct p3ctx {
+	uint32_t tid[P3_WRITERS];
+	uint8_t *seen[P3_WRITERS];
+	uint64_t twice, main_recs, main_evs, sig_items, other;
+	struct bt_func_rec rec[1024];
+};
+
+NI static uint8_t *p3_seen(struct p3ctx *c, uint32_t tid)
+{
+	for (int s = 0; s < P3_WRITERS; s++) {
+		if (c->tid[s] == tid)
+			return c->seen[s];
+		if (!c->tid[s]) {
+			c->tid[s] = tid;
+			return c->seen[s] = calloc(P3_SEQS, 1);
+		}
+	}
+	return NULL;
+}
+
+NI static void p3_mark(struct p3ctx *c, uint32_t tid, uint32_t seq)
+{
+	uint8_t *b = p3_seen(c, tid);
+	if (!b || seq >= P3_SEQS)
+		c->other++;
+	else if (b[seq]++)
+		c->twice++;
+}
+
+NI static int p3_block(const struct bt_block_view *blk, void *arg)
+{
+	struct p3ctx *c = arg;
+	uint32_t off = 0, len;
+	const void *p;
+	while ((p = bt_block_next(blk, &off, &len))) {
+		const struct bt_event_hdr *h = p;
+		if (len >= sizeof(struct bt_ev_app) && h->type == BT_EV_APP_INSTANT) {
+			const struct bt_ev_app *e = p;
+			p3_mark(c, h->tid, h->seq);
+			c->main_evs += e->name_id == EV_MAIN;
+			c->sig_items += e->name_id == EV_SIG;
+			continue;
+		}
+		const struct bt_ev_app_funcs *f = p;
+		int64_t n = len >= sizeof(*f) && h->type == BT_EV_APP_FUNCS ? bt_funcs_count(f, len) : -1;
+		if (n <= 0 || n > 1024) {
+			c->other++;
+			continue;
+		}
+		bt_funcs_decode(f, len, c->rec);
+		for (int64_t i = 0; i < n; i++) {
+			p3_mark(c, f->h.tid, c->rec[i].seq);
+			if (c->rec[i].addr == (uint64_t)(uintptr_t)in_handler)
+				c->sig_items++;
+			else
+				c->main_recs++;
+		}
+	}
+	return 0;
+}
+
+NI static void test_signals(void)
+{
+	int fd = make_buffer(64ull << 20);
+	REQUIRE(fd >= 0, "buffer");
+	REQUIRE(btrace_attach_fd_(fd) == 0, "library swaps to a fresh buffer");
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	pthread_t w[P3_WRITERS];
+	atomic_store(&stop, 0);
+	for (int i = 0; i < P3_WRITERS; i++)
+		pthread_create(&w[i], NULL, sig_writer, NULL);
+	unsigned long sent = 0;
+	while (atomic_load(&p3_done) < P3_WRITERS) {
+		for (int i = 0; i < P3_WRITERS; i++)
+			sent += pthread_kill(w[i], SIGUSR1) == 0;
+		usleep(50);
+	}
+	atomic_store(&stop, 1);
+	for (int i = 0; i < P3_WRITERS; i++)
+		pthread_join(w[i], NULL);
+	signal(SIGUSR1, SIG_IGN);
+	struct p3ctx *c = calloc(1, sizeof(*c));
+	REQUIRE(c, "memory");
+	struct bt_app_read_stats st;
+	bt_app_read(&view, p3_block, c, &st);
+	uint64_t dropped = atomic_load(&((struct bt_app_shm *)view.base)->stats.dropped);
+	unsigned long tries = atomic_load(&tries_total);
+	printf("# %lu signals sent, %lu handler writes tried: %lu in the buffer, %lu dropped (nested)\n", sent, tries,
+	       (unsigned long)c->sig_items, (unsigned long)dropped);
+	CHECK(c->twice == 0 && c->other == 0, "no seq used twice in a thread (%lu twice, %lu unexpected)",
+	      (unsigned long)c->twice, (unsigned long)c->other);
+	CHECK(c->main_recs == 4ull * P3_WRITERS * P3_LOOPS && c->main_evs == (uint64_t)P3_WRITERS * (P3_LOOPS / 4),
+	      "every write of the interrupted code is there (%lu records, %lu events)", (unsigned long)c->main_recs,
+	      (unsigned long)c->main_evs);
+	CHECK(tries > 0 && c->sig_items + dropped == tries,
+	      "every write of the handler is in the buffer or counted dropped (%lu + %lu of %lu)",
+	      (unsigned long)c->sig_items, (unsigned long)dropped, tries);
+	for (int s = 0; s < P3_WRITERS; s++)
+		free(c->seen[s]);
+	free(c);
+}
+
 NI int main(void)
 {
 	ncores = (uint32_t)sysconf(_SC_NPROCESSORS_CONF);
 	RUN(test_wrap);
 	RUN(test_exact);
+	RUN(test_signals);
 	return h_done();
 }

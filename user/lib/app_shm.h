@@ -57,7 +57,8 @@ struct bt_app_shm {
 	/* written by the application (untrusted, informational) */
 	_Atomic uint64_t global __attribute__((aligned(BT_APP_LINE))); /* next position */
 	struct {
-		_Atomic uint64_t dropped;   /* no block could be taken (every candidate busy) */
+		_Atomic uint64_t dropped;   /* no block could be taken (every candidate busy), or
+					     * written by a signal handler inside the thread's own write */
 		_Atomic uint64_t rejected;  /* larger than a block */
 		_Atomic uint64_t skipped;   /* positions skipped: block held by a lagging writer */
 		_Atomic uint64_t races;     /* blocks locked by two threads of one CPU at once */

@@ -44,7 +44,7 @@ struct tstate {
 	uint64_t fend;                /* ftsc0 + the age bound: records at or after it open a new batch */
 	uint64_t fprev_ns;            /* time of the last record of the batch before */
 	uint32_t fw, fcap, flen;      /* words written, room, region bytes */
-	uint32_t fbusy;               /* inside a hook (a signal handler's calls are dropped) */
+	uint32_t fbusy;               /* inside a hook or an event write (a signal handler's are dropped) */
 	uint64_t fnested;             /* records dropped that way */
 };
 
@@ -88,4 +88,7 @@ static inline BT_NOINSTR uint64_t now_boot(void)
 void btrace_funcs_calibrate_(void) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_attached_(int on) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_break_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
+/* A record or event not written because the thread was inside its own hook
+ * or event write (a signal handler interrupted it): counted as dropped. */
+void btrace_dropped_nested_(void) BT_HIDDEN BT_NOINSTR;
 #endif

@@ -116,14 +116,9 @@ static void slice_end(uint32_t id, uint64_t dur, uint64_t ts, uint32_t tid)
 	}
 }
 
-static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_t *args)
+static void write_event_busy(struct app_buf *b, struct tstate *t, unsigned type, uint32_t id, unsigned nargs,
+			     const int64_t *args)
 {
-	/* Acquire: pairs with the release store in attach(): the mapping and
-	 * geometry are visible before the pointer. */
-	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_acquire);
-	if (!b)
-		return;
-	struct tstate *t = &tls;
 	if (__builtin_expect(!t->tid, 0))
 		t->tid = (uint32_t)syscall(SYS_gettid);
 	if (t->fbat)
@@ -171,6 +166,31 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 		ev->args[i] = args[i];
 	put_hdr(p, len, BT_ENTRY_DATA);
 	btrace_confirm_(mt, len);
+}
+
+/* An event takes the thread's seq, which its function records share: it
+ * holds fbusy like a hook, so a signal handler's event or hook that
+ * interrupts it (or interrupts a hook) is dropped and counted rather than
+ * given a seq the interrupted write is about to use. */
+static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_t *args)
+{
+	/* Acquire: pairs with the release store in attach(): the mapping and
+	 * geometry are visible before the pointer. */
+	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_acquire);
+	if (!b)
+		return;
+	struct tstate *t = &tls;
+	if (__builtin_expect(t->fbusy, 0)) {
+		t->fnested++;
+		t->seq++; /* the gap shows where */
+		btrace_dropped_nested_();
+		return;
+	}
+	t->fbusy = 1;
+	atomic_signal_fence(memory_order_seq_cst);
+	write_event_busy(b, t, type, id, nargs, args);
+	atomic_signal_fence(memory_order_seq_cst);
+	t->fbusy = 0;
 }
 
 /* ---- names ------------------------------------------------------------------ */

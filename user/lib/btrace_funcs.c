@@ -150,8 +150,16 @@ static BT_NOINSTR void close_batch(struct tstate *t)
 
 void btrace_funcs_break_(struct tstate *t)
 {
-	if (t->fbat && !t->fbusy)
+	if (t->fbat)
 		close_batch(t);
+}
+
+void btrace_dropped_nested_(void)
+{
+	/* Acquire: pairs with the release store in publish() (btrace_app.c). */
+	struct app_buf *b = atomic_load_explicit(&btrace_buf_, memory_order_acquire);
+	if (b)
+		atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
 }
 
 /* Thread exit (TSD destructor; also when an instrumented destructor ran
@@ -279,10 +287,11 @@ static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
 {
 	struct tstate *t = &btrace_tls_;
 	if (__builtin_expect(t->fbusy, 0)) {
-		/* A signal handler inside a hook: dropped, and the seq gap
-		 * shows it. */
+		/* A signal handler inside a hook or an event write: dropped,
+		 * counted with the buffer's drops, and the seq gap shows it. */
 		t->fnested++;
 		t->seq++;
+		btrace_dropped_nested_();
 		return;
 	}
 	t->fbusy = 1;
