@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: MIT
+/*
+ * export_perfetto_tracks.c - events that go on a thread's child tracks as
+ * TrackEvents: uprobe/uretprobe/USDT hits (slices where paired, instants
+ * where not), application events (slices, instants, counters on a process
+ * track per application, per-thread seq gaps) and traced function calls.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "export_perfetto_int.h"
+
+/* ---- uprobes ------------------------------------------------------------------------ */
+
+static void uprobe_args(struct pbw *w, const struct bt_ev_uprobe *u)
+{
+	static const char *const names[BT_MAX_UARGS] = { "arg1", "arg2", "arg3", "arg4", "arg5", "arg6" };
+	uint32_t n = u->nargs < BT_MAX_UARGS ? u->nargs : BT_MAX_UARGS;
+	for (uint32_t i = 0; i < n; i++)
+		pf_ann_ptr(w, names[i], u->args[i]);
+}
+
+int pf_put_uprobe(struct pf *f, const struct bt_event_hdr *h)
+{
+	const struct bt_ev_uprobe *u = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[160];
+	int role = f->uslot < f->p->nurole ? f->p->urole[f->uslot] : BT_UR_USDT;
+	f->uslot++;
+
+	int r = pf_child_track(f, h->tid, h->tgid, TRACK_UPROBES);
+	if (r < 0)
+		return r;
+	const char *fn = bt_export_probe_name(f->p, u->probe_id, nb, sizeof(nb));
+	uint64_t uuid = UUID_UPROBES(h->tid);
+	switch (role) {
+	case BT_UR_BEGIN:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uprobe");
+		uprobe_args(w, u);
+		f->st->uprobe_slices++;
+		break;
+	case BT_UR_END:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uprobe");
+		pf_ann_int(w, "ret", (int64_t)u->ret);
+		pf_ann_ptr(w, "ret_hex", u->ret);
+		if (u->duration_ns)
+			pf_ann_uint(w, "duration_ns", u->duration_ns);
+		break;
+	case BT_UR_ENTRY_ALONE:
+		snprintf(name, sizeof(name), "%s (entry, no return)", fn);
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
+		uprobe_args(w, u);
+		pf_ann_bool(w, "unmatched", 1);
+		f->st->uprobe_unmatched++;
+		break;
+	case BT_UR_RETURN_ALONE:
+		snprintf(name, sizeof(name), "%s (return, no entry)", fn);
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
+		pf_ann_int(w, "ret", (int64_t)u->ret);
+		pf_ann_ptr(w, "ret_hex", u->ret);
+		if (u->duration_ns)
+			pf_ann_uint(w, "duration_ns", u->duration_ns);
+		pf_ann_bool(w, "unmatched", 1);
+		f->st->uprobe_unmatched++;
+		break;
+	case BT_UR_ENTRY_ONLY: /* no %return asked for: a call, nothing missing */
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "uprobe");
+		uprobe_args(w, u);
+		f->st->uprobe_calls++;
+		break;
+	case BT_UR_RETURN_ONLY:
+		/* %return alone: the call, from the duration the return carries
+		 * (the importer sorts the earlier begin into place) */
+		pf_te_begin(f, h->ts_ns - u->duration_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uretprobe");
+		pf_ann_uint(w, "probe_id", u->probe_id);
+		if ((r = pf_packet_flush(f, w)) < 0)
+			return r;
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uretprobe");
+		pf_ann_int(w, "ret", (int64_t)u->ret);
+		pf_ann_ptr(w, "ret_hex", u->ret);
+		pf_ann_uint(w, "duration_ns", u->duration_ns);
+		f->st->uprobe_return_slices++;
+		break;
+	case BT_UR_RETURN_UNTIMED:
+		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uretprobe");
+		pf_ann_int(w, "ret", (int64_t)u->ret);
+		pf_ann_ptr(w, "ret_hex", u->ret);
+		pf_ann_bool(w, "untimed", 1);
+		f->st->uprobe_untimed++;
+		break;
+	default: /* USDT */
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "usdt");
+		uprobe_args(w, u);
+		break;
+	}
+	pf_ann_uint(w, "probe_id", u->probe_id);
+	return pf_packet_flush(f, w);
+}
+
+/* ---- application events (in-process tracing) ------------------------------------------ */
+
+/* A process track per application, named by the application: its counter
+ * tracks hang below it. One per pid: the importer takes a second process
+ * descriptor for a pid as pid reuse (an application that registered twice,
+ * after an exec say, shares the first one's). */
+int pf_write_app_processes(struct pf *f)
+{
+	const struct bt_export_prep *p = f->p;
+	struct pbw *w = &f->pkt;
+	struct bt_u32map first = { 0 }; /* pid -> first app of it */
+	f->app_proc = calloc(p->napps ? p->napps : 1, sizeof(*f->app_proc));
+	if (!f->app_proc) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t a = 0; a < p->napps; a++) {
+		uint32_t a0;
+		if (!bt_u32map_get(&first, p->apps[a].pid, &a0)) {
+			a0 = (uint32_t)a;
+			if (bt_u32map_put(&first, p->apps[a].pid, a0) < 0) {
+				bt_u32map_free(&first);
+				snprintf(f->err, f->errlen, "out of memory");
+				return -ENOMEM;
+			}
+		}
+		f->app_proc[a] = a0;
+	}
+	bt_u32map_free(&first);
+	for (size_t a = 0; a < p->napps; a++) {
+		const struct bt_dump_app *x = &p->apps[a];
+		if (f->app_proc[a] != a)
+			continue;
+		pf_packet_begin(f, w, SEQ_TRACK, p->first_ts);
+		pbw_begin(w, TP_TRACK_DESCRIPTOR);
+		pbw_uint(w, TD_UUID, UUID_APP_PROCESS(a));
+		pbw_begin(w, TD_PROCESS);
+		pbw_int(w, PRD_PID, (int32_t)x->pid);
+		pbw_utf8(w, PRD_PROCESS_NAME, x->name, sizeof(x->name));
+		pbw_end(w);
+		int r = pf_packet_flush(f, w);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* The counter track of (application, name), under the application's process. */
+static int counter_track(struct pf *f, int32_t app, uint32_t name_id)
+{
+	uint32_t key = (uint32_t)app << 16 | name_id;
+	char nb[32];
+	/* name ids are 16-bit (the reader rejects larger tables); a larger,
+	 * unknown one gets its descriptor again each time (identical: harmless) */
+	int cached = name_id <= 0xffff;
+	if (cached && bt_u32map_get(&f->counter_tracks, key, NULL))
+		return 0;
+	if (cached && bt_u32map_put(&f->counter_tracks, key, 1) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	struct pbw *w = &f->pkt;
+	pf_packet_begin(f, w, SEQ_TRACK, f->p->first_ts);
+	pbw_begin(w, TP_TRACK_DESCRIPTOR);
+	pbw_uint(w, TD_UUID, UUID_APP_COUNTER(app, name_id));
+	pbw_uint(w, TD_PARENT_UUID, UUID_APP_PROCESS((size_t)app < f->p->napps ? f->app_proc[app] : (uint32_t)app));
+	pbw_utf8(w, TD_NAME, bt_export_app_name(f->p, app, name_id, nb, sizeof(nb)), SIZE_MAX);
+	pbw_begin(w, TD_COUNTER);
+	pbw_end(w);
+	return pf_packet_flush(f, w);
+}
+
+static void app_args(struct pbw *w, const struct bt_ev_app *a)
+{
+	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
+	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
+	for (uint32_t i = 0; i < n; i++)
+		pf_ann_int(w, names[i], a->args[i]);
+}
+
+/* A function entry or exit (-finstrument-functions) on the thread's
+ * "functions" track: each call a slice, nested as the calls were. A call
+ * still open at the end of the dump is closed there (pf_close_open_funcs) and
+ * marked open_at_dump_end; an entry whose exit is lost is an instant; an
+ * exit whose entry is before the window is not drawn (counted). */
+static int put_func(struct pf *f, const struct bt_dump_event *de, int role)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[160];
+	uint64_t uuid = UUID_FUNCS(h->tid);
+	int r;
+
+	if (role == BT_AR_FUNC_EXIT_ALONE) {
+		f->st->func_exits_dropped++;
+		return 0;
+	}
+	if ((r = pf_child_track(f, h->tid, h->tgid, TRACK_FUNCS)) < 0)
+		return r;
+	const char *nm = bt_export_func_name(f->p, de->app, a, nb, sizeof(nb));
+	switch (role) {
+	case BT_AR_FUNC_ENTRY:
+	case BT_AR_FUNC_OPEN:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "func");
+		pf_ann_uint(w, "addr", (uint64_t)a->args[0]);
+		if (role == BT_AR_FUNC_ENTRY) {
+			f->st->func_slices++;
+			break;
+		}
+		pf_ann_bool(w, "open_at_dump_end", 1);
+		f->st->func_open++;
+		uint32_t n = 0;
+		bt_u32map_get(&f->func_open, h->tid, &n);
+		if (bt_u32map_put(&f->func_open, h->tid, n + 1) < 0) {
+			snprintf(f->err, f->errlen, "out of memory");
+			return -ENOMEM;
+		}
+		break;
+	case BT_AR_FUNC_EXIT:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
+		break;
+	default:
+		snprintf(name, sizeof(name), "%s (entry, exit lost)", nm);
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "func");
+		pf_ann_uint(w, "addr", (uint64_t)a->args[0]);
+		pf_ann_bool(w, "unmatched", 1);
+		f->st->func_unmatched++;
+		break;
+	}
+	return pf_packet_flush(f, w);
+}
+
+/* The calls still open at the end of the dump end there: a slice never
+ * ended would have no duration in the UI. */
+int pf_close_open_funcs(struct pf *f)
+{
+	const struct bt_u32map *m = &f->func_open;
+	uint64_t end = f->p->last_ts;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i])
+			continue;
+		for (uint32_t k = 0; k < m->vals[i]; k++) {
+			pf_te_begin(f, end, UUID_FUNCS(m->keys[i]), TE_TYPE_SLICE_END, NULL, "btrace");
+			int r = pf_packet_flush(f, &f->pkt);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+int pf_put_app(struct pf *f, const struct bt_dump_event *de)
+{
+	const struct bt_event_hdr *h = de->ev;
+	const struct bt_ev_app *a = (const void *)h;
+	struct pbw *w = &f->pkt;
+	char nb[32], name[128];
+	int role = f->aslot < f->p->narole ? f->p->arole[f->aslot] : BT_AR_FOREIGN;
+	f->aslot++;
+
+	if (role == BT_AR_FOREIGN) {
+		f->st->app_dropped++;
+		return 0;
+	}
+	if (role >= BT_AR_FUNC_ENTRY)
+		return put_func(f, de, role);
+	const char *nm = bt_export_app_name(f->p, de->app, a->name_id, nb, sizeof(nb));
+	uint64_t uuid = UUID_APP_THREAD(h->tid);
+	int r;
+	if (role == BT_AR_COUNTER) {
+		if ((r = counter_track(f, de->app, a->name_id)) < 0)
+			return r;
+		pf_te_begin(f, h->ts_ns, UUID_APP_COUNTER(de->app, a->name_id), TE_TYPE_COUNTER, NULL, NULL);
+		pbw_int(w, TE_COUNTER_VALUE, a->nargs ? a->args[0] : 0);
+		f->st->app_counters++;
+		return pf_packet_flush(f, w);
+	}
+	if ((r = pf_child_track(f, h->tid, h->tgid, TRACK_APP)) < 0)
+		return r;
+	switch (role) {
+	case BT_AR_BEGIN:
+	case BT_AR_BEGIN_OPEN:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "app");
+		app_args(w, a);
+		if (role == BT_AR_BEGIN) {
+			f->st->app_slices++;
+		} else {
+			pf_ann_bool(w, "open_at_dump_end", 1);
+			f->st->app_open++;
+		}
+		break;
+	case BT_AR_END:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "app");
+		app_args(w, a);
+		break;
+	case BT_AR_BEGIN_ALONE:
+		snprintf(name, sizeof(name), "%s (begin, no end)", nm);
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "app");
+		app_args(w, a);
+		pf_ann_bool(w, "unmatched", 1);
+		f->st->app_unmatched++;
+		break;
+	case BT_AR_END_ALONE:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, "end (no begin)", "app");
+		app_args(w, a);
+		pf_ann_bool(w, "unmatched", 1);
+		f->st->app_unmatched++;
+		break;
+	default:
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, nm, "app");
+		app_args(w, a);
+		f->st->app_instants++;
+		break;
+	}
+	return pf_packet_flush(f, w);
+}
+
+/* A per-thread seq gap of application events: an instant on the thread's
+ * application track where the thread's events resume. */
+int pf_put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt_event_hdr *h)
+{
+	struct pbw *w = &f->pkt;
+	char name[64];
+	int r = pf_child_track(f, g->tid, h->tgid, TRACK_APP);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
+	pf_te_begin(f, h->ts_ns, UUID_APP_THREAD(g->tid), TE_TYPE_INSTANT, name, "btrace");
+	pf_ann_uint(w, "tid", g->tid);
+	pf_ann_uint(w, "first_missing_seq", g->from_seq);
+	pf_ann_uint(w, "missing", g->missing);
+	pf_ann_uint(w, "since_ts", g->prev_ts);
+	f->st->app_gaps++;
+	f->st->app_missing += g->missing;
+	return pf_packet_flush(f, w);
+}
