@@ -12,12 +12,15 @@
 #include <string.h>
 #include "export_json_int.h"
 
+/* bt_export_uprobe_args() callback: an argument in hex */
+static void arg_hex_cb(void *j, const char *name, uint64_t v)
+{
+	jx_arg_hex(j, name, v);
+}
+
 static void uprobe_args(struct jx *j, const struct bt_ev_uprobe *u)
 {
-	static const char *const names[BT_MAX_UARGS] = { "arg1", "arg2", "arg3", "arg4", "arg5", "arg6" };
-	uint32_t n = u->nargs < BT_MAX_UARGS ? u->nargs : BT_MAX_UARGS;
-	for (uint32_t i = 0; i < n; i++)
-		jx_arg_hex(j, names[i], u->args[i]);
+	bt_export_uprobe_args(u, arg_hex_cb, j);
 }
 
 int jx_put_uprobe(struct jx *j, const struct bt_event_hdr *h)
@@ -109,12 +112,15 @@ int jx_put_uprobe(struct jx *j, const struct bt_event_hdr *h)
 
 /* ---- application events (in-process tracing) ------------------------------------------ */
 
+/* bt_export_app_args() callback: an argument as a signed number */
+static void arg_i_cb(void *j, const char *name, int64_t v)
+{
+	jx_arg_i(j, name, v);
+}
+
 static void app_args(struct jx *j, const struct bt_ev_app *a)
 {
-	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
-	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
-	for (uint32_t i = 0; i < n; i++)
-		jx_arg_i(j, names[i], a->args[i]);
+	bt_export_app_args(a, arg_i_cb, j);
 }
 
 /* A function entry/exit (-finstrument-functions): each call one "X" at its

@@ -14,12 +14,15 @@
 
 /* ---- uprobes ------------------------------------------------------------------------ */
 
+/* bt_export_uprobe_args() callback: an argument as a pointer annotation */
+static void ann_ptr_arg(void *w, const char *name, uint64_t v)
+{
+	pf_ann_ptr(w, name, v);
+}
+
 static void uprobe_args(struct pbw *w, const struct bt_ev_uprobe *u)
 {
-	static const char *const names[BT_MAX_UARGS] = { "arg1", "arg2", "arg3", "arg4", "arg5", "arg6" };
-	uint32_t n = u->nargs < BT_MAX_UARGS ? u->nargs : BT_MAX_UARGS;
-	for (uint32_t i = 0; i < n; i++)
-		pf_ann_ptr(w, names[i], u->args[i]);
+	bt_export_uprobe_args(u, ann_ptr_arg, w);
 }
 
 int pf_put_uprobe(struct pf *f, const struct bt_event_hdr *h)
@@ -172,12 +175,15 @@ static int counter_track(struct pf *f, int32_t app, uint32_t name_id)
 	return pf_packet_flush(f, w);
 }
 
+/* bt_export_app_args() callback: an argument as an int annotation */
+static void ann_int_arg(void *w, const char *name, int64_t v)
+{
+	pf_ann_int(w, name, v);
+}
+
 static void app_args(struct pbw *w, const struct bt_ev_app *a)
 {
-	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
-	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
-	for (uint32_t i = 0; i < n; i++)
-		pf_ann_int(w, names[i], a->args[i]);
+	bt_export_app_args(a, ann_int_arg, w);
 }
 
 /* A function entry or exit (-finstrument-functions) on the thread's

@@ -758,3 +758,20 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 		}
 	}
 }
+
+void bt_export_uprobe_args(const struct bt_ev_uprobe *u, void (*emit)(void *ctx, const char *name, uint64_t v),
+			   void *ctx)
+{
+	static const char *const names[BT_MAX_UARGS] = { "arg1", "arg2", "arg3", "arg4", "arg5", "arg6" };
+	uint32_t n = u->nargs < BT_MAX_UARGS ? u->nargs : BT_MAX_UARGS;
+	for (uint32_t i = 0; i < n; i++)
+		emit(ctx, names[i], u->args[i]);
+}
+
+void bt_export_app_args(const struct bt_ev_app *a, void (*emit)(void *ctx, const char *name, int64_t v), void *ctx)
+{
+	static const char *const names[BT_APP_MAX_ARGS] = { "arg1", "arg2", "arg3", "arg4" };
+	uint32_t n = a->nargs < BT_APP_MAX_ARGS ? a->nargs : BT_APP_MAX_ARGS;
+	for (uint32_t i = 0; i < n; i++)
+		emit(ctx, names[i], a->args[i]);
+}

@@ -130,6 +130,12 @@ uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu);
 /* Every loss counter of the dump, as "loss.NAME" keys (ring-buffer drops per
  * CPU and group where non-zero, then the totals, then per application
  * "loss.app.PID.*"), in one order for both exporters. */
+/* The arguments of a uprobe hit (as many as it recorded) and of an
+ * application event, one emit each, named "arg1", "arg2", ...: the same
+ * names and bounds in both exporters. */
+void bt_export_uprobe_args(const struct bt_ev_uprobe *u, void (*emit)(void *ctx, const char *name, uint64_t v),
+			   void *ctx);
+void bt_export_app_args(const struct bt_ev_app *a, void (*emit)(void *ctx, const char *name, int64_t v), void *ctx);
 void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, const char *key, uint64_t v),
 		      void *ctx);
 #endif
