@@ -30,15 +30,9 @@
 set -uo pipefail
 
 # Run, show, and keep the output as the app section of BENCHMARKS.md.
-if [ -z "${BT_APP_INNER:-}" ]; then
-	cd "$(dirname "$0")/.." || exit 1
-	out=$(mktemp)
-	BT_APP_INNER=1 "$0" "$@" | tee "$out"
-	rc=${PIPESTATUS[0]}
-	if [ "$rc" -eq 0 ] && [ -z "${APP_BENCH_NO_WRITE:-}" ] && grep -q '^variant' "$out"; then
-		. scripts/bench_md.sh
-		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
-		cat >"$out.md" <<MD
+. "$(dirname "$0")/bench_md.sh"
+bench_md_section() {
+	cat <<MD
 <!-- app:begin -->
 ## In-process tracing (btrace.h): cost per event
 
@@ -55,12 +49,8 @@ $body
 \`\`\`
 <!-- app:end -->
 MD
-		bench_md_put app "$out.md"
-		rm -f "$out.md"
-	fi
-	rm -f "$out"
-	exit "$rc"
-fi
+}
+bench_md_run app BT_APP_INNER "${APP_BENCH_NO_WRITE:-}" '^variant' "$0" "$@"
 cd "$(dirname "$0")/.." || exit 1
 
 B=$PWD/build/bench/app_bench

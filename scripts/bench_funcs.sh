@@ -21,15 +21,9 @@
 # FUNC_BENCH_NO_WRITE=1 (print only), FUNC_BENCH_STRICT=1 (exit 1 on a miss).
 set -uo pipefail
 
-if [ -z "${BT_FUNCS_INNER:-}" ]; then
-	cd "$(dirname "$0")/.." || exit 1
-	out=$(mktemp)
-	BT_FUNCS_INNER=1 "$0" "$@" | tee "$out"
-	rc=${PIPESTATUS[0]}
-	if [ "$rc" -eq 0 ] && [ -z "${FUNC_BENCH_NO_WRITE:-}" ] && grep -q '^variant' "$out"; then
-		. scripts/bench_md.sh
-		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
-		cat >"$out.md" <<MD
+. "$(dirname "$0")/bench_md.sh"
+bench_md_section() {
+	cat <<MD
 <!-- funcs:begin -->
 ## Function tracing (-finstrument-functions): cost per trace point
 
@@ -43,12 +37,8 @@ $body
 \`\`\`
 <!-- funcs:end -->
 MD
-		bench_md_put funcs "$out.md"
-		rm -f "$out.md"
-	fi
-	rm -f "$out"
-	exit "$rc"
-fi
+}
+bench_md_run funcs BT_FUNCS_INNER "${FUNC_BENCH_NO_WRITE:-}" '^variant' "$0" "$@"
 cd "$(dirname "$0")/.." || exit 1
 
 BT=$PWD/build/btrace-bpf

@@ -28,3 +28,32 @@ bench_md_put() {
 	exec {lock_fd}>&-
 	echo "results written to $bm ($name section)"
 }
+
+# The re-exec wrapper of a benchmark that keeps its printed output as a
+# section (bench_app.sh, bench_funcs.sh, bench_uprobe.sh):
+#
+#   bench_md_run NAME INNER_VAR NO_WRITE MUST_MATCH SCRIPT [ARGS...]
+#
+# With INNER_VAR unset: runs SCRIPT ARGS again from the repository root with
+# INNER_VAR=1 (the measurement), shows its output and, if it exited 0,
+# NO_WRITE is empty and (MUST_MATCH empty or) a line matches MUST_MATCH,
+# writes the section bench_md_section prints (it sees $when and $body, the
+# output) as NAME; then exits with the measurement's status. With INNER_VAR
+# set it returns at once: the caller is the measurement.
+bench_md_run() {
+	local name=$1 inner=$2 nowrite=$3 must=$4 out rc when body
+	shift 4
+	[ -n "${!inner:-}" ] && return 0
+	cd "$(dirname "$1")/.." || exit 1
+	out=$(mktemp)
+	env "$inner=1" "$@" | tee "$out"
+	rc=${PIPESTATUS[0]}
+	if [ "$rc" -eq 0 ] && [ -z "$nowrite" ] && { [ -z "$must" ] || grep -q "$must" "$out"; }; then
+		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
+		bench_md_section >"$out.md"
+		bench_md_put "$name" "$out.md"
+		rm -f "$out.md"
+	fi
+	rm -f "$out"
+	exit "$rc"
+}

@@ -28,15 +28,9 @@ set -uo pipefail
 
 # Run the measurement, show it, and keep its output as the uprobe section of
 # BENCHMARKS.md (between <!-- uprobe:begin --> and <!-- uprobe:end -->).
-if [ -z "${BT_UPROBE_INNER:-}" ]; then
-	cd "$(dirname "$0")/.."
-	out=$(mktemp)
-	BT_UPROBE_INNER=1 "$0" "$@" | tee "$out"
-	rc=${PIPESTATUS[0]}
-	if [ "$rc" -eq 0 ] && [ -z "${UPROBE_NO_WRITE:-}" ]; then
-		. scripts/bench_md.sh
-		when=$(date -u '+%Y-%m-%d %H:%M UTC') body=$(cat "$out")
-		cat >"$out.md" <<MD
+. "$(dirname "$0")/bench_md.sh"
+bench_md_section() {
+	cat <<MD
 <!-- uprobe:begin -->
 ## Uprobe cost per probed call
 
@@ -49,12 +43,8 @@ $body
 \`\`\`
 <!-- uprobe:end -->
 MD
-		bench_md_put uprobe "$out.md"
-		rm -f "$out.md"
-	fi
-	rm -f "$out"
-	exit "$rc"
-fi
+}
+bench_md_run uprobe BT_UPROBE_INNER "${UPROBE_NO_WRITE:-}" '' "$0" "$@"
 cd "$(dirname "$0")/.." || exit 1
 
 B=$PWD/build/bench/uprobe_bench
