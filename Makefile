@@ -247,7 +247,6 @@ $(OUT)/bench/func_bench_manual: bench/func_bench.c $(OUT)/libbtrace.a user/lib/b
 $(OUT)/bench/func_bench_pg: bench/func_bench.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -pg $< -o $@
-FUNC_BENCH = $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg)
 
 $(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)
