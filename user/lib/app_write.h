@@ -45,7 +45,6 @@ struct tstate {
 	uint64_t fprev_ns;            /* time of the last record of the batch before */
 	uint32_t fw, fcap, flen;      /* words written, room, region bytes */
 	uint32_t fbusy;               /* inside a hook or an event write (a signal handler's are dropped) */
-	uint64_t fnested;             /* records dropped that way */
 };
 
 extern _Atomic(struct app_buf *) btrace_buf_ BT_HIDDEN;
@@ -89,6 +88,7 @@ void btrace_funcs_calibrate_(void) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_attached_(int on) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_break_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
 /* A record or event not written because the thread was inside its own hook
- * or event write (a signal handler interrupted it): counted as dropped. */
-void btrace_dropped_nested_(void) BT_HIDDEN BT_NOINSTR;
+ * or event write (a signal handler interrupted it): it takes a seq (the
+ * gap shows where) and is counted with the buffer's drops. */
+void btrace_dropped_nested_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
 #endif

@@ -181,9 +181,7 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 		return;
 	struct tstate *t = &tls;
 	if (__builtin_expect(t->fbusy, 0)) {
-		t->fnested++;
-		t->seq++; /* the gap shows where */
-		btrace_dropped_nested_();
+		btrace_dropped_nested_(t);
 		return;
 	}
 	t->fbusy = 1;

@@ -20,8 +20,9 @@
  *
  * Times: a batch starts with a calibration pair (ticks, CLOCK_BOOTTIME) and
  * the tick rate the library measured (mult_q32, kept current window by
- * window: tick_rate.h); readers convert ticks to the kernel events' clock. A batch spans at most AGE_NS, so rate error
- * and NTP slewing move its last record by far less than a microsecond.
+ * window: tick_rate.h); readers convert ticks to the kernel events' clock.
+ * A batch spans at most AGE_NS, so rate error and NTP slewing move its last
+ * record by far less than a microsecond.
  *
  * Fast path per trace point: a load of the on flag (the only cost without
  * a recorder), the thread's state (initial-exec TLS), rdtsc, four compares,
@@ -49,11 +50,10 @@
 
 int btrace_funcs_on_;                /* the hooks' one test */
 static int funcs_disabled;           /* BTRACE_FUNCS=0 */
-static int calibrated;
 static struct bt_tick_rate rate;     /* updated under rate_lock only */
 static atomic_flag rate_lock = ATOMIC_FLAG_INIT;
 static _Atomic uint64_t rate_next_ns; /* when the rate's window can end (checked without the lock) */
-static _Atomic uint64_t mult_q32;    /* rate.mult, for every thread: ns per tick * 2^32 */
+static _Atomic uint64_t mult_q32;    /* rate.mult, for every thread: ns per tick * 2^32; 0: not calibrated */
 static uint64_t age_ticks;           /* AGE_NS in ticks */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
@@ -103,7 +103,7 @@ void btrace_funcs_calibrate_(void)
 	const char *e = getenv("BTRACE_FUNCS");
 	if (e && strcmp(e, "0") == 0)
 		funcs_disabled = 1;
-	if (funcs_disabled || calibrated)
+	if (funcs_disabled || atomic_load_explicit(&mult_q32, memory_order_relaxed))
 		return;
 	uint64_t t0, n0, t1, n1;
 	pair(&t0, &n0);
@@ -113,7 +113,6 @@ void btrace_funcs_calibrate_(void)
 	bt_tick_rate_init(&rate, t0, n0, t1, n1);
 	set_rate(rate.mult);
 	atomic_store_explicit(&rate_next_ns, n1 + BT_TICK_WINDOW_NS, memory_order_relaxed);
-	calibrated = rate.mult != 0;
 }
 
 /* Refine the rate with a fresh pair once its window is a second long. One
@@ -133,7 +132,9 @@ static BT_NOINSTR void refine_rate(uint64_t tk, uint64_t ns)
 
 void btrace_funcs_attached_(int on)
 {
-	__atomic_store_n(&btrace_funcs_on_, on && !funcs_disabled && calibrated, __ATOMIC_RELAXED);
+	__atomic_store_n(&btrace_funcs_on_,
+			 on && !funcs_disabled && atomic_load_explicit(&mult_q32, memory_order_relaxed) != 0,
+			 __ATOMIC_RELAXED);
 }
 
 /* Confirm the thread's batch: its block can complete. */
@@ -154,8 +155,9 @@ void btrace_funcs_break_(struct tstate *t)
 		close_batch(t);
 }
 
-void btrace_dropped_nested_(void)
+void btrace_dropped_nested_(struct tstate *t)
 {
+	t->seq++; /* the gap shows where */
 	/* Acquire: pairs with the release store in publish() (btrace_app.c). */
 	struct app_buf *b = atomic_load_explicit(&btrace_buf_, memory_order_acquire);
 	if (b)
@@ -287,11 +289,8 @@ static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
 {
 	struct tstate *t = &btrace_tls_;
 	if (__builtin_expect(t->fbusy, 0)) {
-		/* A signal handler inside a hook or an event write: dropped,
-		 * counted with the buffer's drops, and the seq gap shows it. */
-		t->fnested++;
-		t->seq++;
-		btrace_dropped_nested_();
+		/* A signal handler inside a hook or an event write. */
+		btrace_dropped_nested_(t);
 		return;
 	}
 	t->fbusy = 1;
