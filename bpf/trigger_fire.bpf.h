@@ -88,7 +88,7 @@ static __always_inline void bt_task_comm(struct task_struct *t, char *comm)
 
 /* Slots of `kind` whose threshold `value` exceeds, for task t (a BTF pointer).
  * now == 0: the clock is read only when a slot fires (sched-latency runs on
- * every switch; the read was a third of its cost). */
+ * every switch and needs the time only for a hit). */
 static __always_inline void bt_check_task(__u32 kind, __u64 now, __u64 value, __s64 aux, struct task_struct *t)
 {
 	char comm[BT_COMM_LEN];
