@@ -29,8 +29,9 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-pro
 USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h))))
 CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
 # capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c);
-# libcrypto: the sha256 of dump manifests (user/dump/manifest.c)
-LDLIBS_BPF := -lbpf -lelf -lcapstone -lz -lcrypto -lpthread -lm
+# libcrypto: the sha256 of dump manifests (user/dump/manifest.c);
+# libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c)
+LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -lcrypto -lpthread -lm
 
 ifeq ($(V),1)
 Q :=

@@ -49,6 +49,14 @@ static uint64_t cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The work itself, inlined into spin_until whatever the optimization
+ * level: samples land in it, so their source lines show an inlined call
+ * (the test finds the LINE: marks). */
+static inline __attribute__((always_inline)) void mix_step(int i)
+{
+	sink = sink * 6364136223846793005ull + (uint64_t)i; /* LINE:mix_step_body */
+}
+
 /* Busy work until the thread used `until` of CPU, the clock read every
  * ~20 us of work (a sample inside that system call still has the caller's
  * user stack). */
@@ -56,13 +64,13 @@ __attribute__((noinline)) static void spin_until(uint64_t until)
 {
 	do {
 		for (int i = 0; i < 20000; i++)
-			sink = sink * 6364136223846793005ull + (uint64_t)i;
+			mix_step(i); /* LINE:mix_step_call */
 	} while (cpu_ns() < until);
 }
 
 __attribute__((noinline)) void hot_a(uint64_t ns)
 {
-	spin_until(cpu_ns() + ns);
+	spin_until(cpu_ns() + ns); /* LINE:hot_a_call */
 }
 
 __attribute__((noinline)) void hot_b(uint64_t ns)

@@ -50,6 +50,7 @@ struct bt_dump {
 	size_t nfired;
 	struct bt_dump_stacks stacks; /* STCK section */
 	int seen_stacks;
+	int seen_srclocs; /* SLOC sections */
 };
 
 /* Puts the message in err, sets errno to e; NULL (for return). */

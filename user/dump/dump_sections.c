@@ -504,6 +504,13 @@ int btd_parse_body(struct bt_dump *d, char *err, size_t errlen)
 			else if ((r = bt_dump_stacks_decode(pl, s.len, &d->stacks, err, errlen)) != 0)
 				errno = -r;
 			break;
+		case BTD_SEC_SRCLOCS:
+			if (!d->seen_stacks || d->seen_srclocs++)
+				r = PFAIL(&p, "corrupt dump: %s", d->seen_srclocs ? "two source-line tables"
+										 : "source lines before the stack table");
+			else if ((r = bt_dump_srclocs_decode(pl, s.len, &d->stacks, err, errlen)) != 0)
+				errno = -r;
+			break;
 		case BTD_SEC_END:
 			seen_end = 1;
 			r = parse_end(&p, pl, s.len, nsec);

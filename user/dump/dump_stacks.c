@@ -173,6 +173,9 @@ void bt_dump_stacks_release(struct bt_dump_stacks *s)
 	free(s->maps);
 	free(s->syms);
 	free(s->strtab);
+	free(s->locs);
+	free(s->lines);
+	free(s->loc_strtab);
 	for (size_t i = 0; i < s->nowned; i++)
 		free(s->owned[i]);
 	free(s->owned);

@@ -66,6 +66,22 @@ enum bt_stack_counter {
 };
 const char *bt_stack_counter_name(int i);
 
+/* Where in the source a user frame is (section SLOC, optional): for one
+ * code address the stacks reference, the chain of source locations from the
+ * innermost inlined call out to the frame's own function, read from DWARF
+ * when the dump was written. */
+struct bt_dump_srcline {
+	const char *file; /* source path as DWARF names it */
+	const char *func; /* the inlined function this line is in; NULL in the last (the frame's own) */
+	uint32_t line, col; /* col 0: unknown */
+};
+struct bt_dump_srcloc {
+	uint32_t map;    /* 1 + mapping index */
+	uint32_t nlines; /* 1..BT_SRCLOC_MAX_DEPTH, innermost first */
+	uint64_t off;    /* the file offset looked up (bt_frame_lookup_off) */
+	uint64_t first;  /* index of its first line in lines[] */
+};
+
 struct bt_dump_stacks {
 	uint32_t nstacks, nmaps, nsyms;
 	uint64_t nframes;
@@ -74,9 +90,15 @@ struct bt_dump_stacks {
 	struct bt_dump_map *maps;
 	struct bt_dump_sym *syms;
 	uint64_t counters[BT_STKC_MAX];
+	/* source lines (SLOC): locs sorted by (map, off), no two alike */
+	uint32_t nlocs;
+	uint64_t nlines;
+	struct bt_dump_srcloc *locs;
+	struct bt_dump_srcline *lines;
 	/* owned storage */
 	char *strtab;   /* decoded: names and paths point into it */
 	char **owned;   /* or: strings to free one by one */
+	char *loc_strtab; /* decoded SLOC: its files and functions point into it */
 	size_t nowned;
 };
 
@@ -90,4 +112,23 @@ void bt_dump_stacks_release(struct bt_dump_stacks *s);
 /* Validation bounds. */
 #define BT_STACKS_MAX_COUNT (1u << 24)
 #define BT_STACKS_MAX_FRAMES 512u
+#define BT_SRCLOC_MAX_DEPTH 32u
+
+/* The file offset a frame's symbol and source line are looked up at: a
+ * return address (every user frame but the innermost) minus one, the call
+ * instruction itself, so a call that ends its function is not put in the
+ * next one. */
+static inline uint64_t bt_frame_lookup_off(uint64_t off, uint32_t f_index)
+{
+	return f_index && off ? off - 1 : off;
+}
+
+/* SLOC <-> s's locs and lines (dump_srclocs.c). Encode: a malloc'd payload
+ * in *out, its length, or -errno. Decode into s, whose STCK is already
+ * decoded (mapping indices are checked against it): 0, or -EBADMSG with one
+ * line in err. */
+int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out);
+int bt_dump_srclocs_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
+/* The source lines of (map, lookup offset), NULL if none. */
+const struct bt_dump_srcloc *bt_dump_srcloc_find(const struct bt_dump_stacks *s, uint32_t map, uint64_t off);
 #endif

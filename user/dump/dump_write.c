@@ -441,6 +441,16 @@ int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
 	body_pad(zo, (uint64_t)len);
 	free(p);
 	s->c.nsections++;
+	if (zo->err || !st->nlocs)
+		return zo->err;
+	/* its source lines, after it (the reader checks them against it) */
+	if ((len = bt_dump_srclocs_encode(st, &p)) < 0)
+		return (int)len;
+	section_begin(zo, BTD_SEC_SRCLOCS, 0, (uint64_t)len);
+	body_put(zo, p, (size_t)len);
+	body_pad(zo, (uint64_t)len);
+	free(p);
+	s->c.nsections++;
 	return zo->err;
 }
 

@@ -684,19 +684,34 @@ static int build_by_addr(struct bt_elf_file *ef)
 	return 0;
 }
 
-struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off)
+/* The loadable segment holding file offset off (an executable one if two do). */
+static const struct bt_elf_seg *seg_of_offset(const struct bt_elf_file *ef, uint64_t off)
 {
 	const struct bt_elf_seg *seg = NULL;
-	uint64_t vaddr;
-	size_t lo = 0, hi;
 
 	for (size_t i = 0; i < ef->nseg; i++)
 		if (off >= ef->seg[i].off && off < ef->seg[i].off + ef->seg[i].filesz &&
 		    (!seg || (ef->seg[i].flags & PF_X)))
 			seg = &ef->seg[i];
-	if (!seg || (!ef->by_addr && build_by_addr(ef)))
+	return seg;
+}
+
+int bt_elf_offset_to_vaddr(const struct bt_elf_file *ef, uint64_t off, uint64_t *vaddr)
+{
+	const struct bt_elf_seg *seg = seg_of_offset(ef, off);
+
+	if (!seg)
+		return -ENOENT;
+	*vaddr = off - seg->off + seg->vaddr;
+	return 0;
+}
+
+struct bt_elf_func *bt_elf_func_at_vaddr(struct bt_elf_file *ef, uint64_t vaddr)
+{
+	size_t lo = 0, hi;
+
+	if (!ef->by_addr && build_by_addr(ef))
 		return NULL;
-	vaddr = off - seg->off + seg->vaddr;
 	hi = ef->nby;
 	while (lo < hi) { /* first function above vaddr */
 		size_t mid = (lo + hi) / 2;
@@ -710,6 +725,16 @@ struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, 
 	struct bt_elf_func *f = &ef->f[ef->by_addr[lo - 1]];
 	if (f->size ? vaddr >= f->vaddr + f->size : vaddr - f->vaddr > (1u << 20))
 		return NULL; /* past its end (a gap between functions), or far from an unsized symbol */
+	return f;
+}
+
+struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off)
+{
+	const struct bt_elf_seg *seg = seg_of_offset(ef, off);
+	struct bt_elf_func *f;
+
+	if (!seg || !(f = bt_elf_func_at_vaddr(ef, off - seg->off + seg->vaddr)))
+		return NULL;
 	*func_off = f->vaddr - seg->vaddr + seg->off;
 	return f;
 }

@@ -71,6 +71,13 @@ int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt
  * the file offset of its first byte; NULL if no symbol covers it. A symbol
  * without a size covers up to the next one. */
 struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off);
+/* The link-time address of file offset off: 0, or -ENOENT if no loadable
+ * segment holds it. */
+int bt_elf_offset_to_vaddr(const struct bt_elf_file *ef, uint64_t off, uint64_t *vaddr);
+/* The function containing link-time address vaddr, NULL if none (as
+ * bt_elf_func_at_offset): how a separate debug file's symbols are looked
+ * up, its segments' file offsets being not those of the binary. */
+struct bt_elf_func *bt_elf_func_at_vaddr(struct bt_elf_file *ef, uint64_t vaddr);
 /* Its name to show: demangled for C++, else as in the symbol table. */
 const char *bt_elf_func_name(struct bt_elf_func *f);
 #endif

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <linux/types.h>
 #include <bpf/libbpf.h>
 #include "events.h"
@@ -62,6 +63,7 @@ enum {
 	OPT_STACKS,
 	OPT_OFFCPU_MIN,
 	OPT_MAX_STACKS,
+	OPT_DEBUG_DIR,
 	OPT_USTACK,
 };
 
@@ -102,6 +104,9 @@ static const struct argp_option options[] = {
 	  "With --stacks switch: only blocks at least this long (shorter ones are counted, not stored)", 1 },
 	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
 	  "Distinct call stacks kept (default 16384); stacks beyond are counted and their events marked lost", 1 },
+	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
+	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
+	  "/usr/lib/debug (repeatable)", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -404,6 +409,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_USTACK:
 		o->ustack = 1;
 		break;
+	case OPT_DEBUG_DIR: {
+		struct stat st;
+		char *d;
+		if (!*arg || strchr(arg, ':') || arg[0] != '/')
+			argp_error(state, "invalid --debug-dir '%s': give an absolute path without ':'", arg);
+		if (stat(arg, &st) != 0)
+			argp_error(state, "invalid --debug-dir '%s': %s", arg, strerror(errno));
+		if (!S_ISDIR(st.st_mode))
+			argp_error(state, "invalid --debug-dir '%s': not a directory", arg);
+		if (asprintf(&d, "%s%s%s", o->debug_dirs ? o->debug_dirs : "", o->debug_dirs ? ":" : "", arg) < 0)
+			argp_error(state, "out of memory");
+		free(o->debug_dirs);
+		o->debug_dirs = d;
+		break;
+	}
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);

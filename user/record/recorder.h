@@ -45,6 +45,7 @@ struct record_opts {
 	uint64_t offcpu_min_ns;       /* --offcpu-min */
 	uint32_t max_stacks;          /* --max-stacks */
 	int ustack;                   /* --ustack */
+	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */

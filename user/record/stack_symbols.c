@@ -7,17 +7,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "stack_symbols.h"
 #include "stack_table.h"
 #include "kallsyms.h"
 #include "elf_symbols.h"
+#include "dwarf_lines.h"
 #include "util.h"
 
 struct loaded {
 	int tried;
-	struct bt_elf_file *ef; /* NULL: no symbols */
+	struct bt_elf_file *ef;  /* the mapped file's symbols (NULL: not ELF, or gone) */
+	struct bt_elf_file *dbg; /* its separate debug file's, when it has no .symtab */
+	struct bt_dwarf *dw;     /* its DWARF, NULL if none was found */
 };
 
 struct bt_symbolizer {
@@ -25,27 +29,41 @@ struct bt_symbolizer {
 	int ks_tried;
 	struct loaded *files; /* [map id] */
 	size_t nfiles;
+	char *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 };
 
-struct bt_symbolizer *bt_symbolizer_new(void)
+struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs)
 {
 	struct bt_symbolizer *z = calloc(1, sizeof(*z));
 
 	if (!z)
 		return NULL;
+	if (debug_dirs && !(z->debug_dirs = strdup(debug_dirs))) {
+		free(z);
+		return NULL;
+	}
 	return z;
+}
+
+static void elf_drop(struct bt_elf_file *ef)
+{
+	if (ef) {
+		bt_elf_free(ef);
+		free(ef);
+	}
 }
 
 void bt_symbolizer_free(struct bt_symbolizer *z)
 {
 	if (!z)
 		return;
-	for (size_t i = 0; i < z->nfiles; i++)
-		if (z->files[i].ef) {
-			bt_elf_free(z->files[i].ef);
-			free(z->files[i].ef);
-		}
+	for (size_t i = 0; i < z->nfiles; i++) {
+		elf_drop(z->files[i].ef);
+		elf_drop(z->files[i].dbg);
+		bt_dwarf_close(z->files[i].dw);
+	}
 	free(z->files);
+	free(z->debug_dirs);
 	bt_kallsyms_free(z->ks);
 	free(z);
 }
@@ -58,16 +76,16 @@ static struct bt_elf_file *try_load(const char *attach, const char *path)
 	if (ef && bt_elf_load(attach, path, ef, &err) == 0)
 		return ef;
 	free(err);
-	if (ef) {
-		bt_elf_free(ef);
-		free(ef);
-	}
+	elf_drop(ef);
 	return NULL;
 }
 
-/* The symbols of map id `map` (1-based), loaded once. */
-static struct bt_elf_file *file_syms(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
-				     uint32_t map)
+/* Map id `map` (1-based) loaded once: its symbols, its separate debug
+ * file's if it is stripped, its DWARF. The file is read through the
+ * descriptor the recorder kept (an exited process, a deleted binary), or by
+ * path if it is still the same inode. */
+static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
+				uint32_t map)
 {
 	if (map > z->nfiles) {
 		void *p = realloc(z->files, (map + 64) * sizeof(*z->files));
@@ -79,34 +97,181 @@ static struct bt_elf_file *file_syms(struct bt_symbolizer *z, struct bt_stack_ta
 	}
 	struct loaded *l = &z->files[map - 1];
 	if (l->tried)
-		return l->ef;
+		return l;
 	l->tried = 1;
 	const struct bt_dump_map *m = &s->maps[map - 1];
-	int fd = bt_stack_table_map_fd(t, map);
+	int fd = bt_stack_table_map_fd(t, map), own = -1;
 	char attach[64];
 	struct stat st;
 
-	if (fd >= 0) {
-		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
-		l->ef = try_load(attach, m->path);
-	} else if (stat(m->path, &st) == 0 && (uint64_t)st.st_ino == m->ino) {
-		l->ef = try_load(m->path, m->path);
+	if (fd < 0 && stat(m->path, &st) == 0 && (uint64_t)st.st_ino == m->ino && S_ISREG(st.st_mode))
+		fd = own = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return l;
+	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
+	l->ef = try_load(attach, m->path);
+	if (l->ef)
+		l->dw = bt_dwarf_open(fd, m->path, z->debug_dirs);
+	if (own >= 0)
+		close(own);
+	/* Stripped: the debug file libdwfl found (build-id or debuglink). */
+	const char *dbg = l->ef && !l->ef->has_symtab ? bt_dwarf_debug_file(l->dw) : NULL;
+	if (dbg)
+		l->dbg = try_load(dbg, dbg);
+	return l;
+}
+
+/* The function of file offset off in l: the .symtab of the binary, else
+ * of its debug file (looked up by address: a debug file's segments have
+ * other file offsets), else .dynsym. *start: its first byte's file offset. */
+static const char *func_of(struct loaded *l, uint64_t off, uint64_t *start, uint64_t *size)
+{
+	struct bt_elf_func *fn = NULL;
+	uint64_t vaddr;
+
+	if (!l->ef || bt_elf_offset_to_vaddr(l->ef, off, &vaddr))
+		return NULL;
+	if (l->dbg)
+		fn = bt_elf_func_at_vaddr(l->dbg, vaddr);
+	if (!fn)
+		fn = bt_elf_func_at_vaddr(l->ef, vaddr);
+	if (!fn)
+		return NULL;
+	*start = off - (vaddr - fn->vaddr);
+	*size = fn->size;
+	return bt_elf_func_name(fn);
+}
+
+/* Source lines collected for the dump: (map, off) -> its lines. */
+struct locset {
+	struct bt_dump_srcloc *locs; /* in order found; sorted at the end */
+	uint32_t n, cap;
+	uint64_t *entry; /* [loc]: file offset of its function's entry, 0 unknown */
+	struct bt_dump_srcline *lines;
+	uint64_t nlines, lcap;
+	uint32_t *slot; /* 1 + index, open addressing */
+	uint32_t nslots;
+	int err;
+};
+
+static uint32_t loc_hash(uint32_t map, uint64_t off, uint32_t nslots)
+{
+	return (uint32_t)(((off * 0x9e3779b97f4a7c15ull) ^ map) >> 32) & (nslots - 1);
+}
+
+static int locset_grow(struct locset *ls)
+{
+	uint32_t nslots = ls->nslots ? ls->nslots * 2 : 1024;
+	uint32_t *slot = calloc(nslots, sizeof(*slot));
+	void *locs = realloc(ls->locs, nslots / 2 * sizeof(*ls->locs));
+	if (locs)
+		ls->locs = locs;
+	void *entry = realloc(ls->entry, nslots / 2 * sizeof(*ls->entry));
+	if (entry)
+		ls->entry = entry;
+	if (!slot || !locs || !entry) {
+		free(slot);
+		return -ENOMEM;
 	}
-	if (l->ef && !l->ef->has_symtab && m->build_id_len >= 2) {
-		/* Stripped: the separate debug file, by build-id. */
-		char dbg[128];
-		int n = snprintf(dbg, sizeof(dbg), "/usr/lib/debug/.build-id/%02x/", m->build_id[0]);
-		for (uint32_t i = 1; i < m->build_id_len && n < 120; i++)
-			n += snprintf(dbg + n, sizeof(dbg) - (size_t)n, "%02x", m->build_id[i]);
-		snprintf(dbg + n, sizeof(dbg) - (size_t)n, ".debug");
-		struct bt_elf_file *d = access(dbg, R_OK) == 0 ? try_load(dbg, dbg) : NULL;
-		if (d) {
-			bt_elf_free(l->ef);
-			free(l->ef);
-			l->ef = d;
+	for (uint32_t i = 0; i < ls->n; i++) {
+		uint32_t k = loc_hash(ls->locs[i].map, ls->locs[i].off, nslots);
+		while (slot[k])
+			k = (k + 1) & (nslots - 1);
+		slot[k] = i + 1;
+	}
+	free(ls->slot);
+	ls->slot = slot;
+	ls->nslots = nslots;
+	ls->cap = nslots / 2;
+	return 0;
+}
+
+/* Look (map, off) up once: l's DWARF says where it is in the source.
+ * 1 if it knows (*func: the name of the function holding it, *entry: the
+ * file offset of that function's entry, 0 unknown), else 0. */
+static int locset_add(struct locset *ls, struct loaded *l, uint32_t map, uint64_t off, uint64_t *entry,
+		      const char **func)
+{
+	struct bt_src_line src[BT_SRCLOC_MAX_DEPTH];
+	uint64_t vaddr, evaddr = 0;
+
+	if (ls->err || !l->dw)
+		return 0;
+	if (ls->n == ls->cap && (ls->err = locset_grow(ls)))
+		return 0;
+	uint32_t k = loc_hash(map, off, ls->nslots);
+	for (; ls->slot[k]; k = (k + 1) & (ls->nslots - 1)) {
+		const struct bt_dump_srcloc *c = &ls->locs[ls->slot[k] - 1];
+		if (c->map == map && c->off == off) {
+			*func = ls->lines[c->first + c->nlines - 1].func;
+			*entry = ls->entry[ls->slot[k] - 1];
+			return 1;
 		}
 	}
-	return l->ef;
+	if (bt_elf_offset_to_vaddr(l->ef, off, &vaddr))
+		return 0;
+	int n = bt_dwarf_lookup(l->dw, vaddr, src, BT_SRCLOC_MAX_DEPTH, &evaddr);
+	if (n <= 0)
+		return 0; /* not remembered: looked up again if met again (rare: no DWARF for it) */
+	*func = src[n - 1].func;
+	*entry = evaddr && evaddr <= vaddr ? off - (vaddr - evaddr) : 0;
+	if (ls->nlines + (uint64_t)n > ls->lcap) {
+		uint64_t cap = ls->lcap ? ls->lcap * 2 : 4096;
+		void *p = realloc(ls->lines, cap * sizeof(*ls->lines));
+		if (!p) {
+			ls->err = -ENOMEM;
+			return 0;
+		}
+		ls->lines = p;
+		ls->lcap = cap;
+	}
+	ls->entry[ls->n] = *entry;
+	ls->locs[ls->n] = (struct bt_dump_srcloc){ map, (uint32_t)n, off, ls->nlines };
+	for (int i = 0; i < n; i++) /* strings are libdw's: alive while the symbolizer is */
+		ls->lines[ls->nlines++] = (struct bt_dump_srcline){ src[i].file, src[i].func, src[i].line, src[i].col };
+	ls->slot[k] = ++ls->n;
+	return 1;
+}
+
+static int by_map_off(const void *a, const void *b)
+{
+	const struct bt_dump_srcloc *x = a, *y = b;
+	if (x->map != y->map)
+		return x->map < y->map ? -1 : 1;
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Into s, sorted, each loc's lines following the previous loc's. */
+static int locset_finish(struct locset *ls, struct bt_dump_stacks *s)
+{
+	struct bt_dump_srcline *lines = NULL;
+
+	free(ls->slot);
+	free(ls->entry);
+	if (ls->err || !ls->n) {
+		free(ls->locs);
+		free(ls->lines);
+		return ls->err;
+	}
+	qsort(ls->locs, ls->n, sizeof(*ls->locs), by_map_off);
+	lines = malloc(ls->nlines * sizeof(*lines));
+	if (!lines) {
+		free(ls->locs);
+		free(ls->lines);
+		return -ENOMEM;
+	}
+	uint64_t o = 0;
+	for (uint32_t i = 0; i < ls->n; i++) {
+		memcpy(lines + o, ls->lines + ls->locs[i].first, ls->locs[i].nlines * sizeof(*lines));
+		ls->locs[i].first = o;
+		o += ls->locs[i].nlines;
+	}
+	free(ls->lines);
+	s->locs = ls->locs;
+	s->nlocs = ls->n;
+	s->lines = lines;
+	s->nlines = o;
+	return 0;
 }
 
 /* Symbols the dump carries: (map, start) -> index, open addressing. */
@@ -179,6 +344,7 @@ static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_fra
 int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_dump_stacks *s)
 {
 	struct symset ss = { 0 };
+	struct locset ls = { 0 };
 	uint64_t truncated = 0, nf = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
 
@@ -211,8 +377,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 		int rooted = 0;
 
 		for (uint32_t f = 0; f < k->nframes; f++) {
-			uint64_t start = 0, size = 0;
-			const char *name = NULL;
+			uint64_t start = 0, size = 0, dwarf_entry = 0;
+			const char *name = NULL, *dwarf_name = NULL;
 
 			if (fr[f].map == BT_DMAP_KERNEL) {
 				name = bt_kallsyms_find(z->ks, f ? fr[f].off - 1 : fr[f].off, &start, &size);
@@ -221,13 +387,14 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 					continue;
 				}
 			} else if (fr[f].map != BT_DMAP_NONE && fr[f].map <= s->nmaps) {
-				struct bt_elf_file *ef = file_syms(z, t, s, fr[f].map);
-				/* return addresses: the call is the byte before (f > 0) */
-				struct bt_elf_func *fn =
-					ef ? bt_elf_func_at_offset(ef, f ? fr[f].off - 1 : fr[f].off, &start) : NULL;
-				if (fn) {
-					name = bt_elf_func_name(fn);
-					size = fn->size;
+				struct loaded *l = file_syms(z, t, s, fr[f].map);
+				uint64_t off = bt_frame_lookup_off(fr[f].off, f);
+				if (l)
+					name = func_of(l, off, &start, &size);
+				if (l && locset_add(&ls, l, fr[f].map, off, &dwarf_entry, &dwarf_name) && !name &&
+				    dwarf_name && dwarf_entry) {
+					name = dwarf_name; /* no symbol covers it: DWARF's name for its function */
+					start = dwarf_entry;
 				}
 			}
 			if (name)
@@ -256,6 +423,9 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			truncated++;
 		nf += k->nframes;
 	}
+	int lr = locset_finish(&ls, s);
+	if (lr)
+		bt_warn("source lines left out of the dump: %s", strerror(-lr));
 	/* The encoder writes each stack's frames from `first`: s->nframes is
 	 * what it writes. */
 	s->nframes = nf;

@@ -22,7 +22,9 @@
 
 struct bt_stack_table;
 struct bt_symbolizer;
-struct bt_symbolizer *bt_symbolizer_new(void);
+/* debug_dirs: colon-separated directories of separate debug files searched
+ * before /usr/lib/debug (--debug-dir), or NULL. */
+struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs);
 void bt_symbolizer_free(struct bt_symbolizer *z);
 /* Fill s->syms and every frame's sym; t provides the files' descriptors.
  * 0 or -ENOMEM. */

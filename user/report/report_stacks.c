@@ -40,19 +40,40 @@ static const char *frame_map_name(const struct bt_dump_stacks *s, const struct b
 	return base_name(s->maps[f->map - 1].path);
 }
 
+/* The source lines of a user frame, innermost first; NULL if none. */
+static const struct bt_dump_srcloc *frame_loc(const struct bt_dump_stacks *s, const struct bt_dump_frame *f,
+					      int f_index)
+{
+	if (!s->nlocs || f->map == BT_DMAP_KERNEL || f->map == BT_DMAP_NONE)
+		return NULL;
+	return bt_dump_srcloc_find(s, f->map, bt_frame_lookup_off(f->off, (uint32_t)f_index));
+}
+
+/* " file.c:75" (the path's last part: the dump keeps it whole) */
+static void src_text(const struct bt_dump_srcline *l, char *buf, size_t len)
+{
+	if (l->line)
+		snprintf(buf, len, " %s:%u", base_name(l->file), l->line);
+	else
+		snprintf(buf, len, " %s", base_name(l->file));
+}
+
 void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
 		   size_t len)
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
+	const struct bt_dump_srcloc *l = frame_loc(s, f, f_index);
+	char src[256] = "";
 
-	(void)f_index;
+	if (l)
+		src_text(&s->lines[l->first + l->nlines - 1], src, sizeof(src));
 	if (y && f->map == BT_DMAP_KERNEL)
 		snprintf(buf, len, "%s+0x%" PRIx64, y->name, f->off - y->start);
 	else if (y)
-		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", y->name, f->off - y->start, m ? m : "?");
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)%s", y->name, f->off - y->start, m ? m : "?", src);
 	else if (m && f->map != BT_DMAP_KERNEL)
-		snprintf(buf, len, "[unknown] (%s+0x%" PRIx64 ")", m, f->off);
+		snprintf(buf, len, "[unknown] (%s+0x%" PRIx64 ")%s", m, f->off, src);
 	else
 		snprintf(buf, len, "[unknown] (0x%" PRIx64 ")", f->off);
 }
@@ -77,7 +98,7 @@ static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint
 void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent)
 {
 	const struct bt_dump_stack *k = stack_of(s, id);
-	char b[512];
+	char b[768], src[256];
 
 	if (id == BT_STACK_LOST) {
 		fprintf(out, "%s[stack lost: see report --stats]\n", indent);
@@ -90,7 +111,15 @@ void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, cons
 		return;
 	}
 	for (uint32_t i = 0; i < k->nframes; i++) {
-		bt_frame_text(s, &s->frames[k->first + i], (int)i, b, sizeof(b));
+		const struct bt_dump_frame *f = &s->frames[k->first + i];
+		const struct bt_dump_srcloc *l = frame_loc(s, f, (int)i);
+		/* calls the compiler inlined here, innermost first */
+		for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
+			const struct bt_dump_srcline *sl = &s->lines[l->first + q];
+			src_text(sl, src, sizeof(src));
+			fprintf(out, "%s[inlined] %s%s\n", indent, sl->func ? sl->func : "?", src);
+		}
+		bt_frame_text(s, f, (int)i, b, sizeof(b));
 		fprintf(out, "%s%s\n", indent, b);
 	}
 	if (k->flags & BT_STACK_F_TRUNCATED)
@@ -208,10 +237,19 @@ static uint64_t weight(const struct bt_stack_filter *f, const struct bt_event_hd
 	return 1;
 }
 
-/* Frames outermost first into fr (user reversed, then kernel reversed);
- * their count. *lost: a stack could not be taken; *trunc: one was cut. */
-static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sample *e,
-			   const struct bt_dump_frame **fr, int *kernel, int *lost, int *trunc)
+/* A frame as aggregated: a frame of the table, or a call inlined into it. */
+struct xframe {
+	const struct bt_dump_frame *fr;
+	const char *inl; /* the inlined function's name; NULL: fr's own */
+	int kernel;
+};
+#define MAX_XFRAMES (2 * BT_STACKS_MAX_FRAMES * 4)
+
+/* Frames outermost first into xf (user reversed, then kernel reversed),
+ * inlined calls after the frame they are in; their count. *lost: a stack
+ * could not be taken; *trunc: one was cut. */
+static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sample *e, struct xframe *xf,
+			   int *lost, int *trunc)
 {
 	uint32_t n = 0;
 	uint32_t ids[2] = { e->ustack, e->kstack };
@@ -225,12 +263,23 @@ static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sa
 			continue;
 		if (st->flags & BT_STACK_F_TRUNCATED)
 			*trunc = 1;
-		for (uint32_t i = st->nframes; i-- > 0 && n < 2 * BT_STACKS_MAX_FRAMES;) {
-			kernel[n] = k;
-			fr[n++] = &s->frames[st->first + i];
+		for (uint32_t i = st->nframes; i-- > 0 && n < MAX_XFRAMES;) {
+			const struct bt_dump_frame *f = &s->frames[st->first + i];
+			const struct bt_dump_srcloc *l = frame_loc(s, f, (int)i);
+			xf[n++] = (struct xframe){ f, NULL, k };
+			for (uint32_t q = l ? l->nlines - 1 : 0; q-- > 0 && n < MAX_XFRAMES;)
+				xf[n++] = (struct xframe){ f, s->lines[l->first + q].func ? s->lines[l->first + q].func : "?", k };
 		}
 	}
 	return n;
+}
+
+static void xframe_func(const struct bt_dump_stacks *s, const struct xframe *x, char *buf, size_t len)
+{
+	if (x->inl)
+		snprintf(buf, len, "%s", x->inl);
+	else
+		frame_func(s, x->fr, buf, len);
 }
 
 static const char *proc_name(const struct bt_dump *d, uint32_t tgid)
@@ -289,8 +338,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 	const struct bt_dump_stacks *s = bt_dump_stacks(d);
 	size_t n, np = 0, capp = 0;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	const struct bt_dump_frame *fr[2 * BT_STACKS_MAX_FRAMES];
-	int kern[2 * BT_STACKS_MAX_FRAMES];
+	static struct xframe xf[MAX_XFRAMES];
 	struct proc_tot *pt = NULL;
 	struct agg g = { 0 }, seen = { 0 };
 	char name[512];
@@ -306,7 +354,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		if (!selected(f, h))
 			continue;
 		int lost, trunc;
-		uint32_t nf = full_stack(s, (const void *)h, fr, kern, &lost, &trunc);
+		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc);
 		uint64_t w = weight(f, h);
 		size_t p;
 		for (p = 0; p < np && pt[p].tgid != h->tgid; p++)
@@ -328,7 +376,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		pt[p].trunc += trunc ? w : 0;
 		/* total: each function once per event (seen keyed by event index) */
 		for (uint32_t k = 0; k < nf; k++) {
-			frame_func(s, fr[k], name, sizeof(name));
+			xframe_func(s, &xf[k], name, sizeof(name));
 			struct agg_ent *a = agg_get(&g, name, h->tgid);
 			if (!a) {
 				r = -ENOMEM;
@@ -411,8 +459,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 	const struct bt_dump_stacks *s = bt_dump_stacks(d);
 	size_t n;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	const struct bt_dump_frame *fr[2 * BT_STACKS_MAX_FRAMES];
-	int kern[2 * BT_STACKS_MAX_FRAMES];
+	static struct xframe xf[MAX_XFRAMES];
 	struct agg g = { 0 };
 	size_t cap = 1 << 16;
 	char *line = malloc(cap), name[512];
@@ -429,7 +476,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		if (!selected(f, h))
 			continue;
 		int lost, trunc;
-		uint32_t nf = full_stack(s, (const void *)h, fr, kern, &lost, &trunc);
+		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc);
 		size_t o = (size_t)snprintf(line, cap, "%s", proc_name(d, h->tgid));
 		/* folded stacks separate frames with ';': none inside a name */
 		for (char *c = line; *c; c++)
@@ -440,11 +487,13 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		if (lost && o < cap)
 			o += (size_t)snprintf(line + o, cap - o, ";[stack lost]");
 		for (uint32_t k = 0; k < nf && o < cap; k++) {
-			frame_func(s, fr[k], name, sizeof(name));
+			xframe_func(s, &xf[k], name, sizeof(name));
 			for (char *c = name; *c; c++)
 				if (*c == ';')
 					*c = ':';
-			o += (size_t)snprintf(line + o, cap - o, ";%s%s", name, kern[k] ? "_[k]" : "");
+			/* flamegraph.pl's annotations: _[k] kernel, _[i] inlined */
+			o += (size_t)snprintf(line + o, cap - o, ";%s%s", name,
+					      xf[k].kernel ? "_[k]" : xf[k].inl ? "_[i]" : "");
 		}
 		struct agg_ent *a = agg_get(&g, line, 0);
 		if (!a) {
