@@ -12,8 +12,12 @@
 #   - its writer wakes the reader from release_reader(): a waker event for
 #     the reader's tid names release_reader;
 #   - its child process runs exited_work() and exits before the dump;
-# and the dump, read after the binary is gone, names all of those. A second
-# short recorder with --max-stacks 2 shows the overflow counted.
+# and the dump, read after the binary is gone, names all of those and gives
+# their source lines from the binary's DWARF (file:line, mix_step() inlined
+# into spin_until()). A second short recorder with --max-stacks 2 shows the
+# overflow counted; a third the stacks of a probe's hits; a fourth a
+# stripped copy whose symbols and lines come from a separate debug file
+# (--debug-dir), still shown once that file is gone.
 #
 # Needs root. Prints TAP lines.
 set -u
@@ -100,6 +104,24 @@ grep -qE 'call stacks: [1-9][0-9]* distinct' "$T_TMP/stats" &&
 	grep -q 'stacks lost: 0 table full' "$T_TMP/stats" && ok "report --stats: stack table and its losses" ||
 	not_ok "report --stats stacks" "$(grep -A3 'call stacks' "$T_TMP/stats")"
 
+# source lines (DWARF of the deleted binary): the LINE: marks of the source
+src=tests/bpf/stack_workload.c
+mark() { grep -n "LINE:$1" "$src" | cut -d: -f1; }
+"$BT" report --stacks -e cpu_sample "$dump" >"$T_TMP/samples" 2>&1
+l_body=$(mark mix_step_body) l_call=$(mark mix_step_call) l_hot=$(mark hot_a_call)
+grep -A1 "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples" |
+	grep -qE "^	spin_until\+0x[0-9a-f]+ \(sw\) stack_workload.c:$l_call\$" &&
+	grep -qE "^	hot_a\+0x[0-9a-f]+ \(sw\) stack_workload.c:$l_hot\$" "$T_TMP/samples" &&
+	ok "source lines of the deleted binary: mix_step:$l_body inlined at spin_until:$l_call, hot_a:$l_hot" ||
+	not_ok "source lines (want mix_step:$l_body in spin_until:$l_call, hot_a:$l_hot)" \
+		"$(grep -B1 -A4 'spin_until' "$T_TMP/samples" | head -12)"
+grep -q ';path_a;hot_a;spin_until;mix_step_\[i\] ' "$T_TMP/folded" &&
+	grep -qE '^ +[0-9.]+% +[0-9.]+%  mix_step$' "$T_TMP/profile" &&
+	ok "the inlined mix_step is a frame of its own in --folded (_[i]) and --profile" ||
+	not_ok "inlined frames in folded/profile" "$(grep mix_step "$T_TMP/folded" "$T_TMP/profile" | head -5)"
+grep -qE 'source lines: [1-9][0-9]* code addresses' "$T_TMP/stats" && ok "report --stats counts the source lines" ||
+	not_ok "source lines in --stats" "$(grep -A2 'call stacks' "$T_TMP/stats")"
+
 # Perfetto: samples as PerfSamples of interned callstacks, the call chart, off-CPU slices
 nsamp=$("$BT" report -e cpu_sample "$dump" 2>/dev/null | grep -c ': cpu_sample: kstack=')
 if "$BT" convert -o "$T_TMP/t.pftrace" "$dump" >/dev/null 2>&1; then
@@ -132,7 +154,39 @@ rec_start "$T_TMP/rec3.log" --sample 0 -u "$T_TMP/sw3:release_reader" --ustack -
 echo go | "$T_TMP/sw3" 0.2 3 5 >/dev/null 2>&1
 rec_stop "$REC_PID"
 dump3=$(ls "$out3"/*.btd 2>/dev/null | head -1)
-n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -A1 ': probe_stack: probe=release_reader ' | grep -c 'release_reader+0x0 (sw3)')
+n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -v '^	\[inlined\] ' |
+	grep -A1 ': probe_stack: probe=release_reader ' | grep -c 'release_reader+0x0 (sw3)')
 [ "$n3" -eq 3 ] && ok "--ustack: the 3 hits of release_reader carry its stack" ||
 	not_ok "--ustack stacks ($n3 of 3)" "$("$BT" report --stacks -e probe_stack,uprobe "$dump3" 2>&1 | head -12)"
+
+# ---- a stripped binary, its symbols and lines in a separate debug file ----------
+bid=$(readelf -n "$WL" 2>/dev/null | awk '/Build ID:/ { print $3 }')
+dbg=$T_TMP/debug
+if [ -z "$bid" ] || ! command -v objcopy >/dev/null; then
+	skip "separate debug file" "no build-id in $WL or no objcopy"
+else
+	mkdir -p "$dbg/.build-id/${bid:0:2}"
+	objcopy --only-keep-debug "$WL" "$dbg/.build-id/${bid:0:2}/${bid:2}.debug" &&
+		objcopy --strip-all "$WL" "$T_TMP/sws" || not_ok "objcopy"
+	if nm "$T_TMP/sws" 2>&1 | grep -q 'no symbols'; then ok "the copy is stripped"; else not_ok "stripped copy"; fi
+	"$BT" record --debug-dir "$T_TMP/nope" -o "$T_TMP/x" 2>&1 | grep -q "invalid --debug-dir '$T_TMP/nope': No such file" &&
+		"$BT" record --debug-dir relative -o "$T_TMP/x" 2>&1 | grep -q "give an absolute path" &&
+		ok "--debug-dir: a missing or relative directory is refused" || not_ok "--debug-dir errors"
+	out4=$T_TMP/out4
+	rec_start "$T_TMP/rec4.log" --sample 997 --debug-dir "$dbg" --comm sws --no-ctl -o "$out4" -m 16M ||
+		{ not_ok "recorder 4 starts" "$(cat "$T_TMP/rec4.log")"; finish; exit; }
+	echo go | "$T_TMP/sws" 1 2 5 >/dev/null 2>&1
+	rec_stop "$REC_PID"
+	dump4=$(ls "$out4"/*.btd 2>/dev/null | head -1)
+	rm -rf "$dbg" # the dump carries what it needs
+	"$BT" report --folded "$dump4" >"$T_TMP/folded4" 2>&1
+	"$BT" report --stacks -e cpu_sample "$dump4" >"$T_TMP/samples4" 2>&1
+	grep -q ';path_a;hot_a;spin_until' "$T_TMP/folded4" && grep -q ';path_b;hot_b;spin_until' "$T_TMP/folded4" &&
+		ok "stripped binary: names from the debug file found by build-id in --debug-dir" ||
+		not_ok "stripped binary named" "$(head -5 "$T_TMP/folded4")"
+	grep -qE "^	hot_a\+0x[0-9a-f]+ \(sws\) stack_workload.c:$l_hot\$" "$T_TMP/samples4" &&
+		grep -q "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples4" &&
+		ok "stripped binary: source lines and inlined calls from the debug file, read after it is gone" ||
+		not_ok "stripped binary lines" "$(grep -A4 'cpu_sample' "$T_TMP/samples4" | head -12)"
+fi
 finish

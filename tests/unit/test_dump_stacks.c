@@ -5,6 +5,9 @@
  * naming stacks, mappings, symbols, counters), and hostile sections refused
  * with one line: every length, count, index and string offset is checked.
  *
+ * The source lines (section SLOC, user/dump/dump_srclocs.c) the same way,
+ * and their text under a stack (a return address looked up one byte back).
+ *
  * BTRACE_WRITE_SEEDS=DIR writes a dump with stacks and one with a damaged
  * stack table to DIR as fuzzer seeds (tests/fuzz/seeds/fuzz_dump).
  */
@@ -21,6 +24,7 @@
 #include "compact.h"
 #include "dump.h"
 #include "dump_stacks.h"
+#include "report_stacks.h"
 
 #define NCPUS 2
 
@@ -50,10 +54,24 @@ static struct bt_dump_sym syms[3] = {
 	{ "ns::f(int)", 2, 0x2200, 0x40 },
 };
 
+/* Source lines: the user stack's innermost frame is in inner_fn inlined
+ * into hot_a; its second frame, a return address (0x2210), is looked up at
+ * 0x220f. */
+static struct bt_dump_srcloc locs[2] = {
+	{ 1, 2, 0x1130, 0 },
+	{ 2, 1, 0x220f, 2 },
+};
+static struct bt_dump_srcline lines[3] = {
+	{ "src/app.c", "inner_fn", 12, 5 },
+	{ "src/app.c", "hot_a", 40, 0 },
+	{ "/usr/src/x/x.cc", "ns::f(int)", 7, 3 },
+};
+
 static struct bt_dump_stacks fixture(void)
 {
 	struct bt_dump_stacks s = { .nstacks = 3, .nmaps = 2, .nsyms = 3, .nframes = 5, .stacks = stacks,
-				    .frames = frames, .maps = maps, .syms = syms };
+				    .frames = frames, .maps = maps, .syms = syms, .nlocs = 2, .nlines = 3,
+				    .locs = locs, .lines = lines };
 	for (int i = 0; i < BT_STKC_MAX; i++)
 		s.counters[i] = 100 + (uint64_t)i;
 	return s;
@@ -127,6 +145,23 @@ static void test_round_trip(void)
 	CHECK(s->stacks[2].flags == BT_STACK_F_UNDEFINED && !s->stacks[2].nframes, "stack 3 undefined");
 	const struct bt_dump_frame *f = &s->frames[s->stacks[1].first];
 	CHECK(f[0].map == 1 && f[0].sym == 2 && f[0].off == 0x1130 && f[2].map == BT_DMAP_NONE, "frames");
+	CHECK(s->nlocs == 2 && s->nlines == 3, "%u locations, %llu lines", s->nlocs, (unsigned long long)s->nlines);
+	const struct bt_dump_srcloc *l = bt_dump_srcloc_find(s, 2, 0x220f);
+	CHECK(l && l->nlines == 1 && strcmp(s->lines[l->first].file, "/usr/src/x/x.cc") == 0 &&
+		      s->lines[l->first].line == 7 && s->lines[l->first].col == 3 &&
+		      strcmp(s->lines[l->first].func, "ns::f(int)") == 0,
+	      "location of map 2");
+	CHECK(!bt_dump_srcloc_find(s, 2, 0x2210) && !bt_dump_srcloc_find(s, 1, 0x220f), "no location elsewhere");
+	/* the text under an event: the inlined call above its frame, return
+	 * addresses' lines found one byte back */
+	char *txt = NULL;
+	size_t tl = 0;
+	FILE *m = open_memstream(&txt, &tl);
+	bt_print_stack(m, s, 2, "|");
+	fclose(m);
+	CHECK(txt && strstr(txt, "|[inlined] inner_fn app.c:12\n|hot_a+0x30 (app) app.c:40\n|ns::f(int)+0x10 (libx.so.1) x.cc:7\n"),
+	      "stack text:\n%s", txt ? txt : "");
+	free(txt);
 	size_t n;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
 	CHECK(n == 4, "%zu events", n);
@@ -173,7 +208,8 @@ struct damage {
 	uint32_t off;   /* where to write */
 	uint64_t val;   /* what (little-endian, `width` bytes) */
 	unsigned width;
-	int cut;        /* or: cut this many bytes off the end */
+	int cut;        /* or: cut this many bytes off the end; -1 keep 16 bytes, -2 unterminate the
+			 * strings, -3 swap the two 16-byte records at off */
 };
 
 static const struct damage damages[] = {
@@ -202,6 +238,12 @@ static void damage(uint8_t *p, uint64_t *len, const struct damage *dm)
 		*len = 16;
 	else if (dm->cut == -2)
 		p[*len - 1] = 'x';
+	else if (dm->cut == -3) {
+		uint8_t t[16];
+		memcpy(t, p + dm->off, 16);
+		memmove(p + dm->off, p + dm->off + 16, 16);
+		memcpy(p + dm->off + 16, t, 16);
+	}
 	else if (dm->cut)
 		*len -= (uint64_t)dm->cut;
 	else
@@ -235,6 +277,65 @@ static void test_hostile_sections(void)
 	free(p);
 }
 
+/* SLOC payload offsets of the fixture's encoding. */
+#define SL_LOCS 24u
+#define SL_LINES (SL_LOCS + 2 * 16u)
+#define SL_STRTAB (SL_LINES + 3 * 16u)
+
+static const struct damage sl_damages[] = {
+	{ "short", "shorter than its header", 0, 0, 0, -1 },
+	{ "one byte less", "its counts need", 0, 0, 0, 1 },
+	{ "version 2", "version 2", 0, 2, 4, 0 },
+	{ "huge location count", "counts out of range", 4, 1u << 30, 4, 0 },
+	{ "more lines than locations hold", "counts out of range", 8, 65, 8, 0 },
+	{ "mapping 0", "location 0: mapping 0", SL_LOCS, 0, 4, 0 },
+	{ "mapping past the stack table's", "location 1: mapping 3 (of 2)", SL_LOCS + 16, 3, 4, 0 },
+	{ "no lines", "location 0: mapping 1 (of 2) or 0 lines", SL_LOCS + 4, 0, 4, 0 },
+	{ "too deep", "or 33 lines", SL_LOCS + 4, 33, 4, 0 },
+	{ "lines past the header's", "location 1: mapping 2 (of 2) or 2 lines", SL_LOCS + 16 + 4, 2, 4, 0 },
+	{ "out of order", "location 1 out of order", SL_LOCS, 0, 0, -3 },
+	{ "file past the strings", "line 1: string offset", SL_LINES + 16, 1u << 20, 4, 0 },
+	{ "function past the strings", "line 2: string offset", SL_LINES + 32 + 4, 1u << 20, 4, 0 },
+	{ "string table without NUL", "not NUL-terminated", 0, 0, 0, -2 },
+};
+
+static void test_hostile_srclocs(void)
+{
+	struct bt_dump_stacks s = fixture();
+	uint8_t *p = NULL;
+	int64_t len = bt_dump_srclocs_encode(&s, &p);
+	REQUIRE(len > (int64_t)SL_STRTAB, "encode: %lld", (long long)len);
+	struct bt_dump_stacks out;
+	char err[256];
+	memset(&out, 0, sizeof(out));
+	out.nmaps = 2;
+	CHECK(bt_dump_srclocs_decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
+	CHECK(out.nlocs == 2 && out.nlines == 3 && strcmp(out.lines[1].func, "hot_a") == 0 &&
+		      out.lines[0].file == out.lines[1].file,
+	      "decoded (a file stored once)");
+	bt_dump_stacks_release(&out);
+	for (size_t i = 0; i < sizeof(sl_damages) / sizeof(sl_damages[0]); i++) {
+		uint8_t *q = malloc((size_t)len);
+		uint64_t ql = (uint64_t)len;
+		memcpy(q, p, (size_t)len);
+		damage(q, &ql, &sl_damages[i]);
+		memset(&out, 0, sizeof(out));
+		out.nmaps = 2;
+		err[0] = 0;
+		int r = bt_dump_srclocs_decode(q, ql, &out, err, sizeof(err));
+		CHECK(r == -EBADMSG && strstr(err, "corrupt dump: source lines: ") && strstr(err, sl_damages[i].expect),
+		      "%s: r=%d err='%s'", sl_damages[i].what, r, err);
+		CHECK(!out.locs && !out.lines && !out.loc_strtab && !out.nlocs, "%s: nothing kept", sl_damages[i].what);
+		free(q);
+	}
+	/* the encoder refuses lines out of their locations' order */
+	struct bt_dump_srcloc bad_locs[2] = { { 1, 2, 0x1130, 1 }, { 2, 1, 0x220f, 0 } };
+	s.locs = bad_locs;
+	uint8_t *pb = NULL;
+	CHECK(bt_dump_srclocs_encode(&s, &pb) == -EINVAL && !pb, "encoder refuses misordered lines");
+	free(p);
+}
+
 static void write_seeds(const char *dir)
 {
 	char path[600];
@@ -260,6 +361,7 @@ int main(void)
 	RUN(test_round_trip);
 	RUN(test_dangling_id_refused);
 	RUN(test_hostile_sections);
+	RUN(test_hostile_srclocs);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))
