@@ -19,9 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dump_stacks.h"
+#include "string_set.h"
 
 #define SLOC_VERSION 1
-#define NO_STR UINT32_MAX
+#define NO_STR BT_STRSET_NONE
 
 struct shdr {
 	uint32_t version, nlocs;
@@ -37,84 +38,9 @@ struct rline {
 _Static_assert(sizeof(struct shdr) == 24 && sizeof(struct rloc) == 16 && sizeof(struct rline) == 16,
 	       "SLOC record sizes");
 
-/* Strings, each stored once (paths repeat in every line of a file). */
-struct strset {
-	char *p;
-	size_t len, cap;
-	uint32_t *slot; /* 1 + offset, open addressing */
-	size_t nslots, n;
-	int err;
-};
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
-static int strset_grow(struct strset *t)
-{
-	size_t nslots = t->nslots ? t->nslots * 2 : 1024;
-	uint32_t *slot = calloc(nslots, sizeof(*slot));
-	if (!slot)
-		return -ENOMEM;
-	for (size_t i = 0; i < t->nslots; i++) {
-		if (!t->slot[i])
-			continue;
-		size_t k = str_hash(t->p + t->slot[i] - 1) & (nslots - 1);
-		while (slot[k])
-			k = (k + 1) & (nslots - 1);
-		slot[k] = t->slot[i];
-	}
-	free(t->slot);
-	t->slot = slot;
-	t->nslots = nslots;
-	return 0;
-}
-
-static uint32_t strset_add(struct strset *t, const char *s)
-{
-	if (!s)
-		return NO_STR;
-	if (t->err)
-		return 0;
-	if (2 * (t->n + 1) > t->nslots && (t->err = strset_grow(t)))
-		return 0;
-	size_t k = str_hash(s) & (t->nslots - 1);
-	while (t->slot[k]) {
-		if (strcmp(t->p + t->slot[k] - 1, s) == 0)
-			return t->slot[k] - 1;
-		k = (k + 1) & (t->nslots - 1);
-	}
-	size_t n = strlen(s) + 1;
-	if (t->len + n >= NO_STR) {
-		t->err = -E2BIG;
-		return 0;
-	}
-	if (t->len + n > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		while (cap < t->len + n)
-			cap *= 2;
-		char *p = realloc(t->p, cap);
-		if (!p) {
-			t->err = -ENOMEM;
-			return 0;
-		}
-		t->p = p;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s, n);
-	t->slot[k] = (uint32_t)t->len + 1;
-	t->len += n;
-	t->n++;
-	return t->slot[k] - 1;
-}
-
 int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out)
 {
-	struct strset st = { 0 };
+	struct bt_strset st = { 0 };
 	struct rline *rl = calloc(s->nlines ? s->nlines : 1, sizeof(*rl));
 	uint8_t *p = NULL;
 	int64_t ret;
@@ -125,7 +51,7 @@ int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out)
 	}
 	for (uint64_t i = 0; i < s->nlines; i++) {
 		const struct bt_dump_srcline *l = &s->lines[i];
-		rl[i] = (struct rline){ strset_add(&st, l->file ? l->file : "?"), strset_add(&st, l->func), l->line,
+		rl[i] = (struct rline){ bt_strset_add(&st, l->file ? l->file : "?"), bt_strset_add(&st, l->func), l->line,
 					l->col };
 	}
 	if (st.err) {
@@ -168,8 +94,7 @@ int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out)
 out:
 	free(p);
 	free(rl);
-	free(st.p);
-	free(st.slot);
+	bt_strset_release(&st, 0);
 	return ret;
 }
 

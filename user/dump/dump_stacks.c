@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dump_stacks.h"
+#include "string_set.h"
 
 struct hdr {
 	uint32_t nstacks, nmaps, nsyms, ncounters;
@@ -60,39 +61,9 @@ const char *bt_stack_counter_name(int i)
 
 /* ---- encode ---------------------------------------------------------------- */
 
-struct strtab {
-	char *p;
-	size_t len, cap;
-	int err;
-};
-
-static uint32_t str_add(struct strtab *t, const char *s)
-{
-	size_t n = strlen(s ? s : "") + 1;
-	if (t->len + n > UINT32_MAX) {
-		t->err = -E2BIG;
-		return 0;
-	}
-	if (t->len + n > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 4096;
-		while (cap < t->len + n)
-			cap *= 2;
-		char *p = realloc(t->p, cap);
-		if (!p) {
-			t->err = -ENOMEM;
-			return 0;
-		}
-		t->p = p;
-		t->cap = cap;
-	}
-	memcpy(t->p + t->len, s ? s : "", n);
-	t->len += n;
-	return (uint32_t)(t->len - n);
-}
-
 int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out)
 {
-	struct strtab st = { 0 };
+	struct bt_strset st = { 0 };
 	struct rmap *maps = calloc(s->nmaps ? s->nmaps : 1, sizeof(*maps));
 	struct rsym *syms = calloc(s->nsyms ? s->nsyms : 1, sizeof(*syms));
 	uint8_t *p = NULL;
@@ -104,12 +75,12 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out)
 	}
 	for (uint32_t i = 0; i < s->nmaps; i++) {
 		const struct bt_dump_map *m = &s->maps[i];
-		maps[i] = (struct rmap){ .path_off = str_add(&st, m->path), .flags = m->flags, .dev = m->dev,
+		maps[i] = (struct rmap){ .path_off = bt_strset_add(&st, m->path ? m->path : ""), .flags = m->flags, .dev = m->dev,
 					 .ino = m->ino, .build_id_len = m->build_id_len > 20 ? 20 : m->build_id_len };
 		memcpy(maps[i].build_id, m->build_id, 20);
 	}
 	for (uint32_t i = 0; i < s->nsyms; i++)
-		syms[i] = (struct rsym){ .name_off = str_add(&st, s->syms[i].name), .map = s->syms[i].map,
+		syms[i] = (struct rsym){ .name_off = bt_strset_add(&st, s->syms[i].name ? s->syms[i].name : ""), .map = s->syms[i].map,
 					 .start = s->syms[i].start, .size = s->syms[i].size };
 	if (st.err) {
 		ret = st.err;
@@ -136,7 +107,8 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out)
 	}
 	for (uint32_t i = 0; i < s->nstacks; i++)
 		PUT(s->frames + s->stacks[i].first, sizeof(struct bt_dump_frame) * s->stacks[i].nframes);
-	PUT(st.p, st.len);
+	if (st.len)
+		PUT(st.p, st.len);
 #undef PUT
 	if ((uint64_t)(o - p) != len) { /* stacks[].first/nframes disagree with nframes */
 		free(p);
@@ -147,7 +119,7 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out)
 	*out = p;
 	ret = (int64_t)len;
 out:
-	free(st.p);
+	bt_strset_release(&st, 0);
 	free(maps);
 	free(syms);
 	return ret;

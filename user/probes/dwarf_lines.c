@@ -86,6 +86,11 @@ void bt_dwarf_close(struct bt_dwarf *dw)
 	free(dw);
 }
 
+int bt_dwarf_has_info(const struct bt_dwarf *dw)
+{
+	return dw && !dw->no_dwarf;
+}
+
 const char *bt_dwarf_debug_file(struct bt_dwarf *dw)
 {
 	const char *main_file = NULL, *debug_file = NULL;

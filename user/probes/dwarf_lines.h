@@ -22,6 +22,8 @@ struct bt_dwarf;
  * have no DWARF (bt_dwarf_lookup then finds nothing). */
 struct bt_dwarf *bt_dwarf_open(int fd, const char *name, const char *debug_dirs);
 void bt_dwarf_close(struct bt_dwarf *dw);
+/* Whether DWARF was found (in the file or a debug file). */
+int bt_dwarf_has_info(const struct bt_dwarf *dw);
 /* The separate debug file found for it, NULL if none (the file itself has
  * its DWARF, or nothing was found). Valid until close. */
 const char *bt_dwarf_debug_file(struct bt_dwarf *dw);

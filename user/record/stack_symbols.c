@@ -15,13 +15,25 @@
 #include "kallsyms.h"
 #include "elf_symbols.h"
 #include "dwarf_lines.h"
+#include "stack_srclines.h"
 #include "util.h"
+
+/* DWARF handles kept open between dumps: each holds a file's debug
+ * information in memory (tens of MiB for a big library), so a recorder
+ * that met thousands of files over weeks keeps only the recently used
+ * ones. A dump opens all it needs (closing one it will need again would
+ * read it again), the excess is closed after it. */
+#define DWARF_OPEN_MAX 16
+
+enum { DW_UNTRIED, DW_OPEN, DW_NONE, DW_CLOSED };
 
 struct loaded {
 	int tried;
 	struct bt_elf_file *ef;  /* the mapped file's symbols (NULL: not ELF, or gone) */
 	struct bt_elf_file *dbg; /* its separate debug file's, when it has no .symtab */
-	struct bt_dwarf *dw;     /* its DWARF, NULL if none was found */
+	struct bt_dwarf *dw;     /* its DWARF when dw_state is DW_OPEN */
+	int dw_state;            /* DW_NONE: none found; DW_CLOSED: closed to make room, reopened on use */
+	uint64_t dw_used;        /* the symbolizer's clock at its last use */
 };
 
 struct bt_symbolizer {
@@ -30,6 +42,8 @@ struct bt_symbolizer {
 	struct loaded *files; /* [map id] */
 	size_t nfiles;
 	char *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
+	unsigned dw_open;
+	uint64_t clock;
 };
 
 struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs)
@@ -80,10 +94,69 @@ static struct bt_elf_file *try_load(const char *attach, const char *path)
 	return NULL;
 }
 
-/* Map id `map` (1-based) loaded once: its symbols, its separate debug
- * file's if it is stripped, its DWARF. The file is read through the
- * descriptor the recorder kept (an exited process, a deleted binary), or by
- * path if it is still the same inode. */
+/* A descriptor of map id `map`'s file: the one the recorder kept (an
+ * exited process, a deleted binary), else the path if it still is the same
+ * regular file (*own: close it after). -1 if neither. */
+static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_t map, int *own)
+{
+	int fd = bt_stack_table_map_fd(t, map);
+	struct stat st;
+
+	*own = -1;
+	if (fd >= 0)
+		return fd;
+	/* non-blocking, and checked once open: a FIFO put there must not hang us */
+	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->ino) {
+		close(fd);
+		return -1;
+	}
+	return *own = fd;
+}
+
+/* The DWARF of l (map id `map`), opened on first use and again after it
+ * was closed to make room; NULL if the file has none. */
+static struct bt_dwarf *dwarf_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
+				 uint32_t map, struct loaded *l)
+{
+	l->dw_used = ++z->clock;
+	if (l->dw_state == DW_OPEN || l->dw_state == DW_NONE)
+		return l->dw;
+	int own, fd = map_fd(t, &s->maps[map - 1], map, &own);
+	l->dw = fd >= 0 ? bt_dwarf_open(fd, s->maps[map - 1].path, z->debug_dirs) : NULL;
+	if (own >= 0)
+		close(own);
+	if (l->dw && !bt_dwarf_has_info(l->dw)) {
+		bt_dwarf_close(l->dw);
+		l->dw = NULL;
+	}
+	l->dw_state = l->dw ? DW_OPEN : DW_NONE;
+	z->dw_open += l->dw != NULL;
+	return l->dw;
+}
+
+/* After a dump: the least recently used DWARF handles closed down to
+ * DWARF_OPEN_MAX. */
+static void dwarf_trim(struct bt_symbolizer *z)
+{
+	while (z->dw_open > DWARF_OPEN_MAX) {
+		struct loaded *lru = NULL;
+		for (size_t i = 0; i < z->nfiles; i++)
+			if (z->files[i].dw_state == DW_OPEN && (!lru || z->files[i].dw_used < lru->dw_used))
+				lru = &z->files[i];
+		if (!lru)
+			break;
+		bt_dwarf_close(lru->dw);
+		lru->dw = NULL;
+		lru->dw_state = DW_CLOSED;
+		z->dw_open--;
+	}
+}
+
+/* Map id `map` (1-based) loaded once: its symbols, and its separate debug
+ * file's if it is stripped. */
 static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
 				uint32_t map)
 {
@@ -100,22 +173,17 @@ static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *
 		return l;
 	l->tried = 1;
 	const struct bt_dump_map *m = &s->maps[map - 1];
-	int fd = bt_stack_table_map_fd(t, map), own = -1;
+	int own, fd = map_fd(t, m, map, &own);
 	char attach[64];
-	struct stat st;
 
-	if (fd < 0 && stat(m->path, &st) == 0 && (uint64_t)st.st_ino == m->ino && S_ISREG(st.st_mode))
-		fd = own = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return l;
 	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
 	l->ef = try_load(attach, m->path);
-	if (l->ef)
-		l->dw = bt_dwarf_open(fd, m->path, z->debug_dirs);
 	if (own >= 0)
 		close(own);
-	/* Stripped: the debug file libdwfl found (build-id or debuglink). */
-	const char *dbg = l->ef && !l->ef->has_symtab ? bt_dwarf_debug_file(l->dw) : NULL;
+	/* Stripped: the debug file libdwfl finds (build-id or debuglink). */
+	const char *dbg = l->ef && !l->ef->has_symtab ? bt_dwarf_debug_file(dwarf_of(z, t, s, map, l)) : NULL;
 	if (dbg)
 		l->dbg = try_load(dbg, dbg);
 	return l;
@@ -142,136 +210,21 @@ static const char *func_of(struct loaded *l, uint64_t off, uint64_t *start, uint
 	return bt_elf_func_name(fn);
 }
 
-/* Source lines collected for the dump: (map, off) -> its lines. */
-struct locset {
-	struct bt_dump_srcloc *locs; /* in order found; sorted at the end */
-	uint32_t n, cap;
-	uint64_t *entry; /* [loc]: file offset of its function's entry, 0 unknown */
-	struct bt_dump_srcline *lines;
-	uint64_t nlines, lcap;
-	uint32_t *slot; /* 1 + index, open addressing */
-	uint32_t nslots;
-	int err;
-};
-
-static uint32_t loc_hash(uint32_t map, uint64_t off, uint32_t nslots)
+/* The source lines of (map, off) into ls, asked of the file's DWARF the
+ * first time in this dump. */
+static int srclines_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
+		       struct bt_srclines *ls, uint32_t map, struct loaded *l, uint64_t off, uint64_t *entry,
+		       const char **func)
 {
-	return (uint32_t)(((off * 0x9e3779b97f4a7c15ull) ^ map) >> 32) & (nslots - 1);
-}
+	uint64_t vaddr;
+	struct bt_dwarf *dw;
 
-static int locset_grow(struct locset *ls)
-{
-	uint32_t nslots = ls->nslots ? ls->nslots * 2 : 1024;
-	uint32_t *slot = calloc(nslots, sizeof(*slot));
-	void *locs = realloc(ls->locs, nslots / 2 * sizeof(*ls->locs));
-	if (locs)
-		ls->locs = locs;
-	void *entry = realloc(ls->entry, nslots / 2 * sizeof(*ls->entry));
-	if (entry)
-		ls->entry = entry;
-	if (!slot || !locs || !entry) {
-		free(slot);
-		return -ENOMEM;
-	}
-	for (uint32_t i = 0; i < ls->n; i++) {
-		uint32_t k = loc_hash(ls->locs[i].map, ls->locs[i].off, nslots);
-		while (slot[k])
-			k = (k + 1) & (nslots - 1);
-		slot[k] = i + 1;
-	}
-	free(ls->slot);
-	ls->slot = slot;
-	ls->nslots = nslots;
-	ls->cap = nslots / 2;
-	return 0;
-}
-
-/* Look (map, off) up once: l's DWARF says where it is in the source.
- * 1 if it knows (*func: the name of the function holding it, *entry: the
- * file offset of that function's entry, 0 unknown), else 0. */
-static int locset_add(struct locset *ls, struct loaded *l, uint32_t map, uint64_t off, uint64_t *entry,
-		      const char **func)
-{
-	struct bt_src_line src[BT_SRCLOC_MAX_DEPTH];
-	uint64_t vaddr, evaddr = 0;
-
-	if (ls->err || !l->dw)
+	if (bt_srclines_find(ls, map, off, entry, func))
+		return 1;
+	if (!l->ef || l->dw_state == DW_NONE || bt_elf_offset_to_vaddr(l->ef, off, &vaddr) ||
+	    !(dw = dwarf_of(z, t, s, map, l)))
 		return 0;
-	if (ls->n == ls->cap && (ls->err = locset_grow(ls)))
-		return 0;
-	uint32_t k = loc_hash(map, off, ls->nslots);
-	for (; ls->slot[k]; k = (k + 1) & (ls->nslots - 1)) {
-		const struct bt_dump_srcloc *c = &ls->locs[ls->slot[k] - 1];
-		if (c->map == map && c->off == off) {
-			*func = ls->lines[c->first + c->nlines - 1].func;
-			*entry = ls->entry[ls->slot[k] - 1];
-			return 1;
-		}
-	}
-	if (bt_elf_offset_to_vaddr(l->ef, off, &vaddr))
-		return 0;
-	int n = bt_dwarf_lookup(l->dw, vaddr, src, BT_SRCLOC_MAX_DEPTH, &evaddr);
-	if (n <= 0)
-		return 0; /* not remembered: looked up again if met again (rare: no DWARF for it) */
-	*func = src[n - 1].func;
-	*entry = evaddr && evaddr <= vaddr ? off - (vaddr - evaddr) : 0;
-	if (ls->nlines + (uint64_t)n > ls->lcap) {
-		uint64_t cap = ls->lcap ? ls->lcap * 2 : 4096;
-		void *p = realloc(ls->lines, cap * sizeof(*ls->lines));
-		if (!p) {
-			ls->err = -ENOMEM;
-			return 0;
-		}
-		ls->lines = p;
-		ls->lcap = cap;
-	}
-	ls->entry[ls->n] = *entry;
-	ls->locs[ls->n] = (struct bt_dump_srcloc){ map, (uint32_t)n, off, ls->nlines };
-	for (int i = 0; i < n; i++) /* strings are libdw's: alive while the symbolizer is */
-		ls->lines[ls->nlines++] = (struct bt_dump_srcline){ src[i].file, src[i].func, src[i].line, src[i].col };
-	ls->slot[k] = ++ls->n;
-	return 1;
-}
-
-static int by_map_off(const void *a, const void *b)
-{
-	const struct bt_dump_srcloc *x = a, *y = b;
-	if (x->map != y->map)
-		return x->map < y->map ? -1 : 1;
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/* Into s, sorted, each loc's lines following the previous loc's. */
-static int locset_finish(struct locset *ls, struct bt_dump_stacks *s)
-{
-	struct bt_dump_srcline *lines = NULL;
-
-	free(ls->slot);
-	free(ls->entry);
-	if (ls->err || !ls->n) {
-		free(ls->locs);
-		free(ls->lines);
-		return ls->err;
-	}
-	qsort(ls->locs, ls->n, sizeof(*ls->locs), by_map_off);
-	lines = malloc(ls->nlines * sizeof(*lines));
-	if (!lines) {
-		free(ls->locs);
-		free(ls->lines);
-		return -ENOMEM;
-	}
-	uint64_t o = 0;
-	for (uint32_t i = 0; i < ls->n; i++) {
-		memcpy(lines + o, ls->lines + ls->locs[i].first, ls->locs[i].nlines * sizeof(*lines));
-		ls->locs[i].first = o;
-		o += ls->locs[i].nlines;
-	}
-	free(ls->lines);
-	s->locs = ls->locs;
-	s->nlocs = ls->n;
-	s->lines = lines;
-	s->nlines = o;
-	return 0;
+	return bt_srclines_add(ls, dw, map, off, vaddr, entry, func);
 }
 
 /* Symbols the dump carries: (map, start) -> index, open addressing. */
@@ -344,7 +297,7 @@ static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_fra
 int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_dump_stacks *s)
 {
 	struct symset ss = { 0 };
-	struct locset ls = { 0 };
+	struct bt_srclines *ls = bt_srclines_new();
 	uint64_t truncated = 0, nf = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
 
@@ -364,7 +317,9 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	ss.syms = calloc(ss.cap, sizeof(*ss.syms));
 	ss.slot = calloc(ss.nslots, sizeof(*ss.slot));
 	ss.names = calloc(ss.cap, sizeof(*ss.names));
-	if (!ss.syms || !ss.slot || !ss.names) {
+	if (!ss.syms || !ss.slot || !ss.names || !ls) {
+		if (ls)
+			bt_srclines_finish(ls, NULL);
 		free(ss.syms);
 		free(ss.slot);
 		free(ss.names);
@@ -391,8 +346,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 				uint64_t off = bt_frame_lookup_off(fr[f].off, f);
 				if (l)
 					name = func_of(l, off, &start, &size);
-				if (l && locset_add(&ls, l, fr[f].map, off, &dwarf_entry, &dwarf_name) && !name &&
-				    dwarf_name && dwarf_entry) {
+				if (l && ls && srclines_of(z, t, s, ls, fr[f].map, l, off, &dwarf_entry, &dwarf_name) &&
+				    !name && dwarf_name && dwarf_entry) {
 					name = dwarf_name; /* no symbol covers it: DWARF's name for its function */
 					start = dwarf_entry;
 				}
@@ -423,7 +378,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			truncated++;
 		nf += k->nframes;
 	}
-	int lr = locset_finish(&ls, s);
+	int lr = bt_srclines_finish(ls, s);
+	dwarf_trim(z);
 	if (lr)
 		bt_warn("source lines left out of the dump: %s", strerror(-lr));
 	/* The encoder writes each stack's frames from `first`: s->nframes is
