@@ -23,6 +23,7 @@ PKGS=(
 	libbpf-dev
 	bpftool               # vmlinux.h and skeleton generation
 	libelf-dev
+	libdw-dev             # elfutils' libdw/libdwfl: source lines and inlined calls of stack frames (DWARF)
 	libcapstone-dev       # x86/arm64 decoder: uprobe offsets must be instruction boundaries
 	zlib1g-dev
 	pkg-config
