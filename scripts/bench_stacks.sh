@@ -16,8 +16,9 @@
 #             --sample 0` (the floor of the recorder) and with --stacks switch,
 #             --stacks switch,wakeup: per-wakeup cost.
 #   symbolize time to write a dump holding ~100k samples (10 kHz for 5 s on
-#             every CPU; its stack table symbolized then) and to read it back
-#             with `report --profile`.
+#             every CPU; its stack table symbolized then, with source lines
+#             from DWARF, then the same with --no-source-lines) and to read
+#             it back with `report --profile`.
 #
 # Usage: scripts/bench_stacks.sh [--quick] [--no-md]. Results on stdout, the
 # table into BENCHMARKS.md between <!-- stacks:begin --> and <!-- stacks:end -->.
@@ -209,24 +210,31 @@ for cfg in floor switch both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; 
 echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch, +switch,wakeup $p_both"
 
 # ---- symbolization of ~100k samples ------------------------------------------------
-rm -rf "$TMP/out"
-rec_start -e power --sample 10000 -m 256M -z 1
-busy
-for _ in $(seq "$SECS"); do ls -R /usr/lib >/dev/null 2>&1; done &
-lsp=$!
-sleep 5
-rec_stop
-busy_wait
-wait "$lsp" 2>/dev/null
-dump=$(ls "$TMP"/out/*.btd | head -1)
-dsec=$(sed -n 's/.*dump 1 written to .* (exit, \([0-9]*\) events, .*, \([0-9.]*\)s).*/\1 \2/p' "$TMP/rec.log")
-t0=$(date +%s%N)
-"$BT" report --profile "$dump" >/dev/null
-t1=$(date +%s%N)
-rsec=$(echo "scale=3; ($t1 - $t0) / 1000000000" | bc)
-nbig=$("$BT" report -e cpu_sample "$dump" | grep -c ': cpu_sample:')
-nstk=$("$BT" report --stats "$dump" | sed -n 's/.*call stacks: \([0-9]*\) distinct.*/\1/p')
-echo "dump of $nbig samples ($nstk distinct stacks): written (symbolized) in ${dsec#* }s; report --profile reads it in ${rsec}s"
+# Twice: with source lines (DWARF read at dump time: the workload's own, and
+# glibc's debug file where libc6-dbg is installed) and with --no-source-lines.
+for sl in lines nolines; do
+	rm -rf "$TMP/out"
+	if [ "$sl" = lines ]; then rec_start -e power --sample 10000 -m 256M -z 1; else rec_start -e power --sample 10000 -m 256M -z 1 --no-source-lines; fi
+	busy
+	for _ in $(seq "$SECS"); do ls -R /usr/lib >/dev/null 2>&1; done &
+	lsp=$!
+	sleep 5
+	rec_stop
+	busy_wait
+	wait "$lsp" 2>/dev/null
+	dump=$(ls "$TMP"/out/*.btd | head -1)
+	dsec=$(sed -n 's/.*dump 1 written to .* (exit, \([0-9]*\) events, .*, \([0-9.]*\)s).*/\2/p' "$TMP/rec.log")
+	t0=$(date +%s%N)
+	"$BT" report --profile "$dump" >/dev/null
+	t1=$(date +%s%N)
+	rsec=$(echo "scale=3; ($t1 - $t0) / 1000000000" | bc)
+	nbig=$("$BT" report -e cpu_sample "$dump" | grep -c ': cpu_sample:')
+	nstk=$("$BT" report --stats "$dump" | sed -n 's/.*call stacks: \([0-9]*\) distinct.*/\1/p')
+	nloc=$("$BT" report --stats "$dump" | sed -n 's/.*source lines: \([0-9]*\) code addresses.*/\1/p')
+	eval "SYM_$sl=\"$nbig $nstk $dsec $rsec ${nloc:-0}\""
+	echo "dump of $nbig samples ($nstk distinct stacks, ${nloc:-0} addresses with source lines, $sl): written (symbolized) in ${dsec}s; report --profile reads it in ${rsec}s"
+done
+[ -e /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 && libcdbg="libc6-dbg installed" || libcdbg="no libc6-dbg"
 
 # ---- table --------------------------------------------------------------------------
 read -r t49 r49 k49 n49 ns49 <<<"$S_49"
@@ -238,7 +246,9 @@ md "| sampling cost at 999 Hz, % of one CPU | ${t999}% (recorder ${r999}%, BPF $
 md "| fixed CPU job (sha256, 1 GiB per CPU) under sampling at 999 Hz | ${j_bt}s ($(slow "$j_bt")) | none ${j_none}s; perf record -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf")) |"
 md "| bytes per stored sample (999 Hz) | ${bps} B; ${bps_all} B with the stack table | perf.data: ${perf_bps} B per sample |"
 md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch}, +switch,wakeup ${p_both} | record -e sched ${p_floor} (floor); none ${p_none} |"
-md "| dump of ${nbig} samples (${nstk} distinct stacks), symbolized | ${dsec#* }s to write; report --profile ${rsec}s | |"
+read -r nb_l ns_l ds_l rs_l nl_l <<<"$SYM_lines"
+read -r nb_n ns_n ds_n rs_n nl_n <<<"$SYM_nolines"
+md "| dump of ${nb_l} samples (${ns_l} distinct stacks), symbolized with source lines (${nl_l} code addresses; $libcdbg) | ${ds_l}s to write; report --profile ${rs_l}s | --no-source-lines: ${nb_n} samples (${ns_n} stacks) ${ds_n}s to write; report --profile ${rs_n}s |"
 if [ "$write_md" -eq 1 ]; then
 	BM=BENCHMARKS.md
 	{ echo "<!-- stacks:begin -->"; echo "## Call stacks (scripts/bench_stacks.sh)"; echo; cat "$MD"; echo "<!-- stacks:end -->"; } >"$TMP/sect"

@@ -54,6 +54,7 @@ BENCH_PKGS=(
 	uftrace               # uftrace row of scripts/bench_funcs.sh (function tracing, -pg/-finstrument-functions)
 	lttng-tools           # lttng-sessiond and lttng for those rows
 	babeltrace2           # counts what the LTTng snapshot retained
+	libc6-dbg             # glibc's separate debug file: source lines of libc frames in scripts/bench_stacks.sh
 )
 
 # The kernel matrix only (--kernels, scripts/test-kernels.sh). The kernels

@@ -64,6 +64,7 @@ enum {
 	OPT_OFFCPU_MIN,
 	OPT_MAX_STACKS,
 	OPT_DEBUG_DIR,
+	OPT_NO_SOURCE_LINES,
 	OPT_USTACK,
 };
 
@@ -107,6 +108,8 @@ static const struct argp_option options[] = {
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
 	  "/usr/lib/debug (repeatable)", 1 },
+	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
+	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -424,6 +427,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->debug_dirs = d;
 		break;
 	}
+	case OPT_NO_SOURCE_LINES:
+		o->no_source_lines = 1;
+		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);

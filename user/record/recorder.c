@@ -591,7 +591,7 @@ int recorder_run(const struct record_opts *opts)
 	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup || o.ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r.stacks = bt_stack_table_new(lo.max_stacks);
-		r.symbolizer = r.stacks ? bt_symbolizer_new(o.debug_dirs) : NULL;
+		r.symbolizer = r.stacks ? bt_symbolizer_new(o.debug_dirs, !o.no_source_lines) : NULL;
 		if (!r.stacks || !r.symbolizer) {
 			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
 			exit_code = 1;

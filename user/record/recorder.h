@@ -46,6 +46,7 @@ struct record_opts {
 	uint32_t max_stacks;          /* --max-stacks */
 	int ustack;                   /* --ustack */
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
+	int no_source_lines;          /* --no-source-lines */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */

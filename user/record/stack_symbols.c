@@ -44,14 +44,16 @@ struct bt_symbolizer {
 	char *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
 	unsigned dw_open;
 	uint64_t clock;
+	int source_lines;
 };
 
-struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs)
+struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs, int source_lines)
 {
 	struct bt_symbolizer *z = calloc(1, sizeof(*z));
 
 	if (!z)
 		return NULL;
+	z->source_lines = source_lines;
 	if (debug_dirs && !(z->debug_dirs = strdup(debug_dirs))) {
 		free(z);
 		return NULL;
@@ -297,7 +299,7 @@ static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_fra
 int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_dump_stacks *s)
 {
 	struct symset ss = { 0 };
-	struct bt_srclines *ls = bt_srclines_new();
+	struct bt_srclines *ls = z->source_lines ? bt_srclines_new() : NULL;
 	uint64_t truncated = 0, nf = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
 
@@ -317,7 +319,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	ss.syms = calloc(ss.cap, sizeof(*ss.syms));
 	ss.slot = calloc(ss.nslots, sizeof(*ss.slot));
 	ss.names = calloc(ss.cap, sizeof(*ss.names));
-	if (!ss.syms || !ss.slot || !ss.names || !ls) {
+	if (!ss.syms || !ss.slot || !ss.names || (z->source_lines && !ls)) {
 		if (ls)
 			bt_srclines_finish(ls, NULL);
 		free(ss.syms);
@@ -378,7 +380,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			truncated++;
 		nf += k->nframes;
 	}
-	int lr = bt_srclines_finish(ls, s);
+	int lr = ls ? bt_srclines_finish(ls, s) : 0;
 	dwarf_trim(z);
 	if (lr)
 		bt_warn("source lines left out of the dump: %s", strerror(-lr));

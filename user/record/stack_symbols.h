@@ -23,8 +23,9 @@
 struct bt_stack_table;
 struct bt_symbolizer;
 /* debug_dirs: colon-separated directories of separate debug files searched
- * before /usr/lib/debug (--debug-dir), or NULL. */
-struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs);
+ * before /usr/lib/debug (--debug-dir), or NULL; source_lines: also the
+ * source lines of user frames (SLOC). */
+struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs, int source_lines);
 void bt_symbolizer_free(struct bt_symbolizer *z);
 /* Fill s->syms and every frame's sym; t provides the files' descriptors.
  * 0 or -ENOMEM. */
