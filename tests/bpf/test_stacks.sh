@@ -149,7 +149,7 @@ full=$("$BT" report --stats "$dump2" 2>&1 | sed -n 's/.*stacks lost: \([0-9]*\) 
 # ---- --ustack: a probe's hits carry their stacks ---------------------------------
 cp "$WL" "$T_TMP/sw3"
 out3=$T_TMP/out3
-rec_start "$T_TMP/rec3.log" --sample 0 -u "$T_TMP/sw3:release_reader" --ustack --no-ctl -o "$out3" -m 16M ||
+rec_start "$T_TMP/rec3.log" --sample 0 -u "$T_TMP/sw3:release_reader" --ustack --no-source-lines --no-ctl -o "$out3" -m 16M ||
 	{ not_ok "recorder 3 starts" "$(cat "$T_TMP/rec3.log")"; finish; exit; }
 echo go | "$T_TMP/sw3" 0.2 3 5 >/dev/null 2>&1
 rec_stop "$REC_PID"
@@ -158,6 +158,9 @@ n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -v '^	\[inlined\]
 	grep -A1 ': probe_stack: probe=release_reader ' | grep -c 'release_reader+0x0 (sw3)')
 [ "$n3" -eq 3 ] && ok "--ustack: the 3 hits of release_reader carry its stack" ||
 	not_ok "--ustack stacks ($n3 of 3)" "$("$BT" report --stacks -e probe_stack,uprobe "$dump3" 2>&1 | head -12)"
+"$BT" report --stats "$dump3" 2>&1 | grep -q 'source lines: 0 code addresses' &&
+	! "$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -q 'stack_workload.c:' &&
+	ok "--no-source-lines: names, no source lines" || not_ok "--no-source-lines" "$("$BT" report --stats "$dump3" | grep -A1 'call stacks')"
 
 # ---- a stripped binary, its symbols and lines in a separate debug file ----------
 bid=$(readelf -n "$WL" 2>/dev/null | awk '/Build ID:/ { print $3 }')
