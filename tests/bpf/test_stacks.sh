@@ -126,8 +126,9 @@ grep -qE 'source lines: [1-9][0-9]* code addresses' "$T_TMP/stats" && ok "report
 nsamp=$("$BT" report -e cpu_sample "$dump" 2>/dev/null | grep -c ': cpu_sample: kstack=')
 if "$BT" convert -o "$T_TMP/t.pftrace" "$dump" >/dev/null 2>&1; then
 	pc=$(python3 tests/perfetto/check_trace.py perfetto "$T_TMP/t.pftrace" --stacks "$nsamp" --stack-func hot_a \
-		--offcpu-func wait_for_input 2>&1)
-	[ $? -eq 0 ] && ok "convert: $nsamp samples as interned callstacks, call chart, off-CPU slices" ||
+		--offcpu-func wait_for_input \
+		--src-line hot_a:stack_workload.c --src-line mix_step:stack_workload.c --inlined mix_step 2>&1)
+	[ $? -eq 0 ] && ok "convert: $nsamp samples as interned callstacks (file:line, inlined mix_step), call chart, off-CPU slices" ||
 		not_ok "convert: stacks in Perfetto" "$(echo "$pc" | grep -v '^ok')"
 else
 	not_ok "convert succeeds"

@@ -29,6 +29,13 @@ Options:
   --stack-func NAME     (perfetto) NAME is a function of some sampled callstack
                         and a call chart slice
   --offcpu-func NAME    (perfetto) an off-CPU slice "blocked in NAME" exists
+  --src-line FUNC:FILE  (perfetto, with --stacks; repeatable) a frame of FUNC in
+                        a sampled callstack is at a line > 0 of a source path
+                        whose last part is FILE
+  --inlined FUNC        (perfetto, with --stacks; repeatable) FUNC is an inlined
+                        call in a sampled callstack (a frame at the mapping and
+                        rel_pc of the frame below it, another function: not
+                        recursion) and a call chart slice
   --counts              print the counts found (NAME=N,...) and exit 0
   --same-sched-as FILE  (perfetto) the sched_switch events, with prev_* of
                         compact ones inferred as Perfetto's importer does (from
@@ -58,6 +65,7 @@ btrace_app_loss instant per app gap. Exit 1 if any fails.
 import gzip
 import json
 import os
+import re
 import subprocess
 import sys
 from collections import defaultdict
@@ -776,9 +784,10 @@ def check_json_triggers(path, n):
            "found %d, %d of %d; metadata %s" % (len(glob), len(thr), len(evs), md))
 
 
-def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None):
+def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None):
     packets = trace.get("packet", [])
-    names, frames, stacks, maps = {}, {}, {}, set()
+    names, frames, stacks, maps, srcs = {}, {}, {}, set(), {}
+    hex_ids = []
     cleared = set()
     samples = bad = 0
     why = []
@@ -788,16 +797,24 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None):
         if flags & 1:
             cleared.add(seq)
             names.setdefault(seq, {}), frames.setdefault(seq, {}), stacks.setdefault(seq, {})
+            srcs.setdefault(seq, {})
         for idata in pk.get("interned_data", []):
             if seq not in cleared:
                 bad += 1
                 why.append("interned data before the sequence was cleared")
             for fn in idata.get("function_names", []):
                 names[seq][one(fn, "iid")] = one(fn, "str", "")
+            for sp in idata.get("source_paths", []):
+                srcs[seq][one(sp, "iid")] = one(sp, "str", "")
+            for b in idata.get("build_ids", []):
+                # trace processor reads them as the note's raw bytes
+                if re.fullmatch("[0-9a-fA-F]{16,}", one(b, "str", "")):
+                    hex_ids.append(one(b, "str", ""))
             for m in idata.get("mappings", []):
                 maps.add((seq, one(m, "iid")))
             for fr in idata.get("frames", []):
-                frames[seq][one(fr, "iid")] = (one(fr, "function_name_id"), one(fr, "mapping_id"))
+                frames[seq][one(fr, "iid")] = (one(fr, "function_name_id"), one(fr, "mapping_id"), one(fr, "rel_pc"),
+                                               one(fr, "source_path_iid"), one(fr, "line_number", 0))
             for cs in idata.get("callstacks", []):
                 stacks[seq][one(cs, "iid")] = cs.get("frame_ids", [])
         for ps in pk.get("perf_sample", []):
@@ -813,7 +830,13 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None):
                 if fr is None or fr[0] not in names[seq] or (seq, fr[1]) not in maps:
                     bad += 1
                     why.append("callstack %s: frame %s, its name or mapping not interned" % (iid, fid))
-    result(bad == 0, "stacks: every sample's callstack, frame, name and mapping interned", "; ".join(why[:5]))
+                elif fr[3] is not None and fr[3] not in srcs[seq]:
+                    # trace processor drops the frame, and so the callstack
+                    bad += 1
+                    why.append("callstack %s: frame %s: source path %s not interned" % (iid, fid, fr[3]))
+    result(bad == 0, "stacks: every sample's callstack, frame, name, mapping and source path interned",
+           "; ".join(why[:5]))
+    result(not hex_ids, "stacks: build ids as raw bytes, not hex text", "; ".join(hex_ids[:3]))
     result(samples == nsamples, "stacks: %d CPU samples with a stack (want %d)" % (samples, nsamples))
     # call chart and off-CPU tracks
     tracks = {}
@@ -850,6 +873,33 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None):
     if offcpu_func:
         result("blocked in " + offcpu_func in offcpu_names, "stacks: off-CPU slice blocked in %s" % offcpu_func,
                ", ".join(sorted(offcpu_names)[:10]))
+    # frames of the sampled callstacks, bottom first: (name, path, line, inlined)
+    used = []
+    for seq, st in stacks.items():
+        for fids in st.values():
+            below = None
+            for fid in fids:
+                fr = frames[seq].get(fid)
+                if fr is None:
+                    continue
+                inl = below is not None and below[1:3] == fr[1:3] and below[0] != fr[0]
+                used.append((names[seq].get(fr[0], ""), srcs[seq].get(fr[3], ""), fr[4], inl))
+                below = fr
+    hint = "" if srcs_declared(trace) else " (the trace interns no source path)"
+    for sl in src_line or []:
+        fn, _, fname = sl.partition(":")
+        seen = sorted(set("%s:%s" % (p, l) for n, p, l, _ in used if n == fn))
+        result(any(n == fn and l > 0 and os.path.basename(p) == fname for n, p, l, _ in used),
+               "stacks: a frame of %s at a line of %s" % (fn, fname), "%s at %s%s" % (fn, seen[:5], hint))
+    for fn in inlined or []:
+        frs = [i for n, _, _, i in used if n == fn]
+        result(any(frs) and fn in chart_names, "stacks: %s inlined in a callstack and in the call chart" % fn,
+               "%d frames named so, %d inlined; in the call chart: %s%s" %
+               (len(frs), sum(frs), fn in chart_names, hint))
+
+
+def srcs_declared(trace):
+    return any(idata.get("source_paths") for pk in trace.get("packet", []) for idata in pk.get("interned_data", []))
 
 
 def main(argv):
@@ -862,6 +912,7 @@ def main(argv):
     print_counts = False
     opt = {}
     nstacks = stack_func = offcpu_func = None
+    src_line, inlined = [], []
     i = 3
     while i < len(argv):
         a = argv[i]
@@ -904,6 +955,12 @@ def main(argv):
         elif a == "--offcpu-func":
             offcpu_func = argv[i + 1]
             i += 2
+        elif a == "--src-line":
+            src_line.append(argv[i + 1])
+            i += 2
+        elif a == "--inlined":
+            inlined.append(argv[i + 1])
+            i += 2
         elif a == "--counts":
             print_counts = True
             i += 1
@@ -919,7 +976,7 @@ def main(argv):
             if triggers is not None:
                 check_perfetto_triggers(trace, triggers)
             if nstacks is not None:
-                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func)
+                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined)
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
         if triggers is not None:

@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,16 +97,7 @@ out:
 	return ret;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	int n = snprintf(err, errlen, "corrupt dump: source lines: ");
-	va_start(ap, fmt);
-	if (n >= 0 && (size_t)n < errlen)
-		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
-	va_end(ap);
-	return -EBADMSG;
-}
+#define bad(err, errlen, ...) bt_dump_corrupt(err, errlen, "source lines", __VA_ARGS__)
 
 static void srclocs_release(struct bt_dump_stacks *s)
 {

@@ -127,16 +127,17 @@ out:
 
 /* ---- decode ---------------------------------------------------------------- */
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
+int bt_dump_corrupt(char *err, size_t errlen, const char *part, const char *fmt, ...)
 {
 	va_list ap;
-	int n = snprintf(err, errlen, "corrupt dump: stack table: ");
+	int n = snprintf(err, errlen, "corrupt dump: %s: ", part);
 	va_start(ap, fmt);
 	if (n >= 0 && (size_t)n < errlen)
 		vsnprintf(err + n, errlen - (size_t)n, fmt, ap);
 	va_end(ap);
 	return -EBADMSG;
 }
+#define bad(err, errlen, ...) bt_dump_corrupt(err, errlen, "stack table", __VA_ARGS__)
 
 void bt_dump_stacks_release(struct bt_dump_stacks *s)
 {

@@ -109,6 +109,10 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out);
 int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
 void bt_dump_stacks_release(struct bt_dump_stacks *s);
 
+/* The decoders' refusal: "corrupt dump: PART: ..." into err; -EBADMSG. */
+__attribute__((format(printf, 4, 5))) int bt_dump_corrupt(char *err, size_t errlen, const char *part,
+							   const char *fmt, ...);
+
 /* Validation bounds. */
 #define BT_STACKS_MAX_COUNT (1u << 24)
 #define BT_STACKS_MAX_FRAMES 512u

@@ -6,10 +6,25 @@
  * profiling/profile_common.proto).
  *
  * Interning: function name iid = 1 + symbol index (unknown functions share
- * one "[unknown]" name per mapping: iid nsyms + 1 + mapping slot); mapping
- * iid = 1 + mapping index, then the kernel, then "anonymous"; frame iid =
- * 1 + index into the table's frames; callstack iid = 1 + index of the
+ * one "[unknown]" name per mapping: iid nsyms + 1 + mapping slot; then the
+ * inlined functions' names); mapping iid = 1 + mapping index, then the
+ * kernel, then "anonymous"; frame iid = 1 + index into the table's frames,
+ * then the inlined calls (below); callstack iid = 1 + index of the
  * (kstack, ustack) pair in the order first used.
+ *
+ * Source lines (dumps with SLOC): a frame carries its own line
+ * (source_path_iid, line_number: trace processor v53+ files it in
+ * stack_profile_symbol, which the UI's flame graphs show); each call the
+ * compiler inlined at its address is a Frame of its own (the inlined
+ * function's name and line, same mapping and rel_pc) stacked on it in the
+ * callstack, so flame graphs and the call chart show inlined functions as
+ * calls. Such a frame's iid is nframes + 1 + 2 * line index + (rel_pc -
+ * the looked-up offset, 0 or 1), written once. Not ModuleSymbols: trace
+ * processor gives an AddressSymbols' lines to every frame at that rel_pc,
+ * the inlined ones too, and expands each into all the lines again.
+ *
+ * Build-ids are raw bytes: trace processor reads InternedData.build_ids
+ * with BuildId::FromRaw and shows them as hex.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -27,6 +42,7 @@
 #define ID_CALLSTACKS 7
 #define ID_BUILD_IDS 16
 #define ID_MAPPING_PATHS 17
+#define ID_SOURCE_PATHS 18
 #define ID_MAPPINGS 19
 /* InternedString */
 #define IS_IID 1
@@ -42,11 +58,14 @@
 #define FR_FUNCTION_NAME_ID 2
 #define FR_MAPPING_ID 3
 #define FR_REL_PC 4
+#define FR_SOURCE_PATH_IID 5
+#define FR_LINE_NUMBER 6
 /* Callstack */
 #define CSK_IID 1
 #define CSK_FRAME_IDS 2
 
 #define CHART_DEPTH 256 /* frames of a sample drawn in the call chart */
+#define MAX_LEVELS BT_SRCLOC_MAX_DEPTH /* interned frames of one stack frame: itself and its inlined calls */
 
 struct chart {
 	uint32_t tid, tgid;
@@ -55,8 +74,22 @@ struct chart {
 	uint64_t open[CHART_DEPTH]; /* frame keys of the open slices, outermost first */
 };
 
+/* Strings interned once each: a path repeats in every line of its file. */
+struct sset {
+	const char **str; /* iid - 1 (in its own numbering) -> string */
+	uint32_t n;
+	uint32_t *slot;   /* open addressing: 1 + index into str */
+	size_t nslots;
+};
+
 struct bt_pf_stacks {
 	const struct bt_dump_stacks *s;
+	/* source lines, by index into s->lines (none without SLOC): 1 + index
+	 * into fns of the inlined function a line is in (the frame's own line:
+	 * 0), 1 + index into srcs of its file (0 none) */
+	uint32_t *line_fn, *line_src;
+	struct sset fns, srcs;
+	uint8_t *inl_written; /* bit 2 * line + (rel_pc - looked-up offset): its inlined Frame written */
 	uint64_t *pairs; /* kstack << 32 | ustack, by iid - 1 */
 	size_t npairs, cap;
 	uint32_t *slot; /* open addressing: 1 + pair index */
@@ -85,6 +118,71 @@ static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint
 	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
 }
 
+static uint64_t str_hash(const char *p)
+{
+	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+	for (; *p; p++)
+		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+	return h;
+}
+
+/* Room for n strings: 0 or -ENOMEM. */
+static int sset_init(struct sset *t, size_t n)
+{
+	t->nslots = 64;
+	while (t->nslots < 2 * n + 2)
+		t->nslots *= 2;
+	t->str = malloc((n + 1) * sizeof(*t->str));
+	t->slot = calloc(t->nslots, sizeof(*t->slot));
+	return t->str && t->slot ? 0 : -ENOMEM;
+}
+
+/* 1 + index of p, added if new; 0 for no string (NULL or empty). */
+static uint32_t sset_add(struct sset *t, const char *p)
+{
+	if (!p || !*p)
+		return 0;
+	size_t i = str_hash(p) & (t->nslots - 1);
+	while (t->slot[i] && strcmp(t->str[t->slot[i] - 1], p))
+		i = (i + 1) & (t->nslots - 1);
+	if (!t->slot[i]) {
+		t->str[t->n++] = p;
+		t->slot[i] = t->n;
+	}
+	return t->slot[i];
+}
+
+static void sset_free(struct sset *t)
+{
+	free(t->str);
+	free(t->slot);
+}
+
+/* Each source line's file, and its function if it is an inlined call's,
+ * interned once. 0 or -ENOMEM. */
+static int prep_lines(struct bt_pf_stacks *ps)
+{
+	const struct bt_dump_stacks *s = ps->s;
+
+	if (!s->nlocs || !s->nlines)
+		return 0;
+	ps->line_fn = calloc(s->nlines, sizeof(*ps->line_fn));
+	ps->line_src = calloc(s->nlines, sizeof(*ps->line_src));
+	ps->inl_written = calloc(s->nlines / 4 + 1, 1);
+	if (!ps->line_fn || !ps->line_src || !ps->inl_written || sset_init(&ps->fns, s->nlines) ||
+	    sset_init(&ps->srcs, s->nlines))
+		return -ENOMEM;
+	for (uint32_t k = 0; k < s->nlocs; k++) {
+		const struct bt_dump_srcloc *l = &s->locs[k];
+		for (uint32_t q = 0; q < l->nlines; q++) {
+			ps->line_src[l->first + q] = sset_add(&ps->srcs, s->lines[l->first + q].file);
+			if (q + 1 < l->nlines)
+				ps->line_fn[l->first + q] = sset_add(&ps->fns, s->lines[l->first + q].func);
+		}
+	}
+	return 0;
+}
+
 struct bt_pf_stacks *bt_pf_stacks_new(const struct bt_dump_stacks *s, const struct bt_dump_event *ev, size_t n,
 				      int *err)
 {
@@ -95,6 +193,8 @@ struct bt_pf_stacks *bt_pf_stacks_new(const struct bt_dump_stacks *s, const stru
 	if (!ps)
 		return NULL;
 	ps->s = s;
+	if (prep_lines(ps))
+		goto fail;
 	for (size_t i = 0; i < n; i++)
 		nsamples += ev[i].ev->type == BT_EV_CPU_SAMPLE;
 	ps->nslots = 64;
@@ -131,6 +231,11 @@ void bt_pf_stacks_free(struct bt_pf_stacks *ps)
 	free(ps->pairs);
 	free(ps->slot);
 	free(ps->charts);
+	free(ps->line_fn);
+	free(ps->line_src);
+	free(ps->inl_written);
+	sset_free(&ps->fns);
+	sset_free(&ps->srcs);
 	free(ps);
 }
 
@@ -157,35 +262,143 @@ static uint64_t name_iid(const struct bt_dump_stacks *s, const struct bt_dump_fr
 	return s->nsyms + map_iid(s, f->map); /* "[unknown]" of that mapping */
 }
 
-static void istr(struct pbw *w, uint32_t field, uint64_t iid, const char *str)
+/* function name iid of the first inlined function: after the "[unknown]"s */
+static uint64_t fn_base(const struct bt_dump_stacks *s)
+{
+	return (uint64_t)s->nsyms + s->nmaps + 2;
+}
+
+/* A frame's key for "the same function at this depth" (call chart): its
+ * mapping and function name. */
+static uint64_t name_key(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, uint64_t name)
+{
+	return (uint64_t)map_iid(s, f->map) << 32 | (uint32_t)name;
+}
+
+/* The source lines of frame i (innermost 0) of a stack, innermost first;
+ * NULL if none. */
+static const struct bt_dump_srcloc *frame_loc(const struct bt_pf_stacks *ps, const struct bt_dump_frame *f,
+					      uint32_t i)
+{
+	if (!ps->line_fn || f->map == BT_DMAP_KERNEL || f->map == BT_DMAP_NONE)
+		return NULL;
+	return bt_dump_srcloc_find(ps->s, f->map, bt_frame_lookup_off(f->off, i));
+}
+
+/* The Frame of the call inlined at line li of l, seen from frame f: same
+ * mapping and rel_pc as f, so one per rel_pc of the lines' address. */
+static uint64_t inl_iid(const struct bt_dump_stacks *s, const struct bt_dump_srcloc *l, const struct bt_dump_frame *f,
+			uint64_t li)
+{
+	return s->nframes + 1 + 2 * li + (f->off != l->off);
+}
+
+static uint64_t inl_name_iid(const struct bt_pf_stacks *ps, const struct bt_dump_frame *f, uint64_t li)
+{
+	if (ps->line_fn[li])
+		return fn_base(ps->s) + ps->line_fn[li];
+	return ps->s->nsyms + map_iid(ps->s, f->map); /* "[unknown]" of that mapping */
+}
+
+/* The interned frames frame i of st stands for, outermost first: itself,
+ * then each call inlined at its address. Their iids in iid[], call chart
+ * keys in key[] (MAX_LEVELS each); how many. */
+static uint32_t frame_levels(const struct bt_pf_stacks *ps, const struct bt_dump_stack *st, uint32_t i, uint64_t *iid,
+			     uint64_t *key)
+{
+	const struct bt_dump_stacks *s = ps->s;
+	const struct bt_dump_frame *f = &s->frames[st->first + i];
+	const struct bt_dump_srcloc *l = frame_loc(ps, f, i);
+	uint32_t n = 0;
+
+	iid[n] = st->first + i + 1;
+	key[n++] = name_key(s, f, name_iid(s, f));
+	for (uint32_t q = l ? l->nlines - 1 : 0; q-- > 0 && n < MAX_LEVELS;) {
+		iid[n] = inl_iid(s, l, f, l->first + q);
+		key[n++] = name_key(s, f, inl_name_iid(ps, f, l->first + q));
+	}
+	return n;
+}
+
+#define NO_LINE UINT64_MAX
+
+/* A Frame at f's address; li: its source line (index into lines) or NO_LINE. */
+static void put_frame(const struct bt_pf_stacks *ps, struct pbw *w, uint64_t iid, uint64_t name,
+		      const struct bt_dump_frame *f, uint64_t li)
+{
+	pbw_begin(w, ID_FRAMES);
+	pbw_uint(w, FR_IID, iid);
+	pbw_uint(w, FR_FUNCTION_NAME_ID, name);
+	pbw_uint(w, FR_MAPPING_ID, map_iid(ps->s, f->map));
+	pbw_uint(w, FR_REL_PC, f->off);
+	/* never 0: trace processor drops a frame whose source path is not interned */
+	if (li != NO_LINE && ps->line_src[li])
+		pbw_uint(w, FR_SOURCE_PATH_IID, ps->line_src[li]);
+	if (li != NO_LINE && ps->s->lines[li].line)
+		pbw_uint(w, FR_LINE_NUMBER, ps->s->lines[li].line);
+	pbw_end(w);
+}
+
+/* Every frame, by stack (a decoded table's stacks cover its frames in
+ * order: the frame's index in its stack says where its line is looked up),
+ * then the calls inlined at its address whose Frame is not written yet. */
+static void put_frames(struct bt_pf_stacks *ps, struct pbw *w)
+{
+	const struct bt_dump_stacks *s = ps->s;
+
+	for (uint32_t k = 0; k < s->nstacks; k++) {
+		const struct bt_dump_stack *st = &s->stacks[k];
+		for (uint32_t i = 0; i < st->nframes; i++) {
+			const struct bt_dump_frame *f = &s->frames[st->first + i];
+			const struct bt_dump_srcloc *l = frame_loc(ps, f, i);
+			put_frame(ps, w, st->first + i + 1, name_iid(s, f), f, l ? l->first + l->nlines - 1 : NO_LINE);
+			for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
+				uint64_t li = l->first + q, bit = 2 * li + (f->off != l->off);
+				if (ps->inl_written[bit >> 3] & 1u << (bit & 7))
+					continue;
+				ps->inl_written[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+				put_frame(ps, w, inl_iid(s, l, f, li), inl_name_iid(ps, f, li), f, li);
+			}
+		}
+	}
+}
+
+static void istr(struct pbw *w, uint32_t field, uint64_t iid, const void *p, size_t n)
 {
 	pbw_begin(w, field);
 	pbw_uint(w, IS_IID, iid);
-	pbw_string(w, IS_STR, str);
+	pbw_bytes(w, IS_STR, p, n);
 	pbw_end(w);
+}
+
+static void istr_c(struct pbw *w, uint32_t field, uint64_t iid, const char *str)
+{
+	istr(w, field, iid, str, strlen(str));
 }
 
 void bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field)
 {
 	const struct bt_dump_stacks *s = ps->s;
-	char buf[64];
 
 	pbw_begin(w, field);
 	for (uint32_t i = 0; i < s->nsyms; i++)
-		istr(w, ID_FUNCTION_NAMES, i + 1, s->syms[i].name);
+		istr_c(w, ID_FUNCTION_NAMES, i + 1, s->syms[i].name);
 	for (uint32_t m = 1; m <= s->nmaps + 2; m++)
-		istr(w, ID_FUNCTION_NAMES, s->nsyms + m, "[unknown]");
+		istr_c(w, ID_FUNCTION_NAMES, s->nsyms + m, "[unknown]");
+	for (uint32_t k = 0; k < ps->fns.n; k++)
+		istr_c(w, ID_FUNCTION_NAMES, fn_base(s) + 1 + k, ps->fns.str[k]);
+	for (uint32_t k = 0; k < ps->srcs.n; k++)
+		istr_c(w, ID_SOURCE_PATHS, k + 1, ps->srcs.str[k]);
 	for (uint32_t i = 0; i < s->nmaps; i++) {
-		istr(w, ID_MAPPING_PATHS, i + 1, s->maps[i].path);
-		if (s->maps[i].build_id_len) {
-			size_t o = 0;
-			for (uint32_t k = 0; k < s->maps[i].build_id_len && o + 3 < sizeof(buf); k++)
-				o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%02x", s->maps[i].build_id[k]);
-			istr(w, ID_BUILD_IDS, i + 1, buf);
-		}
+		const struct bt_dump_map *m = &s->maps[i];
+		istr_c(w, ID_MAPPING_PATHS, i + 1, m->path);
+		/* the note's bytes, not hex: trace processor reads them with BuildId::FromRaw */
+		if (m->build_id_len)
+			istr(w, ID_BUILD_IDS, i + 1, m->build_id,
+			     m->build_id_len < sizeof(m->build_id) ? m->build_id_len : sizeof(m->build_id));
 	}
-	istr(w, ID_MAPPING_PATHS, s->nmaps + 1, "[kernel.kallsyms]");
-	istr(w, ID_MAPPING_PATHS, s->nmaps + 2, "[anonymous]");
+	istr_c(w, ID_MAPPING_PATHS, s->nmaps + 1, "[kernel.kallsyms]");
+	istr_c(w, ID_MAPPING_PATHS, s->nmaps + 2, "[anonymous]");
 	for (uint32_t m = 1; m <= s->nmaps + 2; m++) {
 		pbw_begin(w, ID_MAPPINGS);
 		pbw_uint(w, MP_IID, m);
@@ -196,24 +409,18 @@ void bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t fiel
 		pbw_uint(w, MP_PATH_STRING_IDS, m);
 		pbw_end(w);
 	}
-	for (uint64_t i = 0; i < s->nframes; i++) {
-		const struct bt_dump_frame *f = &s->frames[i];
-		pbw_begin(w, ID_FRAMES);
-		pbw_uint(w, FR_IID, i + 1);
-		pbw_uint(w, FR_FUNCTION_NAME_ID, name_iid(s, f));
-		pbw_uint(w, FR_MAPPING_ID, map_iid(s, f->map));
-		pbw_uint(w, FR_REL_PC, f->off);
-		pbw_end(w);
-	}
+	put_frames(ps, w);
 	for (size_t p = 0; p < ps->npairs; p++) {
 		const struct bt_dump_stack *ids[2] = { stack_of(s, (uint32_t)ps->pairs[p]),
 						       stack_of(s, (uint32_t)(ps->pairs[p] >> 32)) };
+		uint64_t iid[MAX_LEVELS], key[MAX_LEVELS];
 		pbw_begin(w, ID_CALLSTACKS);
 		pbw_uint(w, CSK_IID, p + 1);
 		/* bottom first: outermost user frame ... innermost kernel frame */
 		for (int k = 0; k < 2; k++)
 			for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0;)
-				pbw_uint(w, CSK_FRAME_IDS, ids[k]->first + i + 1);
+				for (uint32_t j = 0, n = frame_levels(ps, ids[k], i, iid, key); j < n; j++)
+					pbw_uint(w, CSK_FRAME_IDS, iid[j]);
 		pbw_end(w);
 	}
 	pbw_end(w);
@@ -241,17 +448,14 @@ static struct chart *chart_of(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tg
 	return c;
 }
 
-/* A frame's key for "the same function at this depth": its function. */
-static uint64_t frame_key(const struct bt_dump_stacks *s, const struct bt_dump_frame *f)
+static const char *frame_name(const struct bt_pf_stacks *ps, uint64_t key, char *buf, size_t len)
 {
-	return (uint64_t)map_iid(s, f->map) << 32 | (uint32_t)name_iid(s, f);
-}
-
-static const char *frame_name(const struct bt_dump_stacks *s, uint64_t key, char *buf, size_t len)
-{
+	const struct bt_dump_stacks *s = ps->s;
 	uint32_t nm = (uint32_t)key;
 	if (nm >= 1 && nm <= s->nsyms)
 		return s->syms[nm - 1].name;
+	if (nm > fn_base(s) && nm - fn_base(s) <= ps->fns.n)
+		return ps->fns.str[nm - fn_base(s) - 1];
 	uint32_t m = (uint32_t)(key >> 32);
 	snprintf(buf, len, "[unknown] (%s)",
 		 m <= s->nmaps ? s->maps[m - 1].path : m == s->nmaps + 1 ? "kernel" : "anonymous");
@@ -275,7 +479,7 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 {
 	const struct bt_dump_stacks *s = ps->s;
 	struct chart *c = chart_of(ps, tid, tgid);
-	uint64_t keys[CHART_DEPTH];
+	uint64_t keys[CHART_DEPTH], iid[MAX_LEVELS], key[MAX_LEVELS];
 	uint32_t n = 0, same = 0;
 	char buf[512];
 	int r;
@@ -285,7 +489,8 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 	const struct bt_dump_stack *ids[2] = { stack_of(s, ustack), stack_of(s, kstack) };
 	for (int k = 0; k < 2; k++)
 		for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0 && n < CHART_DEPTH;)
-			keys[n++] = frame_key(s, &s->frames[ids[k]->first + i]);
+			for (uint32_t j = 0, m = frame_levels(ps, ids[k], i, iid, key); j < m && n < CHART_DEPTH; j++)
+				keys[n++] = key[j];
 	/* not running for two periods: what was open ended a period after */
 	if (c->depth && ts - c->last_ts > 2 * period_ns && (r = close_to(ps, c, 0, c->last_ts + period_ns, fn, ctx)))
 		return r;
@@ -294,7 +499,7 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 	if ((r = close_to(ps, c, same, ts, fn, ctx)))
 		return r;
 	for (uint32_t i = same; i < n; i++) {
-		if ((r = fn(ctx, tid, tgid, ts, 1, frame_name(s, keys[i], buf, sizeof(buf)))))
+		if ((r = fn(ctx, tid, tgid, ts, 1, frame_name(ps, keys[i], buf, sizeof(buf)))))
 			return r;
 		c->open[c->depth++] = keys[i];
 	}

@@ -3,12 +3,14 @@
  * export_perfetto_stacks.h - call stacks in the Perfetto trace
  * (export_perfetto.c does the packets):
  *   - InternedData of the dump's stack table: function names, mapping paths,
- *     build-ids, mappings, frames, and one callstack per (kernel, user) pair
- *     the samples use, frames bottom (outermost user) first;
+ *     build-ids (raw bytes), mappings, source paths, frames (with their
+ *     source line when the dump has them, and a frame of its own for each
+ *     call inlined at a frame's address), and one callstack per (kernel,
+ *     user) pair the samples use, frames bottom (outermost user) first;
  *   - the per-thread call chart (btrace 3.0): consecutive samples of a
- *     thread become nested slices, a frame staying open while the next
- *     sample still has it at the same depth, so a function that ran across
- *     many samples is one slice;
+ *     thread become nested slices, a frame (inlined calls included) staying
+ *     open while the next sample still has it at the same depth, so a
+ *     function that ran across many samples is one slice;
  *   - names for off-CPU slices (the innermost user function).
  */
 #ifndef BTRACE_EXPORT_PERFETTO_STACKS_H
