@@ -214,6 +214,14 @@ $(OUT)/tests/stack_%: tests/bpf/stack_%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -fno-omit-frame-pointer $< -lpthread -o $@
 
+# The same built by clang: DWARF without .debug_aranges (clang's default),
+# which the source-line lookup must not need.
+$(OUT)/tests/stack_workload_clang: tests/bpf/stack_workload.c | $(OUT)/tests
+	$(call msg,CLANG,$@)
+	$(Q)$(CLANG) $(CPPFLAGS) -Itests -g -O1 -fno-inline -fno-omit-frame-pointer $< -lpthread -o $@
+
+tests: $(OUT)/tests/stack_workload_clang
+
 $(OUT)/tests/%: tests/bpf/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@

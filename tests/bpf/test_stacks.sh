@@ -17,7 +17,11 @@
 # into spin_until()). A second short recorder with --max-stacks 2 shows the
 # overflow counted; a third the stacks of a probe's hits; a fourth a
 # stripped copy whose symbols and lines come from a separate debug file
-# (--debug-dir), still shown once that file is gone.
+# (--debug-dir), still shown once that file is gone; a fifth the clang
+# build (DWARF without .debug_aranges), owned by a user who truncates it
+# between two dumps (the recorder must read it through its own copy, not die
+# of SIGBUS); a sixth a stripped binary whose debug link names a FIFO (the
+# dump must not hang on it).
 #
 # Needs root. Prints TAP lines.
 set -u
@@ -192,5 +196,48 @@ else
 		grep -q "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples4" &&
 		ok "stripped binary: source lines and inlined calls from the debug file, read after it is gone" ||
 		not_ok "stripped binary lines" "$(grep -A4 'cpu_sample' "$T_TMP/samples4" | head -12)"
+fi
+# ---- clang's DWARF (no .debug_aranges), a user's file truncated under us -------
+WLC=$TB/stack_workload_clang
+if [ ! -x "$WLC" ]; then
+	skip "clang build" "no $WLC (make tests)"
+else
+	cp "$WLC" "$T_TMP/swc" && chown nobody "$T_TMP/swc"
+	out5=$T_TMP/out5
+	rec_start "$T_TMP/rec5.log" --sample 997 --comm swc --ctl "$T_TMP/ctl5.sock" -o "$out5" -m 16M ||
+		{ not_ok "recorder 5 starts" "$(cat "$T_TMP/rec5.log")"; finish; exit; }
+	echo go | "$T_TMP/swc" 1 2 5 >/dev/null 2>&1
+	"$BT" ctl --ctl "$T_TMP/ctl5.sock" dump -o "$T_TMP/d5a.btd" >/dev/null 2>&1
+	: >"$T_TMP/swc" # its owner empties it: a mapping of it would now fault
+	"$BT" ctl --ctl "$T_TMP/ctl5.sock" dump -o "$T_TMP/d5b.btd" >/dev/null 2>&1
+	if kill -0 "$REC_PID" 2>/dev/null && [ -s "$T_TMP/d5b.btd" ]; then
+		ok "a user's binary emptied between two dumps: the recorder lives on (read through its own copy)"
+	else
+		not_ok "recorder survives a truncated binary" "$(tail -3 "$T_TMP/rec5.log")"
+	fi
+	rec_stop "$REC_PID"
+	"$BT" report --stacks -e cpu_sample "$T_TMP/d5b.btd" >"$T_TMP/samples5" 2>&1
+	grep -A1 "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples5" |
+		grep -qE "^	spin_until\+0x[0-9a-f]+ \(swc\) stack_workload.c:$l_call\$" &&
+		grep -qE "^	hot_a\+0x[0-9a-f]+ \(swc\) stack_workload.c:$l_hot\$" "$T_TMP/samples5" &&
+		ok "clang build (no .debug_aranges): source lines and the inlined mix_step" ||
+		not_ok "clang build lines" "$(grep -A5 'cpu_sample' "$T_TMP/samples5" | head -12)"
+fi
+
+# ---- a debug link to a FIFO ---------------------------------------------------------
+if command -v objcopy >/dev/null && command -v mkfifo >/dev/null; then
+	mkdir -p "$T_TMP/fl"
+	objcopy --only-keep-debug "$WL" "$T_TMP/fl/swf.debug" &&
+		objcopy --strip-all --remove-section=.note.gnu.build-id --add-gnu-debuglink="$T_TMP/fl/swf.debug" \
+			"$WL" "$T_TMP/fl/swf" && rm -f "$T_TMP/fl/swf.debug" && mkfifo "$T_TMP/fl/swf.debug" ||
+		not_ok "debug link to a FIFO: setup"
+	out6=$T_TMP/out6
+	rec_start "$T_TMP/rec6.log" --sample 997 --comm swf --no-ctl -o "$out6" -m 16M ||
+		{ not_ok "recorder 6 starts" "$(cat "$T_TMP/rec6.log")"; finish; exit; }
+	echo go | "$T_TMP/fl/swf" 0.5 1 5 >/dev/null 2>&1
+	rec_stop "$REC_PID" INT 15
+	grep -q 'dump 1 written' "$T_TMP/rec6.log" && [ "$REC_STATUS" -eq 0 ] &&
+		ok "a debug link naming a FIFO: the dump is written, nothing waits on it" ||
+		not_ok "debug link to a FIFO" "status $REC_STATUS; $(tail -3 "$T_TMP/rec6.log")"
 fi
 finish

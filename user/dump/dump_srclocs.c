@@ -120,7 +120,7 @@ int bt_dump_srclocs_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks
 		return bad(err, errlen, "%" PRIu64 " bytes, shorter than its header", len);
 	memcpy(&h, p, sizeof(h));
 	if (h.version != SLOC_VERSION)
-		return bad(err, errlen, "version %u (this btrace-bpf reads %u)", h.version, SLOC_VERSION);
+		return 0; /* a newer writer's: skipped like an unknown optional section */
 	if (h.nlocs > BT_STACKS_MAX_COUNT * 4u || h.nlines > (uint64_t)h.nlocs * BT_SRCLOC_MAX_DEPTH ||
 	    h.strtab_len >= NO_STR)
 		return bad(err, errlen, "counts out of range (%u locations, %" PRIu64 " lines)", h.nlocs, h.nlines);

@@ -72,7 +72,7 @@ const char *bt_stack_counter_name(int i);
  * when the dump was written. */
 struct bt_dump_srcline {
 	const char *file; /* source path as DWARF names it */
-	const char *func; /* the inlined function this line is in; NULL in the last (the frame's own) */
+	const char *func; /* the function this line is in (inlined, but the last: the frame's own); NULL unknown */
 	uint32_t line, col; /* col 0: unknown */
 };
 struct bt_dump_srcloc {
@@ -129,8 +129,9 @@ static inline uint64_t bt_frame_lookup_off(uint64_t off, uint32_t f_index)
 
 /* SLOC <-> s's locs and lines (dump_srclocs.c). Encode: a malloc'd payload
  * in *out, its length, or -errno. Decode into s, whose STCK is already
- * decoded (mapping indices are checked against it): 0, or -EBADMSG with one
- * line in err. */
+ * decoded (mapping indices are checked against it): 0 (a version this
+ * reader does not know is skipped: no lines), or -EBADMSG with one line in
+ * err. */
 int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out);
 int bt_dump_srclocs_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
 /* The source lines of (map, lookup offset), NULL if none. */

@@ -443,9 +443,10 @@ int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
 	s->c.nsections++;
 	if (zo->err || !st->nlocs)
 		return zo->err;
-	/* its source lines, after it (the reader checks them against it) */
+	/* its source lines, after it (the reader checks them against it); an
+	 * optional section: the dump goes on without it if it cannot be made */
 	if ((len = bt_dump_srclocs_encode(st, &p)) < 0)
-		return (int)len;
+		return 0;
 	section_begin(zo, BTD_SEC_SRCLOCS, 0, (uint64_t)len);
 	body_put(zo, p, (size_t)len);
 	body_pad(zo, (uint64_t)len);

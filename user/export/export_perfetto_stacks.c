@@ -535,7 +535,7 @@ char *bt_pf_stacks_text(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t
 {
 	const struct bt_dump_stacks *s = ps->s;
 	size_t cap = 4096, o = 0;
-	char *out = malloc(cap), line[600];
+	char *out = malloc(cap), line[8192];
 	uint32_t ids[2] = { kstack, ustack };
 
 	if (!out)

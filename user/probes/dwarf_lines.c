@@ -2,72 +2,207 @@
 /*
  * dwarf_lines.c - source locations from DWARF (see dwarf_lines.h).
  *
- * libdwfl rather than our own DWARF reader: it finds separate debug files
- * (build-id, debuglink), follows dwz's shared .debug files, inflates
- * compressed sections and reads every DWARF version GCC and clang emit;
- * Debian keeps it current. One Dwfl per file, reported offline: addresses
- * are link-time addresses plus the bias libdwfl placed the module at.
+ * libdw reads the DWARF (every version GCC and clang emit, compressed
+ * sections, dwz's shared files); the search for the unit and function
+ * holding an address is ours: libdw's needs .debug_aranges, which clang
+ * and rustc do not emit (elfutils 0.188), and its scope walk skips
+ * namespaces, where C++ functions live. So:
+ *   - the compilation units' address ranges, read once per file;
+ *   - per unit, on first use, its functions' ranges (namespaces, classes
+ *     and structures descended: methods defined there);
+ *   - per lookup, from the function, the inlined calls and blocks whose
+ *     ranges hold the address, down to the innermost.
  */
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwfl.h>
+#include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <gelf.h>
+#include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "debug_file.h"
 #include "dwarf_lines.h"
 #include "symbol_names.h"
+#include "trusted_file.h"
 
-struct dem { /* mangled name (libdw's, stable until dwfl_end) -> demangled */
+#define NEST_MAX 64 /* DIE depth followed (namespaces, classes, blocks, inlined calls) */
+
+struct range {
+	uint64_t lo, hi; /* [lo, hi) */
+	Dwarf_Off die;   /* the function's DIE, or the unit's */
+};
+
+struct unit {
+	Dwarf_Off die;       /* its unit DIE */
+	struct range *fns;   /* its functions' ranges, sorted; built on first use */
+	size_t nfns;
+	int indexed;
+};
+
+struct dem { /* mangled name (libdw's, stable until dwarf_end) -> demangled */
 	const char *key;
 	char *val;
 };
 
 struct bt_dwarf {
-	Dwfl *dwfl;
-	Dwfl_Module *mod;
-	Dwfl_Callbacks cb;
-	char *path; /* the debuginfo search path cb points at */
-	int no_dwarf;
-	Dwarf_Addr bias;
+	int fd[2]; /* the file's and its debug file's (trusted) descriptors, -1 none */
+	Elf *elf[2];
+	Dwarf *dbg;
+	struct unit *units;
+	size_t nunits;
+	struct range *ur; /* units' ranges (die = unit index), sorted */
+	size_t nur;
 	struct dem *dem;
 	size_t ndem, demcap; /* demcap: power of two */
 };
 
-struct bt_dwarf *bt_dwarf_open(int fd, const char *name, const char *debug_dirs)
+/* ---- ranges --------------------------------------------------------------- */
+
+struct rvec {
+	struct range *r;
+	size_t n, cap;
+};
+
+static int rvec_push(struct rvec *v, uint64_t lo, uint64_t hi, Dwarf_Off die)
+{
+	if (v->n == v->cap) {
+		size_t cap = v->cap ? v->cap * 2 : 64;
+		void *p = realloc(v->r, cap * sizeof(*v->r));
+		if (!p)
+			return -ENOMEM;
+		v->r = p;
+		v->cap = cap;
+	}
+	v->r[v->n++] = (struct range){ lo, hi, die };
+	return 0;
+}
+
+/* Every address range of die into v (tagged `tag`). */
+static int push_ranges(struct rvec *v, Dwarf_Die *die, Dwarf_Off tag)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0)
+		if (hi > lo && rvec_push(v, lo, hi, tag))
+			return -ENOMEM;
+	return 0;
+}
+
+static int by_lo(const void *a, const void *b)
+{
+	const struct range *x = a, *y = b;
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* The range holding addr (the last starting at or below it), NULL if none. */
+static const struct range *range_find(const struct range *r, size_t n, uint64_t addr)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (r[mid].lo <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* ranges rarely nest (a unit inside another's span): look a few back */
+	for (size_t i = lo, k = 0; i-- > 0 && k < 8; k++)
+		if (addr < r[i].hi)
+			return &r[i];
+	return NULL;
+}
+
+/* ---- opening ---------------------------------------------------------------- */
+
+static int index_units(struct bt_dwarf *dw)
+{
+	struct rvec v = { 0 };
+	Dwarf_CU *cu = NULL, *next;
+	Dwarf_Die cudie;
+	uint8_t type;
+
+	while (dwarf_get_units(dw->dbg, cu, &next, NULL, &type, &cudie, NULL) == 0) {
+		cu = next;
+		if (type != DW_UT_compile)
+			continue; /* type units, dwz's partial units, skeletons: no code of their own */
+		if (dw->nunits % 64 == 0) {
+			void *p = realloc(dw->units, (dw->nunits + 64) * sizeof(*dw->units));
+			if (!p)
+				goto nomem;
+			dw->units = p;
+		}
+		dw->units[dw->nunits] = (struct unit){ .die = dwarf_dieoffset(&cudie) };
+		if (push_ranges(&v, &cudie, dw->nunits))
+			goto nomem;
+		dw->nunits++;
+	}
+	qsort(v.r, v.n, sizeof(*v.r), by_lo);
+	dw->ur = v.r;
+	dw->nur = v.n;
+	return 0;
+nomem:
+	free(v.r);
+	return -ENOMEM;
+}
+
+/* The DWARF of an ELF file at a trusted descriptor, or NULL. */
+static Dwarf *dwarf_of_fd(int fd, Elf **elf)
+{
+	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!*elf)
+		return NULL;
+	Dwarf *d = elf_kind(*elf) == ELF_K_ELF ? dwarf_begin_elf(*elf, DWARF_C_READ, NULL) : NULL;
+	if (!d) {
+		elf_end(*elf);
+		*elf = NULL;
+	}
+	return d;
+}
+
+struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id, uint32_t len,
+			       const char *debug_dirs)
 {
 	struct bt_dwarf *dw = calloc(1, sizeof(*dw));
-	int dfd = -1;
+	unsigned char magic[4];
+	const void *bid = NULL;
+	char *found = NULL;
+	Elf *e = NULL;
 
 	if (!dw)
 		return NULL;
-	/* The user's directories first, then libdwfl's default: the file's own
-	 * directory, its .debug/, /usr/lib/debug (build-id and debuglink). */
-	if (asprintf(&dw->path, "%s%s:.debug:/usr/lib/debug", debug_dirs ? debug_dirs : "", debug_dirs ? ":" : "") <
-	    0) {
-		dw->path = NULL;
+	dw->fd[0] = dw->fd[1] = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE || pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0)
+		goto fail; /* not ELF (a compressed file would be inflated by libelf) */
+	if ((dw->fd[0] = bt_trusted_fd(fd)) < 0)
 		goto fail;
+	e = elf_begin(dw->fd[0], ELF_C_READ_MMAP, NULL);
+	if (!e || elf_kind(e) != ELF_K_ELF)
+		goto fail_elf;
+	/* the same build as captured: a file rewritten in place since is not it */
+	ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
+	if (len && (n != (ssize_t)len || memcmp(bid, build_id, len) != 0))
+		goto fail_elf;
+	dw->elf[0] = e;
+	dw->dbg = dwarf_begin_elf(e, DWARF_C_READ, NULL);
+	if (!dw->dbg) { /* stripped: its debug file */
+		GElf_Word crc;
+		const char *link = dwelf_elf_gnu_debuglink(e, &crc);
+		dw->fd[1] = bt_debug_file_open(path, n > 0 ? bid : NULL, n > 0 ? (uint32_t)n : 0, link, debug_dirs, &found);
+		free(found);
+		if (dw->fd[1] < 0 || !(dw->dbg = dwarf_of_fd(dw->fd[1], &dw->elf[1])))
+			goto fail;
 	}
-	dw->cb.find_elf = dwfl_build_id_find_elf;
-	dw->cb.find_debuginfo = dwfl_standard_find_debuginfo;
-	dw->cb.section_address = dwfl_offline_section_address;
-	dw->cb.debuginfo_path = &dw->path;
-	dw->dwfl = dwfl_begin(&dw->cb);
-	if (!dw->dwfl)
+	if (index_units(dw) || !dw->nunits)
 		goto fail;
-	dfd = dup(fd); /* libdwfl closes what it is given */
-	if (dfd < 0)
-		goto fail;
-	dw->mod = dwfl_report_offline(dw->dwfl, name, name, dfd);
-	if (!dw->mod) {
-		close(dfd);
-		goto fail;
-	}
-	dwfl_report_end(dw->dwfl, NULL, NULL);
-	if (!dwfl_module_getdwarf(dw->mod, &dw->bias))
-		dw->no_dwarf = 1;
 	return dw;
+fail_elf:
+	if (e)
+		elf_end(e);
 fail:
 	bt_dwarf_close(dw);
 	return NULL;
@@ -77,29 +212,25 @@ void bt_dwarf_close(struct bt_dwarf *dw)
 {
 	if (!dw)
 		return;
-	if (dw->dwfl)
-		dwfl_end(dw->dwfl);
+	if (dw->dbg)
+		dwarf_end(dw->dbg);
+	for (int i = 0; i < 2; i++) {
+		if (dw->elf[i])
+			elf_end(dw->elf[i]);
+		if (dw->fd[i] >= 0)
+			close(dw->fd[i]);
+	}
+	for (size_t i = 0; i < dw->nunits; i++)
+		free(dw->units[i].fns);
+	free(dw->units);
+	free(dw->ur);
 	for (size_t i = 0; i < dw->demcap; i++)
 		free(dw->dem[i].val);
 	free(dw->dem);
-	free(dw->path);
 	free(dw);
 }
 
-int bt_dwarf_has_info(const struct bt_dwarf *dw)
-{
-	return dw && !dw->no_dwarf;
-}
-
-const char *bt_dwarf_debug_file(struct bt_dwarf *dw)
-{
-	const char *main_file = NULL, *debug_file = NULL;
-
-	if (!dw || dw->no_dwarf)
-		return NULL;
-	dwfl_module_info(dw->mod, NULL, NULL, NULL, NULL, NULL, &main_file, &debug_file);
-	return debug_file && (!main_file || strcmp(debug_file, main_file) != 0) ? debug_file : NULL;
-}
+/* ---- names ------------------------------------------------------------------ */
 
 /* The demangled form of a C++ linkage name, cached; NULL if it is none. */
 static const char *demangled(struct bt_dwarf *dw, const char *mangled)
@@ -137,7 +268,7 @@ static const char *demangled(struct bt_dwarf *dw, const char *mangled)
 
 /* A function's name: its linkage name demangled (C++: with its class and
  * parameters), else its plain name; both may sit on the abstract origin
- * an inlined copy points to. */
+ * an inlined copy points to, or on the declaration it specifies. */
 static const char *die_func_name(struct bt_dwarf *dw, Dwarf_Die *die)
 {
 	Dwarf_Attribute a;
@@ -150,8 +281,7 @@ static const char *die_func_name(struct bt_dwarf *dw, Dwarf_Die *die)
 		if (d)
 			return d;
 	}
-	n = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
-	return n;
+	return dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &a));
 }
 
 static uint32_t die_udata(Dwarf_Die *die, unsigned attr)
@@ -164,58 +294,141 @@ static uint32_t die_udata(Dwarf_Die *die, unsigned attr)
 	return (uint32_t)v;
 }
 
-int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out, int max, uint64_t *entry)
-{
-	Dwarf_Addr addr = vaddr + dw->bias, cubias = 0;
-	Dwarf_Die *cu, *scopes = NULL;
-	Dwfl_Line *ln;
-	int lineno = 0, col = 0, n = 0, nscopes;
-	const char *file;
+/* ---- a unit's functions ------------------------------------------------------ */
 
-	*entry = 0;
-	if (!dw || dw->no_dwarf || max < 1)
+/* Functions with code under die (children, and those of namespaces,
+ * classes and structures, where C++ defines them). */
+static int index_fns(struct rvec *v, Dwarf_Die *die, int depth)
+{
+	Dwarf_Die c;
+
+	if (depth >= NEST_MAX || dwarf_child(die, &c) != 0)
 		return 0;
-	ln = dwfl_module_getsrc(dw->mod, addr);
-	file = ln ? dwfl_lineinfo(ln, NULL, &lineno, &col, NULL, NULL) : NULL;
-	if (!file || lineno <= 0)
-		return 0;
-	struct bt_src_line cur = { file, NULL, (uint32_t)lineno, col > 0 ? (uint32_t)col : 0 };
-	cu = dwfl_module_addrdie(dw->mod, addr, &cubias);
-	nscopes = cu ? dwarf_getscopes(cu, addr - cubias, &scopes) : 0;
-	Dwarf_Files *files = NULL;
-	size_t nfiles = 0;
-	if (cu && dwarf_getsrcfiles(cu, &files, &nfiles) != 0)
-		files = NULL;
-	/* Innermost scope first: each inlined call is a line inside the
-	 * inlined function, and its call site is where the next one out is.
-	 * Past an inlined call, libdw's scopes continue in the function's
-	 * abstract definition: the concrete ones around it are asked for
-	 * anew, from that DIE. */
-	for (int i = 0; i < nscopes && n < max; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
-			continue;
-		cur.func = die_func_name(dw, &scopes[i]);
-		out[n++] = cur;
-		if (tag == DW_TAG_subprogram) {
-			Dwarf_Addr pc;
-			if (dwarf_entrypc(&scopes[i], &pc) == 0)
-				*entry = pc; /* DWARF's addresses are link-time ones */
+	do {
+		switch (dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (push_ranges(v, &c, dwarf_dieoffset(&c)))
+				return -ENOMEM;
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_module:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (index_fns(v, &c, depth + 1))
+				return -ENOMEM;
+			break;
+		default:
 			break;
 		}
-		uint32_t cf = die_udata(&scopes[i], DW_AT_call_file);
-		const char *f = files && cf < nfiles ? dwarf_filesrc(files, cf, NULL, NULL) : NULL;
-		cur = (struct bt_src_line){ f ? f : "?", NULL, die_udata(&scopes[i], DW_AT_call_line),
-					    die_udata(&scopes[i], DW_AT_call_column) };
-		Dwarf_Die *outer = NULL;
-		int nouter = dwarf_getscopes_die(&scopes[i], &outer);
-		free(scopes);
-		scopes = outer;
-		nscopes = nouter;
-		i = 0; /* outer[0] is the inlined call itself */
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
+static struct unit *unit_indexed(struct bt_dwarf *dw, size_t i)
+{
+	struct unit *u = &dw->units[i];
+	Dwarf_Die cu;
+
+	if (u->indexed)
+		return u;
+	struct rvec v = { 0 };
+	if (!dwarf_offdie(dw->dbg, u->die, &cu) || index_fns(&v, &cu, 0)) {
+		free(v.r);
+		return NULL; /* asked again next time */
 	}
-	free(scopes);
-	if (!n) /* line table, no scope (assembly, or a CU without DIEs) */
-		out[n++] = cur;
-	return n;
+	qsort(v.r, v.n, sizeof(*v.r), by_lo);
+	u->fns = v.r;
+	u->nfns = v.n;
+	u->indexed = 1;
+	return u;
+}
+
+/* ---- lookup ------------------------------------------------------------------ */
+
+static int scope_tag(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block || tag == DW_TAG_subprogram;
+}
+
+int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out, int max, uint64_t *entry)
+{
+	Dwarf_Die path[NEST_MAX], cu, fn;
+	int depth = 0, n = 0;
+
+	*entry = 0;
+	if (!dw || max < 1)
+		return 0;
+	const struct range *ur = range_find(dw->ur, dw->nur, vaddr);
+	if (!ur || !dwarf_offdie(dw->dbg, dw->units[ur->die].die, &cu))
+		return 0;
+	/* the innermost line: the line table's row at vaddr (line 0: the
+	 * compiler made up the code, no line; kept, its calls still are) */
+	Dwarf_Line *ln = dwarf_getsrc_die(&cu, vaddr);
+	struct bt_src_line cur = { NULL, NULL, 0, 0 };
+	if (ln) {
+		int l = 0, c = 0;
+		cur.file = dwarf_linesrc(ln, NULL, NULL);
+		dwarf_lineno(ln, &l);
+		dwarf_linecol(ln, &c);
+		cur.line = l > 0 ? (uint32_t)l : 0;
+		cur.col = c > 0 ? (uint32_t)c : 0;
+	}
+	/* the function, then the scopes inside it that hold vaddr */
+	struct unit *u = unit_indexed(dw, ur->die);
+	const struct range *fr = u ? range_find(u->fns, u->nfns, vaddr) : NULL;
+	if (fr && dwarf_offdie(dw->dbg, fr->die, &fn)) {
+		path[depth++] = fn;
+		for (;;) {
+			Dwarf_Die c;
+			int found = 0;
+			if (depth == NEST_MAX || dwarf_child(&path[depth - 1], &c) != 0)
+				break;
+			do {
+				if (scope_tag(dwarf_tag(&c)) && dwarf_haspc(&c, vaddr) == 1) {
+					path[depth++] = c;
+					found = 1;
+					break;
+				}
+			} while (dwarf_siblingof(&c, &c) == 0);
+			if (!found)
+				break;
+		}
+		Dwarf_Addr pc;
+		if (dwarf_entrypc(&fn, &pc) == 0)
+			*entry = pc;
+	}
+	Dwarf_Files *files = NULL;
+	size_t nfiles = 0;
+	if (dwarf_getsrcfiles(&cu, &files, &nfiles) != 0)
+		files = NULL;
+	/* Innermost first: each inlined call is a line inside the inlined
+	 * function, and its call site is where the next one out is. */
+	struct bt_src_line chain[NEST_MAX];
+	for (int i = depth; i-- > 0;) {
+		int tag = dwarf_tag(&path[i]);
+		if (tag == DW_TAG_lexical_block)
+			continue;
+		cur.func = die_func_name(dw, &path[i]);
+		chain[n++] = cur;
+		if (tag == DW_TAG_subprogram)
+			break;
+		uint32_t cf = die_udata(&path[i], DW_AT_call_file);
+		const char *f = files && cf < nfiles ? dwarf_filesrc(files, cf, NULL, NULL) : NULL;
+		cur = (struct bt_src_line){ f, NULL, die_udata(&path[i], DW_AT_call_line),
+					    die_udata(&path[i], DW_AT_call_column) };
+	}
+	if (!n) { /* no function (assembly): the line alone */
+		if (!cur.file)
+			return 0;
+		chain[n++] = cur;
+	}
+	/* too deep: keep the outer end (the frame's own function) */
+	int skip = n > max ? n - max : 0;
+	for (int i = skip; i < n; i++) {
+		out[i - skip] = chain[i];
+		if (!out[i - skip].file)
+			out[i - skip].file = "?";
+	}
+	return n - skip;
 }

@@ -153,7 +153,7 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 		close(fd);
 		return bt_errs(err, EINVAL, "libelf: %s", elf_errmsg(-1));
 	}
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	e = elf_begin(fd, ELF_C_READ, NULL); /* not mapped: see bt_elf_build_id */
 	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
 		r = bt_errs(err, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
 		goto out;
@@ -744,4 +744,43 @@ const char *bt_elf_func_name(struct bt_elf_func *f)
 	const char *d = efunc_dem(f);
 
 	return d ? d : f->name;
+}
+
+/* Read, not mapped: a file its owner truncates meanwhile must not kill us
+ * with SIGBUS (trusted_file.h). */
+uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len)
+{
+	Elf *e;
+	size_t phnum = 0;
+	uint32_t n = 0;
+
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return 0;
+	e = elf_begin(fd, ELF_C_READ, NULL);
+	if (!e)
+		return 0;
+	if (elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && !n; i++) {
+			GElf_Phdr ph;
+			Elf_Data *d;
+			GElf_Nhdr nh;
+			size_t off = 0, next, name_off, desc_off;
+
+			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
+				continue;
+			d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
+			if (!d)
+				continue;
+			while (!n && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+				off = next;
+				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+				    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz) {
+					n = nh.n_descsz < len ? nh.n_descsz : len;
+					memcpy(out, (char *)d->d_buf + desc_off, n);
+				}
+			}
+		}
+	}
+	elf_end(e);
+	return n;
 }

@@ -80,4 +80,7 @@ int bt_elf_offset_to_vaddr(const struct bt_elf_file *ef, uint64_t off, uint64_t 
 struct bt_elf_func *bt_elf_func_at_vaddr(struct bt_elf_file *ef, uint64_t vaddr);
 /* Its name to show: demangled for C++, else as in the symbol table. */
 const char *bt_elf_func_name(struct bt_elf_func *f);
+/* The GNU build-id of the ELF file at fd into out (at most len bytes); its
+ * length, 0 if none. The file is read, not mapped. */
+uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len);
 #endif

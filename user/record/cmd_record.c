@@ -621,6 +621,12 @@ int cmd_record(int argc, char **argv)
 	char err[512], **args;
 	int nargs, ret;
 
+	/* Never ask a debuginfod server from the recorder (libdw would, for
+	 * dwz files): a dump would wait on the network, the build-ids of what
+	 * runs here would leave the machine, and root would parse what came
+	 * back. Before any thread: setenv is not thread-safe. */
+	unsetenv("DEBUGINFOD_URLS");
+
 	/* --config FILE: its options first, then the command line's. */
 	if (bt_config_expand(argc, argv, config_lookup, NULL, &nargs, &args, err, sizeof(err))) {
 		bt_log(BT_LOG_ERR, "%s", err);

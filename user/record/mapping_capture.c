@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "mapping_capture.h"
+#include "elf_symbols.h"
 
 #define PROC_SLOTS 4096u   /* process caches (open addressing, power of two) */
 #define MAX_FILES_FD 2048u /* descriptors kept at most (more files: path only) */
@@ -99,42 +100,6 @@ uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m)
 	return m->no_fd;
 }
 
-uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len)
-{
-	Elf *e;
-	size_t phnum = 0;
-	uint32_t n = 0;
-
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return 0;
-	e = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!e)
-		return 0;
-	if (elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &phnum) == 0) {
-		for (size_t i = 0; i < phnum && !n; i++) {
-			GElf_Phdr ph;
-			Elf_Data *d;
-			GElf_Nhdr nh;
-			size_t off = 0, next, name_off, desc_off;
-
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
-				continue;
-			d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-			if (!d)
-				continue;
-			while (!n && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-				off = next;
-				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-				    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz) {
-					n = nh.n_descsz < len ? nh.n_descsz : len;
-					memcpy(out, (char *)d->d_buf + desc_off, n);
-				}
-			}
-		}
-	}
-	elf_end(e);
-	return n;
-}
 
 /* The map id of the file (dev, ino) a maps line shows; added if new. */
 static uint32_t file_id(struct bt_mapcap *m, uint32_t tgid, const char *range, uint64_t dev, uint64_t ino,

@@ -46,6 +46,4 @@ const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n);
 /* Files kept without a descriptor (the limit reached, or open failed). */
 uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m);
 
-/* The GNU build-id of an ELF file (fd), 0 if it has none; len bytes at most. */
-uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len);
 #endif

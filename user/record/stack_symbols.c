@@ -15,6 +15,8 @@
 #include "kallsyms.h"
 #include "elf_symbols.h"
 #include "dwarf_lines.h"
+#include "debug_file.h"
+#include "trusted_file.h"
 #include "stack_srclines.h"
 #include "util.h"
 
@@ -107,11 +109,12 @@ static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_
 	*own = -1;
 	if (fd >= 0)
 		return fd;
-	/* non-blocking, and checked once open: a FIFO put there must not hang us */
-	fd = open(m->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
+	if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->ino)
 		return -1;
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->ino) {
+	/* and again once open: it may have been swapped for a FIFO meanwhile */
+	if ((fd = bt_open_regular(m->path)) < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != m->ino) {
 		close(fd);
 		return -1;
 	}
@@ -119,21 +122,19 @@ static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_
 }
 
 /* The DWARF of l (map id `map`), opened on first use and again after it
- * was closed to make room; NULL if the file has none. */
+ * was closed to make room; NULL if none is found. */
 static struct bt_dwarf *dwarf_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
 				 uint32_t map, struct loaded *l)
 {
+	const struct bt_dump_map *m = &s->maps[map - 1];
+
 	l->dw_used = ++z->clock;
 	if (l->dw_state == DW_OPEN || l->dw_state == DW_NONE)
 		return l->dw;
-	int own, fd = map_fd(t, &s->maps[map - 1], map, &own);
-	l->dw = fd >= 0 ? bt_dwarf_open(fd, s->maps[map - 1].path, z->debug_dirs) : NULL;
+	int own, fd = map_fd(t, m, map, &own);
+	l->dw = fd >= 0 ? bt_dwarf_open(fd, m->path, m->build_id, m->build_id_len, z->debug_dirs) : NULL;
 	if (own >= 0)
 		close(own);
-	if (l->dw && !bt_dwarf_has_info(l->dw)) {
-		bt_dwarf_close(l->dw);
-		l->dw = NULL;
-	}
 	l->dw_state = l->dw ? DW_OPEN : DW_NONE;
 	z->dw_open += l->dw != NULL;
 	return l->dw;
@@ -184,10 +185,17 @@ static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *
 	l->ef = try_load(attach, m->path);
 	if (own >= 0)
 		close(own);
-	/* Stripped: the debug file libdwfl finds (build-id or debuglink). */
-	const char *dbg = l->ef && !l->ef->has_symtab ? bt_dwarf_debug_file(dwarf_of(z, t, s, map, l)) : NULL;
-	if (dbg)
-		l->dbg = try_load(dbg, dbg);
+	/* Stripped: the separate debug file's symbols (by build-id). */
+	char *found = NULL;
+	int dfd = l->ef && !l->ef->has_symtab && m->build_id_len
+			  ? bt_debug_file_open(m->path, m->build_id, m->build_id_len, NULL, z->debug_dirs, &found)
+			  : -1;
+	if (dfd >= 0) {
+		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", dfd);
+		l->dbg = try_load(attach, found);
+		close(dfd);
+	}
+	free(found);
 	return l;
 }
 

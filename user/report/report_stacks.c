@@ -64,7 +64,7 @@ void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
 	const struct bt_dump_srcloc *l = frame_loc(s, f, f_index);
-	char src[256] = "";
+	char src[1024] = "";
 
 	if (l)
 		src_text(&s->lines[l->first + l->nlines - 1], src, sizeof(src));
@@ -98,7 +98,7 @@ static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint
 void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent)
 {
 	const struct bt_dump_stack *k = stack_of(s, id);
-	char b[768], src[256];
+	char b[8192], src[1024];
 
 	if (id == BT_STACK_LOST) {
 		fprintf(out, "%s[stack lost: see report --stats]\n", indent);
@@ -243,7 +243,7 @@ struct xframe {
 	const char *inl; /* the inlined function's name; NULL: fr's own */
 	int kernel;
 };
-#define MAX_XFRAMES (2 * BT_STACKS_MAX_FRAMES * 4)
+#define MAX_XFRAMES (2 * BT_STACKS_MAX_FRAMES * BT_SRCLOC_MAX_DEPTH) /* every frame with a full inline chain */
 
 /* Frames outermost first into xf (user reversed, then kernel reversed),
  * inlined calls after the frame they are in; their count. *lost: a stack
@@ -341,7 +341,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 	static struct xframe xf[MAX_XFRAMES];
 	struct proc_tot *pt = NULL;
 	struct agg g = { 0 }, seen = { 0 };
-	char name[512];
+	char name[4096];
 	int r = 0;
 	const char *unit = f && f->offcpu ? "off-CPU us" : "samples";
 
@@ -462,7 +462,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 	static struct xframe xf[MAX_XFRAMES];
 	struct agg g = { 0 };
 	size_t cap = 1 << 16;
-	char *line = malloc(cap), name[512];
+	char *line = malloc(cap), name[4096];
 
 	if (!line)
 		return -ENOMEM;
@@ -527,7 +527,7 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
 			c[BT_STKC_SAMPLES]);
 	fputc('\n', out);
-	fprintf(out, "    source lines: %u code addresses (%" PRIu64 " lines with inlined calls)%s\n", s->nlocs, s->nlines,
+	fprintf(out, "    source lines: %u code addresses (%" PRIu64 " lines, inlined calls included)%s\n", s->nlocs, s->nlines,
 		s->nlocs ? "" : "; none: no DWARF found for the frames' files (install their -dbg/-dbgsym packages)");
 	fprintf(out, "    stacks lost: %" PRIu64 " table full (--max-stacks), %" PRIu64 " ring full, %" PRIu64
 		     " kernel stack errors, %" PRIu64 " user stack errors, %" PRIu64 " frames never arrived\n",
