@@ -63,6 +63,7 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 		s.counters[BT_STKC_SAMPLES] = ks.samples;
 	}
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
+	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;
 	ret = bt_symbolize(r->symbolizer, r->stacks, &s);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);

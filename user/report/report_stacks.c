@@ -527,8 +527,12 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
 			c[BT_STKC_SAMPLES]);
 	fputc('\n', out);
-	fprintf(out, "    source lines: %u code addresses (%" PRIu64 " lines, inlined calls included)%s\n", s->nlocs, s->nlines,
-		s->nlocs ? "" : "; none: no DWARF found for the frames' files (install their -dbg/-dbgsym packages)");
+	if (c[BT_STKC_NO_SRCLINES])
+		fprintf(out, "    source lines: off (recorded with --no-source-lines)\n");
+	else
+		fprintf(out, "    source lines: %u code addresses (%" PRIu64 " lines, inlined calls included)%s\n", s->nlocs,
+			s->nlines,
+			s->nlocs ? "" : "; none: no DWARF found for the frames' files (install their -dbg/-dbgsym packages)");
 	fprintf(out, "    stacks lost: %" PRIu64 " table full (--max-stacks), %" PRIu64 " ring full, %" PRIu64
 		     " kernel stack errors, %" PRIu64 " user stack errors, %" PRIu64 " frames never arrived\n",
 		c[BT_STKC_OVERFLOW], c[BT_STKC_DEF_DROPS], c[BT_STKC_KERNEL_ERR], c[BT_STKC_USER_ERR],
