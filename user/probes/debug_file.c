@@ -10,31 +10,56 @@
 #include "debug_file.h"
 #include "elf_symbols.h"
 #include "trusted_file.h"
+#include <zlib.h>
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
 
-/* Open a candidate: a regular file, with the build-id wanted if one is
- * (a debug link names a file, not which build). Trusted fd or -1. */
-static int try_open(const char *cand, const uint8_t *build_id, uint32_t len, char **found)
+struct want {
+	const char *path, *debuglink;
+	const uint8_t *build_id;
+	uint32_t len;
+	uint32_t crc;
+	int has_crc;
+	char **found;
+};
+
+/* The CRC-32 of a whole file (what .gnu_debuglink records); 0 and *ok 0
+ * if it cannot be read. */
+static uint32_t file_crc(int fd, int *ok)
 {
-	int fd = bt_open_regular(cand);
+	unsigned char buf[1 << 16];
+	uLong crc = crc32(0, Z_NULL, 0);
+	off_t off = 0;
+	ssize_t n;
+
+	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	*ok = n == 0;
+	return (uint32_t)crc;
+}
+
+/* Open a candidate: a regular file (nothing else is ever opened), of the
+ * build wanted: the build-id if there is one, else the debug link's CRC.
+ * fd or -1. */
+static int try_open(const char *cand, const struct want *w, char **found)
+{
+	int fd = bt_open_regular(cand), ok;
 	uint8_t bid[20];
 
 	if (fd < 0)
 		return -1;
-	if (len && (bt_elf_build_id(fd, bid, sizeof(bid)) != len || memcmp(bid, build_id, len) != 0)) {
+	if (w->len ? bt_elf_build_id(fd, bid, sizeof(bid)) < w->len || memcmp(bid, w->build_id, w->len) != 0
+		   : !w->has_crc || file_crc(fd, &ok) != w->crc || !ok) {
 		close(fd);
 		return -1;
 	}
-	int t = bt_trusted_fd(fd);
-	close(fd);
-	if (t < 0)
-		return -1;
 	if (!(*found = strdup(cand))) {
-		close(t);
+		close(fd);
 		return -1;
 	}
-	return t;
+	return fd;
 }
 
 /* Each directory of the list, then the system's; f() on each until it
@@ -58,12 +83,6 @@ static int each_dir(const char *debug_dirs, int (*f)(const char *dir, void *arg)
 	return f(SYSTEM_DEBUG_DIR, arg);
 }
 
-struct want {
-	const char *path, *debuglink;
-	const uint8_t *build_id;
-	uint32_t len;
-	char **found;
-};
 
 static int by_build_id(const char *dir, void *arg)
 {
@@ -76,7 +95,7 @@ static int by_build_id(const char *dir, void *arg)
 	if (n <= 0 || (size_t)n + 7 > sizeof(cand))
 		return -1;
 	snprintf(cand + n, sizeof(cand) - (size_t)n, ".debug");
-	return try_open(cand, w->build_id, w->len, w->found);
+	return try_open(cand, w, w->found);
 }
 
 /* DIR/<binary's directory>/LINK under a debug directory. */
@@ -89,13 +108,13 @@ static int by_link_under(const char *dir, void *arg)
 	if (!slash || w->path[0] != '/')
 		return -1;
 	snprintf(cand, sizeof(cand), "%s%.*s/%s", dir, (int)(slash - w->path), w->path, w->debuglink);
-	return try_open(cand, w->build_id, w->len, w->found);
+	return try_open(cand, w, w->found);
 }
 
 int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, const char *debuglink,
-		       const char *debug_dirs, char **found)
+		       uint32_t crc, const char *debug_dirs, char **found)
 {
-	struct want w = { path, debuglink, build_id, len > 20 ? 20 : len, found };
+	struct want w = { path, debuglink, build_id, len > 20 ? 20 : len, crc, debuglink != NULL, found };
 	int fd;
 
 	*found = NULL;
@@ -103,7 +122,7 @@ int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, 
 		return fd;
 	/* A debug link is the binary's word: a plain name only (no "../"), and
 	 * what it names must be a regular file (never a FIFO: no open blocks). */
-	if (!debuglink || !*debuglink || strchr(debuglink, '/') || !strcmp(debuglink, ".") ||
+	if (!path || !debuglink || !*debuglink || strchr(debuglink, '/') || !strcmp(debuglink, ".") ||
 	    !strcmp(debuglink, ".."))
 		return -ENOENT;
 	const char *slash = strrchr(path, '/');
@@ -111,10 +130,10 @@ int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, 
 		char cand[8400];
 		int dl = (int)(slash - path);
 		snprintf(cand, sizeof(cand), "%.*s/%s", dl, path, debuglink);
-		if (strcmp(cand, path) != 0 && (fd = try_open(cand, w.build_id, w.len, found)) >= 0)
+		if (strcmp(cand, path) != 0 && (fd = try_open(cand, &w, found)) >= 0)
 			return fd;
 		snprintf(cand, sizeof(cand), "%.*s/.debug/%s", dl, path, debuglink);
-		if ((fd = try_open(cand, w.build_id, w.len, found)) >= 0)
+		if ((fd = try_open(cand, &w, found)) >= 0)
 			return fd;
 	}
 	fd = each_dir(debug_dirs, by_link_under, &w);

@@ -17,6 +17,7 @@
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdio.h>
@@ -47,10 +48,12 @@ struct dem { /* mangled name (libdw's, stable until dwarf_end) -> demangled */
 	char *val;
 };
 
+enum { F_MAIN, F_DEBUG, F_ALT, F_N }; /* the file, its debug file, dwz's shared file */
+
 struct bt_dwarf {
-	int fd[2]; /* the file's and its debug file's (trusted) descriptors, -1 none */
-	Elf *elf[2];
-	Dwarf *dbg;
+	int fd[F_N]; /* -1: none */
+	Elf *elf[F_N];
+	Dwarf *dbg, *alt;
 	struct unit *units;
 	size_t nunits;
 	struct range *ur; /* units' ranges (die = unit index), sorted */
@@ -150,18 +153,92 @@ nomem:
 	return -ENOMEM;
 }
 
-/* The DWARF of an ELF file at a trusted descriptor, or NULL. */
-static Dwarf *dwarf_of_fd(int fd, Elf **elf)
+/* Bytes of DWARF sections in e, inflated size counted for compressed
+ * ones; UINT64_MAX if the headers cannot be read. */
+static uint64_t debug_bytes(Elf *e)
 {
-	*elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!*elf)
-		return NULL;
-	Dwarf *d = elf_kind(*elf) == ELF_K_ELF ? dwarf_begin_elf(*elf, DWARF_C_READ, NULL) : NULL;
-	if (!d) {
-		elf_end(*elf);
-		*elf = NULL;
+	size_t shstrndx;
+	uint64_t sum = 0;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return UINT64_MAX;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(e, shstrndx, sh.sh_name)))
+			return UINT64_MAX;
+		if (strncmp(nm, ".debug_", 7) != 0 && strncmp(nm, ".zdebug_", 8) != 0)
+			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			continue;
+		sum += sh.sh_size;
+		if (sum > BT_UNTRUSTED_READ_MAX)
+			return sum; /* before reading a compression header of it */
+		GElf_Chdr ch;
+		if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+			sum += ch.ch_size;
 	}
-	return d;
+	return sum;
+}
+
+/* An Elf of our copy of fd for libdw: mapped if only root can change the
+ * file, else read, at most BT_UNTRUSTED_READ_MAX bytes of DWARF. */
+static int open_elf(struct bt_dwarf *dw, int which, int fd)
+{
+	if ((dw->fd[which] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return -1;
+	int map = bt_file_mappable(fd);
+	Elf *e = elf_begin(dw->fd[which], map ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
+	if (!e)
+		return -1;
+	dw->elf[which] = e;
+	if (elf_kind(e) != ELF_K_ELF || (!map && debug_bytes(e) > BT_UNTRUSTED_READ_MAX))
+		return -1;
+	return 0;
+}
+
+/* dwz's shared file, found by us (libdw would open the path the file
+ * names, blocking, and map it): 0, or -1 if named and not found. */
+static int open_alt(struct bt_dwarf *dw, const char *debug_dirs)
+{
+	const char *name;
+	const void *bid;
+	char *found = NULL;
+	ssize_t n = dwelf_dwarf_gnu_debugaltlink(dw->dbg, &name, &bid);
+
+	if (n == 0)
+		return 0;
+	if (n < 2)
+		return -1;
+	int fd = bt_debug_file_open(NULL, bid, (uint32_t)n, NULL, 0, debug_dirs, &found);
+	free(found);
+	if (fd < 0)
+		return -1;
+	int r = open_elf(dw, F_ALT, fd);
+	close(fd);
+	if (r || !(dw->alt = dwarf_begin_elf(dw->elf[F_ALT], DWARF_C_READ, NULL)))
+		return -1;
+	dwarf_setalt(dw->dbg, dw->alt);
+	return 0;
+}
+
+/* The DWARF of file `which` (opened), its shared file, its units. */
+static int begin(struct bt_dwarf *dw, int which, const char *debug_dirs)
+{
+	dw->dbg = dwarf_begin_elf(dw->elf[which], DWARF_C_READ, NULL);
+	if (!dw->dbg)
+		return -1;
+	if (open_alt(dw, debug_dirs) == 0 && index_units(dw) == 0 && dw->nunits)
+		return 0;
+	dwarf_end(dw->dbg);
+	dw->dbg = NULL;
+	free(dw->units);
+	free(dw->ur);
+	dw->units = NULL;
+	dw->ur = NULL;
+	dw->nunits = dw->nur = 0;
+	return -1;
 }
 
 struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id, uint32_t len,
@@ -171,38 +248,33 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 	unsigned char magic[4];
 	const void *bid = NULL;
 	char *found = NULL;
-	Elf *e = NULL;
 
 	if (!dw)
 		return NULL;
-	dw->fd[0] = dw->fd[1] = -1;
+	for (int i = 0; i < F_N; i++)
+		dw->fd[i] = -1;
 	if (elf_version(EV_CURRENT) == EV_NONE || pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0)
 		goto fail; /* not ELF (a compressed file would be inflated by libelf) */
-	if ((dw->fd[0] = bt_trusted_fd(fd)) < 0)
+	if (open_elf(dw, F_MAIN, fd))
 		goto fail;
-	e = elf_begin(dw->fd[0], ELF_C_READ_MMAP, NULL);
-	if (!e || elf_kind(e) != ELF_K_ELF)
-		goto fail_elf;
-	/* the same build as captured: a file rewritten in place since is not it */
-	ssize_t n = dwelf_elf_gnu_build_id(e, &bid);
-	if (len && (n != (ssize_t)len || memcmp(bid, build_id, len) != 0))
-		goto fail_elf;
-	dw->elf[0] = e;
-	dw->dbg = dwarf_begin_elf(e, DWARF_C_READ, NULL);
-	if (!dw->dbg) { /* stripped: its debug file */
-		GElf_Word crc;
-		const char *link = dwelf_elf_gnu_debuglink(e, &crc);
-		dw->fd[1] = bt_debug_file_open(path, n > 0 ? bid : NULL, n > 0 ? (uint32_t)n : 0, link, debug_dirs, &found);
-		free(found);
-		if (dw->fd[1] < 0 || !(dw->dbg = dwarf_of_fd(dw->fd[1], &dw->elf[1])))
-			goto fail;
-	}
-	if (index_units(dw) || !dw->nunits)
+	/* the same build as captured (its first 20 bytes): a file rewritten in
+	 * place since is not it */
+	ssize_t n = dwelf_elf_gnu_build_id(dw->elf[F_MAIN], &bid);
+	if (len && (n < (ssize_t)len || memcmp(bid, build_id, len) != 0))
 		goto fail;
-	return dw;
-fail_elf:
-	if (e)
-		elf_end(e);
+	if (begin(dw, F_MAIN, debug_dirs) == 0)
+		return dw;
+	/* stripped (or no unit of its own): its debug file */
+	GElf_Word crc = 0;
+	const char *link = dwelf_elf_gnu_debuglink(dw->elf[F_MAIN], &crc);
+	int dfd = bt_debug_file_open(path, n > 0 ? bid : NULL, n > 0 ? (uint32_t)n : 0, link, crc, debug_dirs, &found);
+	free(found);
+	if (dfd < 0)
+		goto fail;
+	int r = open_elf(dw, F_DEBUG, dfd);
+	close(dfd);
+	if (r == 0 && begin(dw, F_DEBUG, debug_dirs) == 0)
+		return dw;
 fail:
 	bt_dwarf_close(dw);
 	return NULL;
@@ -214,7 +286,9 @@ void bt_dwarf_close(struct bt_dwarf *dw)
 		return;
 	if (dw->dbg)
 		dwarf_end(dw->dbg);
-	for (int i = 0; i < 2; i++) {
+	if (dw->alt) /* set with dwarf_setalt: ours to end */
+		dwarf_end(dw->alt);
+	for (int i = 0; i < F_N; i++) {
 		if (dw->elf[i])
 			elf_end(dw->elf[i]);
 		if (dw->fd[i] >= 0)

@@ -1,25 +1,29 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trusted_file.h - files of other users read without trusting them. A file
- * the recorder maps (libdw maps what it reads) can be truncated by its
- * owner, and a read of the mapping past the new end kills the recorder
- * with SIGBUS; a path found in another process's maps or in a binary's
- * debug link may name a FIFO or a terminal. Files only root can change are
- * used as they are; the others are read through a sealed private copy.
+ * trusted_file.h - other users' files read without trusting them. A file
+ * the recorder maps can be truncated by whoever can write it, and a read
+ * of the mapping past the new end kills the recorder with SIGBUS; a path
+ * found in another process's maps or in a binary's debug link may name a
+ * FIFO, a terminal or a device whose open alone does something. So paths
+ * are opened only once known to be regular files, and only files nobody
+ * but root can change, on a local file system, are mapped; the others are
+ * read (libelf's ELF_C_READ), a bounded number of bytes.
  */
 #ifndef BTRACE_TRUSTED_FILE_H
 #define BTRACE_TRUSTED_FILE_H
 #include <stdint.h>
 
-/* Largest file copied (untrusted files beyond are not read). */
-#define BT_TRUSTED_COPY_MAX (256ull << 20)
+/* Bytes of debug sections read from a file that may not be mapped. */
+#define BT_UNTRUSTED_READ_MAX (256ull << 20)
 
-/* Open path for reading only if it is a regular file: never blocks (FIFO),
- * never becomes a controlling terminal. fd or -errno. */
+/* Open path for reading if it is a regular file (symbolic links
+ * followed), without ever opening anything else: it is looked at through
+ * an O_PATH descriptor first. Never blocks, never takes a terminal. fd or
+ * -errno (-ENOEXEC: not a regular file). */
 int bt_open_regular(const char *path);
-/* A descriptor of fd's contents that is safe to map: a new descriptor of
- * the same file if only root can change it, else of a sealed memfd copy
- * (at most BT_TRUSTED_COPY_MAX bytes; -EFBIG beyond). fd is not taken.
- * fd or -errno. */
-int bt_trusted_fd(int fd);
+/* Whether fd's file may be mapped: only root can change it (owner root, no
+ * group or other write: POSIX ACLs show in the group bits) and it lives on
+ * a local file system whose owner and modes mean what they say (not FUSE,
+ * NFS, overlays of containers). */
+int bt_file_mappable(int fd);
 #endif

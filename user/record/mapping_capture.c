@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include "mapping_capture.h"
 #include "elf_symbols.h"
+#include "trusted_file.h"
 
 #define PROC_SLOTS 4096u   /* process caches (open addressing, power of two) */
 #define MAX_FILES_FD 2048u /* descriptors kept at most (more files: path only) */
@@ -137,7 +138,7 @@ static uint32_t file_id(struct bt_mapcap *m, uint32_t tgid, const char *range, u
 		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%s", tgid, range);
 		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
 		if (f->fd < 0 && !(f->flags & BT_MAPFILE_DELETED))
-			f->fd = open(f->path, O_RDONLY | O_CLOEXEC); /* no CAP_SYS_ADMIN */
+			f->fd = bt_open_regular(f->path); /* no CAP_SYS_ADMIN; a FIFO put there must not block us */
 	}
 	if (f->fd >= 0) {
 		struct stat st;

@@ -181,6 +181,13 @@ static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *
 
 	if (fd < 0)
 		return l;
+	/* by path: the file there now must be the build captured */
+	uint8_t bid[20];
+	if (own >= 0 && m->build_id_len &&
+	    (bt_elf_build_id(fd, bid, sizeof(bid)) < m->build_id_len || memcmp(bid, m->build_id, m->build_id_len))) {
+		close(own);
+		return l;
+	}
 	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
 	l->ef = try_load(attach, m->path);
 	if (own >= 0)
@@ -188,7 +195,7 @@ static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *
 	/* Stripped: the separate debug file's symbols (by build-id). */
 	char *found = NULL;
 	int dfd = l->ef && !l->ef->has_symtab && m->build_id_len
-			  ? bt_debug_file_open(m->path, m->build_id, m->build_id_len, NULL, z->debug_dirs, &found)
+			  ? bt_debug_file_open(m->path, m->build_id, m->build_id_len, NULL, 0, z->debug_dirs, &found)
 			  : -1;
 	if (dfd >= 0) {
 		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", dfd);
