@@ -41,6 +41,7 @@ PKGS=(
 	systemd               # systemd-analyze verify/security of the unit
 	man-db                # man --warnings on the manual pages
 	strace                # the unit's system-call filter is checked against a real run
+	dwz                   # test_stacks: DWARF moved into a shared dwz file, as Debian's -dbgsym packages have it
 )
 
 # Benchmarks only (--bench): comparison tracers and load generators.

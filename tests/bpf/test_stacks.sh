@@ -224,6 +224,30 @@ else
 		not_ok "clang build lines" "$(grep -A5 'cpu_sample' "$T_TMP/samples5" | head -12)"
 fi
 
+# ---- DWARF shared through a dwz file (Debian's -dbgsym packages) ----------------------
+if command -v dwz >/dev/null && command -v objcopy >/dev/null; then
+	mkdir -p "$T_TMP/dz"
+	cp "$WL" "$T_TMP/dz/swz" && cp "$WL" "$T_TMP/dz/swz2" && cp "$TB/pingpong" "$T_TMP/dz/pp" 2>/dev/null
+	if dwz -m "$T_TMP/dz/common.debug" -M /nonexistent/common.debug "$T_TMP/dz/swz" "$T_TMP/dz/swz2" \
+		"$T_TMP/dz/pp" >/dev/null 2>&1 && readelf -S "$T_TMP/dz/swz" | grep -q gnu_debugaltlink; then
+		zid=$(readelf -n "$T_TMP/dz/common.debug" | awk '/Build ID:/ { print $3 }')
+		mkdir -p "$T_TMP/dz/dbg/.build-id/${zid:0:2}"
+		mv "$T_TMP/dz/common.debug" "$T_TMP/dz/dbg/.build-id/${zid:0:2}/${zid:2}.debug"
+		out7=$T_TMP/out7
+		rec_start "$T_TMP/rec7.log" --sample 997 --comm swz --debug-dir "$T_TMP/dz/dbg" --no-ctl -o "$out7" -m 16M ||
+			{ not_ok "recorder 7 starts" "$(cat "$T_TMP/rec7.log")"; finish; exit; }
+		echo go | "$T_TMP/dz/swz" 0.5 1 5 >/dev/null 2>&1
+		rec_stop "$REC_PID"
+		"$BT" report --stacks -e cpu_sample "$out7"/*.btd >"$T_TMP/samples7" 2>&1
+		grep -q "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples7" &&
+			grep -qE "^	hot_a\+0x[0-9a-f]+ \(swz\) stack_workload.c:$l_hot\$" "$T_TMP/samples7" &&
+			ok "dwz: the shared file found by build-id (not by the path it names), lines and inlined calls" ||
+			not_ok "dwz shared file" "$(grep -A4 'cpu_sample' "$T_TMP/samples7" | head -10)"
+	else
+		skip "dwz" "dwz made no shared file here"
+	fi
+fi
+
 # ---- a debug link to a FIFO ---------------------------------------------------------
 if command -v objcopy >/dev/null && command -v mkfifo >/dev/null; then
 	mkdir -p "$T_TMP/fl"

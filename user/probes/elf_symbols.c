@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <libelf.h>
@@ -750,36 +751,18 @@ const char *bt_elf_func_name(struct bt_elf_func *f)
  * with SIGBUS (trusted_file.h). */
 uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len)
 {
-	Elf *e;
-	size_t phnum = 0;
+	const void *bits;
 	uint32_t n = 0;
+	Elf *e;
 
-	if (elf_version(EV_CURRENT) == EV_NONE)
+	if (elf_version(EV_CURRENT) == EV_NONE || !(e = elf_begin(fd, ELF_C_READ, NULL)))
 		return 0;
-	e = elf_begin(fd, ELF_C_READ, NULL);
-	if (!e)
-		return 0;
-	if (elf_kind(e) == ELF_K_ELF && elf_getphdrnum(e, &phnum) == 0) {
-		for (size_t i = 0; i < phnum && !n; i++) {
-			GElf_Phdr ph;
-			Elf_Data *d;
-			GElf_Nhdr nh;
-			size_t off = 0, next, name_off, desc_off;
-
-			if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_NOTE)
-				continue;
-			d = elf_getdata_rawchunk(e, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_NHDR);
-			if (!d)
-				continue;
-			while (!n && (next = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
-				off = next;
-				if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
-				    memcmp((char *)d->d_buf + name_off, "GNU", 4) == 0 && nh.n_descsz) {
-					n = nh.n_descsz < len ? nh.n_descsz : len;
-					memcpy(out, (char *)d->d_buf + desc_off, n);
-				}
-			}
-		}
+	/* libdw's reader: program headers' notes, else note sections (a debug
+	 * or dwz file has no program headers) */
+	ssize_t k = elf_kind(e) == ELF_K_ELF ? dwelf_elf_gnu_build_id(e, &bits) : -1;
+	if (k > 0) {
+		n = (uint32_t)k < len ? (uint32_t)k : len;
+		memcpy(out, bits, n);
 	}
 	elf_end(e);
 	return n;
