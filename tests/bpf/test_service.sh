@@ -138,7 +138,11 @@ touch "$T_TMP/stop-sampler"
 wait "$SAMPLER"
 max=$(sort -n "$T_TMP/samples" | tail -1)
 n=$(wc -l <"$T_TMP/samples")
-[ "${max:-0}" -le $LIMIT ] && [ "$n" -gt 100 ] &&
+# (a sample forks find and awk: under an emulated CPU, BT_TEST_EMULATED,
+# 50 dumps see about 100 of them, not several hundred)
+min_samples=100
+[ -n "${BT_TEST_EMULATED:-}" ] && min_samples=30
+[ "${max:-0}" -le $LIMIT ] && [ "$n" -gt $min_samples ] &&
 	ok "the directory never held more than the quota ($max <= $LIMIT bytes, $n samples)" ||
 	not_ok "quota exceeded: $max > $LIMIT ($n samples)"
 written=$(grep -c "written to" "$LOG")
