@@ -370,6 +370,25 @@ static uint32_t die_udata(Dwarf_Die *die, unsigned attr)
 
 /* ---- a unit's functions ------------------------------------------------------ */
 
+/* Functions defined inside function fn, in it or its blocks, with code of
+ * their own elsewhere (GCC's OpenMP bodies, Fortran's internal
+ * procedures). */
+static int index_nested(struct rvec *v, Dwarf_Die *fn, int depth)
+{
+	Dwarf_Die c;
+
+	if (depth >= NEST_MAX || dwarf_child(fn, &c) != 0)
+		return 0;
+	do {
+		int tag = dwarf_tag(&c);
+		if (tag == DW_TAG_subprogram && push_ranges(v, &c, dwarf_dieoffset(&c)))
+			return -ENOMEM;
+		if ((tag == DW_TAG_subprogram || tag == DW_TAG_lexical_block) && index_nested(v, &c, depth + 1))
+			return -ENOMEM;
+	} while (dwarf_siblingof(&c, &c) == 0);
+	return 0;
+}
+
 /* Functions with code under die (children, and those of namespaces,
  * classes and structures, where C++ defines them). */
 static int index_fns(struct rvec *v, Dwarf_Die *die, int depth)
@@ -381,7 +400,7 @@ static int index_fns(struct rvec *v, Dwarf_Die *die, int depth)
 	do {
 		switch (dwarf_tag(&c)) {
 		case DW_TAG_subprogram:
-			if (push_ranges(v, &c, dwarf_dieoffset(&c)))
+			if (push_ranges(v, &c, dwarf_dieoffset(&c)) || index_nested(v, &c, depth + 1))
 				return -ENOMEM;
 			break;
 		case DW_TAG_namespace:
