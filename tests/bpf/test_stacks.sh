@@ -257,6 +257,39 @@ if command -v dwz >/dev/null && command -v objcopy >/dev/null; then
 	fi
 fi
 
+# ---- a function defined inside a function (GCC's OpenMP bodies) ----------------------
+cat >"$T_TMP/omp.c" <<'EOF'
+#include <stdio.h>
+int main(void)
+{
+	double s = 0;
+	for (int r = 0; r < 200; r++) {
+#pragma omp parallel for reduction(+ : s)
+		for (long i = 0; i < 2000000; i++)
+			s += (double)i * 1e-9; /* LINE:omp_body */
+	}
+	printf("%g\n", s);
+	return 0;
+}
+EOF
+# no symbol table: the body's name must come from DWARF, where its DIE sits
+# inside main's
+if gcc -O1 -g -fopenmp -fno-omit-frame-pointer "$T_TMP/omp.c" -o "$T_TMP/swomp.full" 2>/dev/null &&
+	strip --strip-all --keep-section='.debug_*' "$T_TMP/swomp.full" -o "$T_TMP/swomp" 2>/dev/null; then
+	out8=$T_TMP/out8
+	rec_start "$T_TMP/rec8.log" --sample 997 --comm swomp --no-ctl -o "$out8" -m 16M ||
+		{ not_ok "recorder 8 starts" "$(cat "$T_TMP/rec8.log")"; finish; exit; }
+	OMP_NUM_THREADS=2 timeout 60 "$T_TMP/swomp" >/dev/null 2>&1
+	rec_stop "$REC_PID"
+	l_omp=$(grep -n 'LINE:omp_body' "$T_TMP/omp.c" | cut -d: -f1)
+	"$BT" report --stacks -e cpu_sample "$out8"/*.btd 2>&1 |
+		grep -qE "^	main\._omp_fn\.0\+0x[0-9a-f]+ \(swomp\) omp.c:$l_omp\$" &&
+		ok "a function nested in main (OpenMP's main._omp_fn.0), no symbol table: named by DWARF, with its line" ||
+		not_ok "OpenMP body" "$("$BT" report --stacks -e cpu_sample "$out8"/*.btd 2>&1 | grep -m4 'omp')"
+else
+	skip "OpenMP body" "gcc -fopenmp builds nothing here"
+fi
+
 # ---- a debug link to a FIFO ---------------------------------------------------------
 if command -v objcopy >/dev/null && command -v mkfifo >/dev/null; then
 	mkdir -p "$T_TMP/fl"
