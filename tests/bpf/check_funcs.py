@@ -119,11 +119,17 @@ try:
         # The gap is the code run between the record and the switch: under
         # an emulated CPU (the kernel matrix's qemu TCG) it takes ~10x
         # longer; the order (>= 0) is what the clocks' agreement decides.
-        lim = 50 if not os.environ.get('BT_TEST_EMULATED') else 500
-        if not (0 <= so - before <= lim):
-            err(f'nap: switched away {so - before} us after now_ns() returned (want 0..{lim})')
-        if not (0 <= after - si <= lim):
-            err(f'nap: now_ns() entered {after - si} us after the switch back (want 0..{lim})')
+        # There, too, the guest's TSC (the host's, under TCG) and its
+        # BOOTTIME (another clock source) drift apart within a calibration
+        # window: a record extrapolated from its batch's start was seen up
+        # to 7 ms late (CI), so the order is only checked to 10 ms.
+        emulated = bool(os.environ.get('BT_TEST_EMULATED'))
+        lim = 50 if not emulated else 500
+        low = 0 if not emulated else -10000
+        if not (low <= so - before <= lim):
+            err(f'nap: switched away {so - before} us after now_ns() returned (want {low}..{lim})')
+        if not (low <= after - si <= lim):
+            err(f'nap: now_ns() entered {after - si} us after the switch back (want {low}..{lim})')
         print(f'# nap: away {so - before} us after the last record, back {after - si} us before the next')
 except (StopIteration, ValueError):
     err(f'nap tid {ntid}: records missing: {nev[:6]}')

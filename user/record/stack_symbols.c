@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "stack_symbols.h"
@@ -20,12 +21,13 @@
 #include "stack_srclines.h"
 #include "util.h"
 
-/* DWARF handles kept open between dumps: each holds a file's debug
- * information in memory (tens of MiB for a big library), so a recorder
- * that met thousands of files over weeks keeps only the recently used
- * ones. A dump opens all it needs (closing one it will need again would
- * read it again), the excess is closed after it. */
-#define DWARF_OPEN_MAX 16
+/* DWARF handles kept open after a dump: none. Each holds a file's debug
+ * information in memory (~20 MiB for a system's worth of debug packages,
+ * measured), which an always-on recorder should not keep between dumps
+ * that may be hours apart; reading it again costs ~0.1 s per dump. A dump
+ * opens all it needs (closing one it will need again would read it
+ * again). */
+#define DWARF_OPEN_MAX 0
 
 enum { DW_UNTRIED, DW_OPEN, DW_NONE, DW_CLOSED };
 
@@ -140,8 +142,8 @@ static struct bt_dwarf *dwarf_of(struct bt_symbolizer *z, struct bt_stack_table 
 	return l->dw;
 }
 
-/* After a dump: the least recently used DWARF handles closed down to
- * DWARF_OPEN_MAX. */
+/* After a dump: DWARF handles closed down to DWARF_OPEN_MAX, least
+ * recently used first. */
 static void dwarf_trim(struct bt_symbolizer *z)
 {
 	while (z->dw_open > DWARF_OPEN_MAX) {
@@ -397,6 +399,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	}
 	int lr = ls ? bt_srclines_finish(ls, s) : 0;
 	dwarf_trim(z);
+	malloc_trim(0); /* what the DWARF took goes back to the system, not only to malloc */
 	if (lr)
 		bt_warn("source lines left out of the dump: %s", strerror(-lr));
 	/* The encoder writes each stack's frames from `first`: s->nframes is
