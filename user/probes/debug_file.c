@@ -43,19 +43,17 @@ static uint32_t file_crc(int fd, int *ok)
 /* Open a candidate: a regular file (nothing else is ever opened), of the
  * build wanted: the build-id if there is one, else the debug link's CRC.
  * fd or -1. */
-static int try_open(const char *cand, const struct want *w, char **found)
+static int try_open(const char *cand, const struct want *w)
 {
 	int fd = bt_open_regular(cand), ok;
-	uint8_t bid[20];
 
 	if (fd < 0)
 		return -1;
-	if (w->len ? bt_elf_build_id(fd, bid, sizeof(bid)) < w->len || memcmp(bid, w->build_id, w->len) != 0
-		   : !w->has_crc || file_crc(fd, &ok) != w->crc || !ok) {
+	if (w->len ? !bt_elf_build_id_is(fd, w->build_id, w->len) : !w->has_crc || file_crc(fd, &ok) != w->crc || !ok) {
 		close(fd);
 		return -1;
 	}
-	if (!(*found = strdup(cand))) {
+	if (w->found && !(*w->found = strdup(cand))) {
 		close(fd);
 		return -1;
 	}
@@ -95,7 +93,7 @@ static int by_build_id(const char *dir, void *arg)
 	if (n <= 0 || (size_t)n + 7 > sizeof(cand))
 		return -1;
 	snprintf(cand + n, sizeof(cand) - (size_t)n, ".debug");
-	return try_open(cand, w, w->found);
+	return try_open(cand, w);
 }
 
 /* DIR/<binary's directory>/LINK under a debug directory. */
@@ -108,16 +106,18 @@ static int by_link_under(const char *dir, void *arg)
 	if (!slash || w->path[0] != '/')
 		return -1;
 	snprintf(cand, sizeof(cand), "%s%.*s/%s", dir, (int)(slash - w->path), w->path, w->debuglink);
-	return try_open(cand, w, w->found);
+	return try_open(cand, w);
 }
 
 int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, const char *debuglink,
 		       uint32_t crc, const char *debug_dirs, char **found)
 {
-	struct want w = { path, debuglink, build_id, len > 20 ? 20 : len, crc, debuglink != NULL, found };
+	struct want w = { path, debuglink, build_id, len > BT_BUILD_ID_MAX ? BT_BUILD_ID_MAX : len, crc,
+			  debuglink != NULL, found };
 	int fd;
 
-	*found = NULL;
+	if (found)
+		*found = NULL;
 	if (w.len >= 2 && (fd = each_dir(debug_dirs, by_build_id, &w)) >= 0)
 		return fd;
 	/* A debug link is the binary's word: a plain name only (no "../"), and
@@ -130,10 +130,10 @@ int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, 
 		char cand[8400];
 		int dl = (int)(slash - path);
 		snprintf(cand, sizeof(cand), "%.*s/%s", dl, path, debuglink);
-		if (strcmp(cand, path) != 0 && (fd = try_open(cand, &w, found)) >= 0)
+		if (strcmp(cand, path) != 0 && (fd = try_open(cand, &w)) >= 0)
 			return fd;
 		snprintf(cand, sizeof(cand), "%.*s/.debug/%s", dl, path, debuglink);
-		if ((fd = try_open(cand, &w, found)) >= 0)
+		if ((fd = try_open(cand, &w)) >= 0)
 			return fd;
 	}
 	fd = each_dir(debug_dirs, by_link_under, &w);

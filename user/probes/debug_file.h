@@ -17,7 +17,7 @@
  * by build-id only) with that build-id (len 0: none; at most 20 bytes
  * compared, as captured) and debug link (NULL: none) with its crc;
  * debug_dirs: colon-separated, or NULL. A read-only descriptor, its path
- * in *found (malloc'd), or -errno (-ENOENT: none found). */
+ * in *found (malloc'd; found may be NULL), or -errno (-ENOENT: none found). */
 int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, const char *debuglink,
 		       uint32_t crc, const char *debug_dirs, char **found);
 #endif

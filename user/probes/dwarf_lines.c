@@ -204,15 +204,13 @@ static int open_alt(struct bt_dwarf *dw, const char *debug_dirs)
 {
 	const char *name;
 	const void *bid;
-	char *found = NULL;
 	ssize_t n = dwelf_dwarf_gnu_debugaltlink(dw->dbg, &name, &bid);
 
 	if (n == 0)
 		return 0;
 	if (n < 2)
 		return -1;
-	int fd = bt_debug_file_open(NULL, bid, (uint32_t)n, NULL, 0, debug_dirs, &found);
-	free(found);
+	int fd = bt_debug_file_open(NULL, bid, (uint32_t)n, NULL, 0, debug_dirs, NULL);
 	if (fd < 0)
 		return -1;
 	int r = open_elf(dw, F_ALT, fd);
@@ -245,17 +243,13 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 			       const char *debug_dirs)
 {
 	struct bt_dwarf *dw = calloc(1, sizeof(*dw));
-	unsigned char magic[4];
 	const void *bid = NULL;
-	char *found = NULL;
 
 	if (!dw)
 		return NULL;
 	for (int i = 0; i < F_N; i++)
 		dw->fd[i] = -1;
-	if (elf_version(EV_CURRENT) == EV_NONE || pread(fd, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0)
-		goto fail; /* not ELF (a compressed file would be inflated by libelf) */
-	if (open_elf(dw, F_MAIN, fd))
+	if (elf_version(EV_CURRENT) == EV_NONE || open_elf(dw, F_MAIN, fd)) /* not ELF: refused there */
 		goto fail;
 	/* the same build as captured (its first 20 bytes): a file rewritten in
 	 * place since is not it */
@@ -267,8 +261,7 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 	/* stripped (or no unit of its own): its debug file */
 	GElf_Word crc = 0;
 	const char *link = dwelf_elf_gnu_debuglink(dw->elf[F_MAIN], &crc);
-	int dfd = bt_debug_file_open(path, n > 0 ? bid : NULL, n > 0 ? (uint32_t)n : 0, link, crc, debug_dirs, &found);
-	free(found);
+	int dfd = bt_debug_file_open(path, n > 0 ? bid : NULL, n > 0 ? (uint32_t)n : 0, link, crc, debug_dirs, NULL);
 	if (dfd < 0)
 		goto fail;
 	int r = open_elf(dw, F_DEBUG, dfd);

@@ -729,17 +729,6 @@ struct bt_elf_func *bt_elf_func_at_vaddr(struct bt_elf_file *ef, uint64_t vaddr)
 	return f;
 }
 
-struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off)
-{
-	const struct bt_elf_seg *seg = seg_of_offset(ef, off);
-	struct bt_elf_func *f;
-
-	if (!seg || !(f = bt_elf_func_at_vaddr(ef, off - seg->off + seg->vaddr)))
-		return NULL;
-	*func_off = f->vaddr - seg->vaddr + seg->off;
-	return f;
-}
-
 const char *bt_elf_func_name(struct bt_elf_func *f)
 {
 	const char *d = efunc_dem(f);
@@ -766,4 +755,13 @@ uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len)
 	}
 	elf_end(e);
 	return n;
+}
+
+int bt_elf_build_id_is(int fd, const uint8_t *build_id, uint32_t len)
+{
+	uint8_t bid[BT_BUILD_ID_MAX];
+
+	if (len > sizeof(bid))
+		len = sizeof(bid);
+	return bt_elf_build_id(fd, bid, sizeof(bid)) >= len && memcmp(bid, build_id, len) == 0;
 }

@@ -51,7 +51,7 @@ struct bt_elf_file {
 	size_t nseg;
 	struct bt_elf_note *notes;
 	size_t nnotes;
-	size_t *by_addr; /* f indices by address (bt_elf_func_at_offset), built on first use */
+	size_t *by_addr; /* f indices by address (bt_elf_func_at_vaddr), built on first use */
 	size_t nby;
 	/* a load failure is remembered with its message */
 	int err;
@@ -66,21 +66,20 @@ void bt_elf_free(struct bt_elf_file *ef);
 int bt_elf_resolve_sym(struct bt_elf_file *ef, const char *path, const struct bt_uprobe_spec *spec,
 		       struct bt_uprobe_sym *out, char **err);
 
-/* Symbolization (stack_symbols.c): the function containing file offset
- * `off` of ef (a code address of a mapping, as offset into the file), with
- * the file offset of its first byte; NULL if no symbol covers it. A symbol
- * without a size covers up to the next one. */
-struct bt_elf_func *bt_elf_func_at_offset(struct bt_elf_file *ef, uint64_t off, uint64_t *func_off);
-/* The link-time address of file offset off: 0, or -ENOENT if no loadable
- * segment holds it. */
+/* Symbolization (stack_symbols.c): the link-time address of file offset
+ * off: 0, or -ENOENT if no loadable segment holds it. */
 int bt_elf_offset_to_vaddr(const struct bt_elf_file *ef, uint64_t off, uint64_t *vaddr);
-/* The function containing link-time address vaddr, NULL if none (as
- * bt_elf_func_at_offset): how a separate debug file's symbols are looked
- * up, its segments' file offsets being not those of the binary. */
+/* The function containing link-time address vaddr, NULL if none; a symbol
+ * without a size covers up to the next one. By address: a separate debug
+ * file's segments have no file offsets. */
 struct bt_elf_func *bt_elf_func_at_vaddr(struct bt_elf_file *ef, uint64_t vaddr);
 /* Its name to show: demangled for C++, else as in the symbol table. */
 const char *bt_elf_func_name(struct bt_elf_func *f);
 /* The GNU build-id of the ELF file at fd into out (at most len bytes); its
  * length, 0 if none. The file is read, not mapped. */
 uint32_t bt_elf_build_id(int fd, uint8_t *out, uint32_t len);
+#define BT_BUILD_ID_MAX 20 /* bytes of a build-id captured and compared */
+/* Whether the ELF file at fd has that build-id (its first len bytes, at
+ * most BT_BUILD_ID_MAX: what was captured). */
+int bt_elf_build_id_is(int fd, const uint8_t *build_id, uint32_t len);
 #endif

@@ -15,10 +15,10 @@
 #define BTRACE_MAPPING_CAPTURE_H
 #include <stddef.h>
 #include <stdint.h>
+#include "elf_symbols.h" /* BT_BUILD_ID_MAX */
 
 #define BT_MAP_KERNEL 0u            /* frame map id of kernel addresses */
 #define BT_MAP_NONE 0xffffffffu     /* a user address in no file mapping (anonymous, JIT, process gone) */
-#define BT_BUILD_ID_MAX 20
 
 struct bt_mapfile {
 	uint64_t dev, ino;

@@ -21,23 +21,19 @@
 #include "stack_srclines.h"
 #include "util.h"
 
-/* DWARF handles kept open after a dump: none. Each holds a file's debug
- * information in memory (~20 MiB for a system's worth of debug packages,
- * measured), which an always-on recorder should not keep between dumps
- * that may be hours apart; reading it again costs ~0.1 s per dump. A dump
- * opens all it needs (closing one it will need again would read it
- * again). */
-#define DWARF_OPEN_MAX 0
-
-enum { DW_UNTRIED, DW_OPEN, DW_NONE, DW_CLOSED };
+/* A file's DWARF is opened the first time a dump needs it and closed
+ * after that dump: it holds the file's debug information in memory (~20
+ * MiB for a system's worth of debug packages, measured), which an
+ * always-on recorder should not keep between dumps that may be hours
+ * apart; reading it again costs ~0.1 s per dump. */
+enum { DW_UNTRIED, DW_OPEN, DW_NONE };
 
 struct loaded {
 	int tried;
 	struct bt_elf_file *ef;  /* the mapped file's symbols (NULL: not ELF, or gone) */
 	struct bt_elf_file *dbg; /* its separate debug file's, when it has no .symtab */
-	struct bt_dwarf *dw;     /* its DWARF when dw_state is DW_OPEN */
-	int dw_state;            /* DW_NONE: none found; DW_CLOSED: closed to make room, reopened on use */
-	uint64_t dw_used;        /* the symbolizer's clock at its last use */
+	struct bt_dwarf *dw;     /* its DWARF when dw_state is DW_OPEN (this dump) */
+	int dw_state;            /* DW_NONE: none found (not asked again) */
 };
 
 struct bt_symbolizer {
@@ -46,8 +42,6 @@ struct bt_symbolizer {
 	struct loaded *files; /* [map id] */
 	size_t nfiles;
 	char *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
-	unsigned dw_open;
-	uint64_t clock;
 	int source_lines;
 };
 
@@ -111,10 +105,7 @@ static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_
 	*own = -1;
 	if (fd >= 0)
 		return fd;
-	if (stat(m->path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_ino != m->ino)
-		return -1;
-	/* and again once open: it may have been swapped for a FIFO meanwhile */
-	if ((fd = bt_open_regular(m->path)) < 0)
+	if ((fd = bt_open_regular(m->path)) < 0) /* never a FIFO or a device */
 		return -1;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != m->ino) {
 		close(fd);
@@ -123,41 +114,32 @@ static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_
 	return *own = fd;
 }
 
-/* The DWARF of l (map id `map`), opened on first use and again after it
- * was closed to make room; NULL if none is found. */
+/* The DWARF of l (map id `map`), opened on its first use in a dump; NULL
+ * if none is found. */
 static struct bt_dwarf *dwarf_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
 				 uint32_t map, struct loaded *l)
 {
 	const struct bt_dump_map *m = &s->maps[map - 1];
 
-	l->dw_used = ++z->clock;
-	if (l->dw_state == DW_OPEN || l->dw_state == DW_NONE)
+	if (l->dw_state != DW_UNTRIED)
 		return l->dw;
 	int own, fd = map_fd(t, m, map, &own);
 	l->dw = fd >= 0 ? bt_dwarf_open(fd, m->path, m->build_id, m->build_id_len, z->debug_dirs) : NULL;
 	if (own >= 0)
 		close(own);
 	l->dw_state = l->dw ? DW_OPEN : DW_NONE;
-	z->dw_open += l->dw != NULL;
 	return l->dw;
 }
 
-/* After a dump: DWARF handles closed down to DWARF_OPEN_MAX, least
- * recently used first. */
-static void dwarf_trim(struct bt_symbolizer *z)
+/* After a dump: its DWARF handles closed, opened again by the next. */
+static void dwarf_close_all(struct bt_symbolizer *z)
 {
-	while (z->dw_open > DWARF_OPEN_MAX) {
-		struct loaded *lru = NULL;
-		for (size_t i = 0; i < z->nfiles; i++)
-			if (z->files[i].dw_state == DW_OPEN && (!lru || z->files[i].dw_used < lru->dw_used))
-				lru = &z->files[i];
-		if (!lru)
-			break;
-		bt_dwarf_close(lru->dw);
-		lru->dw = NULL;
-		lru->dw_state = DW_CLOSED;
-		z->dw_open--;
-	}
+	for (size_t i = 0; i < z->nfiles; i++)
+		if (z->files[i].dw_state == DW_OPEN) {
+			bt_dwarf_close(z->files[i].dw);
+			z->files[i].dw = NULL;
+			z->files[i].dw_state = DW_UNTRIED;
+		}
 }
 
 /* Map id `map` (1-based) loaded once: its symbols, and its separate debug
@@ -184,9 +166,7 @@ static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *
 	if (fd < 0)
 		return l;
 	/* by path: the file there now must be the build captured */
-	uint8_t bid[20];
-	if (own >= 0 && m->build_id_len &&
-	    (bt_elf_build_id(fd, bid, sizeof(bid)) < m->build_id_len || memcmp(bid, m->build_id, m->build_id_len))) {
+	if (own >= 0 && m->build_id_len && !bt_elf_build_id_is(fd, m->build_id, m->build_id_len)) {
 		close(own);
 		return l;
 	}
@@ -355,7 +335,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			const char *name = NULL, *dwarf_name = NULL;
 
 			if (fr[f].map == BT_DMAP_KERNEL) {
-				name = bt_kallsyms_find(z->ks, f ? fr[f].off - 1 : fr[f].off, &start, &size);
+				name = bt_kallsyms_find(z->ks, bt_frame_lookup_off(fr[f].off, f), &start, &size);
 				if (name && f == skip && is_tracing_frame(name)) {
 					skip++; /* the recorder's program and its caller: not the traced code */
 					continue;
@@ -398,7 +378,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 		nf += k->nframes;
 	}
 	int lr = ls ? bt_srclines_finish(ls, s) : 0;
-	dwarf_trim(z);
+	dwarf_close_all(z);
 	malloc_trim(0); /* what the DWARF took goes back to the system, not only to malloc */
 	if (lr)
 		bt_warn("source lines left out of the dump: %s", strerror(-lr));
