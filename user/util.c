@@ -320,3 +320,11 @@ const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len)
 	buf[o] = '\0';
 	return buf;
 }
+
+uint64_t bt_str_hash(const char *s, uint64_t seed)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}

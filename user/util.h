@@ -69,6 +69,10 @@ const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len);
 /* The buffer bt_escape_text needs for a name of n bytes. */
 #define BT_ESCAPED_LEN(n) (4 * (n) + 1)
 
+/* FNV-1a of a NUL-terminated string, from seed (0 for none): the hash of
+ * the tool's string-keyed tables. */
+uint64_t bt_str_hash(const char *s, uint64_t seed);
+
 uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
 uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
 #endif

@@ -201,3 +201,11 @@ const struct bt_dump_srcloc *bt_dump_srcloc_find(const struct bt_dump_stacks *s,
 	}
 	return NULL;
 }
+
+const struct bt_dump_srcloc *bt_dump_frame_srcloc(const struct bt_dump_stacks *s, const struct bt_dump_frame *f,
+						  uint32_t f_index)
+{
+	if (!s->nlocs || f->map == BT_DMAP_KERNEL || f->map == BT_DMAP_NONE)
+		return NULL;
+	return bt_dump_srcloc_find(s, f->map, bt_frame_lookup_off(f->off, f_index));
+}

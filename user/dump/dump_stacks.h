@@ -137,4 +137,8 @@ int64_t bt_dump_srclocs_encode(const struct bt_dump_stacks *s, uint8_t **out);
 int bt_dump_srclocs_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
 /* The source lines of (map, lookup offset), NULL if none. */
 const struct bt_dump_srcloc *bt_dump_srcloc_find(const struct bt_dump_stacks *s, uint32_t map, uint64_t off);
+/* The source lines of frame f, at index f_index (innermost 0) of its
+ * stack; NULL if none (kernel and unmapped frames have none). */
+const struct bt_dump_srcloc *bt_dump_frame_srcloc(const struct bt_dump_stacks *s, const struct bt_dump_frame *f,
+						  uint32_t f_index);
 #endif

@@ -6,14 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "string_set.h"
-
-static uint64_t str_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
+#include "util.h"
 
 static int grow(struct bt_strset *t)
 {
@@ -24,7 +17,7 @@ static int grow(struct bt_strset *t)
 	for (size_t i = 0; i < t->nslots; i++) {
 		if (!t->slot[i])
 			continue;
-		size_t k = str_hash(t->p + t->slot[i] - 1) & (nslots - 1);
+		size_t k = bt_str_hash(t->p + t->slot[i] - 1, 0) & (nslots - 1);
 		while (slot[k])
 			k = (k + 1) & (nslots - 1);
 		slot[k] = t->slot[i];
@@ -43,7 +36,7 @@ uint32_t bt_strset_add(struct bt_strset *t, const char *s)
 		return 0;
 	if (2 * (t->n + 1) > t->nslots && (t->err = grow(t)))
 		return 0;
-	size_t k = str_hash(s) & (t->nslots - 1);
+	size_t k = bt_str_hash(s, 0) & (t->nslots - 1);
 	while (t->slot[k]) {
 		if (strcmp(t->p + t->slot[k] - 1, s) == 0)
 			return t->slot[k] - 1;

@@ -34,6 +34,7 @@
 #include "dump_stacks.h"
 #include "events.h"
 #include "export_perfetto_stacks.h"
+#include "util.h"
 #include "report_stacks.h"
 
 /* InternedData */
@@ -118,14 +119,6 @@ static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint
 	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
 }
 
-static uint64_t str_hash(const char *p)
-{
-	uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
-	for (; *p; p++)
-		h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-	return h;
-}
-
 /* Room for n strings: 0 or -ENOMEM. */
 static int sset_init(struct sset *t, size_t n)
 {
@@ -142,7 +135,7 @@ static uint32_t sset_add(struct sset *t, const char *p)
 {
 	if (!p || !*p)
 		return 0;
-	size_t i = str_hash(p) & (t->nslots - 1);
+	size_t i = bt_str_hash(p, 0) & (t->nslots - 1);
 	while (t->slot[i] && strcmp(t->str[t->slot[i] - 1], p))
 		i = (i + 1) & (t->nslots - 1);
 	if (!t->slot[i]) {
@@ -275,16 +268,6 @@ static uint64_t name_key(const struct bt_dump_stacks *s, const struct bt_dump_fr
 	return (uint64_t)map_iid(s, f->map) << 32 | (uint32_t)name;
 }
 
-/* The source lines of frame i (innermost 0) of a stack, innermost first;
- * NULL if none. */
-static const struct bt_dump_srcloc *frame_loc(const struct bt_pf_stacks *ps, const struct bt_dump_frame *f,
-					      uint32_t i)
-{
-	if (!ps->line_fn || f->map == BT_DMAP_KERNEL || f->map == BT_DMAP_NONE)
-		return NULL;
-	return bt_dump_srcloc_find(ps->s, f->map, bt_frame_lookup_off(f->off, i));
-}
-
 /* The Frame of the call inlined at line li of l, seen from frame f: same
  * mapping and rel_pc as f, so one per rel_pc of the lines' address. */
 static uint64_t inl_iid(const struct bt_dump_stacks *s, const struct bt_dump_srcloc *l, const struct bt_dump_frame *f,
@@ -308,7 +291,7 @@ static uint32_t frame_levels(const struct bt_pf_stacks *ps, const struct bt_dump
 {
 	const struct bt_dump_stacks *s = ps->s;
 	const struct bt_dump_frame *f = &s->frames[st->first + i];
-	const struct bt_dump_srcloc *l = frame_loc(ps, f, i);
+	const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(ps->s, f, i);
 	uint32_t n = 0;
 
 	iid[n] = st->first + i + 1;
@@ -350,7 +333,7 @@ static void put_frames(struct bt_pf_stacks *ps, struct pbw *w)
 		const struct bt_dump_stack *st = &s->stacks[k];
 		for (uint32_t i = 0; i < st->nframes; i++) {
 			const struct bt_dump_frame *f = &s->frames[st->first + i];
-			const struct bt_dump_srcloc *l = frame_loc(ps, f, i);
+			const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(ps->s, f, i);
 			put_frame(ps, w, st->first + i + 1, name_iid(s, f), f, l ? l->first + l->nlines - 1 : NO_LINE);
 			for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
 				uint64_t li = l->first + q, bit = 2 * li + (f->off != l->off);

@@ -17,6 +17,7 @@
 #include "dump_stacks.h"
 #include "event_names.h"
 #include "report_stacks.h"
+#include "util.h"
 
 #define TOP_FUNCS 25
 
@@ -40,15 +41,6 @@ static const char *frame_map_name(const struct bt_dump_stacks *s, const struct b
 	return base_name(s->maps[f->map - 1].path);
 }
 
-/* The source lines of a user frame, innermost first; NULL if none. */
-static const struct bt_dump_srcloc *frame_loc(const struct bt_dump_stacks *s, const struct bt_dump_frame *f,
-					      int f_index)
-{
-	if (!s->nlocs || f->map == BT_DMAP_KERNEL || f->map == BT_DMAP_NONE)
-		return NULL;
-	return bt_dump_srcloc_find(s, f->map, bt_frame_lookup_off(f->off, (uint32_t)f_index));
-}
-
 /* " file.c:75" (the path's last part: the dump keeps it whole) */
 static void src_text(const struct bt_dump_srcline *l, char *buf, size_t len)
 {
@@ -63,7 +55,7 @@ void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
-	const struct bt_dump_srcloc *l = frame_loc(s, f, f_index);
+	const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(s, f, (uint32_t)f_index);
 	char src[1024] = "";
 
 	if (l)
@@ -112,7 +104,7 @@ void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, cons
 	}
 	for (uint32_t i = 0; i < k->nframes; i++) {
 		const struct bt_dump_frame *f = &s->frames[k->first + i];
-		const struct bt_dump_srcloc *l = frame_loc(s, f, (int)i);
+		const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(s, f, i);
 		/* calls the compiler inlined here, innermost first */
 		for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
 			const struct bt_dump_srcline *sl = &s->lines[l->first + q];
@@ -150,14 +142,6 @@ struct agg {
 	size_t n, cap; /* cap: power of two */
 };
 
-static uint64_t str_hash(const char *s, uint32_t tgid)
-{
-	uint64_t h = 0xcbf29ce484222325ull ^ tgid;
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
-	return h;
-}
-
 static struct agg_ent *agg_get(struct agg *g, const char *key, uint32_t tgid)
 {
 	if (g->n * 2 >= g->cap) {
@@ -168,7 +152,7 @@ static struct agg_ent *agg_get(struct agg *g, const char *key, uint32_t tgid)
 		for (size_t i = 0; i < g->cap; i++) {
 			if (!g->e[i].key)
 				continue;
-			size_t k = str_hash(g->e[i].key, g->e[i].tgid) & (cap - 1);
+			size_t k = bt_str_hash(g->e[i].key, g->e[i].tgid) & (cap - 1);
 			while (e[k].key)
 				k = (k + 1) & (cap - 1);
 			e[k] = g->e[i];
@@ -177,7 +161,7 @@ static struct agg_ent *agg_get(struct agg *g, const char *key, uint32_t tgid)
 		g->e = e;
 		g->cap = cap;
 	}
-	size_t k = str_hash(key, tgid) & (g->cap - 1);
+	size_t k = bt_str_hash(key, tgid) & (g->cap - 1);
 	while (g->e[k].key) {
 		if (g->e[k].tgid == tgid && strcmp(g->e[k].key, key) == 0)
 			return &g->e[k];
@@ -265,7 +249,7 @@ static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sa
 			*trunc = 1;
 		for (uint32_t i = st->nframes; i-- > 0 && n < MAX_XFRAMES;) {
 			const struct bt_dump_frame *f = &s->frames[st->first + i];
-			const struct bt_dump_srcloc *l = frame_loc(s, f, (int)i);
+			const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(s, f, i);
 			xf[n++] = (struct xframe){ f, NULL, k };
 			for (uint32_t q = l ? l->nlines - 1 : 0; q-- > 0 && n < MAX_XFRAMES;)
 				xf[n++] = (struct xframe){ f, s->lines[l->first + q].func ? s->lines[l->first + q].func : "?", k };
