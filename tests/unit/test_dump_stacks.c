@@ -250,6 +250,34 @@ static void damage(uint8_t *p, uint64_t *len, const struct damage *dm)
 		memcpy(p + dm->off, &dm->val, dm->width);
 }
 
+/* Each damage of the encoded section p refused by decode with its line
+ * (after `prefix`), nothing kept; the decoded table starts with nmaps
+ * mappings (SLOC is checked against them). */
+static void refused_all(const uint8_t *p, int64_t len, const struct damage *dm, size_t n,
+			int (*decode)(const uint8_t *, uint64_t, struct bt_dump_stacks *, char *, size_t), uint32_t nmaps,
+			const char *prefix)
+{
+	struct bt_dump_stacks out;
+	char err[256];
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *q = malloc((size_t)len);
+		uint64_t ql = (uint64_t)len;
+		memcpy(q, p, (size_t)len);
+		damage(q, &ql, &dm[i]);
+		memset(&out, 0, sizeof(out));
+		out.nmaps = nmaps;
+		err[0] = 0;
+		int r = decode(q, ql, &out, err, sizeof(err));
+		CHECK(r == -EBADMSG && strstr(err, prefix) && strstr(err, dm[i].expect), "%s: r=%d err='%s'", dm[i].what,
+		      r, err);
+		CHECK(!out.stacks && !out.frames && !out.strtab && !out.locs && !out.lines && !out.loc_strtab &&
+			      !out.nlocs,
+		      "%s: nothing kept", dm[i].what);
+		free(q);
+	}
+}
+
 static void test_hostile_sections(void)
 {
 	struct bt_dump_stacks s = fixture();
@@ -261,19 +289,8 @@ static void test_hostile_sections(void)
 	memset(&out, 0, sizeof(out));
 	CHECK(bt_dump_stacks_decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
 	bt_dump_stacks_release(&out);
-	for (size_t i = 0; i < sizeof(damages) / sizeof(damages[0]); i++) {
-		uint8_t *q = malloc((size_t)len);
-		uint64_t ql = (uint64_t)len;
-		memcpy(q, p, (size_t)len);
-		damage(q, &ql, &damages[i]);
-		memset(&out, 0, sizeof(out));
-		err[0] = 0;
-		int r = bt_dump_stacks_decode(q, ql, &out, err, sizeof(err));
-		CHECK(r == -EBADMSG && strstr(err, "corrupt dump: stack table: ") && strstr(err, damages[i].expect),
-		      "%s: r=%d err='%s'", damages[i].what, r, err);
-		CHECK(!out.stacks && !out.frames && !out.strtab, "%s: nothing kept", damages[i].what);
-		free(q);
-	}
+	refused_all(p, len, damages, sizeof(damages) / sizeof(damages[0]), bt_dump_stacks_decode, 0,
+		    "corrupt dump: stack table: ");
 	free(p);
 }
 
@@ -313,20 +330,8 @@ static void test_hostile_srclocs(void)
 		      out.lines[0].file == out.lines[1].file,
 	      "decoded (a file stored once)");
 	bt_dump_stacks_release(&out);
-	for (size_t i = 0; i < sizeof(sl_damages) / sizeof(sl_damages[0]); i++) {
-		uint8_t *q = malloc((size_t)len);
-		uint64_t ql = (uint64_t)len;
-		memcpy(q, p, (size_t)len);
-		damage(q, &ql, &sl_damages[i]);
-		memset(&out, 0, sizeof(out));
-		out.nmaps = 2;
-		err[0] = 0;
-		int r = bt_dump_srclocs_decode(q, ql, &out, err, sizeof(err));
-		CHECK(r == -EBADMSG && strstr(err, "corrupt dump: source lines: ") && strstr(err, sl_damages[i].expect),
-		      "%s: r=%d err='%s'", sl_damages[i].what, r, err);
-		CHECK(!out.locs && !out.lines && !out.loc_strtab && !out.nlocs, "%s: nothing kept", sl_damages[i].what);
-		free(q);
-	}
+	refused_all(p, len, sl_damages, sizeof(sl_damages) / sizeof(sl_damages[0]), bt_dump_srclocs_decode, 2,
+		    "corrupt dump: source lines: ");
 	/* a newer version is skipped, not refused: the dump still reads */
 	uint8_t *q = malloc((size_t)len);
 	memcpy(q, p, (size_t)len);
