@@ -6,7 +6,7 @@
  * T threads, pinned round-robin to the CPUs (T = CPUs: one per core; T = 32 x
  * CPUs: heavy oversubscription, threads preempt each other anywhere), each
  * records the same event: stamp(t, i, check) with check = i * 2654435761 ^ t
- * (three integer arguments, the event tests/bpf/app_stress.c writes), through
+ * (three integer arguments, the event tests/workloads/app_stress.c writes), through
  * one of these tracers:
  *
  *   btrace       BTRACE_INSTANT("stamp", t, i, check): the library attached to

@@ -168,7 +168,7 @@ struct bt_ev_app {
 };
 
 /*
- * Call stacks (bpf/record_stacks.bpf.h, user/record/stack_table.h). An event
+ * Call stacks (bpf/record_stacks.bpf.h, user/stacks/stack_table.h). An event
  * names its stacks by id in the dump's stack table (section STCK): 0 = no
  * stack of that kind (a kernel thread has no user stack; the user stack of a
  * sample taken in the kernel of a task is there), BT_STACK_LOST = the stack

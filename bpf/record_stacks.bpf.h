@@ -13,7 +13,7 @@
  * tgid, since equal addresses mean other code in another process), and only
  * a hash `stack_seen` does not hold yet sends the frames, once, as a
  * BT_RAW_STACK_DEF record into the CPU's ring ahead of the event. The drain
- * (user/record/stack_table.c) keeps hash -> small id and stores the id.
+ * (user/stacks/stack_table.c) keeps hash -> small id and stores the id.
  * Why not BPF_MAP_TYPE_STACK_TRACE + bpf_get_stackid(): its id is a bucket
  * (hash % buckets) and a second stack landing in a taken bucket fails with
  * -EEXIST for as long as the map lives (BPF_F_REUSE_STACKID instead rewrites

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trigger.h - the ABI between bpf/trigger.bpf.c (dump triggers evaluated in
- * the kernel) and user space (user/record/trigger_bpf.c). Included after vmlinux.h
+ * the kernel) and user space (user/triggers/trigger_bpf.c). Included after vmlinux.h
  * in BPF, after <linux/types.h> in user space. Fixed-width fields, explicit
  * padding, multiples of 8 bytes.
  *

@@ -12,7 +12,7 @@
 
 VERSION := $(shell cat VERSION)
 # One version for the tool, the manifests, the .pc file and the package
-# (debian/changelog is checked against it by tests/bpf/test_install.sh).
+# (debian/changelog is checked against it by tests/system/test_install.sh).
 CPPFLAGS += -DBT_VERSION='"$(VERSION)"'
 $(OUT)/user/main.o: VERSION
 

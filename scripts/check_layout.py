@@ -30,7 +30,13 @@ LAYERS = [
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
     ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching
     ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
-    ("record", ("user/record/",)), # loader, drain, tasks, recorder, control
+    # record's five subsystems: none uses another, record composes them.
+    ("ctl", ("user/ctl/",)),       # control socket, `ctl`, --config files, sd_notify
+    ("triggers", ("user/triggers/",)), # trigger thread and its BPF programs
+    ("stacks", ("user/stacks/",)), # stack table, mapping capture, symbolization
+    ("apps", ("user/apps/",)),     # in-process tracing: registry, reader, app-func watch
+    ("dumpdir", ("user/dumpdir/",)), # dump directory: quota, rotation, --on-dump
+    ("record", ("user/record/",)), # the composer: loader, drain, tasks, recorder
     ("report", ("user/report/",)), # `report`
     ("export", ("user/export/",)), # `convert`: Perfetto, JSON
     ("main", ("user/",)),          # main.c

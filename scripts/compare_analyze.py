@@ -537,7 +537,7 @@ def cmd_plot(argv):
         f.write("\n".join(script) + "\n")
 
 
-# ---- selftest (cheap; `make test` runs it through tests/bpf/test_compare_analyze.sh)
+# ---- selftest (cheap; `make test` runs it through tests/unit/test_compare_analyze.sh)
 
 def cmd_selftest():
     fails = 0

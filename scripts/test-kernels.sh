@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test-kernels.sh - the kernel matrix: run the tests that load BPF (the
-# real-kernel tests tests/bpf/test_*.sh and the unit tests that load BPF) with
+# real-kernel tests: tests/kernel/ and the service test) with
 # the binaries built here, on each kernel, and report per kernel
 # "N passed, M failed". `make test-kernels` runs it after building.
 #
@@ -32,13 +32,13 @@ cd "$(dirname "$0")/.."
 REPO=$(pwd -P)
 OUT=$REPO/build/test-kernels
 CACHE=${BT_KERNEL_CACHE:-/var/cache/btrace-bpf/kernels}
-TESTS=${TESTS:-'^(unit/test_bpf_smoke|unit/test_uprobes|unit/test_prog_misses|bpf/test_)'}
+TESTS=${TESTS:-'^(kernel/|system/test_service$)'}
 # Not about the kernel (packaging, installing, a Python analyzer): the host
 # run covers them, and under emulation they cost minutes.
 # test_convert checks the exporters' output with a Python parser: minutes
 # under emulation, and nothing in it depends on the kernel that
 # test_record does not cover.
-SKIP_TESTS=${SKIP_TESTS-'^bpf/test_(install|package|compare_analyze|convert)$'}
+SKIP_TESTS=${SKIP_TESTS-'^kernel/test_convert$'}
 # Under TCG the kernel tests take 10-20 minutes depending on the host; CI
 # allows 90 for everything.
 BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-2700}

@@ -51,9 +51,15 @@ run_one() { # name timeout cmd...
 
 # The layout of user/: no include or call cycles, no folder reaching upward.
 run_one "layout/check_layout" 60 python3 scripts/check_layout.py
+# Compiled tests: tests/unit/ (no root) and tests/kernel/ (load BPF).
 for t in "$B"/test_*; do
 	[ -x "$t" ] || continue
-	run_one "unit/$(basename "$t")" 300 "$t"
+	n=$(basename "$t")
+	if [ -f "tests/kernel/$n.c" ]; then run_one "kernel/$n" 300 "$t"; else run_one "unit/$n" 300 "$t"; fi
+done
+for t in tests/unit/test_*.sh; do
+	[ -f "$t" ] || continue
+	run_one "unit/$(basename "$t" .sh)" 300 bash "$t"
 done
 for t in "$B"/stress_*; do
 	[ -x "$t" ] || continue
@@ -63,9 +69,11 @@ for t in "$B"/stress_*; do
 	*) run_one "stress/$(basename "$t")" 300 "$t" ;;
 	esac
 done
-for t in tests/bpf/test_*.sh; do
-	[ -f "$t" ] || continue
-	run_one "bpf/$(basename "$t" .sh)" 600 bash "$t"
+for d in kernel system; do
+	for t in tests/$d/test_*.sh; do
+		[ -f "$t" ] || continue
+		run_one "$d/$(basename "$t" .sh)" 600 bash "$t"
+	done
 done
 for t in "$B"/fuzz_*; do
 	[ -x "$t" ] || continue

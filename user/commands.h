@@ -5,5 +5,5 @@
 int cmd_record(int argc, char **argv);  /* user/record/cmd_record.c */
 int cmd_report(int argc, char **argv);  /* user/report/cmd_report.c */
 int cmd_convert(int argc, char **argv); /* user/export/cmd_convert.c */
-int cmd_ctl(int argc, char **argv);     /* user/record/cmd_ctl.c */
+int cmd_ctl(int argc, char **argv);     /* user/ctl/cmd_ctl.c */
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """check_trace.py - check a `btrace-bpf convert` output (used by
-tests/unit/test_export.c and tests/bpf/test_convert.sh).
+tests/unit/test_export.c and tests/kernel/test_convert.sh).
 
   check_trace.py perfetto FILE [--proto tests/perfetto/perfetto_subset.proto] [options]
   check_trace.py json FILE [options]

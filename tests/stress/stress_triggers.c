@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * stress_triggers.c - the trigger thread (user/record/triggers.c) under
+ * stress_triggers.c - the trigger thread (user/triggers/triggers.c) under
  * concurrent hits: 8 threads fire user-space triggers (ctl, app:NAME) as
  * fast as they can for STRESS_SECONDS while the trigger thread delays, rate
  * limits and hands dumps to a callback; statistics are read concurrently.

@@ -9,7 +9,7 @@
 # root; prints TAP lines.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "app tests" "need root"
@@ -18,7 +18,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 
 APP=$TB/app_stress
-CHECK=tests/bpf/check_app_dump.py
+CHECK=tests/kernel/check_app_dump.py
 CTL=$T_TMP/ctl.sock
 OUT=$T_TMP/out
 LOG=$T_TMP/rec.log

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_bpf_smoke.c - end-to-end check of the BPF toolchain on the running
- * kernel: the skeleton generated from bpf/smoke.bpf.c opens, takes rodata,
+ * kernel: the skeleton generated from tests/progs/smoke.bpf.c opens, takes rodata,
  * loads (CO-RE relocations against /sys/kernel/btf/vmlinux, verifier),
  * attaches to tp_btf/sched_switch and counts our own context switches; the
  * kernel feature probes (kernel_features.c) find what every kernel the

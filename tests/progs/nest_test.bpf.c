@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0 OR MIT
 /*
  * nest_test.bpf.c - a program the kernel must skip, for the test of the
- * recursion-miss counters (tests/unit/test_prog_misses.c). Not part of the
+ * recursion-miss counters (tests/kernel/test_prog_misses.c). Not part of the
  * tracer.
  *
  * nest_trigger (sys_enter of target_nr by target_tgid) calls bpf_printk,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_trigger.sh - `record --trigger`: every condition fires on a deliberate
-# anomaly (tests/bpf/trig_workload.c, app_trigger.c) and not below its
+# anomaly (tests/workloads/trig_workload.c, app_trigger.c) and not below its
 # threshold, the triggering event lies inside its dump's window, the dump
 # names trigger, condition and event (report --stats, convert), a storm of
 # hits gives a few valid dumps and counts the rest, bad specs are refused
@@ -8,7 +8,7 @@
 # shellcheck disable=SC2015
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "trigger tests" "need root"

@@ -2,7 +2,7 @@
 /*
  * test_prog_misses.c - events that go missing without a seq gap are counted
  * and shown:
- *   - the kernel skips a nested run of a program (bpf/nest_test.bpf.c makes
+ *   - the kernel skips a nested run of a program (tests/progs/nest_test.bpf.c makes
  *     it happen once per trigger) and bt_obj_prog_misses() reads exactly that
  *     count from bpf_prog_info.recursion_misses (real kernel, root);
  *   - those counts go through a dump (PMIS section) into report --stats;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * trig_workload.c - deliberate anomalies for tests/bpf/test_trigger.sh, one
+ * trig_workload.c - deliberate anomalies for tests/kernel/test_trigger.sh, one
  * per mode; the process (and every thread) is named "trigwork" so triggers
  * can filter on comm=trigwork and ignore the rest of the machine.
  *

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * app_trigger.c - an application traced in-process that asks the recorder
- * for dumps (tests/bpf/test_trigger.sh): waits until attached, then
+ * for dumps (tests/kernel/test_trigger.sh): waits until attached, then
  *   trigger      BTRACE_TRIGGER("stall") once
  *   slice MS     a slice "frame" of MS ms (app:frame>T)
  * Prints "attached" and "done" (stdout, unbuffered).

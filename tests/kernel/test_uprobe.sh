@@ -3,7 +3,7 @@
 # the command line: `btrace-bpf record -p PID -u SPEC -U SPEC --uargs N`,
 # then `btrace-bpf report` and `report --functions` on the dump.
 #
-# The target is build/tests/uprobe_target (tests/bpf/uprobe_target.c): it
+# The target is build/tests/uprobe_target (tests/workloads/uprobe_target.c): it
 # prints "ready PID", waits for SIGUSR1, runs a known workload in 2 threads
 # and exits. Counts below are that workload's.
 #

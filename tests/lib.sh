@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# lib.sh - helpers for the real-kernel tests (tests/bpf/test_*.sh), sourced.
+# lib.sh - helpers for the real-kernel tests (tests/kernel/test_*.sh), sourced.
 #
 # TAP output on stdout ("ok N - name", "not ok N - name", "# diagnostics"),
 # which tests/run.sh counts. Everything else goes to stderr or files.

@@ -11,7 +11,7 @@
 # never delivered. Needs root; prints TAP lines.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "function tracing tests" "need root"
@@ -22,7 +22,7 @@ fi
 CTL=$T_TMP/ctl.sock
 OUT=$T_TMP/out
 LOG=$T_TMP/rec.log
-CHECK=tests/bpf/check_funcs.py
+CHECK=tests/kernel/check_funcs.py
 export BTRACE_CTL=$CTL BTRACE_RETRY_MS=50
 ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
 

@@ -3,7 +3,7 @@
 # --sample HZ --stacks switch,wakeup`, then `report --profile/--folded
 # [--offcpu]/--stacks/--stats`.
 #
-# One recorder watches build/tests/stack_workload (tests/bpf/stack_workload.c,
+# One recorder watches build/tests/stack_workload (tests/workloads/stack_workload.c,
 # frame pointers) run from a private copy that is deleted while it runs:
 #   - its "cpu" thread spends 70% of its CPU in hot_a(), 30% in hot_b():
 #     the sampled shares must be within 5 points of that;
@@ -26,7 +26,7 @@
 # Needs root. Prints TAP lines.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 WL=$TB/stack_workload
 if [ "$(id -u)" -ne 0 ]; then skip "call stacks" "not root"; finish; exit; fi
@@ -109,7 +109,7 @@ grep -qE 'call stacks: [1-9][0-9]* distinct' "$T_TMP/stats" &&
 	not_ok "report --stats stacks" "$(grep -A3 'call stacks' "$T_TMP/stats")"
 
 # source lines (DWARF of the deleted binary): the LINE: marks of the source
-src=tests/bpf/stack_workload.c
+src=tests/workloads/stack_workload.c
 mark() { grep -n "LINE:$1" "$src" | cut -d: -f1; }
 "$BT" report --stacks -e cpu_sample "$dump" >"$T_TMP/samples" 2>&1
 l_body=$(mark mix_step_body) l_call=$(mark mix_step_call) l_hot=$(mark hot_a_call)

@@ -38,7 +38,7 @@
 #include "uprobes.h"
 #include "util.h"
 
-/* The workload of tests/bpf/uprobe_target.c. */
+/* The workload of tests/workloads/uprobe_target.c. */
 #define THREADS 2
 #define N_ADD 50
 #define N_ARGS6 5
@@ -323,7 +323,7 @@ static void test_symbols(void)
 	CHECK(r == -ENOENT && contains(err, "malloc"), "mallok: %s", err);
 }
 
-/* C++ built by g++ (tests/bpf/cxx_target.cc): clones are not overloads, a
+/* C++ built by g++ (tests/workloads/cxx_target.cc): clones are not overloads, a
  * template is found without its return type. */
 static void test_cxx_symbols(void)
 {

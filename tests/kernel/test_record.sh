@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # test_record.sh - `btrace-bpf record` on the real kernel: a known workload
-# (tests/bpf/pingpong.c) is recorded and the dumps are checked with
+# (tests/workloads/pingpong.c) is recorded and the dumps are checked with
 # `btrace-bpf report`; then signals, filters and the error paths a user hits.
 # Needs root; prints TAP lines (tests/run.sh counts them).
 # "cond && ok ... || not_ok ...": ok always succeeds.
 # shellcheck disable=SC2015
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 ROUNDS=2000
 NCPU=$(nproc)

@@ -10,7 +10,7 @@
 # shellcheck disable=SC2015
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "service tests" "need root"
@@ -327,7 +327,7 @@ kill "$TP" 2>/dev/null
 # ---- manifests agree with report --stats ----------------------------------------------------------
 bad=""
 for f in "${ALL_DUMPS[@]}"; do
-	out=$(BTRACE_BPF="$BT" python3 tests/bpf/check_manifest.py "$f" 2>&1) || bad="$bad
+	out=$(BTRACE_BPF="$BT" python3 tests/kernel/check_manifest.py "$f" 2>&1) || bad="$bad
 $out"
 done
 [ -z "$bad" ] && [ "${#ALL_DUMPS[@]}" -ge 6 ] &&

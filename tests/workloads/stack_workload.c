@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * stack_workload.c - a workload of known shape for the call-stack tests
- * (tests/bpf/test_stacks.sh), built with frame pointers.
+ * (tests/kernel/test_stacks.sh), built with frame pointers.
  *
  *   stack_workload SECONDS [BLOCKS BLOCK_MS]
  *

@@ -10,7 +10,7 @@
 # shellcheck disable=SC2015
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
 	skip "ctl socket tests" "need root"

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # test_convert.sh - `btrace-bpf convert` on real recordings: a 2 s recording
-# of every event group with a known workload (tests/bpf/pingpong.c) is
+# of every event group with a known workload (tests/workloads/pingpong.c) is
 # converted to Perfetto protobuf (compact and plain sched, gzip) and Chrome
 # JSON, and each output is checked by tests/perfetto/check_trace.py against
 # the dump: event counts per type equal `btrace-bpf report`'s, every tid has a
 # name, timestamps never decrease per CPU, slices nest, a LOST slice per seq
 # gap, the loss counters present. Then the error paths (damaged dump, failing
 # write) and, when record has uprobes (-u), function slices of
-# tests/bpf/uprobe_target.c (recursive bt_fib: nested slices). Last,
-# application events (in-process tracing): tests/bpf/app_stress.c traced
+# tests/workloads/uprobe_target.c (recursive bt_fib: nested slices). Last,
+# application events (in-process tracing): tests/workloads/app_stress.c traced
 # next to the kernel's sched events, its slices, instants and counters
 # counted against the dump and placed on its threads' tracks.
 #
@@ -16,7 +16,7 @@
 # Prints TAP lines.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
-. tests/bpf/lib.sh
+. tests/lib.sh
 
 CHECKER=tests/perfetto/check_trace.py
 PROTO=tests/perfetto/perfetto_subset.proto
