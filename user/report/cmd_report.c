@@ -181,30 +181,36 @@ static const char *fmt_secs(uint64_t ns, char *buf, size_t len)
 
 /* ---- events -------------------------------------------------------------- */
 
-/* Call depth per thread, for the indentation of function entries/exits. */
+/* Per thread the functions entered and not yet left, for the indentation
+ * of function entries/exits: paired as report --functions and convert pair
+ * them (func_calls.c), so that after a longjmp or an exception the depth
+ * is right again. */
+struct fstack {
+	uint64_t *fn;
+	uint32_t n, cap;
+};
 struct depths {
-	uint32_t *tid, *d;
+	uint32_t *tid; /* tid + 1, 0: free */
+	struct fstack *st;
 	size_t cap, n;
 };
 
-static uint32_t *depth_of(struct depths *m, uint32_t tid)
+static struct fstack *stack_of(struct depths *m, uint32_t tid)
 {
 	if (2 * (m->n + 1) > m->cap) {
 		struct depths g = { .cap = m->cap ? m->cap * 2 : 256 };
 		g.tid = calloc(g.cap, sizeof(*g.tid));
-		g.d = calloc(g.cap, sizeof(*g.d));
-		if (!g.tid || !g.d) {
+		g.st = calloc(g.cap, sizeof(*g.st));
+		if (!g.tid || !g.st) {
 			free(g.tid);
-			free(g.d);
+			free(g.st);
 			return NULL;
 		}
 		for (size_t i = 0; i < m->cap; i++)
-			if (m->tid[i]) {
-				uint32_t *x = depth_of(&g, m->tid[i] - 1);
-				*x = m->d[i];
-			}
+			if (m->tid[i])
+				*stack_of(&g, m->tid[i] - 1) = m->st[i];
 		free(m->tid);
-		free(m->d);
+		free(m->st);
 		*m = g;
 	}
 	size_t i = (tid * 2654435761u) & (m->cap - 1);
@@ -214,19 +220,46 @@ static uint32_t *depth_of(struct depths *m, uint32_t tid)
 		m->tid[i] = tid + 1;
 		m->n++;
 	}
-	return &m->d[i];
+	return &m->st[i];
 }
 
-/* The depth to show a function entry/exit at (entries count up, exits down;
- * an exit whose entry is before the dump's window stays at 0). */
-static int func_depth(struct depths *m, const struct bt_event_hdr *e)
+static void depths_free(struct depths *m)
 {
-	uint32_t *d = depth_of(m, e->tid);
-	if (!d)
+	for (size_t i = 0; i < m->cap; i++)
+		free(m->st[i].fn);
+	free(m->tid);
+	free(m->st);
+}
+
+/* The depth to show a function entry/exit at: an entry one below its
+ * caller; an exit at its entry's depth, leaving every call above it (left
+ * by longjmp); an exit whose entry is not open (before the dump's window)
+ * at the depth it comes at, leaving the stack as it is. */
+static int func_depth(struct depths *m, const struct bt_event_hdr *e, uint32_t len)
+{
+	struct fstack *s = stack_of(m, e->tid);
+	if (!s || len < sizeof(struct bt_ev_app) + 8)
 		return 0;
-	if (e->type == BT_EV_APP_FUNC_ENTRY)
-		return (int)(*d)++;
-	return (int)(*d = *d ? *d - 1 : 0);
+	uint64_t fn = (uint64_t)((const struct bt_ev_app *)e)->args[0];
+	if (e->type == BT_EV_APP_FUNC_ENTRY) {
+		if (s->n == s->cap) {
+			uint32_t nc = s->cap ? s->cap * 2 : 64;
+			uint64_t *q = nc <= 1u << 20 ? realloc(s->fn, nc * sizeof(*q)) : NULL;
+			if (!q)
+				return (int)s->n; /* shown at the deepest depth kept */
+			s->fn = q;
+			s->cap = nc;
+		}
+		s->fn[s->n] = fn;
+		return (int)s->n++;
+	}
+	uint32_t k = s->n;
+	while (k > 0 && s->fn[k - 1] != fn)
+		k--;
+	if (!k)
+		return (int)s->n;
+	s->n = k - 1;
+	return (int)s->n;
 }
 
 static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *out)
@@ -251,7 +284,9 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	struct depths dm = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *e = ev[i].ev;
-		int depth = e->type == BT_EV_APP_FUNC_ENTRY || e->type == BT_EV_APP_FUNC_EXIT ? func_depth(&dm, e) : -1;
+		int depth = e->type == BT_EV_APP_FUNC_ENTRY || e->type == BT_EV_APP_FUNC_EXIT
+				    ? func_depth(&dm, e, ev[i].len)
+				    : -1;
 		for (; gi < ngaps && gaps[gi].index == i; gi++)
 			if (bt_filter_cpu_ok(f, gaps[gi].cpu) && bt_filter_time_ok(f, e->ts_ns))
 				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
@@ -285,8 +320,7 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 			bt_namer_apply(nm, e, ev[i].len);
 	}
 	free(gaps);
-	free(dm.tid);
-	free(dm.d);
+	depths_free(&dm);
 	bt_namer_free(nm);
 	return 0;
 }
