@@ -49,7 +49,8 @@ static void usage(FILE *f)
 		"      COMM-TID    [CPU] SECONDS: EVENT: FIELDS\n"
 		"SECONDS is CLOCK_BOOTTIME (seconds since boot) with microseconds. Missing\n"
 		"events found from the per-CPU sequence numbers are shown where they were\n"
-		"lost as \"CPU:N [LOST M EVENTS]\".\n"
+		"lost as \"CPU:N [LOST M EVENTS]\", and those of an application's thread\n"
+		"(in-process tracing, per-thread seqs) as \"TID:N [LOST M EVENTS]\".\n"
 		"\n"
 		"Options:\n"
 		"  -s, --stats          summary instead of events: header, events per CPU and\n"
@@ -188,6 +189,7 @@ static const char *fmt_secs(uint64_t ns, char *buf, size_t len)
 struct fstack {
 	uint64_t *fn;
 	uint32_t n, cap;
+	uint32_t last_seq, seen; /* the thread's application records' seq */
 };
 struct depths {
 	uint32_t *tid; /* tid + 1, 0: free */
@@ -221,6 +223,18 @@ static struct fstack *stack_of(struct depths *m, uint32_t tid)
 		m->n++;
 	}
 	return &m->st[i];
+}
+
+/* Records of this application thread missing before e (its seq gap). */
+static uint32_t app_gap(struct depths *m, const struct bt_event_hdr *e)
+{
+	struct fstack *s = stack_of(m, e->tid);
+	if (!s)
+		return 0;
+	uint32_t miss = s->seen && (int32_t)(e->seq - s->last_seq) > 1 ? e->seq - s->last_seq - 1 : 0;
+	s->seen = 1;
+	s->last_seq = e->seq;
+	return miss;
 }
 
 static void depths_free(struct depths *m)
@@ -290,6 +304,12 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 		for (; gi < ngaps && gaps[gi].index == i; gi++)
 			if (bt_filter_cpu_ok(f, gaps[gi].cpu) && bt_filter_time_ok(f, e->ts_ns))
 				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
+		/* an application thread's records missing: shown with the
+		 * thread's other lines (-p), like a CPU's */
+		uint32_t miss = ev[i].app >= 0 ? app_gap(&dm, e) : 0;
+		if (miss && !o->no_lost && bt_filter_time_ok(f, e->ts_ns) &&
+		    (bt_filter_pid_ok(f, e->tid) || bt_filter_pid_ok(f, e->tgid)))
+			fprintf(out, "TID:%u [LOST %u EVENTS]\n", e->tid, miss);
 		if (e->type == BT_EV_PROCESS_EXEC)
 			bt_namer_apply(nm, e, ev[i].len);
 		if (bt_filter_match(f, e)) {

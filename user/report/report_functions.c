@@ -164,7 +164,24 @@ static void print_row(FILE *out, const struct ffunc *fn, struct frow *r, const c
  * Counts are complete only where no CPU missed an event: the ring buffer
  * dropped none (a drop also leaves a seq gap), no seq gap in the window, the
  * CPUs' history reaches back to the window's start, nothing lost dumping. */
-static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
+/* Application records lost anywhere in the dump (func_calls.c counts the
+ * seq gaps; the readers count blocks): the counts are not complete. */
+static int app_losses(const struct bt_dump *d, const struct bt_calls *c)
+{
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	int any = c && c->seq_gaps;
+	for (size_t i = 0; i < na; i++)
+		any |= apps[i].counters[BT_APPC_BLOCKS_BAD] || apps[i].counters[BT_APPC_BLOCKS_LOST] ||
+		       apps[i].counters[BT_APPC_BLOCKS_BUSY] || apps[i].counters[BT_APPC_BLOCKS_PARTIAL] ||
+		       apps[i].func_batches_bad;
+	return any;
+}
+
+/* fc: the traced functions' calls; when only they are reported (no probe),
+ * the window is their records' span, not the whole dump's. */
+static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, const struct bt_calls *fc,
+			int funcs_only, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
 	const struct bt_stats *bs = bt_dump_buffer_stats(d);
@@ -183,6 +200,8 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		return -ENOMEM;
 	}
 	uint64_t t0 = w.first_ts, t1 = w.last_ts;
+	if (funcs_only && fc && fc->records)
+		t0 = fc->first_ts, t1 = fc->last_ts;
 	if (f && f->timed) {
 		t0 = f->t0 > t0 ? f->t0 : t0;
 		t1 = f->t1 < t1 ? f->t1 : t1;
@@ -196,7 +215,10 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 	}
 	fprintf(out, "window:       the counts cover %s .. %s (%.6f s), %s%s%s\n", bt_format_ts(t0, b1, sizeof(b1)),
 		bt_format_ts(t1, b2, sizeof(b2)), (double)(t1 - t0) / 1e9,
-		f && f->timed ? "as --since/--until asked" : "the whole dump", f && f->what ? "; filters: " : "",
+		f && f->timed ? "as --since/--until asked"
+		: funcs_only  ? "the function records' span"
+			      : "the whole dump",
+		f && f->what ? "; filters: " : "",
 		f && f->what ? f->what : "");
 
 	/* ring-buffer drops of uprobe events (a count over the recording) */
@@ -236,6 +258,8 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		LOSS("%" PRIu64 " buffer entries rejected, %" PRIu64 " dropped, %" PRIu64 " blocks skipped, %" PRIu64
 		     " events the drain could not store",
 		     bs->entries_rejected, bs->entries_dropped, bs->blocks_skipped, h->drain_rejected);
+	if (app_losses(d, fc))
+		LOSS("application records lost (\"not counted\" above)");
 #undef LOSS
 	if (nloss)
 		fprintf(out, " (see report --stats)\n");
@@ -480,7 +504,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	if (unknown)
 		fprintf(out, "%" PRIu64 " events name probes missing from the probe table\n", unknown);
 window:
-	if ((ret = print_window(d, f, out)) < 0)
+	if ((ret = print_window(d, f, &calls, calls.records && !np, out)) < 0)
 		goto out;
 
 	/* Targets that ended: their exit in the dump, or the recorder saw it. */
