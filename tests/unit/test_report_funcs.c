@@ -4,7 +4,8 @@
  * where it is ("TID:N [LOST M EVENTS]"), `report --functions` never calls
  * such counts complete and gives the function records' span as its
  * window, and convert (the JSON export) counts the same calls as complete
- * as --functions pairs. Runs $BTRACE_BPF (build/btrace-bpf). */
+ * as --functions pairs, the frames a longjmp left included. Runs
+ * $BTRACE_BPF (build/btrace-bpf). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -156,11 +157,71 @@ static void test_gap(void)
 	unlink(strcat(strcpy(args, tmpdir), "/gap.json"));
 }
 
+/* count occurrences of needle in the file at path */
+static int count_in(const char *path, const char *needle)
+{
+	FILE *j = fopen(path, "r");
+	if (!j)
+		return -1;
+	static char buf[1 << 16];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, j);
+	buf[n] = 0;
+	fclose(j);
+	int c = 0;
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		c++;
+	return c;
+}
+
+/* main -> f -> g -> h, longjmp from h back into f's frame (g and h never
+ * exit), f exits: report --functions and convert both count 3 complete
+ * calls of f, g, h (ended with f) and none lost. */
+static void test_longjmp(void)
+{
+	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
+	char path[600], json[600], err[256], out[600], args[1400];
+	snprintf(path, sizeof(path), "%s/lj.btd", tmpdir);
+	snprintf(json, sizeof(json), "%s/lj.json", tmpdir);
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
+	struct bt_buffer *k = bt_buffer_create(&cfg, err, sizeof(err)), *a = bt_buffer_create(&cfg, err, sizeof(err));
+	REQUIRE(k && a, "buffers: %s", err);
+	const unsigned k1[] = { E, E, E, X, E, X };
+	const uint64_t f1[] = { 0x401000, 0x401100, 0x401200, 0x401000, 0x401300, 0x401300 };
+	CHECK(func_batch(a, 7000000000ull, 0, k1, f1, 6) == 0, "batch");
+	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",
+				     .groups_enabled = 1, .write_apps = write_apps, .apps_ctx = a };
+	int r = bt_dump_write(k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(k);
+	bt_buffer_destroy(a);
+	REQUIRE(r >= 0, "write: %s", err);
+	snprintf(args, sizeof(args), "report --functions %s", path);
+	char *t = run(args);
+	REQUIRE(t, "report --functions");
+	CHECK(strstr(t, "4 calls paired"), "f, g, h and the next call paired:\n%s", t);
+	free(t);
+	snprintf(args, sizeof(args), "convert -f json -o %s %s", json, path);
+	t = run(args);
+	CHECK(t && strstr(t, "4 drawn") && strstr(t, "0 entries whose exit is lost"),
+	      "convert draws the frames a longjmp left as calls ending with f:\n%s", t ? t : "");
+	free(t);
+	CHECK(count_in(json, "\"cat\":\"func_entry,func_exit\"") == 4, "4 complete slices in the JSON");
+	snprintf(args, sizeof(args), "convert -o %s.pf %s", json, path);
+	free(run(args));
+	snprintf(args, sizeof(args), "python3 tests/perfetto/check_trace.py perfetto %s.pf >/dev/null 2>&1", json);
+	if (system("command -v protoc >/dev/null") == 0)
+		CHECK(system(args) == 0, "perfetto: every slice ended, nested (check_trace.py)");
+	unlink(path);
+	unlink(json);
+	snprintf(args, sizeof(args), "%s.pf", json);
+	unlink(args);
+}
+
 int main(void)
 {
 	if (!mkdtemp(tmpdir))
 		return 1;
 	RUN(test_gap);
+	RUN(test_longjmp);
 	rmdir(tmpdir);
 	return h_done();
 }
