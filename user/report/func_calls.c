@@ -200,12 +200,13 @@ int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, stru
 				b.ccap = nc;
 			}
 			int32_t par = t->n ? t->stack[t->n - 1] : -1;
-			uint8_t outer = 1;
-			for (size_t s = 0; s < t->n && outer; s++)
-				outer = out->c[t->stack[s]].fn != (uint32_t)fi;
+			size_t s = t->n;
+			while (s > 0 && out->c[t->stack[s - 1]].fn != (uint32_t)fi)
+				s--;
 			out->c[out->n] = (struct bt_call){ .start = h->ts_ns, .tid = h->tid, .fn = (uint32_t)fi,
 							   .depth = (uint32_t)t->n, .parent = par, .open = 1,
-							   .sel = (uint8_t)keep(f, h), .outer = outer };
+							   .sel = (uint8_t)keep(f, h), .outer = !s,
+							   .up = s ? t->stack[s - 1] : -1 };
 			if (push(t, (int32_t)out->n++) < 0)
 				goto nomem;
 			continue;

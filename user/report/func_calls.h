@@ -29,6 +29,7 @@ struct bt_call {
 	uint8_t open;              /* no exit in the dump (running at its end, or cut by a loss) */
 	uint8_t sel;               /* its entry passes the report's filters */
 	uint8_t outer;             /* not inside another call of the same function (recursion) */
+	int32_t up;                /* the innermost call of the same function it is inside, -1 none */
 };
 
 struct bt_calls {

@@ -298,10 +298,21 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 	uint32_t *idx = malloc((c->n + 1) * sizeof(*idx));
 	uint64_t *durs = malloc((c->n + 1) * sizeof(*durs));
 	struct tfrow *rows = calloc(c->nfn + 1, sizeof(*rows));
+	uint8_t *covered = malloc(c->n + 1);
 	size_t ni = 0, nr = 0;
-	if (!idx || !durs || !rows) {
-		free(idx), free(durs), free(rows);
+	if (!idx || !durs || !rows || !covered) {
+		free(idx), free(durs), free(rows), free(covered);
 		return -ENOMEM;
+	}
+	/* Total time counts a call unless a counted call of the same function
+	 * holds it (recursion counted once). Counted, not merely enclosing: an
+	 * outer call entered before --since or still running at the window's
+	 * end is not in the total, so the calls inside it are (else SELF, which
+	 * they add to, exceeded TOTAL at the window's edges). Parents come
+	 * before their children: one pass. */
+	for (size_t i = 0; i < c->n; i++) {
+		int32_t u = c->c[i].up;
+		covered[i] = u >= 0 && ((c->c[u].sel && !c->c[u].open) || covered[u]);
 	}
 	for (size_t i = 0; i < c->n; i++)
 		if (c->c[i].sel && !c->c[i].open)
@@ -315,7 +326,7 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 			const struct bt_call *x = &c->c[idx[i]];
 			r->calls++;
 			r->self += x->self;
-			r->total += x->outer ? x->dur : 0;
+			r->total += covered[idx[i]] ? 0 : x->dur;
 			durs[k++] = x->dur;
 		}
 		qsort(durs, k, sizeof(*durs), u64_cmp);
@@ -339,7 +350,7 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 	if (!nr)
 		fprintf(out, "(no call of a traced function complete in the selection)\n");
 	bt_report_call_losses(d, c, out);
-	free(idx), free(durs), free(rows);
+	free(idx), free(durs), free(rows), free(covered);
 	return 0;
 }
 
