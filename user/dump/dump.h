@@ -168,6 +168,11 @@ struct bt_dump *bt_dump_open_mem(const void *data, size_t len, char *err, size_t
 /* With flags: BT_DUMP_OPEN_NOCRC skips the three crc32 checks (so a fuzzer
  * reaches the section parser; everything else is still validated). */
 #define BT_DUMP_OPEN_NOCRC 0x1
+/* BT_DUMP_OPEN_FUNC_BATCHES keeps function batches (BT_EV_APP_FUNCS) as
+ * they are instead of one event per entry and exit: a reader that folds
+ * them as it goes (report --functions) needs no memory per record. */
+#define BT_DUMP_OPEN_FUNC_BATCHES 0x2
+struct bt_dump *bt_dump_open_flags(const char *path, unsigned flags, char *err, size_t errlen);
 struct bt_dump *bt_dump_open_mem_flags(const void *data, size_t len, unsigned flags, char *err,
 				       size_t errlen);
 void bt_dump_close(struct bt_dump *d);

@@ -330,7 +330,11 @@ static struct bt_dump *dump_finish(struct bt_dump *d, const struct btd_header *h
 			goto fail;
 		}
 	}
-	if (btd_parse_body(d, err, errlen) < 0 || btd_decode_funcs(d, err, errlen) < 0)
+	if (btd_parse_body(d, err, errlen) < 0)
+		goto fail;
+	if (flags & BT_DUMP_OPEN_FUNC_BATCHES)
+		btd_link_funcs(d);
+	else if (btd_decode_funcs(d, err, errlen) < 0)
 		goto fail;
 	if (d->nevents)
 		qsort(d->events, d->nevents, sizeof(*d->events), cmp_event);
@@ -399,7 +403,7 @@ static const char *file_kind(mode_t m)
 /* From a file: header first (512 bytes), then the body in chunks. Memory is
  * what the header declares (the uncompressed body) plus one chunk; a file
  * whose header does not check out costs one read. */
-static struct bt_dump *open_fd(int fd, uint64_t file_len, char *err, size_t errlen)
+static struct bt_dump *open_fd(int fd, uint64_t file_len, unsigned flags, char *err, size_t errlen)
 {
 	uint8_t hbuf[BTD_HEADER_SIZE];
 	struct btd_header h;
@@ -472,7 +476,7 @@ static struct bt_dump *open_fd(int fd, uint64_t file_len, char *err, size_t errl
 		goto out;
 	}
 	free(buf);
-	return dump_finish(d, &h, 0, err, errlen);
+	return dump_finish(d, &h, flags, err, errlen);
 out: {
 	int e = errno;
 	free(buf);
@@ -482,6 +486,11 @@ out: {
 }
 
 struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
+{
+	return bt_dump_open_flags(path, 0, err, errlen);
+}
+
+struct bt_dump *bt_dump_open_flags(const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct stat st;
 	if (err && errlen)
@@ -503,7 +512,7 @@ struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
 		return btd_rerr(err, errlen, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
 			    "not a regular file (%s): give a dump file", file_kind(st.st_mode));
 	}
-	struct bt_dump *d = open_fd(fd, (uint64_t)st.st_size, err, errlen);
+	struct bt_dump *d = open_fd(fd, (uint64_t)st.st_size, flags, err, errlen);
 	int e = errno;
 	close(fd);
 	errno = e;

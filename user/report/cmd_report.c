@@ -34,6 +34,7 @@
 
 struct ropts {
 	int stats, wall, no_lost, functions, hot;
+	int func_batches; /* opened with BT_DUMP_OPEN_FUNC_BATCHES (--functions) */
 	unsigned top;   /* rows of each --hot summary */
 	int stacks, profile, folded, offcpu; /* report_stacks.h */
 	struct bt_event_filter f; /* -c, -p, -e, --since/--until/--time (shared with convert) */
@@ -688,7 +689,7 @@ static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE 
 	struct bt_func_filter ff = {
 		.keep = func_keep, .cpu_ok = func_cpu, .ctx = (void *)ft,
 		.timed = ft->since.set || ft->until.set, .t0 = ft->t0, .t1 = ft->t1,
-		.what = what[0] ? what : NULL,
+		.what = what[0] ? what : NULL, .stream = o->func_batches,
 	};
 	return o->hot ? bt_report_hot(d, &ff, o->top ? o->top : 10, out) : bt_report_functions(d, &ff, out);
 }
@@ -848,7 +849,10 @@ int cmd_report(int argc, char **argv)
 		ropts_free(&o);
 		return r ? 1 : 0;
 	}
-	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	/* --functions alone folds function batches as it reads them: memory
+	 * per function, thread and open call, not per call. */
+	o.func_batches = o.functions && !o.hot && !o.profile && !o.folded;
+	struct bt_dump *d = bt_dump_open_flags(path, o.func_batches ? BT_DUMP_OPEN_FUNC_BATCHES : 0, err, sizeof(err));
 	if (!d) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);
 		ropts_free(&o);

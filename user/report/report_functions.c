@@ -20,6 +20,7 @@
 #include "event_names.h"
 #include "report_functions.h"
 #include "func_calls.h"
+#include "func_stream.h"
 #include "util.h"
 
 /* A probed function: probes on the same function (`f` and `f%return`) of
@@ -293,6 +294,9 @@ static int call_by_fn(const void *a, const void *b, void *arg)
 /* Per traced function (-finstrument-functions) of each application: calls
  * complete in the selection, total time (outermost calls only: recursion is
  * not counted twice), self time, and the duration distribution. */
+static void print_rows(const struct bt_dump *d, const struct bt_calls *c, struct tfrow *rows, size_t nr,
+		       FILE *out);
+
 static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE *out)
 {
 	uint32_t *idx = malloc((c->n + 1) * sizeof(*idx));
@@ -332,6 +336,14 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 		qsort(durs, k, sizeof(*durs), u64_cmp);
 		r->p50 = pct(durs, k, 50), r->p99 = pct(durs, k, 99), r->max = durs[k - 1];
 	}
+	print_rows(d, c, rows, nr, out);
+	free(idx), free(durs), free(rows), free(covered);
+	return 0;
+}
+
+/* The rows, by total time, then the calls the counts miss. */
+static void print_rows(const struct bt_dump *d, const struct bt_calls *c, struct tfrow *rows, size_t nr, FILE *out)
+{
 	qsort(rows, nr, sizeof(*rows), by_total);
 	size_t na;
 	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
@@ -350,7 +362,24 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 	if (!nr)
 		fprintf(out, "(no call of a traced function complete in the selection)\n");
 	bt_report_call_losses(d, c, out);
-	free(idx), free(durs), free(rows), free(covered);
+}
+
+/* The same rows from per-function aggregates (func_stream.c). */
+static int print_traced_stream(const struct bt_dump *d, const struct bt_fstream *s, FILE *out)
+{
+	struct tfrow *rows = calloc(s->c.nfn + 1, sizeof(*rows));
+	size_t nr = 0;
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->c.nfn; i++) {
+		const struct bt_fagg *a = &s->agg[i];
+		if (a->calls)
+			rows[nr++] = (struct tfrow){ .fn = (uint32_t)i, .calls = a->calls, .total = a->total,
+						     .self = a->self, .p50 = bt_fagg_pct(a, 50),
+						     .p99 = bt_fagg_pct(a, 99), .max = a->max };
+	}
+	print_rows(d, &s->c, rows, nr, out);
+	free(rows);
 	return 0;
 }
 
@@ -407,14 +436,17 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	uint64_t unknown = 0;
 	struct bt_calls calls = { 0 };
-	int ret = 0;
+	struct bt_fstream fs = { 0 };
+	int stream = f && f->stream, ret = 0;
 
 	if (!fns || !fn_of || !nm) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	if ((ret = bt_calls_build(d, f, &calls)) < 0)
+	if ((ret = stream ? bt_fstream_build(d, f, &fs) : bt_calls_build(d, f, &calls)) < 0)
 		goto out;
+	if (stream)
+		calls = fs.c; /* the counters (no call is kept); freed with fs */
 	if (!np && !calls.records) {
 		fprintf(out, "no user-space probes (record with -u/-U) and no traced functions (programs built with "
 			     "-finstrument-functions and libbtrace) in this dump\n");
@@ -423,7 +455,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	if (calls.records) {
 		if (np)
 			fprintf(out, "traced functions (-finstrument-functions, libbtrace):\n");
-		if ((ret = print_traced(d, &calls, out)) < 0)
+		if ((ret = stream ? print_traced_stream(d, &fs, out) : print_traced(d, &calls, out)) < 0)
 			goto out;
 		if (!np)
 			goto window;
@@ -551,6 +583,9 @@ out:
 	free(fns);
 	free(fn_of);
 	bt_namer_free(nm);
-	bt_calls_free(&calls);
+	if (stream)
+		bt_fstream_free(&fs);
+	else
+		bt_calls_free(&calls);
 	return ret;
 }

@@ -23,6 +23,8 @@ struct bt_func_filter {
 	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
 	uint64_t t0, t1;
 	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
+	int stream;         /* the dump keeps its function batches (BT_DUMP_OPEN_FUNC_BATCHES):
+			     * traced functions folded per function (func_stream.h) */
 };
 
 /* One row per probed function and process (pid, comm) of the selected

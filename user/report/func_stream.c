@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: MIT
+/*
+ * func_stream.c - the traced functions' calls folded into per-function
+ * rows as they close, straight from the function batches (func_stream.h).
+ *
+ * Per thread a stack of open calls. An exit closes the innermost open call
+ * of its function and every call above it (left by longjmp), as
+ * func_calls.c does; a per-thread seq gap abandons the open calls (cut); so
+ * does the dump's end (running). Total time counts a call unless a counted
+ * call of the same function holds it, which is known only when that one
+ * closes: each open call carries the total of the counted calls of its
+ * function inside it, handed to the next such call below when it closes
+ * uncounted, or to the row when there is none.
+ */
+#include "func_stream.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+#include "events.h"
+#include "dump.h"
+#include "func_batch.h"
+#include "report_functions.h"
+
+struct frame {
+	uint64_t start, child, inner; /* child: callees' time; inner: see the top */
+	uint32_t fn;
+	int32_t up; /* stack index of the innermost open call of the same function below, -1 */
+	uint8_t sel;
+};
+
+struct sthr {
+	uint32_t tid; /* 0: free slot */
+	uint32_t last_seq;
+	int fresh;    /* no record yet: no seq to compare with */
+	struct frame *st;
+	size_t n, cap;
+};
+
+struct sbuild {
+	struct bt_fstream *out;
+	const struct bt_dump *d;
+	const struct bt_func_filter *f;
+	struct sthr *t;
+	size_t tcap, tn;
+	uint32_t *fh; /* function hash: index + 1 */
+	size_t fhcap, fcap;
+};
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	return x ^ (x >> 33);
+}
+
+static struct sthr *thr_get(struct sbuild *b, uint32_t tid)
+{
+	if (2 * (b->tn + 1) > b->tcap) {
+		size_t nc = b->tcap ? b->tcap * 2 : 64;
+		struct sthr *g = calloc(nc, sizeof(*g));
+		if (!g)
+			return NULL;
+		for (size_t i = 0; i < b->tcap; i++)
+			if (b->t[i].tid) {
+				size_t k = mix(b->t[i].tid) & (nc - 1);
+				while (g[k].tid)
+					k = (k + 1) & (nc - 1);
+				g[k] = b->t[i];
+			}
+		free(b->t);
+		b->t = g;
+		b->tcap = nc;
+	}
+	size_t k = mix(tid) & (b->tcap - 1);
+	while (b->t[k].tid && b->t[k].tid != tid)
+		k = (k + 1) & (b->tcap - 1);
+	if (!b->t[k].tid) {
+		b->t[k].tid = tid;
+		b->t[k].fresh = 1;
+		b->tn++;
+	}
+	return &b->t[k];
+}
+
+/* The name of addr in the application's AFUN table, NULL if none. */
+static const char *func_name(const struct bt_dump_app *app, uint64_t addr)
+{
+	size_t lo = 0, hi = app ? app->nfuncs : 0;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (app->funcs[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return app && lo < app->nfuncs && app->funcs[lo].addr == addr ? app->funcs[lo].name : NULL;
+}
+
+/* The function (app, addr), added if new; -1 out of memory. */
+static int64_t fn_get(struct sbuild *b, int32_t app, uint64_t addr)
+{
+	struct bt_calls *c = &b->out->c;
+	if (2 * (c->nfn + 1) > b->fhcap) {
+		size_t nc = b->fhcap ? b->fhcap * 2 : 256;
+		uint32_t *h = calloc(nc, sizeof(*h));
+		if (!h)
+			return -1;
+		for (size_t i = 0; i < c->nfn; i++) {
+			size_t k = mix(c->fn[i].addr ^ (uint64_t)c->fn[i].app << 48) & (nc - 1);
+			while (h[k])
+				k = (k + 1) & (nc - 1);
+			h[k] = (uint32_t)i + 1;
+		}
+		free(b->fh);
+		b->fh = h;
+		b->fhcap = nc;
+	}
+	size_t k = mix(addr ^ (uint64_t)app << 48) & (b->fhcap - 1);
+	for (; b->fh[k]; k = (k + 1) & (b->fhcap - 1)) {
+		const struct bt_cfunc *f = &c->fn[b->fh[k] - 1];
+		if (f->addr == addr && f->app == app)
+			return b->fh[k] - 1;
+	}
+	if (c->nfn == b->fcap) {
+		size_t nc = b->fcap ? b->fcap * 2 : 64;
+		void *q = realloc(c->fn, nc * sizeof(*c->fn));
+		void *a = realloc(b->out->agg, nc * sizeof(*b->out->agg));
+		if (q)
+			c->fn = q;
+		if (a)
+			b->out->agg = a;
+		if (!q || !a)
+			return -1;
+		b->fcap = nc;
+	}
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(b->d, &na);
+	const struct bt_dump_app *ap = app >= 0 && (size_t)app < na ? &apps[app] : NULL;
+	c->fn[c->nfn] = (struct bt_cfunc){ .app = app, .addr = addr, .pid = ap ? ap->pid : 0,
+					    .name = func_name(ap, addr) };
+	memset(&b->out->agg[c->nfn], 0, sizeof(b->out->agg[0]));
+	b->fh[k] = (uint32_t)c->nfn + 1;
+	return (int64_t)c->nfn++;
+}
+
+static unsigned bucket(uint64_t v)
+{
+	if (v < 32)
+		return (unsigned)v;
+	unsigned e = 63u - (unsigned)__builtin_clzll(v);
+	return 32u + (e - 5u) * 32u + (unsigned)((v >> (e - 5u)) & 31u);
+}
+
+static uint64_t bucket_mid(unsigned i)
+{
+	if (i < 32)
+		return i;
+	unsigned e = (i - 32u) / 32u + 5u, sub = (i - 32u) % 32u;
+	return ((uint64_t)(32u + sub) << (e - 5u)) + ((1ull << (e - 5u)) >> 1);
+}
+
+uint64_t bt_fagg_pct(const struct bt_fagg *a, unsigned q)
+{
+	uint64_t k = (a->calls * q + 99) / 100, seen = 0;
+	if (!a->hist || !a->calls)
+		return 0;
+	if (!k)
+		k = 1;
+	for (unsigned i = 0; i < BT_FAGG_BUCKETS; i++)
+		if ((seen += a->hist[i]) >= k) {
+			uint64_t v = bucket_mid(i);
+			return v > a->max ? a->max : v;
+		}
+	return a->max;
+}
+
+/* The total a call hands on when it ends (counted: its whole time, else the
+ * counted calls of its function inside it): to the innermost open call of
+ * its function below, or to its function's row. */
+static void hand_on(struct bt_fstream *o, struct sthr *t, const struct frame *x, uint64_t v)
+{
+	if (x->up >= 0)
+		t->st[x->up].inner += v;
+	else
+		o->agg[x->fn].total += v;
+}
+
+/* Close the call on top of t's stack at ts. -ENOMEM (the histogram). */
+static int pop_closed(struct bt_fstream *o, struct sthr *t, uint64_t ts)
+{
+	struct frame *x = &t->st[--t->n];
+	uint64_t dur = ts > x->start ? ts - x->start : 0;
+	if (t->n)
+		t->st[t->n - 1].child += dur;
+	if (!x->sel) {
+		hand_on(o, t, x, x->inner);
+		return 0;
+	}
+	struct bt_fagg *a = &o->agg[x->fn];
+	if (!a->hist && !(a->hist = calloc(BT_FAGG_BUCKETS, sizeof(*a->hist))))
+		return -ENOMEM;
+	a->calls++;
+	a->self += dur > x->child ? dur - x->child : 0;
+	if (dur > a->max)
+		a->max = dur;
+	a->hist[bucket(dur)]++;
+	hand_on(o, t, x, dur);
+	return 0;
+}
+
+/* Abandon every open call of t (cut by a gap, or running at the end). */
+static void abandon(struct bt_fstream *o, struct sthr *t)
+{
+	while (t->n) {
+		struct frame *x = &t->st[--t->n];
+		hand_on(o, t, x, x->inner);
+	}
+}
+
+static int keep(const struct bt_func_filter *f, const struct bt_event_hdr *h)
+{
+	return !f || !f->keep || f->keep(h, f->ctx);
+}
+
+/* Every application record takes its thread's seq. */
+static void seq_step(struct bt_fstream *o, struct sthr *t, uint32_t seq)
+{
+	if (t->fresh) {
+		t->fresh = 0;
+	} else if (seq != t->last_seq + 1) {
+		if ((int32_t)(seq - t->last_seq) > 1) {
+			o->c.seq_gaps++;
+			o->c.seq_missing += seq - t->last_seq - 1;
+		}
+		o->c.cut += t->n;
+		abandon(o, t); /* their exits may be in the gap */
+	}
+	t->last_seq = seq;
+}
+
+static int record(struct sbuild *b, struct sthr *t, const struct bt_ev_app_funcs *bat, int32_t app,
+		  const struct bt_func_rec *r)
+{
+	struct bt_fstream *o = b->out;
+	seq_step(o, t, r->seq);
+	o->c.records++;
+	if (!o->c.first_ts)
+		o->c.first_ts = r->ts_ns;
+	o->c.last_ts = r->ts_ns;
+	int64_t fi = fn_get(b, app, r->addr);
+	if (fi < 0)
+		return -ENOMEM;
+	if (!r->exit) {
+		if (t->n == t->cap) {
+			size_t nc = t->cap ? t->cap * 2 : 32;
+			void *q = realloc(t->st, nc * sizeof(*t->st));
+			if (!q)
+				return -ENOMEM;
+			t->st = q;
+			t->cap = nc;
+		}
+		struct bt_event_hdr h = bat->h;
+		h.ts_ns = r->ts_ns;
+		h.seq = r->seq;
+		h.type = BT_EV_APP_FUNC_ENTRY;
+		size_t s = t->n;
+		while (s > 0 && t->st[s - 1].fn != (uint32_t)fi)
+			s--;
+		t->st[t->n++] = (struct frame){ .start = r->ts_ns, .fn = (uint32_t)fi, .up = (int32_t)s - 1,
+						.sel = (uint8_t)keep(b->f, &h) };
+		o->c.n++;
+		return 0;
+	}
+	size_t s = t->n;
+	while (s > 0 && t->st[s - 1].fn != (uint32_t)fi)
+		s--;
+	if (!s) {
+		if (t->n)
+			o->c.mismatched++;
+		else
+			o->c.unmatched_exits++;
+		return 0;
+	}
+	while (t->n >= s)
+		if (pop_closed(o, t, r->ts_ns) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, struct bt_fstream *out)
+{
+	size_t n;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	struct sbuild b = { .out = out, .d = d, .f = f };
+	struct bt_func_rec *rec = NULL;
+	size_t rcap = 0;
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n && !ret; i++) {
+		const struct bt_event_hdr *h = ev[i].ev;
+		if (ev[i].app < 0)
+			continue;
+		struct sthr *t = thr_get(&b, h->tid);
+		if (!t) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (h->type != BT_EV_APP_FUNCS) {
+			seq_step(out, t, h->seq);
+			continue;
+		}
+		const struct bt_ev_app_funcs *bat = (const void *)h;
+		int64_t k = bt_funcs_count(bat, ev[i].len);
+		if (k <= 0)
+			continue; /* malformed: the reader counted it */
+		if ((size_t)k > rcap) {
+			void *q = realloc(rec, (size_t)k * sizeof(*rec));
+			if (!q) {
+				ret = -ENOMEM;
+				break;
+			}
+			rec = q;
+			rcap = (size_t)k;
+		}
+		bt_funcs_decode(bat, ev[i].len, rec);
+		for (int64_t j = 0; j < k && !ret; j++)
+			ret = record(&b, t, bat, ev[i].app, &rec[j]);
+	}
+	for (size_t i = 0; i < b.tcap; i++) {
+		if (b.t[i].tid) {
+			out->c.running += b.t[i].n;
+			abandon(out, &b.t[i]);
+		}
+		free(b.t[i].st);
+	}
+	free(b.t);
+	free(b.fh);
+	free(rec);
+	if (ret)
+		bt_fstream_free(out);
+	return ret;
+}
+
+void bt_fstream_free(struct bt_fstream *s)
+{
+	for (size_t i = 0; s->agg && i < s->c.nfn; i++)
+		free(s->agg[i].hist);
+	free(s->agg);
+	free(s->c.fn);
+	memset(s, 0, sizeof(*s));
+}
