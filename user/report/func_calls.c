@@ -20,7 +20,6 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
-#include "report_functions.h"
 #include "util.h"
 
 struct thr {

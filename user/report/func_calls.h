@@ -11,7 +11,19 @@
 #include <stdint.h>
 
 struct bt_dump;
-struct bt_func_filter;
+struct bt_event_hdr;
+
+/* What report's options select; all fields may be zero/NULL (everything). */
+struct bt_func_filter {
+	int (*keep)(const struct bt_event_hdr *h, void *ctx); /* event selected (time, cpu, pid, type) */
+	int (*cpu_ok)(uint32_t cpu, void *ctx);               /* CPU selected (losses are per CPU) */
+	void *ctx;
+	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
+	uint64_t t0, t1;
+	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
+	int stream;         /* the dump keeps its function batches (BT_DUMP_OPEN_FUNC_BATCHES):
+			     * traced functions folded per function (func_stream.h) */
+};
 
 /* A function of one application (its pid): a row of the reports. */
 struct bt_cfunc {

@@ -21,7 +21,6 @@
 #include "events.h"
 #include "dump.h"
 #include "func_batch.h"
-#include "report_functions.h"
 
 struct frame {
 	uint64_t start, child, inner; /* child: callees' time; inner: see the top */
