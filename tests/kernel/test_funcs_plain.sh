@@ -75,6 +75,15 @@ run_one() {
 		check "$n: pid $p: every function's calls equal its own counter (clearkey, table_get_value1 whole)" \
 			sh -c "[ -z '$bad' ] || { echo '$bad' >&2; false; }"
 	done
+	# convert draws as complete the calls --functions pairs (longjmp-left
+	# frames end with the exit that unwinds them in both)
+	"$BT" report --functions "$T_TMP/$n.btd" >"$T_TMP/$n.fn" 2>&1
+	"$BT" convert -f json -o "$T_TMP/$n.json" "$T_TMP/$n.btd" 2>"$T_TMP/$n.conv"
+	paired=$(sed -n 's/.*; \([0-9]*\) calls paired.*/\1/p' "$T_TMP/$n.fn")
+	drawn=$(sed -n 's/.*function calls: \([0-9]*\) drawn, \([0-9]*\) open.* \([0-9]*\) entries whose exit is lost.*/\1 \2 \3/p' "$T_TMP/$n.conv")
+	check "$n: convert draws the calls --functions pairs ($paired; drawn, open, exit lost: $drawn)" \
+		sh -c "[ -n '$paired' ] && [ '$drawn' = '$paired 0 0' ]"
+	rm -f "$T_TMP/$n.json"
 	sigs=$(awk '$3 == "on_alrm" { s += $4 } END { print s + 0 }' "$out")
 	check "$n: the SIGALRM storm ran traced handlers ($sigs)" test "$sigs" -gt 20
 	check "$n: no per-thread seq gap, nothing dropped" \
