@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/* test_report_scale.c - report --functions on a dump of 10^7 calls (f
- * calling g, 2 * 10^7 function records in 5,000 batches of one thread)
- * stays within a memory bound: at most 1.25 times the records' bytes
+/* test_report_scale.c - report --functions and --hot on a dump of 10^7
+ * calls (f calling g, 2 * 10^7 function records in 5,000 batches of one
+ * thread) stay within a memory bound: at most 1.25 times the records' bytes
  * (the dump's body, which the reader holds) plus 64 MiB, where a reader
  * keeping an event per record and a struct per call needs ~180 bytes a
  * call (1.8 GB here). Counts exact. Runs $BTRACE_BPF (build/btrace-bpf). */
@@ -36,6 +36,8 @@ static int write_apps(void *ctx, struct bt_dump_sink *s)
 	int r = bt_read(ctx, block_cb, s, &st);
 	return r < 0 ? r : bt_dump_sink_apps(s, &app, 1);
 }
+
+static void run_one(const char *path, const char *outp, const char *opt, uint64_t records);
 
 static void test_ten_million_calls(void)
 {
@@ -80,6 +82,16 @@ static void test_ten_million_calls(void)
 	bt_buffer_destroy(a);
 	REQUIRE(r >= 0, "write: %s", err);
 
+	run_one(path, outp, "--functions", records);
+	run_one(path, outp, "--hot", records);
+	unlink(outp);
+	unlink(path);
+	rmdir(dir);
+}
+
+/* report OPT on path: exits 0 within the bound; f and g counted whole. */
+static void run_one(const char *path, const char *outp, const char *opt, uint64_t records)
+{
 	const char *bt = getenv("BTRACE_BPF") ? getenv("BTRACE_BPF") : "build/btrace-bpf";
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -87,7 +99,7 @@ static void test_ten_million_calls(void)
 	if (p == 0) {
 		int fd = open(outp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
 		dup2(fd, 1);
-		execl(bt, bt, "report", "--functions", path, (char *)NULL);
+		execl(bt, bt, "report", opt, path, (char *)NULL);
 		_exit(127);
 	}
 	int st;
@@ -96,10 +108,10 @@ static void test_ten_million_calls(void)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "report exits 0");
 	uint64_t bound_kb = (records * 8 * 5 / 4 >> 10) + (64u << 10);
-	printf("# report --functions on %llu calls: max RSS %ld KiB (bound %llu KiB), %.2f s\n",
+	printf("# report %s on %llu calls: max RSS %ld KiB (bound %llu KiB), %.2f s\n", opt,
 	       (unsigned long long)CALLS, ru.ru_maxrss, (unsigned long long)bound_kb,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
-	CHECK((uint64_t)ru.ru_maxrss <= bound_kb, "max RSS %ld KiB within %llu KiB", ru.ru_maxrss,
+	CHECK((uint64_t)ru.ru_maxrss <= bound_kb, "%s: max RSS %ld KiB within %llu KiB", opt, ru.ru_maxrss,
 	      (unsigned long long)bound_kb);
 	char line[512];
 	unsigned long long cf = 0, cg = 0;
@@ -108,16 +120,16 @@ static void test_ten_million_calls(void)
 	while (fgets(line, sizeof(line), o)) {
 		unsigned pid;
 		unsigned long long c;
-		if (sscanf(line, "0x401000 %u %llu", &pid, &c) == 2)
+		/* --functions rows start with the name, --hot's with 2 spaces */
+		const char *l = line + strspn(line, " ");
+		if (sscanf(l, "0x401000 %u %llu", &pid, &c) == 2 && !cf)
 			cf = c;
-		if (sscanf(line, "0x401100 %u %llu", &pid, &c) == 2)
+		if (sscanf(l, "0x401100 %u %llu", &pid, &c) == 2 && !cg)
 			cg = c;
 	}
 	fclose(o);
-	CHECK(cf == CALLS / 2 && cg == CALLS / 2, "f and g called %llu times each: %llu, %llu", CALLS / 2, cf, cg);
-	unlink(outp);
-	unlink(path);
-	rmdir(dir);
+	CHECK(cf == CALLS / 2 && cg == CALLS / 2, "%s: f and g called %llu times each: %llu, %llu", opt, CALLS / 2, cf,
+	      cg);
 }
 
 int main(void)

@@ -154,9 +154,9 @@ int cmd_report(int argc, char **argv)
 		bt_report_opts_free(&o);
 		return r ? 1 : 0;
 	}
-	/* --functions alone folds function batches as it reads them: memory
-	 * per function, thread and open call, not per call. */
-	o.func_batches = o.functions && !o.hot && !o.profile && !o.folded;
+	/* --functions and --hot fold function batches as they read them:
+	 * memory per function, thread and open call, not per call. */
+	o.func_batches = (o.functions || o.hot) && !o.profile && !o.folded;
 	struct bt_dump *d = bt_dump_open_flags(path, o.func_batches ? BT_DUMP_OPEN_FUNC_BATCHES : 0, err, sizeof(err));
 	if (!d) {
 		fprintf(stderr, PROG ": %s: %s\n", path, err);

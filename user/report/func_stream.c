@@ -22,11 +22,19 @@
 #include "dump.h"
 #include "func_batch.h"
 
+/* A link of a slowest-chain candidate: a closed call and the heaviest
+ * chain below it. Owned by one frame, one link or one kept chain. */
+struct link {
+	struct bt_call call;
+	struct link *next;
+};
+
 struct frame {
 	uint64_t start, child, inner; /* child: callees' time; inner: see the top */
 	uint32_t fn;
 	int32_t up; /* stack index of the innermost open call of the same function below, -1 */
 	uint8_t sel;
+	struct link *heavy; /* --hot: the longest closed callee's chain */
 };
 
 struct sthr {
@@ -35,6 +43,11 @@ struct sthr {
 	int fresh;    /* no record yet: no seq to compare with */
 	struct frame *st;
 	size_t n, cap;
+	/* --hot: the deepest selected call of the current root, as the path
+	 * from the root (snapshot; each frame's time filled in as it closes) */
+	struct bt_call *dp;
+	size_t dlen, dcap;
+	size_t dvalid; /* dp[0..dvalid) are still the calls open at those depths */
 };
 
 struct sbuild {
@@ -45,6 +58,9 @@ struct sbuild {
 	size_t tcap, tn;
 	uint32_t *fh; /* function hash: index + 1 */
 	size_t fhcap, fcap;
+	unsigned hot;          /* chains kept per summary, 0: none */
+	struct link *free_links;
+	int nomem;
 };
 
 static uint64_t mix(uint64_t x)
@@ -186,13 +202,145 @@ static void hand_on(struct bt_fstream *o, struct sthr *t, const struct frame *x,
 		o->agg[x->fn].total += v;
 }
 
-/* Close the call on top of t's stack at ts. -ENOMEM (the histogram). */
-static int pop_closed(struct bt_fstream *o, struct sthr *t, uint64_t ts)
+static struct link *link_new(struct sbuild *b)
 {
+	struct link *l = b->free_links;
+	if (l)
+		b->free_links = l->next;
+	else if (!(l = malloc(sizeof(*l))))
+		b->nomem = 1;
+	return l;
+}
+
+static void chain_free(struct sbuild *b, struct link *l)
+{
+	while (l) {
+		struct link *n = l->next;
+		l->next = b->free_links;
+		b->free_links = l;
+		l = n;
+	}
+}
+
+/* Keep chain (copied) among the best `hot` of list by key; on ties the
+ * root entered first comes first (as report_hot.c ranks calls). */
+static void offer(struct sbuild *b, struct bt_fchain **list, size_t *n, const struct bt_call *c, size_t len,
+		  uint64_t key)
+{
+	size_t at = *n;
+	while (at > 0 && ((*list)[at - 1].key < key ||
+			  ((*list)[at - 1].key == key && len && (*list)[at - 1].c[0].start > c[0].start)))
+		at--;
+	if (at >= b->hot)
+		return;
+	if (!*list && !(*list = calloc(b->hot, sizeof(**list)))) {
+		b->nomem = 1;
+		return;
+	}
+	struct bt_call *copy = malloc((len ? len : 1) * sizeof(*copy));
+	if (!copy) {
+		b->nomem = 1;
+		return;
+	}
+	memcpy(copy, c, len * sizeof(*copy));
+	if (*n == b->hot)
+		free((*list)[--*n].c);
+	memmove(&(*list)[at + 1], &(*list)[at], (*n - at) * sizeof(**list));
+	(*list)[at] = (struct bt_fchain){ .c = copy, .n = len, .key = key };
+	(*n)++;
+}
+
+/* The slowest-chain candidate l (a root's call and its heaviest path). */
+static void offer_slow(struct sbuild *b, struct link *l)
+{
+	size_t n = 0;
+	for (const struct link *k = l; k; k = k->next)
+		n++;
+	struct bt_call *path = malloc(n * sizeof(*path));
+	if (!path) {
+		b->nomem = 1;
+		return;
+	}
+	n = 0;
+	for (const struct link *k = l; k; k = k->next)
+		path[n++] = k->call;
+	offer(b, &b->out->slow, &b->out->nslow, path, n, l->call.dur);
+	free(path);
+}
+
+/* The current root of t ended: its deepest path is a candidate. */
+static void root_done(struct sbuild *b, struct sthr *t)
+{
+	if (t->dlen)
+		offer(b, &b->out->deep, &b->out->ndeep, t->dp, t->dlen, t->dlen);
+	t->dlen = t->dvalid = 0;
+}
+
+/* A selected call entered at depth t->n - 1: the root's deepest so far? */
+static void deep_push(struct sbuild *b, struct sthr *t)
+{
+	if (t->n <= t->dlen)
+		return;
+	if (t->n > t->dcap) {
+		size_t nc = t->n * 2;
+		void *q = realloc(t->dp, nc * sizeof(*t->dp));
+		if (!q) {
+			b->nomem = 1;
+			return;
+		}
+		t->dp = q;
+		t->dcap = nc;
+	}
+	/* the calls below dvalid are the same ones: only the rest is copied
+	 * (a recursion 10^5 deep would copy 10^10 frames otherwise) */
+	for (size_t k = t->dvalid; k < t->n; k++)
+		t->dp[k] = (struct bt_call){ .start = t->st[k].start, .tid = t->tid, .fn = t->st[k].fn,
+					     .depth = (uint32_t)k, .parent = -1, .open = 1, .up = -1 };
+	t->dlen = t->dvalid = t->n;
+}
+
+/* Close the call on top of t's stack at ts. -ENOMEM (the histogram). */
+static int pop_closed(struct sbuild *b, struct sthr *t, uint64_t ts)
+{
+	struct bt_fstream *o = b->out;
 	struct frame *x = &t->st[--t->n];
 	uint64_t dur = ts > x->start ? ts - x->start : 0;
+	uint64_t self = dur > x->child ? dur - x->child : 0;
 	if (t->n)
 		t->st[t->n - 1].child += dur;
+	if (b->hot) {
+		/* a call of the deepest path closes (below dvalid: still it) */
+		if (t->n < t->dvalid) {
+			t->dp[t->n].open = 0;
+			t->dp[t->n].dur = dur;
+			t->dp[t->n].self = self;
+			t->dvalid = t->n;
+		}
+		struct link *l = link_new(b);
+		if (l) {
+			l->call = (struct bt_call){ .start = x->start, .dur = dur, .self = self, .tid = t->tid,
+						    .fn = x->fn, .depth = (uint32_t)t->n, .parent = -1, .up = -1 };
+			l->next = x->heavy;
+		} else {
+			chain_free(b, x->heavy);
+		}
+		x->heavy = NULL;
+		if (l && t->n) {
+			struct frame *p = &t->st[t->n - 1];
+			if (!p->heavy || dur > p->heavy->call.dur) {
+				chain_free(b, p->heavy);
+				p->heavy = l;
+			} else {
+				chain_free(b, l);
+			}
+		} else if (l) {
+			if (x->sel)
+				offer_slow(b, l);
+			chain_free(b, l);
+		}
+		if (!t->n)
+			root_done(b, t);
+	}
 	if (!x->sel) {
 		hand_on(o, t, x, x->inner);
 		return 0;
@@ -201,7 +349,7 @@ static int pop_closed(struct bt_fstream *o, struct sthr *t, uint64_t ts)
 	if (!a->hist && !(a->hist = calloc(BT_FAGG_BUCKETS, sizeof(*a->hist))))
 		return -ENOMEM;
 	a->calls++;
-	a->self += dur > x->child ? dur - x->child : 0;
+	a->self += self;
 	if (dur > a->max)
 		a->max = dur;
 	a->hist[bucket(dur)]++;
@@ -210,12 +358,17 @@ static int pop_closed(struct bt_fstream *o, struct sthr *t, uint64_t ts)
 }
 
 /* Abandon every open call of t (cut by a gap, or running at the end). */
-static void abandon(struct bt_fstream *o, struct sthr *t)
+static void abandon(struct sbuild *b, struct sthr *t)
 {
 	while (t->n) {
 		struct frame *x = &t->st[--t->n];
-		hand_on(o, t, x, x->inner);
+		hand_on(b->out, t, x, x->inner);
+		chain_free(b, x->heavy);
+		x->heavy = NULL;
 	}
+	t->dvalid = 0;
+	if (b->hot)
+		root_done(b, t);
 }
 
 static int keep(const struct bt_func_filter *f, const struct bt_event_hdr *h)
@@ -224,8 +377,9 @@ static int keep(const struct bt_func_filter *f, const struct bt_event_hdr *h)
 }
 
 /* Every application record takes its thread's seq. */
-static void seq_step(struct bt_fstream *o, struct sthr *t, uint32_t seq)
+static void seq_step(struct sbuild *b, struct sthr *t, uint32_t seq)
 {
+	struct bt_fstream *o = b->out;
 	if (t->fresh) {
 		t->fresh = 0;
 	} else if (seq != t->last_seq + 1) {
@@ -234,7 +388,7 @@ static void seq_step(struct bt_fstream *o, struct sthr *t, uint32_t seq)
 			o->c.seq_missing += seq - t->last_seq - 1;
 		}
 		o->c.cut += t->n;
-		abandon(o, t); /* their exits may be in the gap */
+		abandon(b, t); /* their exits may be in the gap */
 	}
 	t->last_seq = seq;
 }
@@ -243,7 +397,7 @@ static int record(struct sbuild *b, struct sthr *t, const struct bt_ev_app_funcs
 		  const struct bt_func_rec *r)
 {
 	struct bt_fstream *o = b->out;
-	seq_step(o, t, r->seq);
+	seq_step(b, t, r->seq);
 	o->c.records++;
 	if (!o->c.first_ts)
 		o->c.first_ts = r->ts_ns;
@@ -270,7 +424,9 @@ static int record(struct sbuild *b, struct sthr *t, const struct bt_ev_app_funcs
 		t->st[t->n++] = (struct frame){ .start = r->ts_ns, .fn = (uint32_t)fi, .up = (int32_t)s - 1,
 						.sel = (uint8_t)keep(b->f, &h) };
 		o->c.n++;
-		return 0;
+		if (b->hot && t->st[t->n - 1].sel)
+			deep_push(b, t);
+		return b->nomem ? -ENOMEM : 0;
 	}
 	size_t s = t->n;
 	while (s > 0 && t->st[s - 1].fn != (uint32_t)fi)
@@ -283,16 +439,16 @@ static int record(struct sbuild *b, struct sthr *t, const struct bt_ev_app_funcs
 		return 0;
 	}
 	while (t->n >= s)
-		if (pop_closed(o, t, r->ts_ns) < 0)
+		if (pop_closed(b, t, r->ts_ns) < 0)
 			return -ENOMEM;
-	return 0;
+	return b->nomem ? -ENOMEM : 0;
 }
 
-int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, struct bt_fstream *out)
+int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, unsigned hot, struct bt_fstream *out)
 {
 	size_t n;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	struct sbuild b = { .out = out, .d = d, .f = f };
+	struct sbuild b = { .out = out, .d = d, .f = f, .hot = hot };
 	struct bt_func_rec *rec = NULL;
 	size_t rcap = 0;
 	int ret = 0;
@@ -308,7 +464,7 @@ int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, st
 			break;
 		}
 		if (h->type != BT_EV_APP_FUNCS) {
-			seq_step(out, t, h->seq);
+			seq_step(&b, t, h->seq);
 			continue;
 		}
 		const struct bt_ev_app_funcs *bat = (const void *)h;
@@ -331,13 +487,21 @@ int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, st
 	for (size_t i = 0; i < b.tcap; i++) {
 		if (b.t[i].tid) {
 			out->c.running += b.t[i].n;
-			abandon(out, &b.t[i]);
+			abandon(&b, &b.t[i]);
 		}
 		free(b.t[i].st);
+		free(b.t[i].dp);
 	}
 	free(b.t);
 	free(b.fh);
 	free(rec);
+	while (b.free_links) {
+		struct link *l = b.free_links;
+		b.free_links = l->next;
+		free(l);
+	}
+	if (!ret && b.nomem)
+		ret = -ENOMEM;
 	if (ret)
 		bt_fstream_free(out);
 	return ret;
@@ -349,5 +513,11 @@ void bt_fstream_free(struct bt_fstream *s)
 		free(s->agg[i].hist);
 	free(s->agg);
 	free(s->c.fn);
+	for (size_t i = 0; i < s->ndeep; i++)
+		free(s->deep[i].c);
+	for (size_t i = 0; i < s->nslow; i++)
+		free(s->slow[i].c);
+	free(s->deep);
+	free(s->slow);
 	memset(s, 0, sizeof(*s));
 }

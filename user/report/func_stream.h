@@ -25,13 +25,25 @@ struct bt_fagg {
 	uint32_t *hist;                   /* [BT_FAGG_BUCKETS] of the durations, NULL: no call */
 };
 
+/* A call chain of report --hot, root first (bt_call: fn, start, dur, self,
+ * tid, depth, open; parent and up unset). */
+struct bt_fchain {
+	struct bt_call *c;
+	size_t n;
+	uint64_t key; /* depth (deepest chains) or duration (slowest) */
+};
+
 struct bt_fstream {
 	struct bt_calls c;   /* fn[] and the loss counters; c.c is NULL (no call kept), c.n counts entries */
 	struct bt_fagg *agg; /* [c.nfn] */
+	/* with hot > 0: report --hot's chains, best first, at most hot each */
+	struct bt_fchain *deep, *slow;
+	size_t ndeep, nslow;
 };
 
-/* 0 or -ENOMEM. */
-int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, struct bt_fstream *out);
+/* hot: also keep the hot deepest and slowest call chains (report --hot;
+ * 0: none). 0 or -ENOMEM. */
+int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, unsigned hot, struct bt_fstream *out);
 /* The q-th percentile of a function's durations (within 3%; the max exact). */
 uint64_t bt_fagg_pct(const struct bt_fagg *a, unsigned q);
 void bt_fstream_free(struct bt_fstream *s);

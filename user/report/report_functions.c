@@ -443,7 +443,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 		ret = -ENOMEM;
 		goto out;
 	}
-	if ((ret = stream ? bt_fstream_build(d, f, &fs) : bt_calls_build(d, f, &calls)) < 0)
+	if ((ret = stream ? bt_fstream_build(d, f, 0, &fs) : bt_calls_build(d, f, &calls)) < 0)
 		goto out;
 	if (stream)
 		calls = fs.c; /* the counters (no call is kept); freed with fs */
