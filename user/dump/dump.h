@@ -196,6 +196,9 @@ struct bt_dump_event {
 const struct bt_dump_app *bt_dump_apps(const struct bt_dump *d, size_t *n);
 /* Name of an application event (its app index and name id); NULL if unknown. */
 const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_t name_id);
+/* The name of the function at addr in application app's function table
+ * (AFUN: what its function records call), NULL if it has none. */
+const char *bt_dump_app_func_name(const struct bt_dump *d, int32_t app, uint64_t addr);
 /* Blocks and events of application buffers in the dump. */
 uint64_t bt_dump_app_blocks(const struct bt_dump *d);
 const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);

@@ -48,6 +48,14 @@ static uint32_t func_name_id(const struct bt_dump_app *app, uint64_t addr)
 	return lo < app->nfuncs && app->funcs[lo].addr == addr ? BT_APP_FUNC_ID_BASE + (uint32_t)lo : 0;
 }
 
+const char *bt_dump_app_func_name(const struct bt_dump *d, int32_t app, uint64_t addr)
+{
+	if (app < 0 || (size_t)app >= d->napps)
+		return NULL;
+	uint32_t id = func_name_id(&d->apps[app], addr);
+	return id ? d->apps[app].funcs[id - BT_APP_FUNC_ID_BASE].name : NULL;
+}
+
 /* Replace each function batch by the entries and exits it holds, on the
  * kernel events' clock, each with the thread's seq and its function's name. */
 void btd_link_funcs(struct bt_dump *d)

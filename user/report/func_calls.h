@@ -58,6 +58,17 @@ struct bt_calls {
 	uint64_t running;           /* calls open at the end of the dump */
 };
 
+/* The functions of a bt_calls by (app, addr), for whoever fills it. */
+struct bt_fn_index {
+	uint32_t *h; /* open addressing: index into fn + 1 */
+	size_t cap;  /* slots of h */
+	size_t fcap; /* room of c->fn */
+};
+/* The index in c->fn of function addr of application app, added (named
+ * from the dump's function table) if new; -1: out of memory. */
+int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_dump *d, int32_t app,
+		    uint64_t addr);
+
 /* Pair the dump's function records; f (may be NULL) selects calls by their
  * entry event. 0 or -ENOMEM. */
 int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, struct bt_calls *out);

@@ -56,8 +56,7 @@ struct sbuild {
 	const struct bt_func_filter *f;
 	struct sthr *t;
 	size_t tcap, tn;
-	uint32_t *fh; /* function hash: index + 1 */
-	size_t fhcap, fcap;
+	struct bt_fn_index fx;
 	unsigned hot;          /* chains kept per summary, 0: none */
 	struct link *free_links;
 	int nomem;
@@ -99,65 +98,22 @@ static struct sthr *thr_get(struct sbuild *b, uint32_t tid)
 	return &b->t[k];
 }
 
-/* The name of addr in the application's AFUN table, NULL if none. */
-static const char *func_name(const struct bt_dump_app *app, uint64_t addr)
-{
-	size_t lo = 0, hi = app ? app->nfuncs : 0;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (app->funcs[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return app && lo < app->nfuncs && app->funcs[lo].addr == addr ? app->funcs[lo].name : NULL;
-}
-
-/* The function (app, addr), added if new; -1 out of memory. */
+/* The function (app, addr), added if new, with its row; -1 out of memory. */
 static int64_t fn_get(struct sbuild *b, int32_t app, uint64_t addr)
 {
-	struct bt_calls *c = &b->out->c;
-	if (2 * (c->nfn + 1) > b->fhcap) {
-		size_t nc = b->fhcap ? b->fhcap * 2 : 256;
-		uint32_t *h = calloc(nc, sizeof(*h));
-		if (!h)
+	struct bt_fstream *o = b->out;
+	size_t before = o->c.nfn, cap = b->fx.fcap;
+	int64_t fi = bt_calls_fn(&o->c, &b->fx, b->d, app, addr);
+	if (fi < 0 || o->c.nfn == before)
+		return fi;
+	if (b->fx.fcap != cap || !o->agg) {
+		void *a = realloc(o->agg, b->fx.fcap * sizeof(*o->agg));
+		if (!a)
 			return -1;
-		for (size_t i = 0; i < c->nfn; i++) {
-			size_t k = mix(c->fn[i].addr ^ (uint64_t)c->fn[i].app << 48) & (nc - 1);
-			while (h[k])
-				k = (k + 1) & (nc - 1);
-			h[k] = (uint32_t)i + 1;
-		}
-		free(b->fh);
-		b->fh = h;
-		b->fhcap = nc;
+		o->agg = a;
 	}
-	size_t k = mix(addr ^ (uint64_t)app << 48) & (b->fhcap - 1);
-	for (; b->fh[k]; k = (k + 1) & (b->fhcap - 1)) {
-		const struct bt_cfunc *f = &c->fn[b->fh[k] - 1];
-		if (f->addr == addr && f->app == app)
-			return b->fh[k] - 1;
-	}
-	if (c->nfn == b->fcap) {
-		size_t nc = b->fcap ? b->fcap * 2 : 64;
-		void *q = realloc(c->fn, nc * sizeof(*c->fn));
-		void *a = realloc(b->out->agg, nc * sizeof(*b->out->agg));
-		if (q)
-			c->fn = q;
-		if (a)
-			b->out->agg = a;
-		if (!q || !a)
-			return -1;
-		b->fcap = nc;
-	}
-	size_t na;
-	const struct bt_dump_app *apps = bt_dump_apps(b->d, &na);
-	const struct bt_dump_app *ap = app >= 0 && (size_t)app < na ? &apps[app] : NULL;
-	c->fn[c->nfn] = (struct bt_cfunc){ .app = app, .addr = addr, .pid = ap ? ap->pid : 0,
-					    .name = func_name(ap, addr) };
-	memset(&b->out->agg[c->nfn], 0, sizeof(b->out->agg[0]));
-	b->fh[k] = (uint32_t)c->nfn + 1;
-	return (int64_t)c->nfn++;
+	memset(&o->agg[fi], 0, sizeof(o->agg[0]));
+	return fi;
 }
 
 static unsigned bucket(uint64_t v)
@@ -493,7 +449,7 @@ int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, un
 		free(b.t[i].dp);
 	}
 	free(b.t);
-	free(b.fh);
+	free(b.fx.h);
 	free(rec);
 	while (b.free_links) {
 		struct link *l = b.free_links;
