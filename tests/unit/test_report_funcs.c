@@ -58,6 +58,26 @@ static int write_apps(void *ctx, struct bt_dump_sink *s)
 	return r < 0 ? r : bt_dump_sink_apps(s, &app, 1);
 }
 
+/* A dump whose application has one batch of thread TID at 7 s (seq 0). */
+static int one_batch_dump(const char *path, const unsigned *kind, const uint64_t *fn, int n, char *err,
+			  size_t errlen)
+{
+	char out[600];
+	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
+	struct bt_buffer *k = bt_buffer_create(&cfg, err, errlen), *a = bt_buffer_create(&cfg, err, errlen);
+	int r = -ENOMEM;
+	if (k && a && func_batch(a, 7000000000ull, 0, kind, fn, n) == 0) {
+		struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",
+					     .groups_enabled = 1, .write_apps = write_apps, .apps_ctx = a };
+		r = bt_dump_write(k, &info, NULL, path, 1, out, sizeof(out), NULL, err, errlen);
+	}
+	if (k)
+		bt_buffer_destroy(k);
+	if (a)
+		bt_buffer_destroy(a);
+	return r < 0 ? r : 0;
+}
+
 static char *run(const char *args)
 {
 	const char *bt = getenv("BTRACE_BPF") ? getenv("BTRACE_BPF") : "build/btrace-bpf";
@@ -179,21 +199,12 @@ static int count_in(const char *path, const char *needle)
 static void test_longjmp(void)
 {
 	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
-	char path[600], json[600], err[256], out[600], args[1400];
+	char path[600], json[600], err[256], args[1400];
 	snprintf(path, sizeof(path), "%s/lj.btd", tmpdir);
 	snprintf(json, sizeof(json), "%s/lj.json", tmpdir);
-	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
-	struct bt_buffer *k = bt_buffer_create(&cfg, err, sizeof(err)), *a = bt_buffer_create(&cfg, err, sizeof(err));
-	REQUIRE(k && a, "buffers: %s", err);
 	const unsigned k1[] = { E, E, E, X, E, X };
 	const uint64_t f1[] = { 0x401000, 0x401100, 0x401200, 0x401000, 0x401300, 0x401300 };
-	CHECK(func_batch(a, 7000000000ull, 0, k1, f1, 6) == 0, "batch");
-	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",
-				     .groups_enabled = 1, .write_apps = write_apps, .apps_ctx = a };
-	int r = bt_dump_write(k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
-	bt_buffer_destroy(k);
-	bt_buffer_destroy(a);
-	REQUIRE(r >= 0, "write: %s", err);
+	REQUIRE(one_batch_dump(path, k1, f1, 6, err, sizeof(err)) == 0, "write: %s", err);
 	snprintf(args, sizeof(args), "report --functions %s", path);
 	char *t = run(args);
 	REQUIRE(t, "report --functions");
@@ -222,20 +233,11 @@ static void test_longjmp(void)
 static void test_self_le_total(void)
 {
 	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
-	char path[600], err[256], out[600], args[1400];
+	char path[600], err[256], args[1400];
 	snprintf(path, sizeof(path), "%s/rec.btd", tmpdir);
-	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
-	struct bt_buffer *k = bt_buffer_create(&cfg, err, sizeof(err)), *a = bt_buffer_create(&cfg, err, sizeof(err));
-	REQUIRE(k && a, "buffers: %s", err);
 	const unsigned k1[] = { E, E, E, X, X, X };
 	const uint64_t f1[] = { 0x401000, 0x401000, 0x401000, 0x401000, 0x401000, 0x401000 };
-	CHECK(func_batch(a, 7000000000ull, 0, k1, f1, 6) == 0, "batch");
-	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",
-				     .groups_enabled = 1, .write_apps = write_apps, .apps_ctx = a };
-	int r = bt_dump_write(k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
-	bt_buffer_destroy(k);
-	bt_buffer_destroy(a);
-	REQUIRE(r >= 0, "write: %s", err);
+	REQUIRE(one_batch_dump(path, k1, f1, 6, err, sizeof(err)) == 0, "write: %s", err);
 	snprintf(args, sizeof(args), "report --functions --since @7.00000005 %s", path);
 	char *t = run(args);
 	REQUIRE(t, "report --functions");
