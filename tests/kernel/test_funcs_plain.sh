@@ -109,6 +109,20 @@ if not ind or bad:
     sys.exit("depths per thread: %r" % (bad or "no entries"))
 ' "$T_TMP/readme.txt"
 
+# The peer on the same program: uftrace (a -pg build), the same storm and
+# longjmps; its per-function calls next to the program's own (diag only:
+# not ours to assert).
+if command -v uftrace >/dev/null; then
+	cc -O2 -pg -o "$T_TMP/app_pg" "$SRC/app.c" -lpthread >>"$T_TMP/cc.log" 2>&1
+	run_with_timeout 120 uftrace record -d "$T_TMP/uft" "$T_TMP/app_pg" 20000 0 >"$T_TMP/pg.out" 2>/dev/null
+	run_with_timeout 60 uftrace report -d "$T_TMP/uft" -s call 2>/dev/null >"$T_TMP/pg.rep"
+	for f in table_get_value1 hashstr on_alrm jdeep jtop clearkey; do
+		want=$(awk -v f="$f" '$3 == f { s += $4 } END { print s + 0 }' "$T_TMP/pg.out")
+		got=$(awk -v f="$f" '$NF == f { print $(NF - 1) }' "$T_TMP/pg.rep")
+		diag "uftrace 0.13 on the same program (parent + child): $f $got of $want calls"
+	done
+fi
+
 rec_stop "$REC_PID"
 [ -n "${KEEP_TMP:-}" ] && cp -r "$T_TMP" "$KEEP_TMP"
 finish
