@@ -486,12 +486,12 @@ int recorder_run(const struct record_opts *opts)
 
 	/* Checks a user will hit, cheapest and most likely first. */
 	if (check_privileges()) {
-		bt_warn("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
+		bt_err("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
 			"(e.g. sudo btrace-bpf record)");
 		return 1;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		bt_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
+		bt_err("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
 			"kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
 		return 1;
 	}
@@ -518,7 +518,7 @@ int recorder_run(const struct record_opts *opts)
 	}
 	/* A --ctl that cannot work is found before anything is loaded. */
 	if (!o.no_ctl && o.ctl_path && bt_ctl_check_path(o.ctl_path, err, sizeof(err)) < 0) {
-		bt_warn("%s", err[0] ? err : strerror(errno));
+		bt_err("%s", err[0] ? err : strerror(errno));
 		return 1;
 	}
 	if (check_output_dir(o.output_dir))
@@ -533,7 +533,7 @@ int recorder_run(const struct record_opts *opts)
 
 	ncpus = libbpf_num_possible_cpus();
 	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
-		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
+		bt_err("cannot use this machine's CPU count (%d)", ncpus);
 		return 1;
 	}
 	r.ncpus = (uint32_t)ncpus;
@@ -542,7 +542,7 @@ int recorder_run(const struct record_opts *opts)
 		if (bt_app_geometry(o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
 				    o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE, r.ncpus, &aa,
 				    &an, err, sizeof(err)) < 0) {
-			bt_warn("--app-buffer-size: %s", err);
+			bt_err("--app-buffer-size: %s", err);
 			return 1;
 		}
 	}
@@ -550,7 +550,7 @@ int recorder_run(const struct record_opts *opts)
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
 	if (mem_available() && o.buffer_size > mem_available()) {
-		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
+		bt_err("cannot record into %s: only %s of memory is available: give a smaller "
 			"--buffer-size", format_size(o.buffer_size, s1, sizeof(s1)),
 			format_size(mem_available(), s2, sizeof(s2)));
 		return 1;
@@ -565,14 +565,14 @@ int recorder_run(const struct record_opts *opts)
 	err[0] = '\0';
 	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
 	if (!r.buf) {
-		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
+		bt_err("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
 			"--active-blocks", format_size(o.buffer_size, s1, sizeof(s1)),
 			err[0] ? err : strerror(errno));
 		return 1;
 	}
 	r.tasks = bt_tasks_new();
 	if (!r.tasks) {
-		bt_warn("out of memory");
+		bt_err("out of memory");
 		exit_code = 1;
 		goto out;
 	}
@@ -593,21 +593,21 @@ int recorder_run(const struct record_opts *opts)
 		r.stacks = bt_stack_table_new(lo.max_stacks);
 		r.symbolizer = r.stacks ? bt_symbolizer_new(o.debug_dirs, !o.no_source_lines) : NULL;
 		if (!r.stacks || !r.symbolizer) {
-			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
+			bt_err("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
 			exit_code = 1;
 			goto out;
 		}
 	}
 	ret = bt_trig_bpf_record_conf(o.triggers, o.ntriggers, trig_conf, err, sizeof(err));
 	if (ret < 0) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		exit_code = 1;
 		goto out;
 	}
 	lo.trig_conf = ret ? trig_conf : NULL;
 	r.loader = bt_loader_open(&lo, err, sizeof(err));
 	if (!r.loader) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		exit_code = 1;
 		goto out;
 	}
@@ -650,7 +650,7 @@ int recorder_run(const struct record_opts *opts)
 	}
 	/* Before the drain: a uprobe trigger's first hit finds its thread. */
 	if (recorder_triggers_start(&r, err, sizeof(err))) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		exit_code = 1;
 		goto out;
 	}
@@ -681,7 +681,7 @@ int recorder_run(const struct record_opts *opts)
 	}
 	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
 	if (ret) {
-		bt_warn("cannot start the dump thread: %s", strerror(ret));
+		bt_err("cannot start the dump thread: %s", strerror(ret));
 		exit_code = 1;
 		goto out;
 	}
@@ -715,7 +715,7 @@ int recorder_run(const struct record_opts *opts)
 		ac.watch_ns = wns;
 		r.apps = bt_apps_create(&ac, err, sizeof(err));
 		if (!r.apps) {
-			bt_warn("--app-buffer-size: %s", err);
+			bt_err("--app-buffer-size: %s", err);
 			exit_code = 1;
 			got_stop = SIGTERM;
 			o.final_dump = 0;
@@ -732,7 +732,7 @@ int recorder_run(const struct record_opts *opts)
 			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
 			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
 		} else if (!r.ctl) {
-			bt_warn("%s", err);
+			bt_err("%s", err);
 			exit_code = 1;
 			got_stop = SIGTERM; /* nothing recorded yet worth a dump */
 			o.final_dump = 0;
