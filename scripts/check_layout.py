@@ -20,16 +20,15 @@ import sys
 
 # Bottom first. A path belongs to the first layer with a prefix it starts with.
 LAYERS = [
-    ("util", ("user/util.",        # strict parsing, diagnostics: needs nothing
-              "user/log.",         # diagnostics' priorities for the journal
+    ("util", ("user/util.",        # strict parsing, error strings, clocks
+              "user/log.",         # diagnostics with a severity (bt_err, bt_warn, ...)
               "user/version.h",    # the version (VERSION, mk/dist.mk)
               "user/atomic_file.", # whole files written atomically
               "user/json_str.",    # UTF-8 checks, JSON string literals
-              "user/kernel_features.", # what the running kernel supports (libbpf probes)
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
-    ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching
     ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
+    ("probes", ("user/probes/",)), # kernel features, probe specs, ELF/DWARF, attaching
     # record's five subsystems: none uses another, record composes them.
     ("ctl", ("user/ctl/",)),       # control socket, `ctl`, --config files, sd_notify
     ("triggers", ("user/triggers/",)), # trigger thread and its BPF programs
