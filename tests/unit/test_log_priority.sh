@@ -34,6 +34,15 @@ out=$(journal "$BT" record --config "$T_TMP/missing.conf")
 echo "$out" | grep -qE "^<3>.*missing.conf" && ok "record with a missing --config file: error priority" ||
 	not_ok "record --config missing" "$out"
 
+out=$(journal "$BT" report "$T_TMP/missing.btd")
+echo "$out" | grep -q "^<3>.*missing.btd" && ok "report of a missing dump: error priority" || not_ok "report missing dump" "$out"
+out=$(journal "$BT" convert "$T_TMP/missing.btd")
+echo "$out" | grep -q "^<3>.*missing.btd" && ok "convert of a missing dump: error priority" ||
+	not_ok "convert missing dump" "$out"
+out=$(journal "$BT" frobnicate)
+echo "$out" | grep -q "^<3>unknown command 'frobnicate'" && ok "an unknown command: error priority" ||
+	not_ok "unknown command" "$out"
+
 out=$(journal "$BT" ctl --pid 999999999 status)
 echo "$out" | grep -q '^<3>no recorder with pid 999999999' && ok "ctl of no recorder: error priority" ||
 	not_ok "ctl of no recorder" "$out"
