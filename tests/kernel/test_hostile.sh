@@ -6,6 +6,9 @@
 #   pins: a sampled process's data mappings (a 300 MiB memfd, a 300 MiB
 #     deleted file) are not kept open once it exits; a deleted binary padded
 #     to 300 MiB is not kept either (over the pin bound), a small one is.
+#   names: a user's function named ESC[2J NEWLINE FAKE prints escaped in
+#     report --stacks, --profile and --folded (no raw ESC, no forged line,
+#     no fake folded stack).
 #
 # Needs root. Prints TAP lines.
 set -u
@@ -60,5 +63,25 @@ rm -f "$T_TMP/padded"
 grep -qE 'files kept by path only: [1-9]' "$T_TMP/stats1" &&
 	ok "the file not held is counted in the dump" || not_ok "by-path count" "$(grep -i 'path' "$T_TMP/stats1")"
 rec_stop "$REC_PID"
+
+# ---- names: control bytes in a user's symbol never reach the terminal raw ----
+mkdir -p "$U/esc" && cp "$HW" "$U/esc/stack_hostile"
+objcopy --redefine-sym "hostile_fn=$(printf '\033[2J\nFAKE')" "$U/esc/stack_hostile" && chown -R nobody "$U/esc"
+out2=$T_TMP/out2
+rec_start "$T_TMP/rec2.log" --sample 997 --comm stack_hostile --no-ctl -o "$out2" -m 16M ||
+	{ not_ok "recorder 2 starts"; finish; exit; }
+asuser "$U/esc/stack_hostile" 1 >/dev/null 2>&1
+rec_stop "$REC_PID"
+d2=$(ls "$out2"/*.btd 2>/dev/null | head -1)
+for mode in --stacks --profile --folded; do
+	"$BT" report $mode "$d2" >"$T_TMP/r2" 2>&1
+	if ! grep -q '\\x1b\[2J\\nFAKE' "$T_TMP/r2"; then
+		not_ok "report $mode: the hostile name shown escaped" "$(grep -a -m3 'FAKE' "$T_TMP/r2" | od -c | head -5)"
+	elif grep -qa $'\033' "$T_TMP/r2" || grep -qa '^FAKE' "$T_TMP/r2"; then
+		not_ok "report $mode: no raw ESC, no forged line" "$(grep -a -m3 'FAKE' "$T_TMP/r2" | od -c | head -5)"
+	else
+		ok "report $mode: a name with ESC and a newline prints escaped (\\x1b[2J\\nFAKE), no line forged"
+	fi
+done
 
 finish
