@@ -50,6 +50,21 @@ static int mul_checked(uint64_t a, uint64_t b, uint64_t *out)
 	return 0;
 }
 
+uint64_t bt_mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	uint64_t v, mult = 1, r;

@@ -18,6 +18,8 @@
  * zero size, -ERANGE if it does not fit 64 bits. *out is untouched on error.
  */
 int parse_size(const char *s, uint64_t *out);
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+uint64_t bt_mem_available(void);
 
 /*
  * Parse a duration: decimal digits then a unit, ns, us, ms, s, m or h; a bare
