@@ -30,6 +30,37 @@ struct args {
 	char **v;
 };
 
+/* Where each argument taken from the file came from: line[i] for argument
+ * i (0: the command line's), for bt_config_origin. One file per process. */
+static struct {
+	char *path;
+	int *line;
+	int n;
+} origin;
+
+static int note_origin(int i, int lineno)
+{
+	if (i >= origin.n) {
+		int n = (i + 1) * 2;
+		int *l = realloc(origin.line, (size_t)n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		memset(l + origin.n, 0, (size_t)(n - origin.n) * sizeof(*l));
+		origin.line = l;
+		origin.n = n;
+	}
+	origin.line[i] = lineno;
+	return 0;
+}
+
+const char *bt_config_origin(int i, char *buf, size_t len)
+{
+	if (!origin.path || i < 0 || i >= origin.n || !origin.line[i])
+		return NULL;
+	snprintf(buf, len, "%s:%d", origin.path, origin.line[i]);
+	return buf;
+}
+
 static int push(struct args *a, char *s)
 {
 	if (!s)
@@ -204,6 +235,8 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 				arg = NULL;
 		}
 		ret = push(a, arg);
+		if (!ret)
+			ret = note_origin(a->n - 1, lineno);
 		if (ret)
 			fail(err, errlen, ENOMEM, "out of memory");
 	}
@@ -215,6 +248,9 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 
 void bt_config_free(int argc, char **argv)
 {
+	free(origin.path);
+	free(origin.line);
+	memset(&origin, 0, sizeof(origin));
 	if (!argv)
 		return;
 	for (int i = 0; i < argc; i++)
@@ -254,6 +290,8 @@ int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int
 		i += skip;
 	}
 	ret = push(&a, strdup(argv[0]));
+	if (!ret && path && !(origin.path = strdup(path)))
+		ret = -ENOMEM;
 	if (!ret && path)
 		ret = read_file(path, lookup, ctx, &a, err, errlen);
 	for (int i = 1; !ret && i < argc; i++) {

@@ -7,6 +7,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,24 @@
 #include "config_file.h"
 #include "dump_dir.h"
 #include "log.h"
+
+/* A bad value from --config FILE is named by its FILE:LINE. */
+#define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
+__attribute__((format(printf, 2, 3))) static void config_argp_error(const struct argp_state *state, const char *fmt,
+								    ...)
+{
+	char msg[1024], where[4200];
+	const char *w = bt_config_origin(state->next - 1, where, sizeof(where));
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (w)
+		(argp_error)(state, "%s: %s", w, msg);
+	else
+		(argp_error)(state, "%s", msg);
+}
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"

@@ -539,6 +539,9 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	fprintf(out, "    stacks truncated: %" PRIu64 "; user frames in no file mapping: %" PRIu64
 		     "; files kept by path only: %" PRIu64 "\n",
 		c[BT_STKC_TRUNCATED], c[BT_STKC_UNRESOLVED], c[BT_STKC_NO_FD]);
+	if (c[BT_STKC_NO_KSYMS])
+		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
+			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
 	if (c[BT_STKC_OFFCPU_SHORT] || c[BT_STKC_OFFCPU_NOMEM])
 		fprintf(out, "    off-CPU blocks: %" PRIu64 " below --offcpu-min (not stored, by design), %" PRIu64
 			     " not followed (kernel table full)\n",
