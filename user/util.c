@@ -183,6 +183,30 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 	return buf;
 }
 
+const char *format_duration(uint64_t ns, char *buf, unsigned len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = { { 3600000000000ull, "h" }, { 60000000000ull, "m" }, { 1000000000ull, "s" },
+		      { 1000000ull, "ms" }, { 1000ull, "us" }, { 1, "ns" } };
+
+	if (!ns) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	/* In the largest unit it reaches: whole (1h, 250ms) or to 4 digits
+	 * (1.5s, 1.5m): what a user would write, never 3.6e+03s. */
+	size_t i = 0;
+	while (ns < units[i].ns)
+		i++;
+	if (ns % units[i].ns == 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].unit);
+	else
+		snprintf(buf, len, "%.4g%s", (double)ns / (double)units[i].ns, units[i].unit);
+	return buf;
+}
+
 int bt_errs(char **err, int e, const char *fmt, ...)
 {
 	va_list ap;

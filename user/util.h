@@ -34,6 +34,8 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 
 /* "64.0 MiB", "512 KiB", "12 B": human-readable size into buf. */
 const char *format_size(uint64_t bytes, char *buf, unsigned len);
+/* "1h", "90s", "250ms", "1.5s": a duration as a user would write it. */
+const char *format_duration(uint64_t ns, char *buf, unsigned len);
 
 /* Diagnostics: "btrace-bpf: <message>\n" on stderr, with a priority for the
  * journal (log.h: bt_warn is a warning, bt_info info, bt_die an error and

@@ -169,8 +169,8 @@ static const struct argp_option options[] = {
 	{ "trigger-delay", OPT_TRIGGER_DELAY, "TIME", 0,
 	  "Keep recording TIME after a trigger before dumping, to see what happened next (default 0)", 3 },
 	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
-	  "Rate limit of automatic dumps (triggers, --dump-every): at most one per TIME; triggers in "
-	  "between are counted and dropped (default 1s)", 3 },
+	  "Rate limit of automatic dumps, per trigger: at most one dump per TIME from each --trigger (its "
+	  "default limit=) and from --dump-every; hits in between are counted and dropped (default 1s)", 3 },
 	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
 	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
 	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },

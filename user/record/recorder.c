@@ -758,9 +758,12 @@ int recorder_run(const struct record_opts *opts)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
 			bt_uprobes_nattached(r.uprobes));
 	}
-	for (size_t i = 0; i < o.ntriggers; i++)
-		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
-			o.triggers[i].cond, (double)o.triggers[i].after_ns / 1e9, (double)o.triggers[i].limit_ns / 1e9);
+	for (size_t i = 0; i < o.ntriggers; i++) {
+		char a[32], l[32];
+		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %s after, at most one per %s)", o.triggers[i].name,
+		       o.triggers[i].cond, format_duration(o.triggers[i].after_ns, a, sizeof(a)),
+		       format_duration(o.triggers[i].limit_ns, l, sizeof(l)));
+	}
 	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 	       format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
 	       format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
