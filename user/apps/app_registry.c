@@ -736,7 +736,8 @@ static void note_funcs(struct dump_ctx *c, const struct bt_block_view *blk)
 		if (len < sizeof(*f) || f->h.type != BT_EV_APP_FUNCS || (n = bt_funcs_count(f, len)) <= 0)
 			continue;
 		if (c->naddrs + (size_t)n > c->cap) {
-			qsort(c->addrs, c->naddrs, 8, cmp_u64);
+			if (c->naddrs)
+				qsort(c->addrs, c->naddrs, 8, cmp_u64);
 			size_t k = 0;
 			for (size_t i = 0; i < c->naddrs; i++)
 				if (!k || c->addrs[k - 1] != c->addrs[i])
@@ -775,7 +776,8 @@ static int dump_func_names(struct bt_dump_sink *s, struct app *a, uint32_t i, st
 {
 	if (!c->naddrs || !a->fnames)
 		return 0;
-	qsort(c->addrs, c->naddrs, 8, cmp_u64);
+	if (c->naddrs)
+		qsort(c->addrs, c->naddrs, 8, cmp_u64);
 	struct bt_func_name *t = malloc(c->naddrs * sizeof(*t));
 	if (!t)
 		return -ENOMEM;

@@ -202,7 +202,8 @@ static struct agg_ent *agg_sorted(struct agg *g, int (*cmp)(const void *, const 
 			g->e[k++] = g->e[i];
 	for (size_t i = k; i < g->cap; i++)
 		g->e[i] = (struct agg_ent){ 0 };
-	qsort(g->e, k, sizeof(*g->e), cmp);
+	if (k) /* g->e is NULL when nothing was added: qsort wants a pointer */
+		qsort(g->e, k, sizeof(*g->e), cmp);
 	g->cap = 0; /* packed: no more lookups, agg_free still frees keys (n entries) */
 	g->n = k;
 	return g->e;
@@ -413,7 +414,8 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		free(pt);
 		return r;
 	}
-	qsort(pt, np, sizeof(*pt), by_weight);
+	if (np)
+		qsort(pt, np, sizeof(*pt), by_weight);
 	struct agg_ent *e = agg_sorted(&g, by_total);
 	uint64_t all = 0;
 	for (size_t p = 0; p < np; p++)
