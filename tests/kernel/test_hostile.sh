@@ -9,6 +9,8 @@
 #   names: a user's function named ESC[2J NEWLINE FAKE prints escaped in
 #     report --stacks, --profile and --folded (no raw ESC, no forged line,
 #     no fake folded stack).
+#   symtab: a user's binary whose .symtab claims 4 GiB (a sparse hole) is
+#     sampled and dumped: the recorder's peak RSS stays under 512 MiB.
 #
 # Needs root. Prints TAP lines.
 set -u
@@ -83,5 +85,23 @@ for mode in --stacks --profile --folded; do
 		ok "report $mode: a name with ESC and a newline prints escaped (\\x1b[2J\\nFAKE), no line forged"
 	fi
 done
+
+# ---- symtab: a symbol table that claims 4 GiB is not read whole ---------------------
+mkdir -p "$U/sym" && cp "$HW" "$U/sym/stack_hostile" && python3 tests/kernel/sparse_symtab.py "$U/sym/stack_hostile" 4 &&
+	chown -R nobody "$U/sym"
+out3=$T_TMP/out3
+rec_start "$T_TMP/rec3.log" --sample 997 --comm stack_hostile --ctl "$T_TMP/ctl3.sock" -o "$out3" -m 16M ||
+	{ not_ok "recorder 3 starts"; finish; exit; }
+asuser "$U/sym/stack_hostile" 1 >/dev/null 2>&1
+"$BT" ctl --ctl "$T_TMP/ctl3.sock" dump -o "$T_TMP/d3.btd" >/dev/null 2>&1
+hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$REC_PID/status")
+rec_stop "$REC_PID"
+if [ -s "$T_TMP/d3.btd" ] && [ "${hwm:-0}" -gt 0 ] && [ "$hwm" -lt $((512 << 10)) ]; then
+	ok "a user's binary with a 4 GiB sparse .symtab: dumped, recorder peak RSS $((hwm >> 10)) MiB"
+else
+	not_ok "sparse .symtab" "peak RSS ${hwm:-?} KiB; $(tail -3 "$T_TMP/rec3.log")"
+fi
+grep -q "symbol table larger than" "$T_TMP/rec3.log" && ok "the skipped symbol table is said in the recorder's log" ||
+	not_ok "skipped symtab said" "$(tail -3 "$T_TMP/rec3.log")"
 
 finish
