@@ -202,22 +202,6 @@ static int create_output_dir(const char *dir)
 	return 0;
 }
 
-/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
-static uint64_t mem_available(void)
-{
-	unsigned long long kb = 0;
-	char line[256];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
 /* ---- signals ---------------------------------------------------------------------- */
 
 static volatile sig_atomic_t got_stop;
@@ -554,10 +538,10 @@ static int create_buffer(struct recorder *r)
 	}
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
-	if (mem_available() && o->buffer_size > mem_available()) {
+	if (bt_mem_available() && o->buffer_size > bt_mem_available()) {
 		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
 			"--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
-			format_size(mem_available(), s2, sizeof(s2)));
+			format_size(bt_mem_available(), s2, sizeof(s2)));
 		return -1;
 	}
 	memset(&cfg, 0, sizeof(cfg));
