@@ -30,7 +30,7 @@ static long load_peak_rss(const char *path, int *skipped, size_t *nf)
 		char *err = NULL;
 		alarm(120);
 		int r = bt_elf_load(path, path, &ef, &err);
-		long out[2] = { r ? -1 : 0, (long)ef.nf };
+		long out[2] = { r ? -1 : ef.symtab_skipped, (long)ef.nf };
 		if (write(pfd[1], out, sizeof(out)) != sizeof(out))
 			_exit(3);
 		_exit(0);
