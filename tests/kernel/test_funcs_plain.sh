@@ -31,8 +31,8 @@ mkdir -p "$SRC"
 ln -s "$ROOT/user" "$SRC/user"
 ln -s "$ROOT/build" "$SRC/build"
 cp tests/kernel/funcs_plain/app.c "$SRC/app.c"
-line=$(grep -o '^cc -O2 -finstrument-functions app.c -Iuser/lib build/libbtrace.a -lpthread$' README.md | head -1)
-check "the README prints the link line" test -n "$line"
+line=$(grep -ho '^cc -O2 -finstrument-functions app.c -Iuser/lib build/libbtrace.a -lpthread$' README.md docs/manual.md | head -1)
+check "the manual prints the link line" test -n "$line"
 (cd "$SRC" && $line) >"$T_TMP/cc.log" 2>&1
 check "the README's link line builds app.c" test -x "$SRC/a.out"
 

@@ -23,8 +23,7 @@
 #include "report_functions.h"
 #include "report_stacks.h"
 #include "report_hot.h"
-
-#define PROG "btrace-bpf"
+#include "util.h"
 
 /* The filter's window in this dump. */
 static void filt_init(struct bt_event_filter *f, const struct bt_dump_event *ev, size_t n)
@@ -46,13 +45,12 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 		for (uint32_t c = 0; c < h->ncpus; c++)
 			any |= bt_filter_cpu_ok(f, c);
 		if (!any)
-			fprintf(stderr, PROG ": report: --cpu selects none of this dump's CPUs (0-%u)\n", h->ncpus - 1);
+			bt_warn("report: --cpu selects none of this dump's CPUs (0-%u)", h->ncpus - 1);
 	}
 	if ((f->since.set || f->until.set) && n) {
 		if (f->t0 > f->t1 || f->t0 > ev[n - 1].ev->ts_ns || f->t1 < ev[0].ev->ts_ns)
-			fprintf(stderr,
-				PROG ": report: --since/--until/--time select no event (events span %" PRIu64 ".%06" PRIu64
-				     " .. %" PRIu64 ".%06" PRIu64 ")\n",
+			bt_warn("report: --since/--until/--time select no event (events span %" PRIu64 ".%06" PRIu64
+				" .. %" PRIu64 ".%06" PRIu64 ")",
 				(uint64_t)ev[0].ev->ts_ns / 1000000000, (uint64_t)ev[0].ev->ts_ns % 1000000000 / 1000,
 				(uint64_t)ev[n - 1].ev->ts_ns / 1000000000,
 				(uint64_t)ev[n - 1].ev->ts_ns % 1000000000 / 1000);
@@ -150,7 +148,7 @@ int cmd_report(int argc, char **argv)
 		/* The recorder's manifest of this dump (docs/manifest.md). */
 		r = bt_manifest_print(stdout, path, NULL, NULL, err, sizeof(err));
 		if (r)
-			fprintf(stderr, PROG ": %s\n", err);
+			bt_err("%s", err);
 		bt_report_opts_free(&o);
 		return r ? 1 : 0;
 	}
@@ -159,20 +157,20 @@ int cmd_report(int argc, char **argv)
 	o.func_batches = (o.functions || o.hot) && !o.profile && !o.folded;
 	struct bt_dump *d = bt_dump_open_flags(path, o.func_batches ? BT_DUMP_OPEN_FUNC_BATCHES : 0, err, sizeof(err));
 	if (!d) {
-		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		bt_err("%s: %s", path, err);
 		bt_report_opts_free(&o);
 		return 1;
 	}
 	r = run(d, path, &o, stdout);
 	if (r < 0)
-		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
+		bt_err("report: %s", r == -EIO ? "write error on standard output" : strerror(-r));
 	else if (!o.stats && !o.functions && !o.hot && !o.no_lost && !o.profile && !o.folded) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);
 		if (bt_seq_analyze(ev, n, bt_dump_header(d)->ncpus, &w, NULL) == 0 && w.missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64 " seq gap(s) (see --stats)\n",
-				path, w.missing, w.gaps);
+			bt_warn("%s: %" PRIu64 " events missing in %" PRIu64 " seq gap(s) (see --stats)", path, w.missing,
+				w.gaps);
 	}
 	bt_dump_close(d);
 	bt_report_opts_free(&o);

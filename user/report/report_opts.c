@@ -15,8 +15,7 @@
 #include "events.h"
 #include "dump.h"
 #include "event_names.h"
-
-#define PROG "btrace-bpf"
+#include "util.h"
 
 enum {
 	OPT_SINCE = 256,
@@ -42,12 +41,12 @@ static const char doc[] =
 	"(in-process tracing, per-thread seqs) as \"TID:N [LOST M EVENTS]\".\n"
 	"\v"
 	"Examples:\n"
-	"  " PROG " report traces/btrace-host-20250101-120000-1.btd\n"
-	"  " PROG " report --stats dump.btd\n"
-	"  " PROG " report --hot --top 5 -p 1234 dump.btd   # app 1234's time\n"
-	"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
-	"  " PROG " report --pid 1234 --since -0.5 dump.btd   # the last 0.5 s\n"
-	"  " PROG " report --time @1234.5..@1234.6 dump.btd\n"
+	"  " BT_PROG " report traces/btrace-host-20250101-120000-1.btd\n"
+	"  " BT_PROG " report --stats dump.btd\n"
+	"  " BT_PROG " report --hot --top 5 -p 1234 dump.btd   # app 1234's time\n"
+	"  " BT_PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
+	"  " BT_PROG " report --pid 1234 --since -0.5 dump.btd   # the last 0.5 s\n"
+	"  " BT_PROG " report --time @1234.5..@1234.6 dump.btd\n"
 	"\n"
 	"Exit status: 0 ok, 1 unreadable or damaged dump, 2 bad usage.\n";
 
@@ -106,7 +105,7 @@ static int parse_events(struct ropts *o, const char *arg)
 	while (*p) {
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n >= sizeof(buf)) {
-			fprintf(stderr, PROG " report: bad event list '%s'\n", arg);
+			bt_err("report: bad event list '%s'", arg);
 			return -EINVAL;
 		}
 		memcpy(buf, p, n);
@@ -120,18 +119,20 @@ static int parse_events(struct ropts *o, const char *arg)
 		} else if ((t = bt_event_type(buf)) > 0) {
 			o->f.types |= 1u << t;
 		} else {
-			fprintf(stderr, PROG " report: unknown event '%s'; known:", buf);
+			char *known = NULL;
+
 			for (int i = 1; i < BT_EV_MAX; i++)
-				fprintf(stderr, " %s", bt_event_name((uint32_t)i));
-			fprintf(stderr, "; groups:");
+				bt_strcatf(&known, " %s", bt_event_name((uint32_t)i));
+			bt_strcatf(&known, "; groups:");
 			for (int i = 0; i < BT_GROUP_MAX; i++)
-				fprintf(stderr, " %s", bt_group_name(i));
-			fputc('\n', stderr);
+				bt_strcatf(&known, " %s", bt_group_name(i));
+			bt_err("report: unknown event '%s'; known:%s", buf, known ? known : " (out of memory)");
+			free(known);
 			return -EINVAL;
 		}
 		p += n;
 		if (*p == ',' && *++p == '\0') {
-			fprintf(stderr, PROG " report: bad event list '%s'\n", arg);
+			bt_err("report: bad event list '%s'", arg);
 			return -EINVAL;
 		}
 	}
@@ -223,7 +224,7 @@ void bt_report_parse_args(int argc, char **argv, struct ropts *o)
 	/* argp names the program after argv[0]: "btrace-bpf report: ...". */
 	char *a0 = argc > 0 ? argv[0] : NULL;
 	if (argc > 0)
-		argv[0] = (char *)PROG " report";
+		argv[0] = (char *)BT_PROG " report";
 	argp_err_exit_status = 2;
 	argp_parse(&argp, argc, argv, 0, NULL, o);
 	if (argc > 0)
