@@ -56,6 +56,8 @@ struct bt_export_stats {
 	uint64_t func_open;            /* calls open at the end of the dump: closed there, marked */
 	uint64_t func_unmatched;       /* entries whose exit is lost (instants) */
 	uint64_t func_exits_dropped;   /* exits whose entry is before the window: not drawn */
+	uint64_t func_too_deep;        /* perfetto: calls below 511 open ones, in a depth marker slice */
+	uint64_t samples_no_stack;     /* CPU samples whose stack is lost or missing (labelled) */
 	uint64_t app_dropped;          /* events of a thread of another process: not shown */
 	uint64_t triggers;             /* trigger hits marked (the hit that caused the dump) */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */
