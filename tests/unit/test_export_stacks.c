@@ -26,6 +26,7 @@
 #include "dump.h"
 #include "dump_stacks.h"
 #include "export.h"
+#include "report_stacks.h"
 
 #define CHECKER "tests/perfetto/check_trace.py"
 
@@ -168,6 +169,36 @@ static void test_perfetto(void)
 	CHECK(run(cmd) == 0, "checker passes (see above)");
 }
 
+/* pprof, CPU and off-CPU: decoded by protoc, against report --profile's
+ * totals and functions (tests/pprof/check_pprof.py). */
+static void test_pprof(void)
+{
+	char out[400], rep[400], cmd[2048], err[256];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	for (int off = 0; off < 2; off++) {
+		snprintf(out, sizeof(out), "%s/s%s.pb.gz", tmpdir, off ? ".offcpu" : "");
+		snprintf(rep, sizeof(rep), "%s/s%s.profile.txt", tmpdir, off ? ".offcpu" : "");
+		struct bt_export_opts o = { .format = BT_EXPORT_PPROF, .offcpu = off };
+		struct bt_export_stats st;
+		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.events == (off ? 1 : NSAMPLES) && st.samples_no_stack == (off ? 0 : NLOST),
+		      "%s: %" PRIu64 " events, %" PRIu64 " without a stack", off ? "offcpu" : "cpu", st.events,
+		      st.samples_no_stack);
+		FILE *f = fopen(rep, "w");
+		REQUIRE(f, "write %s", rep);
+		struct bt_stack_filter filt = { .offcpu = off };
+		CHECK(bt_report_profile(d, &filt, f) == 0, "report --profile");
+		fclose(f);
+		if (!have_tools)
+			continue;
+		snprintf(cmd, sizeof(cmd), "python3 tests/pprof/check_pprof.py '%s' '%s' %s", out, rep,
+			 off ? "--offcpu" : "");
+		CHECK(run(cmd) == 0, "pprof checker passes (%s, see above)", off ? "off-CPU" : "CPU");
+	}
+	bt_dump_close(d);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-export-stacks.XXXXXX");
@@ -198,6 +229,7 @@ int main(void)
 		return 1;
 	}
 	RUN(test_perfetto);
+	RUN(test_pprof);
 	char cmd[600];
 	if (!getenv("KEEP_TMP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -50,7 +50,11 @@ static void usage(FILE *f)
 		"  -o, --output FILE    write to FILE (atomically); '-' for standard output.\n"
 		"                       Default: DUMP with .btd replaced by .perfetto-trace\n"
 		"                       (.json for json), plus .gz with -z\n"
-		"  -f, --format FMT     perfetto (default) or json\n"
+		"  -f, --format FMT     perfetto (default), json, or pprof: the CPU samples'\n"
+		"                       call stacks as a gzipped pprof profile (go tool pprof,\n"
+		"                       Pyroscope, Parca, Grafana), labels pid, tid, comm\n"
+		"      --offcpu         pprof: the off-CPU blocks instead, weighted by the\n"
+		"                       time blocked (microseconds)\n"
 		"  -z, --gzip           gzip the output (the Perfetto UI opens .gz files as is)\n"
 		"      --no-compact-sched\n"
 		"                       perfetto: every sched_switch as a full ftrace event. By\n"
@@ -66,6 +70,7 @@ static void usage(FILE *f)
 		"  " PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
 		"  " PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
 		"  " PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
+		"  " PROG " convert -f pprof -o cpu.pb.gz dump.btd && go tool pprof -top cpu.pb.gz\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
 		"2 bad usage.\n");
@@ -111,17 +116,18 @@ static int progress_cb(uint64_t done, uint64_t total, void *ctx)
 
 static int default_output(char *out, size_t len, const char *dump, const struct bt_export_opts *o)
 {
-	const char *ext = o->format == BT_EXPORT_JSON ? ".json" : ".perfetto-trace";
+	const char *ext = o->format == BT_EXPORT_JSON ? ".json" : o->format == BT_EXPORT_PPROF ? ".pb" : ".perfetto-trace";
 	size_t n = strlen(dump);
 	if (n > 4 && !strcmp(dump + n - 4, ".btd"))
 		n -= 4;
-	int r = snprintf(out, len, "%.*s%s%s", (int)n, dump, ext, o->gzip ? ".gz" : "");
+	int r = snprintf(out, len, "%.*s%s%s%s", (int)n, dump, o->offcpu ? ".offcpu" : "", ext,
+			 o->gzip || o->format == BT_EXPORT_PPROF ? ".gz" : "");
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
 int cmd_convert(int argc, char **argv)
 {
-	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE };
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE, OPT_OFFCPU };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
@@ -129,6 +135,7 @@ int cmd_convert(int argc, char **argv)
 		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
 		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
 		{ "bundle-events", required_argument, NULL, OPT_BUNDLE },
+		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -152,8 +159,10 @@ int cmd_convert(int argc, char **argv)
 				o.format = BT_EXPORT_PERFETTO;
 			else if (!strcmp(optarg, "json") || !strcmp(optarg, "chrome"))
 				o.format = BT_EXPORT_JSON;
+			else if (!strcmp(optarg, "pprof"))
+				o.format = BT_EXPORT_PPROF;
 			else {
-				fprintf(stderr, PROG ": convert: unknown format '%s' (perfetto or json)\n", optarg);
+				fprintf(stderr, PROG ": convert: unknown format '%s' (perfetto, json or pprof)\n", optarg);
 				goto usage_err;
 			}
 			break;
@@ -177,6 +186,9 @@ int cmd_convert(int argc, char **argv)
 			o.bundle_events = (uint32_t)v;
 			break;
 		}
+		case OPT_OFFCPU:
+			o.offcpu = 1;
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -186,6 +198,10 @@ int cmd_convert(int argc, char **argv)
 		default:
 			goto usage_err;
 		}
+	}
+	if (o.offcpu && o.format != BT_EXPORT_PPROF) {
+		fprintf(stderr, PROG ": convert: --offcpu is for --format pprof (Perfetto and JSON show off-CPU blocks as slices)\n");
+		goto usage_err;
 	}
 	if (optind != argc - 1) {
 		fprintf(stderr, PROG ": convert: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
@@ -207,7 +223,7 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, PROG ": convert: %s is the dump itself; give another -o\n", out);
 		return 2;
 	}
-	if (to_stdout && isatty(STDOUT_FILENO) && (o.format == BT_EXPORT_PERFETTO || o.gzip)) {
+	if (to_stdout && isatty(STDOUT_FILENO) && (o.format != BT_EXPORT_JSON || o.gzip)) {
 		fprintf(stderr, PROG ": convert: not writing a binary trace to a terminal; give -o FILE or redirect\n");
 		return 2;
 	}
@@ -252,8 +268,17 @@ int cmd_convert(int argc, char **argv)
 		else
 			snprintf(sz, sizeof(sz), "%" PRIu64 " B", st.bytes);
 		fprintf(stderr, PROG ": %s: %" PRIu64 " events -> %s (%s, %s%s)\n", path, st.events,
-			to_stdout ? "standard output" : out, o.format == BT_EXPORT_JSON ? "json" : "perfetto",
-			sz, o.gzip ? " gzip" : "");
+			to_stdout ? "standard output" : out,
+			o.format == BT_EXPORT_JSON ? "json" : o.format == BT_EXPORT_PPROF ? "pprof" : "perfetto", sz,
+			o.gzip || o.format == BT_EXPORT_PPROF ? " gzip" : "");
+		if (st.samples_no_stack)
+			fprintf(stderr, PROG ": %s: %" PRIu64 " %s whose stack was lost or not taken, kept under a"
+					" \"[stack lost]\" or \"[no stack]\" frame\n",
+				path, st.samples_no_stack, o.offcpu ? "off-CPU blocks" : "CPU samples");
+		if (st.func_too_deep)
+			fprintf(stderr, PROG ": %s: %" PRIu64 " function calls below 511 open ones drawn as one"
+					" marker slice each run (trace processor keeps 512 levels)\n",
+				path, st.func_too_deep);
 		if (st.missing)
 			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64
 					" seq gap(s), shown on the btrace-bpf tracks\n",

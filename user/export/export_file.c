@@ -29,6 +29,8 @@ static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct b
 	}
 	if (o->format == BT_EXPORT_JSON)
 		r = bt_export_json(&p, s, o, st, err, errlen);
+	else if (o->format == BT_EXPORT_PPROF)
+		r = bt_export_pprof(&p, s, o, st, err, errlen);
 	else
 		r = bt_export_perfetto(&p, s, o, st, err, errlen);
 	bt_export_prep_free(&p);
@@ -48,7 +50,7 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 	if (err && errlen)
 		err[0] = '\0';
 	if (!strcmp(path, "-")) {
-		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip);
+		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip || o->format == BT_EXPORT_PPROF);
 		if (!s) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -66,7 +68,7 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 	if (fd < 0)
 		return fd;
 	/* mkostemp's 0600 stays: a trace holds what the dump (0600) holds. */
-	struct bt_sink *s = bt_sink_new(fd, o->gzip);
+	struct bt_sink *s = bt_sink_new(fd, o->gzip || o->format == BT_EXPORT_PPROF);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		bt_atomic_abort(fd, tmp);
