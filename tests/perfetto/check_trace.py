@@ -28,8 +28,9 @@ Options:
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
                         "trigger ..." on the global "triggers" track and one on
                         the thread it names (JSON: cat btrace_trigger, metadata.trigger)
-  --stacks-lost N       (perfetto, with --stacks) samples whose stack is lost or
-                        missing: their callstack starts with a labelled frame
+  --stacks-lost N       (with --stacks) samples whose stack is lost or missing:
+                        their callstack starts with a labelled frame
+  --offcpu-blocks N     (json, with --stacks) off-CPU samples expected
   --stacks N            CPU samples (PerfSample packets) expected: each
                         names a callstack interned earlier on its sequence (the
                         sequence cleared first), every frame, function name and
@@ -808,13 +809,14 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     unnamed = sorted(t for t in used if not tnames.get(t) and t != 0)
     result(not unnamed, "every thread has a thread_name (%d threads)" % len(used), "unnamed: %s" % unnamed[:20])
     overlap = []
-    # Half the format's resolution (1 ns = 0.001 us): ts + dur in floating
-    # point is off by a few 1e-6 us once uptime passes a few hours.
+    # ts + dur added in floating point, as Chrome, speedscope and trace
+    # processor do: a run that ends where the next begins must not end an
+    # ulp after it (drawn as a staircase)
     eps = 5e-4
     for tid, runs in cpu_runs.items():
         runs.sort()
         for (a0, a1), (b0, b1) in zip(runs, runs[1:]):
-            if b0 < a1 - eps:
+            if b0 < a1:
                 overlap.append("cpu track %d: run at %s starts before %s" % (tid - CPU_PID, b0, a1))
     result(not overlap, "CPU run slices never overlap (%d CPUs)" % len(cpu_runs), "; ".join(overlap[:5]))
     nest = []
@@ -903,6 +905,46 @@ def check_perfetto_triggers(trace, n):
     result(on_global == n and on_thread == n and not bad,
            "trigger instants: %d on the triggers track and %d on the thread" % (n, n),
            "found %d and %d; %s" % (on_global, on_thread, "; ".join(bad[:3])))
+
+
+def check_json_stacks(path, nsamples, nlost=None, noffcpu=None):
+    """The sampling members (catapult's and speedscope's): every sample names
+    a frame of stackFrames whose parents resolve without a cycle; the CPU
+    samples (and off-CPU blocks) as many as the dump has; lost stacks under a
+    labelled root."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    doc = json.loads(data.decode("utf-8"))
+    frames, samples = doc.get("stackFrames", {}), doc.get("samples", [])
+    bad, roots = [], {}
+
+    def root_of(sf):
+        seen = set()
+        k = str(sf)
+        while k in frames and "parent" in frames[k]:
+            if k in seen:
+                return None
+            seen.add(k)
+            k = frames[k]["parent"]
+        return frames[k]["name"] if k in frames else None
+    counts = defaultdict(int)
+    for smp in samples:
+        counts[smp.get("name")] += 1
+        r = root_of(smp.get("sf"))
+        if r is None:
+            bad.append("sample at %s: frame %s unresolved" % (smp.get("ts"), smp.get("sf")))
+        elif smp.get("name") == "cpu_sample" and r in LABELS:
+            counts["lost"] += 1
+    result(not bad, "json stacks: every sample's frame and its parents resolve (%d frames)" % len(frames),
+           "; ".join(bad[:3]))
+    result(counts["cpu_sample"] == nsamples, "json stacks: %d CPU samples (want %d)" % (counts["cpu_sample"], nsamples))
+    if noffcpu is not None:
+        result(counts["offcpu"] == noffcpu, "json stacks: %d off-CPU blocks" % noffcpu, "found %d" % counts["offcpu"])
+    if nlost is not None:
+        result(counts["lost"] == nlost, "json stacks: %d samples under a lost-stack label" % nlost,
+               "found %d" % counts["lost"])
 
 
 def check_json_triggers(path, n):
@@ -1112,7 +1154,7 @@ def main(argv):
             same = argv[i + 1]
             i += 2
         elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open", "--func-deep-markers",
-                   "--stacks-lost"):
+                   "--stacks-lost", "--offcpu-blocks"):
             opt[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         elif a == "--stacks":
@@ -1148,6 +1190,8 @@ def main(argv):
                 check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined, opt.get("stacks_lost"))
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
+        if nstacks is not None:
+            check_json_stacks(path, nstacks, opt.get("stacks_lost"), opt.get("offcpu_blocks"))
         if triggers is not None:
             check_json_triggers(path, triggers)
     return 1 if failures else 0

@@ -768,6 +768,54 @@ static void test_json(void)
 /* `report` prints names as the exporters do: escaped, one event per line.
  * Task names with a newline, an escape sequence, control characters, a
  * backslash and bytes that are not UTF-8 (tids 300, 600 and a rename). */
+/* CPU runs in JSON at 3 h of uptime: back to back, so ts + dur (added in
+ * floating point by the readers) must be exactly the next run's ts; and
+ * the CPU's first switch, from a task no event showed running (a dump of
+ * --comm tasks), is no run: before the fix it was one from the CPU's first
+ * event, another task's time. */
+static void test_json_runs(void)
+{
+	char path[600], js[600], err[256], out[512];
+	snprintf(path, sizeof(path), "%s/runs.btd", tmpdir);
+	snprintf(js, sizeof(js), "%s/runs.json", tmpdir);
+	struct bt_config cfg = { .size = 4u << 20, .block_size = 4096, .ncores = NCPUS };
+	struct gen g = { .ts = 10800123456789ull };
+	g.b = bt_buffer_create(&cfg, err, sizeof(err));
+	REQUIRE(g.b, "buffer: %s", err);
+	g.cur[0] = 101;
+	ev_wake(&g, BT_EV_SCHED_WAKEUP, 0, 200); /* by 101: the CPU's first event */
+	g.ts += 38000000000ull;
+	g.cur[0] = 555; /* never seen running: its switch is an instant */
+	ev_switch(&g, 0, 100, 1);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < 3000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		g.ts += x % 997; /* odd nanoseconds: decimals that are not exact in binary */
+		ev_switch(&g, 0, i & 1 ? 100 : 101, 1);
+	}
+	struct bt_dump_info info = { .ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = tasks,
+				     .ntasks = sizeof(tasks) / sizeof(tasks[0]), .dump_seq = 1, .reason = "ctl",
+				     .groups_enabled = 1 };
+	int r = bt_dump_write(g.b, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.b);
+	REQUIRE(r >= 0 && !g.failed, "write: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_JSON };
+	CHECK(bt_export_file(d, js, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
+	bt_dump_close(d);
+	if (have_python)
+		CHECK(check_file("json", js, "") == 0, "checker passes: no CPU run overlaps the next (see above)");
+	size_t n = 0;
+	char *t = (char *)h_read_file(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	const char *a = strstr(t, "\"args\":{\"tid\":555,");
+	CHECK(a && !strstr(a + 1, "\"args\":{\"tid\":555,") && strstr(t, "\"s\":\"t\",\"args\":{\"tid\":555,"),
+	      "tid 555's switch is an instant, never a run");
+	free(t);
+}
+
 static void test_report_escapes(void)
 {
 	char *text = NULL;
@@ -954,7 +1002,7 @@ static void test_one_ended_probes(void)
 	t[n] = '\0';
 	const char *jwant[] = {
 		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.500,\"pid\":100,\"tid\":100,"
-		"\"dur\":0.500,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
+		"\"dur\":0.5,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
 		"{\"ph\":\"i\",\"name\":\"args6\",\"cat\":\"uprobe\"",
 		"{\"ph\":\"i\",\"name\":\"sleep (return, not timed)\",\"cat\":\"uretprobe\"",
 	};
@@ -1794,6 +1842,7 @@ int main(void)
 	RUN(test_func_edges);
 	RUN(test_func_deep);
 	RUN(test_report_escapes);
+	RUN(test_json_runs);
 	RUN(test_one_ended_probes);
 	RUN(test_functions);
 	RUN(test_gzip);

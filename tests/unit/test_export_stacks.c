@@ -169,6 +169,23 @@ static void test_perfetto(void)
 	CHECK(run(cmd) == 0, "checker passes (see above)");
 }
 
+/* JSON: stack samples (catapult's, speedscope's "samples"/"stackFrames") */
+static void test_json(void)
+{
+	char out[400], cmd[2048], err[256];
+	snprintf(out, sizeof(out), "%s/s.json", tmpdir);
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_JSON };
+	CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
+	bt_dump_close(d);
+	if (!have_tools)
+		return;
+	snprintf(cmd, sizeof(cmd), "python3 " CHECKER " json '%s' --stacks %zu --stacks-lost %d --offcpu-blocks 1", out,
+		 NSAMPLES, NLOST);
+	CHECK(run(cmd) == 0, "checker passes (see above)");
+}
+
 /* pprof, CPU and off-CPU: decoded by protoc, against report --profile's
  * totals and functions (tests/pprof/check_pprof.py). */
 static void test_pprof(void)
@@ -230,6 +247,7 @@ int main(void)
 	}
 	RUN(test_perfetto);
 	RUN(test_pprof);
+	RUN(test_json);
 	char cmd[600];
 	if (!getenv("KEEP_TMP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -34,6 +34,7 @@
 #include "export_names.h"
 #include "pbwriter.h"
 #include "string_set.h"
+#include "u64map.h"
 
 /* profile.proto field numbers */
 #define PR_SAMPLE_TYPE 1
@@ -80,63 +81,9 @@
 #define MAP_SPAN (1ull << 40) /* address range of each file's mapping */
 #define KERNEL_START 0xffff000000000000ull
 
-/* u64 -> u32, open addressing (keys never 0 here: callers add 1) */
-struct u64map {
-	uint64_t *k;
-	uint32_t *v;
-	size_t cap, n;
-};
-
 static uint64_t mix(uint64_t v)
 {
-	v ^= v >> 33;
-	v *= 0xff51afd7ed558ccdull;
-	v ^= v >> 33;
-	v *= 0xc4ceb9fe1a85ec53ull;
-	return v ^ (v >> 33);
-}
-
-static uint32_t *u64map_slot(struct u64map *m, uint64_t key)
-{
-	if (2 * (m->n + 1) > m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 1024;
-		uint64_t *k = calloc(cap, sizeof(*k));
-		uint32_t *v = calloc(cap, sizeof(*v));
-		if (!k || !v) {
-			free(k);
-			free(v);
-			return NULL;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->k[i])
-				continue;
-			size_t j = mix(m->k[i]) & (cap - 1);
-			while (k[j])
-				j = (j + 1) & (cap - 1);
-			k[j] = m->k[i];
-			v[j] = m->v[i];
-		}
-		free(m->k);
-		free(m->v);
-		m->k = k;
-		m->v = v;
-		m->cap = cap;
-	}
-	size_t j = mix(key) & (m->cap - 1);
-	while (m->k[j] && m->k[j] != key)
-		j = (j + 1) & (m->cap - 1);
-	if (!m->k[j]) {
-		m->k[j] = key;
-		m->v[j] = 0;
-		m->n++;
-	}
-	return &m->v[j];
-}
-
-static void u64map_free(struct u64map *m)
-{
-	free(m->k);
-	free(m->v);
+	return bt_u64_mix(v);
 }
 
 /* One aggregated sample: a (kernel, user) stack pair on a thread. */
@@ -150,13 +97,13 @@ struct pp {
 	const struct bt_dump_stacks *s;
 	struct pbw out, strs, w; /* the profile; its string table; a scratch message */
 	struct bt_strset set;   /* strings -> offset; offset -> index in idx */
-	struct u64map idx;
+	struct bt_u64map idx;
 	uint32_t nstr;
-	struct u64map fns, locs; /* (name, file) -> function id; location key -> id */
+	struct bt_u64map fns, locs; /* (name, file) -> function id; location key -> id */
 	uint32_t nfns, nlocs;
 	struct agg *agg;
 	size_t nagg;
-	struct u64map aggix; /* hash of the key -> 1 + index, chained by probing on a hash of the key */
+	struct bt_u64map aggix; /* hash of the key -> 1 + index, chained by probing on a hash of the key */
 	int err;
 };
 
@@ -173,7 +120,7 @@ static int64_t str_ix(struct pp *x, const char *str, size_t len)
 		x->err = x->set.err;
 		return 0;
 	}
-	uint32_t *v = u64map_slot(&x->idx, (uint64_t)off + 1);
+	uint32_t *v = bt_u64map_slot(&x->idx, (uint64_t)off + 1);
 	if (!v) {
 		x->err = -ENOMEM;
 		return 0;
@@ -193,7 +140,7 @@ static int64_t str_c(struct pp *x, const char *s)
 /* The function id of (name, file), its Function written if new. */
 static uint64_t fn_id(struct pp *x, int64_t name, int64_t file)
 {
-	uint32_t *v = u64map_slot(&x->fns, ((uint64_t)name << 32 | (uint32_t)file) + 1);
+	uint32_t *v = bt_u64map_slot(&x->fns, ((uint64_t)name << 32 | (uint32_t)file) + 1);
 	if (!v) {
 		x->err = -ENOMEM;
 		return 0;
@@ -255,7 +202,7 @@ static uint64_t loc_id(struct pp *x, const struct bt_dump_stack *st, uint32_t i)
 	uint64_t addr = mid == s->nmaps + 1 ? off : map_start(s, mid) + (off & (MAP_SPAN - 1));
 	/* the address is unique per (mapping, offset): files below 2^63,
 	 * the kernel above */
-	uint32_t *v = u64map_slot(&x->locs, addr + 1);
+	uint32_t *v = bt_u64map_slot(&x->locs, addr + 1);
 	if (!v) {
 		x->err = -ENOMEM;
 		return 0;
@@ -298,7 +245,7 @@ static uint64_t label_loc(struct pp *x, int which)
 {
 	static const char *const names[] = { "[stack lost]", "[no stack]" };
 	uint64_t mid = x->s->nmaps + 2, addr = map_start(x->s, mid) + (uint64_t)which;
-	uint32_t *v = u64map_slot(&x->locs, 0xb7ab000000000000ull | (uint64_t)which << 1 | 1);
+	uint32_t *v = bt_u64map_slot(&x->locs, 0xb7ab000000000000ull | (uint64_t)which << 1 | 1);
 	if (!v) {
 		x->err = -ENOMEM;
 		return 0;
@@ -335,7 +282,7 @@ static int add_sample(struct pp *x, const struct bt_event_hdr *h, uint32_t k, ui
 {
 	uint64_t key = mix((uint64_t)k << 32 | u) ^ mix(h->tid + 0x9e3779b97f4a7c15ull);
 	for (;; key = mix(key + 1)) {
-		uint32_t *v = u64map_slot(&x->aggix, key | 1);
+		uint32_t *v = bt_u64map_slot(&x->aggix, key | 1);
 		if (!v)
 			return -ENOMEM;
 		if (!*v) {
@@ -529,10 +476,10 @@ out:
 	pbw_free(&x.strs);
 	pbw_free(&x.w);
 	bt_strset_release(&x.set, 0);
-	u64map_free(&x.idx);
-	u64map_free(&x.fns);
-	u64map_free(&x.locs);
-	u64map_free(&x.aggix);
+	bt_u64map_free(&x.idx);
+	bt_u64map_free(&x.fns);
+	bt_u64map_free(&x.locs);
+	bt_u64map_free(&x.aggix);
 	free(x.agg);
 	return r;
 }
