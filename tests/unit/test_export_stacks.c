@@ -26,6 +26,7 @@
 #include "dump.h"
 #include "dump_stacks.h"
 #include "export.h"
+#include "event_filter.h"
 #include "report_stacks.h"
 
 #define CHECKER "tests/perfetto/check_trace.py"
@@ -216,6 +217,40 @@ static void test_pprof(void)
 	bt_dump_close(d);
 }
 
+/* convert --time A..B --pid P: the shared event filter (report's) picks the
+ * events every format writes: samples 3 to 5 of 7 (10 ms apart). */
+static void test_filter(void)
+{
+	char out[400], cmd[2048], err[256];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_event_filter f = { 0 };
+	REQUIRE(bt_filter_parse_time_range(&f, "0.015..0.045") == 0 && bt_filter_parse_pids(&f, "100") == 0, "filter");
+	static const int fmts[] = { BT_EXPORT_PERFETTO, BT_EXPORT_JSON, BT_EXPORT_PPROF };
+	for (int k = 0; k < 3; k++) {
+		snprintf(out, sizeof(out), "%s/f%d.out", tmpdir, k);
+		struct bt_export_opts o = { .format = fmts[k], .filter = &f };
+		struct bt_export_stats st;
+		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.events == 3 && st.per_type[BT_EV_CPU_SAMPLE] == 3, "format %d: %" PRIu64 " events in the window", k,
+		      st.events);
+		if (have_tools && k < 2) {
+			snprintf(cmd, sizeof(cmd), "python3 " CHECKER " %s '%s' --stacks 3 --stacks-lost 2",
+				 k ? "json" : "perfetto", out);
+			CHECK(run(cmd) == 0, "checker passes on the window (see above)");
+		}
+	}
+	bt_filter_free(&f);
+	REQUIRE(bt_filter_parse_pids(&f, "999") == 0, "filter");
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .filter = &f };
+	struct bt_export_stats st;
+	snprintf(out, sizeof(out), "%s/none.out", tmpdir);
+	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0 && st.events == 0, "another pid: %" PRIu64 " events",
+	      st.events);
+	bt_filter_free(&f);
+	bt_dump_close(d);
+}
+
 int main(void)
 {
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-export-stacks.XXXXXX");
@@ -248,6 +283,7 @@ int main(void)
 	RUN(test_perfetto);
 	RUN(test_pprof);
 	RUN(test_json);
+	RUN(test_filter);
 	char cmd[600];
 	if (!getenv("KEEP_TMP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

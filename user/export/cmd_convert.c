@@ -19,6 +19,7 @@
 #include "util.h"
 #include "commands.h"
 #include "event_names.h"
+#include "event_filter.h"
 
 #define PROG "btrace-bpf"
 
@@ -56,6 +57,11 @@ static void usage(FILE *f)
 		"      --offcpu         pprof: the off-CPU blocks instead, weighted by the\n"
 		"                       time blocked (microseconds)\n"
 		"  -z, --gzip           gzip the output (the Perfetto UI opens .gz files as is)\n"
+		"      --time A..B      only events in this window, as report --time: seconds\n"
+		"                       after the first event, -N before the last, @N absolute\n"
+		"                       (CLOCK_BOOTTIME); either end may be left out\n"
+		"  -p, --pid LIST       only events of these tids or pids (comma-separated),\n"
+		"                       and events about them (switches to them, wakeups)\n"
 		"      --no-compact-sched\n"
 		"                       perfetto: every sched_switch as a full ftrace event. By\n"
 		"                       default a switch whose previous task the importer infers\n"
@@ -71,6 +77,7 @@ static void usage(FILE *f)
 		"  " PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
 		"  " PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
 		"  " PROG " convert -f pprof -o cpu.pb.gz dump.btd && go tool pprof -top cpu.pb.gz\n"
+		"  " PROG " convert --time 2.5..3 --pid 1234 dump.btd\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
 		"2 bad usage.\n");
@@ -125,9 +132,10 @@ static int default_output(char *out, size_t len, const char *dump, const struct 
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
-int cmd_convert(int argc, char **argv)
+/* The command; filt (--time, --pid) is the caller's to free. */
+static int convert(int argc, char **argv, struct bt_event_filter *filt)
 {
-	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE, OPT_OFFCPU };
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE, OPT_OFFCPU, OPT_TIME };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
@@ -136,6 +144,8 @@ int cmd_convert(int argc, char **argv)
 		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
 		{ "bundle-events", required_argument, NULL, OPT_BUNDLE },
 		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "pid", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -145,7 +155,7 @@ int cmd_convert(int argc, char **argv)
 	int quiet = 0, c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "o:f:zqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:zqhp:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!optarg[0]) {
@@ -188,6 +198,19 @@ int cmd_convert(int argc, char **argv)
 		}
 		case OPT_OFFCPU:
 			o.offcpu = 1;
+			break;
+		case OPT_TIME:
+			if (bt_filter_parse_time_range(filt, optarg) < 0) {
+				fprintf(stderr, PROG ": convert: bad --time '%s' (A..B: seconds after the first event,"
+						" -N before the last, @N absolute; either end may be left out)\n", optarg);
+				goto usage_err;
+			}
+			break;
+		case 'p':
+			if (bt_filter_parse_pids(filt, optarg) < 0) {
+				fprintf(stderr, PROG ": convert: bad --pid '%s' (tids or pids, comma-separated)\n", optarg);
+				goto usage_err;
+			}
 			break;
 		case 'q':
 			quiet = 1;
@@ -248,6 +271,7 @@ int cmd_convert(int argc, char **argv)
 	/* the first progress line after a moment: short conversions show none */
 	pg.last_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + 300000000ull;
 	o.progress = progress_cb;
+	o.filter = filt;
 	o.progress_ctx = &pg;
 	struct bt_export_stats st;
 	int r = bt_export_file(d, out, &o, &st, err, sizeof(err));
@@ -304,4 +328,12 @@ int cmd_convert(int argc, char **argv)
 usage_err:
 	fprintf(stderr, "Try '" PROG " convert --help'.\n");
 	return 2;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	struct bt_event_filter filt = { 0 };
+	int r = convert(argc, argv, &filt);
+	bt_filter_free(&filt);
+	return r;
 }

@@ -26,12 +26,14 @@
 
 enum bt_export_format { BT_EXPORT_PERFETTO = 0, BT_EXPORT_JSON = 1, BT_EXPORT_PPROF = 2 };
 
+struct bt_event_filter;
 struct bt_export_opts {
 	int format;             /* enum bt_export_format */
 	int gzip;               /* gzip the output (the Perfetto UI opens .gz directly) */
 	int compact_sched;      /* perfetto: sched_switch as FtraceEventBundle.compact_sched */
 	uint32_t bundle_events; /* perfetto: max events per ftrace bundle packet; 0 = 1000 */
 	int offcpu;             /* pprof: the off-CPU blocks (time per stack) instead of the CPU samples */
+	const struct bt_event_filter *filter; /* --time, --pid (event_filter.h); NULL: every event */
 	/* called every few thousand events and once at the end (done == total);
 	 * a non-zero return stops the conversion with -EINTR */
 	int (*progress)(uint64_t done, uint64_t total, void *ctx);

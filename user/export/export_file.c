@@ -22,7 +22,7 @@ static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct b
 		      struct bt_export_stats *st, char *err, size_t errlen)
 {
 	struct bt_export_prep p;
-	int r = bt_export_prepare(d, &p);
+	int r = bt_export_prepare_filtered(d, &p, o->filter);
 	if (r < 0) {
 		snprintf(err, errlen, "out of memory");
 		return r;
