@@ -78,23 +78,6 @@ static uint32_t child(struct trie *t, uint32_t parent, uint32_t name, uint32_t c
 	}
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
-static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
-{
-	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
-}
-
-static int lost_id(const struct bt_dump_stacks *s, uint32_t id)
-{
-	const struct bt_dump_stack *st = stack_of(s, id);
-	return id == BT_STACK_LOST || (st && (st->flags & BT_STACK_F_UNDEFINED));
-}
-
 /* Frame i of st (and its inlined calls) under node at. */
 static uint32_t add_frame(struct trie *t, uint32_t at, const struct bt_dump_stack *st, uint32_t i)
 {
@@ -109,7 +92,7 @@ static uint32_t add_frame(struct trie *t, uint32_t at, const struct bt_dump_stac
 	else if (f->map == BT_DMAP_NONE || f->map > s->nmaps)
 		cat = str_off(t, "anonymous", 9);
 	else
-		cat = str_off(t, base_name(s->maps[f->map - 1].path), strlen(base_name(s->maps[f->map - 1].path)));
+		cat = str_off(t, bt_export_base_name(s->maps[f->map - 1].path), strlen(bt_export_base_name(s->maps[f->map - 1].path)));
 	if (f->sym && f->sym <= s->nsyms) {
 		name = str_off(t, s->syms[f->sym - 1].name, bt_export_sym_len(s->syms[f->sym - 1].name));
 	} else {
@@ -128,10 +111,10 @@ static uint32_t add_frame(struct trie *t, uint32_t at, const struct bt_dump_stac
 static uint32_t stack_node(struct trie *t, uint32_t kstack, uint32_t ustack)
 {
 	const struct bt_dump_stacks *s = t->s;
-	const struct bt_dump_stack *ids[2] = { stack_of(s, ustack), stack_of(s, kstack) };
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, ustack), bt_export_stack(s, kstack) };
 	uint32_t at = 0, cat = str_off(t, "btrace-bpf", 10);
 
-	if (lost_id(s, kstack) || lost_id(s, ustack))
+	if (bt_export_stack_lost(s, kstack) || bt_export_stack_lost(s, ustack))
 		at = child(t, 0, str_off(t, "[stack lost]", 12), cat);
 	for (int k = 0; k < 2; k++)
 		for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0;)

@@ -131,11 +131,6 @@ static size_t find(const struct bt_pf_stacks *ps, uint64_t key)
 	return i;
 }
 
-static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
-{
-	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
-}
-
 /* Room for n strings: 0 or -ENOMEM. */
 static int sset_init(struct sset *t, size_t n)
 {
@@ -377,12 +372,6 @@ static uint64_t frame_iid(struct bt_pf_stacks *ps, struct pbw *w, const struct l
 }
 
 /* Whether a stack id says frames are missing: lost, or never arrived. */
-static int lost_id(const struct bt_dump_stacks *s, uint32_t id)
-{
-	const struct bt_dump_stack *st = stack_of(s, id);
-	return id == BT_STACK_LOST || (st && (st->flags & BT_STACK_F_UNDEFINED));
-}
-
 /* The callstack of pair p, bottom first: "[stack lost]" if a stack is
  * missing, the outermost user frame ... the innermost kernel frame; "[no
  * stack]" alone if that is nothing. Frames new to w written there. */
@@ -390,11 +379,11 @@ static void put_callstack(struct bt_pf_stacks *ps, struct pbw *w, size_t p)
 {
 	const struct bt_dump_stacks *s = ps->s;
 	uint32_t kid = (uint32_t)(ps->pairs[p] >> 32), uid = (uint32_t)ps->pairs[p];
-	const struct bt_dump_stack *ids[2] = { stack_of(s, uid), stack_of(s, kid) };
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, uid), bt_export_stack(s, kid) };
 	struct level lv[MAX_LEVELS];
 	size_t n = 0;
 
-	if (lost_id(s, kid) || lost_id(s, uid)) {
+	if (bt_export_stack_lost(s, kid) || bt_export_stack_lost(s, uid)) {
 		struct level l = { ANON_MAP(s), LABEL_LOST, label_iid(ps, LABEL_LOST), NO_LINE };
 		ps->csf[n++] = frame_iid(ps, w, &l);
 	}
@@ -415,8 +404,7 @@ static void put_callstack(struct bt_pf_stacks *ps, struct pbw *w, size_t p)
 
 int bt_pf_stacks_lost(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack)
 {
-	const struct bt_dump_stack *k = stack_of(ps->s, kstack), *u = stack_of(ps->s, ustack);
-	return lost_id(ps->s, kstack) || lost_id(ps->s, ustack) || !((k && k->nframes) || (u && u->nframes));
+	return bt_export_pair_labelled(ps->s, kstack, ustack);
 }
 
 static void istr(struct pbw *w, uint32_t field, uint64_t iid, const void *p, size_t n)
@@ -539,7 +527,7 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 
 	if (!c)
 		return -ENOMEM;
-	const struct bt_dump_stack *ids[2] = { stack_of(s, ustack), stack_of(s, kstack) };
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, ustack), bt_export_stack(s, kstack) };
 	for (int k = 0; k < 2; k++)
 		for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0 && n < CHART_DEPTH;)
 			for (uint32_t j = 0, m = frame_levels(ps, ids[k], i, lv); j < m && n < CHART_DEPTH; j++)
@@ -575,10 +563,10 @@ int bt_pf_chart_finish(struct bt_pf_stacks *ps, uint64_t period_ns, bt_pf_chart_
 const char *bt_pf_stacks_leaf(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack, size_t *len)
 {
 	const struct bt_dump_stacks *s = ps->s;
-	const struct bt_dump_stack *k = stack_of(s, ustack);
+	const struct bt_dump_stack *k = bt_export_stack(s, ustack);
 	const char *name = "[unknown]";
 	if (!k || !k->nframes)
-		k = stack_of(s, kstack);
+		k = bt_export_stack(s, kstack);
 	if (k && k->nframes) {
 		const struct bt_dump_frame *f = &s->frames[k->first];
 		if (f->sym && f->sym <= s->nsyms)

@@ -158,12 +158,6 @@ static uint64_t fn_id(struct pp *x, int64_t name, int64_t file)
 	return *v;
 }
 
-static const char *base_name(const char *p)
-{
-	const char *s = strrchr(p, '/');
-	return s ? s + 1 : p;
-}
-
 static uint64_t map_id(const struct bt_dump_stacks *s, uint32_t map)
 {
 	if (map == BT_DMAP_KERNEL)
@@ -189,7 +183,7 @@ static int64_t own_name(struct pp *x, const struct bt_dump_frame *f)
 		return str_c(x, "[unknown] (kernel)");
 	if (f->map == BT_DMAP_NONE || f->map > s->nmaps)
 		return str_c(x, "[unknown] (anonymous)");
-	snprintf(buf, sizeof(buf), "[unknown] (%s)", base_name(s->maps[f->map - 1].path));
+	snprintf(buf, sizeof(buf), "[unknown] (%s)", bt_export_base_name(s->maps[f->map - 1].path));
 	return str_c(x, buf);
 }
 
@@ -265,17 +259,6 @@ static uint64_t label_loc(struct pp *x, int which)
 	return *v;
 }
 
-static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
-{
-	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
-}
-
-static int lost_id(const struct bt_dump_stacks *s, uint32_t id)
-{
-	const struct bt_dump_stack *st = stack_of(s, id);
-	return id == BT_STACK_LOST || (st && (st->flags & BT_STACK_F_UNDEFINED));
-}
-
 /* ---- aggregation ---------------------------------------------------------------- */
 
 static int add_sample(struct pp *x, const struct bt_event_hdr *h, uint32_t k, uint32_t u, uint64_t w)
@@ -315,9 +298,9 @@ static void label_num(struct pbw *w, int64_t key, int64_t num)
 static void put_sample(struct pp *x, const struct agg *a, uint64_t period)
 {
 	const struct bt_dump_stacks *s = x->s;
-	const struct bt_dump_stack *ids[2] = { stack_of(s, a->kstack), stack_of(s, a->ustack) };
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, a->kstack), bt_export_stack(s, a->ustack) };
 	const struct bt_xthread *t = bt_export_thread(x->p, a->tid);
-	int lost = lost_id(s, a->kstack) || lost_id(s, a->ustack);
+	int lost = bt_export_stack_lost(s, a->kstack) || bt_export_stack_lost(s, a->ustack);
 	struct pbw *w = &x->w;
 	size_t nloc = 0;
 	uint64_t *locs = malloc((2 * (size_t)BT_STACKS_MAX_FRAMES + 1) * sizeof(*locs));
@@ -422,9 +405,7 @@ int bt_export_pprof(const struct bt_export_prep *p, struct bt_sink *out, const s
 		r = add_sample(&x, h, e->kstack, e->ustack, w);
 		st->events++;
 		st->per_type[h->type]++;
-		st->samples_no_stack += (uint64_t)(lost_id(x.s, e->kstack) || lost_id(x.s, e->ustack) ||
-						   !((stack_of(x.s, e->kstack) && stack_of(x.s, e->kstack)->nframes) ||
-						     (stack_of(x.s, e->ustack) && stack_of(x.s, e->ustack)->nframes)));
+		st->samples_no_stack += (uint64_t)bt_export_pair_labelled(x.s, e->kstack, e->ustack);
 	}
 	if (r) {
 		snprintf(err, errlen, "out of memory");
