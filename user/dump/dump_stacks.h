@@ -65,7 +65,6 @@ enum bt_stack_counter {
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
 	BT_STKC_MAX,
 };
-const char *bt_stack_counter_name(int i);
 
 /* Where in the source a user frame is (section SLOC, optional): for one
  * code address the stacks reference, the chain of source locations from the

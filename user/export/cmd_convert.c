@@ -21,14 +21,13 @@
 #include "event_names.h"
 #include "event_filter.h"
 
-#define PROG "btrace-bpf"
 
 /* ---- command line ------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " convert [OPTIONS] DUMP\n"
+		"Usage: " BT_PROG " convert [OPTIONS] DUMP\n"
 		"\n"
 		"Convert a dump into a trace for the Perfetto UI (https://ui.perfetto.dev:\n"
 		"\"Open trace file\") or, with --format json, the Chrome trace event format\n"
@@ -73,11 +72,11 @@ static void usage(FILE *f)
 		"  -h, --help           this help\n"
 		"\n"
 		"Examples:\n"
-		"  " PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
-		"  " PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
-		"  " PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
-		"  " PROG " convert -f pprof -o cpu.pb.gz dump.btd && go tool pprof -top cpu.pb.gz\n"
-		"  " PROG " convert --time 2.5..3 --pid 1234 dump.btd\n"
+		"  " BT_PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
+		"  " BT_PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
+		"  " BT_PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
+		"  " BT_PROG " convert -f pprof -o cpu.pb.gz dump.btd && go tool pprof -top cpu.pb.gz\n"
+		"  " BT_PROG " convert --time 2.5..3 --pid 1234 dump.btd\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
 		"2 bad usage.\n");
@@ -116,7 +115,7 @@ static int progress_cb(uint64_t done, uint64_t total, void *ctx)
 		return 0;
 	pg->last_ns = now;
 	pg->shown = 1;
-	fprintf(stderr, "\r" PROG ": converting %3u%% (%" PRIu64 " of %" PRIu64 " events)",
+	fprintf(stderr, "\r" BT_PROG ": converting %3u%% (%" PRIu64 " of %" PRIu64 " events)",
 		(unsigned)(total ? done * 100 / total : 100), done, total);
 	return 0;
 }
@@ -159,7 +158,7 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 		switch (c) {
 		case 'o':
 			if (!optarg[0]) {
-				fprintf(stderr, "btrace-bpf: convert: -o needs a file name (or - for standard output)\n");
+				bt_err("convert: -o needs a file name (or - for standard output)");
 				return 2;
 			}
 			out = optarg;
@@ -172,7 +171,7 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 			else if (!strcmp(optarg, "pprof"))
 				o.format = BT_EXPORT_PPROF;
 			else {
-				fprintf(stderr, PROG ": convert: unknown format '%s' (perfetto, json or pprof)\n", optarg);
+				bt_err("convert: unknown format '%s' (perfetto, json or pprof)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -190,7 +189,7 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (errno || *end || !*optarg || v < 1 || v > 1000000 || optarg[0] == '-') {
-				fprintf(stderr, PROG ": convert: bad --bundle-events '%s' (1..1000000)\n", optarg);
+				bt_err("convert: bad --bundle-events '%s' (1..1000000)", optarg);
 				goto usage_err;
 			}
 			o.bundle_events = (uint32_t)v;
@@ -201,14 +200,14 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 			break;
 		case OPT_TIME:
 			if (bt_filter_parse_time_range(filt, optarg) < 0) {
-				fprintf(stderr, PROG ": convert: bad --time '%s' (A..B: seconds after the first event,"
-						" -N before the last, @N absolute; either end may be left out)\n", optarg);
+				bt_err("convert: bad --time '%s' (A..B: seconds after the first event,"
+				       " -N before the last, @N absolute; either end may be left out)", optarg);
 				goto usage_err;
 			}
 			break;
 		case 'p':
 			if (bt_filter_parse_pids(filt, optarg) < 0) {
-				fprintf(stderr, PROG ": convert: bad --pid '%s' (tids or pids, comma-separated)\n", optarg);
+				bt_err("convert: bad --pid '%s' (tids or pids, comma-separated)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -223,18 +222,18 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 		}
 	}
 	if (o.offcpu && o.format != BT_EXPORT_PPROF) {
-		fprintf(stderr, PROG ": convert: --offcpu is for --format pprof (Perfetto and JSON show off-CPU blocks as slices)\n");
+		bt_err("convert: --offcpu is for --format pprof (Perfetto and JSON show off-CPU blocks as slices)");
 		goto usage_err;
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": convert: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
+		bt_err("convert: %s", optind >= argc ? "no dump file given" : "one dump file at a time");
 		goto usage_err;
 	}
 	const char *path = argv[optind];
 	char outbuf[PATH_MAX], err[512];
 	if (!out) {
 		if (default_output(outbuf, sizeof(outbuf), path, &o) < 0) {
-			fprintf(stderr, PROG ": convert: output path too long; give -o\n");
+			bt_err("convert: output path too long; give -o");
 			return 2;
 		}
 		out = outbuf;
@@ -243,17 +242,17 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 	struct stat sin, sout;
 	if (!to_stdout && stat(path, &sin) == 0 && stat(out, &sout) == 0 && sin.st_dev == sout.st_dev &&
 	    sin.st_ino == sout.st_ino) {
-		fprintf(stderr, PROG ": convert: %s is the dump itself; give another -o\n", out);
+		bt_err("convert: %s is the dump itself; give another -o", out);
 		return 2;
 	}
 	if (to_stdout && isatty(STDOUT_FILENO) && (o.format != BT_EXPORT_JSON || o.gzip)) {
-		fprintf(stderr, PROG ": convert: not writing a binary trace to a terminal; give -o FILE or redirect\n");
+		bt_err("convert: not writing a binary trace to a terminal; give -o FILE or redirect");
 		return 2;
 	}
 
 	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
 	if (!d) {
-		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		bt_err("%s: %s", path, err);
 		return 1;
 	}
 	/* Ctrl-C or a kill stops the conversion cleanly (the temporary file is
@@ -278,7 +277,7 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 	if (pg.shown)
 		fprintf(stderr, "\r\033[K");
 	if (r < 0) {
-		fprintf(stderr, PROG ": convert: %s\n", err[0] ? err : strerror(-r));
+		bt_err("convert: %s", err[0] ? err : strerror(-r));
 		bt_dump_close(d);
 		return 1;
 	}
@@ -291,42 +290,42 @@ static int convert(int argc, char **argv, struct bt_event_filter *filt)
 			snprintf(sz, sizeof(sz), "%.1f KiB", b / (1 << 10));
 		else
 			snprintf(sz, sizeof(sz), "%" PRIu64 " B", st.bytes);
-		fprintf(stderr, PROG ": %s: %" PRIu64 " events -> %s (%s, %s%s)\n", path, st.events,
+		bt_log(BT_LOG_NOTICE, "%s: %" PRIu64 " events -> %s (%s, %s%s)", path, st.events,
 			to_stdout ? "standard output" : out,
 			o.format == BT_EXPORT_JSON ? "json" : o.format == BT_EXPORT_PPROF ? "pprof" : "perfetto", sz,
 			o.gzip || o.format == BT_EXPORT_PPROF ? " gzip" : "");
 		if (st.samples_no_stack)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " %s whose stack was lost or not taken, kept under a"
-					" \"[stack lost]\" or \"[no stack]\" frame\n",
+			bt_warn("%s: %" PRIu64 " %s whose stack was lost or not taken, kept under a"
+				" \"[stack lost]\" or \"[no stack]\" frame",
 				path, st.samples_no_stack, o.offcpu ? "off-CPU blocks" : "CPU samples");
 		if (st.func_too_deep)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " function calls below 511 open ones drawn as one"
-					" marker slice each run (trace processor keeps 512 levels)\n",
+			bt_warn("%s: %" PRIu64 " function calls below 511 open ones drawn as one"
+				" marker slice each run (trace processor keeps 512 levels)",
 				path, st.func_too_deep);
 		if (st.missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64
-					" seq gap(s), shown on the btrace-bpf tracks\n",
+			bt_warn("%s: %" PRIu64 " events missing in %" PRIu64
+					" seq gap(s), shown on the btrace-bpf tracks",
 				path, st.missing, st.gaps);
 		if (st.app_missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " application events missing in %" PRIu64
-					" per-thread seq gap(s), shown as LOST instants on the threads\n",
+			bt_warn("%s: %" PRIu64 " application events missing in %" PRIu64
+					" per-thread seq gap(s), shown as LOST instants on the threads",
 				path, st.app_missing, st.app_gaps);
 		if (st.app_unmatched || st.app_dropped)
-			fprintf(stderr, PROG ": %s: application events: %" PRIu64 " BEGIN/END without partner"
-					" (shown as instants), %" PRIu64 " of threads of other processes (left out)\n",
+			bt_warn("%s: application events: %" PRIu64 " BEGIN/END without partner"
+					" (shown as instants), %" PRIu64 " of threads of other processes (left out)",
 				path, st.app_unmatched, st.app_dropped);
 		if (st.func_slices || st.func_open || st.func_unmatched || st.func_exits_dropped)
-			fprintf(stderr, PROG ": %s: function calls: %" PRIu64 " drawn, %" PRIu64
+			bt_warn("%s: function calls: %" PRIu64 " drawn, %" PRIu64
 					" open at the dump's end (closed there, marked open_at_dump_end), %" PRIu64
 					" entries whose exit is lost (instants), %" PRIu64
-					" exits whose entry is before the window (left out)\n",
+					" exits whose entry is before the window (left out)",
 				path, st.func_slices, st.func_open, st.func_unmatched, st.func_exits_dropped);
 	}
 	bt_dump_close(d);
 	return 0;
 
 usage_err:
-	fprintf(stderr, "Try '" PROG " convert --help'.\n");
+	fprintf(stderr, "Try '" BT_PROG " convert --help'.\n");
 	return 2;
 }
 
