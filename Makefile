@@ -167,7 +167,7 @@ endef
 stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v),$(2),$(3),$(4))))
 
 BUF_SRCS        := user/lib/btrace_buffer.c
-APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)
 # The in-process tracing library and the recorder's reader of its buffers.
 $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)

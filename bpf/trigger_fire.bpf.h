@@ -81,9 +81,13 @@ static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, 
 	bpf_ringbuf_submit(h, 0); /* wake the trigger thread now */
 }
 
+/* comm= and pid= are about the process: its name is its main thread's
+ * (a crash in a thread named otherwise still matches comm=PROCESS). */
 static __always_inline void bt_task_comm(struct task_struct *t, char *comm)
 {
-	if (bpf_probe_read_kernel(comm, BT_COMM_LEN, t->comm))
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+
+	if (!leader || bpf_probe_read_kernel(comm, BT_COMM_LEN, &leader->comm))
 		__builtin_memset(comm, 0, BT_COMM_LEN);
 }
 

@@ -47,6 +47,21 @@ static int mul_checked(uint64_t a, uint64_t b, uint64_t *out)
 	return 0;
 }
 
+uint64_t bt_mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	uint64_t v, mult = 1, r;
@@ -162,6 +177,30 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 		snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
 	else
 		snprintf(buf, len, "%.1f %s", v, units[u]);
+	return buf;
+}
+
+const char *format_duration(uint64_t ns, char *buf, unsigned len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = { { 3600000000000ull, "h" }, { 60000000000ull, "m" }, { 1000000000ull, "s" },
+		      { 1000000ull, "ms" }, { 1000ull, "us" }, { 1, "ns" } };
+
+	if (!ns) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	/* In the largest unit it reaches: whole (1h, 250ms) or to 4 digits
+	 * (1.5s, 1.5m): what a user would write, never 3.6e+03s. */
+	size_t i = 0;
+	while (ns < units[i].ns)
+		i++;
+	if (ns % units[i].ns == 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].unit);
+	else
+		snprintf(buf, len, "%.4g%s", (double)ns / (double)units[i].ns, units[i].unit);
 	return buf;
 }
 

@@ -17,6 +17,8 @@
  * zero size, -ERANGE if it does not fit 64 bits. *out is untouched on error.
  */
 int parse_size(const char *s, uint64_t *out);
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+uint64_t bt_mem_available(void);
 
 /*
  * Parse a duration: decimal digits then a unit, ns, us, ms, s, m or h; a bare
@@ -31,6 +33,8 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 
 /* "64.0 MiB", "512 KiB", "12 B": human-readable size into buf. */
 const char *format_size(uint64_t bytes, char *buf, unsigned len);
+/* "1h", "90s", "250ms", "1.5s": a duration as a user would write it. */
+const char *format_duration(uint64_t ns, char *buf, unsigned len);
 
 /* Diagnostics (bt_err, bt_warn, bt_info, bt_die): log.h, included here
  * because nearly every file that parses also reports. */

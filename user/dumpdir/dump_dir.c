@@ -159,7 +159,8 @@ struct bt_dump_dir *bt_dump_dir_open(const struct bt_dump_dir_opts *o, char *err
 		}
 	}
 	closedir(dir);
-	qsort(d->e, d->n, sizeof(*d->e), by_age);
+	if (d->n)
+		qsort(d->e, d->n, sizeof(*d->e), by_age);
 	d->st.adopted = d->n;
 	return d;
 }

@@ -7,6 +7,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,24 @@
 #include "config_file.h"
 #include "dump_dir.h"
 #include "log.h"
+
+/* A bad value from --config FILE is named by its FILE:LINE. */
+#define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
+__attribute__((format(printf, 2, 3))) static void config_argp_error(const struct argp_state *state, const char *fmt,
+								    ...)
+{
+	char msg[1024], where[4200];
+	const char *w = bt_config_origin(state->next - 1, where, sizeof(where));
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (w)
+		(argp_error)(state, "%s: %s", w, msg);
+	else
+		(argp_error)(state, "%s", msg);
+}
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -150,8 +169,8 @@ static const struct argp_option options[] = {
 	{ "trigger-delay", OPT_TRIGGER_DELAY, "TIME", 0,
 	  "Keep recording TIME after a trigger before dumping, to see what happened next (default 0)", 3 },
 	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
-	  "Rate limit of automatic dumps (triggers, --dump-every): at most one per TIME; triggers in "
-	  "between are counted and dropped (default 1s)", 3 },
+	  "Rate limit of automatic dumps, per trigger: at most one dump per TIME from each --trigger (its "
+	  "default limit=) and from --dump-every; hits in between are counted and dropped (default 1s)", 3 },
 	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
 	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
 	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },

@@ -202,22 +202,6 @@ static int create_output_dir(const char *dir)
 	return 0;
 }
 
-/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
-static uint64_t mem_available(void)
-{
-	unsigned long long kb = 0;
-	char line[256];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
-}
-
 /* ---- signals ---------------------------------------------------------------------- */
 
 static volatile sig_atomic_t got_stop;
@@ -554,10 +538,10 @@ static int create_buffer(struct recorder *r)
 	}
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
-	if (mem_available() && o->buffer_size > mem_available()) {
+	if (bt_mem_available() && o->buffer_size > bt_mem_available()) {
 		bt_err("cannot record into %s: only %s of memory is available: give a smaller "
 			"--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
-			format_size(mem_available(), s2, sizeof(s2)));
+			format_size(bt_mem_available(), s2, sizeof(s2)));
 		return -1;
 	}
 	memset(&cfg, 0, sizeof(cfg));
@@ -792,9 +776,12 @@ static void announce(struct recorder *r)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r->uprobes),
 			bt_uprobes_nattached(r->uprobes));
 	}
-	for (size_t i = 0; i < o->ntriggers; i++)
-		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o->triggers[i].name,
-			o->triggers[i].cond, (double)o->triggers[i].after_ns / 1e9, (double)o->triggers[i].limit_ns / 1e9);
+	for (size_t i = 0; i < o->ntriggers; i++) {
+		char a[32], l[32];
+		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %s after, at most one per %s)", o->triggers[i].name,
+		       o->triggers[i].cond, format_duration(o->triggers[i].after_ns, a, sizeof(a)),
+		       format_duration(o->triggers[i].limit_ns, l, sizeof(l)));
+	}
 	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 	       format_size(o->buffer_size, s1, sizeof(s1)), bt_loader_nattached(r->loader),
 	       format_size(bt_loader_ring_size(r->loader), s2, sizeof(s2)), bt_loader_ncpus(r->loader),
