@@ -542,6 +542,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose++;
 		break;
+	case ARGP_KEY_INIT:
+		/* Usage errors at error priority under the journal (log.h). */
+		state->err_stream = bt_log_stream(BT_LOG_ERR);
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
