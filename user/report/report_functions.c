@@ -163,7 +163,8 @@ static void print_row(FILE *out, const struct ffunc *fn, struct frow *r, const c
 /* The window the counts cover, and every loss that makes them lower bounds.
  * Counts are complete only where no CPU missed an event: the ring buffer
  * dropped none (a drop also leaves a seq gap), no seq gap in the window, the
- * CPUs' history reaches back to the window's start, nothing lost dumping. */
+ * CPUs' history reaches back to the window's start, nothing lost dumping,
+ * neither of the kernel's buffer nor of an application's. */
 static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
@@ -232,6 +233,20 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		     oc, bt_format_ts(sc[oc].first_ts, b1, sizeof(b1)), sc[oc].first_seq);
 	if (rs->blocks_lost || rs->blocks_busy)
 		LOSS("%" PRIu64 " blocks overwritten while dumping, %" PRIu64 " busy", rs->blocks_lost, rs->blocks_busy);
+	/* application buffers: blocks the dump could not keep, events their
+	 * writers could not store (a dump is only complete without either) */
+	uint64_t al = 0, ab = 0, abad = 0, adrop = 0;
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	for (size_t i = 0; i < na; i++) {
+		al += apps[i].counters[BT_APPC_BLOCKS_LOST];
+		ab += apps[i].counters[BT_APPC_BLOCKS_BUSY];
+		abad += apps[i].counters[BT_APPC_BLOCKS_BAD];
+		adrop += apps[i].counters[BT_APPC_DROPPED];
+	}
+	if (al || ab || abad || adrop)
+		LOSS("application blocks: %" PRIu64 " overwritten while dumping, %" PRIu64 " busy, %" PRIu64
+		     " refused as malformed; %" PRIu64 " application events dropped (no block free)", al, ab, abad, adrop);
 	if (bs->entries_rejected || bs->entries_dropped || bs->blocks_skipped || h->drain_rejected)
 		LOSS("%" PRIu64 " buffer entries rejected, %" PRIu64 " dropped, %" PRIu64 " blocks skipped, %" PRIu64
 		     " events the drain could not store",
