@@ -406,21 +406,21 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Copy slot `slot` (A consecutive blocks) and decide what each block may
- * give (see btrace_capture.c for the sequence). */
+/* Copy blocks m0..m1-1 of slot `slot` (consecutive) and decide what each
+ * may give (see btrace_capture.c for the sequence). */
 static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *metas, const uint8_t *data,
-			 uint32_t slot)
+			 uint64_t g0, uint32_t slot, uint32_t m0, uint32_t m1)
 {
 	const struct bt_app_view *v = &cap->v;
 	uint32_t d0 = slot * v->A;
-	size_t off = (size_t)d0 * v->bsize;
+	size_t off = (size_t)(d0 + m0) * v->bsize;
 
-	for (uint32_t m = 0; m < v->A; m++) {
+	for (uint32_t m = m0; m < m1; m++) {
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
 		b->pos = claimed_pos(v, data, d0 + m, &cap->pre);
 		b->state = b->pos ? CAP_COPIED : CAP_EMPTY;
 	}
-	for (uint32_t m = 0; m < v->A; m++) {
+	for (uint32_t m = m0; m < m1; m++) {
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
 		int complete;
 		if (b->state != CAP_COPIED)
@@ -434,8 +434,8 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 			b->state = CAP_SKIP;
 		b->complete = (uint8_t)complete;
 	}
-	bulk_copy(cap->data + off, data + off, (size_t)v->A * v->bsize);
-	for (uint32_t m = 0; m < v->A; m++) {
+	bulk_copy(cap->data + off, data + off, (size_t)(m1 - m0) * v->bsize);
+	for (uint32_t m = m0; m < m1; m++) {
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
 		size_t o = (size_t)(d0 + m) * v->bsize;
 		if (b->state == CAP_COPIED && b->inflight)
@@ -444,8 +444,48 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 	/* Acquire fence: the copy's loads happen before the re-check (the
 	 * reader side of the seqlock, as in bt_app_read_skip). */
 	atomic_thread_fence(memory_order_acquire);
-	for (uint32_t m = 0; m < v->A; m++)
-		cap->blk[d0 + m].pos2 = load_racy64(data + (size_t)(d0 + m) * v->bsize);
+	for (uint32_t m = m0; m < m1; m++) {
+		struct bt_app_cap_block *b = &cap->blk[d0 + m];
+		b->pos2 = load_racy64(data + (size_t)(d0 + m) * v->bsize);
+		/* Handed out after the capture began: the block it replaced, part
+		 * of the window, was overwritten before it was copied. */
+		if (b->state == CAP_COPIED && b->pos >= g0) {
+			b->state = CAP_SKIP;
+			cap->pre.blocks_lost++;
+		}
+	}
+}
+
+/* Blocks the copy could not keep in order: overwritten while copied, or
+ * holding a position handed out after the copy began (the writer lapped
+ * it: the older blocks it replaced are missing, a gap in the window). */
+static uint64_t capture_damage(const struct bt_app_capture *cap)
+{
+	uint64_t n = cap->pre.blocks_lost;
+	for (uint32_t d = 0; d < cap->v.N; d++) {
+		const struct bt_app_cap_block *b = &cap->blk[d];
+		n += b->state == CAP_COPIED && b->pos2 != b->pos;
+	}
+	return n;
+}
+
+/* One pass over every slot, oldest round first; the damage it took. */
+static uint64_t capture_pass(struct bt_app_capture *cap, const struct bt_app_view *v, uint64_t mo, uint64_t dof)
+{
+	const struct bt_app_shm *sh = (const struct bt_app_shm *)v->base;
+	/* Oldest position first: the one after the block being handed out
+	 * (the word is the application's, untrusted: it only picks the order). */
+	uint64_t g0 = atomic_load_explicit(&sh->global, memory_order_relaxed);
+	const struct bt_app_meta *metas = (const struct bt_app_meta *)(v->base + mo);
+	uint32_t cur = (uint32_t)(g0 / v->A % v->R), m0 = (uint32_t)(g0 % v->A);
+	memset(&cap->pre, 0, sizeof(cap->pre));
+	/* The writer fills the current slot at meta m0: above it the slot
+	 * still holds the oldest round, below it the newest. */
+	capture_slot(cap, metas, v->base + dof, g0, cur, m0, v->A);
+	for (uint32_t k = 1; k < v->R; k++)
+		capture_slot(cap, metas, v->base + dof, g0, (cur + k) % v->R, 0, v->A);
+	capture_slot(cap, metas, v->base + dof, g0, cur, 0, m0);
+	return capture_damage(cap);
 }
 
 int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
@@ -465,14 +505,16 @@ int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
 		return -ENOMEM;
 	}
 	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
-	const struct bt_app_shm *sh = (const struct bt_app_shm *)v->base;
-	/* Oldest round first: the one after the round being handed out (the
-	 * word is the application's, untrusted: it only picks the order). */
-	uint64_t g = atomic_load_explicit(&sh->global, memory_order_relaxed);
-	uint32_t s0 = (uint32_t)((g / v->A + 1) % v->R);
 	uint64_t t0 = mono_ns();
-	for (uint32_t k = 0; k < v->R; k++)
-		capture_slot(cap, (const struct bt_app_meta *)(v->base + mo), v->base + dof, (s0 + k) % v->R);
+	/* A copy outrun by the writer (this thread preempted mid-copy on a
+	 * busy machine) is taken again at once: the next pass usually runs
+	 * through. At most BT_APP_CAPTURE_TRIES; the last one is kept, its
+	 * damage counted like any other. */
+	for (int i = 0; i < BT_APP_CAPTURE_TRIES; i++) {
+		cap->tries = (uint32_t)i + 1;
+		if (!capture_pass(cap, v, mo, dof))
+			break;
+	}
 	cap->copy_ns = mono_ns() - t0;
 	return 0;
 }

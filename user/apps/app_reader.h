@@ -60,7 +60,9 @@ struct bt_app_capture {
 	struct bt_app_cap_block *blk;    /* [N] */
 	struct bt_app_read_stats pre;    /* counted while copying */
 	uint64_t copy_ns;                /* how long the copy took */
+	uint32_t tries;                  /* passes: a pass the writer outran is repeated */
 };
+#define BT_APP_CAPTURE_TRIES 3
 /* 0 or -ENOMEM. */
 int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap);
 int bt_app_capture_read(const struct bt_app_capture *cap, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st);

@@ -8,8 +8,8 @@
  * full speed most of the window was gone before it was read. A capture
  * copies first and lets the slow work run on the copy:
  *
- *   oldest round's slot first  (writers overwrite it next)
- *   for each slot (A consecutive blocks):
+ *   oldest position first       (writers overwrite it next)
+ *   for each slot (A consecutive blocks; the current one in two parts):
  *       seq1[m] = header pos        acquire
  *       conf[m], alloc[m]           acquire: what a block's current round confirmed
  *       memcpy(slot)                one bulk copy, no per-block work
@@ -111,27 +111,29 @@ static enum bt_read_result classify(const struct bt_buffer *b, uint64_t p1, uint
 	return BT_READ_LOST;
 }
 
-/* Copy physical slot `slot` into dst, validating its A blocks into cb[]. */
-static void capture_slot(struct bt_buffer *b, uint32_t slot, uint8_t *dst, struct cap_block *cb, uint64_t *p1,
-			 uint64_t *cf, uint64_t *al)
+/* Copy blocks m0..m1-1 of physical slot `slot` into dst (block m at
+ * dst + m * bsize), validating them into cb[m]; g0: the global position
+ * when the capture began (the window ends there). */
+static void capture_slot(struct bt_buffer *b, uint64_t g0, uint32_t slot, uint32_t m0, uint32_t m1, uint8_t *dst,
+			 struct cap_block *cb, uint64_t *p1, uint64_t *cf, uint64_t *al)
 {
-	uint32_t A = b->A, d0 = slot * A;
+	uint32_t d0 = slot * b->A;
 
-	for (uint32_t m = 0; m < A; m++)
+	for (uint32_t m = m0; m < m1; m++)
 		/* Acquire: pairs with the release store of pos in lock_position(). */
 		p1[m] = atomic_load_explicit(hdr_pos(b, d0 + m), memory_order_acquire);
-	for (uint32_t m = 0; m < A; m++) {
+	for (uint32_t m = m0; m < m1; m++) {
 		/* Acquire: pairs with the release confirmations (bt_commit,
 		 * pad_confirm): every confirmed byte is in the copy below. */
 		cf[m] = atomic_load_explicit(&b->meta[m].conf, memory_order_acquire);
 		al[m] = atomic_load_explicit(&b->meta[m].alloc, memory_order_acquire);
 	}
-	bulk_copy(dst, block_at(b, d0), slot_bytes(b));
+	bulk_copy(dst + ((size_t)m0 << b->bshift), block_at(b, d0 + m0), (size_t)(m1 - m0) << b->bshift);
 	/* Acquire fence: if the copy saw any write of a block's new owner, the
 	 * reload below sees that owner's invalidation; pairs with the release
 	 * fence in lock_position(). */
 	atomic_thread_fence(memory_order_acquire);
-	for (uint32_t m = 0; m < A; m++) {
+	for (uint32_t m = m0; m < m1; m++) {
 		uint64_t p2 = atomic_load_explicit(hdr_pos(b, d0 + m), memory_order_relaxed);
 		struct cap_block *c = &cb[m];
 
@@ -142,7 +144,10 @@ static void capture_slot(struct bt_buffer *b, uint32_t slot, uint8_t *dst, struc
 			continue;
 		}
 		c->state = (uint8_t)classify(b, p1[m], cf[m], al[m], c);
-		if (c->state == BT_READ_OK && p2 != p1[m])
+		/* Changed during the copy, or handed out after the capture began
+		 * (its position >= g0): the block it replaced, part of the
+		 * window, was overwritten before it was copied. */
+		if (c->state == BT_READ_OK && (p2 != p1[m] || p1[m] >= g0))
 			c->state = BT_READ_LOST;
 	}
 }
@@ -233,7 +238,7 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 	struct bt_read_stats local;
 	struct bt_capture *c = NULL;
 	uint64_t *p1 = NULL, *cf = NULL, *al = NULL, t0, g, base, cur;
-	uint32_t n, vs0;
+	uint32_t n, vs0, m0;
 	struct bt_layout *l;
 	uint16_t *slots = NULL;
 	int ri;
@@ -264,15 +269,19 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 	al = cf + b->A;
 	for (uint32_t i = 0; i < n; i++)
 		slots[i] = atomic_load_explicit(&l->order[i], memory_order_relaxed);
-	/* The oldest round's virtual slot: the one after the round being
-	 * handed out now (rounds map to virtual slots from base, cyclically). */
+	/* Oldest position first. Rounds map to virtual slots from base,
+	 * cyclically; in the current round's slot, the metas from the next
+	 * position on still hold the oldest round, the ones below it the
+	 * newest: that slot is copied in two parts, first and last. */
 	cur = GPOS(g) / b->A;
-	vs0 = n ? (uint32_t)((cur - base + 1) % n) : 0;
+	vs0 = n ? (uint32_t)((cur - base) % n) : 0;
+	m0 = (uint32_t)(GPOS(g) % b->A);
 	t0 = mono_ns();
-	for (uint32_t k = 0; k < n; k++) {
-		uint32_t vs = (vs0 + k) % n;
+	for (uint32_t k = 0; k <= n && n; k++) {
+		uint32_t vs = (vs0 + k) % n, lo = k == 0 ? m0 : 0, hi = k == n ? m0 : b->A;
+		size_t at = (size_t)(k % n) * b->A;
 
-		capture_slot(b, slots[vs], c->data + (size_t)k * b->A * b->bsize, c->blk + (size_t)k * b->A, p1, cf, al);
+		capture_slot(b, GPOS(g), slots[vs], lo, hi, c->data + (at << b->bshift), c->blk + at, p1, cf, al);
 	}
 	retry_busy(b, c);
 	c->copy_ns = mono_ns() - t0;

@@ -10,6 +10,8 @@
  * the capture lost.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/types.h>
@@ -23,14 +25,43 @@
 
 #define FLUSH_TIMEOUT_MS 2000
 
+/* A copy is a few milliseconds of memory bandwidth, but on a busy machine
+ * the scheduler may stop it for tens of them while writers go on: the
+ * copies run at the lowest real-time priority (root has it; without it
+ * they run as they are, their losses counted). Only the copies: the flush,
+ * compression and writing stay at the thread's own priority. */
+struct boost {
+	int policy, on;
+	struct sched_param old;
+};
+
+static void boost_on(struct boost *b)
+{
+	struct sched_param p = { .sched_priority = 1 };
+
+	b->on = pthread_getschedparam(pthread_self(), &b->policy, &b->old) == 0 &&
+		b->policy != SCHED_FIFO && b->policy != SCHED_RR &&
+		pthread_setschedparam(pthread_self(), SCHED_FIFO, &p) == 0;
+}
+
+static void boost_off(struct boost *b)
+{
+	if (b->on)
+		pthread_setschedparam(pthread_self(), b->policy, &b->old);
+	b->on = 0;
+}
+
 int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, size_t errlen)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
+	struct boost bo = { 0 };
 	int ret;
 
 	memset(c, 0, sizeof(*c));
 	if (r->apps) {
+		boost_on(&bo);
 		c->apps = bt_apps_capture(r->apps);
+		boost_off(&bo);
 		if (!c->apps) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot copy the application buffers: %s", strerror(-ret));
@@ -53,7 +84,9 @@ int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, siz
 	ret = bt_loader_read_cpu_state(r->loader, c->drops, c->emitted, NULL);
 	if (ret)
 		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
+	boost_on(&bo);
 	c->kbuf = bt_capture(r->buf, NULL);
+	boost_off(&bo);
 	if (!c->kbuf) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot copy the buffer: %s", strerror(-ret));
