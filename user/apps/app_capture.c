@@ -53,10 +53,11 @@ static int capture_buffers(struct app *a, struct cap_app *ca, uint64_t *copy_ns)
 		ca->nbufs++;
 		*copy_ns += ca->bufs[b].copy_ns;
 		struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
-		cnt[BT_APPC_DROPPED] += atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed);
-		cnt[BT_APPC_REJECTED] += atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed);
-		cnt[BT_APPC_SKIPPED] += atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed);
-		cnt[BT_APPC_RACES] += atomic_load_explicit(&sh->stats.races, memory_order_relaxed);
+		int bogus = 0; /* clamped: the sums of four buffers stay far from wrapping */
+		cnt[BT_APPC_DROPPED] += app_count(atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed), &bogus);
+		cnt[BT_APPC_REJECTED] += app_count(atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed), &bogus);
+		cnt[BT_APPC_SKIPPED] += app_count(atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed), &bogus);
+		cnt[BT_APPC_RACES] += app_count(atomic_load_explicit(&sh->stats.races, memory_order_relaxed), &bogus);
 	}
 	return 0;
 }
@@ -159,7 +160,8 @@ static int addrs_room(struct dump_ctx *c, size_t n)
 {
 	if (c->naddrs + n <= c->cap)
 		return 0;
-	qsort(c->addrs, c->naddrs, 8, cmp_u64);
+	if (c->naddrs)
+		qsort(c->addrs, c->naddrs, 8, cmp_u64);
 	size_t k = 0;
 	for (size_t i = 0; i < c->naddrs; i++)
 		if (!k || c->addrs[k - 1] != c->addrs[i])

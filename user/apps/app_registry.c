@@ -32,6 +32,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#define ALIVE_CHECK_MS 500 /* how often registrants are checked to be alive */
 
 static void buf_release(struct abuf *b)
 {
@@ -314,13 +317,27 @@ static void watch_funcs(struct bt_apps *r)
 	}
 }
 
+/* Under lock: a registrant that exited while another process (a child it
+ * forked, or one it passed the connection to) holds its connection is
+ * exited: its pid, not the socket, says whether it lives. */
+static void mark_dead_gone(struct bt_apps *r)
+{
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		if (a->conn >= 0 && kill((pid_t)a->pid, 0) < 0 && errno == ESRCH) {
+			bt_app_drain_input(r, a);
+			app_gone(a);
+		}
+	}
+}
+
 static void *io_thread(void *arg)
 {
 	struct bt_apps *r = arg;
 	struct pollfd *p = NULL;
 	struct app **who = NULL;
 	size_t cap = 0;
-	uint64_t last_watch = 0;
+	uint64_t last_watch = 0, last_alive = 0;
 	for (;;) {
 		pthread_mutex_lock(&r->lock);
 		if (r->stop) {
@@ -372,6 +389,10 @@ static void *io_thread(void *arg)
 		}
 		for (size_t j = 0; j < r->napps; j++)
 			retire_old(r->apps[j]);
+		if (bt_boottime_ns() - last_alive >= ALIVE_CHECK_MS * 1000000ull) {
+			mark_dead_gone(r);
+			last_alive = bt_boottime_ns();
+		}
 		if (r->cfg.nfwatch && bt_boottime_ns() - last_watch >= WATCH_MS * 1000000ull) {
 			watch_funcs(r);
 			last_watch = bt_boottime_ns();
@@ -389,11 +410,38 @@ static void wake(struct bt_apps *r)
 	(void)w;
 }
 
+/* Every registered application may hold a buffer of `size` (exited ones
+ * too, for the post-mortem dump, which copies them all): the largest one
+ * is bounded, and so are all of them together by the memory there is. */
+static int check_buffer_total(uint64_t size, uint32_t max_apps, char *why, size_t whylen)
+{
+	uint64_t avail = bt_mem_available();
+	char s1[32], s2[32];
+
+	if (size > BT_APP_BUFFER_MAX) {
+		snprintf(why, whylen, "an application buffer of %s is larger than the %s allowed",
+			 format_size(size, s1, sizeof(s1)), format_size(BT_APP_BUFFER_MAX, s2, sizeof(s2)));
+		return -EINVAL;
+	}
+	if (avail && size * max_apps > avail) {
+		snprintf(why, whylen,
+			 "%u applications (--max-apps) with buffers of %s need more than the %s of memory available",
+			 max_apps, format_size(size, s1, sizeof(s1)), format_size(avail, s2, sizeof(s2)));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size_t errlen)
 {
 	uint32_t A, N;
+	int e;
 	if (bt_app_geometry(cfg->buffer_size, cfg->block_size, cfg->ncores, &A, &N, err, errlen) < 0) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if ((e = check_buffer_total(cfg->buffer_size, cfg->max_apps ? cfg->max_apps : 64, err, errlen))) {
+		errno = -e;
 		return NULL;
 	}
 	struct bt_apps *r = calloc(1, sizeof(*r));
@@ -440,6 +488,23 @@ static void reply_error(int c, const char *fmt, const char *arg)
 	close(c);
 }
 
+/* Under lock: free pid's exited entries but its newest. */
+static void forget_older(struct bt_apps *r, uint32_t pid)
+{
+	size_t newest = SIZE_MAX;
+
+	for (size_t i = 0; i < r->napps; i++)
+		if (r->apps[i]->pid == pid && (r->apps[i]->flags & BT_APP_EXITED) &&
+		    (newest == SIZE_MAX || r->apps[i]->registered_ts >= r->apps[newest]->registered_ts))
+			newest = i;
+	for (size_t i = r->napps; i-- > 0;)
+		if (i != newest && r->apps[i]->pid == pid && (r->apps[i]->flags & BT_APP_EXITED)) {
+			app_free(r->apps[i]);
+			memmove(&r->apps[i], &r->apps[i + 1], (r->napps - i - 1) * sizeof(*r->apps));
+			r->napps--;
+		}
+}
+
 void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 {
 	char why[256];
@@ -451,6 +516,9 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 			bt_app_drain_input(r, r->apps[i]); /* names it sent before it reconnected */
 			app_gone(r->apps[i]);
 		}
+	/* ... and keeps one earlier registration for the post-mortem: one
+	 * process registering 200 times must not evict the others'. */
+	forget_older(r, pid);
 	if (r->napps >= r->cfg.max_apps) {
 		size_t victim = SIZE_MAX;
 		for (size_t i = 0; i < r->napps && victim == SIZE_MAX; i++)
@@ -522,6 +590,8 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 	int n = 0, err = bt_app_geometry(size, r->cfg.block_size, r->cfg.ncores, &A, &N, why, whylen);
 	if (err)
 		return err;
+	if ((err = check_buffer_total(size, r->cfg.max_apps, why, whylen)))
+		return err;
 	pthread_mutex_lock(&r->lock);
 	r->cfg.buffer_size = size;
 	for (size_t i = 0; i < r->napps; i++) {
@@ -568,11 +638,14 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
+		char en[BT_ESCAPED_LEN(sizeof(a->name))];
+		int bogus = 0;
+		uint64_t dropped = app_count(
+			atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped, memory_order_relaxed), &bogus);
 		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
-			" dropped=%" PRIu64, a->pid, a->name, a->conn >= 0 ? "live" : "exited",
-			a->bufs[0].data_size, a->nbufs, a->nnames, bt_app_names_lost(a, bt_app_names_interned(a)),
-			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
-						       memory_order_relaxed));
+			" dropped=%" PRIu64 "%s", a->pid, bt_escape_text(a->name, sizeof(a->name), en, sizeof(en)),
+			a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
+			bt_app_names_lost(a, bt_app_names_interned(a)), dropped, bogus ? "(implausible: the application's word)" : "");
 		if (r->cfg.nfwatch && a->fw) {
 			struct bt_func_watch_stats ws;
 			bt_func_watch_stats(a->fw, &ws);

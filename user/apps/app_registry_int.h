@@ -15,6 +15,10 @@
 #define MAX_BUFS 4         /* current + older ones still dumped */
 #define LINE_MAX_APP 256
 #define WATCH_MS 10        /* app-func triggers: how often function records are read */
+/* A counter an application keeps in its shared memory is its word only:
+ * shown and summed up to this (no real count comes near: one event per ns
+ * for three days), flagged past it. */
+#define APP_COUNT_MAX (1ull << 48)
 
 struct abuf {
 	struct bt_app_view v;
@@ -49,6 +53,14 @@ struct bt_apps {
 	pthread_t thread;
 	int stop;
 };
+
+static inline uint64_t app_count(uint64_t v, int *bogus)
+{
+	if (v <= APP_COUNT_MAX)
+		return v;
+	*bogus = 1;
+	return APP_COUNT_MAX;
+}
 
 /* Under lock: read everything the application sent so far (its names),
  * then mark it gone at EOF. */

@@ -800,8 +800,7 @@ static int put_contents(struct dump_job *j)
 		/* Buffer entries are batches of events (compact.h): count events. */
 		j->rs.entries = j->sink.c.nentries;
 		if (j->sink.c.malformed)
-			fprintf(stderr, "btrace-bpf: dump: %" PRIu64 " stored events did not decode and were left out\n",
-				j->sink.c.malformed);
+			bt_warn("dump: %" PRIu64 " stored events did not decode and were left out", j->sink.c.malformed);
 	}
 	if (!j->zo.err && info->write_apps) {
 		r = info->write_apps(info->apps_ctx, &j->sink);
