@@ -29,8 +29,9 @@ if ! rec_start "$LOG" -o "$OUT" -e sched --ctl "$CTL" --no-final-dump --app-buff
 	exit 1
 fi
 
-# records FILE PID: the entries/exits of process PID a dump's function report counts
-records() { "$BT" report --functions -p "$2" "$1" 2>/dev/null | sed -n 's/^functions: *\([0-9]*\) entries.*/\1/p'; }
+# records FILE PID: the calls of leaf by process PID a dump holds (the
+# exited runs' buffers are in every dump too: counted apart)
+records() { "$BT" report --functions "$1" 2>/dev/null | awk -v p="$2" '$1 == "leaf" && $2 == p {print $3}'; }
 # gaps FILE PID: its per-thread seq gaps (a thread whose batch stayed open
 # across rounds has some in any dump; a dump must add none)
 gaps() {
@@ -59,7 +60,7 @@ mid_vs_after() {
 	ga=$(gaps "$T_TMP/$n-after.btd" "$spid")
 	diag "$n: $mid records kept mid-run, $after once stopped; seq gaps $gm and $ga; $(grep -o 'window copied in [^)]*' "$LOG" | tail -2 | head -1)"
 	check "$n: a dump while it spins keeps >= 90% of the stopped buffer's ($mid of $after)" \
-		test "${mid:-0}" -ge $(( ${after:-1} * 9 / 10 )) -a "${after:-0}" -gt 100000
+		test "${mid:-0}" -ge $(( ${after:-1} * 9 / 10 )) -a "${after:-0}" -gt 50000
 	check "$n: the mid-run dump is gap-free: no seq gap the stopped one has not ($gm vs $ga)" \
 		test "$gm" -le "$ga"
 	"$BT" report --functions "$T_TMP/$n-mid.btd" >"$T_TMP/$n-mid.txt" 2>&1
@@ -79,8 +80,8 @@ TD=$(ls "$OUT"/*.btd 2>/dev/null | head -1)
 check "trigger: app-func:slow_call>3ms fired and dumped" test -n "$TD"
 if [ -n "$TD" ]; then
 	"$BT" report --functions "$TD" >"$T_TMP/trig.txt" 2>&1
-	check "trigger: its dump contains the slow_call that fired it (5 ms)" \
-		awk '$1 == "slow_call" && $3 == 1 && $4 ~ /^[5-9]\.[0-9]+ms$/ {f=1} END {if (!f) system("cat " FILENAME); exit !f}' \
+	check "trigger: its dump contains the slow_call that fired it (5 ms asked, >= 3 ms)" \
+		awk '$1 == "slow_call" && $3 == 1 && $4 ~ /[0-9]ms$/ && $4 + 0 >= 3 {f=1} END {if (!f) system("cat " FILENAME); exit !f}' \
 		"$T_TMP/trig.txt"
 fi
 
