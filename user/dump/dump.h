@@ -118,6 +118,23 @@ struct bt_dump_info {
 	void *stacks_ctx;
 };
 
+/* What bt_dump_write_capture writes, and where. */
+struct bt_dump_args {
+	const struct bt_capture *capture; /* the kernel buffer's blocks and counters (bt_capture) */
+	const struct bt_dump_info *info;
+	const char *dir;                  /* directory, for a generated name; or */
+	const char *path;                 /* this path (replaced) */
+	int zlevel;                       /* 0: stored, 1..9: zlib */
+	char *out_path;                   /* the path written, if not NULL */
+	size_t out_len;
+	struct bt_read_stats *rst;        /* what was kept and lost, if not NULL */
+	char *err;                        /* one line on failure */
+	size_t errlen;
+};
+/* Write a dump of a capture (as bt_dump_write below, which captures `buf`
+ * itself). 0 or -errno with a message in a->err. */
+int bt_dump_write_capture(const struct bt_dump_args *a);
+
 /* Write a dump of `buf` into directory `dir` (created if missing) as
  * btrace-<host>-<YYYYmmdd-HHMMSS>-<seq>.btd (never replacing a file: -2, -3,
  * ... are appended on a clash), or to `path` if non-NULL (replaced).

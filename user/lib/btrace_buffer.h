@@ -140,6 +140,26 @@ void bt_commit(struct bt_buffer *b, struct bt_reservation *r);
 typedef int (*bt_block_cb)(const struct bt_block_view *blk, void *ctx);
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st);
 
+/* A capture: every retained block copied at one moment, so a slow reader
+ * (a dump compressing and writing) works on it while writers go on.
+ * bt_capture() copies the blocks slot by slot, oldest round first (the
+ * ones writers overwrite next), each slot with one bulk copy between two
+ * reads of its blocks' sequence words: a block overwritten during its copy
+ * is dropped and counted in st->blocks_lost, never kept torn. The buffer's
+ * counters (bt_buffer_stats) are taken right after the copy. Returns NULL
+ * and sets errno (ENOMEM, EBUSY: BT_MAX_READERS readers already). */
+struct bt_capture;
+struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st);
+/* Hand the captured blocks to cb, oldest position first (as bt_read()). */
+int bt_capture_read(const struct bt_capture *c, bt_block_cb cb, void *ctx);
+/* The counters at the capture, and how long the copy took (ns, reader
+ * entry to exit; allocation not included). */
+const struct bt_stats *bt_capture_stats(const struct bt_capture *c);
+/* What the capture kept and lost (as bt_capture's st). */
+const struct bt_read_stats *bt_capture_read_stats(const struct bt_capture *c);
+uint64_t bt_capture_copy_ns(const struct bt_capture *c);
+void bt_capture_free(struct bt_capture *c);
+
 /* Iterate data entries of a block view: returns the next payload or NULL.
  * *off starts at 0. Padding is skipped; a malformed block ends the walk. */
 const void *bt_block_next(const struct bt_block_view *blk, uint32_t *off, uint32_t *len);

@@ -36,9 +36,8 @@
 #include "app_reader.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
+#include "dump_capture.h"
 #include "log.h"
-
-#define FLUSH_TIMEOUT_MS 2000
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -137,12 +136,8 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		      const char *explicit_path, char *why, size_t whylen)
 {
 	struct bt_dump_trigger *trig_tab = NULL;
-	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
-	uint64_t *drops = calloc(ncells, sizeof(*drops));
-	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
-	struct bt_task *tasks = NULL;
 	struct bt_prog_miss *pmiss = NULL;
-	struct bt_drain_stats ds;
+	struct dump_capture cap;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
 	struct bt_stats bs;
@@ -153,30 +148,15 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 
 	memset(&info, 0, sizeof(info));
 	memset(&rst, 0, sizeof(rst));
-	if (!drops || !emitted) {
-		ret = -ENOMEM;
-		snprintf(err, sizeof(err), "out of memory");
-		goto out;
-	}
-	/* Events the kernel emitted before the request may still sit in the
-	 * BPF ring: bring them into the buffer first. */
-	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
-		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
-			FLUSH_TIMEOUT_MS);
-	ret = bt_loader_read_cpu_state(r->loader, drops, emitted, NULL);
+	/* The window first: everything after works on this copy. */
+	ret = dump_capture_take(r, &cap, err, sizeof(err));
 	if (ret)
-		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
-	ret = bt_tasks_snapshot(r->tasks, &tasks, &ntasks);
-	if (ret) {
-		snprintf(err, sizeof(err), "cannot copy the task table: %s", strerror(-ret));
 		goto out;
-	}
-	bt_loader_drain_stats(r->loader, &ds);
-	bt_buffer_stats(r->buf, &bs);
+	bs = *bt_capture_stats(cap.kbuf);
 	bytes = bs.bytes_written + bs.padding_bytes;
 	if (!explicit_path && r->mgmt) {
 		/* At most the buffer's contents and the task table, uncompressed. */
-		uint64_t raw = (bytes < bs.size ? bytes : bs.size) + ntasks * sizeof(*tasks);
+		uint64_t raw = (bytes < bs.size ? bytes : bs.size) + cap.ntasks * sizeof(*cap.tasks);
 
 		ret = bt_dump_mgmt_before(r->mgmt, raw, err, sizeof(err));
 		if (ret == -ENOSPC) {
@@ -193,25 +173,25 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 
 	info.ncpus = r->ncpus;
 	info.ngroups = BT_GROUP_MAX;
-	info.rb_drops = drops;
-	info.rb_emitted = emitted;
-	info.tasks = tasks;
-	info.ntasks = ntasks;
+	info.rb_drops = cap.drops;
+	info.rb_emitted = cap.emitted;
+	info.tasks = cap.tasks;
+	info.ntasks = cap.ntasks;
 	info.dump_seq = r->last_seq + 1;
 	/* The previous dump's window may overlap this one unless the buffer
 	 * has been overwritten completely since. */
 	info.overlaps_dump = r->last_seq && bytes - r->last_bytes < bs.size ? r->last_seq : 0;
 	info.reason = reason;
-	info.drain_events = ds.events;
-	info.drain_rejected = ds.rejected;
+	info.drain_events = cap.ds.events;
+	info.drain_rejected = cap.ds.rejected;
 	info.groups_enabled = bt_loader_groups(r->loader);
 	if (r->uprobes) {
 		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
 		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
 	}
-	if (r->apps) {
-		info.write_apps = bt_apps_dump;
-		info.apps_ctx = r->apps;
+	if (cap.apps) {
+		info.write_apps = bt_apps_capture_write;
+		info.apps_ctx = cap.apps;
 	}
 	if (r->stacks) {
 		info.write_stacks = write_stacks;
@@ -223,8 +203,12 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	info.prog_misses = pmiss;
 
 	err[0] = '\0';
-	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
-			    &rst, err, sizeof(err));
+	struct bt_dump_args da = {
+		.capture = cap.kbuf, .info = &info, .dir = r->o->output_dir, .path = explicit_path,
+		.zlevel = r->o->zlevel, .out_path = path, .out_len = sizeof(path), .rst = &rst,
+		.err = err, .errlen = sizeof(err),
+	};
+	ret = bt_dump_write_capture(&da);
 out:
 	if (ret) {
 		pthread_mutex_lock(&r->lock);
@@ -245,16 +229,16 @@ out:
 		pthread_mutex_unlock(&r->lock);
 		if (stat(path, &st))
 			st.st_size = 0;
-		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
-		       info.dump_seq, path, reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-		       (double)(bt_now_ns() - t0) / 1e9);
+		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs, window "
+		       "copied in %.1f ms + %.1f ms for applications%s)", info.dump_seq, path, reason, rst.entries,
+		       format_size((uint64_t)st.st_size, sz, sizeof(sz)), (double)(bt_now_ns() - t0) / 1e9,
+		       (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6,
+		       rst.blocks_lost ? ", some blocks overwritten while copying" : "");
 		after_dump(r, path, !explicit_path, reason);
 	}
 skipped:
+	dump_capture_free(&cap);
 	free(trig_tab);
-	free(tasks);
 	free(pmiss);
-	free(drops);
-	free(emitted);
 	return ret;
 }
