@@ -53,6 +53,8 @@ static const char *const counter_names[BT_STKC_MAX] = {
 	[BT_STKC_SAMPLES] = "samples",
 	[BT_STKC_SAMPLE_HZ] = "sample_hz",
 	[BT_STKC_NO_SRCLINES] = "source_lines_off",
+	[BT_STKC_NOT_LOADED_FILES] = "files_not_loaded_yet",
+	[BT_STKC_NOT_LOADED_FRAMES] = "frames_not_loaded_yet",
 };
 
 const char *bt_stack_counter_name(int i)

@@ -604,7 +604,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	if (h->overlaps_dump)
 		fprintf(out, " (may overlap dump #%" PRIu64 ")", h->overlaps_dump);
 	fputc('\n', out);
-	bt_report_trigger_fired(d, out);
+	bt_report_trigger_fired(d, &w, out);
 	fprintf(out, "buffer:     %s, %u blocks of %s, %u active; groups", human(h->buffer_size, b1, sizeof(b1)),
 		h->nblocks, human(h->block_size, b2, sizeof(b2)), h->active);
 	int any = 0;
