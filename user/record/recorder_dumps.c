@@ -41,6 +41,7 @@
 #include "log.h"
 
 #define FLUSH_TIMEOUT_MS 2000
+#define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -66,6 +67,9 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	}
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
 	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;
+	/* A trigger's dump never waits for a file; one a user asked for (or
+	 * the last) waits a little for the files just seen. */
+	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
 	ret = bt_symbolize(r->symbolizer, &s);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);

@@ -44,6 +44,11 @@ void bt_symbolizer_free(struct bt_symbolizer *z)
 	free(z);
 }
 
+int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms)
+{
+	return bt_symcache_settle(z->cache, timeout_ms);
+}
+
 void bt_symbolizer_stats(struct bt_symbolizer *z, struct bt_symcache_stats *out)
 {
 	bt_symcache_stats(z->cache, out);

@@ -39,6 +39,9 @@ struct bt_symbolizer *bt_symbolizer_new(struct bt_stack_table *t, const char *de
 void bt_symbolizer_free(struct bt_symbolizer *z);
 /* Fill s->syms and every frame's sym from what is loaded. 0 or -ENOMEM. */
 int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s);
+/* Wait up to timeout_ms for the files queued now to be loaded (a dump
+ * that may wait: asked for by a user, or the last one); 0 or -ETIMEDOUT. */
+int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms);
 /* What the background loading has done (ctl status). */
 void bt_symbolizer_stats(struct bt_symbolizer *z, struct bt_symcache_stats *out);
 #endif

@@ -54,7 +54,10 @@ struct bt_symcache {
 	uint64_t max_bytes;
 
 	pthread_mutex_t lock;
-	pthread_cond_t cond;
+	pthread_cond_t cond;  /* the thread's: a poll is due, or quit */
+	pthread_cond_t idle;  /* settle's: a file was published, or nothing is left to load */
+	pid_t tid;            /* the thread's (its priority is raised while a dump settles) */
+	int settling;         /* dumps waiting in bt_symcache_settle */
 	int quit;
 	struct entry *e;
 	size_t ne, cap;
@@ -253,6 +256,9 @@ static void *loader_main(void *arg)
 	struct bt_symcache *c = arg;
 
 	pthread_setname_np(pthread_self(), "btrace-symbols");
+	pthread_mutex_lock(&c->lock);
+	c->tid = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_unlock(&c->lock);
 	lowest_priority();
 	for (;;) {
 		struct bt_symfile f;
@@ -285,6 +291,8 @@ static void *loader_main(void *arg)
 		if (pick == SIZE_MAX) {
 			struct timespec ts;
 
+			if (c->nmap == bt_stack_table_nmaps(c->t) && (c->ks_tried || !nstacks))
+				pthread_cond_broadcast(&c->idle); /* caught up: settle returns */
 			if (c->quit) {
 				pthread_mutex_unlock(&c->lock);
 				break;
@@ -323,6 +331,7 @@ static void *loader_main(void *arg)
 			c->loaded++;
 			evict(c, pick);
 		}
+		pthread_cond_broadcast(&c->idle);
 		pthread_mutex_unlock(&c->lock);
 		malloc_trim(0); /* what a load freed goes back to the system */
 	}
@@ -348,8 +357,10 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->cond, &ca);
+	pthread_cond_init(&c->idle, &ca);
 	pthread_condattr_destroy(&ca);
 	if (pthread_create(&c->th, NULL, loader_main, c)) {
+		pthread_cond_destroy(&c->idle);
 		pthread_cond_destroy(&c->cond);
 		pthread_mutex_destroy(&c->lock);
 		free(c->debug_dirs);
@@ -374,9 +385,55 @@ void bt_symcache_free(struct bt_symcache *c)
 	free(c->e);
 	free(c->by_map);
 	free(c->debug_dirs);
+	pthread_cond_destroy(&c->idle);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
+}
+
+/* Under lock: the thread has nothing left (every file of the table seen and
+ * tried, kallsyms tried once stacks exist). */
+static int caught_up(struct bt_symcache *c)
+{
+	uint64_t nstacks, overflow;
+
+	if (c->nmap < bt_stack_table_nmaps(c->t))
+		return 0;
+	bt_stack_table_counts(c->t, &nstacks, &overflow);
+	if (nstacks && !c->ks_tried)
+		return 0;
+	for (size_t i = 0; i < c->ne; i++)
+		if (c->e[i].state == E_QUEUED || c->e[i].state == E_LOADING)
+			return 0;
+	return 1;
+}
+
+int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms)
+{
+	struct timespec dl;
+	int me = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)), r = 0;
+
+	if (!timeout_ms)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->lock);
+	/* The loads a dump waits for run at the waiting thread's priority. */
+	if (c->tid && !c->settling++)
+		setpriority(PRIO_PROCESS, (id_t)c->tid, me);
+	pthread_cond_signal(&c->cond);
+	while (!caught_up(c) && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&c->idle, &c->lock, &dl);
+	if (c->tid && !--c->settling)
+		setpriority(PRIO_PROCESS, (id_t)c->tid, 19);
+	r = caught_up(c) ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&c->lock);
+	return r;
 }
 
 void bt_symcache_hold(struct bt_symcache *c)

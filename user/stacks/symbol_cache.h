@@ -51,6 +51,12 @@ int bt_symcache_get(struct bt_symcache *c, uint32_t map, const struct bt_symfile
  * until then (*pending 1) or if unreadable. Under hold. */
 struct bt_kallsyms *bt_symcache_kallsyms(struct bt_symcache *c, int *pending);
 
+/* Before a dump that may wait (not a trigger's): wait up to timeout_ms for
+ * the files queued now to be loaded, the thread raised to the caller's
+ * priority meanwhile. 0 when nothing is left, -ETIMEDOUT (the dump goes
+ * with what is loaded). Not under hold. */
+int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms);
+
 struct bt_symcache_stats {
 	uint64_t files, loaded, failed, evicted, bytes, max_bytes;
 };
