@@ -33,7 +33,7 @@
 #include "events.h"
 #include "trigger.h"
 #include "core_fixes.bpf.h"
-#include "record.bpf.h"
+#include "task.bpf.h"
 #include "trigger_fire.bpf.h"
 
 const volatile __u32 self_tgid = 0; /* the recorder */

@@ -7,11 +7,12 @@
  * sched-latency inside its own sched_switch program (one program run per
  * switch instead of two). Both objects declare these maps; the trigger
  * loader reuses record's (bpf_map__reuse_fd), so hits and counts of every
- * kind land in one place. Included after vmlinux.h, events.h, trigger.h
- * and record.bpf.h.
+ * kind land in one place. Included after vmlinux.h, events.h and trigger.h;
+ * it uses nothing of record.bpf.c (task.bpf.h: bt_comm_equal).
  */
 #ifndef BTRACE_TRIGGER_FIRE_BPF_H
 #define BTRACE_TRIGGER_FIRE_BPF_H
+#include "task.bpf.h"
 
 const volatile struct bt_trig_conf trig_conf[BT_TRIG_MAX] = {};
 

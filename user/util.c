@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * util.c - strict size/duration parsing and diagnostics (see util.h).
+ * util.c - strict size/duration parsing, error strings, clocks (see util.h).
  *
  * strtoull() is not used on purpose: it accepts leading spaces, a sign
  * ("-5" wraps to a huge value) and prefixes, none of which a size may have.
@@ -15,9 +15,6 @@
 #include <unistd.h>
 #include "util.h"
 #include "json_str.h" /* bt_utf8_seq_len */
-#include "log.h"
-
-int bt_verbose;
 
 /* Scan [0-9]+ at *sp. Returns 0 with the value, -EINVAL if no digit,
  * -ERANGE on overflow (the digits are still consumed). */
@@ -218,36 +215,6 @@ int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -e;
-}
-
-void bt_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_WARNING, fmt, ap);
-	va_end(ap);
-}
-
-void bt_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!bt_verbose)
-		return;
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_INFO, fmt, ap);
-	va_end(ap);
-}
-
-void bt_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_ERR, fmt, ap);
-	va_end(ap);
-	exit(1);
 }
 
 static uint64_t clock_ns(clockid_t id)

@@ -67,7 +67,6 @@ enum bt_stack_counter {
 	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
 	BT_STKC_MAX,
 };
-const char *bt_stack_counter_name(int i);
 
 /* Where in the source a user frame is (section SLOC, optional): for one
  * code address the stacks reference, the chain of source locations from the

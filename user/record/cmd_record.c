@@ -563,7 +563,7 @@ static int record(int argc, char **args)
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
 	if (o.ustack && !o.nuspecs && !o.nusdts) {
-		fprintf(stderr, "btrace-bpf: record: --ustack takes the stacks of -u/-U probe hits: give a probe\n");
+		bt_err("record: --ustack takes the stacks of -u/-U probe hits: give a probe");
 		return 2;
 	}
 	if (!o.max_size) {
@@ -578,7 +578,7 @@ static int record(int argc, char **args)
 			o.max_size = o.buffer_size;
 	}
 	if (o.max_size < o.buffer_size) {
-		bt_warn("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
+		bt_err("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
 			format_size(o.buffer_size, s2, sizeof(s2)));
 		return 2;
 	}
@@ -589,19 +589,19 @@ static int record(int argc, char **args)
 		char spec[600];
 
 		if (!nv) {
-			bt_warn("out of memory");
+			bt_err("out of memory");
 			return 1;
 		}
 		o.triggers = nv;
 		snprintf(spec, sizeof(spec), "uprobe:%s", o.trigger_spec);
 		if (bt_trigger_parse(spec, &o.triggers[o.ntriggers], err, sizeof(err))) {
-			bt_warn("--trigger-uprobe: %s", err);
+			bt_err("--trigger-uprobe: %s", err);
 			return 2;
 		}
 		o.ntriggers++;
 	}
 	if (bt_trigger_finish(o.triggers, o.ntriggers, o.trigger_delay_ns, o.min_dump_interval_ns, err, sizeof(err))) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return 2;
 	}
 	for (size_t i = 0; i < o.ntriggers; i++) {
@@ -613,7 +613,7 @@ static int record(int argc, char **args)
 			continue;
 		v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
 		if (!v) {
-			bt_warn("out of memory");
+			bt_err("out of memory");
 			return 1;
 		}
 		o.uspecs = v;

@@ -452,7 +452,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		return -ENOMEM;
 	if (!s) {
 		free(line);
-		fprintf(stderr, "btrace-bpf: report: this dump has no call stacks\n");
+		bt_err("report: this dump has no call stacks");
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
