@@ -166,7 +166,9 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --trigger 'ctl,name=late,after
 		CP+=($!)
 	done
 	wait "${CP[@]}"
-	sleep 0.1
+	# the 'now' hits' dumps written (none pending): only the stop's dump comes after
+	wait_for 30 sh -c "'$BT' ctl --ctl '$CTL' status | grep -q '^  now: .* + 0 pending\$'" ||
+		diag "'now' hits still pending: $(ctl status | grep '^  now:')"
 	before=$(find "$D" -name '*.btd' | wc -l)
 	t0=$(date +%s%N)
 	rec_stop "$REC_PID" INT 30
