@@ -64,6 +64,8 @@ enum bt_stack_counter {
 	BT_STKC_SAMPLE_HZ,     /* --sample rate, 0 off */
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
 	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
+	BT_STKC_NOT_LOADED_FILES,  /* files (and kallsyms) still loading when the dump was written */
+	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
 	BT_STKC_MAX,
 };
 

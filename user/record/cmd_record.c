@@ -84,6 +84,7 @@ enum {
 	OPT_MAX_STACKS,
 	OPT_DEBUG_DIR,
 	OPT_NO_SOURCE_LINES,
+	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
 };
 
@@ -129,6 +130,9 @@ static const struct argp_option options[] = {
 	  "/usr/lib/debug (repeatable)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
+	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,
+	  "Memory for the symbols and DWARF of the files stacks reference, loaded in the background before "
+	  "dumps need them (default 256M; least recently used files closed first)", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -448,6 +452,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_NO_SOURCE_LINES:
 		o->no_source_lines = 1;
+		break;
+	case OPT_SYMBOL_CACHE:
+		if (parse_size(arg, &o->symbol_cache) || o->symbol_cache < (1u << 20))
+			argp_error(state, "invalid --symbol-cache '%s': give a size of at least 1M (e.g. 256M)", arg);
 		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)

@@ -770,7 +770,7 @@ static int drain_sample(void *ctx, void *data, size_t len)
 }
 
 /* Nice level of the drain thread (see drain_main()). */
-#define DRAIN_NICE (-10)
+#define DRAIN_NICE BT_DRAIN_NICE
 
 static void *drain_main(void *arg)
 {

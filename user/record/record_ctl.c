@@ -20,6 +20,8 @@
 #include "probe_table.h"
 #include "recorder.h"
 #include "stack_table.h"
+#include "stack_symbols.h"
+#include "symbol_cache.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
 #include "app_registry.h"
@@ -133,6 +135,22 @@ static void print_prog_misses(struct recorder *r, FILE *out)
 }
 
 /* The stack table and every stack not taken or not stored. */
+/* What the background symbol loading has done (a dump names frames only
+ * from loaded files). */
+static void print_symbols(struct recorder *r, FILE *out)
+{
+	struct bt_symcache_stats c;
+	char a[32], b[32];
+
+	if (!r->symbolizer)
+		return;
+	bt_symbolizer_stats(r->symbolizer, &c);
+	fprintf(out, "symbols: %" PRIu64 " files seen, %" PRIu64 " loaded, %" PRIu64 " unreadable, %" PRIu64
+		" not loaded yet, %" PRIu64 " closed for room; %s of %s (--symbol-cache)\n",
+		c.files, c.loaded - c.evicted, c.failed, c.files - (c.loaded - c.evicted) - c.failed, c.evicted,
+		format_size(c.bytes, a, sizeof(a)), format_size(c.max_bytes, b, sizeof(b)));
+}
+
 static void print_stacks(struct recorder *r, FILE *out)
 {
 	struct bt_stack_stats ks;
@@ -151,6 +169,7 @@ static void print_stacks(struct recorder *r, FILE *out)
 		n, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
 		overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
 		(uint64_t)ks.offcpu_nomem);
+	print_symbols(r, out);
 }
 
 static void print_losses(struct recorder *r, FILE *out)

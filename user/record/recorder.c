@@ -234,40 +234,6 @@ void recorder_request_dump(struct recorder *r, const char *reason)
 	pthread_mutex_unlock(&r->lock);
 }
 
-static void *dump_main(void *arg)
-{
-	struct recorder *r = arg;
-
-	pthread_setname_np(pthread_self(), "btrace-dump");
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		struct bt_trigger_fired f;
-		const char *reason;
-		int ret;
-
-		while (!r->pending && !r->ntq && !r->quit)
-			pthread_cond_wait(&r->cond, &r->lock);
-		/* Each trigger hit its own dump, in the order they came. */
-		if (recorder_triggers_pop(r, &f)) {
-			pthread_mutex_unlock(&r->lock);
-			recorder_write_trigger_dump(r, &f);
-			pthread_mutex_lock(&r->lock);
-			continue;
-		}
-		if (!r->pending)
-			break;
-		reason = r->reason;
-		r->pending = 0;
-		pthread_mutex_unlock(&r->lock);
-		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
-		pthread_mutex_lock(&r->lock);
-		if (strcmp(reason, "exit") == 0)
-			r->final_failed = ret != 0;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
-}
-
 /* ---- main loop ------------------------------------------------------------------ */
 
 static void groups_str(uint32_t mask, char *buf, size_t len)
@@ -591,7 +557,7 @@ static int open_loader(struct recorder *r)
 	if (o->sample_hz || o->stacks_switch || o->stacks_wakeup || o->ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r->stacks = bt_stack_table_new(lo.max_stacks);
-		r->symbolizer = r->stacks ? bt_symbolizer_new(o->debug_dirs, !o->no_source_lines) : NULL;
+		r->symbolizer = r->stacks ? bt_symbolizer_new(r->stacks, o->debug_dirs, !o->no_source_lines, o->symbol_cache) : NULL;
 		if (!r->stacks || !r->symbolizer) {
 			bt_err("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
 			return -1;
@@ -685,7 +651,7 @@ static int start_recording(struct recorder *r, int *dump_thread)
 		bt_log(BT_LOG_ERR, "%s", err);
 		return -1;
 	}
-	ret = pthread_create(&r->dump_thread, NULL, dump_main, r);
+	ret = pthread_create(&r->dump_thread, NULL, recorder_dump_thread, r);
 	if (ret) {
 		bt_err("cannot start the dump thread: %s", strerror(ret));
 		return -1;

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
@@ -38,6 +40,8 @@
 #include "dump_mgmt.h"
 #include "dump_capture.h"
 #include "log.h"
+
+#define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -63,7 +67,10 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	}
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
 	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;
-	ret = bt_symbolize(r->symbolizer, r->stacks, &s);
+	/* A trigger's dump never waits for a file; one a user asked for (or
+	 * the last) waits a little for the files just seen. */
+	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
+	ret = bt_symbolize(r->symbolizer, &s);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
 	bt_stack_snapshot_free(&s);
@@ -122,14 +129,64 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 	return ret;
 }
 
-int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f)
+/* The pending dump, for reason and the trigger hits h (NULL: none), whose
+ * ends are counted: in this dump if it is written, else dropped. */
+static int write_pending(struct recorder *r, const char *reason, const struct recorder_hits *h)
 {
 	int ret;
 
 	pthread_mutex_lock(&r->dump_serial);
-	ret = write_dump(r, "trigger", f, NULL, NULL, 0);
+	if (h)
+		r->wr = *h;
+	else
+		r->wr.n = 0;
+	ret = write_dump(r, reason, r->wr.n ? r->wr.f : NULL, NULL, NULL, 0);
+	r->wr.n = 0;
 	pthread_mutex_unlock(&r->dump_serial);
+	if (h)
+		recorder_triggers_account(r, h, ret == 0);
 	return ret;
+}
+
+/* The dump thread at the drain's priority: under load it must take the
+ * window and write it as soon as asked, not after the load's tasks. */
+static void dump_thread_priority(void)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BT_DRAIN_NICE))
+		bt_info("dump thread keeps normal priority: %s", strerror(errno));
+}
+
+void *recorder_dump_thread(void *arg)
+{
+	struct recorder *r = arg;
+	struct recorder_hits h;
+
+	pthread_setname_np(pthread_self(), "btrace-dump");
+	dump_thread_priority();
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *reason;
+		int ret, has;
+
+		/* While stopping, nothing starts before the final request: the
+		 * hits the stop hands on and the final dump make one dump. */
+		while ((r->hold_dumps || (!r->pending && !r->tq.n)) && !r->quit)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (!r->pending && !r->tq.n)
+			break;
+		/* One dump for whatever is pending: a request (signal, ctl,
+		 * interval, exit) and every trigger hit whose delay is over. */
+		has = recorder_triggers_take(r, &h);
+		reason = r->pending ? r->reason : "trigger";
+		r->pending = 0;
+		pthread_mutex_unlock(&r->lock);
+		ret = write_pending(r, reason, has ? &h : NULL);
+		pthread_mutex_lock(&r->lock);
+		if (strcmp(reason, "exit") == 0)
+			r->final_failed = ret != 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
 }
 
 static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,

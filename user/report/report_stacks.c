@@ -544,6 +544,12 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	if (c[BT_STKC_NO_KSYMS])
 		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
 			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
+	if (c[BT_STKC_NOT_LOADED_FILES])
+		fprintf(out, "    symbols not loaded yet: %" PRIu64 " frames of %" PRIu64
+			     " files were still being read when the dump was written (it did not wait): unnamed\n",
+			c[BT_STKC_NOT_LOADED_FRAMES], c[BT_STKC_NOT_LOADED_FILES]);
+	else
+		fprintf(out, "    symbols not loaded yet: none (every file was loaded before the dump)\n");
 	if (c[BT_STKC_OFFCPU_SHORT] || c[BT_STKC_OFFCPU_NOMEM])
 		fprintf(out, "    off-CPU blocks: %" PRIu64 " below --offcpu-min (not stored, by design), %" PRIu64
 			     " not followed (kernel table full)\n",

@@ -148,7 +148,7 @@ static void print_header(const struct stats *s)
 	if (s->h->overlaps_dump)
 		fprintf(s->out, " (may overlap dump #%" PRIu64 ")", s->h->overlaps_dump);
 	fputc('\n', s->out);
-	bt_report_trigger_fired(s->d, s->out);
+	bt_report_trigger_fired(s->d, &s->w, s->out);
 	fprintf(s->out, "buffer:     %s, %u blocks of %s, %u active; groups", human(s->h->buffer_size, b1, sizeof(b1)),
 		s->h->nblocks, human(s->h->block_size, b2, sizeof(b2)), s->h->active);
 	int any = 0;

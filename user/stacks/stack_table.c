@@ -10,7 +10,9 @@
  * may wait that long, the drain waits at most for a copy.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "stack_table.h"
@@ -255,4 +257,38 @@ int bt_stack_table_map_fd(struct bt_stack_table *t, uint32_t map)
 		fd = f[map - 1].fd;
 	pthread_mutex_unlock(&t->lock);
 	return fd;
+}
+
+size_t bt_stack_table_nmaps(struct bt_stack_table *t)
+{
+	size_t n;
+
+	pthread_mutex_lock(&t->lock);
+	bt_mapcap_files(t->maps, &n);
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_dump_map *m, char *path, size_t pathlen,
+			    int *fd)
+{
+	size_t n;
+	int r = -ENOENT;
+
+	*fd = -1;
+	pthread_mutex_lock(&t->lock);
+	const struct bt_mapfile *f = bt_mapcap_files(t->maps, &n);
+	if (map >= 1 && map <= n) {
+		const struct bt_mapfile *x = &f[map - 1];
+
+		snprintf(path, pathlen, "%s", x->path);
+		*m = (struct bt_dump_map){ .path = path, .flags = x->flags & BT_MAPFILE_DELETED ? BT_DMAP_DELETED : 0,
+					   .dev = x->dev, .ino = x->ino, .build_id_len = x->build_id_len };
+		memcpy(m->build_id, x->build_id, BT_BUILD_ID_MAX);
+		/* a copy: the table may close its own while the caller reads */
+		*fd = x->fd >= 0 ? fcntl(x->fd, F_DUPFD_CLOEXEC, 0) : -1;
+		r = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return r;
 }

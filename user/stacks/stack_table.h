@@ -46,4 +46,11 @@ void bt_stack_snapshot_free(struct bt_dump_stacks *s);
 int bt_stack_table_map_fd(struct bt_stack_table *t, uint32_t map);
 /* Stacks in the table, references that found it full (for ctl status). */
 void bt_stack_table_counts(struct bt_stack_table *t, uint64_t *nstacks, uint64_t *overflow);
+/* Mapped files in the table (map ids 1..n). */
+size_t bt_stack_table_nmaps(struct bt_stack_table *t);
+/* Map id map into m (its path copied into path), with a duplicate of its
+ * descriptor in *fd (-1: kept by path only; the caller closes it). 0, or
+ * -ENOENT for no such map id. */
+int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_dump_map *m, char *path, size_t pathlen,
+			    int *fd);
 #endif
