@@ -53,6 +53,7 @@ static const char *const counter_names[BT_STKC_MAX] = {
 	[BT_STKC_SAMPLES] = "samples",
 	[BT_STKC_SAMPLE_HZ] = "sample_hz",
 	[BT_STKC_NO_SRCLINES] = "source_lines_off",
+	[BT_STKC_RECLAIMED] = "reclaimed",
 };
 
 const char *bt_stack_counter_name(int i)

@@ -15,7 +15,7 @@
 #define BT_STACK_KERNEL 0
 #define BT_STACK_USER 1
 #define BT_STACK_F_TRUNCATED 0x1 /* may be cut short: depth limit, or the frame-pointer chain broke */
-#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived (no frames) */
+#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived, or a free id (no frames) */
 #define BT_STACK_F_ALL 0x3
 
 #define BT_DMAP_KERNEL 0u         /* frame.map of kernel addresses (off = address) */
@@ -63,6 +63,7 @@ enum bt_stack_counter {
 	BT_STKC_SAMPLES,       /* sampling program runs (idle excluded) */
 	BT_STKC_SAMPLE_HZ,     /* --sample rate, 0 off */
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
+	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	BT_STKC_MAX,
 };
 const char *bt_stack_counter_name(int i);
