@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * churn_workload.c - process churn for the stack table's reclamation test
+ * stack_churn.c - process churn for the stack table's reclamation test
  * (tests/kernel/test_stacks_churn.sh): for SECS seconds, one short-lived
  * child after another (at most two at a time), each spinning ~MS ms on the
  * CPU, then exiting. Every child is a new process, so every one of its
@@ -10,7 +10,7 @@
  * churn_even(), an odd one through churn_odd(), so a test can check that
  * the frames a dump attaches to a sample are that process's own.
  *
- * Prints "children N" at the end.
+ * Prints "parent PID" at the start, "children N" at the end.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,6 +69,8 @@ int main(int argc, char **argv)
 	unsigned long children = 0;
 	int running = 0;
 
+	printf("parent %d\n", (int)getpid());
+	fflush(stdout);
 	while (now_s() < end) {
 		if (running == 2) {
 			if (wait(NULL) > 0)
