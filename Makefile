@@ -8,11 +8,14 @@
 #                                                   app tracing; no libbpf; public header
 #                                                   user/lib/btrace.h)
 #   user/*.c user/*/*.c   -> build/btrace-bpf      (the tool; main() in user/main.c;
-#                                                   one folder per subsystem, see README)
+#                                                   one folder per subsystem,
+#                                                   docs/architecture.md)
 #   Every user/ folder is on the include path: sources include "name.h". A folder
-#   uses only the folders below it (util < lib < probes < dump < record < report
-#   < export < main): scripts/check_layout.py, run by `make test`, checks that
-#   and that no files include or call each other in a circle.
+#   uses only the folders below it (util < lib < dump < probes < ctl, triggers,
+#   stacks, apps, dumpdir < record < report < export < main):
+#   scripts/check_layout.py, run by `make test`, checks that, that no files
+#   include or call each other in a circle, and that docs/architecture.md names
+#   every C file.
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/kernel/test_*.c -> build/tests/test_*    (load BPF: root, the real kernel)
 #   tests/kernel/*.sh, tests/system/*.sh             (real-kernel and install/service tests)

@@ -11,9 +11,8 @@
 #include <sys/types.h>
 #include "btrace_buffer.h"
 #include "task_list.h"
-#include "probes.h"
+#include "probe_table.h" /* the PROB and PMIS sections' rows */
 #include "trigger_spec.h"
-#include "prog_misses.h" /* struct bt_prog_miss: runs the kernel skipped */
 
 #define BT_DUMP_MAX_CPUS 4096
 

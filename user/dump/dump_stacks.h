@@ -63,10 +63,10 @@ enum bt_stack_counter {
 	BT_STKC_SAMPLES,       /* sampling program runs (idle excluded) */
 	BT_STKC_SAMPLE_HZ,     /* --sample rate, 0 off */
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
+	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
 	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	BT_STKC_MAX,
 };
-const char *bt_stack_counter_name(int i);
 
 /* Where in the source a user frame is (section SLOC, optional): for one
  * code address the stacks reference, the chain of source locations from the

@@ -30,7 +30,6 @@
 #include "event_filter.h"
 #include "util.h"
 
-#define PROG "btrace-bpf"
 
 struct ropts {
 	int stats, wall, no_lost, functions, hot;
@@ -42,7 +41,7 @@ struct ropts {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " report [OPTIONS] FILE\n"
+		"Usage: " BT_PROG " report [OPTIONS] FILE\n"
 		"\n"
 		"Print the events of a dump in time order (all blocks and CPUs merged), one\n"
 		"line each, like trace-cmd report:\n"
@@ -99,12 +98,12 @@ static void usage(FILE *f)
 		"  -h, --help           this help\n"
 		"\n"
 		"Examples:\n"
-		"  " PROG " report traces/btrace-host-20250101-120000-1.btd\n"
-		"  " PROG " report --stats dump.btd\n"
-		"  " PROG " report --hot --top 5 -p 1234 dump.btd      # where app 1234 spent its time\n"
-		"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
-		"  " PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
-		"  " PROG " report --time @1234.5..@1234.6 dump.btd\n"
+		"  " BT_PROG " report traces/btrace-host-20250101-120000-1.btd\n"
+		"  " BT_PROG " report --stats dump.btd\n"
+		"  " BT_PROG " report --hot --top 5 -p 1234 dump.btd      # where app 1234 spent its time\n"
+		"  " BT_PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
+		"  " BT_PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
+		"  " BT_PROG " report --time @1234.5..@1234.6 dump.btd\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, 2 bad usage.\n");
 }
@@ -118,7 +117,7 @@ static int parse_events(struct ropts *o, const char *arg)
 	while (*p) {
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n >= sizeof(buf)) {
-			fprintf(stderr, PROG ": report: bad event list '%s'\n", arg);
+			bt_err("report: bad event list '%s'", arg);
 			return -EINVAL;
 		}
 		memcpy(buf, p, n);
@@ -132,18 +131,20 @@ static int parse_events(struct ropts *o, const char *arg)
 		} else if ((t = bt_event_type(buf)) > 0) {
 			o->f.types |= 1u << t;
 		} else {
-			fprintf(stderr, PROG ": report: unknown event '%s'; known:", buf);
+			char *known = NULL;
+
 			for (int i = 1; i < BT_EV_MAX; i++)
-				fprintf(stderr, " %s", bt_event_name((uint32_t)i));
-			fprintf(stderr, "; groups:");
+				bt_strcatf(&known, " %s", bt_event_name((uint32_t)i));
+			bt_strcatf(&known, "; groups:");
 			for (int i = 0; i < BT_GROUP_MAX; i++)
-				fprintf(stderr, " %s", bt_group_name(i));
-			fputc('\n', stderr);
+				bt_strcatf(&known, " %s", bt_group_name(i));
+			bt_err("report: unknown event '%s'; known:%s", buf, known ? known : " (out of memory)");
+			free(known);
 			return -EINVAL;
 		}
 		p += n;
 		if (*p == ',' && *++p == '\0') {
-			fprintf(stderr, PROG ": report: bad event list '%s'\n", arg);
+			bt_err("report: bad event list '%s'", arg);
 			return -EINVAL;
 		}
 	}
@@ -573,13 +574,12 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 		for (uint32_t c = 0; c < h->ncpus; c++)
 			any |= bt_filter_cpu_ok(f, c);
 		if (!any)
-			fprintf(stderr, PROG ": report: --cpu selects none of this dump's CPUs (0-%u)\n", h->ncpus - 1);
+			bt_warn("report: --cpu selects none of this dump's CPUs (0-%u)", h->ncpus - 1);
 	}
 	if ((f->since.set || f->until.set) && n) {
 		if (f->t0 > f->t1 || f->t0 > ev[n - 1].ev->ts_ns || f->t1 < ev[0].ev->ts_ns)
-			fprintf(stderr,
-				PROG ": report: --since/--until/--time select no event (events span %" PRIu64 ".%06" PRIu64
-				     " .. %" PRIu64 ".%06" PRIu64 ")\n",
+			bt_warn("report: --since/--until/--time select no event (events span %" PRIu64 ".%06" PRIu64
+				     " .. %" PRIu64 ".%06" PRIu64 ")",
 				(uint64_t)ev[0].ev->ts_ns / 1000000000, (uint64_t)ev[0].ev->ts_ns % 1000000000 / 1000,
 				(uint64_t)ev[n - 1].ev->ts_ns / 1000000000,
 				(uint64_t)ev[n - 1].ev->ts_ns % 1000000000 / 1000);
@@ -710,14 +710,14 @@ int cmd_report(int argc, char **argv)
 		case 'c':
 			r = bt_filter_parse_cpus(&o.f, optarg);
 			if (r < 0) {
-				fprintf(stderr, PROG ": report: bad CPU list '%s' (e.g. 0,2-3; CPUs < %d)\n", optarg,
+				bt_err("report: bad CPU list '%s' (e.g. 0,2-3; CPUs < %d)", optarg,
 					BT_DUMP_MAX_CPUS);
 				goto usage_err;
 			}
 			break;
 		case 'p':
 			if (bt_filter_parse_pids(&o.f, optarg) < 0) {
-				fprintf(stderr, PROG ": report: bad pid list '%s' (e.g. 1234,1240)\n", optarg);
+				bt_err("report: bad pid list '%s' (e.g. 1234,1240)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -728,14 +728,14 @@ int cmd_report(int argc, char **argv)
 		case OPT_SINCE:
 		case OPT_UNTIL:
 			if (bt_filter_parse_time(c == OPT_SINCE ? &o.f.since : &o.f.until, optarg) < 0) {
-				fprintf(stderr, PROG ": report: bad time '%s' (seconds: N after the first event, -N before the last, @N boot time)\n",
+				bt_err("report: bad time '%s' (seconds: N after the first event, -N before the last, @N boot time)",
 					optarg);
 				goto usage_err;
 			}
 			break;
 		case OPT_TIME:
 			if (bt_filter_parse_time_range(&o.f, optarg) < 0) {
-				fprintf(stderr, PROG ": report: bad time range '%s' (A..B, each end seconds: N after the first event, -N before the last, @N boot time)\n",
+				bt_err("report: bad time range '%s' (A..B, each end seconds: N after the first event, -N before the last, @N boot time)",
 					optarg);
 				goto usage_err;
 			}
@@ -755,7 +755,7 @@ int cmd_report(int argc, char **argv)
 		case OPT_TOP: {
 			const char *p = optarg;
 			if (bt_filter_parse_u32(&p, &o.top) < 0 || *p || o.top == 0 || o.top > 1000) {
-				fprintf(stderr, PROG ": report: bad --top '%s' (rows: 1 to 1000)\n", optarg);
+				bt_err("report: bad --top '%s' (rows: 1 to 1000)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -781,7 +781,7 @@ int cmd_report(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": report: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
+		bt_err("report: %s", optind >= argc ? "no dump file given" : "one dump file at a time");
 		goto usage_err;
 	}
 	const char *path = argv[optind];
@@ -790,25 +790,25 @@ int cmd_report(int argc, char **argv)
 		/* The recorder's manifest of this dump (docs/manifest.md). */
 		r = bt_manifest_print(stdout, path, NULL, NULL, err, sizeof(err));
 		if (r)
-			fprintf(stderr, PROG ": %s\n", err);
+			bt_err("%s", err);
 		ropts_free(&o);
 		return r ? 1 : 0;
 	}
 	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
 	if (!d) {
-		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		bt_err("%s: %s", path, err);
 		ropts_free(&o);
 		return 1;
 	}
 	r = run(d, path, &o, stdout);
 	if (r < 0)
-		fprintf(stderr, PROG ": report: %s\n", r == -EIO ? "write error on standard output" : strerror(-r));
+		bt_err("report: %s", r == -EIO ? "write error on standard output" : strerror(-r));
 	else if (!o.stats && !o.functions && !o.hot && !o.no_lost && !o.profile && !o.folded) {
 		size_t n;
 		struct bt_seq_window w;
 		const struct bt_dump_event *ev = bt_dump_events(d, &n);
 		if (bt_seq_analyze(ev, n, bt_dump_header(d)->ncpus, &w, NULL) == 0 && w.missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64 " seq gap(s) (see --stats)\n",
+			bt_warn("%s: %" PRIu64 " events missing in %" PRIu64 " seq gap(s) (see --stats)",
 				path, w.missing, w.gaps);
 	}
 	bt_dump_close(d);
@@ -816,7 +816,7 @@ int cmd_report(int argc, char **argv)
 	return r < 0 ? 1 : 0;
 
 usage_err:
-	fprintf(stderr, "Try '" PROG " report --help'.\n");
+	fprintf(stderr, "Try '" BT_PROG " report --help'.\n");
 	ropts_free(&o);
 	return 2;
 }
