@@ -175,6 +175,8 @@ $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)
 $(call stress_test,funcs,$(APP_STRESS_SRCS) user/dump/func_batch.c,-lpthread,-finstrument-functions)
 # The trigger thread; the rest of the tool (the BPF side it never loads) from the archive.
 $(call stress_test,triggers,user/triggers/triggers.c user/dump/trigger_spec.c user/util.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
+# The stack table: drain, dumps and status at once over a real buffer.
+$(call stress_test,stacks,user/stacks/stack_table.c $(BUF_SRCS),$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 
 $(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 	$(call msg,CC,$@)

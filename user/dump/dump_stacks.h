@@ -15,7 +15,7 @@
 #define BT_STACK_KERNEL 0
 #define BT_STACK_USER 1
 #define BT_STACK_F_TRUNCATED 0x1 /* may be cut short: depth limit, or the frame-pointer chain broke */
-#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived (no frames) */
+#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived, or a free id (no frames) */
 #define BT_STACK_F_ALL 0x3
 
 #define BT_DMAP_KERNEL 0u         /* frame.map of kernel addresses (off = address) */
@@ -66,6 +66,7 @@ enum bt_stack_counter {
 	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
 	BT_STKC_NOT_LOADED_FILES,  /* files (and kallsyms) still loading when the dump was written */
 	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
+	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	BT_STKC_MAX,
 };
 

@@ -124,7 +124,8 @@ static const struct argp_option options[] = {
 	{ "offcpu-min", OPT_OFFCPU_MIN, "TIME", 0,
 	  "With --stacks switch: only blocks at least this long (shorter ones are counted, not stored)", 1 },
 	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
-	  "Distinct call stacks kept (default 16384); stacks beyond are counted and their events marked lost", 1 },
+	  "Distinct call stacks the buffer's window may name (default 16384; stacks no retained event names are "
+	  "reclaimed); stacks beyond are counted and their events marked lost", 1 },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
 	  "/usr/lib/debug (repeatable)", 1 },

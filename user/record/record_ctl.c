@@ -154,21 +154,22 @@ static void print_symbols(struct recorder *r, FILE *out)
 static void print_stacks(struct recorder *r, FILE *out)
 {
 	struct bt_stack_stats ks;
-	uint64_t n, overflow;
+	struct bt_stack_counts c;
 
 	if (!r->stacks) {
 		fprintf(out, "stacks: off\n");
 		return;
 	}
-	bt_stack_table_counts(r->stacks, &n, &overflow);
+	bt_stack_table_counts(r->stacks, &c);
 	if (bt_loader_read_stack_stats(r->loader, &ks))
 		memset(&ks, 0, sizeof(ks));
 	fprintf(out, "stacks: %" PRIu64 " distinct (max %u), sampling %u Hz, %" PRIu64 " samples; lost: %" PRIu64
 		" table full, %" PRIu64 " ring full, %" PRIu64 " kernel and %" PRIu64 " user stack errors; %" PRIu64
-		" off-CPU blocks below --offcpu-min, %" PRIu64 " not followed\n",
-		n, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
-		overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
-		(uint64_t)ks.offcpu_nomem);
+		" off-CPU blocks below --offcpu-min, %" PRIu64 " not followed; %" PRIu64
+		" reclaimed (no event in the buffer named them)\n",
+		c.stacks, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
+		c.overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
+		(uint64_t)ks.offcpu_nomem, c.reclaimed);
 	print_symbols(r, out);
 }
 

@@ -93,6 +93,20 @@ static void after_dump(struct recorder *r, const char *path, int in_dir, const c
 		bt_dump_mgmt_after(r->mgmt, path, in_dir, reason, NULL, &rec);
 }
 
+/* No stack is freed (and its id handed to another) from before the dump
+ * copies the buffer until it has copied the stack table: every id an event
+ * of the dump names still means the stack the event was taken with. */
+static int write_dump_held(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
+			   const char *explicit_path, char *why, size_t whylen)
+{
+	uint64_t token = r->stacks ? bt_stack_table_hold(r->stacks) : 0;
+	int ret = write_dump(r, reason, fired, explicit_path, why, whylen);
+
+	if (r->stacks)
+		bt_stack_table_release(r->stacks, token);
+	return ret;
+}
+
 size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
 {
 	size_t max = 64 + (r->uprobes ? 8 : 0), n;
@@ -122,7 +136,7 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 		pthread_mutex_unlock(&r->dump_serial);
 		return -EEXIST;
 	}
-	ret = write_dump(r, reason, NULL, explicit_path, why, whylen);
+	ret = write_dump_held(r, reason, NULL, explicit_path, why, whylen);
 	if (ret == 0 && out)
 		snprintf(out, outlen, "%s", r->last_path);
 	pthread_mutex_unlock(&r->dump_serial);
@@ -140,7 +154,7 @@ static int write_pending(struct recorder *r, const char *reason, const struct re
 		r->wr = *h;
 	else
 		r->wr.n = 0;
-	ret = write_dump(r, reason, r->wr.n ? r->wr.f : NULL, NULL, NULL, 0);
+	ret = write_dump_held(r, reason, r->wr.n ? r->wr.f : NULL, NULL, NULL, 0);
 	r->wr.n = 0;
 	pthread_mutex_unlock(&r->dump_serial);
 	if (h)

@@ -524,6 +524,8 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	const uint64_t *c = s->counters;
 	fprintf(out, "  call stacks: %" PRIu64 " distinct in the table (at most %" PRIu64 "), %u mapped files, %u symbols",
 		c[BT_STKC_STACKS], c[BT_STKC_MAX_STACKS], s->nmaps, s->nsyms);
+	if (c[BT_STKC_RECLAIMED])
+		fprintf(out, "; %" PRIu64 " reclaimed (no event in the buffer named them)", c[BT_STKC_RECLAIMED]);
 	if (c[BT_STKC_SAMPLE_HZ])
 		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
 			c[BT_STKC_SAMPLES]);

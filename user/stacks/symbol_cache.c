@@ -262,13 +262,15 @@ static void *loader_main(void *arg)
 	lowest_priority();
 	for (;;) {
 		struct bt_symfile f;
-		uint64_t bytes = 0, nstacks, overflow;
+		uint64_t bytes = 0, nstacks;
+		struct bt_stack_counts sc;
 		size_t pick = SIZE_MAX;
 		int ks_due;
 
 		/* kallsyms once stacks arrive: the recorder's programs (which
 		 * head every stack from a tracepoint) are loaded by then */
-		bt_stack_table_counts(c->t, &nstacks, &overflow);
+		bt_stack_table_counts(c->t, &sc);
+		nstacks = sc.stacks;
 		pthread_mutex_lock(&c->lock);
 		ks_due = !c->ks_tried && nstacks && !c->quit;
 		pthread_mutex_unlock(&c->lock);
@@ -395,12 +397,12 @@ void bt_symcache_free(struct bt_symcache *c)
  * tried, kallsyms tried once stacks exist). */
 static int caught_up(struct bt_symcache *c)
 {
-	uint64_t nstacks, overflow;
+	struct bt_stack_counts sc;
 
 	if (c->nmap < bt_stack_table_nmaps(c->t))
 		return 0;
-	bt_stack_table_counts(c->t, &nstacks, &overflow);
-	if (nstacks && !c->ks_tried)
+	bt_stack_table_counts(c->t, &sc);
+	if (sc.stacks && !c->ks_tried)
 		return 0;
 	for (size_t i = 0; i < c->ne; i++)
 		if (c->e[i].state == E_QUEUED || c->e[i].state == E_LOADING)
