@@ -28,6 +28,7 @@ LAYERS = [
               "user/kernel_features.", # what the running kernel supports (libbpf probes)
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
+    ("coldtier", ("user/coldtier/",)), # compressed blocks behind the buffer (lz4/zstd)
     ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching
     ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
     # record's five subsystems: none uses another, record composes them.

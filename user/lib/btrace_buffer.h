@@ -106,6 +106,7 @@ struct bt_read_stats {
 	uint64_t blocks_busy;        /* active block with a write in flight: not delivered */
 	uint64_t blocks_empty;       /* never used since creation */
 	uint64_t entries;            /* data entries in delivered blocks */
+	uint64_t first_busy;         /* lowest position not delivered as busy, BT_NO_POS if none */
 };
 
 struct bt_buffer;
@@ -139,6 +140,14 @@ void bt_commit(struct bt_buffer *b, struct bt_reservation *r);
  * counted in st. Never blocks writers. */
 typedef int (*bt_block_cb)(const struct bt_block_view *blk, void *ctx);
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st);
+
+/* The same for the blocks at positions >= min_pos only. With BT_READ_COMPLETE
+ * an active block is not waited for nor delivered: it counts as busy and the
+ * lowest such position is st->first_busy (a follower such as the cold tier
+ * comes back for it once it completes). */
+#define BT_READ_COMPLETE 0x1u
+int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
+		  struct bt_read_stats *st);
 
 /* Iterate data entries of a block view: returns the next payload or NULL.
  * *off starts at 0. Padding is skipped; a malformed block ends the walk. */
