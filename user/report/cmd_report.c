@@ -539,6 +539,26 @@ static void print_kernel_skips(const struct bt_dump *d, const struct bt_dump_eve
 	fprintf(out, ")\n");
 }
 
+/* The cold tier behind the buffer, at dump start (user/coldtier). */
+static void print_cold_tier(const struct bt_dump *d, FILE *out)
+{
+	const struct bt_dump_cold *c = bt_dump_cold(d);
+	char b1[32], b2[32];
+
+	if (!c)
+		return;
+	char b3[32], b4[32];
+
+	fprintf(out, "cold tier:  %s, %s: %" PRIu64 " blocks held compressed (%s raw; %.2fx overall: %s in %s), %" PRIu64
+		" evicted oldest first, %" PRIu64 " gaps (blocks overwritten before they were compressed), "
+		"compressor CPU %.3f s\n",
+		c->codec == 1 ? "lz4" : c->codec == 2 ? "zstd" : "unknown codec", human(c->size, b1, sizeof(b1)),
+		c->blocks_held, human(c->blocks_held * bt_dump_header(d)->block_size, b2, sizeof(b2)),
+		c->stored_bytes ? (double)c->raw_bytes / (double)c->stored_bytes : 0.0,
+		human(c->raw_bytes, b3, sizeof(b3)), human(c->stored_bytes, b4, sizeof(b4)), c->blocks_evicted, c->gaps,
+		(double)c->cpu_ns / 1e9);
+}
+
 static int print_stats(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
@@ -612,6 +632,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		if (h->groups_enabled & (1u << g))
 			fprintf(out, "%s%s", any++ ? "," : " ", bt_group_name(g));
 	fprintf(out, "%s\n", any ? "" : " none recorded");
+	print_cold_tier(d, out);
 	fprintf(out, "tables:     %zu tasks, %zu probes\n", ntasks, nprobes);
 	if (h->clock_id != 7)
 		fprintf(out, "clock:      %u (not CLOCK_BOOTTIME: times are not seconds since boot)\n", h->clock_id);
