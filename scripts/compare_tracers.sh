@@ -16,7 +16,7 @@
 #              and the same memory budget B (8 and 32 MiB):
 #              btrace-bpf  record -m (B - RING) --ring-size RING, final dump
 #                          (the BPF rings count in the budget); twice: with
-#                          the cold tier (the default) and --cold-tier off
+#                          --cold-tier 75 (COLD_CODEC, lz4) and without
 #              ftrace      a tracefs instance, buffer_size_kb = B / CPUs,
 #                          overwrite mode, trace_clock boot, `trace` read at the end
 #              perf        perf record --overwrite -a -m (B / CPUs / 4 KiB pages)
@@ -152,7 +152,7 @@ one_run()
 	case "$tool" in
 	btrace|btrace-cold)
 		local ring_kb cold=(--cold-tier off)
-		[ "$tool" = btrace-cold ] && cold=()
+		[ "$tool" = btrace-cold ] && cold=(--cold-tier 75 --cold-codec "${COLD_CODEC:-lz4}")
 		case "$RING" in
 		*K) ring_kb=${RING%K} ;;
 		*M) ring_kb=$((${RING%M} * 1024)) ;;

@@ -26,9 +26,10 @@
 #include "cold_tier.h"
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
-/* The cold tier's share of the buffer: compressed ~3.4x (lz4, BENCHMARKS.md),
- * 75% of the budget holds ~2.8x the raw history of the whole budget. */
-#define DEFAULT_COLD_PCT 75
+/* The cold tier is off by default: it lengthens the window (lz4 1.5x, zstd
+ * 3.3x at 75%) but costs ~60-100 ns of compression per event, more than the
+ * whole drain path (BENCHMARKS.md, scripts/bench_event_cost.sh). */
+#define DEFAULT_COLD_PCT 0
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
 #define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
@@ -91,8 +92,9 @@ static const struct argp_option options[] = {
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
 	{ "cold-tier", OPT_COLD_TIER, "PCT", 0,
-	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default 75): "
-	  "the rest keeps the latest events raw", 0 },
+	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default off; "
+	  "75 keeps 1.5x (lz4) to 3.3x (zstd) the history for ~60-100 ns of CPU per event): the rest keeps "
+	  "the latest events raw", 0 },
 	{ "cold-codec", OPT_COLD_CODEC, "CODEC[:LEVEL]", 0,
 	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration) or zstd (denser; its level) "
 	  "(default lz4)", 0 },

@@ -2,11 +2,11 @@
 /*
  * cold_pump.c - the recorder's compressor thread (see cold_pump.h).
  *
- * It wakes every PERIOD_MS, or at once again while the last pass took a
- * lot: a pass that found more than an eighth of the buffer's blocks
- * complete means the buffer turns over fast, and sleeping a whole period
- * would let the drain overwrite blocks before they are taken (each such
- * loss is counted as a gap by the tier). Nice -5: below the drain (-10,
+ * It sleeps for the time the drain takes, at the rate of the last passes,
+ * to fill a quarter of the buffer (MIN_MS..MAX_MS), and not at all while a
+ * pass finds more than an eighth of the buffer complete: the buffer turning
+ * over between two passes would lose blocks before they are taken (each
+ * such loss is counted as a gap by the tier). Nice -5: below the drain (-10,
  * loader.c), which must never wait for it, above the workload, so a busy
  * machine does not starve it; a compressor that falls behind loses old
  * history only, and counts it.
@@ -28,7 +28,8 @@
 #include "recorder.h"
 #include "util.h"
 
-#define PERIOD_MS 5
+#define MIN_MS 1
+#define MAX_MS 20
 #define NICE (-5)
 
 struct bt_cold_pump {
@@ -44,20 +45,32 @@ static void *pump_main(void *arg)
 	struct bt_stats bs;
 	int warned = 0;
 
+	pthread_setname_np(pthread_self(), "btrace-cold");
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), NICE))
 		bt_info("cold tier thread keeps normal priority: %s", strerror(errno));
 	bt_buffer_stats(p->buf, &bs);
 	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
+	uint64_t last = bt_now_ns();
+	double rate = 0; /* blocks per ns, smoothed */
+
 	while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {
 		int n = bt_cold_pump(p->cold, p->buf);
+		uint64_t now = bt_now_ns(), sleep_ns = MAX_MS * 1000000ull;
 
 		if (n < 0 && !warned) {
 			bt_warn("cold tier: %s: older history is no longer compressed", strerror(-n));
 			warned = 1;
 		}
+		if (n > 0 && now > last)
+			rate = 0.5 * rate + 0.5 * (double)n / (double)(now - last);
+		last = now;
 		if (n >= 0 && (uint32_t)n > bs.nblocks / 8)
 			continue;
-		struct timespec ts = { 0, PERIOD_MS * 1000000L };
+		if (rate > 0 && bs.nblocks / 4 / rate < (double)sleep_ns)
+			sleep_ns = (uint64_t)(bs.nblocks / 4 / rate);
+		if (sleep_ns < MIN_MS * 1000000ull)
+			sleep_ns = MIN_MS * 1000000ull;
+		struct timespec ts = { (time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u) };
 
 		nanosleep(&ts, NULL);
 		bt_buffer_stats(p->buf, &bs); /* a resize changes nblocks */
