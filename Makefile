@@ -38,8 +38,9 @@ CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
 DEPFLAGS  = -MMD -MP
 # capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c);
 # libcrypto: the sha256 of dump manifests (user/dump/manifest.c);
-# libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c)
-LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -lcrypto -lpthread -lm
+# libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c);
+# liblz4, libzstd: the cold tier's codecs (user/coldtier/cold_tier.c)
+LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -llz4 -lzstd -lcrypto -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -169,6 +170,8 @@ stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v)
 BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c
 APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)
+# The cold tier compressing behind full-speed writers while dumps read both tiers.
+$(call stress_test,cold,$(BUF_SRCS) user/coldtier/cold_tier.c,-llz4 -lzstd -lpthread)
 # The in-process tracing library and the recorder's reader of its buffers.
 $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)
 # Function tracing: the test itself is instrumented.

@@ -92,7 +92,9 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
+struct bt_cold;
 struct bt_dump_info {
+	struct bt_cold *cold;      /* optional: the compressed tier behind buf (cold_tier.h) */
 	uint32_t ncpus;
 	uint32_t ngroups;          /* BT_GROUP_MAX */
 	const uint64_t *rb_drops;  /* [ncpus * ngroups] ring-buffer reservation failures */
@@ -199,6 +201,11 @@ const struct bt_probe_desc *bt_dump_probes(const struct bt_dump *d, size_t *n);
 const uint64_t *bt_dump_rb_drops(const struct bt_dump *d);                   /* [ncpus*ngroups] */
 const struct bt_stats *bt_dump_buffer_stats(const struct bt_dump *d);
 const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d);
+/* The cold tier at dump start (LOSS counters); NULL when the recorder had none. */
+struct bt_dump_cold {
+	uint64_t size, codec, blocks_in, raw_bytes, stored_bytes, blocks_evicted, gaps, blocks_held, cpu_ns;
+};
+const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d);
 
 /* Events of the dump in time order across all blocks and CPUs (ties broken by
  * cpu, seq). Each is a pointer to a validated event (size >= its type's size). */

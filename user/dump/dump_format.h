@@ -146,6 +146,16 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_ACTIVE,
 	BTD_CNT_NCORES,
 	BTD_CNT_ENTRIES_DROPPED,
+	/* the cold tier (user/coldtier, struct bt_cold_stats); COLD_SIZE 0: none */
+	BTD_CNT_COLD_SIZE,
+	BTD_CNT_COLD_CODEC,
+	BTD_CNT_COLD_BLOCKS_IN,
+	BTD_CNT_COLD_RAW_BYTES,
+	BTD_CNT_COLD_STORED_BYTES,
+	BTD_CNT_COLD_BLOCKS_EVICTED,
+	BTD_CNT_COLD_GAPS,
+	BTD_CNT_COLD_BLOCKS_HELD,
+	BTD_CNT_COLD_CPU_NS,
 	BTD_NCOUNTERS
 };
 

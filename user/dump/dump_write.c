@@ -38,6 +38,7 @@
 #include "dump_format.h"
 #include "dump_stacks.h"
 #include "compact.h"
+#include "cold_tier.h"
 
 #define OUT_BUF (256u << 10)
 
@@ -202,7 +203,20 @@ static void put_probes(struct zout *zo, const struct bt_probe_desc *p, size_t n)
 
 static void put_loss(struct zout *zo, const struct bt_dump_info *info, const struct bt_stats *st)
 {
+	struct bt_cold_stats cs = { 0 };
+
+	if (info->cold)
+		bt_cold_stats(info->cold, &cs);
 	uint64_t cnt[BTD_NCOUNTERS] = {
+		[BTD_CNT_COLD_SIZE] = cs.size,
+		[BTD_CNT_COLD_CODEC] = cs.codec,
+		[BTD_CNT_COLD_BLOCKS_IN] = cs.blocks_in,
+		[BTD_CNT_COLD_RAW_BYTES] = cs.raw_bytes_in,
+		[BTD_CNT_COLD_STORED_BYTES] = cs.stored_bytes_in,
+		[BTD_CNT_COLD_BLOCKS_EVICTED] = cs.blocks_evicted,
+		[BTD_CNT_COLD_GAPS] = cs.gaps,
+		[BTD_CNT_COLD_BLOCKS_HELD] = cs.blocks,
+		[BTD_CNT_COLD_CPU_NS] = cs.cpu_ns,
 		[BTD_CNT_ENTRIES_WRITTEN] = st->entries_written,
 		[BTD_CNT_BYTES_WRITTEN] = st->bytes_written,
 		[BTD_CNT_ENTRIES_REJECTED] = st->entries_rejected,
@@ -794,7 +808,11 @@ static int put_contents(struct dump_job *j)
 	j->sink.c.ref_ts = j->b1;
 	j->rs = *bt_capture_read_stats(a->capture);
 	if (!j->zo.err) {
-		r = bt_capture_read(a->capture, block_cb, &j->sink.c);
+		/* With a cold tier, its blocks older than the capture come first. */
+		r = info->cold ? bt_cold_read_before(info->cold, bt_capture_oldest_pos(a->capture), block_cb, &j->sink.c,
+						     &j->rs) : 0;
+		if (r == 0)
+			r = bt_capture_read(a->capture, block_cb, &j->sink.c);
 		if (r < 0 && !j->zo.err)
 			return bt_errf(a->err, a->errlen, -r, "dump: reading the buffer: %s", strerror(-r));
 		/* Buffer entries are batches of events (compact.h): count events. */

@@ -533,6 +533,12 @@ static uint32_t count_entries(const struct bt_block_view *v)
 
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st)
 {
+	return bt_read_range(b, 0, 0, cb, ctx, st);
+}
+
+int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
+		  struct bt_read_stats *st)
+{
 	struct bt_read_stats local = { 0 };
 	struct pos_idx *idx = NULL;
 	uint8_t *scratch = NULL;
@@ -543,6 +549,7 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof(*st));
+	st->first_busy = BT_NO_POS;
 	ri = bt_reader_enter_(b);
 	if (ri < 0)
 		return ri;
@@ -574,6 +581,8 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 				st->blocks_empty++;
 				continue;
 			}
+			if (p < min_pos)
+				continue;
 			idx[n].pos = p;
 			idx[n].d = d;
 			n++;
@@ -586,10 +595,13 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 		struct bt_block_view v;
 		enum bt_read_result rr = BT_READ_BUSY;
 
-		/* An active block with a write in flight: give it a moment. */
+		/* An active block with a write in flight: give it a moment
+		 * (BT_READ_COMPLETE: no moment, active blocks are not wanted). */
 		for (int tries = 0; tries < 64; tries++) {
 			rr = bt_read_block_(b, idx[i].d, idx[i].pos, scratch, &v);
-			if (rr != BT_READ_BUSY)
+			if (rr == BT_READ_OK && !v.complete && (flags & BT_READ_COMPLETE))
+				rr = BT_READ_BUSY;
+			if (rr != BT_READ_BUSY || (flags & BT_READ_COMPLETE))
 				break;
 			sched_yield();
 		}
@@ -599,6 +611,8 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 		}
 		if (rr == BT_READ_BUSY) {
 			st->blocks_busy++;
+			if (idx[i].pos < st->first_busy)
+				st->first_busy = idx[i].pos;
 			continue;
 		}
 		st->blocks_read++;

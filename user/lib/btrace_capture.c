@@ -315,6 +315,11 @@ int bt_capture_read(const struct bt_capture *c, bt_block_cb cb, void *ctx)
 	return 0;
 }
 
+uint64_t bt_capture_oldest_pos(const struct bt_capture *c)
+{
+	return c->nvalid ? c->blk[c->order[0].i].pos : BT_NO_POS;
+}
+
 const struct bt_stats *bt_capture_stats(const struct bt_capture *c)
 {
 	return &c->stats;

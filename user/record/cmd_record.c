@@ -24,6 +24,7 @@
 #include "config_file.h"
 #include "dump_dir.h"
 #include "log.h"
+#include "cold_tier.h"
 
 /* A bad value from --config FILE is named by its FILE:LINE. */
 #define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
@@ -44,6 +45,10 @@ __attribute__((format(printf, 2, 3))) static void config_argp_error(const struct
 }
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
+/* The cold tier is off by default: it lengthens the window (lz4 1.5x, zstd
+ * 3.3x at 75%) but costs ~60-100 ns of compression per event, more than the
+ * whole drain path (BENCHMARKS.md, scripts/bench_event_cost.sh). */
+#define DEFAULT_COLD_PCT 0
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
 #define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
@@ -86,6 +91,8 @@ enum {
 	OPT_NO_SOURCE_LINES,
 	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
+	OPT_COLD_TIER,
+	OPT_COLD_CODEC,
 };
 
 /* On-CPU samples per second per CPU by default: a user and kernel stack
@@ -104,6 +111,13 @@ static const struct argp_option options[] = {
 	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
+	{ "cold-tier", OPT_COLD_TIER, "PCT", 0,
+	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default off; "
+	  "75 keeps 1.5x (lz4) to 3.3x (zstd) the history for ~60-100 ns of CPU per event): the rest keeps "
+	  "the latest events raw", 0 },
+	{ "cold-codec", OPT_COLD_CODEC, "CODEC[:LEVEL]", 0,
+	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration) or zstd (denser; its level) "
+	  "(default lz4)", 0 },
 	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
 	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
 	{ "no-final-dump", OPT_NO_FINAL_DUMP, NULL, 0, "Do not write a dump when stopping", 0 },
@@ -305,6 +319,35 @@ static int config_lookup(const char *name, void *ctx)
 	return BT_CFG_UNKNOWN;
 }
 
+/* lz4[:ACCEL] or zstd[:LEVEL] */
+static int parse_codec(const char *arg, struct record_opts *o)
+{
+	char name[8];
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+	enum bt_codec c;
+	char *end;
+	long lv;
+
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, arg, n);
+	name[n] = '\0';
+	if (bt_codec_parse(name, &c))
+		return -1;
+	o->cold_codec = (int)c;
+	o->cold_level = 1; /* lz4: acceleration 1; zstd: level 1 */
+	if (!colon)
+		return 0;
+	errno = 0;
+	lv = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || (c == BT_CODEC_LZ4 && (lv < 1 || lv > 64)) ||
+	    (c == BT_CODEC_ZSTD && (lv < -7 || lv > 9)))
+		return -1;
+	o->cold_level = (int)lv;
+	return 0;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -458,6 +501,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_size(arg, &o->symbol_cache) || o->symbol_cache < (1u << 20))
 			argp_error(state, "invalid --symbol-cache '%s': give a size of at least 1M (e.g. 256M)", arg);
 		break;
+	case OPT_COLD_TIER:
+		if (!strcmp(arg, "off"))
+			v = 0;
+		else if (parse_uint(arg, 90, &v))
+			argp_error(state, "invalid --cold-tier '%s': give a percentage from 0 to 90, or off", arg);
+		o->cold_pct = (uint32_t)v;
+		break;
+	case OPT_COLD_CODEC:
+		if (parse_codec(arg, o))
+			argp_error(state, "invalid --cold-codec '%s': give lz4[:1..64] or zstd[:-7..9]", arg);
+		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
@@ -570,6 +624,9 @@ static int record(int argc, char **args)
 {
 	struct record_opts o = {
 		.buffer_size = DEFAULT_BUFFER_SIZE,
+		.cold_pct = DEFAULT_COLD_PCT,
+		.cold_codec = BT_CODEC_LZ4,
+		.cold_level = 1,
 		.output_dir = DEFAULT_OUTPUT_DIR,
 		.groups = DEFAULT_GROUPS,
 		.final_dump = 1,

@@ -28,6 +28,7 @@
 #include "uprobes.h"
 #include "util.h"
 #include "dump.h"
+#include "cold_tier.h"
 
 static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe", "stacks" };
 
@@ -73,7 +74,12 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	 * would time out): wait for a dump being written. Only a resize waits;
 	 * status and the rest are answered meanwhile. */
 	pthread_mutex_lock(&r->dump_serial);
-	err = bt_resize(r->buf, size, 2000, e, sizeof(e));
+	/* With a cold tier, SIZE is the budget of both, split as at start. */
+	err = bt_resize(r->buf, r->cold ? size / 100 * (100 - r->o->cold_pct) : size, 2000, e, sizeof(e));
+	if (!err && r->cold) {
+		bt_buffer_stats(r->buf, &after);
+		err = bt_cold_resize(r->cold, size > after.size ? size - after.size : 0, e, sizeof(e));
+	}
 	pthread_mutex_unlock(&r->dump_serial);
 	if (err == -E2BIG) {
 		snprintf(why, whylen, "%s is over the maximum %s reserved at start: restart the recorder with --max-size",
@@ -203,6 +209,21 @@ static void print_losses(struct recorder *r, FILE *out)
 		bs.blocks_closed, bs.blocks_skipped, bs.padding_bytes, bs.resizes);
 }
 
+static void print_cold(struct bt_cold *cold, FILE *out)
+{
+	struct bt_cold_stats cs;
+	char a[32], b2[32], c[32];
+
+	bt_cold_stats(cold, &cs);
+	fprintf(out, "cold tier: %s:%d, %s, %u blocks held (%s of events in %s, %.2fx), %" PRIu64
+		" blocks compressed, %" PRIu64 " evicted oldest first, %" PRIu64 " gaps (blocks overwritten "
+		"before they were compressed), compressor CPU %.3fs\n",
+		bt_codec_name(cs.codec), cs.level, format_size(cs.size, a, sizeof(a)), cs.blocks,
+		format_size(cs.blocks_in ? cs.raw_bytes_in / cs.blocks_in * cs.blocks : 0, b2, sizeof(b2)),
+		format_size(cs.used, c, sizeof(c)), cs.stored_bytes_in ? (double)cs.raw_bytes_in / (double)cs.stored_bytes_in : 0.0,
+		cs.blocks_in, cs.blocks_evicted, cs.gaps, (double)cs.cpu_ns / 1e9);
+}
+
 static int do_status(struct recorder *r, FILE *out)
 {
 	char a[32], b2[32], c[32], d[32], e[32];
@@ -232,6 +253,8 @@ static int do_status(struct recorder *r, FILE *out)
 	} else {
 		fprintf(out, "window: empty\n");
 	}
+	if (r->cold)
+		print_cold(r->cold, out);
 	print_losses(r, out);
 	/* r->lock, not dump_serial: a dump being written must not hold this up. */
 	pthread_mutex_lock(&r->lock);

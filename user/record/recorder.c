@@ -55,6 +55,8 @@
 #include "record_triggers.h"
 #include "triggers.h"
 #include "trigger_bpf.h"
+#include "cold_pump.h"
+#include "cold_tier.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -511,11 +513,12 @@ static int create_buffer(struct recorder *r)
 		return -1;
 	}
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = (size_t)o->buffer_size;
+	/* With a cold tier, --buffer-size is the budget of both tiers. */
+	cfg.size = (size_t)(o->buffer_size / 100 * (100 - o->cold_pct));
 	cfg.block_size = (uint32_t)o->block_size;
 	cfg.ncores = r->ncpus;
 	cfg.active = (uint32_t)o->active_blocks;
-	cfg.max_size = (size_t)o->max_size;
+	cfg.max_size = (size_t)(o->max_size / 100 * (100 - o->cold_pct));
 	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
 	err[0] = '\0';
 	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
@@ -525,6 +528,8 @@ static int create_buffer(struct recorder *r)
 			err[0] ? err : strerror(errno));
 		return -1;
 	}
+	if (o->cold_pct && recorder_cold_start(r) < 0)
+		return -1;
 	r->tasks = bt_tasks_new();
 	if (!r->tasks) {
 		bt_err("out of memory");
@@ -772,6 +777,8 @@ static void stop_recording(struct recorder *r)
 	bt_uprobes_detach(r->uprobes);
 	bt_loader_detach(r->loader);
 	bt_loader_stop(r->loader);
+	bt_cold_pump_stop(r->cold_pump); /* takes the last blocks the drain completed */
+	r->cold_pump = NULL;
 	if (r->o->final_dump)
 		recorder_request_dump(r, "exit");
 }
@@ -825,6 +832,8 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o)
 	free(o->uspecs);
 	free(o->usdts);
 	bt_tasks_free(r->tasks);
+	bt_cold_pump_stop(r->cold_pump);
+	bt_cold_destroy(r->cold);
 	bt_buffer_destroy(r->buf);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);

@@ -16,6 +16,8 @@
 #include "trigger_spec.h"
 
 struct bt_buffer;
+struct bt_cold;
+struct bt_cold_pump;
 struct bt_loader;
 struct bt_uprobes;
 struct bt_task_table;
@@ -71,6 +73,10 @@ struct record_opts {
 	uint64_t app_block_size;      /* --app-block-size */
 	uint32_t max_apps;            /* --max-apps */
 	int no_apps;                  /* --no-apps */
+	/* the compressed cold tier (user/coldtier) */
+	uint32_t cold_pct;            /* --cold-tier: % of --buffer-size it gets; 0 off */
+	int cold_codec;               /* --cold-codec: enum bt_codec */
+	int cold_level;               /* --cold-codec NAME:LEVEL */
 };
 
 /* Trigger hits one dump is for: named (the first started it, the others
@@ -85,6 +91,8 @@ struct recorder_hits {
 struct recorder {
 	const struct record_opts *o;
 	struct bt_buffer *buf;
+	struct bt_cold *cold;            /* NULL: no cold tier */
+	struct bt_cold_pump *cold_pump;  /* its compressor thread */
 	struct bt_loader *loader;
 	struct bt_uprobes *uprobes; /* NULL without -u/-U */
 	struct bt_task_table *tasks;

@@ -242,6 +242,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		}
 	}
 
+	info.cold = r->cold;
 	info.ncpus = r->ncpus;
 	info.ngroups = BT_GROUP_MAX;
 	info.rb_drops = cap.drops;
