@@ -13,6 +13,7 @@
 #
 # Usage: sudo scripts/bench_convert.sh [--quick] [--no-md]. Results on
 # stdout, the table into BENCHMARKS.md (<!-- convert:begin --> section).
+# KEEP_DUMP=path keeps the recorded dump there (to convert it again by hand).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/bench_md.sh
@@ -55,7 +56,9 @@ PIDS+=("$!")
 echo go | "$TB/stack_workload" "$SECS" 4 20 >/dev/null 2>&1 &
 PIDS+=("$!")
 end=$((SECONDS + SECS))
-while [ "$SECONDS" -lt "$end" ]; do "$FB" -n 22 -r 1 >/dev/null 2>&1; done
+# BTRACE_CTL and -w: each fib run registers with the recorder (its calls
+# traced in-process), or fails rather than run untraced
+while [ "$SECONDS" -lt "$end" ]; do BTRACE_CTL=$CTL "$FB" -n 22 -r 1 -w >/dev/null 2>&1; done
 DUMP=$TMP/full.btd
 "$BT" ctl --ctl "$CTL" dump -o "$DUMP" >/dev/null 2>&1 || { echo "bench_convert: dump failed" >&2; exit 1; }
 kill -INT "$REC" 2>/dev/null
@@ -65,6 +68,7 @@ PIDS=()
 NEV=$("$BT" report --stats "$DUMP" 2>/dev/null | sed -n 's/^ *events: *\([0-9]*\).*/\1/p' | head -1)
 [ -n "$NEV" ] || NEV=$("$BT" report "$DUMP" 2>/dev/null | grep -c ': ')
 DSIZE=$(stat -c %s "$DUMP")
+[ -n "${KEEP_DUMP:-}" ] && cp "$DUMP" "$KEEP_DUMP"
 
 # conv BIN NAME ARGS...: median seconds of REPS runs into $TMP/NAME.t, size into $TMP/NAME.sz
 conv() {
