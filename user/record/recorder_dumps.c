@@ -269,7 +269,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		info.write_stacks = write_stacks;
 		info.stacks_ctx = r;
 	}
-	if (recorder_triggers_info(r, fired, &info, &trig_tab))
+	if (recorder_triggers_info(r, fired, fired ? dump_capture_oldest_ts(&cap) : 0, &info, &trig_tab))
 		bt_warn("out of memory: this dump has no trigger table");
 	info.nprog_misses = recorder_prog_misses(r, &pmiss);
 	info.prog_misses = pmiss;
