@@ -42,6 +42,11 @@
 #include "log.h"
 
 #define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
+/* DWARF work (source lines) a dump may do: a trigger's must be on disk
+ * within a second of its trigger under load; one a user asked for may
+ * take a little longer. Past it, frames go without lines, counted. */
+#define LINES_TRIGGER_NS (100ull * 1000000)
+#define LINES_OTHER_NS (1000ull * 1000000)
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -70,7 +75,7 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	/* A trigger's dump never waits for a file; one a user asked for (or
 	 * the last) waits a little for the files just seen. */
 	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
-	ret = bt_symbolize(r->symbolizer, &s);
+	ret = bt_symbolize(r->symbolizer, &s, r->wr.n ? LINES_TRIGGER_NS : LINES_OTHER_NS);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
 	bt_stack_snapshot_free(&s);
