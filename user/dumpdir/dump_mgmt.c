@@ -2,15 +2,6 @@
 /*
  * dump_mgmt.c - space, quota, manifest and --on-dump around each dump
  * (dump_mgmt.h).
- *
- * What comes after a dump runs on a thread of its own, in the order the
- * dumps were written: the manifest reads the whole dump back (SHA-256,
- * decompression, analysis: a quarter to a half of the dump's own time), and
- * done by the dump thread it held up the next dump, a trigger's included.
- * The dump thread only queues the file; at most MAX_QUEUED wait (then it
- * waits for room: the bound of the delay it can cause). Small, because a
- * stop finishes what is queued before the recorder exits: two manifests
- * at most besides the final dump's.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -26,17 +17,6 @@
 #include "on_dump.h"
 #include "util.h"
 
-#define MAX_QUEUED 2
-
-/* A dump written, its manifest, quota and command still to do. */
-struct after_job {
-	struct after_job *next;
-	char *path;
-	int in_dir;
-	char reason[64];
-	struct bt_manifest_recorder rec;
-};
-
 struct bt_dump_mgmt {
 	/* dir and manifests_failed: the dump writer changes them, ctl status
 	 * reads them; short sections only (never a dump or a manifest). */
@@ -45,44 +25,7 @@ struct bt_dump_mgmt {
 	struct bt_hooks *hooks; /* NULL without --on-dump */
 	uint64_t manifests_failed;
 	uint64_t max_dumps, max_bytes;
-	/* The queue of after_jobs, under lock: `more` wakes the worker,
-	 * `done` the dump thread waiting for room and settle(). */
-	pthread_cond_t more, done;
-	struct after_job *head, *tail;
-	unsigned nqueued; /* queued or being done */
-	int stop;
-	pthread_t worker;
 };
-
-static void after_one(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
-		      const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec);
-
-static void *after_main(void *arg)
-{
-	struct bt_dump_mgmt *m = arg;
-
-	pthread_setname_np(pthread_self(), "btrace-manifest");
-	pthread_mutex_lock(&m->lock);
-	for (;;) {
-		while (!m->head && !m->stop)
-			pthread_cond_wait(&m->more, &m->lock);
-		struct after_job *j = m->head;
-		if (!j)
-			break; /* stopping, and every dump queued is done */
-		m->head = j->next;
-		if (!m->head)
-			m->tail = NULL;
-		pthread_mutex_unlock(&m->lock);
-		after_one(m, j->path, j->in_dir, j->reason, NULL, &j->rec);
-		free(j->path);
-		free(j);
-		pthread_mutex_lock(&m->lock);
-		m->nqueued--;
-		pthread_cond_broadcast(&m->done);
-	}
-	pthread_mutex_unlock(&m->lock);
-	return NULL;
-}
 
 struct bt_dump_mgmt *bt_dump_mgmt_new(const struct bt_dump_mgmt_opts *o, char *err, size_t errlen)
 {
@@ -96,8 +39,6 @@ struct bt_dump_mgmt *bt_dump_mgmt_new(const struct bt_dump_mgmt_opts *o, char *e
 		return NULL;
 	}
 	pthread_mutex_init(&m->lock, NULL);
-	pthread_cond_init(&m->more, NULL);
-	pthread_cond_init(&m->done, NULL);
 	m->max_dumps = o->max_dumps;
 	m->max_bytes = o->max_bytes;
 	m->dir = bt_dump_dir_open(&dopts, err, errlen);
@@ -113,14 +54,6 @@ struct bt_dump_mgmt *bt_dump_mgmt_new(const struct bt_dump_mgmt_opts *o, char *e
 			free(m);
 			return NULL;
 		}
-	}
-	int e = pthread_create(&m->worker, NULL, after_main, m);
-	if (e) {
-		snprintf(err, errlen, "cannot start the manifest thread: %s", strerror(e));
-		bt_hooks_destroy(m->hooks);
-		bt_dump_dir_close(m->dir);
-		free(m);
-		return NULL;
 	}
 	if (o->max_dumps || o->max_bytes) {
 		struct bt_dump_dir_stats st;
@@ -140,13 +73,6 @@ void bt_dump_mgmt_destroy(struct bt_dump_mgmt *m)
 {
 	if (!m)
 		return;
-	pthread_mutex_lock(&m->lock);
-	m->stop = 1; /* after the dumps queued: each gets its manifest */
-	pthread_cond_signal(&m->more);
-	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->worker, NULL);
-	pthread_cond_destroy(&m->more);
-	pthread_cond_destroy(&m->done);
 	bt_hooks_destroy(m->hooks);
 	bt_dump_dir_close(m->dir);
 	pthread_mutex_destroy(&m->lock);
@@ -165,43 +91,6 @@ int bt_dump_mgmt_before(struct bt_dump_mgmt *m, uint64_t raw_bytes, char *why, s
 
 int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
 		       const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec)
-{
-	struct after_job *j = trig ? NULL : calloc(1, sizeof(*j));
-
-	if (j)
-		j->path = strdup(path);
-	if (!j || !j->path) { /* (or a trigger description to keep): done here */
-		free(j);
-		after_one(m, path, in_dir, reason, trig, rec);
-		return 0;
-	}
-	j->in_dir = in_dir;
-	snprintf(j->reason, sizeof(j->reason), "%s", reason);
-	j->rec = *rec;
-	pthread_mutex_lock(&m->lock);
-	while (m->nqueued >= MAX_QUEUED)
-		pthread_cond_wait(&m->done, &m->lock);
-	if (m->tail)
-		m->tail->next = j;
-	else
-		m->head = j;
-	m->tail = j;
-	m->nqueued++;
-	pthread_cond_signal(&m->more);
-	pthread_mutex_unlock(&m->lock);
-	return 0;
-}
-
-void bt_dump_mgmt_settle(struct bt_dump_mgmt *m)
-{
-	pthread_mutex_lock(&m->lock);
-	while (m->nqueued)
-		pthread_cond_wait(&m->done, &m->lock);
-	pthread_mutex_unlock(&m->lock);
-}
-
-static void after_one(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
-		      const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec)
 {
 	struct bt_dump_dir_stats ds;
 	struct bt_hook_stats hs = { 0 };
@@ -231,12 +120,13 @@ static void after_one(struct bt_dump_mgmt *m, const char *path, int in_dir, cons
 		r = bt_dump_dir_added(m->dir, path);
 		pthread_mutex_unlock(&m->lock);
 		if (r == -EFBIG)
-			return; /* removed at once: no command */
+			return r;
 	}
 	if (m->hooks) {
 		snprintf(mpath, sizeof(mpath), "%s%s", path, BT_MANIFEST_SUFFIX);
 		bt_hooks_run(m->hooks, path, have_manifest ? mpath : NULL, reason);
 	}
+	return 0;
 }
 
 void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out)

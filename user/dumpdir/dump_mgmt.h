@@ -7,9 +7,7 @@
  * manifest and the command, but are not the quota's to count or remove.
  *
  * Called under the recorder's dump lock (one dump at a time); the status
- * may be read from any thread. What comes after a dump (manifest, quota,
- * command) runs on a thread of its own, in order, so the next dump does
- * not wait for the manifest's read-back of this one.
+ * may be read from any thread holding that lock.
  */
 #ifndef BTRACE_DUMP_MGMT_H
 #define BTRACE_DUMP_MGMT_H
@@ -29,8 +27,7 @@ struct bt_dump_mgmt;
 
 /* NULL with a message in err (directory unreadable, no thread). */
 struct bt_dump_mgmt *bt_dump_mgmt_new(const struct bt_dump_mgmt_opts *o, char *err, size_t errlen);
-/* Finishes what is queued (manifests), then waits for running --on-dump
- * commands (each within its timeout). */
+/* Waits for running --on-dump commands (each within its timeout). */
 void bt_dump_mgmt_destroy(struct bt_dump_mgmt *m);
 
 /* Before an auto-named dump of raw_bytes (uncompressed contents): 0 write
@@ -39,18 +36,13 @@ int bt_dump_mgmt_before(struct bt_dump_mgmt *m, uint64_t raw_bytes, char *why, s
 
 /*
  * After a dump was written to path (auto-named: in_dir = 1). rec holds the
- * recorder's counters (the rest are filled in later); trig the trigger hit
- * for reason "trigger", else NULL (then done here, not queued). Queued:
- * the manifest, the quota (a dump larger than the quota is removed at
- * once, no command run), the command; returns at once unless MAX_QUEUED
- * dumps wait already (then when one is done). A manifest that cannot be
- * written is logged and counted, not fatal. Returns 0.
+ * recorder's counters (the rest are filled in here); trig the trigger hit
+ * for reason "trigger", else NULL. Returns 0, or -EFBIG if the dump was
+ * removed at once for being larger than the quota (no command is run).
+ * A manifest that cannot be written is logged and counted, not fatal.
  */
 int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
 		       const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec);
-/* Wait until every dump queued has its manifest, quota and command done
- * (`ctl dump` answers once its dump's manifest is there). */
-void bt_dump_mgmt_settle(struct bt_dump_mgmt *m);
 
 /* Lines for `ctl status`. */
 void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out);

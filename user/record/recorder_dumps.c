@@ -145,10 +145,6 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 	if (ret == 0 && out)
 		snprintf(out, outlen, "%s", r->last_path);
 	pthread_mutex_unlock(&r->dump_serial);
-	/* The answer once the dump's manifest is there, as before it was
-	 * written off the dump path; other dumps go on meanwhile. */
-	if (ret == 0 && r->mgmt)
-		bt_dump_mgmt_settle(r->mgmt);
 	return ret;
 }
 
