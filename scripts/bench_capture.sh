@@ -59,8 +59,10 @@ if [ "$(id -u)" -eq 0 ]; then
 		touch "$TMP/stop$i"
 		wait "$a"
 		pid=$(awk '/^spinning/ {print $2}' "$TMP/app$i.log")
-		m=$("$BT" report --functions -p "$pid" "$TMP/mid$i.btd" | sed -n 's/^functions: *\([0-9]*\) entries.*/\1/p')
-		f=$("$BT" report --functions -p "$pid" "$TMP/after$i.btd" | sed -n 's/^functions: *\([0-9]*\) entries.*/\1/p')
+		# the calls of leaf by this run's process (the exited runs'
+		# buffers are in every dump too)
+		m=$("$BT" report --functions "$TMP/mid$i.btd" | awk -v p="$pid" '$1 == "leaf" && $2 == p {print $3}')
+		f=$("$BT" report --functions "$TMP/after$i.btd" | awk -v p="$pid" '$1 == "leaf" && $2 == p {print $3}')
 		shares+=("$(( ${m:-0} * 1000 / ${f:-1} ))")
 		echo "app run $i: $m of $f records kept mid-run"
 	done

@@ -6,7 +6,8 @@
 # looks them up); a storm of hits ends with every hit counted exactly once
 # (dumped + merged + rate-limited + dropped) in ctl status, the final
 # dump's report and its manifest; SIGINT with hits still in their after=
-# delay writes one final dump naming them and exits within 5 s.
+# delay writes one final dump naming them and exits within 5 s, and so
+# does SIGINT right after 30 hits at once (the queue full).
 # Needs root; prints TAP lines.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -196,6 +197,50 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --trigger 'ctl,name=late,after
 	fi
 else
 	not_ok "recorder with stop triggers starts" "$(cat "$LOG")"
+fi
+
+# ---- stop at once with the queue full: one final dump, within 5 s ------------------------
+# 30 hits at once with stacks sampled under a 16 MiB buffer, SIGINT without
+# waiting: at most the dump in progress and one final dump come after it
+# (the rest merged into the final one), nothing dropped.
+D=$T_TMP/stopfull
+if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --sample 99 -m 16M --trigger 'ctl,name=q,limit=0,after=0'; then
+	build/bench/syscall_loop -t "$NCPU" -d 20 >/dev/null 2>&1 &
+	LP=$!
+	T_PIDS+=("$LP")
+	sleep 1
+	CP=()
+	for _ in $(seq 30); do
+		ctl trigger q >/dev/null &
+		CP+=($!)
+	done
+	wait "${CP[@]}"
+	before=$(find "$D" -name '*.btd' | wc -l)
+	t0=$(date +%s%N)
+	rec_stop "$REC_PID" INT 30
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill "$LP" 2>/dev/null
+	wait "$LP" 2>/dev/null
+	after=$(find "$D" -name '*.btd' | wc -l)
+	[ "$ms" -lt 5000 ] && ok "stop with the queue full: exited in $ms ms (< 5 s)" ||
+		not_ok "stop with the queue full within 5 s" "$ms ms; $(tail -5 "$LOG")"
+	[ $((after - before)) -ge 1 ] && [ $((after - before)) -le 2 ] &&
+		ok "stop with the queue full: $((after - before)) dump(s) after SIGINT (the one in progress, the final one)" ||
+		not_ok "stop with the queue full: 1 or 2 dumps after SIGINT" "$before before, $after after"
+	final=$(find "$D" -name '*.btd' | sort | tail -1)
+	nexit=0
+	for f in "$D"/*.btd; do "$BT" report --stats "$f" | grep -q "reason exit" && nexit=$((nexit + 1)); done
+	[ "$nexit" -eq 1 ] && ok "stop with the queue full: exactly one final dump" ||
+		not_ok "stop with the queue full: one final dump" "$nexit dumps say reason exit"
+	if [ -n "$final" ]; then
+		r=$(report_counts q "$final")
+		read -r h _ _ _ x p <<<"$r"
+		adds_up "$r" && [ "$h" -eq 30 ] && [ "$x" -eq 0 ] && [ "$p" -eq 0 ] &&
+			ok "stop with the queue full: all 30 hits in some dump, none dropped or pending ($r)" ||
+			not_ok "stop with the queue full: 30 hits counted, none dropped" "'$r'"
+	fi
+else
+	not_ok "recorder for the full-queue stop starts" "$(cat "$LOG")"
 fi
 
 finish

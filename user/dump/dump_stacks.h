@@ -67,6 +67,7 @@ enum bt_stack_counter {
 	BT_STKC_NOT_LOADED_FILES,  /* files (and kallsyms) still loading when the dump was written */
 	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
 	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
+	BT_STKC_LINES_LATE,    /* frames left without source lines: the dump's DWARF time was spent */
 	BT_STKC_MAX,
 };
 

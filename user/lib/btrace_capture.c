@@ -246,24 +246,47 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof(*st));
-	ri = bt_reader_enter_(b);
-	if (ri < 0) {
-		errno = -ri;
-		return NULL;
-	}
-	/* Seq_cst: after our epoch announcement (see bt_reader_enter_()). */
-	g = atomic_load_explicit(&b->global, memory_order_seq_cst);
-	l = &b->layouts[GGEN(g) % NLAYOUTS];
-	n = atomic_load_explicit(&l->nslots, memory_order_relaxed);
-	base = atomic_load_explicit(&l->base_round, memory_order_relaxed);
-	slots = malloc(sizeof(*slots) * (n ? n : 1));
-	p1 = malloc(sizeof(*p1) * b->A * 3);
-	c = capture_alloc(n * b->A, b->bsize);
-	if (!slots || !p1 || !c || n > b->max_slots) {
+	/* The copy's memory before the moment: allocating and populating it
+	 * takes longer than the copy itself (64 MiB: ~4x), and writers at full
+	 * speed would overwrite the window meanwhile. Sized for the buffer as
+	 * it is now (relaxed: a guess); a resize in between is rare: the
+	 * memory is then allocated again for the layout the capture reads. */
+	for (int tries = 0;; tries++) {
+		uint32_t guess = atomic_load_explicit(&b->nslots, memory_order_relaxed);
+
+		slots = malloc(sizeof(*slots) * (guess ? guess : 1));
+		p1 = malloc(sizeof(*p1) * b->A * 3);
+		c = capture_alloc(guess * b->A, b->bsize);
+		if (!slots || !p1 || !c || guess > b->max_slots) {
+			free(slots);
+			free(p1);
+			bt_capture_free(c);
+			errno = ENOMEM;
+			return NULL;
+		}
+		ri = bt_reader_enter_(b);
+		if (ri < 0) {
+			free(slots);
+			free(p1);
+			bt_capture_free(c);
+			errno = -ri;
+			return NULL;
+		}
+		/* Seq_cst: after our epoch announcement (see bt_reader_enter_()). */
+		g = atomic_load_explicit(&b->global, memory_order_seq_cst);
+		l = &b->layouts[GGEN(g) % NLAYOUTS];
+		n = atomic_load_explicit(&l->nslots, memory_order_relaxed);
+		base = atomic_load_explicit(&l->base_round, memory_order_relaxed);
+		if (n == guess)
+			break;
+		bt_reader_exit_(b, ri);
+		free(slots);
+		free(p1);
 		bt_capture_free(c);
-		c = NULL;
-		errno = ENOMEM;
-		goto out;
+		if (tries == 3) { /* resized again and again: not now */
+			errno = EBUSY;
+			return NULL;
+		}
 	}
 	cf = p1 + b->A;
 	al = cf + b->A;
@@ -286,12 +309,9 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 	retry_busy(b, c);
 	c->copy_ns = mono_ns() - t0;
 	bt_buffer_stats(b, &c->stats);
-out:
 	bt_reader_exit_(b, ri);
-	if (c) {
-		index_blocks(c, st);
-		c->rst = *st;
-	}
+	index_blocks(c, st);
+	c->rst = *st;
 	free(slots);
 	free(p1);
 	return c;

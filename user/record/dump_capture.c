@@ -16,6 +16,7 @@
 #include <string.h>
 #include <linux/types.h>
 #include "events.h"
+#include "compact.h"
 #include "dump_capture.h"
 #include "recorder.h"
 #include "tasks.h"
@@ -113,4 +114,34 @@ void dump_capture_free(struct dump_capture *c)
 	free(c->emitted);
 	free(c->tasks);
 	memset(c, 0, sizeof(*c));
+}
+
+struct oldest {
+	uint64_t ref, ts;
+};
+
+static int oldest_cb(const struct bt_block_view *v, void *arg)
+{
+	struct oldest *o = arg;
+	uint32_t off = 0, len;
+	const uint8_t *ent;
+
+	while ((ent = bt_block_next(v, &off, &len))) {
+		uint32_t roff = 0, rlen, seq, type;
+		const uint8_t *rec;
+		uint64_t ts;
+
+		while (bt_compact_batch_next(ent, len, &roff, &rec, &rlen) == 1)
+			if (bt_compact_peek(rec, rlen, o->ref, &ts, &seq, &type) && ts && ts < o->ts)
+				o->ts = ts;
+	}
+	return 0;
+}
+
+uint64_t dump_capture_oldest_ts(const struct dump_capture *c)
+{
+	struct oldest o = { bt_boottime_ns(), UINT64_MAX };
+
+	bt_capture_read(c->kbuf, oldest_cb, &o);
+	return o.ts == UINT64_MAX ? 0 : o.ts;
 }

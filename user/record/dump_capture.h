@@ -29,5 +29,9 @@ struct dump_capture {
 
 /* Take it. 0, or -errno with a reason in err (nothing left to free). */
 int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, size_t errlen);
+/* The time of the oldest kernel-side event the capture holds, 0 if none:
+ * where the window starts (as report's analysis of the dump says). A pass
+ * over the stored forms' headers, no decoding. */
+uint64_t dump_capture_oldest_ts(const struct dump_capture *c);
 void dump_capture_free(struct dump_capture *c);
 #endif

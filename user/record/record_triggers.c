@@ -16,7 +16,6 @@
 
 #include "btrace_buffer.h"
 #include "dump.h"
-#include "live_window.h"
 #include "loader.h"
 #include "recorder.h"
 #include "record_triggers.h"
@@ -98,22 +97,19 @@ void recorder_triggers_account(struct recorder *r, const struct recorder_hits *h
 }
 
 /* The window the dump is about to hold starts after an event it is for:
- * said in the log (report --stats says it from the dump). */
-static void check_windows(struct recorder *r, const struct recorder_hits *h)
+ * said in the log (report --stats says it from the dump). oldest: the
+ * oldest event of the window captured (0 unknown). Not with a cold tier:
+ * its older history may hold the event. */
+static void check_windows(struct recorder *r, const struct recorder_hits *h, uint64_t oldest)
 {
-	struct bt_seq_window w;
-	struct bt_stats bs;
-
-	if (!h->n || !bt_loader_live(r->loader))
+	if (!h->n || !oldest || r->cold)
 		return;
-	bt_buffer_stats(r->buf, &bs);
-	bt_live_window(bt_loader_live(r->loader), bs.blocks_used, bs.nblocks, &w);
 	for (size_t k = 0; k < h->n; k++)
-		if (w.events && h->f[k].ts_ns < w.first_ts)
+		if (h->f[k].ts_ns < oldest)
 			bt_warn("trigger %s: its event at %.6f is %.3f ms older than the oldest event the buffer still holds "
 				"(%.6f): this dump does not hold it (a larger buffer, or a shorter after=, keeps it)",
-				h->f[k].name, (double)h->f[k].ts_ns / 1e9, (double)(w.first_ts - h->f[k].ts_ns) / 1e6,
-				(double)w.first_ts / 1e9);
+				h->f[k].name, (double)h->f[k].ts_ns / 1e9, (double)(oldest - h->f[k].ts_ns) / 1e6,
+				(double)oldest / 1e9);
 }
 
 int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
@@ -144,8 +140,8 @@ void recorder_triggers_free(struct recorder *r)
 	r->triggers = NULL;
 }
 
-int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, struct bt_dump_info *info,
-			   struct bt_dump_trigger **tab)
+int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, uint64_t oldest,
+			   struct bt_dump_info *info, struct bt_dump_trigger **tab)
 {
 	size_t n = bt_triggers_count(r->triggers);
 	const struct recorder_hits *h = f ? &r->wr : NULL;
@@ -181,7 +177,7 @@ int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f,
 			st->skipped += e.merged[i];
 			st->pending -= e.n[i] < st->pending ? e.n[i] : st->pending;
 		}
-		check_windows(r, h);
+		check_windows(r, h, oldest);
 	}
 	info->triggers = t;
 	info->ntriggers = n;

@@ -32,10 +32,10 @@ void recorder_triggers_account(struct recorder *r, const struct recorder_hits *h
 /* Fill info's trigger table (counts now, the dump's own hits counted as
  * they end if it is written) and, f not NULL, the hits of r->wr (the dump
  * thread's, under dump_serial); f NULL: a dump of another reason. Logs a
- * hit older than the buffer's window. *tab is for the caller to free after
- * the dump. 0 or -ENOMEM. */
-int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, struct bt_dump_info *info,
-			   struct bt_dump_trigger **tab);
+ * hit older than the window captured (oldest: its oldest event, 0
+ * unknown). *tab is for the caller to free after the dump. 0 or -ENOMEM. */
+int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, uint64_t oldest,
+			   struct bt_dump_info *info, struct bt_dump_trigger **tab);
 /* `ctl status` lines. */
 void recorder_triggers_status(struct recorder *r, FILE *out);
 /* `ctl trigger NAME`. */

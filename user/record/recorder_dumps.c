@@ -42,6 +42,11 @@
 #include "log.h"
 
 #define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
+/* DWARF work (source lines) a dump may do: a trigger's must be on disk
+ * within a second of its trigger under load; one a user asked for may
+ * take a little longer. Past it, frames go without lines, counted. */
+#define LINES_TRIGGER_NS (100ull * 1000000)
+#define LINES_OTHER_NS (1000ull * 1000000)
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -70,7 +75,7 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	/* A trigger's dump never waits for a file; one a user asked for (or
 	 * the last) waits a little for the files just seen. */
 	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
-	ret = bt_symbolize(r->symbolizer, &s);
+	ret = bt_symbolize(r->symbolizer, &s, r->wr.n ? LINES_TRIGGER_NS : LINES_OTHER_NS);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
 	bt_stack_snapshot_free(&s);
@@ -269,7 +274,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		info.write_stacks = write_stacks;
 		info.stacks_ctx = r;
 	}
-	if (recorder_triggers_info(r, fired, &info, &trig_tab))
+	if (recorder_triggers_info(r, fired, fired ? dump_capture_oldest_ts(&cap) : 0, &info, &trig_tab))
 		bt_warn("out of memory: this dump has no trigger table");
 	info.nprog_misses = recorder_prog_misses(r, &pmiss);
 	info.prog_misses = pmiss;

@@ -552,6 +552,9 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 			c[BT_STKC_NOT_LOADED_FRAMES], c[BT_STKC_NOT_LOADED_FILES]);
 	else
 		fprintf(out, "    symbols not loaded yet: none (every file was loaded before the dump)\n");
+	if (c[BT_STKC_LINES_LATE])
+		fprintf(out, "    source lines left out: %" PRIu64 " frames (the dump's time for DWARF was spent: it did "
+			     "not wait)\n", c[BT_STKC_LINES_LATE]);
 	if (c[BT_STKC_OFFCPU_SHORT] || c[BT_STKC_OFFCPU_NOMEM])
 		fprintf(out, "    off-CPU blocks: %" PRIu64 " below --offcpu-min (not stored, by design), %" PRIu64
 			     " not followed (kernel table full)\n",

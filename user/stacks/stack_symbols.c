@@ -156,8 +156,9 @@ static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_fra
 	       strncmp(b, "libpthread", 10) == 0;
 }
 
-int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s)
+int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lines_ns)
 {
+	uint64_t lines_end = lines_ns ? bt_now_ns() + lines_ns : UINT64_MAX, lines_late = 0;
 	struct symset ss = { 0 };
 	struct bt_srclines *ls = z->source_lines ? bt_srclines_new() : NULL;
 	uint64_t truncated = 0, nf = 0, pending_frames = 0;
@@ -215,8 +216,16 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s)
 				}
 				if (got == 1)
 					name = func_of(l, off, &start, &size);
-				if (got == 1 && ls && srclines_of(ls, fr[f].map, l, off, &dwarf_entry, &dwarf_name) &&
-				    !name && dwarf_name && dwarf_entry) {
+				/* The clock is read only for frames that still need DWARF. */
+				int lines_known = got == 1 && ls && bt_srclines_find(ls, fr[f].map, off, &dwarf_entry,
+										      &dwarf_name);
+				if (got == 1 && ls && !lines_known && l->dw && lines_end != UINT64_MAX &&
+				    (lines_late || bt_now_ns() > lines_end)) {
+					lines_late++; /* out of time: this dump goes without them */
+				} else if (got == 1 && ls && !lines_known) {
+					lines_known = srclines_of(ls, fr[f].map, l, off, &dwarf_entry, &dwarf_name);
+				}
+				if (lines_known && !name && dwarf_name && dwarf_entry) {
 					name = dwarf_name; /* no symbol covers it: DWARF's name for its function */
 					start = dwarf_entry;
 				}
@@ -261,6 +270,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s)
 	/* a degraded capability shows in the dump: no kallsyms once it is loaded */
 	s->counters[BT_STKC_NO_KSYMS] = !ks && !ks_pending;
 	s->counters[BT_STKC_NOT_LOADED_FRAMES] = pending_frames;
+	s->counters[BT_STKC_LINES_LATE] = lines_late;
 	for (uint32_t m = 1; m <= s->nmaps; m++)
 		s->counters[BT_STKC_NOT_LOADED_FILES] += pending_map[m];
 	s->counters[BT_STKC_NOT_LOADED_FILES] += ks_pending;

@@ -37,8 +37,12 @@ struct bt_symcache_stats;
 struct bt_symbolizer *bt_symbolizer_new(struct bt_stack_table *t, const char *debug_dirs, int source_lines,
 					uint64_t cache_bytes);
 void bt_symbolizer_free(struct bt_symbolizer *z);
-/* Fill s->syms and every frame's sym from what is loaded. 0 or -ENOMEM. */
-int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s);
+/* Fill s->syms and every frame's sym from what is loaded. Source lines
+ * cost DWARF work a loaded file may still need (a unit's line table and
+ * functions decoded on first use, its pages read): at most lines_ns of it
+ * (0: no bound); past that, frames go without lines, counted
+ * (BT_STKC_LINES_LATE). 0 or -ENOMEM. */
+int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lines_ns);
 /* Wait up to timeout_ms for the files queued now to be loaded (a dump
  * that may wait: asked for by a user, or the last one); 0 or -ETIMEDOUT. */
 int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms);
