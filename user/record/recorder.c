@@ -97,28 +97,6 @@ static int check_privileges(void)
 	return -EPERM;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	/* 0700 like the dumps (0600) in it: traces show what every process did. */
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Whether dir can take dumps, creating nothing (an invocation that fails
  * later must leave nothing behind): an existing directory must take a file
  * (root ignores mode bits, so a file is created and removed: it finds
@@ -189,7 +167,7 @@ static int check_output_dir(const char *dir)
 static int create_output_dir(const char *dir)
 {
 	char err[256];
-	int ret = mkdir_p(dir);
+	int ret = bt_mkdir_p(dir, 0700);
 
 	if (ret) {
 		bt_err("cannot create output directory %s: %s: choose another with -o DIR", dir, strerror(-ret));
