@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include "btrace_buffer.h"
 #include "cold_tier.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "util.h"
 
 #define MIN_MS 1

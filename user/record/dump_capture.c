@@ -17,7 +17,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump_capture.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "tasks.h"
 #include "app_registry.h"
 #include "util.h"

@@ -18,7 +18,7 @@
 #include "dump.h"
 #include "live_window.h"
 #include "loader.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "record_triggers.h"
 #include "triggers.h"
 #include "util.h"
