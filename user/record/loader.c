@@ -896,7 +896,7 @@ static int drain_open(struct bt_drain *d)
 	d->rb = bt_rings_new(&l->ring_fds[d->ring_first], d->ring_count, l->ring_size, err, sizeof(err));
 	if (!d->rb) {
 		int e = errno;
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return -e;
 	}
 	return 0;

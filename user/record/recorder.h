@@ -15,8 +15,6 @@
  * drain, dumps, rotation, shutdown with the final dump. Frees o->uspecs and
  * o->usdts. Returns the exit status of `record`. */
 int recorder_run(const struct record_opts *o);
-/* Ask the dump thread for a dump (coalesced with one already pending). */
-void recorder_request_dump(struct recorder *r, const char *reason);
 /* The dump thread (recorder_dumps.c): writes the pending dump, with the
  * trigger hits merged into it, one at a time until r->quit. */
 void *recorder_dump_thread(void *arg);
