@@ -13,6 +13,7 @@
 #
 # Usage: sudo scripts/bench_convert.sh [--quick] [--no-md]. Results on
 # stdout, the table into BENCHMARKS.md (<!-- convert:begin --> section).
+# KEEP_DUMP=path keeps the recorded dump there (to convert it again by hand).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 . scripts/bench_md.sh
@@ -55,16 +56,17 @@ PIDS+=("$!")
 echo go | "$TB/stack_workload" "$SECS" 4 20 >/dev/null 2>&1 &
 PIDS+=("$!")
 end=$((SECONDS + SECS))
-while [ "$SECONDS" -lt "$end" ]; do "$FB" -n 22 -r 1 >/dev/null 2>&1; done
+# BTRACE_CTL and -w: each fib run registers with the recorder (its calls
+# traced in-process), or fails rather than run untraced
+while [ "$SECONDS" -lt "$end" ]; do BTRACE_CTL=$CTL "$FB" -n 22 -r 1 -w >/dev/null 2>&1; done
 DUMP=$TMP/full.btd
 "$BT" ctl --ctl "$CTL" dump -o "$DUMP" >/dev/null 2>&1 || { echo "bench_convert: dump failed" >&2; exit 1; }
 kill -INT "$REC" 2>/dev/null
 wait "$REC" 2>/dev/null
 for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
 PIDS=()
-NEV=$("$BT" report --stats "$DUMP" 2>/dev/null | sed -n 's/^ *events: *\([0-9]*\).*/\1/p' | head -1)
-[ -n "$NEV" ] || NEV=$("$BT" report "$DUMP" 2>/dev/null | grep -c ': ')
 DSIZE=$(stat -c %s "$DUMP")
+[ -n "${KEEP_DUMP:-}" ] && cp "$DUMP" "$KEEP_DUMP"
 
 # conv BIN NAME ARGS...: median seconds of REPS runs into $TMP/NAME.t, size into $TMP/NAME.sz
 conv() {
@@ -75,7 +77,7 @@ conv() {
 	for _ in $(seq "$REPS"); do
 		local t0 t1
 		t0=$(date +%s.%N)
-		"$bin" convert -q -o "$out" "$@" "$DUMP" >/dev/null 2>"$TMP/$name.err" || { echo "-" >"$TMP/$name.t"; return 1; }
+		"$bin" convert -o "$out" "$@" "$DUMP" >/dev/null 2>"$TMP/$name.err" || { echo "-" >"$TMP/$name.t"; return 1; }
 		t1=$(date +%s.%N)
 		echo "$t1 - $t0" | bc -l >>"$TMP/$name.times"
 	done
@@ -100,6 +102,10 @@ for f in $FORMATS; do
 	[ -n "$BASE" ] && conv "$BASE" "old-$f" $(args_of "$f")
 done
 
+# Events: what convert says it converted (kernel and application events;
+# report --stats' "events:" counts the kernel's only, a fifth of them here).
+NEV=$(sed -n 's/.*: \([0-9]*\) events -> .*/\1/p' "$TMP/new-perfetto.err" | head -1)
+[ -n "$NEV" ] || NEV=0
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 body=$(
 	printf 'dump: %s events, %s MiB (64 MiB buffer, -e all, --sample 999, --stacks switch,wakeup, fib traced)\n' \

@@ -1700,6 +1700,20 @@ static void test_cmd(void)
 	CHECK(run_convert(a8, 3, err, sizeof(err), NULL) == 2 && strstr(err, "is the dump itself"), "same file: %s", err);
 	char *a7[] = { "--help" };
 	CHECK(run_convert(a7, 1, err, sizeof(err), js) == 0, "--help");
+	/* argp, as record parses: usage errors come back as 2 (ARGP_NO_EXIT,
+	 * this process goes on), the help options as 0, the spelling kept */
+	char *a9[] = { "--bogus", copy };
+	CHECK(run_convert(a9, 2, err, sizeof(err), NULL) == 2 && strstr(err, "unrecognized option"),
+	      "unknown option: %s", err);
+	char *a10[] = { "--bundle-events", "0", copy };
+	CHECK(run_convert(a10, 3, err, sizeof(err), NULL) == 2 && strstr(err, "bad --bundle-events"),
+	      "--bundle-events 0: %s", err);
+	char *a11[] = { "--offcpu", copy };
+	CHECK(run_convert(a11, 2, err, sizeof(err), NULL) == 2 && strstr(err, "--offcpu is for"), "--offcpu: %s", err);
+	char *a12[] = { "--usage" };
+	CHECK(run_convert(a12, 1, err, sizeof(err), js) == 0, "--usage");
+	char *a13[] = { "-h" };
+	CHECK(run_convert(a13, 1, err, sizeof(err), js) == 0, "-h");
 }
 
 /* A dump of ~400k events: the encoder holds a bounded amount at any time. */

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* export_prep.h - the pre-pass over a dump that both exporters use (threads,
- * uprobe and application pairing, seq gaps), names, losses, and the small
- * uint32 map of per-thread state. */
+/* export_prep.h - the pre-pass over a dump that the exporters use (threads,
+ * uprobe and application pairing, seq gaps), names, arguments and losses. */
 #ifndef BTRACE_EXPORT_PREP_H
 #define BTRACE_EXPORT_PREP_H
 #include <stddef.h>
@@ -9,17 +8,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
-
-/* Small open-addressing map uint32 -> uint32 (tid -> index), used by the
- * exporters for per-thread state. Keys are any uint32; values any uint32. */
-struct bt_u32map {
-	uint32_t *keys, *vals;
-	uint8_t *used;
-	size_t cap, n;
-};
-int bt_u32map_put(struct bt_u32map *m, uint32_t key, uint32_t val); /* 0 or -ENOMEM */
-int bt_u32map_get(const struct bt_u32map *m, uint32_t key, uint32_t *val); /* 1 found, 0 not */
-void bt_u32map_free(struct bt_u32map *m);
+#include "u32map.h"
 
 /* ---- the pre-pass both exporters use ------------------------------------ */
 

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * export_prep_steps.h - the steps of the pre-pass (private to export_prep.c,
+ * which runs them in order, and the files that do them): each fills its part
+ * of p (the role bytes in arrays export_prep.c has allocated).
+ */
+#ifndef BTRACE_EXPORT_PREP_STEPS_H
+#define BTRACE_EXPORT_PREP_STEPS_H
+#include "export_prep.h"
+
+static inline int bt_export_is_uprobe(uint32_t t)
+{
+	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
+}
+
+/* p->threads, p->nthreads (export_threads.c): 0 or -ENOMEM */
+int bt_export_collect_threads(struct bt_export_prep *p);
+/* p->urole (p->nurole bytes): 0 or -ENOMEM */
+int bt_export_pair_uprobes(struct bt_export_prep *p);
+/* p->arole, abegin, aend, func_unwound, agaps, app_gaps, app_missing,
+ * app_unmatched_ends, func_exits_dropped: 0 or -ENOMEM */
+int bt_export_pair_apps(struct bt_export_prep *p);
+#endif
