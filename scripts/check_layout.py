@@ -9,6 +9,9 @@ Two graphs of the files under user/:
             build/user/**/*.o; skipped with a note when nothing is built).
 Checks, one TAP line each:
   - no cycle in either graph (a file never needs itself through others);
+  - no pair of C files including each other's headers (a.c or a.h includes
+    b.h and b.c or b.h includes a.h): the file cycle check misses it, as
+    a.c and a.h are two files, but the two modules need each other;
   - every edge goes down or sideways in LAYERS: a folder uses only folders
     listed before it (and itself), never one that uses it;
   - record's five subsystems (SIBLINGS) never use each other: record
@@ -138,6 +141,20 @@ def find_cycle(g):
     return None
 
 
+def include_pairs(g):
+    """Pairs of modules (x.c with its x.h) that include each other's headers."""
+    cfiles = {f[:-2] for f in g if f.endswith(".c")}
+    mods = {}
+    for a, bs in g.items():
+        ma = a[:-2]
+        for b in bs:
+            mb = b[:-2]
+            if ma != mb and ma in cfiles and mb in cfiles:
+                mods.setdefault(ma, set()).add(mb)
+    return ["%s.c and %s.c include each other's headers" % (a, b)
+            for a in sorted(mods) for b in sorted(mods[a]) if a < b and a in mods.get(b, ())]
+
+
 def upward(g):
     bad = []
     for a in sorted(g):
@@ -190,6 +207,8 @@ def main():
     inc = include_graph(root, files)
     cyc = find_cycle(inc)
     check(cyc is None, "no include cycle among %d files of user/" % len(files), [" -> ".join(cyc)] if cyc else [])
+    bad = include_pairs(inc)
+    check(not bad, "no two C files include each other's headers", bad)
     bad = upward(inc)
     check(not bad, "no include reaches up a layer (%s)" % " < ".join(l[0] for l in LAYERS), bad)
     bad = across_siblings(inc)

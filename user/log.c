@@ -28,7 +28,8 @@ static int detect_journal(void)
 	return (unsigned long long)st.st_dev == dev && (unsigned long long)st.st_ino == ino;
 }
 
-int bt_log_is_journal(void)
+/* 1 if standard error is the journal's stream (decided once, at the first line). */
+static int bt_log_is_journal(void)
 {
 	if (journal < 0)
 		journal = detect_journal();

@@ -42,6 +42,4 @@ extern int bt_verbose; /* -v given: bt_info prints */
  * prefix, so a bad option of the service shows in `journalctl -p err`.
  * Single-threaded use (option parsing). */
 FILE *bt_log_stream(int level);
-/* 1 if standard error is the journal's stream (decided once, at the first line). */
-int bt_log_is_journal(void);
 #endif

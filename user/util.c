@@ -6,6 +6,7 @@
  * ("-5" wraps to a huge value) and prefixes, none of which a size may have.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "util.h"
 #include "json_str.h" /* bt_utf8_seq_len */
 
@@ -272,6 +274,31 @@ uint64_t bt_now_ns(void)
 uint64_t bt_boottime_ns(void)
 {
 	return clock_ns(CLOCK_BOOTTIME);
+}
+
+int bt_mkdir_p(const char *dir, mode_t mode)
+{
+	char p[PATH_MAX];
+	size_t n = strlen(dir);
+	struct stat st;
+
+	if (n == 0 || n >= sizeof(p))
+		return -ENAMETOOLONG;
+	memcpy(p, dir, n + 1);
+	/* Each prefix ending at a slash, then the whole name. */
+	for (size_t i = 1; i <= n; i++) {
+		if (p[i] != '/' && p[i] != '\0')
+			continue;
+		char c = p[i];
+		p[i] = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		p[i] = c;
+	}
+	/* EEXIST also answers for a file of that name. */
+	if (stat(dir, &st) < 0)
+		return -errno;
+	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 }
 
 int bt_write_full(int fd, const void *p, size_t n)

@@ -7,6 +7,7 @@
 #define BTRACE_UTIL_H
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include "log.h"
 
 /*
@@ -53,6 +54,12 @@ int bt_strcatf(char **s, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Monotonic clocks in ns. */
 /* write(2) all of p, retrying short writes and EINTR: 0 or -errno. */
 int bt_write_full(int fd, const void *p, size_t n);
+
+/* mkdir -p: dir and each missing parent, made with mode (the recorder's
+ * 0700: traces show what every process did). Existing ones are kept as they
+ * are. 0 when dir is a directory afterwards; -ENOTDIR when a file stands
+ * where it or a parent should be, -ENAMETOOLONG, or mkdir(2)'s -errno. */
+int bt_mkdir_p(const char *dir, mode_t mode);
 
 /*
  * Names from the kernel or from an application (comm, function and event

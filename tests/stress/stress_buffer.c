@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "btrace_buffer.h"
+#include "stress_check.h"
 #include "harness.h"
 
 #define NCORES 4
@@ -58,29 +59,10 @@ static int nthreads;
 static _Atomic uint64_t written[MAX_THREADS], dropped[MAX_THREADS];
 static _Atomic uint64_t total_bytes;
 static _Atomic uint64_t snapshots, resizes, resize_timeouts, chain_breaks, lost_blocks, busy_blocks;
-static atomic_int failures;
 
 static uint32_t csum(const struct rec *r)
 {
-	uint32_t h = 2166136261u ^ r->writer ^ (uint32_t)(r->seq * 2654435761u) ^ r->len ^ r->core << 7;
-
-	for (uint32_t i = 0; i < r->len - sizeof(*r); i++)
-		h = (h ^ r->fill[i]) * 16777619u;
-	return h;
-}
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (atomic_fetch_add(&failures, 1) < 20) {
-		va_start(ap, fmt);
-		fprintf(stderr, "  FAIL: ");
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-		va_end(ap);
-	}
+	return stress_csum(r->writer ^ (uint32_t)(r->seq * 2654435761u) ^ r->len ^ r->core << 7, r->fill, (uint32_t)(r->len - sizeof(*r)));
 }
 
 static void *writer(void *arg)

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "btrace_buffer.h"
+#include "stress_check.h"
 #include "cold_tier.h"
 
 #define NCORES 2
@@ -45,7 +46,6 @@ static struct bt_buffer *buf;
 static struct bt_cold *cold;
 static atomic_int stop, paced;
 static _Atomic uint64_t written[NCORES];
-static atomic_int failures;
 static uint64_t reads, chain_breaks, unexplained, max_span, read_lost, odd_gaps;
 static _Atomic uint64_t quiet_seq[NCORES]; /* writers' seq when the quiet phase began */
 
@@ -66,25 +66,7 @@ static void tap_ok(int ok, const char *fmt, ...)
 
 static uint32_t csum(const struct rec *r)
 {
-	uint32_t h = 2166136261u ^ r->writer ^ (uint32_t)(r->seq * 2654435761u) ^ r->len;
-
-	for (uint32_t i = 0; i < r->len - sizeof(*r); i++)
-		h = (h ^ r->fill[i]) * 16777619u;
-	return h;
-}
-
-static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (atomic_fetch_add(&failures, 1) < 20) {
-		va_start(ap, fmt);
-		fprintf(stderr, "  FAIL: ");
-		vfprintf(stderr, fmt, ap);
-		fputc('\n', stderr);
-		va_end(ap);
-	}
+	return stress_csum(r->writer ^ (uint32_t)(r->seq * 2654435761u) ^ r->len, r->fill, (uint32_t)(r->len - sizeof(*r)));
 }
 
 static void *writer(void *arg)

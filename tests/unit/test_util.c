@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* test_util.c - strict size/duration/integer parsing (user/util.c). */
+/* test_util.c - strict size/duration/integer parsing, mkdir -p (user/util.c). */
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "harness.h"
 #include "util.h"
 
@@ -148,6 +152,31 @@ static void test_format_duration(void)
 		      (unsigned long long)c[i].ns, b, c[i].want);
 }
 
+/* bt_mkdir_p: parents made with the mode, an existing directory kept, a
+ * file in the way refused (the recorder and the dump writer share it). */
+static void test_mkdir_p(void)
+{
+	char root[] = "/tmp/test_util.XXXXXX", p[320], f[256];
+	struct stat st;
+
+	REQUIRE(mkdtemp(root), "mkdtemp");
+	snprintf(p, sizeof(p), "%s/a/b/c/", root);
+	CHECK(bt_mkdir_p(p, 0700) == 0, "new nested directory");
+	CHECK(stat(p, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & 0777) == 0700, "made with mode 0700");
+	CHECK(bt_mkdir_p(p, 0700) == 0, "an existing directory is fine");
+	snprintf(f, sizeof(f), "%s/a/file", root);
+	FILE *fh = fopen(f, "w");
+	REQUIRE(fh, "create %s", f);
+	fclose(fh);
+	CHECK(bt_mkdir_p(f, 0700) == -ENOTDIR, "a file where the directory should be");
+	snprintf(p, sizeof(p), "%s/sub", f);
+	CHECK(bt_mkdir_p(p, 0700) == -ENOTDIR, "a file where a parent should be");
+	CHECK(bt_mkdir_p("", 0700) == -ENAMETOOLONG, "empty name");
+	unlink(f);
+	snprintf(p, sizeof(p), "rm -rf '%s'", root);
+	CHECK(system(p) == 0, "clean up");
+}
+
 int main(void)
 {
 	RUN(test_size_valid);
@@ -157,5 +186,6 @@ int main(void)
 	RUN(test_uint);
 	RUN(test_format_size);
 	RUN(test_format_duration);
+	RUN(test_mkdir_p);
 	return h_done();
 }

@@ -128,7 +128,7 @@ static int check_funcs(const uint8_t *p, uint32_t size)
 	return 0;
 }
 
-int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
+static int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
 		       uint64_t *entries)
 {
 	uint32_t off = BT_BLOCK_HDR;

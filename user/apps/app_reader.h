@@ -67,9 +67,4 @@ struct bt_app_capture {
 int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap);
 int bt_app_capture_read(const struct bt_app_capture *cap, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st);
 void bt_app_capture_release(struct bt_app_capture *cap);
-
-/* Validate one copied block (bytes used from the start); 0 if every entry is
- * well framed and every event is a well-formed application event of pid. */
-int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,
-		       uint64_t *entries);
 #endif

@@ -498,28 +498,6 @@ int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt
 
 /* ---- files --------------------------------------------------------------- */
 
-static int mkdir_p(const char *dir)
-{
-	char p[PATH_MAX];
-	size_t n = strlen(dir);
-	if (n == 0 || n >= sizeof(p))
-		return -ENAMETOOLONG;
-	memcpy(p, dir, n + 1);
-	for (size_t i = 1; i <= n; i++) {
-		if (p[i] != '/' && p[i] != '\0')
-			continue;
-		char c = p[i];
-		p[i] = '\0';
-		if (mkdir(p, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		p[i] = c;
-	}
-	struct stat st;
-	if (stat(dir, &st) < 0)
-		return -errno;
-	return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
-}
-
 static int fsync_dir(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -708,7 +686,7 @@ static int name_dump(struct dump_job *j)
 			     a->dir, host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
 			     tm.tm_sec, a->info->dump_seq) >= sizeof(j->final))
 		return bt_errf(a->err, a->errlen, ENAMETOOLONG, "dump: directory name too long: %s", a->dir);
-	r = mkdir_p(a->dir);
+	r = bt_mkdir_p(a->dir, 0700);
 	if (r < 0)
 		return bt_errf(a->err, a->errlen, -r, "dump: cannot create directory %s: %s", a->dir, strerror(-r));
 	return 0;

@@ -155,33 +155,32 @@ static void triggers_json(FILE *o, int *f, const struct bt_dump *d)
 	fputs("]", o);
 }
 
-/* Everything but file_size and sha256, which the caller knows. */
-static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_trigger *trig,
-		     const struct bt_manifest_recorder *rec)
+/* "k": { — the caller fills the object with *g (first member) and closes it. */
+static void obj_open(FILE *o, int *first, const char *k, int *g)
+{
+	key(o, first, k);
+	fputs("{", o);
+	*g = 1;
+}
+
+/* What body_json counts over the dump's events, rings and applications. */
+struct manifest_counts {
+	struct bt_seq_window w;
+	uint64_t by_group[BT_GROUP_MAX], by_type[BT_EV_MAX], app_events;
+	uint64_t alldrops, allemitted, appc[BT_APPC_MAX];
+};
+
+static int count_dump(const struct bt_dump *d, struct manifest_counts *c)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
-	const struct bt_stats *bs = bt_dump_buffer_stats(d);
-	const struct bt_read_stats *rs = bt_dump_read_stats(d);
 	const uint64_t *drops = bt_dump_rb_drops(d), *emitted = bt_dump_rb_emitted(d);
-	size_t n, ntasks, nprobes, napps, nblocks;
+	size_t n, napps;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	const struct bt_probe_desc *probes = bt_dump_probes(d, &nprobes);
 	const struct bt_dump_app *apps = bt_dump_apps(d, &napps);
 	uint32_t nc = h->ncpus, ng = h->ngroups;
-	uint64_t by_group[BT_GROUP_MAX] = { 0 }, by_type[BT_EV_MAX] = { 0 }, app_events = 0;
-	uint64_t alldrops = 0, allemitted = 0, appc[BT_APPC_MAX] = { 0 };
-	size_t nfired;
-	const struct bt_trigger_fired *fired = bt_dump_fired(d, &nfired);
-	struct bt_seq_window w;
-	char b1[64], b2[64];
-	int f = 1, g1;
 
-	if (!nfired)
-		fired = NULL;
-
-	bt_dump_blocks(d, &nblocks);
-	bt_dump_tasks(d, &ntasks);
-	if (bt_seq_analyze(ev, n, nc, &w, NULL) < 0)
+	memset(c, 0, sizeof(*c));
+	if (bt_seq_analyze(ev, n, nc, &c->w, NULL) < 0)
 		return -ENOMEM;
 	/* Counted as report --stats counts them: CPUs of the dump only. */
 	for (size_t i = 0; i < n; i++) {
@@ -189,194 +188,227 @@ static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_
 		int g = bt_event_group(e->type);
 
 		if (ev[i].app >= 0)
-			app_events++;
+			c->app_events++;
 		if (e->type < BT_EV_MAX)
-			by_type[e->type]++;
+			c->by_type[e->type]++;
 		if (g >= 0 && e->cpu < nc)
-			by_group[g]++;
+			c->by_group[g]++;
 	}
 	for (size_t i = 0; i < (size_t)nc * ng; i++) {
-		alldrops += drops[i];
-		allemitted += emitted ? emitted[i] : 0;
+		c->alldrops += drops[i];
+		c->allemitted += emitted ? emitted[i] : 0;
 	}
 	for (size_t a = 0; a < napps; a++)
-		for (int c = 0; c < BT_APPC_MAX; c++)
-			appc[c] += apps[a].counters[c];
+		for (int k = 0; k < BT_APPC_MAX; k++)
+			c->appc[k] += apps[a].counters[k];
+	return 0;
+}
 
-	kv_u64(o, &f, "format_version", h->version);
-	key(o, &f, "recorder");
-	fputs("{", o);
-	g1 = 1;
-	kv_str(o, &g1, "name", "btrace-bpf", 16);
-	kv_str(o, &g1, "version", BT_VERSION, 64);
-	kv_u64(o, &g1, "pid", h->recorder_pid);
+static void recorder_json(FILE *o, int *f, const struct bt_dump_header *h, const struct bt_manifest_recorder *rec)
+{
+	int g;
+
+	obj_open(o, f, "recorder", &g);
+	kv_str(o, &g, "name", "btrace-bpf", 16);
+	kv_str(o, &g, "version", BT_VERSION, 64);
+	kv_u64(o, &g, "pid", h->recorder_pid);
 	if (rec) {
-		kv_u64(o, &g1, "dumps_written", rec->dumps_written);
-		kv_u64(o, &g1, "dumps_failed", rec->dumps_failed);
-		kv_u64(o, &g1, "dumps_skipped_no_space", rec->dumps_skipped_space);
-		kv_u64(o, &g1, "dumps_rate_limited", rec->dumps_rate_limited);
-		kv_u64(o, &g1, "dumps_removed_by_quota", rec->dumps_removed_quota);
-		kv_u64(o, &g1, "on_dump_failed", rec->on_dump_failed);
-		kv_u64(o, &g1, "on_dump_skipped", rec->on_dump_skipped);
+		kv_u64(o, &g, "dumps_written", rec->dumps_written);
+		kv_u64(o, &g, "dumps_failed", rec->dumps_failed);
+		kv_u64(o, &g, "dumps_skipped_no_space", rec->dumps_skipped_space);
+		kv_u64(o, &g, "dumps_rate_limited", rec->dumps_rate_limited);
+		kv_u64(o, &g, "dumps_removed_by_quota", rec->dumps_removed_quota);
+		kv_u64(o, &g, "on_dump_failed", rec->on_dump_failed);
+		kv_u64(o, &g, "on_dump_skipped", rec->on_dump_skipped);
 	}
 	fputs("}", o);
-	kv_str(o, &f, "host", h->hostname, sizeof(h->hostname));
-	kv_str(o, &f, "kernel", h->kernel, sizeof(h->kernel));
-	kv_u64(o, &f, "ncpus", nc);
-	key(o, &f, "created");
-	fputs("{", o);
-	g1 = 1;
-	kv_str(o, &g1, "utc", utc(h, h->created_boottime_ns, b1, sizeof(b1)), 64);
-	kv_u64(o, &g1, "realtime_ns", h->created_realtime_ns);
-	kv_u64(o, &g1, "boottime_ns", h->created_boottime_ns);
+}
+
+/* host ... reason, the trigger and the triggers' table, the clock. */
+static void origin_json(FILE *o, int *f, const struct bt_dump *d, const struct bt_manifest_trigger *trig)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	size_t nfired;
+	const struct bt_trigger_fired *fired = bt_dump_fired(d, &nfired);
+	char b[64];
+	int g;
+
+	kv_str(o, f, "host", h->hostname, sizeof(h->hostname));
+	kv_str(o, f, "kernel", h->kernel, sizeof(h->kernel));
+	kv_u64(o, f, "ncpus", h->ncpus);
+	obj_open(o, f, "created", &g);
+	kv_str(o, &g, "utc", utc(h, h->created_boottime_ns, b, sizeof(b)), 64);
+	kv_u64(o, &g, "realtime_ns", h->created_realtime_ns);
+	kv_u64(o, &g, "boottime_ns", h->created_boottime_ns);
 	fputs("}", o);
-	kv_u64(o, &f, "dump_seq", h->dump_seq);
-	kv_u64(o, &f, "overlaps_dump", h->overlaps_dump);
-	kv_str(o, &f, "reason", h->reason, sizeof(h->reason));
-	key(o, &f, "trigger");
+	kv_u64(o, f, "dump_seq", h->dump_seq);
+	kv_u64(o, f, "overlaps_dump", h->overlaps_dump);
+	kv_str(o, f, "reason", h->reason, sizeof(h->reason));
+	key(o, f, "trigger");
 	if (trig && trig->spec)
 		trigger_json(o, d, trig, NULL);
-	else if (fired)
+	else if (nfired)
 		trigger_json(o, d, NULL, fired);
 	else
 		fputs("null", o);
-	triggers_json(o, &f, d);
-	kv_str(o, &f, "clock", h->clock_id == 7 ? "boottime" : "unknown", 16);
+	triggers_json(o, f, d);
+	kv_str(o, f, "clock", h->clock_id == 7 ? "boottime" : "unknown", 16);
+}
 
-	key(o, &f, "buffer");
-	fputs("{", o);
-	g1 = 1;
-	kv_u64(o, &g1, "size", h->buffer_size);
-	kv_u64(o, &g1, "block_size", h->block_size);
-	kv_u64(o, &g1, "blocks", h->nblocks);
-	kv_u64(o, &g1, "active", h->active);
-	kv_str(o, &g1, "compression", h->compression ? "zlib" : "none", 8);
-	kv_u64(o, &g1, "zlevel", h->zlevel);
-	kv_u64(o, &g1, "raw_bytes", h->body_raw_len);
-	kv_u64(o, &g1, "blocks_stored", nblocks);
+static void buffer_json(FILE *o, int *f, const struct bt_dump *d)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	size_t nblocks;
+	int g;
+
+	bt_dump_blocks(d, &nblocks);
+	obj_open(o, f, "buffer", &g);
+	kv_u64(o, &g, "size", h->buffer_size);
+	kv_u64(o, &g, "block_size", h->block_size);
+	kv_u64(o, &g, "blocks", h->nblocks);
+	kv_u64(o, &g, "active", h->active);
+	kv_str(o, &g, "compression", h->compression ? "zlib" : "none", 8);
+	kv_u64(o, &g, "zlevel", h->zlevel);
+	kv_u64(o, &g, "raw_bytes", h->body_raw_len);
+	kv_u64(o, &g, "blocks_stored", nblocks);
 	fputs("}", o);
-	key(o, &f, "groups");
+	key(o, f, "groups");
 	fputs("[", o);
-	g1 = 1;
-	for (int g = 0; g < BT_GROUP_MAX; g++)
-		if (h->groups_enabled & (1u << g)) {
-			fputs(g1 ? "" : ", ", o);
-			bt_json_str(o, bt_group_name(g), 32);
-			g1 = 0;
+	g = 1;
+	for (int i = 0; i < BT_GROUP_MAX; i++)
+		if (h->groups_enabled & (1u << i)) {
+			fputs(g ? "" : ", ", o);
+			bt_json_str(o, bt_group_name(i), 32);
+			g = 0;
 		}
 	fputs("]", o);
+}
 
-	key(o, &f, "time_range");
-	if (w.events) {
-		fputs("{", o);
-		g1 = 1;
-		kv_u64(o, &g1, "first_ns", w.first_ts);
-		kv_u64(o, &g1, "last_ns", w.last_ts);
-		kv_str(o, &g1, "first_utc", utc(h, w.first_ts, b1, sizeof(b1)), 64);
-		kv_str(o, &g1, "last_utc", utc(h, w.last_ts, b2, sizeof(b2)), 64);
-		kv_secs(o, &g1, "seconds", w.first_ts, w.last_ts);
-		fputs("}", o);
-		key(o, &f, "continuous_window");
-		fputs("{", o);
-		g1 = 1;
-		kv_u64(o, &g1, "start_ns", w.cont_start_ts);
-		kv_u64(o, &g1, "end_ns", w.last_ts);
-		kv_str(o, &g1, "start_utc", utc(h, w.cont_start_ts, b1, sizeof(b1)), 64);
-		kv_secs(o, &g1, "seconds", w.cont_start_ts, w.last_ts);
-		kv_u64(o, &g1, "events", w.cont_events);
-		key(o, &g1, "limited_by_cpu");
-		if (w.limit_cpu >= 0)
-			fprintf(o, "%d", w.limit_cpu);
-		else
-			fputs("null", o);
-		fputs("}", o);
-	} else {
+/* time_range and continuous_window, both null without events. */
+static void window_json(FILE *o, int *f, const struct bt_dump_header *h, const struct bt_seq_window *w)
+{
+	char b1[64], b2[64];
+	int g;
+
+	if (!w->events) {
+		key(o, f, "time_range");
 		fputs("null", o);
-		key(o, &f, "continuous_window");
+		key(o, f, "continuous_window");
 		fputs("null", o);
+		return;
 	}
-
-	key(o, &f, "events");
-	fputs("{", o);
-	g1 = 1;
-	kv_u64(o, &g1, "total", w.events);
-	kv_u64(o, &g1, "app_events", app_events);
-	key(o, &g1, "by_group");
-	fputs("{", o);
-	int g2 = 1;
-	for (int g = 0; g < BT_GROUP_MAX; g++)
-		kv_u64(o, &g2, bt_group_name(g), by_group[g]);
+	obj_open(o, f, "time_range", &g);
+	kv_u64(o, &g, "first_ns", w->first_ts);
+	kv_u64(o, &g, "last_ns", w->last_ts);
+	kv_str(o, &g, "first_utc", utc(h, w->first_ts, b1, sizeof(b1)), 64);
+	kv_str(o, &g, "last_utc", utc(h, w->last_ts, b2, sizeof(b2)), 64);
+	kv_secs(o, &g, "seconds", w->first_ts, w->last_ts);
 	fputs("}", o);
-	key(o, &g1, "by_type");
-	fputs("{", o);
-	g2 = 1;
-	for (uint32_t t = 0; t < BT_EV_MAX; t++)
-		if (by_type[t] && bt_event_name(t))
-			kv_u64(o, &g2, bt_event_name(t), by_type[t]);
-	fputs("}}", o);
+	obj_open(o, f, "continuous_window", &g);
+	kv_u64(o, &g, "start_ns", w->cont_start_ts);
+	kv_u64(o, &g, "end_ns", w->last_ts);
+	kv_str(o, &g, "start_utc", utc(h, w->cont_start_ts, b1, sizeof(b1)), 64);
+	kv_secs(o, &g, "seconds", w->cont_start_ts, w->last_ts);
+	kv_u64(o, &g, "events", w->cont_events);
+	key(o, &g, "limited_by_cpu");
+	if (w->limit_cpu >= 0)
+		fprintf(o, "%d", w->limit_cpu);
+	else
+		fputs("null", o);
+	fputs("}", o);
+}
 
-	key(o, &f, "losses");
-	fputs("{", o);
-	g1 = 1;
-	kv_u64(o, &g1, "ring_buffer_drops", alldrops);
-	key(o, &g1, "ring_buffer_drops_by_group");
-	fputs("{", o);
-	g2 = 1;
-	for (uint32_t g = 0; g < ng; g++) {
+static void events_json(FILE *o, int *f, const struct manifest_counts *c)
+{
+	int g, g2;
+
+	obj_open(o, f, "events", &g);
+	kv_u64(o, &g, "total", c->w.events);
+	kv_u64(o, &g, "app_events", c->app_events);
+	obj_open(o, &g, "by_group", &g2);
+	for (int i = 0; i < BT_GROUP_MAX; i++)
+		kv_u64(o, &g2, bt_group_name(i), c->by_group[i]);
+	fputs("}", o);
+	obj_open(o, &g, "by_type", &g2);
+	for (uint32_t t = 0; t < BT_EV_MAX; t++)
+		if (c->by_type[t] && bt_event_name(t))
+			kv_u64(o, &g2, bt_event_name(t), c->by_type[t]);
+	fputs("}}", o);
+}
+
+static void losses_json(FILE *o, int *f, const struct bt_dump *d, const struct manifest_counts *c)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	const struct bt_stats *bs = bt_dump_buffer_stats(d);
+	const struct bt_read_stats *rs = bt_dump_read_stats(d);
+	const uint64_t *drops = bt_dump_rb_drops(d);
+	uint32_t nc = h->ncpus, ng = h->ngroups;
+	int g, g2;
+
+	obj_open(o, f, "losses", &g);
+	kv_u64(o, &g, "ring_buffer_drops", c->alldrops);
+	obj_open(o, &g, "ring_buffer_drops_by_group", &g2);
+	for (uint32_t i = 0; i < ng; i++) {
 		uint64_t s = 0;
-		const char *gn = bt_group_name((int)g);
+		const char *gn = bt_group_name((int)i);
 		char gname[32];
 
-		for (uint32_t c = 0; c < nc; c++)
-			s += drops[(size_t)c * ng + g];
+		for (uint32_t cpu = 0; cpu < nc; cpu++)
+			s += drops[(size_t)cpu * ng + i];
 		if (!gn) {
-			snprintf(gname, sizeof(gname), "group%u", g);
+			snprintf(gname, sizeof(gname), "group%u", i);
 			gn = gname;
 		}
 		kv_u64(o, &g2, gn, s);
 	}
 	fputs("}", o);
-	key(o, &g1, "ring_buffer_submitted");
-	if (emitted)
-		fprintf(o, "%" PRIu64, allemitted);
+	key(o, &g, "ring_buffer_submitted");
+	if (bt_dump_rb_emitted(d))
+		fprintf(o, "%" PRIu64, c->allemitted);
 	else
 		fputs("null", o);
-	kv_u64(o, &g1, "seq_gaps", w.gaps);
-	kv_u64(o, &g1, "seq_missing", w.missing);
-	kv_u64(o, &g1, "seq_duplicates", w.dups);
-	kv_u64(o, &g1, "blocks_read", rs->blocks_read);
-	kv_u64(o, &g1, "blocks_lost", rs->blocks_lost);
-	kv_u64(o, &g1, "blocks_busy", rs->blocks_busy);
-	kv_u64(o, &g1, "blocks_empty", rs->blocks_empty);
-	kv_u64(o, &g1, "buffer_entries_written", bs->entries_written);
-	kv_u64(o, &g1, "buffer_entries_rejected", bs->entries_rejected);
-	kv_u64(o, &g1, "buffer_entries_dropped", bs->entries_dropped);
-	kv_u64(o, &g1, "drain_events", h->drain_events);
-	kv_u64(o, &g1, "drain_rejected", h->drain_rejected);
-	kv_u64(o, &g1, "unknown_events", bt_dump_unknown_events(d));
-	key(o, &g1, "apps");
-	fputs("{", o);
-	g2 = 1;
-	for (int c = 0; c < BT_APPC_MAX; c++)
-		if (c != BT_APPC_BUFFER_SIZE)
-			kv_u64(o, &g2, bt_app_counter_name(c), appc[c]);
+	kv_u64(o, &g, "seq_gaps", c->w.gaps);
+	kv_u64(o, &g, "seq_missing", c->w.missing);
+	kv_u64(o, &g, "seq_duplicates", c->w.dups);
+	kv_u64(o, &g, "blocks_read", rs->blocks_read);
+	kv_u64(o, &g, "blocks_lost", rs->blocks_lost);
+	kv_u64(o, &g, "blocks_busy", rs->blocks_busy);
+	kv_u64(o, &g, "blocks_empty", rs->blocks_empty);
+	kv_u64(o, &g, "buffer_entries_written", bs->entries_written);
+	kv_u64(o, &g, "buffer_entries_rejected", bs->entries_rejected);
+	kv_u64(o, &g, "buffer_entries_dropped", bs->entries_dropped);
+	kv_u64(o, &g, "drain_events", h->drain_events);
+	kv_u64(o, &g, "drain_rejected", h->drain_rejected);
+	kv_u64(o, &g, "unknown_events", bt_dump_unknown_events(d));
+	obj_open(o, &g, "apps", &g2);
+	for (int k = 0; k < BT_APPC_MAX; k++)
+		if (k != BT_APPC_BUFFER_SIZE)
+			kv_u64(o, &g2, bt_app_counter_name(k), c->appc[k]);
 	fputs("}}", o);
+}
 
-	key(o, &f, "tables");
-	fputs("{", o);
-	g1 = 1;
-	kv_u64(o, &g1, "tasks", ntasks);
-	kv_u64(o, &g1, "probes", nprobes);
-	kv_u64(o, &g1, "apps", napps);
+/* tables, probes, apps. */
+static void tables_json(FILE *o, int *f, const struct bt_dump *d)
+{
+	size_t ntasks, nprobes, napps;
+	const struct bt_probe_desc *probes = bt_dump_probes(d, &nprobes);
+	const struct bt_dump_app *apps = bt_dump_apps(d, &napps);
+	int g;
+
+	bt_dump_tasks(d, &ntasks);
+	obj_open(o, f, "tables", &g);
+	kv_u64(o, &g, "tasks", ntasks);
+	kv_u64(o, &g, "probes", nprobes);
+	kv_u64(o, &g, "apps", napps);
 	fputs("}", o);
-	key(o, &f, "probes");
+	key(o, f, "probes");
 	fputs("[", o);
 	for (size_t i = 0; i < nprobes; i++) {
 		fputs(i ? ", " : "", o);
 		bt_json_str(o, probes[i].spec, sizeof(probes[i].spec));
 	}
 	fputs("]", o);
-	key(o, &f, "apps");
+	key(o, f, "apps");
 	fputs("[", o);
 	for (size_t i = 0; i < napps; i++) {
 		fprintf(o, "%s{\"pid\": %u, \"name\": ", i ? ", " : "", apps[i].pid);
@@ -384,6 +416,27 @@ static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_
 		fprintf(o, ", \"events\": %" PRIu64 "}", apps[i].counters[BT_APPC_ENTRIES]);
 	}
 	fputs("]", o);
+}
+
+/* Everything but file_size and sha256, which the caller knows, in the
+ * order of docs/manifest.md. */
+static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_trigger *trig,
+		     const struct bt_manifest_recorder *rec)
+{
+	const struct bt_dump_header *h = bt_dump_header(d);
+	struct manifest_counts c;
+	int f = 1;
+
+	if (count_dump(d, &c) < 0)
+		return -ENOMEM;
+	kv_u64(o, &f, "format_version", h->version);
+	recorder_json(o, &f, h, rec);
+	origin_json(o, &f, d, trig);
+	buffer_json(o, &f, d);
+	window_json(o, &f, h, &c.w);
+	events_json(o, &f, &c);
+	losses_json(o, &f, d, &c);
+	tables_json(o, &f, d);
 	return 0;
 }
 

@@ -52,7 +52,8 @@ static int signal_nr(const char *s)
 	return -1;
 }
 
-const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf, size_t len)
+/* The measured value as text: "12.4 ms", "SIGSEGV", ... into buf. */
+static const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf, size_t len)
 {
 	const char *a;
 

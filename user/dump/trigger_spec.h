@@ -104,8 +104,6 @@ int bt_trigger_finish(struct bt_trigger_spec *v, size_t n, uint64_t default_afte
 		      char *err, size_t errlen);
 /* "sched-latency" for BT_TRIG_SCHED_LATENCY, ...; "?" if out of range. */
 const char *bt_trigger_kind_name(uint32_t kind);
-/* The measured value as text: "12.4 ms", "SIGSEGV", ... into buf. */
-const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf, size_t len);
 /* System call number of a name ("nanosleep"), -1 if this build does not know it. */
 long bt_syscall_nr(const char *name);
 /* Name of a system call number, NULL if unknown. */

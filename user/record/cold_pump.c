@@ -28,7 +28,7 @@
 #include <unistd.h>
 #include "btrace_buffer.h"
 #include "cold_tier.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "util.h"
 
 #define MIN_MS 1
@@ -80,7 +80,8 @@ static void *pump_main(void *arg)
 	return NULL;
 }
 
-struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_buffer *buf, char *err, size_t errlen)
+/* Start the thread; NULL + message on failure. */
+static struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_buffer *buf, char *err, size_t errlen)
 {
 	struct bt_cold_pump *p = calloc(1, sizeof(*p));
 	int r;

@@ -12,8 +12,6 @@ struct bt_buffer;
 struct bt_cold;
 struct bt_cold_pump;
 
-/* Start the thread; NULL + message on failure. */
-struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_buffer *buf, char *err, size_t errlen);
 /* Take what the buffer completed last, then stop and join; NULL is a no-op. */
 void bt_cold_pump_stop(struct bt_cold_pump *p);
 

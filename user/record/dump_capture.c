@@ -18,7 +18,7 @@
 #include "events.h"
 #include "compact.h"
 #include "dump_capture.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "tasks.h"
 #include "app_registry.h"
 #include "util.h"

@@ -17,7 +17,7 @@
 #include "btrace_buffer.h"
 #include "dump.h"
 #include "loader.h"
-#include "recorder.h"
+#include "recorder_state.h"
 #include "record_triggers.h"
 #include "triggers.h"
 #include "util.h"

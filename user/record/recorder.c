@@ -4,15 +4,28 @@
  * cmd_record.c): kernel tracepoints into the flight recorder, dumps on
  * signal, control command or trigger, rotation of old dumps, shutdown.
  *
- * Threads:
- *   main   options, checks, setup; then waits in ppoll() with the signals
- *          unblocked. Signal handlers only set flags; main turns SIGUSR1 into
- *          a dump request and SIGINT/SIGTERM (or --duration) into shutdown.
- *   drain  (loader.c) BPF ring buffers (one per CPU) -> block buffer, task table.
- *   dump   writes dumps with bt_dump_write(), one at a time, so draining never
- *          stops. Requests that arrive while a dump is being written are
- *          coalesced into one more dump: a storm of SIGUSR1 gives a few dumps,
- *          each complete and valid.
+ * Threads (docs/architecture.md has who wakes whom, and the locks):
+ *   main      options, checks, setup; then waits in ppoll() with the signals
+ *             unblocked. Signal handlers only set flags; main turns SIGUSR1
+ *             into a dump request and SIGINT/SIGTERM (or --duration) into
+ *             shutdown.
+ *   drain     (loader.c) BPF ring buffers (one per CPU) -> block buffer,
+ *             task table, stack table, live window.
+ *   dump      (recorder_dumps.c) writes dumps one at a time, so draining
+ *             never stops. Requests that arrive while a dump is being
+ *             written are coalesced into one more dump: a storm of SIGUSR1
+ *             gives a few dumps, each complete and valid.
+ *   cold      (cold_pump.c, --cold-tier) compresses completed blocks into
+ *             the cold tier behind the buffer.
+ *   trigger   (triggers.c, --trigger) hits from the trigger ring and from
+ *             user space -> rate limit, delay -> a dump request.
+ *   ctl       (ctl.c) the control socket's server, and one thread per
+ *             connected client running record_ctl.c's handler.
+ *   app I/O   (app_registry.c) the in-process tracing applications'
+ *             connections: registrations, names, app-func: triggers.
+ *   symbols   (symbol_cache.c, with stacks) loads the symbols and DWARF of
+ *             the stack table's files at nice 19, ahead of dumps.
+ *   on-dump   (on_dump.c, --on-dump) reaps the commands run after dumps.
  *
  * Shutdown: detach the programs, drain the rings to the last event, write the
  * final dump (unless --no-final-dump), free everything, exit 0 (1 if the
@@ -97,28 +110,6 @@ static int check_privileges(void)
 	return -EPERM;
 }
 
-static int mkdir_p(const char *dir)
-{
-	char path[PATH_MAX];
-	size_t len = strlen(dir);
-
-	if (len >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, len + 1);
-	/* 0700 like the dumps (0600) in it: traces show what every process did. */
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = '\0';
-		if (mkdir(path, 0700) && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
 /* Whether dir can take dumps, creating nothing (an invocation that fails
  * later must leave nothing behind): an existing directory must take a file
  * (root ignores mode bits, so a file is created and removed: it finds
@@ -132,7 +123,7 @@ static int check_output_dir(const char *dir)
 	int fd, ret;
 
 	if ((size_t)snprintf(up, sizeof(up), "%s", dir) >= sizeof(up)) {
-		bt_warn("output directory name too long: %s", dir);
+		bt_err("output directory name too long: %s", dir);
 		return -ENAMETOOLONG;
 	}
 	while (stat(up, &st) < 0) {
@@ -155,7 +146,7 @@ static int check_output_dir(const char *dir)
 			*slash = '\0';
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		bt_warn("cannot create output directory %s: %s is not a directory: choose another with -o DIR", dir, up);
+		bt_err("cannot create output directory %s: %s is not a directory: choose another with -o DIR", dir, up);
 		return -ENOTDIR;
 	}
 	if (strcmp(up, dir) != 0) {
@@ -189,7 +180,7 @@ static int check_output_dir(const char *dir)
 static int create_output_dir(const char *dir)
 {
 	char err[256];
-	int ret = mkdir_p(dir);
+	int ret = bt_mkdir_p(dir, 0700);
 
 	if (ret) {
 		bt_err("cannot create output directory %s: %s: choose another with -o DIR", dir, strerror(-ret));
@@ -222,7 +213,8 @@ static void on_signal(int sig)
 
 /* ---- dumps ------------------------------------------------------------------------ */
 
-void recorder_request_dump(struct recorder *r, const char *reason)
+/* Ask the dump thread for a dump (coalesced with one already pending). */
+static void recorder_request_dump(struct recorder *r, const char *reason)
 {
 	pthread_mutex_lock(&r->lock);
 	/* Coalesce: one pending dump covers every request made before it
@@ -456,10 +448,10 @@ static int preflight_checks(struct record_opts *o)
 		ret = bt_proc_tgid((int)o->filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
 		if (ret) {
 			if (ret == -ESRCH)
-				bt_warn("no process with pid %u: give the pid of a running process to -p",
+				bt_err("no process with pid %u: give the pid of a running process to -p",
 					o->filter_tgid);
 			else
-				bt_warn("-p %u: %s", o->filter_tgid, perr);
+				bt_err("-p %u: %s", o->filter_tgid, perr);
 			free(perr);
 			return -1;
 		}
@@ -611,9 +603,9 @@ static int open_uprobes(struct recorder *r)
 		while (i < o->ntriggers && !(o->triggers[i].kind == BT_TRIG_UPROBE && strstr(m, o->triggers[i].arg)))
 			i++;
 		if (i < o->ntriggers)
-			bt_warn("--trigger '%s': %s", o->triggers[i].cond, m);
+			bt_err("--trigger '%s': %s", o->triggers[i].cond, m);
 		else
-			bt_warn("%s", m);
+			bt_err("%s", m);
 		free(uerr);
 		return -1;
 	}

@@ -1,157 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * recorder.h - state of a running `btrace-bpf record`, shared by the command
- * line (cmd_record.c), the recorder (recorder.c) and its control-socket
- * handlers (record_ctl.c).
+ * recorder.h - a running `btrace-bpf record`: recorder_run for the command
+ * line (cmd_record.c), and what the recorder's files call of each other
+ * (recorder.c, recorder_dumps.c, record_ctl.c). Its state is
+ * recorder_state.h.
  */
 #ifndef BTRACE_RECORDER_H
 #define BTRACE_RECORDER_H
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stddef.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <linux/types.h>
-#include "events.h"
-#include "trigger_spec.h"
-
-struct bt_buffer;
-struct bt_cold;
-struct bt_cold_pump;
-struct bt_loader;
-struct bt_uprobes;
-struct bt_task_table;
-struct bt_ctl_server;
-struct bt_apps;
-struct bt_triggers;
-struct bt_dump_mgmt;
-
-struct record_opts {
-	uint64_t buffer_size;
-	uint64_t block_size;
-	uint64_t active_blocks;
-	const char *output_dir;
-	uint32_t groups;
-	uint32_t filter_tgid;
-	char filter_comm[BT_COMM_LEN];
-	uint64_t duration_ns;
-	int verbose;
-	int final_dump;
-	int zlevel;
-	uint64_t ring_size;
-	int waking;                   /* --waking */
-	/* call stacks */
-	uint32_t sample_hz;           /* --sample; 0 off */
-	int stacks_switch;            /* --stacks switch */
-	int stacks_wakeup;            /* --stacks wakeup */
-	uint64_t offcpu_min_ns;       /* --offcpu-min */
-	uint32_t max_stacks;          /* --max-stacks */
-	int ustack;                   /* --ustack */
-	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
-	int no_source_lines;          /* --no-source-lines */
-	uint64_t symbol_cache;        /* --symbol-cache: bytes of loaded symbols kept; 0 default */
-	const char **uspecs, **usdts; /* -u, -U */
-	size_t nuspecs, nusdts;
-	int uargs;                    /* --uargs; -1: default (6) */
-	/* control and automatic dumps */
-	const char *ctl_path;         /* --ctl; NULL: /run/btrace-bpf/PID.sock */
-	int no_ctl;
-	uint64_t max_size;            /* --max-size: largest `ctl resize` */
-	uint64_t dump_every_ns;       /* --dump-every */
-	uint64_t max_dumps;           /* --max-dumps: files kept, oldest removed */
-	uint64_t max_dump_bytes;      /* --max-dump-bytes: bytes kept, oldest removed */
-	uint64_t keep_free;           /* --keep-free; BT_KEEP_FREE_AUTO by default */
-	const char *on_dump;          /* --on-dump CMD */
-	uint64_t on_dump_timeout_ns;  /* --on-dump-timeout */
-	const char *trigger_spec;     /* --trigger-uprobe */
-	uint64_t trigger_delay_ns;    /* --trigger-delay */
-	uint64_t min_dump_interval_ns;/* rate limit of automatic dumps */
-	struct bt_trigger_spec *triggers; /* --trigger, parsed */
-	size_t ntriggers;
-	/* in-process tracing (libbtrace applications) */
-	uint64_t app_buffer_size;     /* --app-buffer-size */
-	uint64_t app_block_size;      /* --app-block-size */
-	uint32_t max_apps;            /* --max-apps */
-	int no_apps;                  /* --no-apps */
-	/* the compressed cold tier (user/coldtier) */
-	uint32_t cold_pct;            /* --cold-tier: % of --buffer-size it gets; 0 off */
-	int cold_codec;               /* --cold-codec: enum bt_codec */
-	int cold_level;               /* --cold-codec NAME:LEVEL */
-};
-
-/* Trigger hits one dump is for: named (the first started it, the others
- * were merged into it), and more merged hits of each trigger only counted. */
-#define RECORDER_HITS 64
-struct recorder_hits {
-	struct bt_trigger_fired f[RECORDER_HITS];
-	size_t n;
-	uint64_t unnamed[BT_TRIG_MAX];
-};
-
-struct recorder {
-	const struct record_opts *o;
-	struct bt_buffer *buf;
-	struct bt_cold *cold;            /* NULL: no cold tier */
-	struct bt_cold_pump *cold_pump;  /* its compressor thread */
-	struct bt_loader *loader;
-	struct bt_uprobes *uprobes; /* NULL without -u/-U */
-	struct bt_task_table *tasks;
-	struct bt_apps *apps;       /* NULL: no in-process tracing */
-	struct bt_stack_table *stacks;   /* NULL: no stacks recorded */
-	struct bt_symbolizer *symbolizer; /* under dump_serial: names frames at dump time */
-	uint32_t ncpus;
-
-	/* dump thread; fields below under lock */
-	pthread_t dump_thread;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int pending;         /* a dump was asked for */
-	const char *reason;  /* of the pending dump */
-	int quit;            /* write what is pending, then exit */
-	int final_failed;    /* the last "exit" dump failed */
-	uint64_t requests_merged; /* requests that found a dump pending */
-	/* What status shows, also under lock (written by the dump writer, so
-	 * status never waits for a dump to finish). */
-	uint64_t ndumps, nfailed;
-
-	/* dump thread only */
-	uint64_t last_seq;   /* dump_seq of the last dump written, 0 none */
-	uint64_t last_bytes; /* bytes_written + padding_bytes at that dump */
-
-	/* any thread */
-	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
-	struct bt_ctl_server *ctl;
-	uint64_t start_ns;
-	_Atomic uint64_t rate;       /* events/s over the last second */
-	char last_path[4096];        /* under dump_serial and lock */
-	uint64_t nskipped;           /* under dump_serial and lock: not written, no space (dump_mgmt.c) */
-	struct bt_dump_mgmt *mgmt;   /* under dump_serial: quota, space, manifests, --on-dump */
-
-	/* triggers */
-	uint32_t *trigger_ids;       /* (probe id, trigger index) pairs of the uprobe:PROBE triggers */
-	size_t ntrigger_ids;
-
-	/* --trigger (record_triggers.c) */
-	struct bt_triggers *triggers;
-	struct recorder_hits tq;     /* under lock: the hits the pending dump is for */
-	struct recorder_hits wr;     /* under dump_serial: the hits of the dump being written */
-	int hold_dumps;              /* under lock: stopping; the dump thread waits for quit */
-	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
-	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */
-};
+#include "recorder_state.h"
 
 /* Run the recorder with these options until it is stopped: checks, start,
  * drain, dumps, rotation, shutdown with the final dump. Frees o->uspecs and
  * o->usdts. Returns the exit status of `record`. */
 int recorder_run(const struct record_opts *o);
-/* Ask the dump thread for a dump (coalesced with one already pending). */
-void recorder_request_dump(struct recorder *r, const char *reason);
-/* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
- * directory with a generated name. The path written goes to out. 0 or -errno
- * with a reason in why. */
 /* The dump thread (recorder_dumps.c): writes the pending dump, with the
  * trigger hits merged into it, one at a time until r->quit. */
 void *recorder_dump_thread(void *arg);
+/* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
+ * directory with a generated name. The path written goes to out. 0 or -errno
+ * with a reason in why. */
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
 /* Runs the kernel skipped of every program of the recorder (tracepoints,

@@ -57,7 +57,10 @@ static void src_text(const struct bt_dump_srcline *l, char *buf, size_t len)
 		snprintf(buf, len, " %s", ESC(base_name(l->file), e));
 }
 
-void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
+/* "func+0x1a (libfoo.so.1)", "0x7f12... (libfoo.so.1+0x1234)" without a
+ * symbol, "0xffffffff8123" unknown; f_index 0 = innermost (a return address
+ * otherwise: the call is the byte before). */
+static void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
 		   size_t len)
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);

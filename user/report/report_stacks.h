@@ -24,11 +24,6 @@ struct bt_stack_filter {
 	int offcpu; /* --offcpu: off-CPU events weighted by their time instead of CPU samples */
 };
 
-/* "func+0x1a (libfoo.so.1)", "0x7f12... (libfoo.so.1+0x1234)" without a
- * symbol, "0xffffffff8123" unknown; f_index 0 = innermost (a return address
- * otherwise: the call is the byte before). */
-void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
-		   size_t len);
 /* The frames of stack `id` (0: none, BT_STACK_LOST: say so), one a line,
  * innermost first, with indent. */
 void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent);

@@ -462,20 +462,6 @@ void bt_stack_snapshot_free(struct bt_dump_stacks *s)
 	bt_dump_stacks_release(s);
 }
 
-/* The descriptor of map id `map` (for the symbolizer), -1 if none. */
-int bt_stack_table_map_fd(struct bt_stack_table *t, uint32_t map)
-{
-	size_t n;
-	int fd = -1;
-
-	pthread_mutex_lock(&t->lock);
-	const struct bt_mapfile *f = bt_mapcap_files(t->maps, &n);
-	if (map >= 1 && map <= n)
-		fd = f[map - 1].fd;
-	pthread_mutex_unlock(&t->lock);
-	return fd;
-}
-
 size_t bt_stack_table_nmaps(struct bt_stack_table *t)
 {
 	size_t n;

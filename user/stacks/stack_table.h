@@ -74,9 +74,6 @@ void bt_stack_table_task_event(struct bt_stack_table *t, const struct bt_event_h
  * to fill (BT_STKC_KERNEL_ERR...). 0 or -ENOMEM. */
 int bt_stack_table_snapshot(struct bt_stack_table *t, struct bt_dump_stacks *s);
 void bt_stack_snapshot_free(struct bt_dump_stacks *s);
-/* The open descriptor of mapped file `map` (a frame's map id), -1 if none;
- * owned by the table. */
-int bt_stack_table_map_fd(struct bt_stack_table *t, uint32_t map);
 /* For ctl status. */
 struct bt_stack_counts {
 	uint64_t stacks;    /* in the table now */

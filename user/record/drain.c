@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: MIT
+/*
+ * drain.c - the drain threads: the BPF rings into the block buffer, the
+ * task table, the stack table and the live window; flushes for dumps.
+ * Opened and attached by loader.c; the design (draining, task events held
+ * back) is loader.c's opening comment.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "events.h"
+#include "trigger.h"
+#include "btrace_buffer.h"
+#include "tasks.h"
+#include "loader.h"
+#include "loader_int.h"
+#include "kernel_features.h"
+#include "compact.h"
+#include "ringbuf.h"
+#include "live_window.h"
+#include "prog_misses.h"
+#include "util.h"
+#include "stack_table.h"
+#include "cold_tier.h"
+#include "record.skel.h"
+
+/* ---- stack reclamation: the kernel side (stack_table.h) ----------------------- */
+
+/* The table freed these stacks: their next occurrence must send its frames. */
+static void stacks_forget(void *ctx, const uint64_t *hashes, size_t n)
+{
+	struct bt_loader *l = ctx;
+	int fd = bpf_map__fd(l->skel->maps.stack_seen);
+
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &hashes[i]); /* -ENOENT: the LRU dropped it already */
+}
+
+/* The hashes of the blocks off-CPU being followed: their events come when
+ * the task runs again, maybe long after the stack's last event. */
+static long stacks_held(void *ctx, uint64_t **out)
+{
+	struct bt_loader *l = ctx;
+	int fd = bpf_map__fd(l->skel->maps.offcpu_pending);
+	uint32_t max = bpf_map__max_entries(l->skel->maps.offcpu_pending), key, next, *prev = NULL;
+	uint64_t *h = malloc(2 * (size_t)max * sizeof(*h));
+	struct bt_offcpu_pending v;
+	long n = 0;
+
+	if (!h)
+		return -ENOMEM;
+	/* Bounded: tasks come and go meanwhile, and a key deleted under the
+	 * walk restarts it from the first. */
+	for (uint32_t steps = 0; steps < 2 * max && bpf_map_get_next_key(fd, prev, &next) == 0; steps++) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) || n + 2 > 2 * (long)max)
+			continue;
+		h[n++] = v.khash;
+		h[n++] = v.uhash;
+	}
+	*out = h;
+	return n;
+}
+
+/* ---- drain ------------------------------------------------------------------- */
+
+static inline void bump(_Atomic uint64_t *c)
+{
+	/* Single writer: a relaxed load and store, no locked instruction. */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+}
+
+static uint64_t boottime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts); /* the clock of bpf_ktime_get_boot_ns() */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_task_event(const void *a, const void *b)
+{
+	const struct bt_event_hdr *x = a, *y = b;
+
+	if (x->ts_ns != y->ts_ns)
+		return x->ts_ns < y->ts_ns ? -1 : 1;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Apply the held-back task events older than `horizon` (all: UINT64_MAX) in
+ * time order, keep the others. */
+static void apply_task_events(struct bt_drain *d, uint64_t horizon)
+{
+	size_t i, k = 0;
+
+	if (!d->npending)
+		return;
+	qsort(d->pending, d->npending, sizeof(*d->pending), cmp_task_event);
+	for (i = 0; i < d->npending && d->pending[i].h.ts_ns < horizon; i++) {
+		bt_tasks_apply(d->l->tasks, &d->pending[i].h, sizeof(d->pending[i]));
+		if (d->l->stacks) /* after the pass: its stack definitions came first */
+			bt_stack_table_task_event(d->l->stacks, &d->pending[i].h);
+	}
+	for (; i < d->npending; i++)
+		d->pending[k++] = d->pending[i];
+	d->npending = k;
+}
+
+static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t len)
+{
+	if (!d->pending || len != sizeof(*d->pending)) {
+		bt_tasks_apply(d->l->tasks, h, len);
+		if (d->l->stacks)
+			bt_stack_table_task_event(d->l->stacks, h);
+		return;
+	}
+	/* Full (a storm of forks in one pass): apply what is there, in order. */
+	if (d->npending == BT_TASK_PENDING)
+		apply_task_events(d, UINT64_MAX);
+	memcpy(&d->pending[d->npending++], h, len);
+}
+
+/* Write the batch being filled into the buffer: one entry, one reservation. */
+static void flush_batch(struct bt_drain *d)
+{
+	if (!d->bcount)
+		return;
+	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
+		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + d->bcount,
+				      memory_order_relaxed);
+		/* Events not stored are not reported: their seqs make the gap. */
+		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, d->bcount);
+	} else
+		atomic_store_explicit(&d->rejected,
+				      atomic_load_explicit(&d->rejected, memory_order_relaxed) + d->bcount,
+				      memory_order_relaxed);
+	d->blen = d->bcount = 0;
+}
+
+/* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
+ * its length, 0 if malformed. */
+static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks *r, struct bt_ev_offcpu *out)
+{
+	struct bt_ev_sample *s = (struct bt_ev_sample *)out;
+
+	memset(out, 0, sizeof(*out));
+	out->h = r->h;
+	out->h.type = r->ev_type;
+	s->kstack = bt_stack_table_ref(t, r->khash);
+	s->ustack = bt_stack_table_ref(t, r->uhash);
+	switch (r->ev_type) {
+	case BT_EV_CPU_SAMPLE:
+		return sizeof(struct bt_ev_sample);
+	case BT_EV_OFFCPU:
+		out->offcpu_ns = r->aux64;
+		return sizeof(struct bt_ev_offcpu);
+	case BT_EV_WAKER:
+		((struct bt_ev_waker *)out)->wakee = r->aux32;
+		return sizeof(struct bt_ev_waker);
+	case BT_EV_PROBE_STACK:
+		((struct bt_ev_probe_stack *)out)->probe_id = r->aux32;
+		return sizeof(struct bt_ev_probe_stack);
+	}
+	return 0;
+}
+
+static int drain_sample(void *ctx, void *data, size_t len)
+{
+	struct bt_drain *d = ctx;
+	const struct bt_event_hdr *h = data;
+
+	if (len < sizeof(*h) || len > UINT32_MAX || h->cpu >= d->l->ncpus) {
+		bump(&d->malformed);
+		return 0;
+	}
+	if (h->type == BT_RAW_STACK_DEF) {
+		/* The frames of a new stack: into the stack table, not the buffer. */
+		if (d->l->stacks)
+			bt_stack_table_define(d->l->stacks, data, (uint32_t)len);
+		return 0;
+	}
+	struct bt_ev_offcpu ev; /* the largest stack event */
+	if (h->type == BT_RAW_STACKS) {
+		if (!d->l->stacks || len < sizeof(struct bt_raw_stacks)) {
+			bump(&d->malformed);
+			return 0;
+		}
+		len = stack_event(d->l->stacks, data, &ev);
+		if (!len) {
+			bump(&d->malformed);
+			return 0;
+		}
+		h = &ev.h;
+	}
+	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
+		task_event(d, h, (uint32_t)len);
+	/* Stored compactly and in batches (compact.h); core = the event's
+	 * CPU, which is how readers get the CPU back. */
+	if (d->bcount && (h->cpu != d->bcore || d->bcount == BATCH_EVENTS_MAX))
+		flush_batch(d);
+	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len);
+	if (!rec || rec > d->batch_limit) {
+		bump(&d->rejected); /* cannot happen with a block of 256 bytes or more */
+	} else {
+		if (d->blen + rec > d->batch_limit) {
+			/* Does not fit: write the batch, start the next with it. */
+			uint8_t *r = d->batch + d->blen;
+			flush_batch(d);
+			memmove(d->batch, r, rec);
+		}
+		d->blen += rec;
+		d->bcore = h->cpu;
+		d->bseq[d->bcount] = h->seq;
+		d->bts[d->bcount] = h->ts_ns;
+		d->bcount++;
+	}
+	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
+		d->l->hook(d->l->hook_ctx, h, (uint32_t)len);
+	return 0;
+}
+
+/* Nice level of the drain thread (see drain_main()). */
+#define DRAIN_NICE BT_DRAIN_NICE
+
+/* Blocks whose events may still be retained: the buffer's, and with a cold
+ * tier the span of positions it holds (positions count at least every
+ * block used, so the span bounds how far back its events reach). */
+static uint64_t window_blocks(const struct bt_loader *l, const struct bt_stats *bs)
+{
+	struct bt_cold_stats cs;
+
+	if (!l->cold)
+		return bs->nblocks;
+	bt_cold_stats(l->cold, &cs);
+	if (cs.oldest_pos == BT_NO_POS || cs.newest_pos == BT_NO_POS || cs.newest_pos < cs.oldest_pos)
+		return bs->nblocks;
+	return bs->nblocks + (cs.newest_pos - cs.oldest_pos + 1);
+}
+
+void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold)
+{
+	l->cold = cold;
+}
+
+static void *drain_main(void *arg)
+{
+	struct bt_drain *d = arg;
+	int ret;
+
+	pthread_setname_np(pthread_self(), "btrace-drain");
+	/* A saturated machine must not starve the drain (the rings would
+	 * overflow): raise its share. Nice, not real-time: under an event
+	 * flood a real-time drain could take a CPU from the workload. */
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), DRAIN_NICE))
+		bt_info("drain thread keeps normal priority: %s", strerror(errno));
+	/* Pairs with the release store in bt_loader_stop(). */
+	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
+		uint64_t req, horizon;
+
+		ret = bt_rings_poll(d->rb, (int)d->l->drain_ms);
+		if (ret < 0 && ret != -EINTR) {
+			bt_warn("ring buffer poll failed: %s", strerror(-ret));
+			usleep(d->l->drain_ms * 1000);
+		}
+		/* Read the flush request before consuming: this pass then covers
+		 * every event submitted before the request was made. */
+		pthread_mutex_lock(&d->lock);
+		req = d->flush_req;
+		pthread_mutex_unlock(&d->lock);
+		/* A poll that timed out consumed nothing: events are submitted
+		 * without wakeups. Every ring is consumed past `horizon`. */
+		horizon = boottime_ns();
+		bt_rings_consume(d->rb, drain_sample, d);
+		flush_batch(d);
+		struct bt_stats bs;
+		bt_buffer_stats(d->l->buf, &bs);
+		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		if (d->l->cold) /* the compressor, before writers come round to these blocks */
+			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
+		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
+			bt_stack_table_pass(d->l->stacks, bs.blocks_used, window_blocks(d->l, &bs), bs.active);
+		apply_task_events(d, horizon);
+		bump(&d->wakeups);
+		if (req != d->flush_done) {
+			pthread_mutex_lock(&d->lock);
+			d->flush_done = req;
+			pthread_cond_broadcast(&d->cond);
+			pthread_mutex_unlock(&d->lock);
+		}
+	}
+	bt_rings_consume(d->rb, drain_sample, d);
+	flush_batch(d);
+	apply_task_events(d, UINT64_MAX);
+	pthread_mutex_lock(&d->lock);
+	d->flush_done = d->flush_req;
+	pthread_cond_broadcast(&d->cond);
+	pthread_mutex_unlock(&d->lock);
+	return NULL;
+}
+
+/* The rings of a drain, in one epoll set (ringbuf.c: batch consumer). */
+static int drain_open(struct bt_drain *d)
+{
+	struct bt_loader *l = d->l;
+	char err[256];
+
+	d->rb = bt_rings_new(&l->ring_fds[d->ring_first], d->ring_count, l->ring_size, err, sizeof(err));
+	if (!d->rb) {
+		int e = errno;
+		bt_err("%s", err);
+		return -e;
+	}
+	return 0;
+}
+
+int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_table *tasks,
+		    struct bt_stack_table *stacks)
+{
+	sigset_t all, old;
+	int ret = 0;
+
+	l->buf = buf;
+	l->tasks = tasks;
+	l->stacks = stacks;
+	if (!l->live && !(l->live = bt_live_new(l->ncpus)))
+		return -ENOMEM;
+	if (stacks) {
+		struct bt_stack_reclaim_ops ops = { stacks_forget, stacks_held, l };
+		bt_stack_table_set_reclaim(stacks, &ops); /* one drain: the table's only writer */
+	}
+	l->ndrains = 1;
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+
+		d->l = l;
+		struct bt_stats bs;
+		bt_buffer_stats(buf, &bs);
+		d->batch_limit = BT_MAX_PAYLOAD(bs.block_size) < BT_BATCH_MAX ? BT_MAX_PAYLOAD(bs.block_size) : BT_BATCH_MAX;
+		d->ring_first = i * l->ncpus / l->ndrains;
+		d->ring_count = (i + 1) * l->ncpus / l->ndrains - d->ring_first;
+		pthread_mutex_init(&d->lock, NULL);
+		pthread_cond_init(&d->cond, NULL);
+		/* Without it task events are applied as they come (see the top). */
+		d->pending = malloc(BT_TASK_PENDING * sizeof(*d->pending));
+		ret = drain_open(d);
+		if (ret) {
+			bt_warn("cannot map the BPF ring buffers: %s", strerror(-ret));
+			goto fail;
+		}
+	}
+	/* Drain threads take no signals: the main thread handles them. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+
+		ret = -pthread_create(&d->thread, NULL, drain_main, d);
+		if (ret) {
+			bt_warn("cannot start the drain thread: %s", strerror(-ret));
+			break;
+		}
+		pthread_mutex_lock(&d->lock);
+		d->running = 1;
+		pthread_mutex_unlock(&d->lock);
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto fail;
+	return 0;
+fail:
+	bt_loader_stop(l);
+	return ret;
+}
+
+int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
+{
+	struct timespec deadline;
+	int ret = 0;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += timeout_ms / 1000;
+	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (deadline.tv_nsec >= 1000000000L) {
+		deadline.tv_sec++;
+		deadline.tv_nsec -= 1000000000L;
+	}
+	for (unsigned i = 0; i < l->ndrains; i++) {
+		struct bt_drain *d = &l->drains[i];
+		uint64_t want;
+
+		pthread_mutex_lock(&d->lock);
+		want = ++d->flush_req;
+		while (d->flush_done < want && d->running && !ret)
+			if (pthread_cond_timedwait(&d->cond, &d->lock, &deadline) == ETIMEDOUT)
+				ret = -ETIMEDOUT;
+		pthread_mutex_unlock(&d->lock);
+	}
+	return ret;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * loader_int.h - what loader.c (open, probe, load, attach) and drain.c
+ * (the drain threads) share: the loader's and a drain's state. Not for
+ * other files: they use loader.h.
+ */
+#ifndef BTRACE_LOADER_INT_H
+#define BTRACE_LOADER_INT_H
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <linux/types.h>
+#include "events.h"
+#include "compact.h"
+#include "loader.h"
+
+#define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
+#define BT_TASK_PENDING 4096 /* task events held back per drain (see the top) */
+/* The programs of record.bpf.c the loader knows (prog_descs in loader.c). */
+#define BT_LOADER_NPROGS 20
+
+/* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
+_Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
+
+/* Stored events are at least 4 + 16 bytes: a batch holds fewer. */
+#define BATCH_EVENTS_MAX (BT_BATCH_MAX / 16)
+
+struct bt_drain {
+	struct bt_loader *l;
+	struct bt_rings *rb;
+	/* The batch being filled (compact.h): events of one CPU, drain thread only. */
+	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+	uint32_t blen, bcount, bcore;
+	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
+	/* seq and time of the batch's events, for the live window (live_window.h) */
+	uint32_t bseq[BATCH_EVENTS_MAX];
+	uint64_t bts[BATCH_EVENTS_MAX];
+	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
+	pthread_t thread;
+	int running;
+	atomic_int stop;
+	/* Task events held back until they can be applied in time order
+	 * (drain thread only); NULL: applied as they come. */
+	struct bt_ev_task *pending;
+	size_t npending;
+	/* Flush handshake (bt_loader_flush): under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t flush_req, flush_done;
+	/* Written by the drain thread only (plain load+store), read by others. */
+	_Atomic uint64_t events, rejected, malformed, wakeups;
+};
+
+struct bt_loader {
+	struct record_bpf *skel;
+	struct bpf_link *links[BT_LOADER_NPROGS];
+	unsigned nlinks;
+	uint32_t groups;
+	uint32_t ncpus;
+	uint64_t ring_size;     /* per CPU */
+	uint64_t wakeup_bytes;  /* per ring */
+	int *ring_fds;          /* [ncpus], -1 when not created */
+	unsigned drain_ms;
+	struct bt_buffer *buf;
+	struct bt_task_table *tasks;
+	struct bt_drain drains[BT_MAX_DRAINS];
+	unsigned ndrains;
+	struct bt_stack_table *stacks; /* NULL: no stacks */
+	struct bt_cold *cold;          /* NULL: no cold tier */
+	struct bpf_link **sample_links; /* [ncpus]: the sampling program on each CPU's clock */
+	int *sample_fds;                /* [ncpus] perf events, -1 none */
+	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
+	void *hook_ctx;
+	struct bt_live *live; /* what the buffer holds, for `ctl status` */
+};
+
+#endif
