@@ -573,7 +573,7 @@ static void serve_recorder(int s)
 	pthread_mutex_lock(&names_lock); /* app_name may be set by btrace_init() */
 	/* " funcs": the hooks are linked (func_hooks.c); a recorder before
 	 * this ignores the word. */
-	snprintf(line, sizeof(line), "app-register %s%s\n", app_name, &btrace_funcs_linked_ ? " funcs" : "");
+	snprintf(line, sizeof(line), "app-register %s%s\n", app_name, btrace_funcs_linked_ ? " funcs" : "");
 	pthread_mutex_unlock(&names_lock);
 	if (send_all(s, line, strlen(line)) < 0 || recv_line(s, line, sizeof(line), &fd) <= 0 ||
 	    strcmp(line, "ok") != 0 || fd < 0) {
