@@ -12,6 +12,9 @@
 #   uprobe         fib and fib%return probed by `btrace-bpf record -u` on the
 #                  plain build (fib(UPROBE_N): uprobes cost microseconds)
 #   rdtsc          a bare rdtsc: the floor of a trace point that takes a TSC
+#   lua ...        a real code base, Lua 5.2.4 on tests/kernel/funcs_lua/work.lua
+#                  (scripts/build_lua.sh): plain, btrace without and with the
+#                  recorder, uftrace on Lua's -pg build
 #
 # Cost per point = (ns per call - plain's) / 2, medians over REPS
 # interleaved runs; bytes per point from a dump of the btrace row (the
@@ -19,7 +22,7 @@
 # PASS/FAIL: with a recorder <= the rdtsc floor of this run + 2 ns, <= 1 ns
 # without, <= 10 B per point. Also the reader: report --functions on 10^7
 # calls (build/tests/test_report_scale: max RSS and time).
-# Env: FUNC_BENCH_N (30), FUNC_BENCH_UPROBE_N (20), FUNC_BENCH_REPS (11),
+# Env: FUNC_BENCH_N (30), FUNC_BENCH_LUA_N (20 rounds), FUNC_BENCH_UPROBE_N (20), FUNC_BENCH_REPS (11),
 # FUNC_BENCH_NO_WRITE=1 (print only), FUNC_BENCH_STRICT=1 (exit 1 on a miss).
 set -uo pipefail
 
@@ -92,6 +95,34 @@ for _ in $(seq "$REPS"); do
 done
 "${FB}_plain" -n 1 -r 1 -t | awk '/^rdtsc_ns/ {print $2}' >"$tmp/rdtsc"
 
+# A real code base: Lua 5.2.4 (scripts/build_lua.sh: Debian's
+# librust-lua52-sys-dev sources, Lua's Makefile, the README's link line) on
+# tests/kernel/funcs_lua/work.lua; the trace points it makes counted by a
+# preloaded counter (tests/kernel/funcs_lua/count_hooks.c); each run's CPU
+# time from the script itself (os.clock), interleaved like the fib rows.
+LUADIR=$PWD/build/thirdparty/lua52 LWORK=$PWD/tests/kernel/funcs_lua/work.lua LN=${FUNC_BENCH_LUA_N:-20}
+have_lua=0
+if scripts/build_lua.sh "$LUADIR" >"$tmp/lua-build.log" 2>&1 &&
+	cc -O2 -shared -fPIC -o "$tmp/count.so" tests/kernel/funcs_lua/count_hooks.c; then
+	COUNT_HOOKS_OUT=$tmp/lua.count LD_PRELOAD=$tmp/count.so "$LUADIR/cyg/lua" "$LWORK" "$LN" >/dev/null 2>&1
+	LPOINTS=$(awk '{ s += $2 } END { print 2 * s }' "$tmp/lua.count")
+	have_lua=1
+fi
+# lrun VARIANT CMD...: appends the workload's CPU seconds to $tmp/VARIANT
+lrun() {
+	local v=$1
+	shift
+	"$@" 2>&1 >/dev/null | awk '/^cpu_s/ {print $2}' >>"$tmp/$v"
+}
+if [ "$have_lua" -eq 1 ]; then
+	for _ in $(seq "$REPS"); do
+		lrun lplain "$LUADIR/plain/lua" "$LWORK" "$LN"
+		BTRACE_CTL=/nonexistent lrun loff "$LUADIR/btrace/lua" "$LWORK" "$LN"
+		BTRACE_CTL=$CTL BTRACE_WAIT_MS=5000 lrun lbtrace "$LUADIR/btrace/lua" "$LWORK" "$LN"
+		[ "$have_uftrace" -eq 1 ] && lrun luftrace uftrace record --no-pager -d "$tmp/luft.data" "$LUADIR/pg/lua" "$LWORK" "$LN"
+	done
+fi
+
 # bytes per point: one more btrace run, then a dump; the app's batches
 BTRACE_CTL=$CTL "${FB}_instr" -n 20 -r 1 -w >"$tmp/bytes.out" 2>&1 &
 bpid=$!
@@ -112,6 +143,22 @@ row "BTRACE_BEGIN/END" "$(med manual)" "$(pt "$(med manual)" "$P")"
 [ "$have_uftrace" -eq 1 ] && row "uftrace record (-pg)" "$(med uftrace)" "$(pt "$(med uftrace)" "$P")"
 row "uprobe+uretprobe (fib($UN))" "$(med uprobe)" "$(pt "$(med uprobe)" "$UP")"
 printf '%-26s %8s %10.2f\n' "rdtsc alone" "-" "$R"
+if [ "$have_lua" -eq 1 ]; then
+	LP=$(med lplain)
+	lpt() { awk -v a="$1" -v b="$LP" -v n="$LPOINTS" 'BEGIN {printf "%.2f", (a - b) * 1e9 / n}'; }
+	LBTP=$(lpt "$(med lbtrace)")
+	lrow() { awk -v n="$1" -v c="$2" -v p="$3" -v b="$LBTP" 'BEGIN {printf "%-26s %8.1f %10.2f %10.1f\n", n, c * 1e3, p, (b > 0 ? p / b : 0)}'; }
+	printf 'lua 5.2.4 work.lua %s      ms/run   ns/point   x btrace\n' "$LN"
+	lrow "lua plain" "$LP" 0
+	lrow "lua btrace, no recorder" "$(med loff)" "$(lpt "$(med loff)")"
+	lrow "lua btrace, recorder" "$(med lbtrace)" "$LBTP"
+	if [ "$have_uftrace" -eq 1 ] && [ -s "$tmp/luftrace" ]; then
+		lrow "lua uftrace record (-pg)" "$(med luftrace)" "$(lpt "$(med luftrace)")"
+	elif [ "$have_uftrace" -eq 1 ]; then
+		echo "lua uftrace record (-pg): no time: the traced lua died (uftrace $(uftrace --version 2>/dev/null | awk '{print $2; exit}'), SIGSEGV after a pcall's longjmp)"
+	fi
+	printf 'lua: %s trace points per run (a preloaded counter); CPU time of the workload (os.clock)\n' "$LPOINTS"
+fi
 printf 'fib(%d): %s calls; per call %.2f ns plain, %.2f ns traced (recorder), %.2f ns instrumented (no recorder)\n' \
 	"$N" "$(awk '/^calls/ {print $2}' "$tmp/plain.out")" "$P" "$(med btrace)" "$(med off)"
 
@@ -147,6 +194,7 @@ miss=0
 verdict "ns/point with a recorder" "$BTP" "$(awk -v r="$R" 'BEGIN {printf "%.2f", r + 2}')" || miss=1
 verdict "ns/point without a recorder" "$(pt "$(med off)" "$P")" 1 || miss=1
 verdict "bytes/point" "$bpp" 10 || miss=1
+[ "$have_lua" -eq 1 ] && { verdict "lua ns/point with a recorder" "$LBTP" "$(awk -v r="$R" 'BEGIN {printf "%.2f", r + 2}')" || miss=1; }
 [ "$fail" -eq 0 ] || exit 1
 [ "$miss" -eq 1 ] && [ -n "${FUNC_BENCH_STRICT:-}" ] && exit 1
 exit 0

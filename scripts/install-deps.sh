@@ -44,6 +44,7 @@ PKGS=(
 	man-db                # man --warnings on the manual pages
 	strace                # the unit's system-call filter is checked against a real run
 	dwz                   # test_stacks: DWARF moved into a shared dwz file, as Debian's -dbgsym packages have it
+	librust-lua52-sys-dev # Lua 5.2.4 sources (the package ships them): function tracing on a real code base (test_funcs_lua, bench_funcs)
 )
 
 # Benchmarks only (--bench): comparison tracers and load generators.

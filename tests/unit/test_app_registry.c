@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
@@ -43,7 +44,7 @@ static char *status_of(struct bt_apps *r)
 
 /* Register pid as NAME; our end of its connection in *mine, the buffer
  * the recorder handed over in *buf_fd (-1 if none). */
-static int reg(struct bt_apps *r, uint32_t pid, const char *name, int *mine, int *buf_fd)
+static int reg_kind(struct bt_apps *r, uint32_t pid, const char *name, int funcs, int *mine, int *buf_fd)
 {
 	int sv[2];
 	char line[64];
@@ -56,7 +57,7 @@ static int reg(struct bt_apps *r, uint32_t pid, const char *name, int *mine, int
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -1;
-	bt_apps_register(r, sv[1], pid, name);
+	bt_apps_register(r, sv[1], pid, name, funcs);
 	*mine = sv[0];
 	*buf_fd = -1;
 	if (recvmsg(sv[0], &mh, 0) <= 0 || strncmp(line, "ok", 2))
@@ -65,6 +66,33 @@ static int reg(struct bt_apps *r, uint32_t pid, const char *name, int *mine, int
 	if (h && h->cmsg_type == SCM_RIGHTS)
 		memcpy(buf_fd, CMSG_DATA(h), sizeof(int));
 	return 0;
+}
+
+static int reg(struct bt_apps *r, uint32_t pid, const char *name, int *mine, int *buf_fd)
+{
+	return reg_kind(r, pid, name, 0, mine, buf_fd);
+}
+
+/* A program with the function hooks ("app-register NAME funcs") gets
+ * funcs_buffer_size, the others buffer_size. */
+static void test_funcs_default(void)
+{
+	struct bt_apps_config c = base_cfg();
+	char err[256];
+	c.funcs_buffer_size = 512 << 10;
+	struct bt_apps *r = bt_apps_create(&c, err, sizeof(err));
+	REQUIRE(r, "create: %s", err);
+	int ec, eb, fc, fb;
+	REQUIRE(reg_kind(r, 1, "events", 0, &ec, &eb) == 0 && eb >= 0, "register an event-only app");
+	REQUIRE(reg_kind(r, 2, "funcs", 1, &fc, &fb) == 0 && fb >= 0, "register a function-tracing app");
+	struct stat se, sf;
+	fstat(eb, &se);
+	fstat(fb, &sf);
+	CHECK(se.st_size >= 64 << 10 && se.st_size < 512 << 10 && sf.st_size >= 512 << 10,
+	      "buffers: %lld B for the event-only app (64 KiB asked), %lld B for the function-tracing one (512 KiB)",
+	      (long long)se.st_size, (long long)sf.st_size);
+	close(ec), close(eb), close(fc), close(fb);
+	bt_apps_destroy(r);
 }
 
 static void test_sizes(void)
@@ -176,6 +204,7 @@ int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
 	RUN(test_sizes);
+	RUN(test_funcs_default);
 	RUN(test_one_process_floods);
 	RUN(test_registrant_exited);
 	return h_done();

@@ -440,7 +440,13 @@ struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size
 		errno = EINVAL;
 		return NULL;
 	}
-	if ((e = check_buffer_total(cfg->buffer_size, cfg->max_apps ? cfg->max_apps : 64, err, errlen))) {
+	uint64_t fsize = cfg->funcs_buffer_size ? cfg->funcs_buffer_size : cfg->buffer_size;
+	if (bt_app_geometry(fsize, cfg->block_size, cfg->ncores, &A, &N, err, errlen) < 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((e = check_buffer_total(fsize > cfg->buffer_size ? fsize : cfg->buffer_size,
+				    cfg->max_apps ? cfg->max_apps : 64, err, errlen))) {
 		errno = -e;
 		return NULL;
 	}
@@ -450,6 +456,7 @@ struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size
 		return NULL;
 	}
 	r->cfg = *cfg;
+	r->cfg.funcs_buffer_size = fsize;
 	if (!r->cfg.max_apps)
 		r->cfg.max_apps = 64;
 	pthread_mutex_init(&r->lock, NULL);
@@ -505,7 +512,7 @@ static void forget_older(struct bt_apps *r, uint32_t pid)
 		}
 }
 
-void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs)
 {
 	char why[256];
 	pthread_mutex_lock(&r->lock);
@@ -546,7 +553,8 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 	r->apps = na;
 	for (uint32_t i = 0; i < MAX_BUFS; i++)
 		a->bufs[i].fd = -1;
-	if (buf_create(r, r->cfg.buffer_size, pid, &a->bufs[0], why, sizeof(why)) < 0) {
+	if (buf_create(r, funcs ? r->cfg.funcs_buffer_size : r->cfg.buffer_size, pid, &a->bufs[0], why, sizeof(why)) <
+	    0) {
 		free(a);
 		pthread_mutex_unlock(&r->lock);
 		reply_error(c, "error: %s\n", why);
@@ -593,7 +601,7 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 	if ((err = check_buffer_total(size, r->cfg.max_apps, why, whylen)))
 		return err;
 	pthread_mutex_lock(&r->lock);
-	r->cfg.buffer_size = size;
+	r->cfg.buffer_size = r->cfg.funcs_buffer_size = size; /* for every application from now on */
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		struct abuf nb;

@@ -18,6 +18,7 @@ struct bt_dump_sink;
 
 struct bt_apps_config {
 	uint64_t buffer_size; /* bytes of data blocks per application */
+	uint64_t funcs_buffer_size; /* ... of one that has the function hooks (0: buffer_size) */
 	uint32_t block_size;
 	uint32_t ncores;      /* CPUs (possible) */
 	uint32_t max_apps;    /* registered at once, exited ones included */
@@ -50,7 +51,7 @@ void bt_apps_destroy(struct bt_apps *r);
 
 /* Control-socket hook for "app-register NAME": takes ownership of the
  * connection c of process pid and answers it (a buffer fd, or an error). */
-void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name);
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs);
 
 /* Give every live application a new buffer of size bytes (new ones get it
  * too). Returns how many were resized, or -errno with a reason in why. */

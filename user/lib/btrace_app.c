@@ -571,7 +571,9 @@ static void serve_recorder(int s)
 	char line[256];
 	int fd = -1;
 	pthread_mutex_lock(&names_lock); /* app_name may be set by btrace_init() */
-	snprintf(line, sizeof(line), "app-register %s\n", app_name);
+	/* " funcs": the hooks are linked (func_hooks.c); a recorder before
+	 * this ignores the word. */
+	snprintf(line, sizeof(line), "app-register %s%s\n", app_name, btrace_funcs_linked_ ? " funcs" : "");
 	pthread_mutex_unlock(&names_lock);
 	if (send_all(s, line, strlen(line)) < 0 || recv_line(s, line, sizeof(line), &fd) <= 0 ||
 	    strcmp(line, "ok") != 0 || fd < 0) {
@@ -802,7 +804,32 @@ int btrace_attached(void)
 	return atomic_load_explicit(&g_buf, memory_order_relaxed) != NULL;
 }
 
+/* BTRACE_WAIT_MS=N: the program starts (main runs) only once a recorder
+ * has handed over its buffer, or after N ms without one, so a short-lived
+ * program built with -finstrument-functions is traced from its first call
+ * (registration is asynchronous: without this, calls made before it
+ * completes, ~10 ms or more, are not recorded). */
+static void wait_attached(void)
+{
+	const char *w = getenv("BTRACE_WAIT_MS");
+	long ms = w ? atol(w) : 0;
+	const char *f = getenv("BTRACE_FUNCS");
+	int funcs = !(f && strcmp(f, "0") == 0);
+	if (disabled || ms <= 0)
+		return;
+	if (ms > 60000)
+		ms = 60000;
+	for (long i = 0; i < ms; i++) {
+		/* The hooks are on a moment after the buffer is in (publish()). */
+		if (btrace_attached() && (!funcs || __atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED)))
+			return;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 __attribute__((constructor)) static void btrace_ctor(void)
 {
 	pthread_once(&start_once, start);
+	wait_attached();
 }

@@ -47,6 +47,7 @@
 #define AGE_NS 8000000ull /* a batch spans at most 8 ms */
 
 int btrace_funcs_on_;
+int btrace_funcs_linked_;
 static int funcs_disabled;           /* BTRACE_FUNCS=0 */
 static struct bt_tick_rate rate;     /* updated under rate_lock only */
 static atomic_flag rate_lock = ATOMIC_FLAG_INIT;

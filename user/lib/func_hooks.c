@@ -23,6 +23,15 @@
  * this, the README's link line gave a program that never registered). */
 __attribute__((used)) static int (*const need_registration)(const char *) = btrace_init;
 
+/* A program with the hooks registers as a function-tracing one, which gets
+ * the larger default buffer (a record per call fills 4 MiB in a fraction
+ * of a second). Priority 101: before btrace_app.c's constructor starts the
+ * registration. */
+__attribute__((constructor(101))) static BT_NOINSTR void mark_linked(void)
+{
+	btrace_funcs_linked_ = 1;
+}
+
 static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
 {
 	struct tstate *t = &btrace_tls_;

@@ -38,6 +38,9 @@ void btrace_funcs_slow_(struct tstate *t, uint64_t fn, unsigned kind, uint64_t n
 /* Inside a hook (fbusy): a signal handler's record, kept for the hook to
  * write when it is done (btrace_funcs.c). */
 void btrace_funcs_nested_(struct tstate *t, uint64_t fn, unsigned kind) BT_HIDDEN BT_NOINSTR;
+/* 1 when the hooks are in the program (set by func_hooks.c before any
+ * other constructor; btrace_funcs.c holds it, btrace_app.c reads it). */
+extern int btrace_funcs_linked_ BT_HIDDEN;
 /* Write the records signal handlers left while this thread was in a hook. */
 void btrace_funcs_flush_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
 

@@ -193,7 +193,8 @@ static const struct argp_option options[] = {
 	  "default limit=) and from --dump-every; hits in between are counted and dropped (default 1s)", 3 },
 	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
 	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
-	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },
+	  "`ctl app-resize SIZE` changes it (default 4M; 32M for a program with the -finstrument-functions "
+	  "hooks, where --max-apps of them fit in half the available memory)", 4 },
 	{ "app-block-size", OPT_APP_BLOCK_SIZE, "SIZE", 0,
 	  "Block size of application buffers, a power of two from 256 to 64K (default 16K: a writer "
 	  "takes a new block less often)", 4 },

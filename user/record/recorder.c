@@ -71,13 +71,17 @@
 #include "cold_pump.h"
 #include "cold_tier.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
+/* A program with the -finstrument-functions hooks: ~8.5 bytes per call
+ * point, so 32 MiB (Hubble's default) holds ~3.9 million points, seconds
+ * of a program making a million calls a second (docs/manual.md). */
+#define DEFAULT_APP_FUNCS_BUFFER_SIZE (32ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
 /* Control thread: an application registering for in-process tracing. */
 static void adopt_app(void *ctx, int fd, uint32_t pid, int argc, char **argv)
 {
 	struct recorder *r = ctx;
-	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "");
+	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "", argc > 2 && strcmp(argv[2], "funcs") == 0);
 }
 
 /* ---- startup checks --------------------------------------------------------------- */
@@ -672,8 +676,16 @@ static int start_apps(struct recorder *r, struct app_watches *w)
 				o->no_apps ? " and no --no-apps" : "");
 		return 0;
 	}
+	/* --app-buffer-size applies to every application; without it, the
+	 * function-tracing ones get 32 MiB where --max-apps of them fit in
+	 * the memory there is (else the same 4 MiB as the others). */
+	uint64_t fsize = o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_FUNCS_BUFFER_SIZE;
+	uint64_t avail = bt_mem_available();
+	if (!o->app_buffer_size && avail && fsize * (o->max_apps ? o->max_apps : 64) > avail / 2)
+		fsize = DEFAULT_APP_BUFFER_SIZE;
 	struct bt_apps_config ac = {
 		.buffer_size = o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+		.funcs_buffer_size = fsize,
 		.block_size = o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE,
 		.ncores = r->ncpus,
 		.max_apps = o->max_apps,
