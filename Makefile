@@ -210,6 +210,14 @@ $(OUT)/tests/stack_workload_clang: tests/workloads/stack_workload.c | $(OUT)/tes
 
 tests: $(OUT)/tests/stack_workload_clang
 
+# The same without frame pointers and stripped, as Debian builds: user
+# stacks must come from .eh_frame (tests/kernel/test_unwind.sh).
+$(OUT)/tests/stack_workload_nofp: tests/workloads/stack_workload.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -fomit-frame-pointer $< -lpthread -o $@
+
+tests: $(OUT)/tests/stack_workload_nofp
+
 $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@

@@ -19,6 +19,7 @@
 #include "event_names.h"
 #include "util.h"
 #include "recorder.h"
+#include "unwind_procs.h"
 #include "trigger_spec.h"
 #include "config_file.h"
 #include "dump_dir.h"
@@ -66,6 +67,7 @@ enum {
 	OPT_DEBUG_DIR,
 	OPT_NO_SOURCE_LINES,
 	OPT_USTACK,
+	OPT_UNWIND_MEM,
 };
 
 /* On-CPU samples per second per CPU by default: a user and kernel stack
@@ -108,6 +110,10 @@ static const struct argp_option options[] = {
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
 	  "/usr/lib/debug (repeatable)", 1 },
+	{ "unwind-mem", OPT_UNWIND_MEM, "SIZE", 0,
+	  "Memory for the unwind tables user stacks are walked with (compiled from each binary's .eh_frame, "
+	  "so code without frame pointers shows its callers); binaries beyond it use frame pointers, counted "
+	  "(default 64M; 0: frame pointers only)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
@@ -430,6 +436,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SOURCE_LINES:
 		o->no_source_lines = 1;
 		break;
+	case OPT_UNWIND_MEM:
+		if (strcmp(arg, "0") == 0)
+			o->unwind_mem = 0;
+		else if (parse_size(arg, &o->unwind_mem) || o->unwind_mem < 4096 || o->unwind_mem > (8ull << 30))
+			argp_error(state, "invalid --unwind-mem '%s': give 0 or a size from 4K to 8G", arg);
+		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
@@ -546,6 +558,7 @@ static int record(int argc, char **args)
 		.keep_free = BT_KEEP_FREE_AUTO,
 		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
 		.sample_hz = DEFAULT_SAMPLE_HZ,
+		.unwind_mem = BT_DEFAULT_UNWIND_MEM,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];

@@ -20,6 +20,7 @@
 #include "probes.h"
 #include "recorder.h"
 #include "stack_table.h"
+#include "unwind_procs.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
 #include "app_registry.h"
@@ -151,6 +152,19 @@ static void print_stacks(struct recorder *r, FILE *out)
 		n, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
 		overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
 		(uint64_t)ks.offcpu_nomem);
+	if (r->unwinder) {
+		struct bt_unwinder_stats us;
+		bt_unwinder_stats(r->unwinder, &us);
+		fprintf(out, "unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet, %"
+			PRIu64 " no executable mapping, %" PRIu64 " JIT, %" PRIu64 " signal frame, %" PRIu64
+			" bad frame; %" PRIu64 " frames by frame pointer; tables: %" PRIu64 " binaries, %" PRIu64
+			" of %" PRIu64 " rows, %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %"
+			PRIu64 " processes over the map; %s\n",
+			(uint64_t)ks.unw_walks, (uint64_t)ks.unw_no_proc, (uint64_t)ks.unw_no_map, (uint64_t)ks.unw_anon,
+			(uint64_t)ks.unw_signal, (uint64_t)ks.unw_bad, (uint64_t)ks.unw_fp, us.binaries, us.rows,
+			us.max_rows, us.mem_full, us.no_eh_frame, us.procs_full,
+			us.ready_ns ? "running processes loaded" : "loading the running processes");
+	}
 }
 
 static void print_losses(struct recorder *r, FILE *out)

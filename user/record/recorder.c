@@ -46,6 +46,7 @@
 #include "recorder.h"
 #include "stack_table.h"
 #include "stack_symbols.h"
+#include "unwind_procs.h"
 #include "dump_mgmt.h"
 #include "log.h"
 #include "sd_notify.h"
@@ -588,6 +589,7 @@ int recorder_run(const struct record_opts *opts)
 	lo.stacks_wakeup = o.stacks_wakeup;
 	lo.offcpu_min_ns = o.offcpu_min_ns;
 	lo.max_stacks = o.max_stacks ? o.max_stacks : BT_DEFAULT_MAX_STACKS;
+	lo.unwind_mem = o.unwind_mem;
 	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup || o.ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r.stacks = bt_stack_table_new(lo.max_stacks);
@@ -610,6 +612,18 @@ int recorder_run(const struct record_opts *opts)
 		bt_warn("%s", err);
 		exit_code = 1;
 		goto out;
+	}
+	{
+		int rows_fd, procs_fd, want_fd;
+		uint32_t max_rows;
+		if (bt_loader_unwind_fds(r.loader, &rows_fd, &max_rows, &procs_fd, &want_fd) == 0) {
+			r.unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd);
+			if (!r.unwinder) {
+				bt_warn("cannot start the unwinder: %s", strerror(errno));
+				exit_code = 1;
+				goto out;
+			}
+		}
 	}
 	if (o.nuspecs || o.nusdts) {
 		int pid = (int)o.filter_tgid;
@@ -812,6 +826,7 @@ out:
 	}
 	bt_ctl_stop(r.ctl);
 	recorder_triggers_stop(&r);
+	bt_unwinder_stop(r.unwinder); /* before its maps go with the loader */
 	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r.uprobes);
 	bt_loader_destroy(r.loader);

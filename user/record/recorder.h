@@ -47,6 +47,7 @@ struct record_opts {
 	int ustack;                   /* --ustack */
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	int no_source_lines;          /* --no-source-lines */
+	uint64_t unwind_mem;          /* --unwind-mem; 0: frame pointers only */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */
@@ -81,6 +82,7 @@ struct recorder {
 	struct bt_apps *apps;       /* NULL: no in-process tracing */
 	struct bt_stack_table *stacks;   /* NULL: no stacks recorded */
 	struct bt_symbolizer *symbolizer; /* under dump_serial: names frames at dump time */
+	struct bt_unwinder *unwinder;    /* NULL: user stacks by frame pointers */
 	uint32_t ncpus;
 
 	/* dump thread; fields below under lock */
