@@ -218,6 +218,12 @@ $(OUT)/tests/stack_workload_nofp: tests/workloads/stack_workload.c | $(OUT)/test
 
 tests: $(OUT)/tests/stack_workload_nofp
 
+# No call-frame information at all in its own code: its fake frame is all
+# an unwinder has (tests/kernel/test_unwind.sh).
+$(OUT)/tests/unwind_junk: tests/workloads/unwind_junk.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -O1 -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@
+
 $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
