@@ -443,86 +443,472 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 	return 0;
 }
 
-int recorder_run(const struct record_opts *opts)
-{
-	struct record_opts o = *opts;
-	struct recorder r;
-	struct bt_trig_conf trig_conf[BT_TRIG_MAX];
-	struct bt_loader_opts lo;
-	struct bt_config cfg;
-	struct bt_drain_stats ds;
-	struct sigaction sa;
-	sigset_t block, oldmask, waitmask;
-	char err[512], gs[64], s1[32], s2[32], s3[32];
-	const char *wn[BT_TRIG_MAX]; /* app:NAME>T watches: live as long as r.apps */
+/* ---- startup, in named steps ---------------------------------------------------- */
+
+/* app:NAME>T and app-func:NAME>T watches handed to the registry: they live
+ * as long as r->apps (recorder_run's frame). */
+struct app_watches {
+	const char *wn[BT_TRIG_MAX];
 	uint64_t wns[BT_TRIG_MAX];
-	const char *fwn[BT_TRIG_MAX]; /* app-func:NAME>T watches: as long */
+	const char *fwn[BT_TRIG_MAX];
 	uint64_t fwns[BT_TRIG_MAX];
 	uint32_t fwt[BT_TRIG_MAX];
-	int ncpus, ret, exit_code = 0, dump_thread = 0;
-	uint64_t drops = 0;
+};
 
-	bt_verbose = o.verbose;
-	bt_loader_set_libbpf_verbosity(o.verbose);
+/* First thing after the options: block our signals in every thread (main
+ * takes them inside ppoll()) and install the handlers, so a signal sent
+ * while starting up is kept for the main loop, not lost (a background job
+ * of a shell inherits SIGINT ignored) or fatal. */
+static void install_signals(sigset_t *waitmask)
+{
+	struct sigaction sa;
+	sigset_t block, oldmask;
 
-	/* First thing after the options: block our signals in every thread
-	 * (main takes them inside ppoll()) and install the handlers, so a
-	 * signal sent while starting up is kept for the main loop, not lost
-	 * (a background job of a shell inherits SIGINT ignored) or fatal. */
 	sigemptyset(&block);
 	sigaddset(&block, SIGINT);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &block, &oldmask);
-	waitmask = oldmask;
-	sigdelset(&waitmask, SIGINT);
-	sigdelset(&waitmask, SIGTERM);
-	sigdelset(&waitmask, SIGUSR1);
+	*waitmask = oldmask;
+	sigdelset(waitmask, SIGINT);
+	sigdelset(waitmask, SIGTERM);
+	sigdelset(waitmask, SIGUSR1);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGUSR1, &sa, NULL);
+}
 
-	/* Checks a user will hit, cheapest and most likely first. */
+/* Checks a user will hit, cheapest and most likely first; -p THREAD_ID
+ * becomes its process. 0, or -1 after saying why. */
+static int preflight_checks(struct record_opts *o)
+{
+	char err[512];
+	int ret;
+
 	if (check_privileges()) {
 		bt_warn("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
 			"(e.g. sudo btrace-bpf record)");
-		return 1;
+		return -1;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
 		bt_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
 			"kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
-		return 1;
+		return -1;
 	}
-	if (o.filter_tgid) {
+	if (o->filter_tgid) {
 		char comm[64], tcomm[64], *perr = NULL;
 		int tgid;
 
-		ret = bt_proc_tgid((int)o.filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
+		ret = bt_proc_tgid((int)o->filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
 		if (ret) {
 			if (ret == -ESRCH)
 				bt_warn("no process with pid %u: give the pid of a running process to -p",
-					o.filter_tgid);
+					o->filter_tgid);
 			else
-				bt_warn("-p %u: %s", o.filter_tgid, perr);
+				bt_warn("-p %u: %s", o->filter_tgid, perr);
 			free(perr);
-			return 1;
+			return -1;
 		}
 		/* -p THREAD_ID: its process, all threads (events carry the tgid). */
-		if ((uint32_t)tgid != o.filter_tgid) {
-			bt_warn("-p %u is thread %u (%s) of process %d (%s): tracing the process", o.filter_tgid,
-				o.filter_tgid, tcomm, tgid, comm);
-			o.filter_tgid = (uint32_t)tgid;
+		if ((uint32_t)tgid != o->filter_tgid) {
+			bt_warn("-p %u is thread %u (%s) of process %d (%s): tracing the process", o->filter_tgid,
+				o->filter_tgid, tcomm, tgid, comm);
+			o->filter_tgid = (uint32_t)tgid;
 		}
 	}
 	/* A --ctl that cannot work is found before anything is loaded. */
-	if (!o.no_ctl && o.ctl_path && bt_ctl_check_path(o.ctl_path, err, sizeof(err)) < 0) {
+	if (!o->no_ctl && o->ctl_path && bt_ctl_check_path(o->ctl_path, err, sizeof(err)) < 0) {
 		bt_warn("%s", err[0] ? err : strerror(errno));
-		return 1;
+		return -1;
 	}
-	if (check_output_dir(o.output_dir))
+	if (check_output_dir(o->output_dir))
+		return -1;
+	return 0;
+}
+
+/* The CPU count, the application geometry check, the block buffer and the
+ * task table. 0, or -1 after saying why (what was made is freed by
+ * recorder_teardown()). */
+static int create_buffer(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	struct bt_config cfg;
+	char err[512], s1[32], s2[32];
+	int ncpus = libbpf_num_possible_cpus();
+
+	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
+		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
+		return -1;
+	}
+	r->ncpus = (uint32_t)ncpus;
+	if (!o->no_ctl && !o->no_apps) {
+		uint32_t aa, an;
+		if (bt_app_geometry(o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+				    o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE, r->ncpus,
+				    &aa, &an, err, sizeof(err)) < 0) {
+			bt_warn("--app-buffer-size: %s", err);
+			return -1;
+		}
+	}
+	/* The buffer is prefaulted: asking for more than the machine has would
+	 * end with the OOM killer rather than an error. */
+	if (mem_available() && o->buffer_size > mem_available()) {
+		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
+			"--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
+			format_size(mem_available(), s2, sizeof(s2)));
+		return -1;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.size = (size_t)o->buffer_size;
+	cfg.block_size = (uint32_t)o->block_size;
+	cfg.ncores = r->ncpus;
+	cfg.active = (uint32_t)o->active_blocks;
+	cfg.max_size = (size_t)o->max_size;
+	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
+	err[0] = '\0';
+	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!r->buf) {
+		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
+			"--active-blocks", format_size(o->buffer_size, s1, sizeof(s1)),
+			err[0] ? err : strerror(errno));
+		return -1;
+	}
+	r->tasks = bt_tasks_new();
+	if (!r->tasks) {
+		bt_warn("out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* The BPF programs (opened and loaded, not yet draining), with the stack
+ * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
+/* The unwinder's thread, when user stacks are walked with unwind tables. */
+static int start_unwinder(struct recorder *r)
+{
+	int rows_fd, procs_fd, want_fd;
+	uint32_t max_rows;
+
+	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd))
+		return 0;
+	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd);
+	if (!r->unwinder) {
+		bt_warn("cannot start the unwinder: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int open_loader(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	struct bt_trig_conf trig_conf[BT_TRIG_MAX];
+	struct bt_loader_opts lo;
+	char err[512];
+	int ret;
+
+	memset(&lo, 0, sizeof(lo));
+	lo.groups = o->groups;
+	lo.filter_tgid = o->filter_tgid;
+	memcpy(lo.filter_comm, o->filter_comm, sizeof(lo.filter_comm));
+	lo.ring_size = o->ring_size;
+	lo.waking = o->waking;
+	lo.sample_hz = o->sample_hz;
+	lo.stacks_switch = o->stacks_switch;
+	lo.stacks_wakeup = o->stacks_wakeup;
+	lo.offcpu_min_ns = o->offcpu_min_ns;
+	lo.max_stacks = o->max_stacks ? o->max_stacks : BT_DEFAULT_MAX_STACKS;
+	lo.unwind_mem = o->unwind_mem;
+	if (o->sample_hz || o->stacks_switch || o->stacks_wakeup || o->ustack) {
+		lo.groups |= 1u << BT_GROUP_STACKS;
+		r->stacks = bt_stack_table_new(lo.max_stacks);
+		r->symbolizer = r->stacks ? bt_symbolizer_new(o->debug_dirs, !o->no_source_lines) : NULL;
+		if (!r->stacks || !r->symbolizer) {
+			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
+			return -1;
+		}
+	}
+	ret = bt_trig_bpf_record_conf(o->triggers, o->ntriggers, trig_conf, err, sizeof(err));
+	if (ret < 0) {
+		bt_warn("%s", err);
+		return -1;
+	}
+	lo.trig_conf = ret ? trig_conf : NULL;
+	r->loader = bt_loader_open(&lo, err, sizeof(err));
+	if (!r->loader) {
+		bt_warn("%s", err);
+		return -1;
+	}
+	return start_unwinder(r);
+}
+
+/* -u/-U probes and uprobe:PROBE triggers, on the loader's rings. 0, or -1
+ * after saying why (naming the --trigger a failing probe came from). */
+static int open_uprobes(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	int pid = (int)o->filter_tgid;
+	struct bt_uprobe_opts uo = {
+		.specs = o->uspecs, .nspecs = o->nuspecs,
+		.usdts = o->usdts, .nusdts = o->nusdts,
+		.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
+		.nargs = o->uargs,
+		.wakeup_bytes = bt_loader_wakeup_bytes(r->loader),
+		.ustack = o->ustack,
+	};
+	char *uerr = NULL; /* any length: a probe's message is never cut */
+
+	if (!o->nuspecs && !o->nusdts)
+		return 0;
+	if (o->ustack)
+		bt_loader_stack_fds(r->loader, uo.stack_fds);
+	r->uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r->loader), bt_loader_cpu_state_fd(r->loader), &uerr);
+	if (!r->uprobes) {
+		const char *m = uerr ? uerr : strerror(errno);
+		size_t i = 0;
+
+		/* a uprobe:PROBE trigger is attached like a -u probe */
+		while (i < o->ntriggers && !(o->triggers[i].kind == BT_TRIG_UPROBE && strstr(m, o->triggers[i].arg)))
+			i++;
+		if (i < o->ntriggers)
+			bt_warn("--trigger '%s': %s", o->triggers[i].cond, m);
+		else
+			bt_warn("%s", m);
+		free(uerr);
+		return -1;
+	}
+	free(uerr);
+	if (o->ntriggers && find_trigger_ids(r) < 0)
+		return -1;
+	return 0;
+}
+
+/* Triggers armed, the drain running, the task table seeded, the dump
+ * directory's manager and the dump thread started. 0, or -1 after saying
+ * why; *dump_thread says whether the thread runs. */
+static int start_recording(struct recorder *r, int *dump_thread)
+{
+	const struct record_opts *o = r->o;
+	char err[512];
+	int ret;
+
+	/* Before the drain: a uprobe trigger's first hit finds its thread. */
+	if (recorder_triggers_start(r, err, sizeof(err))) {
+		bt_warn("%s", err);
+		return -1;
+	}
+	if (bt_loader_start(r->loader, r->buf, r->tasks, r->stacks))
+		return -1;
+	/* After the drain started: seeding never overrides names from events,
+	 * and every thread born after attach has a fork event. */
+	ret = bt_tasks_seed_proc(r->tasks);
+	if (ret < 0)
+		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
+
+	/* The dump directory: quota, free space, manifests, --on-dump. */
+	struct bt_dump_mgmt_opts mo = {
+		.dir = o->output_dir, .max_dumps = o->max_dumps, .max_bytes = o->max_dump_bytes,
+		.keep_free = o->keep_free, .on_dump = o->on_dump, .on_dump_timeout_ns = o->on_dump_timeout_ns,
+	};
+
+	r->mgmt = bt_dump_mgmt_new(&mo, err, sizeof(err));
+	if (!r->mgmt) {
+		bt_log(BT_LOG_ERR, "%s", err);
+		return -1;
+	}
+	ret = pthread_create(&r->dump_thread, NULL, dump_main, r);
+	if (ret) {
+		bt_warn("cannot start the dump thread: %s", strerror(ret));
+		return -1;
+	}
+	*dump_thread = 1;
+	return 0;
+}
+
+/* The registry of in-process traced applications, with its app:/app-func:
+ * watches (kept in w). Before the control thread starts: its handlers read
+ * r->apps. 0, or -1 after saying why. */
+static int start_apps(struct recorder *r, struct app_watches *w)
+{
+	const struct record_opts *o = r->o;
+	char err[512];
+
+	if (o->no_ctl || o->no_apps) {
+		if (o->app_buffer_size || o->max_apps || o->app_block_size)
+			bt_warn("--app-buffer-size/--app-block-size/--max-apps ignored: in-process tracing needs the control socket%s",
+				o->no_apps ? " and no --no-apps" : "");
+		return 0;
+	}
+	struct bt_apps_config ac = {
+		.buffer_size = o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
+		.block_size = o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE,
+		.ncores = r->ncpus,
+		.max_apps = o->max_apps,
+		.trigger = r->triggers ? recorder_app_trigger : NULL,
+		.trigger_ctx = r,
+	};
+
+	for (size_t i = 0; i < o->ntriggers && ac.nwatch < BT_TRIG_MAX; i++)
+		if (o->triggers[i].kind == BT_TRIG_APP_SLICE) {
+			w->wn[ac.nwatch] = o->triggers[i].arg;
+			w->wns[ac.nwatch++] = o->triggers[i].threshold_ns;
+		} else if (o->triggers[i].kind == BT_TRIG_APP_FUNC) {
+			w->fwn[ac.nfwatch] = o->triggers[i].arg;
+			w->fwns[ac.nfwatch] = o->triggers[i].threshold_ns;
+			w->fwt[ac.nfwatch++] = (uint32_t)i;
+		}
+	ac.fwatch_names = w->fwn;
+	ac.fwatch_ns = w->fwns;
+	ac.fwatch_trig = w->fwt;
+	ac.func_trigger = r->triggers ? recorder_app_func_trigger : NULL;
+	ac.watch_names = w->wn;
+	ac.watch_ns = w->wns;
+	r->apps = bt_apps_create(&ac, err, sizeof(err));
+	if (!r->apps) {
+		bt_warn("--app-buffer-size: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* The control socket (without it, no in-process tracing). 0, or -1 after
+ * saying why. */
+static int start_ctl(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	char err[512];
+
+	if (!o->no_ctl) {
+		r->ctl = bt_ctl_start(o->ctl_path, record_ctl_handler, r, r->apps ? adopt_app : NULL, r, err, sizeof(err));
+		if (!r->ctl && !o->ctl_path && errno == EACCES) {
+			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
+			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
+		} else if (!r->ctl) {
+			bt_warn("%s", err);
+			return -1;
+		}
+	}
+	if (!r->ctl && r->apps) {
+		bt_apps_destroy(r->apps);
+		r->apps = NULL;
+	}
+	return 0;
+}
+
+/* What is recorded, where dumps go and how to control it; systemd told. */
+static void announce(struct recorder *r)
+{
+	const struct record_opts *o = r->o;
+	char gs[64], s1[32], s2[32], s3[32];
+
+	groups_str(bt_loader_groups(r->loader), gs, sizeof(gs));
+	if (r->uprobes) {
+		bt_uprobes_print(r->uprobes);
+		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r->uprobes),
+			bt_uprobes_nattached(r->uprobes));
+	}
+	for (size_t i = 0; i < o->ntriggers; i++)
+		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o->triggers[i].name,
+			o->triggers[i].cond, (double)o->triggers[i].after_ns / 1e9, (double)o->triggers[i].limit_ns / 1e9);
+	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
+	       format_size(o->buffer_size, s1, sizeof(s1)), bt_loader_nattached(r->loader),
+	       format_size(bt_loader_ring_size(r->loader), s2, sizeof(s2)), bt_loader_ncpus(r->loader),
+	       format_size(bt_loader_ring_size_per_cpu(r->loader), s3, sizeof(s3)), o->output_dir);
+	bt_log(BT_LOG_NOTICE, "recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
+	       (int)getpid());
+	if (r->ctl)
+		bt_log(BT_LOG_INFO, "control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r->ctl));
+	bt_log(BT_LOG_INFO, "read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
+	/* systemd (Type=notify): started means recording. */
+	bt_sd_notifyf("READY=1\nSTATUS=recording %s into %s, dumps to %s", gs, format_size(o->buffer_size, s1, sizeof(s1)),
+		      o->output_dir);
+}
+
+/* Shutdown: no new events, every event drained, then the last dump asked for. */
+static void stop_recording(struct recorder *r)
+{
+	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
+	bt_ctl_stop(r->ctl); /* no ctl dump races the final one */
+	r->ctl = NULL;
+	recorder_triggers_stop(r); /* no trigger dump asked for after this */
+	bt_uprobes_detach(r->uprobes);
+	bt_loader_detach(r->loader);
+	bt_loader_stop(r->loader);
+	if (r->o->final_dump)
+		recorder_request_dump(r, "exit");
+}
+
+/* The dump thread writes what is pending and ends; the last line says what
+ * was recorded and lost. Returns 1 if the final dump failed. */
+static int finish_dumps(struct recorder *r, int dump_thread)
+{
+	struct bt_drain_stats ds;
+	uint64_t drops = 0;
+	int failed = 0;
+
+	if (!dump_thread)
+		return 0;
+	pthread_mutex_lock(&r->lock);
+	r->quit = 1;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&r->lock);
+	pthread_join(r->dump_thread, NULL);
+	if (r->o->final_dump && r->final_failed)
+		failed = 1;
+	if (r->loader) {
+		uint64_t *d = calloc((size_t)r->ncpus * BT_GROUP_MAX, sizeof(*d));
+
+		bt_loader_drain_stats(r->loader, &ds);
+		if (d && bt_loader_read_cpu_state(r->loader, d, NULL, NULL) == 0)
+			for (size_t i = 0; i < (size_t)r->ncpus * BT_GROUP_MAX; i++)
+				drops += d[i];
+		free(d);
+		bt_log(BT_LOG_NOTICE, "stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
+		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s, %" PRIu64 " requests merged into a pending dump",
+		       ds.events, drops, ds.rejected, r->ndumps, r->ndumps == 1 ? "" : "s", r->nfailed ? ", some failed" : "",
+		       r->nskipped ? ", some skipped for lack of space" : "", r->requests_merged);
+	}
+	return failed;
+}
+
+/* Everything freed, in the order that keeps each user before what it uses. */
+static void recorder_teardown(struct recorder *r, struct record_opts *o)
+{
+	bt_ctl_stop(r->ctl);
+	recorder_triggers_stop(r);
+	bt_unwinder_stop(r->unwinder); /* before its maps go with the loader */
+	bt_apps_destroy(r->apps); /* after the final dump: it holds their last events */
+	bt_uprobes_destroy(r->uprobes);
+	bt_loader_destroy(r->loader);
+	bt_symbolizer_free(r->symbolizer);
+	bt_stack_table_free(r->stacks); /* the drain is gone: nothing adds stacks */
+	recorder_triggers_free(r); /* the drain and the registry are gone: nobody reports hits */
+	bt_dump_mgmt_destroy(r->mgmt); /* waits for the running --on-dump commands */
+	free(r->trigger_ids);
+	free(o->uspecs);
+	free(o->usdts);
+	bt_tasks_free(r->tasks);
+	bt_buffer_destroy(r->buf);
+	pthread_cond_destroy(&r->cond);
+	pthread_mutex_destroy(&r->lock);
+	pthread_mutex_destroy(&r->dump_serial);
+}
+
+int recorder_run(const struct record_opts *opts)
+{
+	struct record_opts o = *opts;
+	struct app_watches watches;
+	struct recorder r;
+	sigset_t waitmask;
+	int exit_code = 0, dump_thread = 0;
+
+	bt_verbose = o.verbose;
+	bt_loader_set_libbpf_verbosity(o.verbose);
+	install_signals(&waitmask);
+	if (preflight_checks(&o))
 		return 1;
 
 	memset(&r, 0, sizeof(r));
@@ -532,315 +918,24 @@ int recorder_run(const struct record_opts *opts)
 	pthread_mutex_init(&r.dump_serial, NULL);
 	r.start_ns = bt_now_ns();
 
-	ncpus = libbpf_num_possible_cpus();
-	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
-		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
-		return 1;
-	}
-	r.ncpus = (uint32_t)ncpus;
-	if (!o.no_ctl && !o.no_apps) {
-		uint32_t aa, an;
-		if (bt_app_geometry(o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
-				    o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE, r.ncpus, &aa,
-				    &an, err, sizeof(err)) < 0) {
-			bt_warn("--app-buffer-size: %s", err);
-			return 1;
-		}
-	}
-
-	/* The buffer is prefaulted: asking for more than the machine has would
-	 * end with the OOM killer rather than an error. */
-	if (mem_available() && o.buffer_size > mem_available()) {
-		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
-			"--buffer-size", format_size(o.buffer_size, s1, sizeof(s1)),
-			format_size(mem_available(), s2, sizeof(s2)));
-		return 1;
-	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = (size_t)o.buffer_size;
-	cfg.block_size = (uint32_t)o.block_size;
-	cfg.ncores = r.ncpus;
-	cfg.active = (uint32_t)o.active_blocks;
-	cfg.max_size = (size_t)o.max_size;
-	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
-	err[0] = '\0';
-	r.buf = bt_buffer_create(&cfg, err, sizeof(err));
-	if (!r.buf) {
-		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
-			"--active-blocks", format_size(o.buffer_size, s1, sizeof(s1)),
-			err[0] ? err : strerror(errno));
-		return 1;
-	}
-	r.tasks = bt_tasks_new();
-	if (!r.tasks) {
-		bt_warn("out of memory");
+	if (create_buffer(&r) || open_loader(&r) || open_uprobes(&r) || start_recording(&r, &dump_thread)) {
 		exit_code = 1;
 		goto out;
 	}
-
-	memset(&lo, 0, sizeof(lo));
-	lo.groups = o.groups;
-	lo.filter_tgid = o.filter_tgid;
-	memcpy(lo.filter_comm, o.filter_comm, sizeof(lo.filter_comm));
-	lo.ring_size = o.ring_size;
-	lo.waking = o.waking;
-	lo.sample_hz = o.sample_hz;
-	lo.stacks_switch = o.stacks_switch;
-	lo.stacks_wakeup = o.stacks_wakeup;
-	lo.offcpu_min_ns = o.offcpu_min_ns;
-	lo.max_stacks = o.max_stacks ? o.max_stacks : BT_DEFAULT_MAX_STACKS;
-	lo.unwind_mem = o.unwind_mem;
-	if (o.sample_hz || o.stacks_switch || o.stacks_wakeup || o.ustack) {
-		lo.groups |= 1u << BT_GROUP_STACKS;
-		r.stacks = bt_stack_table_new(lo.max_stacks);
-		r.symbolizer = r.stacks ? bt_symbolizer_new(o.debug_dirs, !o.no_source_lines) : NULL;
-		if (!r.stacks || !r.symbolizer) {
-			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
-			exit_code = 1;
-			goto out;
-		}
-	}
-	ret = bt_trig_bpf_record_conf(o.triggers, o.ntriggers, trig_conf, err, sizeof(err));
-	if (ret < 0) {
-		bt_warn("%s", err);
-		exit_code = 1;
-		goto out;
-	}
-	lo.trig_conf = ret ? trig_conf : NULL;
-	r.loader = bt_loader_open(&lo, err, sizeof(err));
-	if (!r.loader) {
-		bt_warn("%s", err);
-		exit_code = 1;
-		goto out;
-	}
-	{
-		int rows_fd, procs_fd, want_fd;
-		uint32_t max_rows;
-		if (bt_loader_unwind_fds(r.loader, &rows_fd, &max_rows, &procs_fd, &want_fd) == 0) {
-			r.unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd);
-			if (!r.unwinder) {
-				bt_warn("cannot start the unwinder: %s", strerror(errno));
-				exit_code = 1;
-				goto out;
-			}
-		}
-	}
-	if (o.nuspecs || o.nusdts) {
-		int pid = (int)o.filter_tgid;
-		struct bt_uprobe_opts uo = {
-			.specs = o.uspecs, .nspecs = o.nuspecs,
-			.usdts = o.usdts, .nusdts = o.nusdts,
-			.pids = pid ? &pid : NULL, .npids = pid ? 1 : 0,
-			.nargs = o.uargs,
-			.wakeup_bytes = bt_loader_wakeup_bytes(r.loader),
-			.ustack = o.ustack,
-		};
-		if (o.ustack)
-			bt_loader_stack_fds(r.loader, uo.stack_fds);
-		char *uerr = NULL; /* any length: a probe's message is never cut */
-
-		r.uprobes = bt_uprobes_open(&uo, bt_loader_rings_fd(r.loader), bt_loader_cpu_state_fd(r.loader),
-					    &uerr);
-		if (!r.uprobes) {
-			const char *m = uerr ? uerr : strerror(errno);
-			size_t i = 0;
-
-			/* a uprobe:PROBE trigger is attached like a -u probe */
-			while (i < o.ntriggers && !(o.triggers[i].kind == BT_TRIG_UPROBE && strstr(m, o.triggers[i].arg)))
-				i++;
-			if (i < o.ntriggers)
-				bt_warn("--trigger '%s': %s", o.triggers[i].cond, m);
-			else
-				bt_warn("%s", m);
-			free(uerr);
-			exit_code = 1;
-			goto out;
-		}
-		free(uerr);
-		if (o.ntriggers && find_trigger_ids(&r) < 0) {
-			exit_code = 1;
-			goto out;
-		}
-	}
-	/* Before the drain: a uprobe trigger's first hit finds its thread. */
-	if (recorder_triggers_start(&r, err, sizeof(err))) {
-		bt_warn("%s", err);
-		exit_code = 1;
-		goto out;
-	}
-	ret = bt_loader_start(r.loader, r.buf, r.tasks, r.stacks);
-	if (ret) {
-		exit_code = 1;
-		goto out;
-	}
-	/* After the drain started: seeding never overrides names from events,
-	 * and every thread born after attach has a fork event. */
-	ret = bt_tasks_seed_proc(r.tasks);
-	if (ret < 0)
-		bt_warn("cannot read task names from /proc: %s", strerror(-ret));
-
-	/* The dump directory: quota, free space, manifests, --on-dump. */
-	{
-		struct bt_dump_mgmt_opts mo = {
-			.dir = o.output_dir, .max_dumps = o.max_dumps, .max_bytes = o.max_dump_bytes,
-			.keep_free = o.keep_free, .on_dump = o.on_dump, .on_dump_timeout_ns = o.on_dump_timeout_ns,
-		};
-
-		r.mgmt = bt_dump_mgmt_new(&mo, err, sizeof(err));
-		if (!r.mgmt) {
-			bt_log(BT_LOG_ERR, "%s", err);
-			exit_code = 1;
-			goto out;
-		}
-	}
-	ret = pthread_create(&r.dump_thread, NULL, dump_main, &r);
-	if (ret) {
-		bt_warn("cannot start the dump thread: %s", strerror(ret));
-		exit_code = 1;
-		goto out;
-	}
-	dump_thread = 1;
-
-	/* Before the control thread starts: its handlers read r.apps. */
-	if (!o.no_ctl && !o.no_apps) {
-		struct bt_apps_config ac = {
-			.buffer_size = o.app_buffer_size ? o.app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
-			.block_size = o.app_block_size ? (uint32_t)o.app_block_size : DEFAULT_APP_BLOCK_SIZE,
-			.ncores = r.ncpus,
-			.max_apps = o.max_apps,
-			.trigger = r.triggers ? recorder_app_trigger : NULL,
-			.trigger_ctx = &r,
-		};
-
-		for (size_t i = 0; i < o.ntriggers && ac.nwatch < BT_TRIG_MAX; i++)
-			if (o.triggers[i].kind == BT_TRIG_APP_SLICE) {
-				wn[ac.nwatch] = o.triggers[i].arg;
-				wns[ac.nwatch++] = o.triggers[i].threshold_ns;
-			} else if (o.triggers[i].kind == BT_TRIG_APP_FUNC) {
-				fwn[ac.nfwatch] = o.triggers[i].arg;
-				fwns[ac.nfwatch] = o.triggers[i].threshold_ns;
-				fwt[ac.nfwatch++] = (uint32_t)i;
-			}
-		ac.fwatch_names = fwn;
-		ac.fwatch_ns = fwns;
-		ac.fwatch_trig = fwt;
-		ac.func_trigger = r.triggers ? recorder_app_func_trigger : NULL;
-		ac.watch_names = wn;
-		ac.watch_ns = wns;
-		r.apps = bt_apps_create(&ac, err, sizeof(err));
-		if (!r.apps) {
-			bt_warn("--app-buffer-size: %s", err);
-			exit_code = 1;
-			got_stop = SIGTERM;
-			o.final_dump = 0;
-			goto out;
-		}
-	} else if (o.app_buffer_size || o.max_apps || o.app_block_size) {
-		bt_warn("--app-buffer-size/--app-block-size/--max-apps ignored: in-process tracing needs the control socket%s",
-			o.no_apps ? " and no --no-apps" : "");
-	}
-
-	if (!o.no_ctl) {
-		r.ctl = bt_ctl_start(o.ctl_path, record_ctl_handler, &r, r.apps ? adopt_app : NULL, &r, err, sizeof(err));
-		if (!r.ctl && !o.ctl_path && errno == EACCES) {
-			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
-			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
-		} else if (!r.ctl) {
-			bt_warn("%s", err);
-			exit_code = 1;
-			got_stop = SIGTERM; /* nothing recorded yet worth a dump */
-			o.final_dump = 0;
-			goto out;
-		}
-	}
-
-	if (!r.ctl && r.apps) {
-		bt_apps_destroy(r.apps);
-		r.apps = NULL;
-	}
-
-	if (create_output_dir(o.output_dir)) {
+	/* Before this point nothing is recorded worth a dump: a failure
+	 * stops without the final one. */
+	if (start_apps(&r, &watches) || start_ctl(&r) || create_output_dir(o.output_dir)) {
 		exit_code = 1;
 		got_stop = SIGTERM;
 		o.final_dump = 0;
 		goto out;
 	}
-
-	groups_str(bt_loader_groups(r.loader), gs, sizeof(gs));
-	if (r.uprobes) {
-		bt_uprobes_print(r.uprobes);
-		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r.uprobes),
-			bt_uprobes_nattached(r.uprobes));
-	}
-	for (size_t i = 0; i < o.ntriggers; i++)
-		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o.triggers[i].name,
-			o.triggers[i].cond, (double)o.triggers[i].after_ns / 1e9, (double)o.triggers[i].limit_ns / 1e9);
-	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
-	       format_size(o.buffer_size, s1, sizeof(s1)), bt_loader_nattached(r.loader),
-	       format_size(bt_loader_ring_size(r.loader), s2, sizeof(s2)), bt_loader_ncpus(r.loader),
-	       format_size(bt_loader_ring_size_per_cpu(r.loader), s3, sizeof(s3)), o.output_dir);
-	bt_log(BT_LOG_NOTICE, "recording (pid %d). Dump with: kill -USR1 %d. Stop with Ctrl-C.", (int)getpid(),
-	       (int)getpid());
-	if (r.ctl)
-		bt_log(BT_LOG_INFO, "control: btrace-bpf ctl --ctl %s status|dump|resize SIZE|stop", bt_ctl_path(r.ctl));
-	bt_log(BT_LOG_INFO, "read a dump with: btrace-bpf report FILE (or convert FILE for ui.perfetto.dev)");
-	/* systemd (Type=notify): started means recording. */
-	bt_sd_notifyf("READY=1\nSTATUS=recording %s into %s, dumps to %s", gs, format_size(o.buffer_size, s1, sizeof(s1)),
-		      o.output_dir);
-
+	announce(&r);
 	run_loop(&r, &waitmask);
-	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
-	bt_ctl_stop(r.ctl); /* no ctl dump races the final one */
-	r.ctl = NULL;
-
-	/* Shutdown: no new events, every event drained, then the last dump. */
-	recorder_triggers_stop(&r); /* no trigger dump asked for after this */
-	bt_uprobes_detach(r.uprobes);
-	bt_loader_detach(r.loader);
-	bt_loader_stop(r.loader);
-	if (o.final_dump)
-		recorder_request_dump(&r, "exit");
-
+	stop_recording(&r);
 out:
-	if (dump_thread) {
-		pthread_mutex_lock(&r.lock);
-		r.quit = 1;
-		pthread_cond_signal(&r.cond);
-		pthread_mutex_unlock(&r.lock);
-		pthread_join(r.dump_thread, NULL);
-		if (o.final_dump && r.final_failed)
-			exit_code = 1;
-	}
-	if (r.loader && dump_thread) {
-		uint64_t *d = calloc((size_t)r.ncpus * BT_GROUP_MAX, sizeof(*d));
-
-		bt_loader_drain_stats(r.loader, &ds);
-		if (d && bt_loader_read_cpu_state(r.loader, d, NULL, NULL) == 0)
-			for (size_t i = 0; i < (size_t)r.ncpus * BT_GROUP_MAX; i++)
-				drops += d[i];
-		free(d);
-		bt_log(BT_LOG_NOTICE, "stopped: %" PRIu64 " events recorded, %" PRIu64 " lost in the ring buffer, %"
-		       PRIu64 " rejected; %" PRIu64 " dump%s written%s%s, %" PRIu64 " requests merged into a pending dump",
-		       ds.events, drops, ds.rejected, r.ndumps, r.ndumps == 1 ? "" : "s", r.nfailed ? ", some failed" : "",
-		       r.nskipped ? ", some skipped for lack of space" : "", r.requests_merged);
-	}
-	bt_ctl_stop(r.ctl);
-	recorder_triggers_stop(&r);
-	bt_unwinder_stop(r.unwinder); /* before its maps go with the loader */
-	bt_apps_destroy(r.apps); /* after the final dump: it holds their last events */
-	bt_uprobes_destroy(r.uprobes);
-	bt_loader_destroy(r.loader);
-	bt_symbolizer_free(r.symbolizer);
-	bt_stack_table_free(r.stacks); /* the drain is gone: nothing adds stacks */
-	recorder_triggers_free(&r); /* the drain and the registry are gone: nobody reports hits */
-	bt_dump_mgmt_destroy(r.mgmt); /* waits for the running --on-dump commands */
-	free(r.trigger_ids);
-	free(o.uspecs);
-	free(o.usdts);
-	bt_tasks_free(r.tasks);
-	bt_buffer_destroy(r.buf);
-	pthread_cond_destroy(&r.cond);
-	pthread_mutex_destroy(&r.lock);
-	pthread_mutex_destroy(&r.dump_serial);
+	if (finish_dumps(&r, dump_thread))
+		exit_code = 1;
+	recorder_teardown(&r, &o);
 	return exit_code;
 }

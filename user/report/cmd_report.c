@@ -27,31 +27,16 @@
 #include "report_functions.h"
 #include "report_stacks.h"
 #include "report_hot.h"
+#include "event_filter.h"
 #include "util.h"
 
 #define PROG "btrace-bpf"
-
-struct tspec {
-	int set;
-	int mode; /* 0: after the first event, 1: before the last event (-N), 2: absolute (@N) */
-	uint64_t ns;
-};
 
 struct ropts {
 	int stats, wall, no_lost, functions, hot;
 	unsigned top;   /* rows of each --hot summary */
 	int stacks, profile, folded, offcpu; /* report_stacks.h */
-	uint8_t *cpus; /* bitmap of BT_DUMP_MAX_CPUS, NULL = all */
-	uint32_t *pids;
-	size_t npids;
-	uint32_t types; /* bitmask of event types, 0 = all */
-	struct tspec since, until;
-};
-
-/* the filter resolved against the dump */
-struct filt {
-	const struct ropts *o;
-	uint64_t t0, t1; /* inclusive */
+	struct bt_event_filter f; /* -c, -p, -e, --since/--until/--time (shared with convert) */
 };
 
 static void usage(FILE *f)
@@ -102,6 +87,8 @@ static void usage(FILE *f)
 		"                       and usdt events)\n"
 		"      --since T        only events at or after T\n"
 		"      --until T        only events at or before T\n"
+		"      --time A..B      only events from A to B (either end may be left out:\n"
+		"                       \"A..\", \"..B\"); the same as --since A --until B\n"
 		"                       T is seconds (fractions allowed): N = N s after the first\n"
 		"                       event of the dump, -N = N s before its last event,\n"
 		"                       @N = absolute boot time (the SECONDS column)\n"
@@ -117,74 +104,12 @@ static void usage(FILE *f)
 		"  " PROG " report --hot --top 5 -p 1234 dump.btd      # where app 1234 spent its time\n"
 		"  " PROG " report -e sched_switch,sched_wakeup --cpu 1 dump.btd\n"
 		"  " PROG " report --pid 1234 --since -0.5 dump.btd      # the last half second\n"
-		"  " PROG " report --since @1234.5 --until @1234.6 dump.btd\n"
+		"  " PROG " report --time @1234.5..@1234.6 dump.btd\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, 2 bad usage.\n");
 }
 
 /* ---- option parsing ------------------------------------------------------ */
-
-static int parse_u32(const char **s, uint32_t *out)
-{
-	const char *p = *s;
-	uint64_t v = 0;
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	while (*p >= '0' && *p <= '9') {
-		v = v * 10 + (uint64_t)(*p - '0');
-		if (v > UINT32_MAX)
-			return -ERANGE;
-		p++;
-	}
-	*s = p;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int parse_cpus(struct ropts *o, const char *arg)
-{
-	const char *p = arg;
-	if (!o->cpus && !(o->cpus = calloc(BT_DUMP_MAX_CPUS / 8, 1)))
-		return -ENOMEM;
-	for (;;) {
-		uint32_t a, b;
-		if (parse_u32(&p, &a) < 0)
-			return -EINVAL;
-		b = a;
-		if (*p == '-') {
-			p++;
-			if (parse_u32(&p, &b) < 0 || b < a)
-				return -EINVAL;
-		}
-		if (b >= BT_DUMP_MAX_CPUS)
-			return -ERANGE;
-		for (uint32_t c = a; c <= b; c++)
-			o->cpus[c / 8] |= (uint8_t)(1u << (c % 8));
-		if (*p == '\0')
-			return 0;
-		if (*p++ != ',')
-			return -EINVAL;
-	}
-}
-
-static int parse_pids(struct ropts *o, const char *arg)
-{
-	const char *p = arg;
-	for (;;) {
-		uint32_t v;
-		if (parse_u32(&p, &v) < 0)
-			return -EINVAL;
-		uint32_t *n = realloc(o->pids, (o->npids + 1) * sizeof(*n));
-		if (!n)
-			return -ENOMEM;
-		o->pids = n;
-		o->pids[o->npids++] = v;
-		if (*p == '\0')
-			return 0;
-		if (*p++ != ',')
-			return -EINVAL;
-	}
-}
 
 static int parse_events(struct ropts *o, const char *arg)
 {
@@ -203,9 +128,9 @@ static int parse_events(struct ropts *o, const char *arg)
 		if (g >= 0) {
 			for (int i = 1; i < BT_EV_MAX; i++)
 				if (bt_event_group((uint32_t)i) == g)
-					o->types |= 1u << i;
+					o->f.types |= 1u << i;
 		} else if ((t = bt_event_type(buf)) > 0) {
-			o->types |= 1u << t;
+			o->f.types |= 1u << t;
 		} else {
 			fprintf(stderr, PROG ": report: unknown event '%s'; known:", buf);
 			for (int i = 1; i < BT_EV_MAX; i++)
@@ -225,116 +150,10 @@ static int parse_events(struct ropts *o, const char *arg)
 	return 0;
 }
 
-/* [@|-]SECONDS[.FRACTION] */
-static int parse_time(struct tspec *t, const char *arg)
+/* The filter's window in this dump. */
+static void filt_init(struct bt_event_filter *f, const struct bt_dump_event *ev, size_t n)
 {
-	const char *p = arg;
-	uint64_t sec = 0, frac = 0, scale = 100000000;
-	t->mode = 0;
-	if (*p == '@')
-		t->mode = 2, p++;
-	else if (*p == '-')
-		t->mode = 1, p++;
-	if ((*p < '0' || *p > '9') && *p != '.')
-		return -EINVAL;
-	while (*p >= '0' && *p <= '9') {
-		sec = sec * 10 + (uint64_t)(*p++ - '0');
-		if (sec > 10000000000ull) /* > 300 years: keeps sec * 1e9 in 64 bits */
-			return -ERANGE;
-	}
-	if (*p == '.') {
-		p++;
-		if (*p < '0' || *p > '9')
-			if (p - arg < 2 || p[-2] < '0' || p[-2] > '9')
-				return -EINVAL; /* "." alone */
-		while (*p >= '0' && *p <= '9') {
-			frac += (uint64_t)(*p++ - '0') * scale;
-			scale /= 10;
-		}
-	}
-	if (*p)
-		return -EINVAL;
-	t->ns = sec * 1000000000ull + frac;
-	t->set = 1;
-	return 0;
-}
-
-/* ---- filtering ----------------------------------------------------------- */
-
-static int cpu_ok(const struct ropts *o, uint32_t cpu)
-{
-	return !o->cpus || (cpu < BT_DUMP_MAX_CPUS && (o->cpus[cpu / 8] & (1u << (cpu % 8))));
-}
-
-static int pid_match(const struct ropts *o, uint32_t v)
-{
-	for (size_t i = 0; i < o->npids; i++)
-		if (o->pids[i] == v)
-			return 1;
-	return 0;
-}
-
-/* the task an event is about, besides the current one; 0 if none */
-static uint32_t subject_tid(const struct bt_event_hdr *h)
-{
-	switch (h->type) {
-	case BT_EV_SCHED_SWITCH:
-		return ((const struct bt_ev_sched_switch *)h)->next_tid;
-	case BT_EV_SCHED_WAKEUP:
-	case BT_EV_SCHED_WAKEUP_NEW:
-	case BT_EV_SCHED_WAKING:
-		return ((const struct bt_ev_sched_wakeup *)h)->tid;
-	case BT_EV_SCHED_MIGRATE:
-		return ((const struct bt_ev_sched_migrate *)h)->tid;
-	case BT_EV_PROCESS_FORK:
-	case BT_EV_PROCESS_EXIT:
-	case BT_EV_TASK_RENAME:
-		return ((const struct bt_ev_task *)h)->tid;
-	default:
-		return 0;
-	}
-}
-
-static int time_ok(const struct filt *f, uint64_t ts)
-{
-	return ts >= f->t0 && ts <= f->t1;
-}
-
-static int event_ok(const struct filt *f, const struct bt_event_hdr *h)
-{
-	const struct ropts *o = f->o;
-	if (!time_ok(f, h->ts_ns) || !cpu_ok(o, h->cpu))
-		return 0;
-	if (o->types && !(o->types & (1u << h->type)))
-		return 0;
-	if (o->npids && !pid_match(o, h->tid) && !pid_match(o, h->tgid)) {
-		uint32_t s = subject_tid(h);
-		if (!s || !pid_match(o, s))
-			return 0;
-	}
-	return 1;
-}
-
-static uint64_t resolve_time(const struct tspec *t, uint64_t first, uint64_t last, uint64_t dflt)
-{
-	if (!t->set)
-		return dflt;
-	switch (t->mode) {
-	case 0:
-		return first + t->ns < first ? UINT64_MAX : first + t->ns;
-	case 1:
-		return t->ns > last ? 0 : last - t->ns;
-	default:
-		return t->ns;
-	}
-}
-
-static void filt_init(struct filt *f, const struct ropts *o, const struct bt_dump_event *ev, size_t n)
-{
-	uint64_t first = n ? ev[0].ev->ts_ns : 0, last = n ? ev[n - 1].ev->ts_ns : 0;
-	f->o = o;
-	f->t0 = resolve_time(&o->since, first, last, 0);
-	f->t1 = resolve_time(&o->until, first, last, UINT64_MAX);
+	bt_filter_resolve(f, n ? ev[0].ev->ts_ns : 0, n ? ev[n - 1].ev->ts_ns : 0);
 }
 
 /* ---- time formatting ----------------------------------------------------- */
@@ -419,7 +238,7 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 	const struct bt_probe_desc *probes = bt_dump_probes(d, &nprobes);
 	struct bt_seq_gap *gaps = NULL;
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
-	struct filt f;
+	const struct bt_event_filter *f = &o->f;
 	char fields[4096], tb[64]; /* escaped names take up to 4 bytes a byte */
 
 	if (!nm)
@@ -428,18 +247,17 @@ static int print_events(const struct bt_dump *d, const struct ropts *o, FILE *ou
 		bt_namer_free(nm);
 		return -ENOMEM;
 	}
-	filt_init(&f, o, ev, n);
 	fprintf(out, "cpus=%u\n", h->ncpus);
 	struct depths dm = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *e = ev[i].ev;
 		int depth = e->type == BT_EV_APP_FUNC_ENTRY || e->type == BT_EV_APP_FUNC_EXIT ? func_depth(&dm, e) : -1;
 		for (; gi < ngaps && gaps[gi].index == i; gi++)
-			if (cpu_ok(o, gaps[gi].cpu) && time_ok(&f, e->ts_ns))
+			if (bt_filter_cpu_ok(f, gaps[gi].cpu) && bt_filter_time_ok(f, e->ts_ns))
 				fprintf(out, "CPU:%u [LOST %" PRIu64 " EVENTS]\n", gaps[gi].cpu, gaps[gi].missing);
 		if (e->type == BT_EV_PROCESS_EXEC)
 			bt_namer_apply(nm, e, ev[i].len);
-		if (event_ok(&f, e)) {
+		if (bt_filter_match(f, e)) {
 			char cb[BT_ESCAPED_LEN(BT_TASK_COMM_LEN)];
 			const char *comm = e->tid == 0 ? "<idle>"
 					   : bt_escape_text(bt_namer_comm(nm, e->tid, e->cpu), BT_TASK_COMM_LEN, cb,
@@ -549,8 +367,8 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
 	uint32_t nc = h->ncpus, ng = h->ngroups;
 	char b1[64], b2[64], b3[64];
-	struct filt f;
-	int filtered = o->cpus || o->npids || o->types || o->since.set || o->until.set;
+	const struct bt_event_filter *f = &o->f;
+	int filtered = bt_filter_active(f);
 
 	bt_dump_blocks(d, &nblocks);
 	bt_dump_tasks(d, &ntasks);
@@ -568,11 +386,10 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 		free(cnt);
 		return -ENOMEM;
 	}
-	filt_init(&f, o, ev, n);
 	uint64_t nmatch = 0, mfirst = 0, mlast = 0;
 	for (size_t i = 0; i < n; i++) {
 		const struct bt_event_hdr *e = ev[i].ev;
-		if (!event_ok(&f, e))
+		if (!bt_filter_match(f, e))
 			continue;
 		if (!nmatch)
 			mfirst = e->ts_ns;
@@ -664,7 +481,7 @@ static int print_stats(const struct bt_dump *d, const char *path, const struct r
 			dr += drops[(size_t)c * ng + g];
 		if (!all && !dr && !sc[c].events)
 			continue;
-		if (!cpu_ok(o, c))
+		if (!bt_filter_cpu_ok(f, c))
 			continue;
 		fprintf(out, "%-5u %10" PRIu64, c, all);
 		for (int g = 0; g < BT_GROUP_MAX; g++) {
@@ -749,20 +566,19 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 	const struct bt_dump_header *h = bt_dump_header(d);
 	size_t n;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	struct filt f;
+	const struct bt_event_filter *f = &o->f;
 	int any = 0;
 
-	if (o->cpus) {
+	if (f->cpus) {
 		for (uint32_t c = 0; c < h->ncpus; c++)
-			any |= cpu_ok(o, c);
+			any |= bt_filter_cpu_ok(f, c);
 		if (!any)
 			fprintf(stderr, PROG ": report: --cpu selects none of this dump's CPUs (0-%u)\n", h->ncpus - 1);
 	}
-	if ((o->since.set || o->until.set) && n) {
-		filt_init(&f, o, ev, n);
-		if (f.t0 > f.t1 || f.t0 > ev[n - 1].ev->ts_ns || f.t1 < ev[0].ev->ts_ns)
+	if ((f->since.set || f->until.set) && n) {
+		if (f->t0 > f->t1 || f->t0 > ev[n - 1].ev->ts_ns || f->t1 < ev[0].ev->ts_ns)
 			fprintf(stderr,
-				PROG ": report: --since/--until select no event (events span %" PRIu64 ".%06" PRIu64
+				PROG ": report: --since/--until/--time select no event (events span %" PRIu64 ".%06" PRIu64
 				     " .. %" PRIu64 ".%06" PRIu64 ")\n",
 				(uint64_t)ev[0].ev->ts_ns / 1000000000, (uint64_t)ev[0].ev->ts_ns % 1000000000 / 1000,
 				(uint64_t)ev[n - 1].ev->ts_ns / 1000000000,
@@ -774,36 +590,33 @@ static void warn_empty_filters(const struct bt_dump *d, const struct ropts *o)
 
 static int func_keep(const struct bt_event_hdr *h, void *ctx)
 {
-	return event_ok(ctx, h);
+	return bt_filter_match(ctx, h);
 }
 
 static int func_cpu(uint32_t cpu, void *ctx)
 {
-	return cpu_ok(((const struct filt *)ctx)->o, cpu);
+	return bt_filter_cpu_ok(ctx, cpu);
 }
 
 /* report --functions/--hot with report's filters, named in the window line */
 static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE *out)
 {
-	size_t n;
-	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	struct filt ft;
+	const struct bt_event_filter *ft = &o->f;
 	char what[256] = "";
 	size_t w = 0;
 
-	filt_init(&ft, o, ev, n);
-	if (o->npids) {
+	if (ft->npids) {
 		w += (size_t)snprintf(what + w, sizeof(what) - w, "-p ");
-		for (size_t i = 0; i < o->npids && w < sizeof(what); i++)
-			w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", i ? "," : "", o->pids[i]);
+		for (size_t i = 0; i < ft->npids && w < sizeof(what); i++)
+			w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", i ? "," : "", ft->pids[i]);
 	}
-	if (o->cpus && w < sizeof(what)) { /* as ranges: -c 0,2-3 */
+	if (ft->cpus && w < sizeof(what)) { /* as ranges: -c 0,2-3 */
 		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-c ", w ? " " : "");
 		for (uint32_t c = 0, k = 0; c < BT_DUMP_MAX_CPUS && w < sizeof(what); c++) {
-			if (!cpu_ok(o, c) || (c && cpu_ok(o, c - 1)))
+			if (!bt_filter_cpu_ok(ft, c) || (c && bt_filter_cpu_ok(ft, c - 1)))
 				continue;
 			uint32_t e = c;
-			while (e + 1 < BT_DUMP_MAX_CPUS && cpu_ok(o, e + 1))
+			while (e + 1 < BT_DUMP_MAX_CPUS && bt_filter_cpu_ok(ft, e + 1))
 				e++;
 			if (e == c)
 				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u", k++ ? "," : "", c);
@@ -811,32 +624,31 @@ static int print_functions(const struct bt_dump *d, const struct ropts *o, FILE 
 				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%u-%u", k++ ? "," : "", c, e);
 		}
 	}
-	if (o->types && w < sizeof(what)) {
+	if (ft->types && w < sizeof(what)) {
 		w += (size_t)snprintf(what + w, sizeof(what) - w, "%s-e ", w ? " " : "");
 		for (int t = 1, k = 0; t < BT_EV_MAX && w < sizeof(what); t++)
-			if (o->types & (1u << t))
+			if (ft->types & (1u << t))
 				w += (size_t)snprintf(what + w, sizeof(what) - w, "%s%s", k++ ? "," : "",
 						      bt_event_name((uint32_t)t));
 	}
 	struct bt_func_filter ff = {
-		.keep = func_keep, .cpu_ok = func_cpu, .ctx = &ft,
-		.timed = o->since.set || o->until.set, .t0 = ft.t0, .t1 = ft.t1,
+		.keep = func_keep, .cpu_ok = func_cpu, .ctx = (void *)ft,
+		.timed = ft->since.set || ft->until.set, .t0 = ft->t0, .t1 = ft->t1,
 		.what = what[0] ? what : NULL,
 	};
 	return o->hot ? bt_report_hot(d, &ff, o->top ? o->top : 10, out) : bt_report_functions(d, &ff, out);
 }
 
-static int run(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
+static int run(const struct bt_dump *d, const char *path, struct ropts *o, FILE *out)
 {
 	int r;
-
-	if (path)
-		warn_empty_filters(d, o);
-	struct filt ft;
 	size_t ne;
 	const struct bt_dump_event *evs = bt_dump_events(d, &ne);
-	filt_init(&ft, o, evs, ne);
-	struct bt_stack_filter sf = { .keep = func_keep, .ctx = &ft, .offcpu = o->offcpu };
+
+	filt_init(&o->f, evs, ne);
+	if (path)
+		warn_empty_filters(d, o);
+	struct bt_stack_filter sf = { .keep = func_keep, .ctx = &o->f, .offcpu = o->offcpu };
 	r = o->profile ? bt_report_profile(d, &sf, out)
 		: o->folded ? bt_report_folded(d, &sf, out)
 		: o->functions || o->hot ? print_functions(d, o, out)
@@ -855,14 +667,13 @@ int bt_dump_report(const struct bt_dump *d, int stats, FILE *out)
 
 static void ropts_free(struct ropts *o)
 {
-	free(o->cpus);
-	free(o->pids);
+	bt_filter_free(&o->f);
 }
 
 int cmd_report(int argc, char **argv)
 {
 	enum { OPT_SINCE = 256, OPT_UNTIL, OPT_NO_LOST, OPT_MANIFEST, OPT_HOT, OPT_TOP, OPT_STACKS, OPT_PROFILE, OPT_FOLDED,
-	       OPT_OFFCPU };
+	       OPT_OFFCPU, OPT_TIME };
 	static const struct option longopts[] = {
 		{ "stats", no_argument, NULL, 's' },
 		{ "functions", no_argument, NULL, 'f' },
@@ -873,6 +684,7 @@ int cmd_report(int argc, char **argv)
 		{ "event", required_argument, NULL, 'e' },
 		{ "since", required_argument, NULL, OPT_SINCE },
 		{ "until", required_argument, NULL, OPT_UNTIL },
+		{ "time", required_argument, NULL, OPT_TIME },
 		{ "wall", no_argument, NULL, 'w' },
 		{ "no-lost", no_argument, NULL, OPT_NO_LOST },
 		{ "manifest", no_argument, NULL, OPT_MANIFEST },
@@ -896,7 +708,7 @@ int cmd_report(int argc, char **argv)
 			o.functions = 1;
 			break;
 		case 'c':
-			r = parse_cpus(&o, optarg);
+			r = bt_filter_parse_cpus(&o.f, optarg);
 			if (r < 0) {
 				fprintf(stderr, PROG ": report: bad CPU list '%s' (e.g. 0,2-3; CPUs < %d)\n", optarg,
 					BT_DUMP_MAX_CPUS);
@@ -904,7 +716,7 @@ int cmd_report(int argc, char **argv)
 			}
 			break;
 		case 'p':
-			if (parse_pids(&o, optarg) < 0) {
+			if (bt_filter_parse_pids(&o.f, optarg) < 0) {
 				fprintf(stderr, PROG ": report: bad pid list '%s' (e.g. 1234,1240)\n", optarg);
 				goto usage_err;
 			}
@@ -915,8 +727,15 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_SINCE:
 		case OPT_UNTIL:
-			if (parse_time(c == OPT_SINCE ? &o.since : &o.until, optarg) < 0) {
+			if (bt_filter_parse_time(c == OPT_SINCE ? &o.f.since : &o.f.until, optarg) < 0) {
 				fprintf(stderr, PROG ": report: bad time '%s' (seconds: N after the first event, -N before the last, @N boot time)\n",
+					optarg);
+				goto usage_err;
+			}
+			break;
+		case OPT_TIME:
+			if (bt_filter_parse_time_range(&o.f, optarg) < 0) {
+				fprintf(stderr, PROG ": report: bad time range '%s' (A..B, each end seconds: N after the first event, -N before the last, @N boot time)\n",
 					optarg);
 				goto usage_err;
 			}
@@ -935,7 +754,7 @@ int cmd_report(int argc, char **argv)
 			break;
 		case OPT_TOP: {
 			const char *p = optarg;
-			if (parse_u32(&p, &o.top) < 0 || *p || o.top == 0 || o.top > 1000) {
+			if (bt_filter_parse_u32(&p, &o.top) < 0 || *p || o.top == 0 || o.top > 1000) {
 				fprintf(stderr, PROG ": report: bad --top '%s' (rows: 1 to 1000)\n", optarg);
 				goto usage_err;
 			}
