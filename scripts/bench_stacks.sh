@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench_stacks.sh - call stacks (record --sample / --stacks), run by `make bench`:
 #
-#   sampling  CPU cost of sampling: two CPU-bound stack_workload processes
-#             (frame pointers, ~8-frame stacks) for SECS seconds while
+#   sampling  CPU cost of sampling: two CPU-bound stack_workload_nofp processes
+#             (no frame pointers, ~8-frame stacks) for SECS seconds while
 #             `record -e power --sample HZ` runs, at the default 49 Hz and at
 #             999 Hz: the recorder's CPU time (/proc/PID/stat) plus the
 #             kernel's run time of handle_cpu_sample (kernel.bpf_stats_enabled),
@@ -15,6 +15,14 @@
 #   offcpu    `perf bench sched pipe` (pinned to CPU 0) under `record -e sched
 #             --sample 0` (the floor of the recorder) and with --stacks switch,
 #             --stacks switch,wakeup: per-wakeup cost.
+#   unwind    complete-stack share on packaged programs without frame pointers
+#             (python3.11 loop, perl regex, sqlite3 recursive query): the
+#             share of samples whose user stack reaches __libc_start_call_main,
+#             btrace-bpf (unwind tables) vs perf -g vs perf --call-graph dwarf,
+#             all three on the same process at once; the unwind-table memory
+#             for every binary of every process running (ctl status).
+#             Off-CPU: --stacks switch with tables vs --unwind-mem 0 (the
+#             kernel's frame-pointer walk) on perf bench sched pipe.
 #   symbolize time to write a dump holding ~100k samples (10 kHz for 5 s on
 #             every CPU; its stack table symbolized then, with source lines
 #             from DWARF, then the same with --no-source-lines) and to read
@@ -26,7 +34,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=$PWD/build/btrace-bpf
-WL=$PWD/build/tests/stack_workload
+WL=$PWD/build/tests/stack_workload_nofp # no frame pointers: the unwinder walks
 quick=0 write_md=1
 for a in "$@"; do
 	case "$a" in
@@ -195,8 +203,9 @@ declare -A PIPE
 pipe_run() { taskset -c 0 perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1; exit }'; }
 for r in $(seq "$REPS"); do
 	PIPE[none]+="$(pipe_run) "
-	for cfg in floor switch both; do
+	for cfg in floor switch switchfp both; do
 		case $cfg in
+		switchfp) rec_start -e sched --sample 0 --stacks switch --unwind-mem 0 -m 64M --no-final-dump ;;
 		floor) rec_start -e sched --sample 0 -m 64M --no-final-dump ;;
 		switch) rec_start -e sched --sample 0 --stacks switch -m 64M --no-final-dump ;;
 		both) rec_start -e sched --sample 0 --stacks switch,wakeup -m 64M --no-final-dump ;;
@@ -206,8 +215,71 @@ for r in $(seq "$REPS"); do
 	done
 done
 p_none=$(echo "${PIPE[none]}" | minof)
-for cfg in floor switch both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; done
-echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch, +switch,wakeup $p_both"
+for cfg in floor switch switchfp both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; done
+echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch (frame pointers only: $p_switchfp), +switch,wakeup $p_both"
+
+# ---- unwinding: complete stacks on packaged programs, table memory -----------------
+W=$TMP/w
+mkdir -p "$W"
+cat >"$W/loop.py" <<'PY'
+import sys, time
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+t = time.time()
+while time.time() - t < float(sys.argv[1]):
+    leaf(10000)
+PY
+cat >"$W/re.pl" <<'PL'
+my $s = "ab" x 1000; my $t = time; my $n = 0;
+while (time - $t < $ARGV[0]) { $n += () = $s =~ /a(b)/g; }
+PL
+echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 400000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
+# perf_complete FILE: % of samples whose callchain reaches __libc_start_call_main
+perf_complete() {
+	perf script -i "$1" -F ip,sym 2>/dev/null | awk 'BEGIN { RS = "" } { n++; if ($0 ~ /__libc_start_call_main/) c++ }
+		END { printf "%.1f\n", n ? 100 * c / n : 0 }'
+}
+declare -A UNW
+for prog in python3 perl sqlite3; do
+	case $prog in
+	python3) comm=python3.11; cmd=(/usr/bin/python3.11 "$W/loop.py" 6); in=/dev/null ;;
+	perl) comm=perl; cmd=(perl "$W/re.pl" 6); in=/dev/null ;;
+	sqlite3) comm=sqlite3; cmd=(sqlite3 :memory:); in=$W/rec.sql ;;
+	esac
+	command -v "${cmd[0]}" >/dev/null 2>&1 || continue
+	rm -rf "$TMP/out"
+	rec_start -e power --sample 499 --comm "$comm" -m 32M --ctl "$TMP/ctl.sock"
+	for _ in $(seq 600); do "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q 'running processes loaded' && break; sleep 0.1; done
+	[ "$prog" = python3 ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep '^unwinding' >"$TMP/unw_status"
+	"${cmd[@]}" <"$in" >/dev/null 2>&1 &
+	wpid=$!
+	sleep 0.5
+	if [ "$have_perf" -eq 1 ]; then
+		perf record -q -e cpu-clock -F 499 -g -o "$TMP/pg.data" -p "$wpid" -- sleep 4 >/dev/null 2>&1 &
+		pg=$!
+		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$TMP/pd.data" -p "$wpid" -- sleep 4 >/dev/null 2>&1
+		wait "$pg"
+	else
+		sleep 4
+	fi
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
+	rec_stop
+	dump=$(ls "$TMP"/out/*.btd | head -1)
+	bt=$("$BT" report --folded "$dump" | awk '{ t += $NF; if ($0 ~ /;__libc_start_call_main;/) c += $NF }
+		END { printf "%.1f %d\n", t ? 100 * c / t : 0, t }')
+	pgs=n/a pds=n/a
+	if [ "$have_perf" -eq 1 ]; then pgs=$(perf_complete "$TMP/pg.data"); pds=$(perf_complete "$TMP/pd.data"); fi
+	UNW[$prog]="$bt $pgs $pds"
+	echo "complete stacks, $prog: btrace-bpf ${bt% *}% (of ${bt#* } samples), perf -g $pgs%, perf --call-graph dwarf $pds%"
+done
+unw_mem=$(sed -n 's/.*tables: \([0-9]*\) binaries, \([0-9]*\) of [0-9]* rows.*/\1 \2/p' "$TMP/unw_status" 2>/dev/null)
+read -r unw_bins unw_rows <<<"${unw_mem:-0 0}"
+nprocs=$(ls -d /proc/[0-9]* | wc -l)
+echo "unwind tables for the $nprocs processes running: $unw_bins binaries, $unw_rows rows = $((unw_rows * 8 / 1024)) KiB"
 
 # ---- symbolization of ~100k samples ------------------------------------------------
 # Twice: with source lines (DWARF read at dump time: the workload's own, and
@@ -245,7 +317,13 @@ md "| sampling cost at the default 49 Hz, 2 busy CPUs, % of one CPU | ${t49}% (r
 md "| sampling cost at 999 Hz, % of one CPU | ${t999}% (recorder ${r999}%, BPF ${k999}%; ${ns999} ns per sample) | |"
 md "| fixed CPU job (sha256, 1 GiB per CPU) under sampling at 999 Hz | ${j_bt}s ($(slow "$j_bt")) | none ${j_none}s; perf record -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf")) |"
 md "| bytes per stored sample (999 Hz) | ${bps} B; ${bps_all} B with the stack table | perf.data: ${perf_bps} B per sample |"
-md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch}, +switch,wakeup ${p_both} | record -e sched ${p_floor} (floor); none ${p_none} |"
+md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch} (unwind tables), +switch,wakeup ${p_both} | +stacks switch with frame pointers only (--unwind-mem 0) ${p_switchfp}; record -e sched ${p_floor} (floor); none ${p_none} |"
+for prog in python3 perl sqlite3; do
+	[ -n "${UNW[$prog]:-}" ] || continue
+	read -r ub un upg upd <<<"${UNW[$prog]}"
+	md "| $prog (packaged, no frame pointers): samples whose user stack reaches __libc_start_call_main | ${ub}% of $un | perf -g ${upg}%; perf --call-graph dwarf ${upd}% |"
+done
+md "| unwind tables for every binary of the $nprocs processes running | $unw_bins binaries, $unw_rows rows, $((unw_rows * 8 / 1024)) KiB (8 B a row) | |"
 read -r nb_l ns_l ds_l rs_l nl_l <<<"$SYM_lines"
 read -r nb_n ns_n ds_n rs_n nl_n <<<"$SYM_nolines"
 md "| dump of ${nb_l} samples (${ns_l} distinct stacks), symbolized with source lines (${nl_l} code addresses; $libcdbg) | ${ds_l}s to write; report --profile ${rs_l}s | --no-source-lines: ${nb_n} samples (${ns_n} stacks) ${ds_n}s to write; report --profile ${rs_n}s |"

@@ -128,7 +128,7 @@ cat >"$W/re.pl" <<'PL'
 my $s = "ab" x 1000; my $t = time; my $n = 0;
 while (time - $t < $ARGV[0]) { $n += () = $s =~ /a(b)/g; }
 PL
-echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 40000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
+echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 400000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
 have_perf=1
 command -v perf >/dev/null 2>&1 || have_perf=0
 # packaged NAME COMM CMD...: the program under the recorder and under perf
@@ -144,6 +144,8 @@ packaged() {
 	if [ "$have_perf" = 1 ]; then
 		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$W/$name.perf" -p "$pid" -- sleep 3 >/dev/null 2>&1
 	fi
+	sleep 1
+	kill "$pid" 2>/dev/null # (sqlite3 runs on)
 	wait "$pid"
 	rec_stop "$REC_PID"
 	"$BT" report --folded "$(ls "$out"/*.btd | head -1)" >"$T_TMP/folded_$name" 2>&1
@@ -166,7 +168,7 @@ packaged() {
 }
 packaged python3 python3.11 /usr/bin/python3.11 "$W/loop.py" 4
 packaged perl perl perl "$W/re.pl" 4
-PK_STDIN=$W/rec.sql packaged sqlite3 sqlite3 timeout 4 sqlite3 :memory:
+PK_STDIN=$W/rec.sql packaged sqlite3 sqlite3 sqlite3 :memory:
 
 # ---- off-CPU: the stripped, packaged cat blocked in read ------------------------
 out=$T_TMP/out_cat
