@@ -44,7 +44,7 @@ static void test_build(void)
 	REQUIRE(fd >= 0, "open self");
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	REQUIRE(e, "elf_begin");
-	CHECK(bt_unwind_rows_build(e, &R) == 0, "build");
+	CHECK(bt_unwind_rows_build(e, &R, NULL) == 0, "build");
 	CHECK(R.n > 10 && R.fdes > 5, "%u rows, %u FDEs", R.n, R.fdes);
 	elf_end(e);
 	close(fd);
@@ -109,11 +109,11 @@ static void test_garbage(void)
 	memset(junk, 0x5a, sizeof(junk));
 	memcpy(junk, ELFMAG, SELFMAG);
 	Elf *e = elf_memory(junk, sizeof(junk));
-	CHECK(!e || bt_unwind_rows_build(e, &r) < 0, "garbage accepted");
+	CHECK(!e || bt_unwind_rows_build(e, &r, NULL) < 0, "garbage accepted");
 	if (e)
 		elf_end(e);
 	e = elf_memory((char *)"not an elf", 10);
-	CHECK(!e || bt_unwind_rows_build(e, &r) < 0, "text accepted");
+	CHECK(!e || bt_unwind_rows_build(e, &r, NULL) < 0, "text accepted");
 	if (e)
 		elf_end(e);
 }

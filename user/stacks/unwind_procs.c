@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,9 +51,10 @@ struct bt_unwinder {
 	uint32_t max_rows;
 	pthread_t thread;
 	int started;
-	pthread_mutex_t lock; /* stats, ready, stop */
+	pthread_mutex_t lock; /* stats, ready */
 	pthread_cond_t cond;
-	int stop, ready;
+	atomic_int stop; /* set by bt_unwinder_stop; polled by the worker, also inside a table's build */
+	int ready;
 	struct bt_unwinder_stats st;
 	/* worker thread only */
 	struct bin *bins;
@@ -85,9 +87,11 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 	for (size_t i = 0; i < nph && b->nph < MAX_PHDRS; i++)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
 			b->ph[b->nph++] = (typeof(b->ph[0])){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
-	ret = bt_unwind_rows_build(elf, &r);
+	ret = bt_unwind_rows_build(elf, &r, &u->stop);
 	pthread_mutex_lock(&u->lock);
-	if (ret) {
+	if (ret == -ECANCELED) {
+		/* stopping: nothing counted */
+	} else if (ret) {
 		u->st.no_eh_frame++;
 	} else if (r.n > u->max_rows - u->st.rows) {
 		u->st.mem_full++;
@@ -287,10 +291,8 @@ static int recently_loaded(struct bt_unwinder *u, uint32_t tgid, uint64_t now)
 
 static int stopping(struct bt_unwinder *u)
 {
-	pthread_mutex_lock(&u->lock);
-	int s = u->stop;
-	pthread_mutex_unlock(&u->lock);
-	return s;
+	/* relaxed: the join in bt_unwinder_stop orders everything else */
+	return atomic_load_explicit(&u->stop, memory_order_relaxed);
 }
 
 /* The processes the BPF side asked for (each at most every RELOAD_NS). */
@@ -391,8 +393,9 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 {
 	if (!u)
 		return;
+	atomic_store_explicit(&u->stop, 1, memory_order_relaxed);
 	pthread_mutex_lock(&u->lock);
-	u->stop = 1;
+	pthread_cond_broadcast(&u->cond); /* a bt_unwinder_wait_ready waiter */
 	pthread_mutex_unlock(&u->lock);
 	if (u->started)
 		pthread_join(u->thread, NULL);
@@ -422,7 +425,7 @@ void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s)
 void bt_unwinder_wait_ready(struct bt_unwinder *u)
 {
 	pthread_mutex_lock(&u->lock);
-	while (!u->ready && !u->stop)
+	while (!u->ready && !stopping(u))
 		pthread_cond_wait(&u->cond, &u->lock);
 	pthread_mutex_unlock(&u->lock);
 }

@@ -200,7 +200,7 @@ static int fde_starts(Elf *elf, uint64_t **out, size_t *nout)
 	return 0;
 }
 
-int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r)
+int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r, const atomic_int *cancel)
 {
 	struct out o = { r, 0 };
 	uint64_t *starts = NULL;
@@ -223,6 +223,10 @@ int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r)
 
 		if (i && starts[i] == starts[i - 1])
 			continue;
+		if (cancel && (i & 255) == 0 && atomic_load_explicit(cancel, memory_order_relaxed)) {
+			ret = -ECANCELED; /* relaxed: a hint, read again at the next FDE batch */
+			break;
+		}
 		r->fdes++;
 		for (k = 0; k < MAX_ROWS_PER_FDE && addr < bound && !ret; k++) {
 			Dwarf_Frame *f = NULL;

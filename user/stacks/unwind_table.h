@@ -8,6 +8,7 @@
 #ifndef BTRACE_UNWIND_TABLE_H
 #define BTRACE_UNWIND_TABLE_H
 #include <gelf.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <linux/types.h>
 #include "unwind.h"
@@ -21,7 +22,10 @@ struct bt_unwind_rows {
 
 /* Compile elf's .eh_frame (found through PT_GNU_EH_FRAME, so stripped
  * files work). 0, -ENOENT (no .eh_frame_hdr table), -ENOTSUP (an encoding or
- * an address the rows cannot hold), -ENOMEM. Free with bt_unwind_rows_free. */
-int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *out);
+ * an address the rows cannot hold), -ENOMEM, -ECANCELED (*cancel became
+ * non-zero: a big binary under an emulated CPU takes seconds, and a
+ * recorder stopping must not wait for it; NULL: never). Free with
+ * bt_unwind_rows_free. */
+int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *out, const atomic_int *cancel);
 void bt_unwind_rows_free(struct bt_unwind_rows *r);
 #endif
