@@ -8,11 +8,14 @@
 #                                                   app tracing; no libbpf; public header
 #                                                   user/lib/btrace.h)
 #   user/*.c user/*/*.c   -> build/btrace-bpf      (the tool; main() in user/main.c;
-#                                                   one folder per subsystem, see README)
+#                                                   one folder per subsystem,
+#                                                   docs/architecture.md)
 #   Every user/ folder is on the include path: sources include "name.h". A folder
-#   uses only the folders below it (util < lib < probes < dump < record < report
-#   < export < main): scripts/check_layout.py, run by `make test`, checks that
-#   and that no files include or call each other in a circle.
+#   uses only the folders below it (util < lib < dump < probes < ctl, triggers,
+#   stacks, apps, dumpdir < record < report < export < main):
+#   scripts/check_layout.py, run by `make test`, checks that, that no files
+#   include or call each other in a circle, and that docs/architecture.md names
+#   every C file.
 #   tests/unit/test_*.c   -> build/tests/test_*    (deterministic, no root)
 #   tests/kernel/test_*.c -> build/tests/test_*    (load BPF: root, the real kernel)
 #   tests/kernel/*.sh, tests/system/*.sh             (real-kernel and install/service tests)
@@ -164,7 +167,7 @@ endef
 stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v),$(2),$(3),$(4))))
 
 BUF_SRCS        := user/lib/btrace_buffer.c
-APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)
 # The in-process tracing library and the recorder's reader of its buffers.
 $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)

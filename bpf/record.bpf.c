@@ -57,7 +57,7 @@
 #include <bpf/bpf_core_read.h>
 #include "events.h"
 #include "core_fixes.bpf.h"
-#include "record.bpf.h"
+#include "task.bpf.h"
 #include "trigger.h"
 #include "trigger_fire.bpf.h"
 

@@ -33,7 +33,7 @@
 #include "events.h"
 #include "trigger.h"
 #include "core_fixes.bpf.h"
-#include "record.bpf.h"
+#include "task.bpf.h"
 #include "trigger_fire.bpf.h"
 
 const volatile __u32 self_tgid = 0; /* the recorder */
@@ -192,8 +192,7 @@ int trig_func_return(struct pt_regs *ctx)
 	for (__u32 j = 0; j < BT_TRIG_MAX; j++) {
 		if (trig_conf[j].kind != BT_TRIG_FUNC || j != i || d <= trig_conf[j].threshold_ns)
 			continue;
-		if (bpf_get_current_comm(comm, sizeof(comm)))
-			__builtin_memset(comm, 0, sizeof(comm));
+		bt_task_comm((struct task_struct *)bpf_get_current_task(), comm);
 		if (bt_trig_match(j, pid_tgid >> 32, comm))
 			bt_fire(j, now, d, -1, (__u32)pid_tgid, pid_tgid >> 32, comm);
 	}

@@ -7,11 +7,12 @@
  * sched-latency inside its own sched_switch program (one program run per
  * switch instead of two). Both objects declare these maps; the trigger
  * loader reuses record's (bpf_map__reuse_fd), so hits and counts of every
- * kind land in one place. Included after vmlinux.h, events.h, trigger.h
- * and record.bpf.h.
+ * kind land in one place. Included after vmlinux.h, events.h and trigger.h;
+ * it uses nothing of record.bpf.c (task.bpf.h: bt_comm_equal).
  */
 #ifndef BTRACE_TRIGGER_FIRE_BPF_H
 #define BTRACE_TRIGGER_FIRE_BPF_H
+#include "task.bpf.h"
 
 const volatile struct bt_trig_conf trig_conf[BT_TRIG_MAX] = {};
 
@@ -80,9 +81,13 @@ static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, 
 	bpf_ringbuf_submit(h, 0); /* wake the trigger thread now */
 }
 
+/* comm= and pid= are about the process: its name is its main thread's
+ * (a crash in a thread named otherwise still matches comm=PROCESS). */
 static __always_inline void bt_task_comm(struct task_struct *t, char *comm)
 {
-	if (bpf_probe_read_kernel(comm, BT_COMM_LEN, t->comm))
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+
+	if (!leader || bpf_probe_read_kernel(comm, BT_COMM_LEN, &leader->comm))
 		__builtin_memset(comm, 0, BT_COMM_LEN);
 }
 

@@ -10,7 +10,11 @@ Two graphs of the files under user/:
 Checks, one TAP line each:
   - no cycle in either graph (a file never needs itself through others);
   - every edge goes down or sideways in LAYERS: a folder uses only folders
-    listed before it (and itself), never one that uses it.
+    listed before it (and itself), never one that uses it;
+  - record's five subsystems (SIBLINGS) never use each other: record
+    composes them;
+  - every C file under user/, bpf/ and tests/progs/ is named in
+    docs/architecture.md (the map a newcomer reads must not miss a file).
 Usage: scripts/check_layout.py [ROOT]   (exit status 1 on a failure)
 """
 import os
@@ -20,16 +24,15 @@ import sys
 
 # Bottom first. A path belongs to the first layer with a prefix it starts with.
 LAYERS = [
-    ("util", ("user/util.",        # strict parsing, diagnostics: needs nothing
-              "user/log.",         # diagnostics' priorities for the journal
+    ("util", ("user/util.",        # strict parsing, error strings, clocks
+              "user/log.",         # diagnostics with a severity (bt_err, bt_warn, ...)
               "user/version.h",    # the version (VERSION, mk/dist.mk)
               "user/atomic_file.", # whole files written atomically
               "user/json_str.",    # UTF-8 checks, JSON string literals
-              "user/kernel_features.", # what the running kernel supports (libbpf probes)
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
-    ("probes", ("user/probes/",)), # probe specs, ELF symbols, maps, attaching
     ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
+    ("probes", ("user/probes/",)), # kernel features, probe specs, ELF/DWARF, attaching
     # record's five subsystems: none uses another, record composes them.
     ("ctl", ("user/ctl/",)),       # control socket, `ctl`, --config files, sd_notify
     ("triggers", ("user/triggers/",)), # trigger thread and its BPF programs
@@ -41,6 +44,13 @@ LAYERS = [
     ("export", ("user/export/",)), # `convert`: Perfetto, JSON
     ("main", ("user/",)),          # main.c
 ]
+
+# Layers side by side: none of them may use another (record composes them).
+SIBLINGS = ("ctl", "triggers", "stacks", "apps", "dumpdir")
+
+# The page that must name every C file (its table, one line per file).
+ARCHITECTURE = "docs/architecture.md"
+MAPPED_DIRS = ("user", "bpf", os.path.join("tests", "progs"))
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -136,6 +146,33 @@ def upward(g):
     return bad
 
 
+def across_siblings(g):
+    bad = []
+    for a in sorted(g):
+        for b in sorted(g[a]):
+            la, lb = LAYERS[layer(a)][0], LAYERS[layer(b)][0]
+            if la != lb and la in SIBLINGS and lb in SIBLINGS:
+                bad.append("%s -> %s (%s uses %s)" % (a, b, la, lb))
+    return bad
+
+
+def unmapped(root):
+    """C files the architecture page does not name (by file name)."""
+    try:
+        with open(os.path.join(root, ARCHITECTURE), encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    named = set(re.findall(r"[A-Za-z0-9_.]+\.c\b", text))
+    missing = []
+    for top in MAPPED_DIRS:
+        for d, _, files in os.walk(os.path.join(root, top)):
+            for f in sorted(files):
+                if f.endswith(".c") and f not in named:
+                    missing.append(os.path.relpath(os.path.join(d, f), root))
+    return sorted(missing)
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..")
     files = sources(root)
@@ -154,6 +191,14 @@ def main():
     check(cyc is None, "no include cycle among %d files of user/" % len(files), [" -> ".join(cyc)] if cyc else [])
     bad = upward(inc)
     check(not bad, "no include reaches up a layer (%s)" % " < ".join(l[0] for l in LAYERS), bad)
+    bad = across_siblings(inc)
+    check(not bad, "record's subsystems include none of each other (%s)" % ", ".join(SIBLINGS), bad)
+    missing = unmapped(root)
+    if missing is None:
+        check(False, "%s exists" % ARCHITECTURE)
+    else:
+        check(not missing, "%s names every C file under %s" % (ARCHITECTURE, ", ".join(MAPPED_DIRS)),
+              ["not named: " + m for m in missing])
     sym = symbol_graph(root)
     if sym is None:
         print("ok %d - symbol graph # SKIP nothing built (make first)" % (n + 1))
@@ -164,6 +209,8 @@ def main():
               [" -> ".join(cyc)] if cyc else [])
         bad = upward(sym)
         check(not bad, "no function call reaches up a layer", bad)
+        bad = across_siblings(sym)
+        check(not bad, "record's subsystems call none of each other", bad)
     return 1 if failed else 0
 
 

@@ -9,7 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "log.h"
-#include "util.h" /* BT_PROG */
+
+int bt_verbose;
 
 /* -1 unknown yet. Only written with the same value by any racing thread. */
 static volatile int journal = -1;

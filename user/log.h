@@ -5,10 +5,20 @@
  * (JOURNAL_STREAM names it) it reads "<N>message", N the syslog priority,
  * which journald stores as the line's priority (sd-daemon(3) prefixes), so
  * `journalctl -p warning -u btrace-bpf` shows the problems only.
+ *
+ * Every subcommand reports through these, never fprintf(stderr): one
+ * format, and the journal gets the right priority (a fatal start error of
+ * the service shows in `journalctl -p err`). Pick by severity:
+ *   bt_err     the command or a dump failed (the caller then exits 1 or goes on)
+ *   bt_warn    something lost or refused; work goes on
+ *   bt_log(BT_LOG_NOTICE, ...)  what an operator wants logged: started, dumped
+ *   bt_info    details, only with -v (bt_verbose)
  */
 #ifndef BTRACE_LOG_H
 #define BTRACE_LOG_H
 #include <stdarg.h>
+
+#define BT_PROG "btrace-bpf" /* the prefix of every line on a terminal */
 
 /* syslog(3) priorities */
 enum bt_log_level {
@@ -21,6 +31,10 @@ enum bt_log_level {
 
 void bt_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void bt_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+extern int bt_verbose; /* -v given: bt_info prints */
+#define bt_err(...) bt_log(BT_LOG_ERR, __VA_ARGS__)
+#define bt_warn(...) bt_log(BT_LOG_WARNING, __VA_ARGS__)
+#define bt_info(...) (bt_verbose ? bt_log(BT_LOG_INFO, __VA_ARGS__) : (void)0)
 /* 1 if standard error is the journal's stream (decided once, at the first line). */
 int bt_log_is_journal(void);
 #endif

@@ -55,6 +55,6 @@ int main(int argc, char **argv)
 		return cmd_convert(argc - 1, argv + 1);
 	if (!strcmp(cmd, "ctl"))
 		return cmd_ctl(argc - 1, argv + 1);
-	fprintf(stderr, "%s: unknown command '%s': see %s --help\n", BT_PROG, cmd, BT_PROG);
+	bt_err("unknown command '%s': see %s --help", cmd, BT_PROG);
 	return 2;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * util.c - strict size/duration parsing and diagnostics (see util.h).
+ * util.c - strict size/duration parsing, error strings, clocks (see util.h).
  *
  * strtoull() is not used on purpose: it accepts leading spaces, a sign
  * ("-5" wraps to a huge value) and prefixes, none of which a size may have.
@@ -15,9 +15,6 @@
 #include <unistd.h>
 #include "util.h"
 #include "json_str.h" /* bt_utf8_seq_len */
-#include "log.h"
-
-int bt_verbose;
 
 /* Scan [0-9]+ at *sp. Returns 0 with the value, -EINVAL if no digit,
  * -ERANGE on overflow (the digits are still consumed). */
@@ -48,6 +45,21 @@ static int mul_checked(uint64_t a, uint64_t b, uint64_t *out)
 		return -ERANGE;
 	*out = a * b;
 	return 0;
+}
+
+uint64_t bt_mem_available(void)
+{
+	unsigned long long kb = 0;
+	char line[256];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
+			break;
+	fclose(f);
+	return (uint64_t)kb * 1024;
 }
 
 int parse_size(const char *s, uint64_t *out)
@@ -168,6 +180,30 @@ const char *format_size(uint64_t bytes, char *buf, unsigned len)
 	return buf;
 }
 
+const char *format_duration(uint64_t ns, char *buf, unsigned len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *unit;
+	} units[] = { { 3600000000000ull, "h" }, { 60000000000ull, "m" }, { 1000000000ull, "s" },
+		      { 1000000ull, "ms" }, { 1000ull, "us" }, { 1, "ns" } };
+
+	if (!ns) {
+		snprintf(buf, len, "0s");
+		return buf;
+	}
+	/* In the largest unit it reaches: whole (1h, 250ms) or to 4 digits
+	 * (1.5s, 1.5m): what a user would write, never 3.6e+03s. */
+	size_t i = 0;
+	while (ns < units[i].ns)
+		i++;
+	if (ns % units[i].ns == 0)
+		snprintf(buf, len, "%llu%s", (unsigned long long)(ns / units[i].ns), units[i].unit);
+	else
+		snprintf(buf, len, "%.4g%s", (double)ns / (double)units[i].ns, units[i].unit);
+	return buf;
+}
+
 int bt_errs(char **err, int e, const char *fmt, ...)
 {
 	va_list ap;
@@ -218,36 +254,6 @@ int bt_errf(char *err, size_t errlen, int e, const char *fmt, ...)
 		va_end(ap);
 	}
 	return -e;
-}
-
-void bt_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_WARNING, fmt, ap);
-	va_end(ap);
-}
-
-void bt_info(const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!bt_verbose)
-		return;
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_INFO, fmt, ap);
-	va_end(ap);
-}
-
-void bt_die(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	bt_vlog(BT_LOG_ERR, fmt, ap);
-	va_end(ap);
-	exit(1);
 }
 
 static uint64_t clock_ns(clockid_t id)

@@ -1,14 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * util.h - small helpers shared by the subcommands: strict parsing of sizes
- * and durations, and one-line diagnostics on stderr.
+ * and durations, error strings, escaping, clocks (diagnostics: log.h).
  */
 #ifndef BTRACE_UTIL_H
 #define BTRACE_UTIL_H
 #include <stddef.h>
 #include <stdint.h>
-
-#define BT_PROG "btrace-bpf"
+#include "log.h"
 
 /*
  * Parse a size: decimal digits, then an optional binary suffix K, M, G or T
@@ -18,6 +17,8 @@
  * zero size, -ERANGE if it does not fit 64 bits. *out is untouched on error.
  */
 int parse_size(const char *s, uint64_t *out);
+/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
+uint64_t bt_mem_available(void);
 
 /*
  * Parse a duration: decimal digits then a unit, ns, us, ms, s, m or h; a bare
@@ -32,14 +33,11 @@ int parse_uint(const char *s, uint64_t max, uint64_t *out);
 
 /* "64.0 MiB", "512 KiB", "12 B": human-readable size into buf. */
 const char *format_size(uint64_t bytes, char *buf, unsigned len);
+/* "1h", "90s", "250ms", "1.5s": a duration as a user would write it. */
+const char *format_duration(uint64_t ns, char *buf, unsigned len);
 
-/* Diagnostics: "btrace-bpf: <message>\n" on stderr, with a priority for the
- * journal (log.h: bt_warn is a warning, bt_info info, bt_die an error and
- * exits with status 1; bt_log gives any priority). */
-extern int bt_verbose;
-void bt_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void bt_info(const char *fmt, ...) __attribute__((format(printf, 1, 2))); /* only with -v */
-void bt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Diagnostics (bt_err, bt_warn, bt_info, bt_die): log.h, included here
+ * because nearly every file that parses also reports. */
 
 /* The error convention of functions that explain their failures: one line
  * into err (when err and errlen are set), then return -e. */

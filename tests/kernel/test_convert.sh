@@ -163,7 +163,7 @@ else
 	wait_for 10 grep -q '^ready' "$T_TMP/target.out"
 	UOUT=$T_TMP/urec
 	# bt_args6: entry only (calls, never "unmatched"); bt_sleep_us%return alone
-	# (slices drawn from the durations the returns carry, README's example)
+	# (slices drawn from the durations the returns carry, docs/manual.md's example)
 	if rec_start "$T_TMP/urec.log" -o "$UOUT" -e sched -p "$TPID" -u bt_add -u 'bt_add%return' -u bt_fib \
 		-u 'bt_fib%return' -u bt_args6 -u 'bt_sleep_us%return' -U 'uprobe_target:btrace_test:tick'; then
 		kill -USR1 "$TPID"

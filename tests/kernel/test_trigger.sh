@@ -173,6 +173,18 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --no-final-dump --trigger 'cra
 else
 	not_ok "recorder with a crash trigger starts" "$(cat "$LOG")"
 fi
+# comm= is the process's name, whatever its crashing thread is called
+N=$((N + 1))
+D=$T_TMP/run$N
+if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --no-final-dump --trigger 'crash,comm=trigcrash,name=crt'; then
+	"$W" crash-thread >"$T_TMP/w.out" 2>&1
+	sleep 0.6
+	rec_stop "$REC_PID" INT 30
+	grep -q "child signal 11" "$T_TMP/w.out" || diag "workload: $(cat "$T_TMP/w.out")"
+	fires crt "crash in a thread named crasher of process trigcrash (comm=trigcrash)"
+else
+	not_ok "recorder with a crash trigger starts" "$(cat "$LOG")"
+fi
 
 # ---- oom: a process over memory.max of a child cgroup ------------------------------
 CG=

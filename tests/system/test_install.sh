@@ -66,14 +66,23 @@ for m in man1/btrace-bpf.1 man3/btrace.3; do
 	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$D$PFX/share/man/$m" 2>&1 >/dev/null)
 	[ -z "$w" ] && ok "man $m renders without warnings" || not_ok "man $m warnings" "$w"
 done
-# Every option of `record --help` is in btrace-bpf(1), and every btrace.h
-# function in btrace(3): the pages follow the code.
-missing=""
-for o in $("$BT" record --help | grep -oE '^ +(-[a-zA-Z], )?--[a-z-]+' | grep -oE -- '--[a-z-]+' | grep -vxE -- '--(help|usage|version)' | sort -u); do
-	grep -qF -- "\\-\\-${o#--}" man/btrace-bpf.1 || grep -qF -- "$(echo "$o" | sed 's/-/\\-/g')" man/btrace-bpf.1 ||
-		missing="$missing $o"
+# Every option of every command's --help is in btrace-bpf(1) (the one
+# option reference), and every btrace.h function in btrace(3): the pages
+# follow the code. An option must be there whole: "\-\-trigger" inside
+# "\-\-trigger\-uprobe" hid that --trigger had no entry.
+man_has() { grep -qE -- "$(printf '%s' "$1" | sed 's/-/\\\\-/g')([^a-z\\\\]|\$)" man/btrace-bpf.1; }
+for c in record report convert ctl; do
+	missing=""
+	for o in $("$BT" $c --help | grep -oE '^ +(-[a-zA-Z?], )?--[a-z-]+' | grep -oE -- '--[a-z-]+' | grep -vxE -- '--(help|usage|version)' | sort -u); do
+		man_has "$o" || missing="$missing $o"
+	done
+	[ -z "$missing" ] && ok "btrace-bpf(1) documents every $c option" || not_ok "btrace-bpf(1) lacks ($c):$missing"
 done
-[ -z "$missing" ] && ok "btrace-bpf(1) documents every record option" || not_ok "btrace-bpf(1) lacks:$missing"
+missing=""
+for c in $("$BT" ctl --help | sed -n '/^Commands:/,/^$/p' | grep -oE '^  [a-z-]+' | sort -u); do
+	grep -qE "^\.BR? $(printf '%s' "$c" | sed 's/-/\\\\-/g')( |\$)" man/btrace-bpf.1 || missing="$missing $c"
+done
+[ -z "$missing" ] && ok "btrace-bpf(1) documents every ctl command" || not_ok "btrace-bpf(1) lacks ctl:$missing"
 missing=""
 for f in $(grep -oE '^[a-z_ ]+\*?btrace_[a-z]+\(' user/lib/btrace.h | grep -oE 'btrace_[a-z]+' | grep -v '_$'); do
 	grep -q "$f" man/btrace.3 || missing="$missing $f"

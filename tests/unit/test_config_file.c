@@ -10,6 +10,7 @@
 #include <string.h>
 #include <stdarg.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "harness.h"
 #include "config_file.h"
 
@@ -135,6 +136,49 @@ static void test_bad_lines(void)
 	CHECK(r == -EINVAL && strstr(err, "twice"), "%s", err);
 }
 
+/* A file whose on-dump runs as root must be root's to change; a FIFO or a
+ * device is refused at once (it used to block, or loop on /dev/zero). */
+static void test_untrusted_files(void)
+{
+	char out[1024], err[256], fifo[64];
+	int r;
+
+	write_cfg("events = sched\n");
+	chmod(path, 0666);
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", path);
+	CHECK(r == -EPERM && strstr(err, "may be changed by another user") && strstr(err, "mode 666"),
+	      "a world-writable file: %d %s", r, err);
+	chmod(path, 0620);
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", path);
+	CHECK(r == -EPERM, "a group-writable file: %d %s", r, err);
+	chmod(path, 0644);
+	if (geteuid() == 0 && chown(path, 65534, 65534) == 0) {
+		r = expand(NULL, out, sizeof(out), err, 2, "--config", path);
+		CHECK(r == -EPERM && strstr(err, "owner uid 65534"), "a file of user nobody: %d %s", r, err);
+		CHECK(chown(path, 0, 0) == 0, "chown back");
+	}
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", path);
+	CHECK(r == 0, "the owner's file, 0644: %d %s", r, err);
+
+	snprintf(fifo, sizeof(fifo), "%s.fifo", path);
+	REQUIRE(mkfifo(fifo, 0600) == 0, "mkfifo");
+	alarm(10); /* the old code blocked here for ever */
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", fifo);
+	CHECK(r == -EINVAL && strstr(err, "not a regular file"), "a FIFO: %d %s", r, err);
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", "/dev/zero");
+	CHECK(r == -EINVAL && strstr(err, "not a regular file"), "/dev/zero: %d %s", r, err);
+	alarm(0);
+	unlink(fifo);
+
+	/* more than 1 MiB of comments: refused by its size */
+	FILE *f = fopen(path, "w");
+	for (int i = 0; f && i < (1 << 20) / 64 + 1; i++)
+		fprintf(f, "# %61s\n", "padding");
+	if (f)
+		fclose(f);
+	r = expand(NULL, out, sizeof(out), err, 2, "--config", path);
+	CHECK(r == -EFBIG && strstr(err, "larger than"), "a 1 MiB file: %d %s", r, err);
+}
 
 int main(void)
 {
@@ -145,6 +189,7 @@ int main(void)
 	RUN(test_lines_become_options);
 	RUN(test_command_line_comes_after);
 	RUN(test_bad_lines);
+	RUN(test_untrusted_files);
 	unlink(path);
 	return h_done();
 }

@@ -128,6 +128,40 @@ static void test_debug_link(void)
 	REQUIRE(copy_file("/bin/true", p) == 0, "cp");
 	fd = bt_debug_file_open(bin, bid, bid_len, "other.debug", 0, NULL, &found);
 	CHECK(fd == -ENOENT, "linked file of another build refused: %d", fd);
+
+	/* a link naming a 64 GiB sparse ELF file: refused by its size, not
+	 * read (the old code read all of it for the CRC: minutes) */
+	path_of(p, sizeof(p), "bin/huge.debug");
+	fd = open(p, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+	REQUIRE(fd >= 0 && write(fd, "\177ELF", 4) == 4 && ftruncate(fd, 64ll << 30) == 0, "sparse file");
+	close(fd);
+	signal(SIGALRM, alarm_fail);
+	alarm(5);
+	fd = bt_debug_file_open(bin, NULL, 0, "huge.debug", 0, NULL, &found);
+	alarm(0);
+	CHECK(fd == -ENOENT && !found, "a 64 GiB sparse debug link refused unread: %d", fd);
+	unlink(p);
+	/* a symbolic link next to the binary: not followed, even to a file
+	 * of the right CRC (root would read what it names, e.g. /etc/shadow) */
+	path_of(p, sizeof(p), "bin/.debug/prog.debug");
+	char l[600];
+	path_of(l, sizeof(l), "bin/sym.debug");
+	REQUIRE(symlink(p, l) == 0, "symlink");
+	fd = bt_debug_file_open(bin, NULL, 0, "sym.debug", crc, NULL, &found);
+	CHECK(fd == -ENOENT && !found, "a debug link that is a symlink refused: %d %s", fd, found ? found : "");
+	if (fd >= 0)
+		close(fd);
+	free(found);
+	found = NULL;
+	/* a file that is no ELF is never CRC'd, even with the right CRC */
+	path_of(p, sizeof(p), "bin/text.debug");
+	FILE *t = fopen(p, "w");
+	REQUIRE(t && fputs("root:$6$secret:19000::::::\n", t) >= 0 && fclose(t) == 0, "text file");
+	fd = bt_debug_file_open(bin, NULL, 0, "text.debug", file_crc32(p), NULL, &found);
+	CHECK(fd == -ENOENT && !found, "a non-ELF debug link refused: %d", fd);
+	if (fd >= 0)
+		close(fd);
+	free(found);
 }
 
 static void test_mappable(void)

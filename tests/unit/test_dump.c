@@ -602,11 +602,11 @@ static void test_field_text(void)
 	}
 	make_event(&e, BT_EV_SYS_ENTER, 0, 5, 1);
 	bt_format_fields(buf, sizeof(buf), &e.h, sizeof(e.sc), nm, NULL, 0);
-	CHECK(!strcmp(buf, "NR 1"), "%s", buf);
+	CHECK(!strcmp(buf, "write (NR 1)"), "%s", buf); /* named, with its number (issue 28) */
 	make_event(&e, BT_EV_SYS_EXIT, 0, 5, 1);
 	e.sc.ret = -2;
 	bt_format_fields(buf, sizeof(buf), &e.h, sizeof(e.sc), nm, NULL, 0);
-	CHECK(!strcmp(buf, "NR 1 = -2"), "%s", buf);
+	CHECK(!strcmp(buf, "write (NR 1) = -2"), "%s", buf);
 	make_event(&e, BT_EV_SCHED_WAKEUP, 0, 5, 1);
 	bt_format_fields(buf, sizeof(buf), &e.h, sizeof(e.wk), nm, NULL, 0);
 	CHECK(!strcmp(buf, "comm=pingpong pid=1234 prio=120 target_cpu=001"), "%s", buf);

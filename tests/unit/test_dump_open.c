@@ -198,6 +198,90 @@ static void test_huge_files(void)
 	free(img);
 }
 
+/* ---- item: a small file whose zlib body declares more than a reader takes -- */
+
+/* path: a dump header (from img) and a real zlib stream of raw zero bytes,
+ * made of one full-flush segment of 1 MiB of zeros repeated (so it costs
+ * the test nothing to make): ~1.5 MiB on disk, raw bytes inflated. */
+static int write_bomb(const char *path, const uint8_t *img, uint64_t raw)
+{
+	static uint8_t zeros[1 << 20], seg[1 << 14];
+	z_stream z = { 0 };
+	uint8_t tail[64], head[2];
+	size_t nseg, ntail;
+	int ok = 0;
+
+	if (deflateInit(&z, 9) != Z_OK)
+		return 0;
+	z.next_out = head, z.avail_out = 2; /* the zlib header alone first */
+	z.next_in = zeros, z.avail_in = 0;
+	deflate(&z, Z_NO_FLUSH);
+	z.next_in = zeros, z.avail_in = sizeof(zeros);
+	z.next_out = seg, z.avail_out = sizeof(seg);
+	deflate(&z, Z_FULL_FLUSH); /* no reference back: the segment repeats */
+	nseg = sizeof(seg) - z.avail_out;
+	z.next_in = zeros, z.avail_in = 0;
+	z.next_out = tail, z.avail_out = sizeof(tail);
+	deflate(&z, Z_FINISH); /* the final block and a checksum (wrong: refused after) */
+	ntail = sizeof(tail) - z.avail_out;
+	deflateEnd(&z);
+
+	struct btd_header h;
+	memcpy(&h, img, sizeof(h));
+	h.compression = BTD_COMP_ZLIB;
+	h.zlevel = 9;
+	h.body_raw_len = raw;
+	h.body_len = 2 + nseg * (raw >> 20) + ntail;
+	uLong crc = crc32(0, Z_NULL, 0);
+	crc = crc32(crc, head, 2);
+	for (uint64_t i = 0; i < raw >> 20; i++)
+		crc = crc32(crc, seg, (uInt)nseg);
+	h.body_crc = (uint32_t)crc32(crc, tail, (uInt)ntail);
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return 0;
+	uint8_t hb[BTD_HEADER_SIZE];
+	memcpy(hb, img, sizeof(hb));
+	memcpy(hb, &h, sizeof(h));
+	fix_crc(hb);
+	ok = fwrite(hb, 1, sizeof(hb), f) == sizeof(hb) && fwrite(head, 1, 2, f) == 2;
+	for (uint64_t i = 0; ok && i < raw >> 20; i++)
+		ok = fwrite(seg, 1, nseg, f) == nseg;
+	ok = ok && fwrite(tail, 1, ntail, f) == ntail;
+	return fclose(f) == 0 && ok;
+}
+
+static void test_zlib_bomb(void)
+{
+	char path[300], msg[512];
+	uint8_t *img;
+	size_t len;
+
+	snprintf(path, sizeof(path), "%s/small.btd", tmpdir);
+	REQUIRE(write_dump(path, 0, &img, &len) == 0, "dump");
+	snprintf(path, sizeof(path), "%s/bomb.btd", tmpdir);
+	/* 1.5 GiB declared, ~1.5 MiB stored: within deflate's ratio. The old
+	 * reader took 1.5 GiB and inflated it all before any refusal. */
+	REQUIRE(write_bomb(path, img, 1536ull << 20), "bomb");
+	long kb = open_peak_rss(path, msg, sizeof(msg));
+	CHECK(kb > 0 && kb < (64 << 10) && strstr(msg, "BTRACE_DUMP_MAX_BODY"),
+	      "a 1.5 MiB dump declaring a 1.5 GiB body: refused by its header (peak RSS %ld KiB): %s", kb, msg);
+	/* the limit is the reader's to set: lowered, the small dump is refused */
+	snprintf(path, sizeof(path), "%s/small.btd", tmpdir);
+	setenv("BTRACE_DUMP_MAX_BODY", "64", 1);
+	char err[256] = "";
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	CHECK(!d && strstr(err, "BTRACE_DUMP_MAX_BODY"), "BTRACE_DUMP_MAX_BODY=64 refuses a small dump: %s", err);
+	bt_dump_close(d);
+	unsetenv("BTRACE_DUMP_MAX_BODY");
+	d = bt_dump_open(path, err, sizeof(err));
+	CHECK(d, "and opens without it: %s", err);
+	bt_dump_close(d);
+	snprintf(path, sizeof(path), "%s/bomb.btd", tmpdir);
+	unlink(path);
+	free(img);
+}
+
 /* ---- item: header fields no writer produces -------------------------------- */
 
 /* Name, what the refusal must say, and the damage (by index). */
@@ -314,6 +398,7 @@ int main(void)
 	} else {
 		RUN(test_not_regular);
 		RUN(test_huge_files);
+		RUN(test_zlib_bomb);
 		RUN(test_header_fields);
 	}
 	char cmd[300];

@@ -67,6 +67,8 @@ static struct bt_dump_srcline lines[3] = {
 	{ "/usr/src/x/x.cc", "ns::f(int)", 7, 3 },
 };
 
+static int hostile_comm; /* the process's name has control bytes */
+
 static struct bt_dump_stacks fixture(void)
 {
 	struct bt_dump_stacks s = { .nstacks = 3, .nmaps = 2, .nsyms = 3, .nframes = 5, .stacks = stacks,
@@ -101,6 +103,8 @@ static int write_dump(const char *path, uint32_t kstack_of_last, int with_table)
 	struct bt_buffer *b = bt_buffer_create(&cfg, err, sizeof(err));
 	uint64_t drops[NCPUS * BT_GROUP_MAX] = { 0 };
 	struct bt_task task = { .tid = 4242, .tgid = 4242, .comm = "app" };
+	if (hostile_comm)
+		memcpy(task.comm, "a\nFAKE\033[1m", 11);
 	if (!b)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < 4; i++) {
@@ -349,6 +353,46 @@ static void test_hostile_srclocs(void)
 	free(p);
 }
 
+/* Names from a hostile user's files and process (issue 28): a symbol with
+ * ESC[2J and a newline, a mapped file and a process name with control
+ * bytes. What the report views print of them must be escaped. */
+static void hostile_names(int on)
+{
+	static const char *const saved[3] = { "hot_a", "/usr/bin/app", "app" };
+	syms[1].name = on ? "\033[2J\nFAKE" : saved[0];
+	maps[0].path = on ? "/tmp/\033]0;x\a\r" : saved[1];
+	hostile_comm = on;
+}
+
+static void test_hostile_names(void)
+{
+	char path[300], err[256], *buf = NULL;
+	size_t len = 0;
+	struct bt_stack_filter f = { 0 };
+
+	snprintf(path, sizeof(path), "%s/hostile-names.btd", tmpdir);
+	hostile_names(1);
+	int w = write_dump(path, 1, 1);
+	hostile_names(0);
+	REQUIRE(w == 0, "write");
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	FILE *m = open_memstream(&buf, &len);
+	bt_report_profile(d, &f, m);
+	bt_report_folded(d, &f, m);
+	bt_print_stack(m, bt_dump_stacks(d), 2, "|");
+	fclose(m);
+	int raw = 0, forged = 0;
+	for (size_t i = 0; i < len; i++) {
+		raw |= buf[i] == 033 || buf[i] == '\a' || buf[i] == '\r';
+		forged |= (i == 0 || buf[i - 1] == '\n') && !strncmp(buf + i, "FAKE", 4);
+	}
+	CHECK(!raw && !forged && strstr(buf, "\\x1b[2J\\nFAKE"),
+	      "--profile, --folded, --stacks print hostile names escaped:\n%s", buf);
+	free(buf);
+	bt_dump_close(d);
+}
+
 static void write_seeds(const char *dir)
 {
 	char path[600];
@@ -359,6 +403,11 @@ static void write_seeds(const char *dir)
 	snprintf(path, sizeof(path), "%s/seed-stacks-dangling.btd", dir);
 	if (write_dump(path, 9, 1))
 		fprintf(stderr, "seed %s failed\n", path);
+	hostile_names(1);
+	snprintf(path, sizeof(path), "%s/seed-stacks-hostile-names.btd", dir);
+	if (write_dump(path, 1, 1))
+		fprintf(stderr, "seed %s failed\n", path);
+	hostile_names(0);
 }
 
 int main(void)
@@ -375,6 +424,7 @@ int main(void)
 	RUN(test_dangling_id_refused);
 	RUN(test_hostile_sections);
 	RUN(test_hostile_srclocs);
+	RUN(test_hostile_names);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))

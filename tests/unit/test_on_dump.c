@@ -149,6 +149,33 @@ static void test_timeout_kills_the_session(void)
 	CHECK(secs >= 4 && secs < 10, "SIGKILL after the %llus grace: %.1fs", BT_HOOKS_KILL_GRACE_NS / 1000000000ull,
 	      secs);
 	bt_hooks_destroy(h);
+	/* A child that ignores SIGTERM under a shell that does not: the shell
+	 * dies of the SIGTERM, the child must still get SIGKILL (it used to
+	 * outlive its timeout for ever). */
+	snprintf(body, sizeof(body), "sh -c \"trap '' TERM; echo \\$\\$ >%s/stubborn; exec sleep 60\" & wait", dir);
+	script("stubborn.sh", body, cmd, sizeof(cmd));
+	h = bt_hooks_new(cmd, 200000000ull);
+	REQUIRE(h, "new");
+	t0 = bt_now_ns();
+	bt_hooks_run(h, "/d/s.btd", NULL, "signal");
+	c = NULL;
+	for (int i = 0; i < 500 && !(c && *c); i++) {
+		free(c);
+		c = slurp("stubborn");
+		if (!(c && *c))
+			usleep(10000);
+	}
+	REQUIRE(c && *c, "no stubborn pid");
+	child = (pid_t)atoi(c);
+	free(c);
+	WAIT_UNTIL((bt_hooks_get_stats(h, &st), st.running == 0), 15);
+	secs = (double)(bt_now_ns() - t0) / 1e9;
+	WAIT_UNTIL(!alive(child), 2);
+	CHECK(!alive(child) && st.timed_out == 1, "a child ignoring SIGTERM under a dying shell is killed (%.1fs)",
+	      secs);
+	if (alive(child))
+		kill(child, SIGKILL);
+	bt_hooks_destroy(h);
 }
 
 static void test_at_most_running(void)

@@ -132,6 +132,22 @@ static void test_format_size(void)
 	CHECK(!strcmp(format_size(1ull << 30, b, sizeof(b)), "1 GiB"), "%s", b);
 }
 
+/* Durations as users write them (limit=1h printed 3.6e+03s). */
+static void test_format_duration(void)
+{
+	static const struct {
+		uint64_t ns;
+		const char *want;
+	} c[] = { { 3600000000000ull, "1h" }, { 90000000000ull, "1.5m" }, { 120000000000ull, "2m" },
+		  { 1500000000ull, "1.5s" }, { 250000000ull, "250ms" }, { 0, "0s" }, { 7200500000000ull, "2h" },
+		  { 1234ull, "1.234us" }, { 1, "1ns" } };
+	char b[32];
+
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		CHECK(!strcmp(format_duration(c[i].ns, b, sizeof(b)), c[i].want), "%llu ns: %s, want %s",
+		      (unsigned long long)c[i].ns, b, c[i].want);
+}
+
 int main(void)
 {
 	RUN(test_size_valid);
@@ -140,5 +156,6 @@ int main(void)
 	RUN(test_duration);
 	RUN(test_uint);
 	RUN(test_format_size);
+	RUN(test_format_duration);
 	return h_done();
 }

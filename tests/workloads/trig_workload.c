@@ -11,6 +11,7 @@
  *   func MS       calls trig_slow(MS), which sleeps MS ms (func>T on trig_slow)
  *   crash         a child dereferences NULL (crash)
  *   handled       a child takes a SIGSEGV it handles and exits 0 (no crash)
+ *   crash-thread  a child process "trigcrash" whose thread "crasher" dereferences NULL
  *   alloc MB      touches MB MiB, 1 MiB at a time (oom inside memory.max)
  *   storm N MS    N sleeps of 1 ms spread over MS ms (a storm of syscall hits)
  *
@@ -84,7 +85,19 @@ static void on_segv(int sig)
 	_exit(sig == SIGSEGV ? 0 : 1);
 }
 
-static int child(int handled)
+static void *crash_now(void *name)
+{
+	if (name)
+		prctl(PR_SET_NAME, (const char *)name);
+	sleep_ms(50);
+	int *volatile np = NULL;
+
+	*(volatile int *)np = 1;
+	return NULL;
+}
+
+/* handled: catch the SIGSEGV; thread: crash in a thread of another name */
+static int child(int handled, const char *thread)
 {
 	pid_t p = fork();
 	int st;
@@ -93,10 +106,13 @@ static int child(int handled)
 		prctl(PR_SET_NAME, "trigcrash");
 		if (handled)
 			signal(SIGSEGV, on_segv);
-		sleep_ms(50);
-		int *volatile np = NULL;
-
-		*(volatile int *)np = 1;
+		if (thread) {
+			pthread_t t;
+			pthread_create(&t, NULL, crash_now, (void *)thread);
+			pthread_join(t, NULL);
+		} else {
+			crash_now(NULL);
+		}
 		_exit(3);
 	}
 	waitpid(p, &st, 0);
@@ -127,7 +143,9 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "func")) {
 		trig_slow((int)a);
 	} else if (!strcmp(mode, "crash") || !strcmp(mode, "handled")) {
-		child(!strcmp(mode, "handled"));
+		child(!strcmp(mode, "handled"), NULL);
+	} else if (!strcmp(mode, "crash-thread")) {
+		child(0, "crasher");
 	} else if (!strcmp(mode, "alloc")) {
 		for (long i = 0; i < a; i++) {
 			char *m = malloc(1 << 20);
@@ -150,7 +168,7 @@ int main(int argc, char **argv)
 		       (long)((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000));
 		(void)b;
 	} else {
-		fprintf(stderr, "usage: trig_workload latency|sleep|func|crash|handled|alloc|storm ARG\n");
+		fprintf(stderr, "usage: trig_workload latency|sleep|func|crash|handled|crash-thread|alloc|storm ARG\n");
 		return 2;
 	}
 	printf("done\n");

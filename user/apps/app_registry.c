@@ -33,6 +33,7 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,6 +45,11 @@
 #define MAX_BUFS 4         /* current + older ones still dumped */
 #define LINE_MAX_APP 256
 #define WATCH_MS 10        /* app-func triggers: how often function records are read */
+#define ALIVE_CHECK_MS 500 /* how often registrants are checked to be alive */
+/* A counter an application keeps in its shared memory is its word only:
+ * shown and summed up to this (no real count comes near: one event per ns
+ * for three days), flagged past it. */
+#define APP_COUNT_MAX (1ull << 48)
 
 struct abuf {
 	struct bt_app_view v;
@@ -353,13 +359,27 @@ static void watch_funcs(struct bt_apps *r)
 	}
 }
 
+/* Under lock: a registrant that exited while another process (a child it
+ * forked, or one it passed the connection to) holds its connection is
+ * exited: its pid, not the socket, says whether it lives. */
+static void mark_dead_gone(struct bt_apps *r)
+{
+	for (size_t i = 0; i < r->napps; i++) {
+		struct app *a = r->apps[i];
+		if (a->conn >= 0 && kill((pid_t)a->pid, 0) < 0 && errno == ESRCH) {
+			app_drain(r, a);
+			app_gone(a);
+		}
+	}
+}
+
 static void *io_thread(void *arg)
 {
 	struct bt_apps *r = arg;
 	struct pollfd *p = NULL;
 	struct app **who = NULL;
 	size_t cap = 0;
-	uint64_t last_watch = 0;
+	uint64_t last_watch = 0, last_alive = 0;
 	for (;;) {
 		pthread_mutex_lock(&r->lock);
 		if (r->stop) {
@@ -411,6 +431,10 @@ static void *io_thread(void *arg)
 		}
 		for (size_t j = 0; j < r->napps; j++)
 			retire_old(r->apps[j]);
+		if (bt_boottime_ns() - last_alive >= ALIVE_CHECK_MS * 1000000ull) {
+			mark_dead_gone(r);
+			last_alive = bt_boottime_ns();
+		}
 		if (r->cfg.nfwatch && bt_boottime_ns() - last_watch >= WATCH_MS * 1000000ull) {
 			watch_funcs(r);
 			last_watch = bt_boottime_ns();
@@ -428,11 +452,38 @@ static void wake(struct bt_apps *r)
 	(void)w;
 }
 
+/* Every registered application may hold a buffer of `size` (exited ones
+ * too, for the post-mortem dump, which copies them all): the largest one
+ * is bounded, and so are all of them together by the memory there is. */
+static int check_buffer_total(uint64_t size, uint32_t max_apps, char *why, size_t whylen)
+{
+	uint64_t avail = bt_mem_available();
+	char s1[32], s2[32];
+
+	if (size > BT_APP_BUFFER_MAX) {
+		snprintf(why, whylen, "an application buffer of %s is larger than the %s allowed",
+			 format_size(size, s1, sizeof(s1)), format_size(BT_APP_BUFFER_MAX, s2, sizeof(s2)));
+		return -EINVAL;
+	}
+	if (avail && size * max_apps > avail) {
+		snprintf(why, whylen,
+			 "%u applications (--max-apps) with buffers of %s need more than the %s of memory available",
+			 max_apps, format_size(size, s1, sizeof(s1)), format_size(avail, s2, sizeof(s2)));
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size_t errlen)
 {
 	uint32_t A, N;
+	int e;
 	if (bt_app_geometry(cfg->buffer_size, cfg->block_size, cfg->ncores, &A, &N, err, errlen) < 0) {
 		errno = EINVAL;
+		return NULL;
+	}
+	if ((e = check_buffer_total(cfg->buffer_size, cfg->max_apps ? cfg->max_apps : 64, err, errlen))) {
+		errno = -e;
 		return NULL;
 	}
 	struct bt_apps *r = calloc(1, sizeof(*r));
@@ -479,6 +530,23 @@ static void reply_error(int c, const char *fmt, const char *arg)
 	close(c);
 }
 
+/* Under lock: free pid's exited entries but its newest. */
+static void forget_older(struct bt_apps *r, uint32_t pid)
+{
+	size_t newest = SIZE_MAX;
+
+	for (size_t i = 0; i < r->napps; i++)
+		if (r->apps[i]->pid == pid && (r->apps[i]->flags & BT_APP_EXITED) &&
+		    (newest == SIZE_MAX || r->apps[i]->registered_ts >= r->apps[newest]->registered_ts))
+			newest = i;
+	for (size_t i = r->napps; i-- > 0;)
+		if (i != newest && r->apps[i]->pid == pid && (r->apps[i]->flags & BT_APP_EXITED)) {
+			app_free(r->apps[i]);
+			memmove(&r->apps[i], &r->apps[i + 1], (r->napps - i - 1) * sizeof(*r->apps));
+			r->napps--;
+		}
+}
+
 void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 {
 	char why[256];
@@ -490,6 +558,9 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 			app_drain(r, r->apps[i]); /* names it sent before it reconnected */
 			app_gone(r->apps[i]);
 		}
+	/* ... and keeps one earlier registration for the post-mortem: one
+	 * process registering 200 times must not evict the others'. */
+	forget_older(r, pid);
 	if (r->napps >= r->cfg.max_apps) {
 		size_t victim = SIZE_MAX;
 		for (size_t i = 0; i < r->napps && victim == SIZE_MAX; i++)
@@ -561,6 +632,8 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 	int n = 0, err = bt_app_geometry(size, r->cfg.block_size, r->cfg.ncores, &A, &N, why, whylen);
 	if (err)
 		return err;
+	if ((err = check_buffer_total(size, r->cfg.max_apps, why, whylen)))
+		return err;
 	pthread_mutex_lock(&r->lock);
 	r->cfg.buffer_size = size;
 	for (size_t i = 0; i < r->napps; i++) {
@@ -601,17 +674,28 @@ size_t bt_apps_count(struct bt_apps *r, size_t *live)
 	return n;
 }
 
+static uint64_t app_count(uint64_t v, int *bogus)
+{
+	if (v <= APP_COUNT_MAX)
+		return v;
+	*bogus = 1;
+	return APP_COUNT_MAX;
+}
+
 void bt_apps_status(struct bt_apps *r, FILE *out)
 {
 	pthread_mutex_lock(&r->lock);
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
+		char en[BT_ESCAPED_LEN(sizeof(a->name))];
+		int bogus = 0;
+		uint64_t dropped = app_count(
+			atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped, memory_order_relaxed), &bogus);
 		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
-			" dropped=%" PRIu64, a->pid, a->name, a->conn >= 0 ? "live" : "exited",
-			a->bufs[0].data_size, a->nbufs, a->nnames, names_lost(a, names_interned(a)),
-			(uint64_t)atomic_load_explicit(&((struct bt_app_shm *)s)->stats.dropped,
-						       memory_order_relaxed));
+			" dropped=%" PRIu64 "%s", a->pid, bt_escape_text(a->name, sizeof(a->name), en, sizeof(en)),
+			a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
+			names_lost(a, names_interned(a)), dropped, bogus ? "(implausible: the application's word)" : "");
 		if (r->cfg.nfwatch && a->fw) {
 			struct bt_func_watch_stats ws;
 			bt_func_watch_stats(a->fw, &ws);
@@ -652,7 +736,8 @@ static void note_funcs(struct dump_ctx *c, const struct bt_block_view *blk)
 		if (len < sizeof(*f) || f->h.type != BT_EV_APP_FUNCS || (n = bt_funcs_count(f, len)) <= 0)
 			continue;
 		if (c->naddrs + (size_t)n > c->cap) {
-			qsort(c->addrs, c->naddrs, 8, cmp_u64);
+			if (c->naddrs)
+				qsort(c->addrs, c->naddrs, 8, cmp_u64);
 			size_t k = 0;
 			for (size_t i = 0; i < c->naddrs; i++)
 				if (!k || c->addrs[k - 1] != c->addrs[i])
@@ -691,7 +776,8 @@ static int dump_func_names(struct bt_dump_sink *s, struct app *a, uint32_t i, st
 {
 	if (!c->naddrs || !a->fnames)
 		return 0;
-	qsort(c->addrs, c->naddrs, 8, cmp_u64);
+	if (c->naddrs)
+		qsort(c->addrs, c->naddrs, 8, cmp_u64);
 	struct bt_func_name *t = malloc(c->naddrs * sizeof(*t));
 	if (!t)
 		return -ENOMEM;
@@ -743,10 +829,15 @@ int bt_apps_dump(void *arg, struct bt_dump_sink *s)
 			d->counters[BT_APPC_BLOCKS_PARTIAL] += st.blocks_partial;
 			d->counters[BT_APPC_ENTRIES] += st.entries;
 			struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
-			d->counters[BT_APPC_DROPPED] += atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed);
-			d->counters[BT_APPC_REJECTED] += atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed);
-			d->counters[BT_APPC_SKIPPED] += atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed);
-			d->counters[BT_APPC_RACES] += atomic_load_explicit(&sh->stats.races, memory_order_relaxed);
+			int bogus = 0; /* clamped: the sums of four buffers stay far from wrapping */
+			d->counters[BT_APPC_DROPPED] +=
+				app_count(atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed), &bogus);
+			d->counters[BT_APPC_REJECTED] +=
+				app_count(atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed), &bogus);
+			d->counters[BT_APPC_SKIPPED] +=
+				app_count(atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed), &bogus);
+			d->counters[BT_APPC_RACES] +=
+				app_count(atomic_load_explicit(&sh->stats.races, memory_order_relaxed), &bogus);
 		}
 	}
 	if (!err) {

@@ -12,6 +12,10 @@
 
 struct bt_dump_sink;
 
+/* The largest application buffer (--app-buffer-size, ctl app-resize); all
+ * of them together (times --max-apps) must also fit in MemAvailable. */
+#define BT_APP_BUFFER_MAX (1ull << 30)
+
 struct bt_apps_config {
 	uint64_t buffer_size; /* bytes of data blocks per application */
 	uint32_t block_size;

@@ -210,7 +210,7 @@ static int note_done(struct bt_func_watch *w, uint64_t pos)
 static int skip_block(uint64_t pos, void *ctx)
 {
 	struct bt_func_watch *w = ctx;
-	if (!bsearch(&pos, w->done, w->done_n, 8, cmp_u64))
+	if (!w->done_n || !bsearch(&pos, w->done, w->done_n, 8, cmp_u64))
 		return 0;
 	if (note_done(w, pos) < 0)
 		w->err = -ENOMEM;
@@ -346,8 +346,10 @@ int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, str
 	w->done = w->ndone;
 	w->ndone = t;
 	w->done_n = ret ? 0 : w->ndone_n;
-	qsort(w->done, w->done_n, 8, cmp_u64);
-	qsort(w->rec, w->nrec, sizeof(*w->rec), cmp_rec);
+	if (w->done_n)
+		qsort(w->done, w->done_n, 8, cmp_u64);
+	if (w->nrec)
+		qsort(w->rec, w->nrec, sizeof(*w->rec), cmp_rec);
 	for (size_t i = 0; i < w->nrec && !ret; i++)
 		ret = replay(w, &w->rec[i], names);
 	return ret;

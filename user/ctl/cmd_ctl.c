@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * cmd_ctl.c - `btrace-bpf ctl`: talk to a running recorder's control socket.
+ * Options with argp, as every subcommand (docs/architecture.md, Hacking).
  */
+#include <argp.h>
 #include <dirent.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -16,30 +17,76 @@
 #include "ctl.h"
 #include "util.h"
 
-static void usage(FILE *f)
+#define COMMANDS "status, dump, resize, app-resize, trigger, stop"
+
+static const char doc[] =
+	"Control a running `btrace-bpf record`.\n"
+	"With neither --pid nor --ctl, the only recorder running is used."
+	"\v"
+	"Commands:\n"
+	"  status           size, event rate, latest window, losses, dumps, probes\n"
+	"  dump [-o FILE]   write a dump now; prints the path written\n"
+	"  resize SIZE      grow or shrink the buffer while recording (K/M/G)\n"
+	"  app-resize SIZE  a new buffer of SIZE for every traced application\n"
+	"  trigger NAME     fire the trigger NAME (record --trigger ...,name=NAME)\n"
+	"  stop             final dump (unless --no-final-dump) and exit\n\n"
+	"Examples:\n"
+	"  sudo btrace-bpf ctl status\n"
+	"  sudo btrace-bpf ctl resize 256M      # large buffer for a critical phase\n"
+	"  sudo btrace-bpf ctl dump -o /tmp/launch.btd\n"
+	"  sudo btrace-bpf ctl --pid 1234 resize 16M\n"
+	"  sudo btrace-bpf ctl trigger manual   # record --trigger ctl,name=manual";
+
+static const struct argp_option options[] = {
+	{ "pid", 'p', "PID", 0, "the recorder with this pid (socket " BT_CTL_DIR "/PID.sock)", 0 },
+	{ "ctl", 'c', "PATH", 0, "the recorder listening on PATH (record --ctl PATH)", 0 },
+	{ "help-short", 'h', NULL, OPTION_HIDDEN, "Same as --help", 0 },
+	{ 0 },
+};
+
+struct ctl_args {
+	char path[PATH_MAX];
+	long pid;      /* --pid, 0: none */
+	char **cmd;    /* the command and its arguments: the rest of the line */
+	int ncmd;
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
-	fprintf(f,
-		"Usage: btrace-bpf ctl [--pid PID | --ctl PATH] COMMAND [ARGS]\n"
-		"Control a running `btrace-bpf record`.\n\n"
-		"Commands:\n"
-		"  status             size, event rate, latest continuous window, loss counters, dumps, probes\n"
-		"  dump [-o FILE]     write a dump now; prints the path written\n"
-		"  resize SIZE        grow or shrink the buffer while recording (K/M/G suffixes)\n"
-		"  app-resize SIZE    give every application traced in-process (btrace.h) a new buffer of SIZE\n"
-		"  trigger NAME       fire the recorder's trigger NAME (record --trigger ...,name=NAME)\n"
-		"  stop               final dump (unless --no-final-dump) and exit\n\n"
-		"Options:\n"
-		"  -p, --pid PID      the recorder with this pid (socket %s/PID.sock)\n"
-		"  -c, --ctl PATH     the recorder listening on PATH (record --ctl PATH)\n"
-		"  -h, --help         this help\n\n"
-		"With neither option, the only recorder running is used.\n\n"
-		"Examples:\n"
-		"  sudo btrace-bpf ctl status\n"
-		"  sudo btrace-bpf ctl resize 256M      # large buffer for a critical phase\n"
-		"  sudo btrace-bpf ctl dump -o /tmp/launch.btd\n"
-		"  sudo btrace-bpf ctl --pid 1234 resize 16M\n"
-		"  sudo btrace-bpf ctl trigger manual   # record --trigger ctl,name=manual\n",
-		BT_CTL_DIR);
+	struct ctl_args *a = state->input;
+
+	switch (key) {
+	case 'p': {
+		char *end;
+		long pid = strtol(arg, &end, 10);
+
+		if (*arg == 0 || *end || pid <= 0 || pid > INT_MAX)
+			argp_error(state, "bad pid '%s'", arg);
+		a->pid = pid;
+		snprintf(a->path, sizeof(a->path), "%s/%ld.sock", BT_CTL_DIR, pid);
+		break;
+	}
+	case 'h':
+		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		break;
+	case 'c':
+		a->pid = 0;
+		snprintf(a->path, sizeof(a->path), "%s", arg);
+		break;
+	case ARGP_KEY_ARG:
+		/* The command: it and everything after it are its own (`dump -o
+		 * FILE`), not options of ctl. */
+		a->cmd = &state->argv[state->next - 1];
+		a->ncmd = state->argc - state->next + 1;
+		state->next = state->argc;
+		break;
+	case ARGP_KEY_NO_ARGS:
+		argp_error(state, "missing command (" COMMANDS ")");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
 }
 
 /* The single live recorder's socket, or an error naming the choices. */
@@ -51,7 +98,7 @@ static int find_socket(char *path, size_t len)
 	struct dirent *e;
 
 	if (!d) {
-		fprintf(stderr, "btrace-bpf: no running recorder found (%s: %s)\n", BT_CTL_DIR,
+		bt_err("no running recorder found (%s: %s)", BT_CTL_DIR,
 			errno == EACCES ? "permission denied: run as root" : strerror(errno));
 		return -1;
 	}
@@ -80,107 +127,77 @@ static int find_socket(char *path, size_t len)
 	}
 	closedir(d);
 	if (n == 0) {
-		fprintf(stderr, "btrace-bpf: no running recorder found in %s%s\n", BT_CTL_DIR,
+		bt_err("no running recorder found in %s%s", BT_CTL_DIR,
 			stale ? " (only stale sockets)" : "");
 		return -1;
 	}
 	if (n > 1) {
-		fprintf(stderr, "btrace-bpf: several recorders are running (pids %s): pick one with --pid PID\n", pids);
+		bt_err("several recorders are running (pids %s): pick one with --pid PID", pids);
 		return -1;
 	}
 	snprintf(path, len, "%s", found[0]);
 	return 0;
 }
 
+/* A usage error of the command part: one line, exit status 2 (as argp's). */
+static int usage_error(const char *fmt, const char *arg)
+{
+	char msg[256];
+
+	snprintf(msg, sizeof(msg), fmt, arg);
+	bt_err("ctl: %s", msg);
+	return 2;
+}
+
 int cmd_ctl(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "pid", required_argument, NULL, 'p' },
-		{ "ctl", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
-	char path[PATH_MAX] = "", line[BT_CTL_MAX_LINE] = "", why[512] = "";
+	struct argp argp = { options, parse_opt, "COMMAND [ARG...]", doc, NULL, NULL, NULL };
+	struct ctl_args a = { .path = "" };
+	char line[BT_CTL_MAX_LINE] = "", why[512] = "", *args0 = argv[0];
 	const char *cmd;
-	int c, r;
+	int r, n;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:c:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p': {
-			char *end;
-			long pid = strtol(optarg, &end, 10);
-
-			if (*optarg == 0 || *end || pid <= 0 || pid > INT_MAX) {
-				fprintf(stderr, "btrace-bpf: ctl: bad pid '%s'\n", optarg);
-				return 2;
-			}
-			snprintf(path, sizeof(path), "%s/%ld.sock", BT_CTL_DIR, pid);
-			if (access(path, F_OK)) {
-				fprintf(stderr, "btrace-bpf: no recorder with pid %ld (no %s)\n", pid, path);
-				return 1;
-			}
-			break;
-		}
-		case 'c':
-			snprintf(path, sizeof(path), "%s", optarg);
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	argp_err_exit_status = 2;
+	/* argp names the program after argv[0]: "btrace-bpf ctl: ...". */
+	argv[0] = BT_PROG " ctl";
+	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
+	argv[0] = args0;
+	if (a.pid && access(a.path, F_OK)) {
+		bt_err("no recorder with pid %ld (no %s)", a.pid, a.path);
+		return 1;
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "btrace-bpf: ctl: missing command (status, dump, resize, app-resize, trigger, stop)\n");
-		usage(stderr);
-		return 2;
-	}
-	cmd = argv[optind];
+	cmd = a.cmd[0];
+	n = a.ncmd;
 	if (strcmp(cmd, "status") && strcmp(cmd, "dump") && strcmp(cmd, "resize") && strcmp(cmd, "app-resize") &&
-	    strcmp(cmd, "trigger") && strcmp(cmd, "stop")) {
-		fprintf(stderr, "btrace-bpf: ctl: unknown command '%s' (status, dump, resize, app-resize, trigger, stop)\n",
-			cmd);
-		return 2;
-	}
+	    strcmp(cmd, "trigger") && strcmp(cmd, "stop"))
+		return usage_error("unknown command '%s' (" COMMANDS ")", cmd);
 	if (!strcmp(cmd, "resize") || !strcmp(cmd, "app-resize")) {
 		uint64_t sz;
 
-		if (argc - optind != 2 || parse_size(argv[optind + 1], &sz)) {
-			fprintf(stderr, "btrace-bpf: ctl: usage: %s SIZE, a positive size like 256M or 1G\n", cmd);
-			return 2;
-		}
+		if (n != 2 || parse_size(a.cmd[1], &sz))
+			return usage_error("usage: %s SIZE, a positive size like 256M or 1G", cmd);
 	} else if (!strcmp(cmd, "trigger")) {
-		if (argc - optind != 2) {
-			fprintf(stderr, "btrace-bpf: ctl: usage: trigger NAME\n");
-			return 2;
-		}
+		if (n != 2)
+			return usage_error("usage: %s NAME", cmd);
 	} else if (!strcmp(cmd, "dump")) {
-		if (!(argc - optind == 1 || (argc - optind == 3 && !strcmp(argv[optind + 1], "-o")))) {
-			fprintf(stderr, "btrace-bpf: ctl: usage: dump [-o FILE]\n");
-			return 2;
-		}
-	} else if (argc - optind != 1) {
-		fprintf(stderr, "btrace-bpf: ctl: %s takes no arguments\n", cmd);
-		return 2;
+		if (!(n == 1 || (n == 3 && !strcmp(a.cmd[1], "-o"))))
+			return usage_error("usage: %s [-o FILE]", cmd);
+	} else if (n != 1) {
+		return usage_error("%s takes no arguments", cmd);
 	}
-	for (int i = optind; i < argc; i++) {
-		if (strchr(argv[i], '\n') || strchr(argv[i], ' ') ||
-		    strlen(line) + strlen(argv[i]) + 2 >= sizeof(line)) {
-			fprintf(stderr, "btrace-bpf: ctl: bad argument '%s'\n", argv[i]);
-			return 2;
-		}
-		if (i > optind)
+	for (int i = 0; i < n; i++) {
+		if (strchr(a.cmd[i], '\n') || strchr(a.cmd[i], ' ') ||
+		    strlen(line) + strlen(a.cmd[i]) + 2 >= sizeof(line))
+			return usage_error("bad argument '%s'", a.cmd[i]);
+		if (i)
 			strcat(line, " ");
-		strcat(line, argv[i]);
+		strcat(line, a.cmd[i]);
 	}
-	if (!path[0] && find_socket(path, sizeof(path)))
+	if (!a.path[0] && find_socket(a.path, sizeof(a.path)))
 		return 1;
-	r = bt_ctl_request(path, line, stdout, why, sizeof(why));
+	r = bt_ctl_request(a.path, line, stdout, why, sizeof(why));
 	if (r) {
-		fprintf(stderr, "btrace-bpf: %s\n", why);
+		bt_err("%s", why);
 		return 1;
 	}
 	return 0;

@@ -5,6 +5,11 @@
  * The file only produces "--NAME[=VALUE]" arguments; the command's own
  * parser checks the values, so a file and a command line accept exactly the
  * same things and say the same things about bad values.
+ *
+ * The file is trusted like the command line (its on-dump runs as the
+ * recorder's user, root), so it must be a regular file that only its
+ * reader or root can change; it is opened without blocking (a FIFO) and
+ * read to at most MAX_FILE bytes (/dev/zero is not a regular file anyway).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -12,14 +17,49 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "config_file.h"
+#include "trusted_file.h"
 
 #define MAX_LINE 4096
+#define MAX_FILE (1 << 20) /* bytes of configuration read at most */
 
 struct args {
 	int n, cap;
 	char **v;
 };
+
+/* Where each argument taken from the file came from: line[i] for argument
+ * i (0: the command line's), for bt_config_origin. One file per process. */
+static struct {
+	char *path;
+	int *line;
+	int n;
+} origin;
+
+static int note_origin(int i, int lineno)
+{
+	if (i >= origin.n) {
+		int n = (i + 1) * 2;
+		int *l = realloc(origin.line, (size_t)n * sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		memset(l + origin.n, 0, (size_t)(n - origin.n) * sizeof(*l));
+		origin.line = l;
+		origin.n = n;
+	}
+	origin.line[i] = lineno;
+	return 0;
+}
+
+const char *bt_config_origin(int i, char *buf, size_t len)
+{
+	if (!origin.path || i < 0 || i >= origin.n || !origin.line[i])
+		return NULL;
+	snprintf(buf, len, "%s:%d", origin.path, origin.line[i]);
+	return buf;
+}
 
 static int push(struct args *a, char *s)
 {
@@ -95,15 +135,53 @@ static int truth(const char *v)
 	return -1;
 }
 
+/* The configuration in *f, opened if it is a regular file no other user
+ * can change: 0, or -errno with the reason in err. */
+static int open_trusted(const char *path, FILE **f, char *err, size_t errlen)
+{
+	int fd = bt_open_regular(path);
+	struct stat st;
+	uid_t me = geteuid();
+
+	if (fd == -ENOEXEC)
+		return fail(err, errlen, EINVAL, "configuration %s is not a regular file", path);
+	if (fd < 0)
+		return fail(err, errlen, -fd, "cannot read configuration %s: %s", path, strerror(-fd));
+	if (fstat(fd, &st) || (st.st_uid != me && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return fail(err, errlen, EPERM,
+			    "configuration %s may be changed by another user (owner uid %u, mode %03o): it must "
+			    "belong to root%s and be writable by its owner only (chmod go-w)",
+			    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), me ? " or you" : "");
+	}
+	if (st.st_size > MAX_FILE) {
+		close(fd);
+		return fail(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
+	}
+	*f = fdopen(fd, "r");
+	if (!*f) {
+		int e = errno;
+		close(fd);
+		return fail(err, errlen, e, "cannot read configuration %s: %s", path, strerror(e));
+	}
+	return 0;
+}
+
 static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct args *a, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
+	FILE *f = NULL;
 	char line[MAX_LINE + 2];
-	int lineno = 0, ret = 0;
+	int lineno = 0, ret = open_trusted(path, &f, err, errlen);
+	long total = 0;
 
-	if (!f)
-		return fail(err, errlen, errno, "cannot read configuration %s: %s", path, strerror(errno));
+	if (ret)
+		return ret;
 	while (!ret && fgets(line, sizeof(line), f)) {
+		total += (long)strlen(line);
+		if (total > MAX_FILE) { /* grew since it was looked at */
+			ret = fail(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
+			break;
+		}
 		char *s, *eq, *name, *val = NULL, *arg;
 		size_t nl;
 		int kind;
@@ -157,6 +235,8 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 				arg = NULL;
 		}
 		ret = push(a, arg);
+		if (!ret)
+			ret = note_origin(a->n - 1, lineno);
 		if (ret)
 			fail(err, errlen, ENOMEM, "out of memory");
 	}
@@ -168,6 +248,9 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 
 void bt_config_free(int argc, char **argv)
 {
+	free(origin.path);
+	free(origin.line);
+	memset(&origin, 0, sizeof(origin));
 	if (!argv)
 		return;
 	for (int i = 0; i < argc; i++)
@@ -207,6 +290,8 @@ int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int
 		i += skip;
 	}
 	ret = push(&a, strdup(argv[0]));
+	if (!ret && path && !(origin.path = strdup(path)))
+		ret = -ENOMEM;
 	if (!ret && path)
 		ret = read_file(path, lookup, ctx, &a, err, errlen);
 	for (int i = 1; !ret && i < argc; i++) {

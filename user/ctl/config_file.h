@@ -27,4 +27,7 @@ typedef int (*bt_cfg_lookup)(const char *name, void *ctx);
 int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int *nargc, char ***nargv,
 		     char *err, size_t errlen);
 void bt_config_free(int argc, char **argv);
+/* "FILE:LINE" of argument i of the expanded argv if the file gave it, in
+ * buf; NULL if the command line did. Valid until bt_config_free. */
+const char *bt_config_origin(int i, char *buf, size_t len);
 #endif

@@ -422,7 +422,7 @@ struct bt_ctl_server *bt_ctl_start(const char *path, bt_ctl_handler h, void *ctx
 	}
 	if (r == 1 && lstat(s->path, &st) == 0) {
 		unlink_if_same(s->path, &st);
-		fprintf(stderr, "btrace-bpf: removed stale control socket %s (left by a recorder that crashed)\n",
+		bt_log(BT_LOG_NOTICE, "removed stale control socket %s (left by a recorder that crashed)",
 			s->path);
 	}
 	s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

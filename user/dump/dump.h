@@ -11,9 +11,8 @@
 #include <sys/types.h>
 #include "btrace_buffer.h"
 #include "task_list.h"
-#include "probes.h"
+#include "probe_table.h" /* the PROB and PMIS sections' rows */
 #include "trigger_spec.h"
-#include "prog_misses.h" /* struct bt_prog_miss: runs the kernel skipped */
 
 #define BT_DUMP_MAX_CPUS 4096
 
@@ -168,6 +167,11 @@ struct bt_dump *bt_dump_open_mem(const void *data, size_t len, char *err, size_t
 /* With flags: BT_DUMP_OPEN_NOCRC skips the three crc32 checks (so a fuzzer
  * reaches the section parser; everything else is still validated). */
 #define BT_DUMP_OPEN_NOCRC 0x1
+/* BT_DUMP_OPEN_FUNC_BATCHES keeps function batches (BT_EV_APP_FUNCS) as
+ * they are instead of one event per entry and exit: a reader that folds
+ * them as it goes (report --functions) needs no memory per record. */
+#define BT_DUMP_OPEN_FUNC_BATCHES 0x2
+struct bt_dump *bt_dump_open_flags(const char *path, unsigned flags, char *err, size_t errlen);
 struct bt_dump *bt_dump_open_mem_flags(const void *data, size_t len, unsigned flags, char *err,
 				       size_t errlen);
 void bt_dump_close(struct bt_dump *d);
@@ -191,6 +195,9 @@ struct bt_dump_event {
 const struct bt_dump_app *bt_dump_apps(const struct bt_dump *d, size_t *n);
 /* Name of an application event (its app index and name id); NULL if unknown. */
 const char *bt_dump_app_event_name(const struct bt_dump *d, int32_t app, uint32_t name_id);
+/* The name of the function at addr in application app's function table
+ * (AFUN: what its function records call), NULL if it has none. */
+const char *bt_dump_app_func_name(const struct bt_dump *d, int32_t app, uint64_t addr);
 /* Blocks and events of application buffers in the dump. */
 uint64_t bt_dump_app_blocks(const struct bt_dump *d);
 const struct bt_dump_event *bt_dump_events(const struct bt_dump *d, size_t *n);

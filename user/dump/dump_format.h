@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * dump_format.h - on-disk layout of btrace-bpf dump files (.btd), shared by
- * the writer (dump_write.c) and the reader (dump_read.c). docs/dump-format.md
- * is the prose version; keep both in step.
+ * the writer (dump_write.c) and the reader (dump_open.c, dump_sections.c).
+ * docs/dump-format.md is the prose version; keep both in step.
  *
  *   offset 0              header_size (512)                    + body_len
  *   +---------------------+-----------------------------------+

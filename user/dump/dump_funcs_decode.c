@@ -48,14 +48,27 @@ static uint32_t func_name_id(const struct bt_dump_app *app, uint64_t addr)
 	return lo < app->nfuncs && app->funcs[lo].addr == addr ? BT_APP_FUNC_ID_BASE + (uint32_t)lo : 0;
 }
 
+const char *bt_dump_app_func_name(const struct bt_dump *d, int32_t app, uint64_t addr)
+{
+	if (app < 0 || (size_t)app >= d->napps)
+		return NULL;
+	uint32_t id = func_name_id(&d->apps[app], addr);
+	return id ? d->apps[app].funcs[id - BT_APP_FUNC_ID_BASE].name : NULL;
+}
+
 /* Replace each function batch by the entries and exits it holds, on the
  * kernel events' clock, each with the thread's seq and its function's name. */
-int btd_decode_funcs(struct bt_dump *d, char *err, size_t errlen)
+void btd_link_funcs(struct bt_dump *d)
 {
-	size_t total = 0, nb = 0;
 	for (size_t i = 0; i < d->napps; i++)
 		if (d->apps[i].funcs)
 			d->apps[i].funcs = d->funcs + ((uintptr_t)d->apps[i].funcs - 1);
+}
+
+int btd_decode_funcs(struct bt_dump *d, char *err, size_t errlen)
+{
+	size_t total = 0, nb = 0;
+	btd_link_funcs(d);
 	for (size_t i = 0; i < d->nevents; i++)
 		if (d->events[i].ev->type == BT_EV_APP_FUNCS) {
 			total += (size_t)bt_funcs_count((const void *)d->events[i].ev, d->events[i].len);

@@ -26,9 +26,26 @@
 #include "event_names.h"
 #include "dump_stacks.h"
 #include "dump_read_int.h"
+#include "util.h"
 
 /* deflate expands at most ~1032:1; anything claiming more is corrupt */
 #define ZLIB_MAX_RATIO 1040u
+
+/* The uncompressed body a reader takes into memory, at most: a 3 MiB file
+ * may declare 3 GiB within deflate's ratio, and inflating it costs the
+ * reader that much memory and a minute. BTRACE_DUMP_MAX_BODY=SIZE raises
+ * it (docs/security.md); never above the memory available. */
+#define DUMP_BODY_MAX_DEFAULT (1ull << 30)
+
+static uint64_t body_max(void)
+{
+	const char *e = getenv("BTRACE_DUMP_MAX_BODY");
+	uint64_t v = DUMP_BODY_MAX_DEFAULT, avail = bt_mem_available();
+
+	if (e && parse_size(e, &v))
+		v = DUMP_BODY_MAX_DEFAULT;
+	return avail && avail < v ? avail : v;
+}
 
 static uint32_t crc_of(const uint8_t *p, uint64_t len)
 {
@@ -124,6 +141,14 @@ static int check_header(const uint8_t *data, uint64_t file_len, unsigned flags, 
 	    (h->compression == BTD_COMP_ZLIB && h->body_raw_len / ZLIB_MAX_RATIO > h->body_len) ||
 	    h->body_raw_len > SIZE_MAX / 2)
 		return HFAIL("body of %" PRIu64 " bytes, %" PRIu64 " uncompressed)", h->body_len, h->body_raw_len);
+	uint64_t max = body_max();
+	if (h->body_raw_len > max) {
+		char s1[32], s2[32];
+		return btd_rerr(err, errlen, EFBIG,
+				"dump body of %s uncompressed is over the %s a reader takes into memory "
+				"(BTRACE_DUMP_MAX_BODY=SIZE raises it, up to the memory available)",
+				format_size(h->body_raw_len, s1, sizeof(s1)), format_size(max, s2, sizeof(s2))), -EFBIG;
+	}
 	/* A section takes at least its 16-byte header, a stored event 32
 	 * bytes; TASK, PROB, LOSS and END are always there. */
 	if (h->nsections < 4 || h->nsections > h->body_raw_len / sizeof(struct btd_section) ||
@@ -330,7 +355,11 @@ static struct bt_dump *dump_finish(struct bt_dump *d, const struct btd_header *h
 			goto fail;
 		}
 	}
-	if (btd_parse_body(d, err, errlen) < 0 || btd_decode_funcs(d, err, errlen) < 0)
+	if (btd_parse_body(d, err, errlen) < 0)
+		goto fail;
+	if (flags & BT_DUMP_OPEN_FUNC_BATCHES)
+		btd_link_funcs(d);
+	else if (btd_decode_funcs(d, err, errlen) < 0)
 		goto fail;
 	if (d->nevents)
 		qsort(d->events, d->nevents, sizeof(*d->events), cmp_event);
@@ -399,7 +428,7 @@ static const char *file_kind(mode_t m)
 /* From a file: header first (512 bytes), then the body in chunks. Memory is
  * what the header declares (the uncompressed body) plus one chunk; a file
  * whose header does not check out costs one read. */
-static struct bt_dump *open_fd(int fd, uint64_t file_len, char *err, size_t errlen)
+static struct bt_dump *open_fd(int fd, uint64_t file_len, unsigned flags, char *err, size_t errlen)
 {
 	uint8_t hbuf[BTD_HEADER_SIZE];
 	struct btd_header h;
@@ -472,7 +501,7 @@ static struct bt_dump *open_fd(int fd, uint64_t file_len, char *err, size_t errl
 		goto out;
 	}
 	free(buf);
-	return dump_finish(d, &h, 0, err, errlen);
+	return dump_finish(d, &h, flags, err, errlen);
 out: {
 	int e = errno;
 	free(buf);
@@ -482,6 +511,11 @@ out: {
 }
 
 struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
+{
+	return bt_dump_open_flags(path, 0, err, errlen);
+}
+
+struct bt_dump *bt_dump_open_flags(const char *path, unsigned flags, char *err, size_t errlen)
 {
 	struct stat st;
 	if (err && errlen)
@@ -503,7 +537,7 @@ struct bt_dump *bt_dump_open(const char *path, char *err, size_t errlen)
 		return btd_rerr(err, errlen, S_ISDIR(st.st_mode) ? EISDIR : EINVAL,
 			    "not a regular file (%s): give a dump file", file_kind(st.st_mode));
 	}
-	struct bt_dump *d = open_fd(fd, (uint64_t)st.st_size, err, errlen);
+	struct bt_dump *d = open_fd(fd, (uint64_t)st.st_size, flags, err, errlen);
 	int e = errno;
 	close(fd);
 	errno = e;

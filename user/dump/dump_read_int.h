@@ -65,4 +65,6 @@ static inline void btd_nul_terminate(char *s, size_t len)
 int btd_parse_body(struct bt_dump *d, char *err, size_t errlen);
 /* dump_funcs_decode.c: each function batch replaced by its entries and exits. */
 int btd_decode_funcs(struct bt_dump *d, char *err, size_t errlen);
+/* The applications' function name tables pointed at (btd_decode_funcs does it too). */
+void btd_link_funcs(struct bt_dump *d);
 #endif

@@ -321,8 +321,10 @@ static int cmp_func(const void *a, const void *b)
 	return x->addr < y->addr ? -1 : x->addr > y->addr;
 }
 
-/* AFUN: names point into the body (NUL-terminated in place: the padding
- * after each name has room, or the name is cut by one byte). */
+/* AFUN: names point into the body, NUL-terminated in place. A name whose
+ * length is a multiple of 8 has no padding byte for its NUL: every name is
+ * moved back over its record's reserved word (4 bytes, read already), which
+ * leaves room for the NUL at any length. */
 static int parse_app_funcs(struct parse *p, uint8_t *pl, uint64_t len)
 {
 	struct bt_dump *d = p->d;
@@ -347,8 +349,9 @@ static int parse_app_funcs(struct parse *p, uint8_t *pl, uint64_t len)
 		o += 16;
 		if (k == 0 || k > BTD_FUNC_NAME_MAX || btd_pad8(k) > len - o)
 			return PFAIL(p, "corrupt dump: function name %u of %u bytes", i, k);
-		char *name = (char *)pl + o;
-		name[btd_pad8(k) > k ? k : k - 1] = 0;
+		char *name = (char *)pl + o - 4;
+		memmove(name, pl + o, k);
+		name[k] = 0;
 		o += btd_pad8(k);
 		d->funcs[d->nfuncs + i] = (struct bt_func_name){ addr, name };
 	}

@@ -37,44 +37,6 @@ _Static_assert(sizeof(struct hdr) == 32 && sizeof(struct rmap) == 48 && sizeof(s
 		       sizeof(struct rstack) == 16 && sizeof(struct bt_dump_frame) == 16,
 	       "STCK record sizes");
 
-static const char *const counter_names[BT_STKC_MAX] = {
-	[BT_STKC_STACKS] = "stacks",
-	[BT_STKC_MAX_STACKS] = "max_stacks",
-	[BT_STKC_OVERFLOW] = "table_full",
-	[BT_STKC_UNDEFINED] = "frames_never_arrived",
-	[BT_STKC_KERNEL_ERR] = "kernel_stack_errors",
-	[BT_STKC_USER_ERR] = "user_stack_errors",
-	[BT_STKC_DEF_DROPS] = "ring_full",
-	[BT_STKC_TRUNCATED] = "truncated",
-	[BT_STKC_UNRESOLVED] = "unmapped_frames",
-	[BT_STKC_NO_FD] = "files_by_path",
-	[BT_STKC_OFFCPU_SHORT] = "offcpu_below_min",
-	[BT_STKC_OFFCPU_NOMEM] = "offcpu_not_followed",
-	[BT_STKC_SAMPLES] = "samples",
-	[BT_STKC_SAMPLE_HZ] = "sample_hz",
-	[BT_STKC_NO_SRCLINES] = "source_lines_off",
-	[BT_STKC_UNW_WALKS] = "unwind_walks",
-	[BT_STKC_UNW_NO_PROC] = "unwind_process_not_loaded",
-	[BT_STKC_UNW_NO_MAP] = "unwind_no_mapping",
-	[BT_STKC_UNW_ANON] = "unwind_anonymous_code",
-	[BT_STKC_UNW_SIGNAL] = "unwind_signal_frame",
-	[BT_STKC_UNW_BAD] = "unwind_bad_frame",
-	[BT_STKC_UNW_FP] = "unwind_frame_pointer_frames",
-	[BT_STKC_UNW_NO_TABLE] = "unwind_no_table_frames",
-	[BT_STKC_UNW_BINARIES] = "unwind_binaries",
-	[BT_STKC_UNW_ROWS] = "unwind_rows",
-	[BT_STKC_UNW_MAX_ROWS] = "unwind_max_rows",
-	[BT_STKC_UNW_MEM_FULL] = "unwind_mem_full",
-	[BT_STKC_UNW_NO_EH] = "unwind_no_eh_frame",
-	[BT_STKC_UNW_PROCS_FULL] = "unwind_processes_full",
-	[BT_STKC_UNW_MAPS_DROP] = "unwind_mappings_dropped",
-};
-
-const char *bt_stack_counter_name(int i)
-{
-	return i >= 0 && i < BT_STKC_MAX ? counter_names[i] : NULL;
-}
-
 /* ---- encode ---------------------------------------------------------------- */
 
 int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out)

@@ -63,6 +63,7 @@ enum bt_stack_counter {
 	BT_STKC_SAMPLES,       /* sampling program runs (idle excluded) */
 	BT_STKC_SAMPLE_HZ,     /* --sample rate, 0 off */
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
+	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
 	/* the unwinder (docs/unwinding.md): why user stacks ended early, what its tables hold */
 	BT_STKC_UNW_WALKS,     /* user stacks walked with unwind tables */
 	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: their leaf only, truncated */
@@ -81,7 +82,6 @@ enum bt_stack_counter {
 	BT_STKC_UNW_MAPS_DROP, /* executable mappings beyond the per-process bound */
 	BT_STKC_MAX,
 };
-const char *bt_stack_counter_name(int i);
 
 /* Where in the source a user frame is (section SLOC, optional): for one
  * code address the stacks reference, the chain of source locations from the

@@ -769,8 +769,7 @@ int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const 
 		/* Buffer entries are batches of events (compact.h): count events. */
 		rs.entries = sink.c.nentries;
 		if (sink.c.malformed)
-			fprintf(stderr, "btrace-bpf: dump: %" PRIu64 " stored events did not decode and were left out\n",
-				sink.c.malformed);
+			bt_warn("dump: %" PRIu64 " stored events did not decode and were left out", sink.c.malformed);
 	}
 	if (!zo.err && info->write_apps) {
 		r = info->write_apps(info->apps_ctx, &sink);

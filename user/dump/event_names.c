@@ -14,6 +14,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "event_names.h"
+#include "trigger_spec.h"
 #include "util.h"
 
 _Static_assert(sizeof(struct bt_event_hdr) == 24, "event ABI");
@@ -442,12 +443,20 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 	}
 	case BT_EV_SYS_ENTER: {
 		const struct bt_ev_syscall *e = (const void *)ev;
-		sb_printf(&s, "NR %" PRId64, (int64_t)e->id);
+		const char *sc = bt_syscall_name((long)e->id); /* this machine's numbers */
+		if (sc)
+			sb_printf(&s, "%s (NR %" PRId64 ")", sc, (int64_t)e->id);
+		else
+			sb_printf(&s, "NR %" PRId64, (int64_t)e->id);
 		break;
 	}
 	case BT_EV_SYS_EXIT: {
 		const struct bt_ev_syscall *e = (const void *)ev;
-		sb_printf(&s, "NR %" PRId64 " = %" PRId64, (int64_t)e->id, (int64_t)e->ret);
+		const char *sc = bt_syscall_name((long)e->id);
+		if (sc)
+			sb_printf(&s, "%s (NR %" PRId64 ") = %" PRId64, sc, (int64_t)e->id, (int64_t)e->ret);
+		else
+			sb_printf(&s, "NR %" PRId64 " = %" PRId64, (int64_t)e->id, (int64_t)e->ret);
 		break;
 	}
 	case BT_EV_UPROBE_ENTRY:

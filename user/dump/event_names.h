@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "task_list.h"
-#include "probes.h"
+#include "probe_table.h"
 
 struct bt_event_hdr;
 

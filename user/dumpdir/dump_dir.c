@@ -70,13 +70,6 @@ static int name_is_dump(const char *name)
 	return n > 11 && strncmp(name, "btrace-", 7) == 0 && strcmp(name + n - 4, ".btd") == 0;
 }
 
-int bt_dump_dir_is_ours(int dirfd, const char *name)
-{
-	struct stat st;
-
-	return name_is_dump(name) && starts_with(dirfd, name, BTD_MAGIC, BTD_MAGIC_LEN, &st);
-}
-
 /* Fill e for path (dump and manifest); 0 or -errno if the dump is not ours. */
 static int describe(const char *path, struct entry *e)
 {
@@ -166,7 +159,8 @@ struct bt_dump_dir *bt_dump_dir_open(const struct bt_dump_dir_opts *o, char *err
 		}
 	}
 	closedir(dir);
-	qsort(d->e, d->n, sizeof(*d->e), by_age);
+	if (d->n)
+		qsort(d->e, d->n, sizeof(*d->e), by_age);
 	d->st.adopted = d->n;
 	return d;
 }

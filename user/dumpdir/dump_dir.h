@@ -63,6 +63,4 @@ int bt_dump_dir_prepare(struct bt_dump_dir *d, uint64_t raw_bytes, char *why, si
 int bt_dump_dir_added(struct bt_dump_dir *d, const char *path);
 
 void bt_dump_dir_get_stats(const struct bt_dump_dir *d, struct bt_dump_dir_stats *st);
-/* Whether a dump of this name and contents would be ours (exposed for tests). */
-int bt_dump_dir_is_ours(int dirfd, const char *name);
 #endif

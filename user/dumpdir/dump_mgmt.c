@@ -160,12 +160,3 @@ void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out)
 	}
 }
 
-uint64_t bt_dump_mgmt_skipped(struct bt_dump_mgmt *m)
-{
-	struct bt_dump_dir_stats ds;
-
-	pthread_mutex_lock(&m->lock);
-	bt_dump_dir_get_stats(m->dir, &ds);
-	pthread_mutex_unlock(&m->lock);
-	return ds.skipped_space;
-}

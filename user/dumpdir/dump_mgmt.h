@@ -46,6 +46,4 @@ int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, con
 
 /* Lines for `ctl status`. */
 void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out);
-/* Counters (for the manifest and the final log line). */
-uint64_t bt_dump_mgmt_skipped(struct bt_dump_mgmt *m);
 #endif

@@ -6,6 +6,11 @@
  * The reaper thread polls the running ones (waitpid on their pids only,
  * never on other children) every 50 ms while any runs, and sleeps on a
  * condition variable otherwise; it enforces the timeouts.
+ *
+ * A command runs in its own session (and process group, id = its pid): a
+ * job lasts until the whole group is gone, not only the shell, and a
+ * timeout signals the group. Otherwise a child that ignores SIGTERM
+ * outlived its shell, whose death ended the job before SIGKILL was sent.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +36,7 @@ struct job {
 	pid_t pid;
 	uint64_t start, deadline; /* CLOCK_MONOTONIC ns */
 	int killed;               /* 0, SIGTERM sent, SIGKILL sent */
+	int leader_done, status;  /* the shell was reaped, with this status */
 	char *path;
 };
 
@@ -89,11 +95,21 @@ static void *reaper_main(void *arg)
 		uint64_t now = bt_now_ns();
 		for (uint32_t i = 0; i < h->njobs;) {
 			struct job *j = &h->jobs[i];
-			int status;
-			pid_t r = waitpid(j->pid, &status, WNOHANG);
+			int status = 0;
 
-			if (r == j->pid || (r < 0 && errno == ECHILD)) {
-				finished(h, j, r == j->pid ? status : 0);
+			if (!j->leader_done) {
+				pid_t r = waitpid(j->pid, &status, WNOHANG);
+				if (r == j->pid || (r < 0 && errno == ECHILD)) {
+					j->leader_done = 1;
+					j->status = r == j->pid ? status : 0;
+				}
+			}
+			/* Done once nothing of its group is left; or, SIGKILLed and
+			 * the grace over, given up on (a process stuck in the
+			 * kernel: counted as killed). */
+			if (j->leader_done && ((kill(-j->pid, 0) < 0 && errno == ESRCH) ||
+					       (j->killed == SIGKILL && now >= j->deadline))) {
+				finished(h, j, j->status);
 				continue; /* slot i now holds another job */
 			}
 			if (now >= j->deadline && j->killed != SIGKILL) {
@@ -243,6 +259,7 @@ int bt_hooks_run(struct bt_hooks *h, const char *dump_path, const char *manifest
 	j->start = bt_now_ns();
 	j->deadline = j->start + h->timeout_ns;
 	j->killed = 0;
+	j->leader_done = 0;
 	j->path = strdup(dump_path); /* NULL if out of memory: logged as "?" */
 	h->st.started++;
 	pthread_cond_signal(&h->cond);

@@ -20,14 +20,13 @@
 #include "commands.h"
 #include "event_names.h"
 
-#define PROG "btrace-bpf"
 
 /* ---- command line ------------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: " PROG " convert [OPTIONS] DUMP\n"
+		"Usage: " BT_PROG " convert [OPTIONS] DUMP\n"
 		"\n"
 		"Convert a dump into a trace for the Perfetto UI (https://ui.perfetto.dev:\n"
 		"\"Open trace file\") or, with --format json, the Chrome trace event format\n"
@@ -63,9 +62,9 @@ static void usage(FILE *f)
 		"  -h, --help           this help\n"
 		"\n"
 		"Examples:\n"
-		"  " PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
-		"  " PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
-		"  " PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
+		"  " BT_PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
+		"  " BT_PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
+		"  " BT_PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
 		"2 bad usage.\n");
@@ -104,7 +103,7 @@ static int progress_cb(uint64_t done, uint64_t total, void *ctx)
 		return 0;
 	pg->last_ns = now;
 	pg->shown = 1;
-	fprintf(stderr, "\r" PROG ": converting %3u%% (%" PRIu64 " of %" PRIu64 " events)",
+	fprintf(stderr, "\r" BT_PROG ": converting %3u%% (%" PRIu64 " of %" PRIu64 " events)",
 		(unsigned)(total ? done * 100 / total : 100), done, total);
 	return 0;
 }
@@ -142,7 +141,7 @@ int cmd_convert(int argc, char **argv)
 		switch (c) {
 		case 'o':
 			if (!optarg[0]) {
-				fprintf(stderr, "btrace-bpf: convert: -o needs a file name (or - for standard output)\n");
+				bt_err("convert: -o needs a file name (or - for standard output)");
 				return 2;
 			}
 			out = optarg;
@@ -153,7 +152,7 @@ int cmd_convert(int argc, char **argv)
 			else if (!strcmp(optarg, "json") || !strcmp(optarg, "chrome"))
 				o.format = BT_EXPORT_JSON;
 			else {
-				fprintf(stderr, PROG ": convert: unknown format '%s' (perfetto or json)\n", optarg);
+				bt_err("convert: unknown format '%s' (perfetto or json)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -171,7 +170,7 @@ int cmd_convert(int argc, char **argv)
 			errno = 0;
 			unsigned long v = strtoul(optarg, &end, 10);
 			if (errno || *end || !*optarg || v < 1 || v > 1000000 || optarg[0] == '-') {
-				fprintf(stderr, PROG ": convert: bad --bundle-events '%s' (1..1000000)\n", optarg);
+				bt_err("convert: bad --bundle-events '%s' (1..1000000)", optarg);
 				goto usage_err;
 			}
 			o.bundle_events = (uint32_t)v;
@@ -188,14 +187,14 @@ int cmd_convert(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1) {
-		fprintf(stderr, PROG ": convert: %s\n", optind >= argc ? "no dump file given" : "one dump file at a time");
+		bt_err("convert: %s", optind >= argc ? "no dump file given" : "one dump file at a time");
 		goto usage_err;
 	}
 	const char *path = argv[optind];
 	char outbuf[PATH_MAX], err[512];
 	if (!out) {
 		if (default_output(outbuf, sizeof(outbuf), path, &o) < 0) {
-			fprintf(stderr, PROG ": convert: output path too long; give -o\n");
+			bt_err("convert: output path too long; give -o");
 			return 2;
 		}
 		out = outbuf;
@@ -204,17 +203,17 @@ int cmd_convert(int argc, char **argv)
 	struct stat sin, sout;
 	if (!to_stdout && stat(path, &sin) == 0 && stat(out, &sout) == 0 && sin.st_dev == sout.st_dev &&
 	    sin.st_ino == sout.st_ino) {
-		fprintf(stderr, PROG ": convert: %s is the dump itself; give another -o\n", out);
+		bt_err("convert: %s is the dump itself; give another -o", out);
 		return 2;
 	}
 	if (to_stdout && isatty(STDOUT_FILENO) && (o.format == BT_EXPORT_PERFETTO || o.gzip)) {
-		fprintf(stderr, PROG ": convert: not writing a binary trace to a terminal; give -o FILE or redirect\n");
+		bt_err("convert: not writing a binary trace to a terminal; give -o FILE or redirect");
 		return 2;
 	}
 
 	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
 	if (!d) {
-		fprintf(stderr, PROG ": %s: %s\n", path, err);
+		bt_err("%s: %s", path, err);
 		return 1;
 	}
 	/* Ctrl-C or a kill stops the conversion cleanly (the temporary file is
@@ -238,7 +237,7 @@ int cmd_convert(int argc, char **argv)
 	if (pg.shown)
 		fprintf(stderr, "\r\033[K");
 	if (r < 0) {
-		fprintf(stderr, PROG ": convert: %s\n", err[0] ? err : strerror(-r));
+		bt_err("convert: %s", err[0] ? err : strerror(-r));
 		bt_dump_close(d);
 		return 1;
 	}
@@ -251,32 +250,32 @@ int cmd_convert(int argc, char **argv)
 			snprintf(sz, sizeof(sz), "%.1f KiB", b / (1 << 10));
 		else
 			snprintf(sz, sizeof(sz), "%" PRIu64 " B", st.bytes);
-		fprintf(stderr, PROG ": %s: %" PRIu64 " events -> %s (%s, %s%s)\n", path, st.events,
+		bt_log(BT_LOG_NOTICE, "%s: %" PRIu64 " events -> %s (%s, %s%s)", path, st.events,
 			to_stdout ? "standard output" : out, o.format == BT_EXPORT_JSON ? "json" : "perfetto",
 			sz, o.gzip ? " gzip" : "");
 		if (st.missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " events missing in %" PRIu64
-					" seq gap(s), shown on the btrace-bpf tracks\n",
+			bt_warn("%s: %" PRIu64 " events missing in %" PRIu64
+					" seq gap(s), shown on the btrace-bpf tracks",
 				path, st.missing, st.gaps);
 		if (st.app_missing)
-			fprintf(stderr, PROG ": %s: %" PRIu64 " application events missing in %" PRIu64
-					" per-thread seq gap(s), shown as LOST instants on the threads\n",
+			bt_warn("%s: %" PRIu64 " application events missing in %" PRIu64
+					" per-thread seq gap(s), shown as LOST instants on the threads",
 				path, st.app_missing, st.app_gaps);
 		if (st.app_unmatched || st.app_dropped)
-			fprintf(stderr, PROG ": %s: application events: %" PRIu64 " BEGIN/END without partner"
-					" (shown as instants), %" PRIu64 " of threads of other processes (left out)\n",
+			bt_warn("%s: application events: %" PRIu64 " BEGIN/END without partner"
+					" (shown as instants), %" PRIu64 " of threads of other processes (left out)",
 				path, st.app_unmatched, st.app_dropped);
 		if (st.func_slices || st.func_open || st.func_unmatched || st.func_exits_dropped)
-			fprintf(stderr, PROG ": %s: function calls: %" PRIu64 " drawn, %" PRIu64
+			bt_warn("%s: function calls: %" PRIu64 " drawn, %" PRIu64
 					" open at the dump's end (closed there, marked open_at_dump_end), %" PRIu64
 					" entries whose exit is lost (instants), %" PRIu64
-					" exits whose entry is before the window (left out)\n",
+					" exits whose entry is before the window (left out)",
 				path, st.func_slices, st.func_open, st.func_unmatched, st.func_exits_dropped);
 	}
 	bt_dump_close(d);
 	return 0;
 
 usage_err:
-	fprintf(stderr, "Try '" PROG " convert --help'.\n");
+	fprintf(stderr, "Try '" BT_PROG " convert --help'.\n");
 	return 2;
 }

@@ -225,9 +225,18 @@ static int put_func(struct pf *f, const struct bt_dump_event *de, int role)
 			return -ENOMEM;
 		}
 		break;
-	case BT_AR_FUNC_EXIT:
+	case BT_AR_FUNC_EXIT: {
+		/* the calls a longjmp left end here too (export_prep.c) */
+		uint32_t more = 0;
+		bt_u32map_get(&f->p->func_unwound, (uint32_t)(f->aslot - 1), &more);
+		for (uint32_t k = 0; k < more; k++) {
+			pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
+			if ((r = pf_packet_flush(f, w)) < 0)
+				return r;
+		}
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
 		break;
+	}
 	default:
 		snprintf(name, sizeof(name), "%s (entry, exit lost)", nm);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "func");

@@ -312,9 +312,11 @@ static int func_entry(struct athread *t, size_t slot, size_t i, uint64_t addr)
 }
 
 /* A function exit closes the innermost open call of its function; calls
- * opened above it never returned through their exit hook (longjmp): alone.
- * None open: its entry is before the window (or lost), the exit dropped. */
-static void func_exit(struct bt_export_prep *p, struct athread *t, size_t slot, size_t i, uint64_t addr)
+ * opened above it never returned through their exit hook (longjmp, an
+ * exception) and end with it, as report --functions (func_calls.c) and
+ * uftrace close them. None open: its entry is before the window (or
+ * lost), the exit dropped. */
+static int func_exit(struct bt_export_prep *p, struct athread *t, size_t slot, size_t i, uint64_t addr)
 {
 	uint32_t j = t->fn;
 	while (j > 0 && t->fstk[j - 1].addr != addr)
@@ -322,15 +324,20 @@ static void func_exit(struct bt_export_prep *p, struct athread *t, size_t slot, 
 	if (!j) {
 		p->arole[slot] = BT_AR_FUNC_EXIT_ALONE;
 		p->func_exits_dropped++;
-		return;
+		return 0;
 	}
-	for (uint32_t k = j; k < t->fn; k++)
-		p->arole[t->fstk[k].slot] = BT_AR_FUNC_ENTRY_ALONE;
+	if (j < t->fn && bt_u32map_put(&p->func_unwound, (uint32_t)slot, t->fn - j) < 0)
+		return -ENOMEM;
+	for (uint32_t k = j; k < t->fn; k++) {
+		p->arole[t->fstk[k].slot] = BT_AR_FUNC_ENTRY;
+		p->aend[t->fstk[k].slot] = i;
+	}
 	t->fn = j - 1;
 	p->arole[t->fstk[t->fn].slot] = BT_AR_FUNC_ENTRY;
 	p->aend[t->fstk[t->fn].slot] = i;
 	p->arole[slot] = BT_AR_FUNC_EXIT;
 	p->abegin[slot] = t->fstk[t->fn].idx;
+	return 0;
 }
 
 static int pair_apps(struct bt_export_prep *p)
@@ -455,7 +462,7 @@ static int pair_apps(struct bt_export_prep *p)
 			r = func_entry(t, slot, i, (uint64_t)((const struct bt_ev_app *)(const void *)h)->args[0]);
 			break;
 		case BT_EV_APP_FUNC_EXIT:
-			func_exit(p, t, slot, i, (uint64_t)((const struct bt_ev_app *)(const void *)h)->args[0]);
+			r = func_exit(p, t, slot, i, (uint64_t)((const struct bt_ev_app *)(const void *)h)->args[0]);
 			break;
 		default:
 			p->arole[slot] = BT_AR_INSTANT;
@@ -605,6 +612,7 @@ void bt_export_prep_free(struct bt_export_prep *p)
 	free(p->arole);
 	free(p->abegin);
 	free(p->aend);
+	bt_u32map_free(&p->func_unwound);
 	free(p->agaps);
 	free(p->app_gaps);
 	free(p->app_missing);

@@ -106,6 +106,9 @@ struct bt_export_prep {
 	uint8_t *arole;
 	size_t *abegin;
 	size_t *aend;      /* for a matched function entry the event index of its exit (SIZE_MAX otherwise) */
+	/* application slot of a function exit -> calls above its own it ends
+	 * too (left by longjmp or an exception; only exits that end some) */
+	struct bt_u32map func_unwound;
 	size_t narole;
 	struct bt_app_gap *agaps; /* by index */
 	size_t nagaps;

@@ -109,13 +109,6 @@ void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v)
 		w->buf[w->len++] = (uint8_t)(v >> (8 * i));
 }
 
-void pbw_double(struct pbw *w, uint32_t field, double v)
-{
-	uint64_t u;
-	memcpy(&u, &v, sizeof(u));
-	pbw_fixed64(w, field, u);
-}
-
 void pbw_bytes(struct pbw *w, uint32_t field, const void *p, size_t n)
 {
 	if (reserve(w, 20 + n))
@@ -210,11 +203,3 @@ void pbw_raw_varint(struct pbw *w, uint64_t v)
 	put_varint(w, v);
 }
 
-void pbw_raw(struct pbw *w, const void *p, size_t n)
-{
-	if (reserve(w, n))
-		return;
-	if (n)
-		memcpy(w->buf + w->len, p, n);
-	w->len += n;
-}

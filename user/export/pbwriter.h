@@ -54,7 +54,6 @@ void pbw_int(struct pbw *w, uint32_t field, int64_t v);
 void pbw_sint(struct pbw *w, uint32_t field, int64_t v); /* sint32/sint64 (zigzag) */
 void pbw_bool(struct pbw *w, uint32_t field, int v);
 void pbw_fixed64(struct pbw *w, uint32_t field, uint64_t v);
-void pbw_double(struct pbw *w, uint32_t field, double v);
 void pbw_bytes(struct pbw *w, uint32_t field, const void *p, size_t n);
 void pbw_string(struct pbw *w, uint32_t field, const char *s);
 /* At most maxlen bytes of s, stopping at a NUL (fixed-size comm fields). */
@@ -71,6 +70,4 @@ void pbw_begin(struct pbw *w, uint32_t field);
 void pbw_end(struct pbw *w);
 /* Inside a packed repeated field: one bare varint element. */
 void pbw_raw_varint(struct pbw *w, uint64_t v);
-/* Append pre-encoded bytes (e.g. a finished inner buffer). */
-void pbw_raw(struct pbw *w, const void *p, size_t n);
 #endif

@@ -135,11 +135,6 @@ int bt_sink_error(const struct bt_sink *s)
 	return s->err;
 }
 
-uint64_t bt_sink_bytes(const struct bt_sink *s)
-{
-	return s->bytes;
-}
-
 int bt_sink_finish(struct bt_sink *s, uint64_t *bytes)
 {
 	int r;

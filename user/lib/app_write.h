@@ -29,6 +29,7 @@ struct app_buf {
 	struct app_buf *older; /* buffers used before this one (kept mapped) */
 };
 
+#define BT_FPEND 64   /* records of signal handlers kept per thread until the hook they interrupted is done */
 #define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
 struct tstate {
 	uint32_t tid, seq;            /* seq: shared by events and function records */
@@ -44,7 +45,13 @@ struct tstate {
 	uint64_t fend;                /* ftsc0 + the age bound: records at or after it open a new batch */
 	uint64_t fprev_ns;            /* time of the last record of the batch before */
 	uint32_t fw, fcap, flen;      /* words written, room, region bytes */
-	uint32_t fbusy;               /* inside a hook or an event write (a signal handler's are dropped) */
+	uint32_t fbusy;               /* 1: inside a hook or an event write; 2: keeping a signal handler's record */
+	/* Records of signal handlers that ran while fbusy was set, for the
+	 * interrupted hook to write (func_hooks.c): written at fpw, read at
+	 * fpr; a handler runs to completion, so no atomics. */
+	uint32_t fpw, fpr;
+	uint64_t fpend_tk[BT_FPEND], fpend_fn[BT_FPEND];
+	uint8_t fpend_kind[BT_FPEND];
 };
 
 extern _Atomic(struct app_buf *) btrace_buf_ BT_HIDDEN;
@@ -87,8 +94,9 @@ static inline BT_NOINSTR uint64_t now_boot(void)
 void btrace_funcs_calibrate_(void) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_attached_(int on) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_break_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
-/* A record or event not written because the thread was inside its own hook
- * or event write (a signal handler interrupted it): it takes a seq (the
- * gap shows where) and is counted with the buffer's drops. */
+extern int btrace_funcs_on_ BT_HIDDEN; /* the hooks' one test */
+/* An event not written because the thread was inside its own hook or
+ * event write (a signal handler interrupted it): it takes a seq (the gap
+ * shows where) and is counted with the buffer's drops. */
 void btrace_dropped_nested_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
 #endif

@@ -28,6 +28,7 @@
 #include "btrace.h"
 #include "app_shm.h"
 #include "app_write.h"
+#include "funcs_write.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -72,6 +73,7 @@ static long flush_delay_ms; /* BTRACE_TEST_FLUSH_DELAY_MS: tests hold the queue 
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
 static int disabled;
+static int atfork_set; /* handlers registered (start() runs again in a forked child) */
 
 /* Slices the recorder watches (its `--trigger app:NAME>T`), from "watch NS
  * NAME" lines: an END of one lasting longer than ns sends "slice ...". The
@@ -169,9 +171,10 @@ static void write_event_busy(struct app_buf *b, struct tstate *t, unsigned type,
 }
 
 /* An event takes the thread's seq, which its function records share: it
- * holds fbusy like a hook, so a signal handler's event or hook that
- * interrupts it (or interrupts a hook) is dropped and counted rather than
- * given a seq the interrupted write is about to use. */
+ * holds fbusy like a hook, so a signal handler's event that interrupts it
+ * (or interrupts a hook) is dropped and counted rather than given a seq
+ * the interrupted write is about to use; a handler's function records are
+ * kept and written after it (btrace_funcs_nested_). */
 static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_t *args)
 {
 	/* Acquire: pairs with the release store in attach(): the mapping and
@@ -187,6 +190,11 @@ static void write_event(unsigned type, uint32_t id, unsigned nargs, const int64_
 	t->fbusy = 1;
 	atomic_signal_fence(memory_order_seq_cst);
 	write_event_busy(b, t, type, id, nargs, args);
+	atomic_signal_fence(memory_order_seq_cst);
+	/* Function records a signal handler made meanwhile (btrace_funcs.c
+	 * keeps them): after the event, as they came. */
+	if (__builtin_expect(t->fpw != t->fpr, 0))
+		btrace_funcs_flush_(t);
 	atomic_signal_fence(memory_order_seq_cst);
 	t->fbusy = 0;
 }
@@ -680,10 +688,14 @@ static void atfork_parent(void)
 	pthread_mutex_unlock(&names_lock);
 }
 
+static void start(void);
+
+/* A forked child is traced as a process of its own (as uftrace does): it
+ * registers with its own pid and gets a buffer of its own. */
 static void atfork_child(void)
 {
-	/* The child has no connection thread and must not write into its
-	 * parent's buffer: off until it calls btrace_init() again. */
+	/* The child has no connection thread yet and must not write into its
+	 * parent's buffer: off until its own registration. */
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
 	btrace_funcs_attached_(0);
 	/* The forking thread's open function batch is the parent's to close. */
@@ -708,7 +720,14 @@ static void atfork_child(void)
 	tls.tid = 0;
 	tls.seq = 0;
 	start_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	/* The eventfd is shared with the parent: the parent's connection
+	 * thread would take the child's wake-ups. */
+	if (wake_fd >= 0)
+		close(wake_fd);
+	wake_fd = -1;
 	pthread_mutex_unlock(&names_lock); /* held by atfork_prepare() */
+	if (!disabled)
+		pthread_once(&start_once, start);
 }
 
 static void start(void)
@@ -745,7 +764,9 @@ static void start(void)
 		disabled = 1;
 		return;
 	}
-	pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	if (!atfork_set) /* once: a child runs start() again */
+		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
+	atfork_set = 1;
 	/* The thread must not take the application's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);

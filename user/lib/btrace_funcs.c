@@ -24,17 +24,16 @@
  * A batch spans at most AGE_NS, so rate error and NTP slewing move its last
  * record by far less than a microsecond.
  *
- * Fast path per trace point: a load of the on flag (the only cost without
- * a recorder), the thread's state (initial-exec TLS), rdtsc, four compares,
- * two stores. No system call, lock, atomic RMW or clock read.
- *
- * The hooks run in any thread at any time, including signal handlers that
- * interrupt a hook: fbusy makes the inner call a counted drop rather than a
- * torn record. Nothing here is instrumented (BT_NOINSTR), so nothing recurses.
+ * The hooks and their fast path are in func_hooks.c and funcs_write.h; this
+ * file does the rest. The hooks run in any thread at any time, including
+ * signal handlers that interrupt a hook: fbusy sends the inner record to a
+ * per-thread ring the interrupted hook writes out when it is done. Nothing
+ * here is instrumented (BT_NOINSTR), so nothing recurses.
  */
 #include "btrace.h"
 #include "app_write.h"
 #include "tick_rate.h"
+#include "funcs_write.h"
 
 #include <pthread.h>
 #include <sched.h>
@@ -46,9 +45,8 @@
 #define BATCH_MAX 1024u /* bytes of a batch region: 120 records, 8.5 bytes/record with the header */
 #define BATCH_MIN (BT_ENTRY_HDR + (uint32_t)sizeof(struct bt_ev_app_funcs) + 8u * 8u)
 #define AGE_NS 8000000ull /* a batch spans at most 8 ms */
-#define DELTA_MAX (1ll << 29)
 
-int btrace_funcs_on_;                /* the hooks' one test */
+int btrace_funcs_on_;
 static int funcs_disabled;           /* BTRACE_FUNCS=0 */
 static struct bt_tick_rate rate;     /* updated under rate_lock only */
 static atomic_flag rate_lock = ATOMIC_FLAG_INIT;
@@ -58,25 +56,12 @@ static uint64_t age_ticks;           /* AGE_NS in ticks */
 static pthread_key_t exit_key;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
-static inline BT_NOINSTR uint64_t ticks(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	return __builtin_ia32_rdtsc();
-#elif defined(__aarch64__)
-	uint64_t v;
-	__asm__ volatile("mrs %0, cntvct_el0" : "=r"(v));
-	return v;
-#else
-	return now_boot();
-#endif
-}
-
 /* A (ticks, boot ns) pair taken close together: the tightest of three. */
 static BT_NOINSTR void pair(uint64_t *tk, uint64_t *ns)
 {
 	uint64_t best = UINT64_MAX;
 	for (int i = 0; i < 3; i++) {
-		uint64_t a = ticks(), n = now_boot(), b = ticks();
+		uint64_t a = btrace_ticks_(), n = now_boot(), b = btrace_ticks_();
 		if (b - a < best) {
 			best = b - a;
 			*tk = a + (b - a) / 2;
@@ -164,6 +149,46 @@ void btrace_dropped_nested_(struct tstate *t)
 		atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
 }
 
+void btrace_funcs_nested_(struct tstate *t, uint64_t fn, unsigned kind)
+{
+	/* A handler interrupting a handler's own keeping (fbusy 2), or more
+	 * than BT_FPEND records: dropped, counted, and no seq taken (the
+	 * interrupted hook's records stay contiguous, nothing is cut). */
+	if (t->fbusy != 1 || t->fpw - t->fpr >= BT_FPEND) {
+		/* Acquire: pairs with the release store in publish() (btrace_app.c). */
+		struct app_buf *b = atomic_load_explicit(&btrace_buf_, memory_order_acquire);
+		if (b)
+			atomic_fetch_add_explicit(&b->shm->stats.dropped, 1, memory_order_relaxed);
+		return;
+	}
+	t->fbusy = 2;
+	atomic_signal_fence(memory_order_seq_cst);
+	uint32_t i = t->fpw % BT_FPEND;
+	t->fpend_tk[i] = btrace_ticks_();
+	t->fpend_fn[i] = fn;
+	t->fpend_kind[i] = (uint8_t)kind;
+	/* Signal fence: the slot is whole before the interrupted flush (if it
+	 * was flushing) can see fpw move past it. */
+	atomic_signal_fence(memory_order_seq_cst);
+	t->fpw++;
+	atomic_signal_fence(memory_order_seq_cst);
+	t->fbusy = 1;
+}
+
+void btrace_funcs_flush_(struct tstate *t)
+{
+	/* A handler may add records while this runs (fbusy is 1): the loop
+	 * takes them too. Their ticks are before the record just written when
+	 * the signal came before its clock read: they are moved up to it
+	 * (btrace_funcs_slow_ keeps a thread's times from going back). */
+	while (t->fpr != t->fpw) {
+		uint32_t i = t->fpr % BT_FPEND;
+		btrace_fpoint_(t, t->fpend_fn[i], t->fpend_kind[i], t->fpend_tk[i]);
+		atomic_signal_fence(memory_order_seq_cst);
+		t->fpr++;
+	}
+}
+
 /* Thread exit (TSD destructor; also when an instrumented destructor ran
  * after it and opened a batch again: the value is set at every claim). */
 static BT_NOINSTR void thread_end(void *arg)
@@ -171,6 +196,7 @@ static BT_NOINSTR void thread_end(void *arg)
 	(void)arg;
 	struct tstate *t = &btrace_tls_;
 	t->fbusy = 1;
+	btrace_funcs_flush_(t);
 	close_batch(t);
 	/* Calls after this point (other destructors) open a new batch and
 	 * set the key again: the destructor runs once more. */
@@ -180,11 +206,6 @@ static BT_NOINSTR void thread_end(void *arg)
 static BT_NOINSTR void make_key(void)
 {
 	pthread_key_create(&exit_key, thread_end);
-}
-
-static inline BT_NOINSTR uint64_t word(uint64_t dt, unsigned kind, int64_t delta)
-{
-	return (dt & 0xffffffffu) | (uint64_t)kind << 32 | (uint64_t)delta << 34;
 }
 
 /* Claim a new batch starting with this record. */
@@ -233,7 +254,7 @@ static BT_NOINSTR void open_batch(struct tstate *t, uint64_t fn, unsigned kind, 
 	f->addr0 = fn;
 	f->mult_q32 = m;
 	f->cap = (len - BT_ENTRY_HDR - (uint32_t)sizeof(*f)) / 8u;
-	f->words[0] = word(0, kind, 0);
+	f->words[0] = btrace_fword_(0, kind, 0);
 	t->seq++;
 	__atomic_store_n(&f->count, 1, __ATOMIC_RELAXED);
 	/* Release: pairs with the reader's acquire loads of the block copy; an
@@ -254,30 +275,30 @@ static BT_NOINSTR void open_batch(struct tstate *t, uint64_t fn, unsigned kind, 
 	t->faddr0 = fn;
 }
 
-static BT_NOINSTR void slow_point(struct tstate *t, uint64_t fn, unsigned kind, uint64_t now)
+void btrace_funcs_slow_(struct tstate *t, uint64_t fn, unsigned kind, uint64_t now)
 {
 	/* Migrated to a CPU whose counter is a few ticks behind: no going back. */
 	if (t->fbat && (int64_t)(now - t->flast) < 0)
 		now = t->flast;
 	int64_t d = (int64_t)(fn - t->faddr0);
-	if (t->fbat && t->fw < t->fcap && d >= -DELTA_MAX && d < DELTA_MAX && now < t->fend &&
+	if (t->fbat && t->fw < t->fcap && d >= -BT_FDELTA_MAX && d < BT_FDELTA_MAX && now < t->fend &&
 	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
-		t->fwords[t->fw] = word(now - t->flast, kind, d);
+		t->fwords[t->fw] = btrace_fword_(now - t->flast, kind, d);
 		t->flast = now;
 		t->seq++;
-		/* Release: as in record(). */
+		/* Release: as in btrace_fpoint_() (funcs_write.h). */
 		__atomic_store_n(&t->fbat->count, ++t->fw, __ATOMIC_RELEASE);
 		return;
 	}
 	/* Only the address is far (another object file): a long record. */
 	if (t->fbat && t->fw + 2 <= t->fcap && now < t->fend &&
 	    t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed)) {
-		t->fwords[t->fw] = word(now - t->flast, kind | BT_FREC_ENTRY_LONG, 0);
+		t->fwords[t->fw] = btrace_fword_(now - t->flast, kind | BT_FREC_ENTRY_LONG, 0);
 		t->fwords[t->fw + 1] = fn;
 		t->fw += 2;
 		t->flast = now;
 		t->seq++;
-		/* Release: pairs with the reader's acquire copy (see record()). */
+		/* Release: pairs with the reader's acquire copy (see btrace_fpoint_()). */
 		__atomic_store_n(&t->fbat->count, t->fw, __ATOMIC_RELEASE);
 		return;
 	}
@@ -285,47 +306,3 @@ static BT_NOINSTR void slow_point(struct tstate *t, uint64_t fn, unsigned kind, 
 	open_batch(t, fn, kind, now);
 }
 
-static inline BT_NOINSTR void record(uint64_t fn, unsigned kind)
-{
-	struct tstate *t = &btrace_tls_;
-	if (__builtin_expect(t->fbusy, 0)) {
-		/* A signal handler inside a hook or an event write. */
-		btrace_dropped_nested_(t);
-		return;
-	}
-	t->fbusy = 1;
-	atomic_signal_fence(memory_order_seq_cst);
-	uint64_t now = ticks();
-	int64_t d = (int64_t)(fn - t->faddr0);
-	/* One unsigned compare for flast <= now < fend: the counter did not go
-	 * back (a migration) and the batch is young enough. */
-	if (__builtin_expect(t->fw < t->fcap && now - t->flast < t->fend - t->flast && d >= -DELTA_MAX &&
-				     d < DELTA_MAX &&
-				     t->fbuf == atomic_load_explicit(&btrace_buf_, memory_order_relaxed),
-			     1)) {
-		t->fwords[t->fw] = word(now - t->flast, kind, d);
-		t->flast = now;
-		t->seq++;
-		/* Release: pairs with the acquire loads of the reader's copy
-		 * (app_reader.c): count covers only records fully stored. */
-		__atomic_store_n(&t->fbat->count, ++t->fw, __ATOMIC_RELEASE);
-	} else {
-		slow_point(t, fn, kind, now);
-	}
-	atomic_signal_fence(memory_order_seq_cst);
-	t->fbusy = 0;
-}
-
-BT_NOINSTR void __cyg_profile_func_enter(void *fn, void *site)
-{
-	(void)site;
-	if (__builtin_expect(__atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED) != 0, 0))
-		record((uint64_t)(uintptr_t)fn, BT_FREC_ENTRY);
-}
-
-BT_NOINSTR void __cyg_profile_func_exit(void *fn, void *site)
-{
-	(void)site;
-	if (__builtin_expect(__atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED) != 0, 0))
-		record((uint64_t)(uintptr_t)fn, BT_FREC_EXIT);
-}

@@ -7,12 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "debug_file.h"
 #include "elf_symbols.h"
 #include "trusted_file.h"
 #include <zlib.h>
 
 #define SYSTEM_DEBUG_DIR "/usr/lib/debug"
+/* A debug link without a build-id is matched by the CRC of the whole
+ * candidate file: only ELF files of at most this size are read for it (a
+ * link naming a 64 GiB sparse file made every dump read 64 GiB). */
+#define DEBUGLINK_CRC_MAX (1ull << 30)
 
 struct want {
 	const char *path, *debuglink;
@@ -21,22 +26,30 @@ struct want {
 	uint32_t crc;
 	int has_crc;
 	char **found;
+	int no_links; /* the candidate is in a directory a user may control */
 };
 
 /* The CRC-32 of a whole file (what .gnu_debuglink records); 0 and *ok 0
- * if it cannot be read. */
+ * if it cannot be read, is not ELF or is over DEBUGLINK_CRC_MAX. */
 static uint32_t file_crc(int fd, int *ok)
 {
 	unsigned char buf[1 << 16];
 	uLong crc = crc32(0, Z_NULL, 0);
 	off_t off = 0;
 	ssize_t n;
+	struct stat st;
 
-	while ((n = pread(fd, buf, sizeof(buf), off)) > 0) {
+	*ok = 0;
+	if (fstat(fd, &st) || (uint64_t)st.st_size > DEBUGLINK_CRC_MAX || pread(fd, buf, 4, 0) != 4 ||
+	    memcmp(buf, "\177ELF", 4))
+		return 0;
+	while (off < st.st_size &&
+	       (n = pread(fd, buf, (size_t)(st.st_size - off) < sizeof(buf) ? (size_t)(st.st_size - off) : sizeof(buf),
+			  off)) > 0) {
 		crc = crc32(crc, buf, (uInt)n);
 		off += n;
 	}
-	*ok = n == 0;
+	*ok = off == st.st_size; /* not past the size measured: it may grow */
 	return (uint32_t)crc;
 }
 
@@ -45,7 +58,7 @@ static uint32_t file_crc(int fd, int *ok)
  * fd or -1. */
 static int try_open(const char *cand, const struct want *w)
 {
-	int fd = bt_open_regular(cand), ok;
+	int fd = w->no_links ? bt_open_regular_nolinks(cand) : bt_open_regular(cand), ok;
 
 	if (fd < 0)
 		return -1;
@@ -113,7 +126,7 @@ int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, 
 		       uint32_t crc, const char *debug_dirs, char **found)
 {
 	struct want w = { path, debuglink, build_id, len > BT_BUILD_ID_MAX ? BT_BUILD_ID_MAX : len, crc,
-			  debuglink != NULL, found };
+			  debuglink != NULL, found, 0 };
 	int fd;
 
 	if (found)
@@ -129,12 +142,14 @@ int bt_debug_file_open(const char *path, const uint8_t *build_id, uint32_t len, 
 	if (slash && path[0] == '/') {
 		char cand[8400];
 		int dl = (int)(slash - path);
+		w.no_links = 1; /* the binary's own directory: its owner's */
 		snprintf(cand, sizeof(cand), "%.*s/%s", dl, path, debuglink);
 		if (strcmp(cand, path) != 0 && (fd = try_open(cand, &w)) >= 0)
 			return fd;
 		snprintf(cand, sizeof(cand), "%.*s/.debug/%s", dl, path, debuglink);
 		if ((fd = try_open(cand, &w)) >= 0)
 			return fd;
+		w.no_links = 0;
 	}
 	fd = each_dir(debug_dirs, by_link_under, &w);
 	return fd >= 0 ? fd : -ENOENT;

@@ -144,7 +144,8 @@ static int index_units(struct bt_dwarf *dw)
 			goto nomem;
 		dw->nunits++;
 	}
-	qsort(v.r, v.n, sizeof(*v.r), by_lo);
+	if (v.n)
+		qsort(v.r, v.n, sizeof(*v.r), by_lo);
 	dw->ur = v.r;
 	dw->nur = v.n;
 	return 0;
@@ -423,7 +424,8 @@ static struct unit *unit_indexed(struct bt_dwarf *dw, size_t i)
 		free(v.r);
 		return NULL; /* asked again next time */
 	}
-	qsort(v.r, v.n, sizeof(*v.r), by_lo);
+	if (v.n)
+		qsort(v.r, v.n, sizeof(*v.r), by_lo);
 	u->fns = v.r;
 	u->nfns = v.n;
 	u->indexed = 1;

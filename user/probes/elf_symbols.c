@@ -119,24 +119,26 @@ static void parse_stapsdt(Elf *e, Elf_Scn *scn, int cls, struct bt_elf_file *ef)
 	}
 }
 
-/* Load the function symbols, loadable segments and USDT notes of `attach`. */
-int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char **err)
+/* What bt_elf_load's steps share. */
+struct elf_load {
+	Elf *e;
+	const char *path; /* for messages */
+	char **err;
+	size_t shnum, shstrndx;
+	unsigned char *sec_exec; /* [section index]: holds code */
+	Elf_Data *versym;
+};
+
+/* Open attach read-only if it is a regular ELF file: the descriptor, or
+ * -errno with the reason in *err. */
+static int open_elf_file(const char *attach, const char *path, char **err)
 {
 	unsigned char magic[4];
-	size_t shnum = 0, shstrndx = 0, phnum = 0, cap = 0;
-	unsigned char *sec_exec = NULL;
-	Elf_Data *versym = NULL;
-	GElf_Ehdr eh;
-	Elf_Scn *scn;
-	Elf *e = NULL;
 	struct stat st;
-	int fd, r = 0;
-
-	if (ef->attach != attach)
-		snprintf(ef->attach, sizeof(ef->attach), "%s", attach);
 	/* Paths come from other processes' maps: a FIFO or a device put
 	 * there must not block the recorder (O_NONBLOCK), nor be read. */
-	fd = open(attach, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	int fd = open(attach, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
 	if (fd < 0) {
 		if (errno == EACCES || errno == EPERM)
 			return bt_errs(err, EACCES, "permission denied opening %s", path);
@@ -150,70 +152,123 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 		close(fd);
 		return bt_errs(err, ENOEXEC, "%s is not an ELF file (not a program or shared library)", path);
 	}
-	if (elf_version(EV_CURRENT) == EV_NONE) {
-		close(fd);
-		return bt_errs(err, EINVAL, "libelf: %s", elf_errmsg(-1));
-	}
-	e = elf_begin(fd, ELF_C_READ, NULL); /* not mapped: see bt_elf_build_id */
-	if (!e || elf_kind(e) != ELF_K_ELF || !gelf_getehdr(e, &eh)) {
-		r = bt_errs(err, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
-		goto out;
-	}
-	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN) {
-		r = bt_errs(err, ENOEXEC, "%s is an ELF %s, not a program or shared library", path,
-			 eh.e_type == ET_REL ? "object file" : eh.e_type == ET_CORE ? "core dump" : "file of unknown type");
-		goto out;
-	}
-	if (host_machine() != EM_NONE && eh.e_machine != host_machine()) {
-		r = bt_errs(err, ENOEXEC, "%s is built for another architecture (ELF machine %u)", path,
-			 eh.e_machine);
-		goto out;
-	}
-	if (elf_getshdrnum(e, &shnum) || elf_getshdrstrndx(e, &shstrndx) || elf_getphdrnum(e, &phnum)) {
-		r = bt_errs(err, ENOEXEC, "%s: corrupt ELF headers (%s)", path, elf_errmsg(-1));
-		goto out;
-	}
-	/* Loadable segments: virtual address -> file offset. */
+	return fd;
+}
+
+/* The ELF header: a program or shared library of this machine, with
+ * readable section and program header tables. */
+static int check_elf_header(struct elf_load *l, size_t *phnum)
+{
+	GElf_Ehdr eh;
+
+	if (elf_kind(l->e) != ELF_K_ELF || !gelf_getehdr(l->e, &eh))
+		return bt_errs(l->err, ENOEXEC, "%s: unreadable ELF file (%s)", l->path, elf_errmsg(-1));
+	if (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)
+		return bt_errs(l->err, ENOEXEC, "%s is an ELF %s, not a program or shared library", l->path,
+			       eh.e_type == ET_REL    ? "object file"
+			       : eh.e_type == ET_CORE ? "core dump"
+						      : "file of unknown type");
+	if (host_machine() != EM_NONE && eh.e_machine != host_machine())
+		return bt_errs(l->err, ENOEXEC, "%s is built for another architecture (ELF machine %u)", l->path,
+			       eh.e_machine);
+	if (elf_getshdrnum(l->e, &l->shnum) || elf_getshdrstrndx(l->e, &l->shstrndx) || elf_getphdrnum(l->e, phnum))
+		return bt_errs(l->err, ENOEXEC, "%s: corrupt ELF headers (%s)", l->path, elf_errmsg(-1));
+	return 0;
+}
+
+/* Loadable segments: virtual address -> file offset. */
+static int load_segments(struct elf_load *l, size_t phnum, struct bt_elf_file *ef)
+{
 	ef->seg = calloc(phnum ? phnum : 1, sizeof(*ef->seg));
-	sec_exec = calloc(shnum ? shnum : 1, 1);
-	if (!ef->seg || !sec_exec) {
-		r = bt_errs(err, ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!ef->seg)
+		return bt_errs(l->err, ENOMEM, "out of memory");
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
-		if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(l->e, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
 		ef->seg[ef->nseg++] = (struct bt_elf_seg){ ph.p_vaddr, ph.p_memsz, ph.p_offset, ph.p_filesz, ph.p_flags };
 	}
-	/* Sections: executable ones, the symbol-version table, USDT notes. */
-	for (scn = NULL; (scn = elf_nextscn(e, scn));) {
+	return 0;
+}
+
+/* Sections: executable ones, the symbol-version table, USDT notes. */
+static int scan_sections(struct elf_load *l, struct bt_elf_file *ef)
+{
+	l->sec_exec = calloc(l->shnum ? l->shnum : 1, 1);
+	if (!l->sec_exec)
+		return bt_errs(l->err, ENOMEM, "out of memory");
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(l->e, scn));) {
 		GElf_Shdr sh;
 		const char *nm = NULL;
 
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		size_t idx = elf_ndxscn(scn);
-		if (idx < shnum && (sh.sh_flags & SHF_EXECINSTR))
-			sec_exec[idx] = 1;
+		if (idx < l->shnum && (sh.sh_flags & SHF_EXECINSTR))
+			l->sec_exec[idx] = 1;
 		if (sh.sh_type == SHT_SYMTAB)
 			ef->has_symtab = 1;
-		else if (sh.sh_type == SHT_GNU_versym)
-			versym = elf_getdata(scn, NULL);
-		else if (sh.sh_type == SHT_NOTE && (nm = elf_strptr(e, shstrndx, sh.sh_name)) &&
-			 strcmp(nm, ".note.stapsdt") == 0)
-			parse_stapsdt(e, scn, gelf_getclass(e), ef);
+		else if (sh.sh_type == SHT_GNU_versym && sh.sh_size <= BT_ELF_SYMTAB_MAX)
+			l->versym = elf_getdata(scn, NULL);
+		else if (sh.sh_type == SHT_NOTE && sh.sh_size <= BT_ELF_SYMTAB_MAX &&
+			 (nm = elf_strptr(l->e, l->shstrndx, sh.sh_name)) && strcmp(nm, ".note.stapsdt") == 0)
+			parse_stapsdt(l->e, scn, gelf_getclass(l->e), ef);
 	}
-	/* Function symbols of .symtab and .dynsym. */
-	for (scn = NULL; (scn = elf_nextscn(e, scn));) {
+	return 0;
+}
+
+/* A symbol table and its strings are read whole (libelf's ELF_C_READ):
+ * one that claims more than BT_ELF_SYMTAB_MAX (a user's sparse 4 GiB
+ * .symtab made a dump take 4.2 GiB) is skipped, and said. */
+static int symtab_in_bounds(struct elf_load *l, const GElf_Shdr *sh, struct bt_elf_file *ef)
+{
+	GElf_Shdr strs;
+	Elf_Scn *ss = elf_getscn(l->e, sh->sh_link);
+
+	if (sh->sh_size <= BT_ELF_SYMTAB_MAX && ss && gelf_getshdr(ss, &strs) && strs.sh_size <= BT_ELF_SYMTAB_MAX)
+		return 1;
+	ef->symtab_skipped = 1;
+	return 0;
+}
+
+/* One function symbol into ef->f (grown by doubling, *cap). */
+static int add_func(struct elf_load *l, struct bt_elf_file *ef, size_t *cap, const char *name, const GElf_Sym *s,
+		    int hidden)
+{
+	if (ef->nf == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		struct bt_elf_func *nf = realloc(ef->f, nc * sizeof(*nf));
+		if (!nf)
+			return bt_errs(l->err, ENOMEM, "out of memory");
+		ef->f = nf, *cap = nc;
+	}
+	struct bt_elf_func *f = &ef->f[ef->nf];
+	memset(f, 0, sizeof(*f));
+	f->name = strdup(name);
+	if (!f->name)
+		return bt_errs(l->err, ENOMEM, "out of memory");
+	f->vaddr = s->st_value;
+	f->size = s->st_size;
+	f->bind = GELF_ST_BIND(s->st_info);
+	f->type = GELF_ST_TYPE(s->st_info);
+	f->hidden = (unsigned char)hidden;
+	ef->nf++;
+	return 0;
+}
+
+/* Function symbols of .symtab and .dynsym. */
+static int load_func_symbols(struct elf_load *l, struct bt_elf_file *ef)
+{
+	size_t cap = 0;
+
+	for (Elf_Scn *scn = NULL; (scn = elf_nextscn(l->e, scn));) {
 		GElf_Shdr sh;
 		Elf_Data *d;
 
 		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) || !sh.sh_entsize)
 			continue;
-		d = elf_getdata(scn, NULL);
-		if (!d)
+		if (!symtab_in_bounds(l, &sh, ef) || !(d = elf_getdata(scn, NULL)))
 			continue;
 		size_t nsym = sh.sh_size / sh.sh_entsize;
 		for (size_t i = 1; i < nsym; i++) {
@@ -226,62 +281,77 @@ int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, ch
 			if (s.st_shndx == SHN_UNDEF || s.st_shndx >= SHN_LORESERVE || !s.st_value)
 				continue;
 			if (type != STT_FUNC && type != STT_GNU_IFUNC &&
-			    !(type == STT_NOTYPE && s.st_shndx < shnum && sec_exec[s.st_shndx]))
+			    !(type == STT_NOTYPE && s.st_shndx < l->shnum && l->sec_exec[s.st_shndx]))
 				continue;
-			name = elf_strptr(e, sh.sh_link, s.st_name);
+			name = elf_strptr(l->e, sh.sh_link, s.st_name);
 			if (!name || !*name)
 				continue;
-			if (ef->nf == cap) {
-				size_t nc = cap ? cap * 2 : 256;
-				struct bt_elf_func *nf = realloc(ef->f, nc * sizeof(*nf));
-				if (!nf) {
-					r = bt_errs(err, ENOMEM, "out of memory");
-					goto out;
-				}
-				ef->f = nf, cap = nc;
-			}
-			struct bt_elf_func *f = &ef->f[ef->nf];
-			memset(f, 0, sizeof(*f));
-			f->name = strdup(name);
-			if (!f->name) {
-				r = bt_errs(err, ENOMEM, "out of memory");
-				goto out;
-			}
-			f->vaddr = s.st_value;
-			f->size = s.st_size;
-			f->bind = GELF_ST_BIND(s.st_info);
-			f->type = type;
 			/* A non-default symbol version (memcpy@GLIBC_2.2.5 next to memcpy@@GLIBC_2.14). */
-			if (sh.sh_type == SHT_DYNSYM && versym && (i + 1) * sizeof(uint16_t) <= versym->d_size)
-				f->hidden = (((const uint16_t *)versym->d_buf)[i] & 0x8000) != 0;
-			ef->nf++;
+			int hidden = sh.sh_type == SHT_DYNSYM && l->versym &&
+				     (i + 1) * sizeof(uint16_t) <= l->versym->d_size &&
+				     (((const uint16_t *)l->versym->d_buf)[i] & 0x8000) != 0;
+			int r = add_func(l, ef, &cap, name, &s, hidden);
+			if (r)
+				return r;
 		}
 	}
-	/* One entry per (name, address): .symtab repeats .dynsym. */
-	if (ef->nf) {
-		size_t k = 0;
+	return 0;
+}
 
-		qsort(ef->f, ef->nf, sizeof(*ef->f), efunc_cmp);
-		for (size_t i = 0; i < ef->nf; i++) {
-			if (k && strcmp(ef->f[k - 1].name, ef->f[i].name) == 0 && ef->f[k - 1].vaddr == ef->f[i].vaddr) {
-				struct bt_elf_func *p = &ef->f[k - 1];
-				if (bind_rank(ef->f[i].bind) < bind_rank(p->bind))
-					p->bind = ef->f[i].bind;
-				if (!ef->f[i].hidden)
-					p->hidden = 0;
-				if (!p->size)
-					p->size = ef->f[i].size;
-				free(ef->f[i].name);
-				continue;
-			}
-			ef->f[k++] = ef->f[i];
+/* One entry per (name, address): .symtab repeats .dynsym. */
+static void dedup_funcs(struct bt_elf_file *ef)
+{
+	size_t k = 0;
+
+	if (!ef->nf)
+		return;
+	qsort(ef->f, ef->nf, sizeof(*ef->f), efunc_cmp);
+	for (size_t i = 0; i < ef->nf; i++) {
+		if (k && strcmp(ef->f[k - 1].name, ef->f[i].name) == 0 && ef->f[k - 1].vaddr == ef->f[i].vaddr) {
+			struct bt_elf_func *p = &ef->f[k - 1];
+			if (bind_rank(ef->f[i].bind) < bind_rank(p->bind))
+				p->bind = ef->f[i].bind;
+			if (!ef->f[i].hidden)
+				p->hidden = 0;
+			if (!p->size)
+				p->size = ef->f[i].size;
+			free(ef->f[i].name);
+			continue;
 		}
-		ef->nf = k;
+		ef->f[k++] = ef->f[i];
 	}
-out:
-	free(sec_exec);
-	if (e)
-		elf_end(e);
+	ef->nf = k;
+}
+
+/* Load the function symbols, loadable segments and USDT notes of `attach`. */
+int bt_elf_load(const char *attach, const char *path, struct bt_elf_file *ef, char **err)
+{
+	struct elf_load l = { .path = path, .err = err };
+	size_t phnum = 0;
+	int fd, r;
+
+	if (ef->attach != attach)
+		snprintf(ef->attach, sizeof(ef->attach), "%s", attach);
+	if ((fd = open_elf_file(attach, path, err)) < 0)
+		return fd;
+	if (elf_version(EV_CURRENT) == EV_NONE) {
+		close(fd);
+		return bt_errs(err, EINVAL, "libelf: %s", elf_errmsg(-1));
+	}
+	l.e = elf_begin(fd, ELF_C_READ, NULL); /* not mapped: see bt_elf_build_id */
+	if (!l.e)
+		r = bt_errs(err, ENOEXEC, "%s: unreadable ELF file (%s)", path, elf_errmsg(-1));
+	else if (!(r = check_elf_header(&l, &phnum)) && !(r = load_segments(&l, phnum, ef)) &&
+		 !(r = scan_sections(&l, ef)) && !(r = load_func_symbols(&l, ef)))
+		dedup_funcs(ef);
+	if (ef->symtab_skipped) {
+		char e[BT_ESCAPED_LEN(256)];
+		bt_warn("%s: a symbol table larger than %llu MiB was not read: its functions stay unnamed",
+			bt_escape_text(path, 256, e, sizeof(e)), BT_ELF_SYMTAB_MAX >> 20);
+	}
+	free(l.sec_exec);
+	if (l.e)
+		elf_end(l.e);
 	close(fd);
 	return r;
 }

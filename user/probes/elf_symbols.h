@@ -45,6 +45,7 @@ struct bt_elf_file {
 	dev_t dev;
 	ino_t ino;
 	int has_symtab;
+	int symtab_skipped; /* a symbol table over BT_ELF_SYMTAB_MAX was not read */
 	struct bt_elf_func *f;
 	size_t nf;
 	struct bt_elf_seg *seg;
@@ -57,6 +58,11 @@ struct bt_elf_file {
 	int err;
 	char *msg; /* malloc'd */
 };
+
+/* The most bytes of one symbol table, or of its strings, read from a file
+ * (whole, into memory): a table claiming more is skipped (its functions
+ * are then unnamed) and symtab_skipped set. */
+#define BT_ELF_SYMTAB_MAX (256ull << 20)
 
 /* Load the function symbols, loadable segments and USDT notes of `attach`
  * (`path` names it in messages) into a zeroed ef. 0 or -errno + err. */

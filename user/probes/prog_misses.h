@@ -9,14 +9,7 @@
 #define BTRACE_PROG_MISSES_H
 #include <stddef.h>
 #include <stdint.h>
-
-/* Runs of one BPF program the kernel skipped (recursion_misses); dumps
- * carry them (dump.h: bt_dump_info.prog_misses, PMIS section). */
-struct bt_prog_miss {
-	char name[64];
-	uint64_t misses;
-	uint32_t prog_id;
-};
+#include "probe_table.h" /* struct bt_prog_miss: a row of the dump's PMIS section */
 
 struct bpf_object;
 /* Name, id and recursion_misses (bpf_obj_get_info_by_fd) of each loaded

@@ -6,16 +6,28 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 #include "trusted_file.h"
 
-int bt_open_regular(const char *path)
+/* An O_PATH descriptor of path: with no_links, none of its components may
+ * be a symbolic link (openat2's RESOLVE_NO_SYMLINKS). */
+static int open_path(const char *path, int no_links)
+{
+	if (!no_links)
+		return open(path, O_PATH | O_CLOEXEC);
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_NO_SYMLINKS };
+	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+}
+
+static int open_regular(const char *path, int no_links)
 {
 	struct stat st;
 	char self[64];
-	int p = open(path, O_PATH | O_CLOEXEC); /* opens nothing: no driver, no FIFO partner */
+	int p = open_path(path, no_links); /* opens nothing: no driver, no FIFO partner */
 
 	if (p < 0)
 		return -errno;
@@ -29,6 +41,16 @@ int bt_open_regular(const char *path)
 	int e = errno;
 	close(p);
 	return fd < 0 ? -e : fd;
+}
+
+int bt_open_regular(const char *path)
+{
+	return open_regular(path, 0);
+}
+
+int bt_open_regular_nolinks(const char *path)
+{
+	return open_regular(path, 1);
 }
 
 /* Local file systems where only root can change a file root owns without

@@ -21,6 +21,10 @@
  * an O_PATH descriptor first. Never blocks, never takes a terminal. fd or
  * -errno (-ENOEXEC: not a regular file). */
 int bt_open_regular(const char *path);
+/* The same, refused (-ELOOP) if any component of path is a symbolic link:
+ * for paths in directories another user controls, where a link would make
+ * root read what it names. */
+int bt_open_regular_nolinks(const char *path);
 /* Whether fd's file may be mapped: only root can change it (owner root, no
  * group or other write: POSIX ACLs show in the group bits) and it lives on
  * a local file system whose owner and modes mean what they say (not FUSE,

@@ -715,16 +715,6 @@ int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u)
 	return u->ring_fd;
 }
 
-int bt_uprobes_rings_fd(const struct bt_uprobes *u)
-{
-	return bpf_map__fd(u->skel->maps.rings);
-}
-
-int bt_uprobes_cpu_state_fd(const struct bt_uprobes *u)
-{
-	return bpf_map__fd(u->skel->maps.cpu_state);
-}
-
 size_t bt_uprobes_poll_exited(struct bt_uprobes *u, int *pids, size_t max)
 {
 	size_t k = 0;

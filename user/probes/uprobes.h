@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
-#include "probes.h"
+#include "probe_table.h"
 #include "probe_spec.h"
 #include "proc_maps.h"
 #include "elf_symbols.h"
@@ -112,11 +112,8 @@ size_t bt_uprobes_nattached(const struct bt_uprobes *u);
 int bt_uprobes_prog_stats(const struct bt_uprobes *u, uint64_t *run_ns, uint64_t *run_cnt);
 
 /* The single ring the probes write into (given or made by bt_uprobes_open),
- * -1 when they write into per-CPU rings; the array of rings they use (an
- * ARRAY_OF_MAPS indexed by CPU); the per-CPU state map. */
+ * -1 when they write into per-CPU rings. */
 int bt_uprobes_ringbuf_fd(const struct bt_uprobes *u);
-int bt_uprobes_rings_fd(const struct bt_uprobes *u);
-int bt_uprobes_cpu_state_fd(const struct bt_uprobes *u);
 
 /* Targets (-p pids) that ended since the last call: up to max pids into
  * pids, returns how many. Recording goes on; the kernel side simply stops

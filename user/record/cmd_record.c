@@ -7,6 +7,7 @@
 #include <argp.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,24 @@
 #include "config_file.h"
 #include "dump_dir.h"
 #include "log.h"
+
+/* A bad value from --config FILE is named by its FILE:LINE. */
+#define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
+__attribute__((format(printf, 2, 3))) static void config_argp_error(const struct argp_state *state, const char *fmt,
+								    ...)
+{
+	char msg[1024], where[4200];
+	const char *w = bt_config_origin(state->next - 1, where, sizeof(where));
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (w)
+		(argp_error)(state, "%s: %s", w, msg);
+	else
+		(argp_error)(state, "%s", msg);
+}
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
 #define DEFAULT_OUTPUT_DIR "./traces"
@@ -156,8 +175,8 @@ static const struct argp_option options[] = {
 	{ "trigger-delay", OPT_TRIGGER_DELAY, "TIME", 0,
 	  "Keep recording TIME after a trigger before dumping, to see what happened next (default 0)", 3 },
 	{ "min-dump-interval", OPT_MIN_DUMP_INTERVAL, "TIME", 0,
-	  "Rate limit of automatic dumps (triggers, --dump-every): at most one per TIME; triggers in "
-	  "between are counted and dropped (default 1s)", 3 },
+	  "Rate limit of automatic dumps, per trigger: at most one dump per TIME from each --trigger (its "
+	  "default limit=) and from --dump-every; hits in between are counted and dropped (default 1s)", 3 },
 	{ "app-buffer-size", OPT_APP_BUFFER_SIZE, "SIZE", 0,
 	  "Shared-memory buffer given to each application traced in-process with libbtrace (btrace.h); "
 	  "`ctl app-resize SIZE` changes it (default 4M)", 4 },
@@ -568,7 +587,7 @@ static int record(int argc, char **args)
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	argp_parse(&argp, argc, args, 0, NULL, &o);
 	if (o.ustack && !o.nuspecs && !o.nusdts) {
-		fprintf(stderr, "btrace-bpf: record: --ustack takes the stacks of -u/-U probe hits: give a probe\n");
+		bt_err("record: --ustack takes the stacks of -u/-U probe hits: give a probe");
 		return 2;
 	}
 	if (!o.max_size) {
@@ -583,7 +602,7 @@ static int record(int argc, char **args)
 			o.max_size = o.buffer_size;
 	}
 	if (o.max_size < o.buffer_size) {
-		bt_warn("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
+		bt_err("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
 			format_size(o.buffer_size, s2, sizeof(s2)));
 		return 2;
 	}
@@ -594,19 +613,19 @@ static int record(int argc, char **args)
 		char spec[600];
 
 		if (!nv) {
-			bt_warn("out of memory");
+			bt_err("out of memory");
 			return 1;
 		}
 		o.triggers = nv;
 		snprintf(spec, sizeof(spec), "uprobe:%s", o.trigger_spec);
 		if (bt_trigger_parse(spec, &o.triggers[o.ntriggers], err, sizeof(err))) {
-			bt_warn("--trigger-uprobe: %s", err);
+			bt_err("--trigger-uprobe: %s", err);
 			return 2;
 		}
 		o.ntriggers++;
 	}
 	if (bt_trigger_finish(o.triggers, o.ntriggers, o.trigger_delay_ns, o.min_dump_interval_ns, err, sizeof(err))) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return 2;
 	}
 	for (size_t i = 0; i < o.ntriggers; i++) {
@@ -618,7 +637,7 @@ static int record(int argc, char **args)
 			continue;
 		v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
 		if (!v) {
-			bt_warn("out of memory");
+			bt_err("out of memory");
 			return 1;
 		}
 		o.uspecs = v;

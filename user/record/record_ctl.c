@@ -17,7 +17,7 @@
 #include "btrace_buffer.h"
 #include "live_window.h"
 #include "loader.h"
-#include "probes.h"
+#include "probe_table.h"
 #include "recorder.h"
 #include "stack_table.h"
 #include "unwind_procs.h"

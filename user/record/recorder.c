@@ -138,7 +138,7 @@ static int check_output_dir(const char *dir)
 		char *slash;
 		if (errno != ENOENT && errno != ENOTDIR) { /* ENOTDIR: a file on the way, found below */
 			ret = -errno;
-			bt_warn("cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
+			bt_err("cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
 			return ret;
 		}
 		slash = strrchr(up, '/');
@@ -160,7 +160,7 @@ static int check_output_dir(const char *dir)
 	if (strcmp(up, dir) != 0) {
 		if (access(up, W_OK | X_OK) < 0) {
 			ret = -errno;
-			bt_warn("cannot create output directory %s in %s: %s: choose another with -o DIR", dir, up,
+			bt_err("cannot create output directory %s in %s: %s: choose another with -o DIR", dir, up,
 				strerror(errno));
 			return ret;
 		}
@@ -174,7 +174,7 @@ static int check_output_dir(const char *dir)
 	fd = mkstemp(probe);
 	if (fd < 0) {
 		ret = -errno;
-		bt_warn("output directory %s is not writable: %s: choose another with -o DIR",
+		bt_err("output directory %s is not writable: %s: choose another with -o DIR",
 			dir, strerror(errno));
 		return ret;
 	}
@@ -191,7 +191,7 @@ static int create_output_dir(const char *dir)
 	int ret = mkdir_p(dir);
 
 	if (ret) {
-		bt_warn("cannot create output directory %s: %s: choose another with -o DIR", dir, strerror(-ret));
+		bt_err("cannot create output directory %s: %s: choose another with -o DIR", dir, strerror(-ret));
 		return ret;
 	}
 	ret = bt_dump_clean_stale(dir, err, sizeof(err));
@@ -201,22 +201,6 @@ static int create_output_dir(const char *dir)
 	else if (ret < 0)
 		bt_warn("%s", err);
 	return 0;
-}
-
-/* MemAvailable from /proc/meminfo in bytes, 0 if unknown. */
-static uint64_t mem_available(void)
-{
-	unsigned long long kb = 0;
-	char line[256];
-	FILE *f = fopen("/proc/meminfo", "r");
-
-	if (!f)
-		return 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1)
-			break;
-	fclose(f);
-	return (uint64_t)kb * 1024;
 }
 
 /* ---- signals ---------------------------------------------------------------------- */
@@ -345,7 +329,7 @@ static int find_trigger_ids(struct recorder *r)
 				found++;
 			}
 		if (!found) {
-			bt_warn("--trigger '%s': not an entry probe (drop %%return)", sp->cond);
+			bt_err("--trigger '%s': not an entry probe (drop %%return)", sp->cond);
 			return -EINVAL;
 		}
 	}
@@ -489,12 +473,12 @@ static int preflight_checks(struct record_opts *o)
 	int ret;
 
 	if (check_privileges()) {
-		bt_warn("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
+		bt_err("BPF not permitted: run as root, or grant CAP_BPF and CAP_PERFMON "
 			"(e.g. sudo btrace-bpf record)");
 		return -1;
 	}
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
-		bt_warn("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
+		bt_err("this kernel has no BTF (/sys/kernel/btf/vmlinux: %s): btrace-bpf needs a "
 			"kernel built with CONFIG_DEBUG_INFO_BTF=y", strerror(errno));
 		return -1;
 	}
@@ -521,7 +505,7 @@ static int preflight_checks(struct record_opts *o)
 	}
 	/* A --ctl that cannot work is found before anything is loaded. */
 	if (!o->no_ctl && o->ctl_path && bt_ctl_check_path(o->ctl_path, err, sizeof(err)) < 0) {
-		bt_warn("%s", err[0] ? err : strerror(errno));
+		bt_err("%s", err[0] ? err : strerror(errno));
 		return -1;
 	}
 	if (check_output_dir(o->output_dir))
@@ -540,7 +524,7 @@ static int create_buffer(struct recorder *r)
 	int ncpus = libbpf_num_possible_cpus();
 
 	if (ncpus <= 0 || ncpus > BT_MAX_CORES) {
-		bt_warn("cannot use this machine's CPU count (%d)", ncpus);
+		bt_err("cannot use this machine's CPU count (%d)", ncpus);
 		return -1;
 	}
 	r->ncpus = (uint32_t)ncpus;
@@ -549,16 +533,16 @@ static int create_buffer(struct recorder *r)
 		if (bt_app_geometry(o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
 				    o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE, r->ncpus,
 				    &aa, &an, err, sizeof(err)) < 0) {
-			bt_warn("--app-buffer-size: %s", err);
+			bt_err("--app-buffer-size: %s", err);
 			return -1;
 		}
 	}
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
-	if (mem_available() && o->buffer_size > mem_available()) {
-		bt_warn("cannot record into %s: only %s of memory is available: give a smaller "
+	if (bt_mem_available() && o->buffer_size > bt_mem_available()) {
+		bt_err("cannot record into %s: only %s of memory is available: give a smaller "
 			"--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
-			format_size(mem_available(), s2, sizeof(s2)));
+			format_size(bt_mem_available(), s2, sizeof(s2)));
 		return -1;
 	}
 	memset(&cfg, 0, sizeof(cfg));
@@ -571,14 +555,14 @@ static int create_buffer(struct recorder *r)
 	err[0] = '\0';
 	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
 	if (!r->buf) {
-		bt_warn("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
+		bt_err("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
 			"--active-blocks", format_size(o->buffer_size, s1, sizeof(s1)),
 			err[0] ? err : strerror(errno));
 		return -1;
 	}
 	r->tasks = bt_tasks_new();
 	if (!r->tasks) {
-		bt_warn("out of memory");
+		bt_err("out of memory");
 		return -1;
 	}
 	return 0;
@@ -627,19 +611,19 @@ static int open_loader(struct recorder *r)
 		r->stacks = bt_stack_table_new(lo.max_stacks);
 		r->symbolizer = r->stacks ? bt_symbolizer_new(o->debug_dirs, !o->no_source_lines) : NULL;
 		if (!r->stacks || !r->symbolizer) {
-			bt_warn("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
+			bt_err("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
 			return -1;
 		}
 	}
 	ret = bt_trig_bpf_record_conf(o->triggers, o->ntriggers, trig_conf, err, sizeof(err));
 	if (ret < 0) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return -1;
 	}
 	lo.trig_conf = ret ? trig_conf : NULL;
 	r->loader = bt_loader_open(&lo, err, sizeof(err));
 	if (!r->loader) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return -1;
 	}
 	return start_unwinder(r);
@@ -697,7 +681,7 @@ static int start_recording(struct recorder *r, int *dump_thread)
 
 	/* Before the drain: a uprobe trigger's first hit finds its thread. */
 	if (recorder_triggers_start(r, err, sizeof(err))) {
-		bt_warn("%s", err);
+		bt_err("%s", err);
 		return -1;
 	}
 	if (bt_loader_start(r->loader, r->buf, r->tasks, r->stacks))
@@ -721,7 +705,7 @@ static int start_recording(struct recorder *r, int *dump_thread)
 	}
 	ret = pthread_create(&r->dump_thread, NULL, dump_main, r);
 	if (ret) {
-		bt_warn("cannot start the dump thread: %s", strerror(ret));
+		bt_err("cannot start the dump thread: %s", strerror(ret));
 		return -1;
 	}
 	*dump_thread = 1;
@@ -768,7 +752,7 @@ static int start_apps(struct recorder *r, struct app_watches *w)
 	ac.watch_ns = w->wns;
 	r->apps = bt_apps_create(&ac, err, sizeof(err));
 	if (!r->apps) {
-		bt_warn("--app-buffer-size: %s", err);
+		bt_err("--app-buffer-size: %s", err);
 		return -1;
 	}
 	return 0;
@@ -787,7 +771,7 @@ static int start_ctl(struct recorder *r)
 			/* Not root (CAP_BPF + CAP_PERFMON): record without control. */
 			bt_warn("%s: `btrace-bpf ctl` disabled (give a writable --ctl PATH to have it)", err);
 		} else if (!r->ctl) {
-			bt_warn("%s", err);
+			bt_err("%s", err);
 			return -1;
 		}
 	}
@@ -810,9 +794,12 @@ static void announce(struct recorder *r)
 		bt_warn("%zu user-space probes attached (%zu links)", bt_uprobes_nprobes(r->uprobes),
 			bt_uprobes_nattached(r->uprobes));
 	}
-	for (size_t i = 0; i < o->ntriggers; i++)
-		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %.3gs after, at most one per %.3gs)", o->triggers[i].name,
-			o->triggers[i].cond, (double)o->triggers[i].after_ns / 1e9, (double)o->triggers[i].limit_ns / 1e9);
+	for (size_t i = 0; i < o->ntriggers; i++) {
+		char a[32], l[32];
+		bt_log(BT_LOG_NOTICE, "trigger %s armed: %s (dump %s after, at most one per %s)", o->triggers[i].name,
+		       o->triggers[i].cond, format_duration(o->triggers[i].after_ns, a, sizeof(a)),
+		       format_duration(o->triggers[i].limit_ns, l, sizeof(l)));
+	}
 	bt_log(BT_LOG_NOTICE, "recording %s into %s (%u tracepoints, rings %s: %u CPUs x %s), dumps to %s", gs,
 	       format_size(o->buffer_size, s1, sizeof(s1)), bt_loader_nattached(r->loader),
 	       format_size(bt_loader_ring_size(r->loader), s2, sizeof(s2)), bt_loader_ncpus(r->loader),

@@ -20,7 +20,6 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
-#include "report_functions.h"
 #include "util.h"
 
 struct thr {
@@ -32,11 +31,10 @@ struct thr {
 
 struct build {
 	struct bt_calls *out;
-	size_t ccap, fcap;
+	size_t ccap;
 	struct thr *t;   /* open addressing by tid */
 	size_t tcap, tn;
-	uint32_t *fh;    /* function hash: index + 1 */
-	size_t fhcap;
+	struct bt_fn_index fx;
 };
 
 static uint64_t mix(uint64_t x)
@@ -76,12 +74,11 @@ static struct thr *thr_get(struct build *b, uint32_t tid)
 	return &b->t[k];
 }
 
-/* The function (app, addr), added if new; -1 out of memory. */
-static int64_t fn_get(struct build *b, const struct bt_dump *d, int32_t app, uint64_t addr, uint32_t name_id)
+int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_dump *d, int32_t app,
+		    uint64_t addr)
 {
-	struct bt_calls *c = b->out;
-	if (2 * (c->nfn + 1) > b->fhcap) {
-		size_t nc = b->fhcap ? b->fhcap * 2 : 256;
+	if (2 * (c->nfn + 1) > ix->cap) {
+		size_t nc = ix->cap ? ix->cap * 2 : 256;
 		uint32_t *h = calloc(nc, sizeof(*h));
 		if (!h)
 			return -1;
@@ -91,30 +88,30 @@ static int64_t fn_get(struct build *b, const struct bt_dump *d, int32_t app, uin
 				k = (k + 1) & (nc - 1);
 			h[k] = (uint32_t)i + 1;
 		}
-		free(b->fh);
-		b->fh = h;
-		b->fhcap = nc;
+		free(ix->h);
+		ix->h = h;
+		ix->cap = nc;
 	}
-	size_t k = mix(addr ^ (uint64_t)app << 48) & (b->fhcap - 1);
-	for (; b->fh[k]; k = (k + 1) & (b->fhcap - 1)) {
-		struct bt_cfunc *f = &c->fn[b->fh[k] - 1];
+	size_t k = mix(addr ^ (uint64_t)app << 48) & (ix->cap - 1);
+	for (; ix->h[k]; k = (k + 1) & (ix->cap - 1)) {
+		const struct bt_cfunc *f = &c->fn[ix->h[k] - 1];
 		if (f->addr == addr && f->app == app)
-			return b->fh[k] - 1;
+			return ix->h[k] - 1;
 	}
-	if (c->nfn == b->fcap) {
-		size_t nc = b->fcap ? b->fcap * 2 : 64;
+	if (c->nfn == ix->fcap) {
+		size_t nc = ix->fcap ? ix->fcap * 2 : 64;
 		void *q = realloc(c->fn, nc * sizeof(*c->fn));
 		if (!q)
 			return -1;
 		c->fn = q;
-		b->fcap = nc;
+		ix->fcap = nc;
 	}
 	size_t na;
 	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
 	c->fn[c->nfn] = (struct bt_cfunc){ .app = app, .addr = addr,
 					    .pid = app >= 0 && (size_t)app < na ? apps[app].pid : 0,
-					    .name = bt_dump_app_event_name(d, app, name_id) };
-	b->fh[k] = (uint32_t)c->nfn + 1;
+					    .name = bt_dump_app_func_name(d, app, addr) };
+	ix->h[k] = (uint32_t)c->nfn + 1;
 	return (int64_t)c->nfn++;
 }
 
@@ -187,7 +184,7 @@ int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, stru
 		if (!out->first_ts)
 			out->first_ts = h->ts_ns;
 		out->last_ts = h->ts_ns;
-		int64_t fi = fn_get(&b, d, ev[i].app, addr, a->name_id);
+		int64_t fi = bt_calls_fn(out, &b.fx, d, ev[i].app, addr);
 		if (fi < 0)
 			goto nomem;
 		if (h->type == BT_EV_APP_FUNC_ENTRY) {
@@ -200,12 +197,13 @@ int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, stru
 				b.ccap = nc;
 			}
 			int32_t par = t->n ? t->stack[t->n - 1] : -1;
-			uint8_t outer = 1;
-			for (size_t s = 0; s < t->n && outer; s++)
-				outer = out->c[t->stack[s]].fn != (uint32_t)fi;
+			size_t s = t->n;
+			while (s > 0 && out->c[t->stack[s - 1]].fn != (uint32_t)fi)
+				s--;
 			out->c[out->n] = (struct bt_call){ .start = h->ts_ns, .tid = h->tid, .fn = (uint32_t)fi,
 							   .depth = (uint32_t)t->n, .parent = par, .open = 1,
-							   .sel = (uint8_t)keep(f, h), .outer = outer };
+							   .sel = (uint8_t)keep(f, h), .outer = !s,
+							   .up = s ? t->stack[s - 1] : -1 };
 			if (push(t, (int32_t)out->n++) < 0)
 				goto nomem;
 			continue;
@@ -234,7 +232,7 @@ done:
 	for (size_t i = 0; i < b.tcap; i++)
 		free(b.t[i].stack);
 	free(b.t);
-	free(b.fh);
+	free(b.fx.h);
 	return ret;
 }
 

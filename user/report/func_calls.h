@@ -11,7 +11,19 @@
 #include <stdint.h>
 
 struct bt_dump;
-struct bt_func_filter;
+struct bt_event_hdr;
+
+/* What report's options select; all fields may be zero/NULL (everything). */
+struct bt_func_filter {
+	int (*keep)(const struct bt_event_hdr *h, void *ctx); /* event selected (time, cpu, pid, type) */
+	int (*cpu_ok)(uint32_t cpu, void *ctx);               /* CPU selected (losses are per CPU) */
+	void *ctx;
+	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
+	uint64_t t0, t1;
+	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
+	int stream;         /* the dump keeps its function batches (BT_DUMP_OPEN_FUNC_BATCHES):
+			     * traced functions folded per function (func_stream.h) */
+};
 
 /* A function of one application (its pid): a row of the reports. */
 struct bt_cfunc {
@@ -29,6 +41,7 @@ struct bt_call {
 	uint8_t open;              /* no exit in the dump (running at its end, or cut by a loss) */
 	uint8_t sel;               /* its entry passes the report's filters */
 	uint8_t outer;             /* not inside another call of the same function (recursion) */
+	int32_t up;                /* the innermost call of the same function it is inside, -1 none */
 };
 
 struct bt_calls {
@@ -44,6 +57,17 @@ struct bt_calls {
 	uint64_t cut;               /* calls left open by a seq gap (their exit may be lost) */
 	uint64_t running;           /* calls open at the end of the dump */
 };
+
+/* The functions of a bt_calls by (app, addr), for whoever fills it. */
+struct bt_fn_index {
+	uint32_t *h; /* open addressing: index into fn + 1 */
+	size_t cap;  /* slots of h */
+	size_t fcap; /* room of c->fn */
+};
+/* The index in c->fn of function addr of application app, added (named
+ * from the dump's function table) if new; -1: out of memory. */
+int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_dump *d, int32_t app,
+		    uint64_t addr);
 
 /* Pair the dump's function records; f (may be NULL) selects calls by their
  * entry event. 0 or -ENOMEM. */

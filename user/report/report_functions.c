@@ -20,6 +20,7 @@
 #include "event_names.h"
 #include "report_functions.h"
 #include "func_calls.h"
+#include "func_stream.h"
 #include "util.h"
 
 /* A probed function: probes on the same function (`f` and `f%return`) of
@@ -164,7 +165,24 @@ static void print_row(FILE *out, const struct ffunc *fn, struct frow *r, const c
  * Counts are complete only where no CPU missed an event: the ring buffer
  * dropped none (a drop also leaves a seq gap), no seq gap in the window, the
  * CPUs' history reaches back to the window's start, nothing lost dumping. */
-static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
+/* Application records lost anywhere in the dump (func_calls.c counts the
+ * seq gaps; the readers count blocks): the counts are not complete. */
+static int app_losses(const struct bt_dump *d, const struct bt_calls *c)
+{
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	int any = c && c->seq_gaps;
+	for (size_t i = 0; i < na; i++)
+		any |= apps[i].counters[BT_APPC_BLOCKS_BAD] || apps[i].counters[BT_APPC_BLOCKS_LOST] ||
+		       apps[i].counters[BT_APPC_BLOCKS_BUSY] || apps[i].counters[BT_APPC_BLOCKS_PARTIAL] ||
+		       apps[i].func_batches_bad;
+	return any;
+}
+
+/* fc: the traced functions' calls; when only they are reported (no probe),
+ * the window is their records' span, not the whole dump's. */
+static int print_window(const struct bt_dump *d, const struct bt_func_filter *f, const struct bt_calls *fc,
+			int funcs_only, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
 	const struct bt_stats *bs = bt_dump_buffer_stats(d);
@@ -183,6 +201,8 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		return -ENOMEM;
 	}
 	uint64_t t0 = w.first_ts, t1 = w.last_ts;
+	if (funcs_only && fc && fc->records)
+		t0 = fc->first_ts, t1 = fc->last_ts;
 	if (f && f->timed) {
 		t0 = f->t0 > t0 ? f->t0 : t0;
 		t1 = f->t1 < t1 ? f->t1 : t1;
@@ -196,7 +216,10 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 	}
 	fprintf(out, "window:       the counts cover %s .. %s (%.6f s), %s%s%s\n", bt_format_ts(t0, b1, sizeof(b1)),
 		bt_format_ts(t1, b2, sizeof(b2)), (double)(t1 - t0) / 1e9,
-		f && f->timed ? "as --since/--until asked" : "the whole dump", f && f->what ? "; filters: " : "",
+		f && f->timed ? "as --since/--until asked"
+		: funcs_only  ? "the function records' span"
+			      : "the whole dump",
+		f && f->what ? "; filters: " : "",
 		f && f->what ? f->what : "");
 
 	/* ring-buffer drops of uprobe events (a count over the recording) */
@@ -236,6 +259,8 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		LOSS("%" PRIu64 " buffer entries rejected, %" PRIu64 " dropped, %" PRIu64 " blocks skipped, %" PRIu64
 		     " events the drain could not store",
 		     bs->entries_rejected, bs->entries_dropped, bs->blocks_skipped, h->drain_rejected);
+	if (app_losses(d, fc))
+		LOSS("application records lost (\"not counted\" above)");
 #undef LOSS
 	if (nloss)
 		fprintf(out, " (see report --stats)\n");
@@ -269,15 +294,29 @@ static int call_by_fn(const void *a, const void *b, void *arg)
 /* Per traced function (-finstrument-functions) of each application: calls
  * complete in the selection, total time (outermost calls only: recursion is
  * not counted twice), self time, and the duration distribution. */
+static void print_rows(const struct bt_dump *d, const struct bt_calls *c, struct tfrow *rows, size_t nr,
+		       FILE *out);
+
 static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE *out)
 {
 	uint32_t *idx = malloc((c->n + 1) * sizeof(*idx));
 	uint64_t *durs = malloc((c->n + 1) * sizeof(*durs));
 	struct tfrow *rows = calloc(c->nfn + 1, sizeof(*rows));
+	uint8_t *covered = malloc(c->n + 1);
 	size_t ni = 0, nr = 0;
-	if (!idx || !durs || !rows) {
-		free(idx), free(durs), free(rows);
+	if (!idx || !durs || !rows || !covered) {
+		free(idx), free(durs), free(rows), free(covered);
 		return -ENOMEM;
+	}
+	/* Total time counts a call unless a counted call of the same function
+	 * holds it (recursion counted once). Counted, not merely enclosing: an
+	 * outer call entered before --since or still running at the window's
+	 * end is not in the total, so the calls inside it are (else SELF, which
+	 * they add to, exceeded TOTAL at the window's edges). Parents come
+	 * before their children: one pass. */
+	for (size_t i = 0; i < c->n; i++) {
+		int32_t u = c->c[i].up;
+		covered[i] = u >= 0 && ((c->c[u].sel && !c->c[u].open) || covered[u]);
 	}
 	for (size_t i = 0; i < c->n; i++)
 		if (c->c[i].sel && !c->c[i].open)
@@ -291,12 +330,20 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 			const struct bt_call *x = &c->c[idx[i]];
 			r->calls++;
 			r->self += x->self;
-			r->total += x->outer ? x->dur : 0;
+			r->total += covered[idx[i]] ? 0 : x->dur;
 			durs[k++] = x->dur;
 		}
 		qsort(durs, k, sizeof(*durs), u64_cmp);
 		r->p50 = pct(durs, k, 50), r->p99 = pct(durs, k, 99), r->max = durs[k - 1];
 	}
+	print_rows(d, c, rows, nr, out);
+	free(idx), free(durs), free(rows), free(covered);
+	return 0;
+}
+
+/* The rows, by total time, then the calls the counts miss. */
+static void print_rows(const struct bt_dump *d, const struct bt_calls *c, struct tfrow *rows, size_t nr, FILE *out)
+{
 	qsort(rows, nr, sizeof(*rows), by_total);
 	size_t na;
 	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
@@ -315,7 +362,24 @@ static int print_traced(const struct bt_dump *d, const struct bt_calls *c, FILE 
 	if (!nr)
 		fprintf(out, "(no call of a traced function complete in the selection)\n");
 	bt_report_call_losses(d, c, out);
-	free(idx), free(durs), free(rows);
+}
+
+/* The same rows from per-function aggregates (func_stream.c). */
+static int print_traced_stream(const struct bt_dump *d, const struct bt_fstream *s, FILE *out)
+{
+	struct tfrow *rows = calloc(s->c.nfn + 1, sizeof(*rows));
+	size_t nr = 0;
+	if (!rows)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->c.nfn; i++) {
+		const struct bt_fagg *a = &s->agg[i];
+		if (a->calls)
+			rows[nr++] = (struct tfrow){ .fn = (uint32_t)i, .calls = a->calls, .total = a->total,
+						     .self = a->self, .p50 = bt_fagg_pct(a, 50),
+						     .p99 = bt_fagg_pct(a, 99), .max = a->max };
+	}
+	print_rows(d, &s->c, rows, nr, out);
+	free(rows);
 	return 0;
 }
 
@@ -372,14 +436,17 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	struct bt_namer *nm = bt_namer_new(tasks, ntasks);
 	uint64_t unknown = 0;
 	struct bt_calls calls = { 0 };
-	int ret = 0;
+	struct bt_fstream fs = { 0 };
+	int stream = f && f->stream, ret = 0;
 
 	if (!fns || !fn_of || !nm) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	if ((ret = bt_calls_build(d, f, &calls)) < 0)
+	if ((ret = stream ? bt_fstream_build(d, f, 0, &fs) : bt_calls_build(d, f, &calls)) < 0)
 		goto out;
+	if (stream)
+		calls = fs.c; /* the counters (no call is kept); freed with fs */
 	if (!np && !calls.records) {
 		fprintf(out, "no user-space probes (record with -u/-U) and no traced functions (programs built with "
 			     "-finstrument-functions and libbtrace) in this dump\n");
@@ -388,7 +455,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	if (calls.records) {
 		if (np)
 			fprintf(out, "traced functions (-finstrument-functions, libbtrace):\n");
-		if ((ret = print_traced(d, &calls, out)) < 0)
+		if ((ret = stream ? print_traced_stream(d, &fs, out) : print_traced(d, &calls, out)) < 0)
 			goto out;
 		if (!np)
 			goto window;
@@ -480,7 +547,7 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 	if (unknown)
 		fprintf(out, "%" PRIu64 " events name probes missing from the probe table\n", unknown);
 window:
-	if ((ret = print_window(d, f, out)) < 0)
+	if ((ret = print_window(d, f, &calls, calls.records && !np, out)) < 0)
 		goto out;
 
 	/* Targets that ended: their exit in the dump, or the recorder saw it. */
@@ -516,6 +583,9 @@ out:
 	free(fns);
 	free(fn_of);
 	bt_namer_free(nm);
-	bt_calls_free(&calls);
+	if (stream)
+		bt_fstream_free(&fs);
+	else
+		bt_calls_free(&calls);
 	return ret;
 }

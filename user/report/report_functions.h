@@ -10,20 +10,9 @@
 #define BTRACE_REPORT_FUNCTIONS_H
 #include <stdint.h>
 #include <stdio.h>
+#include "func_calls.h" /* struct bt_func_filter, struct bt_calls */
 
 struct bt_dump;
-struct bt_event_hdr;
-struct bt_calls;
-
-/* What report's options select; all fields may be zero/NULL (everything). */
-struct bt_func_filter {
-	int (*keep)(const struct bt_event_hdr *h, void *ctx); /* event selected (time, cpu, pid, type) */
-	int (*cpu_ok)(uint32_t cpu, void *ctx);               /* CPU selected (losses are per CPU) */
-	void *ctx;
-	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
-	uint64_t t0, t1;
-	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
-};
 
 /* One row per probed function and process (pid, comm) of the selected
  * events: calls, returns, latencies (count, min, p50, p99, max); a line with

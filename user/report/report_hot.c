@@ -17,6 +17,7 @@
 #include "dump.h"
 #include "event_names.h"
 #include "func_calls.h"
+#include "func_stream.h"
 #include "report_functions.h"
 #include "util.h"
 
@@ -87,8 +88,102 @@ static void chain_head(FILE *out, const struct bt_dump *d, const struct bt_calls
 		app_name(d, c->fn[x->fn].app, an, sizeof(an)), c->fn[x->fn].pid, bt_format_ts(x->start, ts, sizeof(ts)));
 }
 
+/* The most self time from per-function rows; their sum for the shares. */
+static void print_self(FILE *out, const struct bt_dump *d, const struct bt_calls *c, struct selfrow *rows,
+		       uint64_t all_self, unsigned top)
+{
+	char b1[32];
+	qsort(rows, c->nfn, sizeof(*rows), by_self);
+	fprintf(out, "\nmost self time:\n  %-40s %7s %9s %10s %6s  %s\n", "FUNCTION", "PID", "CALLS", "SELF", "SHARE",
+		"APP");
+	for (size_t i = 0; i < c->nfn && i < top && rows[i].calls; i++) {
+		const struct bt_cfunc *fn = &c->fn[rows[i].fn];
+		char name[BT_ESCAPED_LEN(512)], an[BT_ESCAPED_LEN(16)];
+		fprintf(out, "  %-40s %7u %9" PRIu64 " %10s %5.1f%%  %s\n", bt_cfunc_name(fn, name, sizeof(name)), fn->pid,
+			rows[i].calls, bt_fmt_dur(rows[i].self, b1, sizeof(b1)),
+			all_self ? 100.0 * (double)rows[i].self / (double)all_self : 0.0,
+			app_name(d, fn->app, an, sizeof(an)));
+	}
+}
+
+static void print_window(FILE *out, const struct bt_calls *c)
+{
+	char b1[32], b2[32];
+	fprintf(out, "window:       %s .. %s (%s) of function records; %" PRIu64 " calls complete\n",
+		bt_format_ts(c->first_ts, b1, sizeof(b1)), bt_format_ts(c->last_ts, b2, sizeof(b2)),
+		bt_fmt_dur(c->last_ts - c->first_ts, (char[32]){ 0 }, 32), c->n - c->running - c->cut);
+}
+
+/* Kept chains (func_stream.c) printed as the per-call ones are. */
+static void print_kept(FILE *out, const struct bt_dump *d, const struct bt_fstream *s, const struct bt_fchain *ch,
+		       size_t n, int slow)
+{
+	char what[64], b1[32];
+	for (size_t i = 0; i < n; i++) {
+		struct bt_calls v = s->c;
+		int32_t *path = malloc((ch[i].n + 1) * sizeof(*path));
+		if (!path)
+			return;
+		v.c = ch[i].c;
+		v.n = ch[i].n;
+		for (size_t k = 0; k < ch[i].n; k++)
+			path[k] = (int32_t)k;
+		if (slow)
+			snprintf(what, sizeof(what), "%s", bt_fmt_dur(ch[i].key, b1, sizeof(b1)));
+		else
+			snprintf(what, sizeof(what), "depth %" PRIu64, ch[i].key);
+		chain_head(out, d, &v, (unsigned)i + 1, 0, what);
+		print_chain(out, &v, path, ch[i].n);
+		free(path);
+	}
+}
+
+/* --hot from a dump that keeps its function batches: rows and chains
+ * folded as the calls close (func_stream.c), nothing per call. */
+static int hot_stream(const struct bt_dump *d, const struct bt_func_filter *f, unsigned top, FILE *out)
+{
+	struct bt_fstream s;
+	int ret = bt_fstream_build(d, f, top, &s);
+	if (ret < 0)
+		return ret;
+	if (!s.c.records) {
+		fprintf(out, "no traced functions in this dump (programs built with -finstrument-functions and "
+			     "linked with libbtrace)\n");
+		bt_fstream_free(&s);
+		return 0;
+	}
+	struct selfrow *rows = calloc(s.c.nfn + 1, sizeof(*rows));
+	if (!rows) {
+		bt_fstream_free(&s);
+		return -ENOMEM;
+	}
+	uint64_t all_self = 0;
+	for (uint32_t i = 0; i < s.c.nfn; i++) {
+		rows[i] = (struct selfrow){ .fn = i, .self = s.agg[i].self, .calls = s.agg[i].calls };
+		all_self += s.agg[i].self;
+	}
+	print_window(out, &s.c);
+	print_self(out, d, &s.c, rows, all_self, top);
+	fprintf(out, "\ndeepest call chains:\n");
+	print_kept(out, d, &s, s.deep, s.ndeep, 0);
+	if (!s.ndeep)
+		fprintf(out, "  (none selected)\n");
+	fprintf(out, "\nslowest call chains (the longest calls without a caller in the window, down their longest "
+		     "callee):\n");
+	print_kept(out, d, &s, s.slow, s.nslow, 1);
+	if (!s.nslow)
+		fprintf(out, "  (no complete call without a caller in the window)\n");
+	fputc('\n', out);
+	bt_report_call_losses(d, &s.c, out);
+	free(rows);
+	bt_fstream_free(&s);
+	return 0;
+}
+
 int bt_report_hot(const struct bt_dump *d, const struct bt_func_filter *f, unsigned top, FILE *out)
 {
+	if (f && f->stream)
+		return hot_stream(d, f, top, out);
 	struct bt_calls c;
 	int ret = bt_calls_build(d, f, &c);
 	if (ret < 0)
@@ -103,7 +198,7 @@ int bt_report_hot(const struct bt_dump *d, const struct bt_func_filter *f, unsig
 	int32_t *heavy = malloc((c.n + 1) * sizeof(*heavy)), *path = malloc((c.n + 1) * sizeof(*path));
 	uint8_t *used = calloc(c.n + 1, 1);
 	uint64_t all_self = 0;
-	char b1[32], b2[32];
+	char b1[32];
 	if (!rows || !heavy || !path || !used) {
 		ret = -ENOMEM;
 		goto out;
@@ -118,20 +213,8 @@ int bt_report_hot(const struct bt_dump *d, const struct bt_func_filter *f, unsig
 			rows[c.c[i].fn].calls++;
 			all_self += c.c[i].self;
 		}
-	qsort(rows, c.nfn, sizeof(*rows), by_self);
-	fprintf(out, "window:       %s .. %s (%s) of function records; %" PRIu64 " calls complete\n",
-		bt_format_ts(c.first_ts, b1, sizeof(b1)), bt_format_ts(c.last_ts, b2, sizeof(b2)),
-		bt_fmt_dur(c.last_ts - c.first_ts, (char[32]){ 0 }, 32), c.n - c.running - c.cut);
-	fprintf(out, "\nmost self time:\n  %-40s %7s %9s %10s %6s  %s\n", "FUNCTION", "PID", "CALLS", "SELF", "SHARE",
-		"APP");
-	for (size_t i = 0; i < c.nfn && i < top && rows[i].calls; i++) {
-		const struct bt_cfunc *fn = &c.fn[rows[i].fn];
-		char name[BT_ESCAPED_LEN(512)], an[BT_ESCAPED_LEN(16)];
-		fprintf(out, "  %-40s %7u %9" PRIu64 " %10s %5.1f%%  %s\n", bt_cfunc_name(fn, name, sizeof(name)), fn->pid,
-			rows[i].calls, bt_fmt_dur(rows[i].self, b1, sizeof(b1)),
-			all_self ? 100.0 * (double)rows[i].self / (double)all_self : 0.0,
-			app_name(d, fn->app, an, sizeof(an)));
-	}
+	print_window(out, &c);
+	print_self(out, d, &c, rows, all_self, top);
 
 	/* deepest chains: the deepest selected call of each root, deepest first */
 	fprintf(out, "\ndeepest call chains:\n");

@@ -41,13 +41,20 @@ static const char *frame_map_name(const struct bt_dump_stacks *s, const struct b
 	return base_name(s->maps[f->map - 1].path);
 }
 
+/* Names in a dump come from other users' files and processes: escaped
+ * where printed (a name must not move the cursor nor forge a line). */
+#define NAME_MAX_SHOWN 1024
+#define ESC(s, b) bt_escape_text((s), NAME_MAX_SHOWN, (b), sizeof(b))
+
 /* " file.c:75" (the path's last part: the dump keeps it whole) */
 static void src_text(const struct bt_dump_srcline *l, char *buf, size_t len)
 {
+	char e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
+
 	if (l->line)
-		snprintf(buf, len, " %s:%u", base_name(l->file), l->line);
+		snprintf(buf, len, " %s:%u", ESC(base_name(l->file), e), l->line);
 	else
-		snprintf(buf, len, " %s", base_name(l->file));
+		snprintf(buf, len, " %s", ESC(base_name(l->file), e));
 }
 
 void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
@@ -56,14 +63,17 @@ void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
 	const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(s, f, (uint32_t)f_index);
-	char src[1024] = "";
+	char src[BT_ESCAPED_LEN(NAME_MAX_SHOWN) + 16] = "", ey[BT_ESCAPED_LEN(NAME_MAX_SHOWN)],
+		em[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
 	if (l)
 		src_text(&s->lines[l->first + l->nlines - 1], src, sizeof(src));
+	if (m)
+		m = ESC(m, em);
 	if (y && f->map == BT_DMAP_KERNEL)
-		snprintf(buf, len, "%s+0x%" PRIx64, y->name, f->off - y->start);
+		snprintf(buf, len, "%s+0x%" PRIx64, ESC(y->name, ey), f->off - y->start);
 	else if (y)
-		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)%s", y->name, f->off - y->start, m ? m : "?", src);
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)%s", ESC(y->name, ey), f->off - y->start, m ? m : "?", src);
 	else if (m && f->map != BT_DMAP_KERNEL)
 		snprintf(buf, len, "[unknown] (%s+0x%" PRIx64 ")%s", m, f->off, src);
 	else
@@ -75,11 +85,12 @@ static void frame_func(const struct bt_dump_stacks *s, const struct bt_dump_fram
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
+	char e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
 	if (y)
-		snprintf(buf, len, "%s", y->name);
+		snprintf(buf, len, "%s", ESC(y->name, e));
 	else
-		snprintf(buf, len, "[unknown] (%s)", m ? m : "anonymous");
+		snprintf(buf, len, "[unknown] (%s)", m ? ESC(m, e) : "anonymous");
 }
 
 static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
@@ -90,7 +101,7 @@ static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint
 void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent)
 {
 	const struct bt_dump_stack *k = stack_of(s, id);
-	char b[8192], src[1024];
+	char b[8192], src[BT_ESCAPED_LEN(NAME_MAX_SHOWN) + 16], e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
 	if (id == BT_STACK_LOST) {
 		fprintf(out, "%s[stack lost: see report --stats]\n", indent);
@@ -109,7 +120,7 @@ void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, cons
 		for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
 			const struct bt_dump_srcline *sl = &s->lines[l->first + q];
 			src_text(sl, src, sizeof(src));
-			fprintf(out, "%s[inlined] %s%s\n", indent, sl->func ? sl->func : "?", src);
+			fprintf(out, "%s[inlined] %s%s\n", indent, sl->func ? ESC(sl->func, e) : "?", src);
 		}
 		bt_frame_text(s, f, (int)i, b, sizeof(b));
 		fprintf(out, "%s%s\n", indent, b);
@@ -191,7 +202,8 @@ static struct agg_ent *agg_sorted(struct agg *g, int (*cmp)(const void *, const 
 			g->e[k++] = g->e[i];
 	for (size_t i = k; i < g->cap; i++)
 		g->e[i] = (struct agg_ent){ 0 };
-	qsort(g->e, k, sizeof(*g->e), cmp);
+	if (k) /* g->e is NULL when nothing was added: qsort wants a pointer */
+		qsort(g->e, k, sizeof(*g->e), cmp);
 	g->cap = 0; /* packed: no more lookups, agg_free still frees keys (n entries) */
 	g->n = k;
 	return g->e;
@@ -260,18 +272,22 @@ static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sa
 
 static void xframe_func(const struct bt_dump_stacks *s, const struct xframe *x, char *buf, size_t len)
 {
+	char e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
+
 	if (x->inl)
-		snprintf(buf, len, "%s", x->inl);
+		snprintf(buf, len, "%s", ESC(x->inl, e));
 	else
 		frame_func(s, x->fr, buf, len);
 }
 
+/* The process's name, escaped (in a static buffer: one use at a time). */
 static const char *proc_name(const struct bt_dump *d, uint32_t tgid)
 {
+	static char e[BT_ESCAPED_LEN(BT_TASK_COMM_LEN)];
 	size_t nt;
 	const struct bt_task *t = bt_dump_tasks(d, &nt);
 	const struct bt_task *x = bt_tasks_find(t, nt, tgid);
-	return x ? x->comm : "?";
+	return x ? bt_escape_text(x->comm, BT_TASK_COMM_LEN, e, sizeof(e)) : "?";
 }
 
 /* ---- --profile -------------------------------------------------------------- */
@@ -398,7 +414,8 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		free(pt);
 		return r;
 	}
-	qsort(pt, np, sizeof(*pt), by_weight);
+	if (np)
+		qsort(pt, np, sizeof(*pt), by_weight);
 	struct agg_ent *e = agg_sorted(&g, by_total);
 	uint64_t all = 0;
 	for (size_t p = 0; p < np; p++)
@@ -452,7 +469,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		return -ENOMEM;
 	if (!s) {
 		free(line);
-		fprintf(stderr, "btrace-bpf: report: this dump has no call stacks\n");
+		bt_err("report: this dump has no call stacks");
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -524,6 +541,9 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	fprintf(out, "    stacks truncated: %" PRIu64 "; user frames in no file mapping: %" PRIu64
 		     "; files kept by path only: %" PRIu64 "\n",
 		c[BT_STKC_TRUNCATED], c[BT_STKC_UNRESOLVED], c[BT_STKC_NO_FD]);
+	if (c[BT_STKC_NO_KSYMS])
+		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
+			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
 	if (c[BT_STKC_UNW_MAX_ROWS])
 		fprintf(out, "    unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet, %"
 			     PRIu64 " no executable mapping, %" PRIu64 " anonymous code (JIT), %" PRIu64

@@ -8,6 +8,7 @@
 
 #include "dump.h"
 #include "report_triggers.h"
+#include "util.h"
 
 void bt_report_trigger_fired(const struct bt_dump *d, FILE *out)
 {
@@ -36,10 +37,13 @@ void bt_report_triggers(const struct bt_dump *d, FILE *out)
 	if (!n)
 		return;
 	fprintf(out, "\ntriggers (counts since the recorder started):\n");
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
+		char a[32], l[32];
 		fprintf(out,
-			"  %-16s %-32s after %.3gs, limit %.3gs: %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64
+			"  %-16s %-32s after %s, limit %s: %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64
 			" skipped (rate limit), %" PRIu64 " lost\n",
-			t[i].name, t[i].cond, (double)t[i].after_ns / 1e9, (double)t[i].limit_ns / 1e9, t[i].st.hits,
-			t[i].st.dumps, t[i].st.skipped, t[i].st.lost);
+			t[i].name, t[i].cond, format_duration(t[i].after_ns, a, sizeof(a)),
+			format_duration(t[i].limit_ns, l, sizeof(l)), t[i].st.hits, t[i].st.dumps, t[i].st.skipped,
+			t[i].st.lost);
+	}
 }

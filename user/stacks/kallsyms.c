@@ -131,7 +131,3 @@ const char *bt_kallsyms_find(const struct bt_kallsyms *k, uint64_t addr, uint64_
 	return k->pool + s->name;
 }
 
-uint64_t bt_kallsyms_count(const struct bt_kallsyms *k)
-{
-	return k ? k->n : 0;
-}

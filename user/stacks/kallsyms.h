@@ -16,6 +16,4 @@ void bt_kallsyms_free(struct bt_kallsyms *k);
 /* The symbol containing addr: its name, start and size (to the next
  * symbol); NULL if none. */
 const char *bt_kallsyms_find(const struct bt_kallsyms *k, uint64_t addr, uint64_t *start, uint64_t *size);
-/* Symbols in the snapshot. */
-uint64_t bt_kallsyms_count(const struct bt_kallsyms *k);
 #endif

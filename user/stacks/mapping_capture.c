@@ -8,6 +8,14 @@
  * /proc/PID/map_files/START-END: it opens the very inode mapped even when the
  * path was deleted or now names another file (needs CAP_SYS_ADMIN, which the
  * recorder has as root); the path is the fallback.
+ *
+ * A descriptor pins its file's pages (a deleted file's disk blocks, a
+ * memfd's memory) until the recorder stops, so only what a stack can need is
+ * opened, and other users' files are bounded: only executable mappings enter
+ * the table (frames are code addresses), a file is opened when a frame first
+ * lands in it (not for every mapping of every process seen), and the files
+ * not owned by root may pin at most BT_MAPCAP_PIN_MAX allocated bytes in all,
+ * re-measured as they may grow; past that a file is kept by path only.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,6 +35,8 @@
 
 #define PROC_SLOTS 4096u   /* process caches (open addressing, power of two) */
 #define MAX_FILES_FD 2048u /* descriptors kept at most (more files: path only) */
+/* Re-measure the held files of other users at most this often. */
+#define PIN_CHECK_NS 1000000000ull
 
 struct vma {
 	uint64_t start, end, pgoff;
@@ -59,7 +69,11 @@ struct bt_mapcap {
 	struct bt_mapfile *files;
 	size_t nfiles, cap;
 	uint64_t no_fd;
-	unsigned max_fd;
+	unsigned max_fd, nfd;
+	uint64_t pin_max;       /* BT_MAPCAP_PIN_MAX */
+	uint64_t pin_check_ns;  /* when the held files were last measured */
+	int *dropped;           /* descriptors turned into /dev/null (see drop_fd) */
+	size_t ndropped;
 };
 
 struct bt_mapcap *bt_mapcap_new(void)
@@ -70,6 +84,7 @@ struct bt_mapcap *bt_mapcap_new(void)
 	if (!m)
 		return NULL;
 	m->max_fd = MAX_FILES_FD;
+	m->pin_max = BT_MAPCAP_PIN_MAX;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur / 2 < m->max_fd)
 		m->max_fd = (unsigned)(rl.rlim_cur / 2);
 	return m;
@@ -86,6 +101,9 @@ void bt_mapcap_free(struct bt_mapcap *m)
 		if (m->files[i].fd >= 0)
 			close(m->files[i].fd);
 	}
+	for (size_t i = 0; i < m->ndropped; i++)
+		close(m->dropped[i]);
+	free(m->dropped);
 	free(m->files);
 	free(m);
 }
@@ -102,12 +120,109 @@ uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m)
 }
 
 
-/* The map id of the file (dev, ino) a maps line shows; added if new. */
-static uint32_t file_id(struct bt_mapcap *m, uint32_t tgid, const char *range, uint64_t dev, uint64_t ino,
-			const char *path)
+/* Bytes f's descriptor keeps alive if it is another user's file; 0 if it
+ * is root's (the system's own files are not a user's to inflate). */
+static uint64_t pinned_bytes(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) || st.st_uid == 0)
+		return 0;
+	return (uint64_t)st.st_blocks * 512u;
+}
+
+/* Give up f's descriptor. The dump thread may hold its number (it reads
+ * files[].fd under the lock, uses it after): turning it into /dev/null
+ * keeps that number from naming another file; it then reads as no ELF
+ * (the path is tried) and is closed with the table. */
+static void drop_fd(struct bt_mapcap *m, struct bt_mapfile *f)
+{
+	int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	void *p = realloc(m->dropped, (m->ndropped + 1) * sizeof(*m->dropped));
+
+	if (p)
+		m->dropped = p;
+	if (null < 0 || !p || dup3(null, f->fd, O_CLOEXEC) < 0) {
+		/* Cannot park the number: keep the file rather than race. */
+		if (null >= 0)
+			close(null);
+		return;
+	}
+	close(null);
+	m->dropped[m->ndropped++] = f->fd;
+	f->fd = -1;
+	f->pinned = 0;
+	m->nfd--;
+	m->no_fd++;
+}
+
+/* Measure the held files of other users again (a memfd or a file grows
+ * after it was opened); drop the newest while they pin more than allowed. */
+static void check_pins(struct bt_mapcap *m, uint64_t now)
+{
+	uint64_t total = 0;
+
+	if (now - m->pin_check_ns < PIN_CHECK_NS && m->pin_check_ns)
+		return;
+	m->pin_check_ns = now;
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (m->files[i].fd >= 0)
+			total += m->files[i].pinned = pinned_bytes(m->files[i].fd);
+	for (size_t i = m->nfiles; i-- > 0 && total > m->pin_max;)
+		if (m->files[i].fd >= 0 && m->files[i].pinned) {
+			total -= m->files[i].pinned;
+			drop_fd(m, &m->files[i]);
+		}
+}
+
+/* The first frame in f (mapped at range in tgid): open it, by the mapping
+ * itself, else by path; kept if it is the right inode and within the
+ * bounds, with its build-id. */
+static void open_file(struct bt_mapcap *m, struct bt_mapfile *f, uint32_t tgid, const struct vma *v)
+{
+	char mf[96];
+	struct stat st;
+
+	f->flags |= BT_MAPFILE_TRIED;
+	if (m->nfd < m->max_fd) {
+		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, v->start, v->end);
+		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
+		if (f->fd < 0 && !(f->flags & BT_MAPFILE_DELETED))
+			f->fd = bt_open_regular(f->path); /* no CAP_SYS_ADMIN; a FIFO put there must not block us */
+	}
+	/* The path may name another file by now: keep only the right inode. */
+	if (f->fd >= 0 && (fstat(f->fd, &st) || (uint64_t)st.st_ino != f->ino)) {
+		close(f->fd);
+		f->fd = -1;
+	}
+	if (f->fd < 0) {
+		m->no_fd++;
+		return;
+	}
+	m->nfd++;
+	f->pinned = pinned_bytes(f->fd);
+	if (f->pinned) {
+		uint64_t total = 0;
+		for (size_t i = 0; i < m->nfiles; i++)
+			if (m->files[i].fd >= 0)
+				total += m->files[i].pinned;
+		if (total > m->pin_max) {
+			close(f->fd); /* never handed out yet: a plain close */
+			f->fd = -1;
+			f->pinned = 0;
+			m->nfd--;
+			m->no_fd++;
+			return;
+		}
+	}
+	f->build_id_len = bt_elf_build_id(f->fd, f->build_id, BT_BUILD_ID_MAX);
+}
+
+/* The map id of the file (dev, ino) a maps line shows; added if new (not
+ * opened yet: see open_file). */
+static uint32_t file_id(struct bt_mapcap *m, uint64_t dev, uint64_t ino, const char *path)
 {
 	struct bt_mapfile *f;
-	char mf[96];
 	size_t plen;
 
 	for (size_t i = m->nfiles; i-- > 0;)
@@ -134,24 +249,6 @@ static uint32_t file_id(struct bt_mapcap *m, uint32_t tgid, const char *range, u
 	f->path = strndup(path, plen);
 	if (!f->path)
 		return BT_MAP_NONE;
-	if (m->nfiles < m->max_fd) {
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%s", tgid, range);
-		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
-		if (f->fd < 0 && !(f->flags & BT_MAPFILE_DELETED))
-			f->fd = bt_open_regular(f->path); /* no CAP_SYS_ADMIN; a FIFO put there must not block us */
-	}
-	if (f->fd >= 0) {
-		struct stat st;
-		/* The path may name another file by now: keep only the right inode. */
-		if (fstat(f->fd, &st) || (uint64_t)st.st_ino != ino) {
-			close(f->fd);
-			f->fd = -1;
-		}
-	}
-	if (f->fd >= 0)
-		f->build_id_len = bt_elf_build_id(f->fd, f->build_id, BT_BUILD_ID_MAX);
-	else
-		m->no_fd++;
 	return (uint32_t)++m->nfiles;
 }
 
@@ -202,7 +299,7 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff, ino;
 		unsigned maj, min;
-		char perms[8], range[64];
+		char perms[8];
 		int pos = 0;
 
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
@@ -210,10 +307,9 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
-		if (name[0] != '/')
-			continue;
-		snprintf(range, sizeof(range), "%llx-%llx", start, end);
-		uint32_t id = file_id(m, p->tgid, range, ((uint64_t)maj << 20) | min, ino, name);
+		if (name[0] != '/' || perms[2] != 'x')
+			continue; /* frames are code: a data mapping is never named */
+		uint32_t id = file_id(m, ((uint64_t)maj << 20) | min, ino, name);
 		if (id == BT_MAP_NONE)
 			continue;
 		if (p->nvma == cap) {
@@ -255,6 +351,9 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 	}
 	if (!v)
 		return BT_MAP_NONE;
+	if (!(m->files[v->file - 1].flags & BT_MAPFILE_TRIED))
+		open_file(m, &m->files[v->file - 1], tgid, v);
+	check_pins(m, mono_ns());
 	*off = addr - v->start + v->pgoff;
 	return v->file;
 }

@@ -6,6 +6,8 @@
  * after the process exited and after the file was deleted or replaced (the
  * dump symbolizes from it, stack_symbols.h).
  *
+ * Only executable file mappings are kept; a file is opened on the first
+ * frame in it, within BT_MAPCAP_PIN_MAX (see mapping_capture.c).
  * A process's maps are read on first sight of the process, again when an
  * address falls outside every mapping known, and forgotten at exec and exit.
  * Drain thread only, except bt_mapcap_files() (under the table's lock,
@@ -27,8 +29,15 @@ struct bt_mapfile {
 	uint32_t build_id_len;
 	uint32_t flags;          /* BT_MAPFILE_* */
 	int fd;                  /* -1: none (the path is all there is) */
+	uint64_t pinned;         /* bytes fd keeps alive that count against the bound */
 };
 #define BT_MAPFILE_DELETED 0x1 /* the file was deleted when captured */
+#define BT_MAPFILE_TRIED 0x2   /* opened (or tried) on the first frame in it */
+
+/* Allocated bytes that other users' files held open may pin in all (a
+ * deleted file's blocks, a memfd's memory); root's own files do not count.
+ * Past it a file is kept by path only (counted: files_by_path). */
+#define BT_MAPCAP_PIN_MAX (256ull << 20)
 
 struct bt_mapcap;
 struct bt_mapcap *bt_mapcap_new(void);

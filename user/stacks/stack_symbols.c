@@ -388,6 +388,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	s->syms = ss.syms;
 	s->nsyms = ss.n;
 	s->counters[BT_STKC_TRUNCATED] = truncated;
+	s->counters[BT_STKC_NO_KSYMS] = !z->ks; /* a degraded capability shows in the dump */
 	/* names become owned by s */
 	char **own = realloc(s->owned, (s->nowned + ss.n + 1) * sizeof(*own));
 	if (!own) {

@@ -355,11 +355,6 @@ int bt_trig_bpf_count(const struct bt_trig_bpf *t, uint32_t i, struct bt_trig_co
 	return bpf_map__lookup_elem(t->skel->maps.trig_counts, &i, sizeof(i), out, sizeof(*out), 0) ? -errno : 0;
 }
 
-unsigned bt_trig_bpf_nattached(const struct bt_trig_bpf *t)
-{
-	return (unsigned)t->nlinks;
-}
-
 void bt_trig_bpf_detach(struct bt_trig_bpf *t)
 {
 	if (!t)

@@ -34,8 +34,6 @@ typedef void (*bt_trig_hit_fn)(void *ctx, const struct bt_trig_hit *h);
 int bt_trig_bpf_consume(struct bt_trig_bpf *t, bt_trig_hit_fn fn, void *ctx);
 /* The kernel's counters of slot i. 0 or -errno. */
 int bt_trig_bpf_count(const struct bt_trig_bpf *t, uint32_t i, struct bt_trig_count *out);
-/* Programs attached (for the start-up line). */
-unsigned bt_trig_bpf_nattached(const struct bt_trig_bpf *t);
 void bt_trig_bpf_detach(struct bt_trig_bpf *t);
 void bt_trig_bpf_destroy(struct bt_trig_bpf *t);
 #endif

@@ -73,11 +73,6 @@ int bt_triggers_find(const struct bt_triggers *t, const char *name)
 	return -1;
 }
 
-unsigned bt_triggers_nattached(const struct bt_triggers *t)
-{
-	return t && t->kb ? bt_trig_bpf_nattached(t->kb) : 0;
-}
-
 static void fill(const struct bt_triggers *t, struct bt_trigger_fired *f, size_t i)
 {
 	const struct bt_trigger_spec *s = &t->v[i];

@@ -33,8 +33,6 @@ size_t bt_triggers_count(const struct bt_triggers *t);
 const struct bt_trigger_spec *bt_triggers_spec(const struct bt_triggers *t, size_t i);
 /* Index of the trigger named name, -1 if none. */
 int bt_triggers_find(const struct bt_triggers *t, const char *name);
-/* Kernel programs attached. */
-unsigned bt_triggers_nattached(const struct bt_triggers *t);
 /*
  * A hit seen in user space (any thread): trigger i's condition held now
  * for (tid, tgid, comm) with value. kind: the trigger's kind, or

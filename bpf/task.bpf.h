@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 OR MIT */
 /*
- * record.bpf.h - BPF-only helpers of record.bpf.c that do not touch its maps
- * or read-only data. Included after vmlinux.h and the libbpf headers.
+ * task.bpf.h - what a program reads of a task without any map or read-only
+ * data: its system call number at sys_exit, its name compared with one
+ * given. Shared by record.bpf.c, trigger.bpf.c and trigger_fire.bpf.h (so
+ * the trigger side needs nothing of record's). Included after vmlinux.h,
+ * events.h and the libbpf headers.
  */
-#ifndef BTRACE_RECORD_BPF_H
-#define BTRACE_RECORD_BPF_H
+#ifndef BTRACE_TASK_BPF_H
+#define BTRACE_TASK_BPF_H
 
 /* The system call number at sys_exit (the tracepoint gives only the return
  * value): what syscall_get_nr() reads on each architecture. */
@@ -32,4 +35,4 @@ static __always_inline bool bt_comm_equal(const char *a, const volatile char *b)
 	return true;
 }
 
-#endif /* BTRACE_RECORD_BPF_H */
+#endif /* BTRACE_TASK_BPF_H */

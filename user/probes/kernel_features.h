@@ -3,7 +3,7 @@
  * kernel_features.h - what the running kernel must support before the BPF
  * programs are loaded, checked up front so a kernel that is too old gets a
  * message naming the missing feature and the Linux version that added it,
- * not a verifier log (README: "Kernel compatibility").
+ * not a verifier log (docs/manual.md: "Kernel compatibility").
  */
 #ifndef BTRACE_KERNEL_FEATURES_H
 #define BTRACE_KERNEL_FEATURES_H
