@@ -38,8 +38,9 @@ CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
 DEPFLAGS  = -MMD -MP
 # capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c);
 # libcrypto: the sha256 of dump manifests (user/dump/manifest.c);
-# libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c)
-LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -lcrypto -lpthread -lm
+# libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c);
+# liblz4, libzstd: the cold tier's codecs (user/coldtier/cold_tier.c)
+LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -llz4 -lzstd -lcrypto -lpthread -lm
 
 ifeq ($(V),1)
 Q :=
@@ -125,7 +126,7 @@ $(OUT)/user/%.o: user/%.c | $(TOOL_SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o
+$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o $(OUT)/user/lib/btrace_capture.o
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
@@ -166,15 +167,19 @@ $(OUT)/tests/stress_$(1)$(if $(filter plain,$(2)),,.$(2)): tests/stress/stress_$
 endef
 stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v),$(2),$(3),$(4))))
 
-BUF_SRCS        := user/lib/btrace_buffer.c
+BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c
 APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)
+# The cold tier compressing behind full-speed writers while dumps read both tiers.
+$(call stress_test,cold,$(BUF_SRCS) user/coldtier/cold_tier.c,-llz4 -lzstd -lpthread)
 # The in-process tracing library and the recorder's reader of its buffers.
 $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)
 # Function tracing: the test itself is instrumented.
 $(call stress_test,funcs,$(APP_STRESS_SRCS) user/dump/func_batch.c,-lpthread,-finstrument-functions)
 # The trigger thread; the rest of the tool (the BPF side it never loads) from the archive.
 $(call stress_test,triggers,user/triggers/triggers.c user/dump/trigger_spec.c user/util.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
+# The stack table: drain, dumps and status at once over a real buffer.
+$(call stress_test,stacks,user/stacks/stack_table.c $(BUF_SRCS),$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 
 $(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 	$(call msg,CC,$@)
@@ -189,6 +194,10 @@ $(OUT)/tests/app_funcs_clang: tests/workloads/app_funcs.c $(OUT)/libbtrace.a use
 	$(call msg,CC,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -Itests -std=gnu11 -D_GNU_SOURCE -g -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
 tests: $(OUT)/tests/app_funcs_clang
+# Calls a small function at full speed (dump capture test and benchmark).
+$(OUT)/tests/app_funcs_spin: tests/workloads/app_funcs_spin.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
 
 # Applications traced in-process link the app library (libbtrace.a).
 $(OUT)/tests/app_%: tests/workloads/app_%.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
@@ -231,7 +240,7 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
 
-$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) user/lib/btrace_buffer.c $(USER_HDRS) | $(OUT)/tests $(SKELS)
+$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) $(BUF_SRCS) $(USER_HDRS) | $(OUT)/tests $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
 

@@ -262,6 +262,14 @@ struct bt_stack_stats {
 	__u64 unw_no_table;/* frames of binaries without a table (memory bound, no .eh_frame) */
 };
 
+/* Value of offcpu_pending (key: tid): a task switched out sleeping, its
+ * stacks until it runs again. The recorder reads the hashes so that the
+ * stack table does not reclaim them meanwhile (stack_table.h). */
+struct bt_offcpu_pending {
+	__u64 ts;
+	__u64 khash, uhash;
+};
+
 /*
  * Function tracing (-finstrument-functions, user/lib/btrace_funcs.c): a
  * thread claims a run of a block (one entry of cap words) and fills it with

@@ -36,11 +36,8 @@ const volatile __u64 offcpu_min_ns = 0;      /* --offcpu-min */
 
 #include "stacks_emit.bpf.h"
 
-/* Tasks switched out sleeping: their stacks until they run again. */
-struct bt_offcpu_pending {
-	__u64 ts;
-	__u64 khash, uhash;
-};
+/* Tasks switched out sleeping: their stacks until they run again
+ * (struct bt_offcpu_pending in events.h: the recorder reads the hashes). */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);

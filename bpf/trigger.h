@@ -43,6 +43,7 @@ struct bt_trig_conf {
 	__u32 tgid;         /* pid= filter; 0: any process */
 	__u64 threshold_ns; /* the value must exceed this (durations) */
 	__u64 holdoff_ns;   /* hits closer than this to the last one sent are only counted */
+	__u64 after_ns;     /* after=: hits this close to the last one sent fall in its pending dump */
 	__s64 nr;           /* syscall number; -1: any */
 	__u64 sigmask;      /* crash: bit s = signal s counts */
 	char comm[16];      /* comm= filter; "": any name */
@@ -63,9 +64,10 @@ struct bt_trig_hit {
 /* Per trigger, in the trig_counts array map. */
 struct bt_trig_count {
 	__u64 hits;       /* the condition held (filter passed) */
-	__u64 suppressed; /* within holdoff_ns of the last hit sent: counted only */
+	__u64 suppressed; /* within holdoff_ns of the last hit sent, after its after_ns: rate-limited */
 	__u64 lost;       /* the trigger ring was full */
 	__u64 last_ns;    /* time of the last hit sent */
+	__u64 merged;     /* within after_ns of the last hit sent: its dump, still pending, holds it */
 };
 
 #endif /* BTRACE_TRIGGER_ABI_H */

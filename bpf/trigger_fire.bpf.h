@@ -46,7 +46,7 @@ static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, 
 {
 	/* Read the slot's read-only data before i goes through the stack
 	 * (the map key): the verifier only knows constants in registers. */
-	__u64 holdoff = trig_conf[i].holdoff_ns;
+	__u64 holdoff = trig_conf[i].holdoff_ns, after = trig_conf[i].after_ns;
 	__u32 key = i;
 	struct bt_trig_count *c = bpf_map_lookup_elem(&trig_counts, &key);
 	struct bt_trig_hit *h;
@@ -57,12 +57,18 @@ static __always_inline void bt_fire(__u32 i, __u64 now, __u64 value, __s64 aux, 
 	__sync_fetch_and_add(&c->hits, 1);
 	last = c->last_ns;
 	if (last && now - last < holdoff) {
-		__sync_fetch_and_add(&c->suppressed, 1);
+		/* Inside the sent hit's after= delay its dump is still to be
+		 * taken and will hold this event: merged, not rate-limited. */
+		if (now - last < after)
+			__sync_fetch_and_add(&c->merged, 1);
+		else
+			__sync_fetch_and_add(&c->suppressed, 1);
 		return;
 	}
-	/* Two CPUs may see the same window open: one wins the CAS. */
+	/* Two CPUs may see the same window open: one wins the CAS; the
+	 * other's hit is as old as the winner's, in its dump. */
 	if (__sync_val_compare_and_swap(&c->last_ns, last, now) != last) {
-		__sync_fetch_and_add(&c->suppressed, 1);
+		__sync_fetch_and_add(&c->merged, 1);
 		return;
 	}
 	h = bpf_ringbuf_reserve(&trig_ring, sizeof(*h), 0);

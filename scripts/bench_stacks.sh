@@ -23,6 +23,12 @@
 #             for every binary of every process running (ctl status).
 #             Off-CPU: --stacks switch with tables vs --unwind-mem 0 (the
 #             kernel's frame-pointer walk) on perf bench sched pipe.
+#   reclaim   the stack table following the window (stack_table.h): the
+#             drain's work per event and the table's memory with reclamation
+#             off, on, and off with a table of every stack of the run
+#             (bench/stack_reclaim, interleaved, medians); then a recorder
+#             under process churn (stack_churn, --max-stacks 256) for SECS:
+#             its CPU, peak RSS, stacks reclaimed and lost.
 #   symbolize time to write a dump holding ~100k samples (10 kHz for 5 s on
 #             every CPU; its stack table symbolized then, with source lines
 #             from DWARF, then the same with --no-source-lines) and to read
@@ -308,6 +314,38 @@ for sl in lines nolines; do
 done
 [ -e /usr/lib/debug/.build-id ] && dpkg -s libc6-dbg >/dev/null 2>&1 && libcdbg="libc6-dbg installed" || libcdbg="no libc6-dbg"
 
+# ---- stack table reclamation ---------------------------------------------------------
+RECL_EVENTS=${RECL_EVENTS:-4000000}
+[ "$quick" -eq 1 ] && RECL_EVENTS=1000000
+"$PWD/build/bench/stack_reclaim" "$RECL_EVENTS" "$((REPS * 2 + 1))" >"$TMP/reclaim" || echo "bench_stacks: stack_reclaim failed" >&2
+cat "$TMP/reclaim"
+recl_field() { # CONFIG-PREFIX -> "ns mib pct reclaimed"
+	sed -nE "s/^stack_reclaim $1: ([0-9.]+) ns .*table ([0-9.]+) MiB, last window's events with their stack ([0-9.]+)%, ([0-9]+) stacks reclaimed.*/\1 \2 \3 \4/p" "$TMP/reclaim"
+}
+read -r rc_off_ns rc_off_mib rc_off_pct _ <<<"$(recl_field 'off \(max 16384\)')"
+read -r rc_on_ns rc_on_mib rc_on_pct rc_on_n <<<"$(recl_field 'on \(max 16384\)')"
+read -r rc_all_ns rc_all_mib rc_all_pct _ <<<"$(recl_field 'off, table of every stack')"
+CHURN=$PWD/build/tests/stack_churn
+if [ -x "$CHURN" ]; then
+	: >"$TMP/rec.log"
+	"$BT" record --ctl "$TMP/ctl.sock" -o "$TMP/out" --no-final-dump --sample 99 --max-stacks 256 -e sched \
+		--comm stack_churn -m 64K -b 256 2>"$TMP/rec.log" &
+	RPID=$!
+	PIDS+=("$RPID")
+	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && break; sleep 0.05; done
+	t0=$(cpu_ticks "$RPID")
+	"$CHURN" "$SECS" 50 >"$TMP/churn.out"
+	t1=$(cpu_ticks "$RPID")
+	churn_st=$("$BT" ctl --ctl "$TMP/ctl.sock" status 2>&1 | grep '^stacks:')
+	churn_hwm=$(awk '/^VmHWM/ { print $2 }' "/proc/$RPID/status")
+	rec_stop
+	churn_cpu=$(awk -v t="$((t1 - t0))" -v tck="$TCK" -v s="$SECS" 'BEGIN { printf "%.2f", t / tck / s * 100 }')
+	churn_kids=$(awk '/^children/ { print $2 }' "$TMP/churn.out")
+	churn_recl=$(echo "$churn_st" | sed -nE 's/.*; ([0-9]+) reclaimed.*/\1/p')
+	churn_lost=$(echo "$churn_st" | sed -nE 's/.*lost: ([0-9]+) table full.*/\1/p')
+	echo "reclaim under churn: $churn_kids processes in ${SECS}s, recorder ${churn_cpu}% of a CPU, peak RSS ${churn_hwm} KiB, $churn_recl stacks reclaimed, $churn_lost lost (table full)"
+fi
+
 # ---- table --------------------------------------------------------------------------
 read -r t49 r49 k49 n49 ns49 <<<"$S_49"
 read -r t999 r999 k999 n999 ns999 <<<"$S_999"
@@ -324,6 +362,8 @@ for prog in python3 perl sqlite3; do
 	md "| $prog (packaged, no frame pointers): samples whose user stack reaches __libc_start_call_main | ${ub}% of $un | perf -g ${upg}%; perf --call-graph dwarf ${upd}% |"
 done
 md "| unwind tables for every binary of the $nprocs processes running | $unw_bins binaries, $unw_rows rows, $((unw_rows * 8 / 1024)) KiB (8 B a row) | |"
+md "| stack table under churn, drain work per event (a new 32-frame stack every 4 events; bench/stack_reclaim, $RECL_EVENTS events) | reclaim on: ${rc_on_ns} ns, table ${rc_on_mib} MiB, last window's events with their stack ${rc_on_pct}% (${rc_on_n} stacks reclaimed) | off, --max-stacks 16384: ${rc_off_ns} ns, ${rc_off_mib} MiB, ${rc_off_pct}%; off with a table of every stack: ${rc_all_ns} ns, ${rc_all_mib} MiB (grows with the run), ${rc_all_pct}% |"
+[ -n "${churn_kids:-}" ] && md "| recorder under process churn (stack_churn, ${churn_kids} processes in ${SECS}s, 99 Hz, --max-stacks 256) | ${churn_cpu}% of a CPU, peak RSS ${churn_hwm} KiB; ${churn_recl} stacks reclaimed, ${churn_lost} lost to a full table | |"
 read -r nb_l ns_l ds_l rs_l nl_l <<<"$SYM_lines"
 read -r nb_n ns_n ds_n rs_n nl_n <<<"$SYM_nolines"
 md "| dump of ${nb_l} samples (${ns_l} distinct stacks), symbolized with source lines (${nl_l} code addresses; $libcdbg) | ${ds_l}s to write; report --profile ${rs_l}s | --no-source-lines: ${nb_n} samples (${ns_n} stacks) ${ds_n}s to write; report --profile ${rs_n}s |"

@@ -15,9 +15,17 @@
 #             every 0.5 ms on CLOCK_BOOTTIME): a workload sleeps 20 ms inside
 #             clock_nanosleep every 150 ms under `syscall:clock_nanosleep>10ms`;
 #             median and p99 over the dumps.
+#   pressure  the same latency with stack sampling on (--sample 99, 16 MiB),
+#             quiet and under load (2 `clang --version` loops and 2
+#             system-call loops per CPU: ~4 runnable tasks per CPU, libLLVM
+#             in the stacks), HITS_LOAD hits 0.5 s apart; and the stop: 40
+#             `ctl trigger` back to back under that load, then SIGINT: time
+#             to exit, dumps written after it. With OLD_BT=PATH (a binary of
+#             an earlier tree, e.g. built from `git archive main`) the same
+#             runs with it, interleaved, side by side.
 #
-# Usage: scripts/bench_trigger.sh [--quick] [--no-md] [overhead] [latency]
-# Environment: REPS (7), PIPE_LOOPS (100000), RUNS (3), HITS (60).
+# Usage: scripts/bench_trigger.sh [--quick] [--no-md] [overhead] [latency] [pressure]
+# Environment: REPS (7), PIPE_LOOPS (100000), RUNS (3), HITS (60), HITS_LOAD (20), OLD_BT.
 # Results on stdout, PASS/FAIL for the target, the tables into BENCHMARKS.md
 # between <!-- trigger:begin --> and <!-- trigger:end -->. Needs root.
 set -uo pipefail
@@ -30,12 +38,12 @@ for arg in "$@"; do
 	case "$arg" in
 	--quick) quick=1 write_md=0 ;;
 	--no-md) write_md=0 ;;
-	overhead|latency) sections+=("$arg") ;;
+	overhead|latency|pressure) sections+=("$arg") ;;
 	-h|--help) sed -n '2,22s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) echo "bench_trigger: ignoring unknown argument '$arg'" >&2 ;;
 	esac
 done
-[ "${#sections[@]}" -eq 0 ] && sections=(overhead latency)
+[ "${#sections[@]}" -eq 0 ] && sections=(overhead latency pressure)
 want() { [[ " ${sections[*]} " == *" $1 "* ]]; }
 if [ "$quick" -eq 1 ]; then
 	REPS=${REPS:-2} PIPE_LOOPS=${PIPE_LOOPS:-30000} RUNS=${RUNS:-1} HITS=${HITS:-10}
@@ -44,6 +52,8 @@ REPS=${REPS:-7}
 PIPE_LOOPS=${PIPE_LOOPS:-100000}
 RUNS=${RUNS:-3}
 HITS=${HITS:-60}
+HITS_LOAD=${HITS_LOAD:-20}
+OLD_BT=${OLD_BT:-}
 LAT_TRIGGER='sched-latency>5ms'
 SYS_TRIGGER='syscall>10ms'
 
@@ -61,6 +71,7 @@ cleanup() {
 	[ "$BASHPID" = "$$" ] || return 0
 	[ -n "$TR_PID" ] && kill -KILL "$TR_PID" 2>/dev/null
 	[ -n "$WATCH_PID" ] && kill -KILL "$WATCH_PID" 2>/dev/null
+	for p in "${LOADPIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
 	wait 2>/dev/null
 	rm -rf "$TMP"
 }
@@ -68,6 +79,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$TMP/bin" && cp "$BT" "$FLOOR" "$W" "$TMP/bin/" || die "cannot copy the binaries"
 BT=$TMP/bin/btrace-bpf FLOOR=$TMP/bin/floor_attach W=$TMP/bin/trig_workload
+if [ -n "$OLD_BT" ]; then
+	cp "$OLD_BT" "$TMP/bin/btrace-bpf.old" || die "cannot copy OLD_BT $OLD_BT"
+	OLD_BT=$TMP/bin/btrace-bpf.old
+fi
+LOADPIDS=()
 
 median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "-"; exit }
 	if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -307,8 +323,134 @@ latency() {
 	md ""
 }
 
+# ---- pressure: stacks on, quiet and under load, this tree vs OLD_BT ----------------------
+start_load() {
+	local i
+	for ((i = 0; i < 2 * NCPU; i++)); do
+		(while :; do clang --version >/dev/null 2>&1 || exit; done) &
+		LOADPIDS+=($!)
+	done
+	build/bench/syscall_loop -t $((2 * NCPU)) -d 900 >/dev/null 2>&1 &
+	LOADPIDS+=($!)
+}
+stop_load() {
+	local p
+	for p in "${LOADPIDS[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${LOADPIDS[@]}"; do wait "$p" 2>/dev/null; done
+	LOADPIDS=()
+}
+
+# lat_run BIN: HITS_LOAD slow sleeps 0.5 s apart under a recorder with
+# stacks sampled; prints the event -> dump-written samples (ms).
+lat_run() {
+	local bin=$1 log=$TMP/plat.log f t w i
+	rm -rf "$TMP/plat" "$TMP/written"
+	mkdir -p "$TMP/plat"
+	watch_dir "$TMP/plat" "$TMP/written"
+	"$bin" record --no-ctl -o "$TMP/plat" --no-final-dump -e sched --sample 99 -m 16M \
+		--trigger 'syscall:clock_nanosleep>10ms,comm=trigwork,limit=50ms' 2>"$log" &
+	TR_PID=$!
+	wait_line "$log" 'recording \(pid' 30 "$TR_PID" || { cat "$log" >&2; die "record did not start"; }
+	sleep 3 # the load's stacks and files are in the table
+	for ((i = 0; i < HITS_LOAD; i++)); do
+		"$W" sleep 20 >/dev/null
+		sleep 0.5
+	done
+	sleep 2
+	stop_pid "$TR_PID"
+	TR_PID=
+	kill "$WATCH_PID" 2>/dev/null
+	wait "$WATCH_PID" 2>/dev/null
+	WATCH_PID=
+	for f in "$TMP"/plat/*.btd; do
+		[ -f "$f" ] || continue
+		t=$("$BT" report --stats "$f" | sed -n 's/^ *event at \([0-9.]*\).*/\1/p' | head -1)
+		w=$(awk -v n="$(basename "$f")" '$1 == n { print $2 }' "$TMP/written")
+		[ -n "$t" ] && [ -n "$w" ] && awk -v t="$t" -v w="$w" 'BEGIN { printf "%.1f\n", (w - t * 1e9) / 1e6 }'
+	done
+}
+
+# stop_run BIN: under the load, 40 `ctl trigger` back to back, then SIGINT:
+# prints "ms_to_exit dumps_after_sigint dumps_total".
+stop_run() {
+	local bin=$1 log=$TMP/pstop.log i t0 n0 ms
+	rm -rf "$TMP/pstop"
+	"$bin" record --ctl "$TMP/pstop.sock" -o "$TMP/pstop" -e sched --sample 99 -m 16M \
+		--trigger 'ctl,name=t,limit=0' 2>"$log" &
+	TR_PID=$!
+	wait_line "$log" 'recording \(pid' 30 "$TR_PID" || { cat "$log" >&2; die "record did not start"; }
+	sleep 3
+	for ((i = 0; i < 40; i++)); do "$bin" ctl --ctl "$TMP/pstop.sock" trigger t >/dev/null 2>&1; done
+	n0=$(find "$TMP/pstop" -name '*.btd' | wc -l)
+	t0=$(date +%s%N)
+	kill -INT "$TR_PID"
+	i=0
+	while kill -0 "$TR_PID" 2>/dev/null && [ $i -lt 15000 ]; do sleep 0.02; i=$((i + 1)); done
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	kill -0 "$TR_PID" 2>/dev/null && { kill -KILL "$TR_PID"; ms="$ms(killed)"; }
+	wait "$TR_PID" 2>/dev/null
+	TR_PID=
+	echo "$ms $(($(find "$TMP/pstop" -name '*.btd' | wc -l) - n0)) $(find "$TMP/pstop" -name '*.btd' | wc -l)"
+}
+
+pressure() {
+	local bins=(new) b cond s med p99 mx n
+	declare -A PS
+	[ -n "$OLD_BT" ] && bins=(old new)
+	command -v clang >/dev/null || { note "no clang: no pressure section"; return 0; }
+	echo "-- pressure: stacks sampled, $HITS_LOAD hits 0.5 s apart, quiet and under ~4 tasks/CPU (clang loops)"
+	for cond in quiet load; do
+		[ "$cond" = load ] && start_load
+		for b in "${bins[@]}"; do
+			[ "$b" = old ] && bin=$OLD_BT || bin=$BT
+			PS[$b.$cond]=$(lat_run "$bin" | tr '\n' ' ')
+			echo "   $b, $cond: ${PS[$b.$cond]}"
+		done
+		[ "$cond" = load ] && for b in "${bins[@]}"; do
+			[ "$b" = old ] && bin=$OLD_BT || bin=$BT
+			PS[$b.stop]=$(stop_run "$bin")
+			echo "   $b, stop with 40 triggers queued under load: ${PS[$b.stop]} (ms, dumps after SIGINT, dumps)"
+		done
+		[ "$cond" = load ] && stop_load
+	done
+	md "### Trigger to file with stacks on, quiet and under load; stopping with triggers queued"
+	md ""
+	md "\`record -e sched --sample 99 -m 16M --trigger 'syscall:clock_nanosleep>10ms,comm=trigwork,limit=50ms'\`;"
+	md "\`trig_workload sleep 20\` $HITS_LOAD times, 0.5 s apart; event -> dump written as above. Load: $((2 * NCPU)) loops of"
+	md "\`clang --version\` (clang-14, libLLVM-14: 110 MB, in the sampled stacks) and $((2 * NCPU)) system-call loops on $NCPU CPUs."
+	[ -n "$OLD_BT" ] && md "old: the binary of the tree before this change (OLD_BT), run in the same session, interleaved."
+	md ""
+	md "| binary | condition | dumps | median ms | p99 ms | max ms |"
+	md "| --- | --- | ---: | ---: | ---: | ---: |"
+	for cond in quiet load; do
+		for b in "${bins[@]}"; do
+			s=${PS[$b.$cond]}
+			n=$(tr ' ' '\n' <<<"$s" | grep -c .)
+			med=$(tr ' ' '\n' <<<"$s" | grep . | median)
+			p99=$(tr ' ' '\n' <<<"$s" | grep . | pct 99)
+			mx=$(tr ' ' '\n' <<<"$s" | grep . | sort -g | tail -1)
+			md "| $b | $cond | $n of $HITS_LOAD | $med | $p99 | $mx |"
+		done
+	done
+	md ""
+	md "Stop under that load after 40 \`ctl trigger\` back to back (\`--trigger ctl,limit=0\`), then SIGINT:"
+	md ""
+	md "| binary | SIGINT to exit ms | dumps written after SIGINT | dumps in all |"
+	md "| --- | ---: | ---: | ---: |"
+	for b in "${bins[@]}"; do
+		read -r ms n t <<<"${PS[$b.stop]}"
+		md "| $b | $ms | $n | $t |"
+	done
+	md ""
+	for b in "${bins[@]}"; do
+		md "Samples $b (ms): quiet: ${PS[$b.quiet]}; load: ${PS[$b.load]}"
+		md ""
+	done
+}
+
 want overhead && overhead
 want latency && latency
+want pressure && pressure
 
 if [ "$write_md" -eq 1 ]; then
 	{

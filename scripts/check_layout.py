@@ -31,6 +31,7 @@ LAYERS = [
               "user/json_str.",    # UTF-8 checks, JSON string literals
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
+    ("coldtier", ("user/coldtier/",)), # compressed blocks behind the buffer (lz4/zstd)
     ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
     ("probes", ("user/probes/",)), # kernel features, probe specs, ELF/DWARF, attaching
     # record's five subsystems: none uses another, record composes them.

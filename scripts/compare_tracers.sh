@@ -15,7 +15,8 @@
 #              raw_syscalls sys_enter/sys_exit = record -e sched,syscalls)
 #              and the same memory budget B (8 and 32 MiB):
 #              btrace-bpf  record -m (B - RING) --ring-size RING, final dump
-#                          (the BPF rings count in the budget)
+#                          (the BPF rings count in the budget); twice: with
+#                          --cold-tier 75 (COLD_CODEC, lz4) and without
 #              ftrace      a tracefs instance, buffer_size_kb = B / CPUs,
 #                          overwrite mode, trace_clock boot, `trace` read at the end
 #              perf        perf record --overwrite -a -m (B / CPUs / 4 KiB pages)
@@ -30,7 +31,7 @@
 #   --results FILE  no runs: tables, figure and BENCHMARKS.md from the
 #            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
-#   TOOLS ("none btrace ftrace perf"), SECS (4), RATE (250000 calls/s per busy
+#   TOOLS ("none btrace-cold btrace ftrace perf"), SECS (4), RATE (250000 calls/s per busy
 #   CPU), RING (512K, btrace-bpf's BPF rings in total).
 # Results: one JSON line per run in the work directory's results.jsonl, the
 # tables on stdout and into BENCHMARKS.md between <!-- compare:begin --> and
@@ -59,7 +60,7 @@ fi
 REPS=${REPS:-3}
 BUDGETS=${BUDGETS:-8 32}
 WORKLOADS=${WORKLOADS:-skewed balanced}
-TOOLS=${TOOLS:-none btrace ftrace perf}
+TOOLS=${TOOLS:-none btrace-cold btrace ftrace perf}
 SECS=${SECS:-4}
 RATE=${RATE:-250000}
 RING=${RING:-512K}
@@ -149,14 +150,15 @@ one_run()
 	mkdir -p "$d"
 	TR_PID=''
 	case "$tool" in
-	btrace)
-		local ring_kb
+	btrace|btrace-cold)
+		local ring_kb cold=(--cold-tier off)
+		[ "$tool" = btrace-cold ] && cold=(--cold-tier 75 --cold-codec "${COLD_CODEC:-lz4}")
 		case "$RING" in
 		*K) ring_kb=${RING%K} ;;
 		*M) ring_kb=$((${RING%M} * 1024)) ;;
 		*) die "RING takes a size in K or M (e.g. 512K)" ;;
 		esac
-		"$BT" record -e sched,syscalls -m "$((b * 1024 - ring_kb))K" --ring-size "$RING" -z 0 \
+		"$BT" record -e sched,syscalls -m "$((b * 1024 - ring_kb))K" --ring-size "$RING" -z 0 "${cold[@]}" \
 			-o "$d/dump" --no-ctl >"$d/rec.log" 2>&1 &
 		TR_PID=$!
 		wait_line "$d/rec.log" 'recording \(pid' 30 "$TR_PID" || { cat "$d/rec.log" >&2; return 1; }
@@ -189,7 +191,7 @@ one_run()
 	[ -n "$TR_PID" ] && p1=$(proc_ns "$TR_PID")
 	case "$tool" in
 	ftrace) echo 0 >"$INST/tracing_on" ;;
-	btrace|perf) stop_wait "$TR_PID"; TR_PID='' ;;
+	btrace|btrace-cold|perf) stop_wait "$TR_PID"; TR_PID='' ;;
 	esac
 	[ "$rc" -eq 0 ] || { note "workload failed: $load_out"; return 1; }
 	local calls; calls=$(sed -n 's/.* ops=\([0-9]*\).*/\1/p' <<<"$load_out")
@@ -211,7 +213,7 @@ print(json.dumps({"tool": "none", "workload": a[1], "budget_mib": int(a[2]), "re
 		echo "  $wl ${b}M rep $rep none   $load_out, cpu $cpu_us us/call"
 		return 0
 		;;
-	btrace)
+	btrace|btrace-cold)
 		local dump; dump=$(ls "$d"/dump/*.btd 2>/dev/null | head -1)
 		[ -n "$dump" ] || { cat "$d/rec.log" >&2; return 1; }
 		"$EVD" "$dump" >"$d/events.txt" || return 1
@@ -219,7 +221,7 @@ print(json.dumps({"tool": "none", "workload": a[1], "budget_mib": int(a[2]), "re
 		losses="rb drops $(sed -n 's/^ *ring-buffer reservation failures: \([0-9]*\).*/\1/p' "$d/stats.txt"); $(sed -n 's/^ *seq gaps: \([0-9]*\) gaps, \([0-9]*\) events missing.*/seq missing \2/p' "$d/stats.txt"); $(sed -n 's/^ *dump read: .* \([0-9]*\) lost .*/blocks lost \1/p' "$d/stats.txt")"
 		local rw; rw=$(sed -n 's/^latest continuous window: .*(\([0-9.]*\) s, \([0-9]*\) events).*/\1 \2/p' "$d/stats.txt")
 		meta+=(--meta "report_window_s=${rw% *}" --meta "report_window_events=${rw#* }")
-		python3 "$AN" run --tool btrace --trace "$d/events.txt" --truth "$d/truth" "${meta[@]}" \
+		python3 "$AN" run --tool "$tool" --trace "$d/events.txt" --truth "$d/truth" "${meta[@]}" \
 			--meta "losses=$losses" >>"$RES" || return 1
 		rm -f "$dump" "$d/events.txt"
 		;;

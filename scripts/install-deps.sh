@@ -26,6 +26,8 @@ PKGS=(
 	libdw-dev             # elfutils' libdw/libdwfl: source lines and inlined calls of stack frames (DWARF)
 	libcapstone-dev       # x86/arm64 decoder: uprobe offsets must be instruction boundaries
 	zlib1g-dev
+	liblz4-dev            # the cold tier's fast codec (user/coldtier)
+	libzstd-dev           # the cold tier's dense codec (user/coldtier)
 	pkg-config
 	systemtap-sdt-dev     # <sys/sdt.h> for USDT test workloads
 	protobuf-compiler

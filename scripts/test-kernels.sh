@@ -38,7 +38,11 @@ TESTS=${TESTS:-'^(kernel/|system/test_service$)'}
 # test_convert checks the exporters' output with a Python parser: minutes
 # under emulation, and nothing in it depends on the kernel that
 # test_record does not cover.
-SKIP_TESTS=${SKIP_TESTS-'^kernel/test_convert$'}
+# The same for the tests of user-space machinery that loads the very BPF
+# programs test_record/test_trigger/test_stacks already load on each
+# kernel: the cold tier, the dump capture, trigger latency under load,
+# hostile users' files, libbtrace's function hooks (no BPF at all).
+SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain)$'}
 # Under TCG the kernel tests take 10-20 minutes depending on the host; CI
 # allows 90 for everything.
 BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-2700}

@@ -63,3 +63,51 @@ void bt_log(int level, const char *fmt, ...)
 	bt_vlog(level, fmt, ap);
 	va_end(ap);
 }
+
+/* The journal stream: whole lines, each prefixed with the level. */
+struct line_sink {
+	int level;
+	char buf[1024];
+	size_t len;
+};
+
+static void sink_flush(struct line_sink *ls)
+{
+	fprintf(stderr, "<%d>%.*s\n", ls->level, (int)ls->len, ls->buf);
+	ls->len = 0;
+}
+
+static ssize_t sink_write(void *cookie, const char *p, size_t n)
+{
+	struct line_sink *ls = cookie;
+
+	if (!bt_log_is_journal())
+		return (ssize_t)fwrite(p, 1, n, stderr);
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '\n' || ls->len == sizeof(ls->buf))
+			sink_flush(ls);
+		if (p[i] != '\n')
+			ls->buf[ls->len++] = p[i];
+	}
+	return (ssize_t)n;
+}
+
+FILE *bt_log_stream(int level)
+{
+	static struct line_sink sinks[BT_LOG_DEBUG + 1];
+	static FILE *streams[BT_LOG_DEBUG + 1];
+	cookie_io_functions_t io = { .write = sink_write };
+
+	if (level < BT_LOG_ERR)
+		level = BT_LOG_ERR;
+	if (level > BT_LOG_DEBUG)
+		level = BT_LOG_DEBUG;
+	if (!streams[level]) {
+		sinks[level].level = level;
+		streams[level] = fopencookie(&sinks[level], "w", io);
+		if (!streams[level])
+			return stderr;
+		setvbuf(streams[level], NULL, _IOLBF, 0);
+	}
+	return streams[level];
+}

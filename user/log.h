@@ -17,6 +17,7 @@
 #ifndef BTRACE_LOG_H
 #define BTRACE_LOG_H
 #include <stdarg.h>
+#include <stdio.h>
 
 #define BT_PROG "btrace-bpf" /* the prefix of every line on a terminal */
 
@@ -35,6 +36,12 @@ extern int bt_verbose; /* -v given: bt_info prints */
 #define bt_err(...) bt_log(BT_LOG_ERR, __VA_ARGS__)
 #define bt_warn(...) bt_log(BT_LOG_WARNING, __VA_ARGS__)
 #define bt_info(...) (bt_verbose ? bt_log(BT_LOG_INFO, __VA_ARGS__) : (void)0)
+/* A stream for code that prints its own messages to a FILE * (argp's usage
+ * errors: set state->err_stream to it in ARGP_KEY_INIT): on a terminal the
+ * text goes to stderr as written; under the journal each line gets level's
+ * prefix, so a bad option of the service shows in `journalctl -p err`.
+ * Single-threaded use (option parsing). */
+FILE *bt_log_stream(int level);
 /* 1 if standard error is the journal's stream (decided once, at the first line). */
 int bt_log_is_journal(void);
 #endif

@@ -129,6 +129,25 @@ check "convert -f json -z" "$BT" convert -q -f json -z -o "$JS.gz" "$DUMP"
 check "json gzip inflates to the plain json" sh -c "gzip -dc '$JS.gz' | cmp -s - '$JS'"
 diag "sizes: json $(stat -c %s "$JS"), gzip $(stat -c %s "$JS.gz")"
 
+# ---- call stacks (record samples at 49 Hz by default) ------------------------------------
+NSAMP=$(grep -c ': cpu_sample: ' "$T_TMP/report.txt")
+if [ "$NSAMP" -gt 0 ]; then
+	checker json "$JS" --stacks "$NSAMP"
+	[ "$HAVE_PROTOC" -eq 1 ] && checker perfetto "$PF" --stacks "$NSAMP"
+	PP=$T_TMP/cpu.pb.gz
+	check "convert -f pprof" "$BT" convert -q -f pprof -o "$PP" "$DUMP"
+	"$BT" report --profile "$DUMP" >"$T_TMP/profile.txt" 2>&1
+	if [ "$HAVE_PROTOC" -eq 1 ]; then
+		if out=$(python3 tests/pprof/check_pprof.py "$PP" "$T_TMP/profile.txt" 2>&1); then
+			ok "pprof: $NSAMP samples, totals and functions equal report --profile's"
+		else
+			not_ok "pprof against report --profile" "$out"
+		fi
+	fi
+else
+	skip "stacks in the exports" "no CPU sample in the dump"
+fi
+
 # ---- errors ------------------------------------------------------------------------------
 BAD=$T_TMP/bad.btd
 cp "$DUMP" "$BAD"

@@ -42,8 +42,9 @@ run_case() {
 	rec_stop "$REC_PID" INT 30
 	return 0
 }
-# "  NAME: COND, H hits, D dumps, S skipped, L lost" of `ctl status` at the end of the run.
-final_counts() { sed -n "s/^  $1: .*, \([0-9]*\) hits, \([0-9]*\) dumps, \([0-9]*\) skipped, \([0-9]*\) lost$/\1 \2 \3 \4/p" "$T_TMP/status"; }
+# "  NAME: COND, H hits, D dumps, S skipped, L lost; D dumped + M merged + R rate-limited + X dropped + P pending"
+# of `ctl status` at the end of the run: "H D S L M R X P".
+final_counts() { sed -n "s/^  $1: .*, \([0-9]*\) hits, \([0-9]*\) dumps, \([0-9]*\) skipped, \([0-9]*\) lost; [0-9]* dumped + \([0-9]*\) merged + \([0-9]*\) rate-limited + \([0-9]*\) dropped + \([0-9]*\) pending$/\1 \2 \3 \4 \5 \6 \7 \8/p" "$T_TMP/status"; }
 
 # Dumps of run D caused by trigger NAME.
 dumps_of() { for f in "$D"/*.btd; do [ -f "$f" ] && "$BT" report --stats "$f" | grep -q "^trigger: *$1 (" && echo "$f"; done; }
@@ -274,16 +275,19 @@ fi
 # ---- a storm: ~1000 hits in about a second -----------------------------------------
 if run_case --trigger 'syscall:clock_nanosleep>500us,comm=trigwork,name=storm,limit=250ms' -- storm 1000; then
 	n=$(ndumps)
-	read -r h d s l <<<"$(final_counts storm)"
-	diag "storm: $(cat "$T_TMP/w.out" | grep storm); $n dumps; hits $h, dumps $d, skipped $s, lost $l"
-	[ "$n" -ge 2 ] && [ "$n" -le 8 ] && ok "storm: a few dumps ($n) for ~1000 hits (limit=250ms)" ||
-		not_ok "storm: a few dumps" "$n dumps; log: $(tail -5 "$LOG")"
+	read -r h d s l m r x p <<<"$(final_counts storm)"
+	diag "storm: $(cat "$T_TMP/w.out" | grep storm); $n dumps; hits $h = $d dumped + $m merged + $r limited + $x dropped + $p pending (skipped $s, lost $l)"
+	# one dump per limit=250ms of the storm's run, at most (a loaded machine stretches the run)
+	ms=$(sed -n 's/.* in \([0-9]*\) ms.*/\1/p' "$T_TMP/w.out" | head -1)
+	most=$(( ${ms:-1000} / 250 + 3 ))
+	[ "$n" -ge 2 ] && [ "$n" -le "$most" ] && ok "storm: a few dumps ($n, at most $most) for ~1000 hits (limit=250ms)" ||
+		not_ok "storm: a few dumps" "$n dumps (at most $most); log: $(tail -5 "$LOG")"
 	bad=0
 	for f in "$D"/*.btd; do "$BT" report --stats "$f" >/dev/null 2>&1 || bad=$((bad + 1)); done
 	[ "$bad" -eq 0 ] && ok "storm: every dump is valid" || not_ok "storm: valid dumps" "$bad unreadable"
-	[ "${h:-0}" -ge 1000 ] && [ $((d + s + l)) -eq "$h" ] && [ "$d" -eq "$n" ] &&
-		ok "storm: every hit counted: $h hits = $d dumps + $s skipped + $l lost" ||
-		not_ok "storm: counts add up" "hits $h, dumps $d, skipped $s, lost $l"
+	[ "${h:-0}" -ge 1000 ] && [ $((d + m + r + x + p)) -eq "$h" ] && [ $((m + r)) -eq "$s" ] && [ "$d" -le "$n" ] &&
+		ok "storm: every hit counted: $h hits = $d dumped + $m merged + $r rate-limited + $x dropped + $p pending" ||
+		not_ok "storm: counts add up" "hits $h = $d dumped + $m merged + $r limited + $x dropped + $p pending? skipped $s"
 else
 	not_ok "recorder with a storm trigger starts" "$(cat "$LOG")"
 fi

@@ -5,6 +5,8 @@ tests/unit/test_export.c and tests/kernel/test_convert.sh).
 
   check_trace.py perfetto FILE [--proto tests/perfetto/perfetto_subset.proto] [options]
   check_trace.py json FILE [options]
+  check_trace.py text FILE [--proto PROTO]   protoc's text of a Perfetto trace,
+                        interned track event names written out in place
 
 Options:
   --expect NAME=N,...   events per dump event type (sched_switch=10,uprobe=3,...);
@@ -18,11 +20,18 @@ Options:
   --app-slices N        matched application BEGIN/END pairs expected
   --func-slices N       function calls (-finstrument-functions) drawn as slices
   --func-open N         calls open at the dump's end: closed there and marked
+  --func-deep-markers N slices standing for the calls below 511 open ones
+                        (trace processor keeps 512 levels; an END whose category
+                        differs from its BEGIN's, or a BEGIN below 512 open
+                        slices, fails the nesting check as the importer would)
   --app-gaps N          per-thread seq gaps of application events (LOST instants)
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
                         "trigger ..." on the global "triggers" track and one on
                         the thread it names (JSON: cat btrace_trigger, metadata.trigger)
-  --stacks N            CPU samples with a stack (PerfSample packets) expected: each
+  --stacks-lost N       (with --stacks) samples whose stack is lost or missing:
+                        their callstack starts with a labelled frame
+  --offcpu-blocks N     (json, with --stacks) off-CPU samples expected
+  --stacks N            CPU samples (PerfSample packets) expected: each
                         names a callstack interned earlier on its sequence (the
                         sequence cleared first), every frame, function name and
                         mapping it uses is interned; the call chart slices nest
@@ -81,6 +90,7 @@ CPU_PID = 0x7FFF0000
 LOSS_KEYS = ["loss.rb_drops", "loss.seq_gaps", "loss.seq_missing", "loss.buffer_entries_rejected",
              "loss.dump_blocks_lost", "loss.dump_blocks_busy", "loss.drain_rejected"]
 
+MAX_SLICE_DEPTH = 512  # trace processor's open slices per track
 failures = 0
 
 
@@ -177,7 +187,118 @@ def decode_perfetto(path, proto):
     # Unknown fields print as "NUMBER: value": a writer/schema mismatch.
     unknown = [l for l in text.splitlines() if l.strip()[:1].isdigit()]
     result(not unknown, "no fields unknown to the schema", "; ".join(unknown[:5]))
-    return parse_text(text.splitlines())
+    trace = parse_text(text.splitlines())
+    resolve_interned(trace)
+    return trace
+
+
+def resolved_text(path, proto):
+    """The trace as protoc's text with every interned track event name,
+    category and annotation name written out in place (re-encoded and
+    decoded again, so fields are in number order as if never interned):
+    for tests that look for an event's fields in the text."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    pdir, pname = os.path.split(os.path.abspath(proto))
+    proto_args = ["protoc", "-I", pdir, pname]
+    p = subprocess.run(proto_args[:-1] + ["--decode=perfetto.protos.Trace", pname], input=data,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr.decode(errors="replace"))
+        return None
+    lines = p.stdout.decode("utf-8", "surrogateescape").splitlines()
+    tables, out, i = {}, [], 0
+    quote = lambda v: '"%s"' % v.replace("\\", "\\\\").replace('"', '\\"')
+    while i < len(lines):
+        j = i + 1
+        while j < len(lines) and lines[j] != "}":
+            j += 1
+        block = lines[i:j + 1]
+        msg = parse_text(block)
+        pk = (msg.get("packet") or [{}])[0]
+        seq = one(pk, "trusted_packet_sequence_id", 0)
+        if one(pk, "sequence_flags", 0) & 1:
+            tables[seq] = defaultdict(dict)
+        t = tables.get(seq, defaultdict(dict))
+        for idata in pk.get("interned_data", []):
+            for kind in ("event_categories", "event_names", "debug_annotation_names"):
+                for e in idata.get(kind, []):
+                    t[kind][one(e, "iid")] = one(e, "name", "")
+        ctx = []
+        for l in block:
+            st = l.strip()
+            if st.endswith("{"):
+                ctx.append(st[:-1].strip())
+            elif st == "}":
+                ctx.pop()
+            else:
+                k, _, v = st.partition(": ")
+                ind = l[:len(l) - len(l.lstrip())]
+                if ctx and ctx[-1] == "track_event" and k == "category_iids":
+                    l = ind + "categories: " + quote(t["event_categories"].get(int(v), "?"))
+                elif ctx and ctx[-1] == "track_event" and k == "name_iid":
+                    l = ind + "name: " + quote(t["event_names"].get(int(v), "?"))
+                elif ctx and ctx[-1] == "debug_annotations" and k == "name_iid":
+                    l = ind + "name: " + quote(t["debug_annotation_names"].get(int(v), "?"))
+            out.append(l)
+        i = j + 1
+    p = subprocess.run(proto_args[:-1] + ["--encode=perfetto.protos.Trace", pname],
+                       input="\n".join(out).encode("utf-8", "surrogateescape"), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.stderr.write(p.stderr.decode(errors="replace"))
+        return None
+    p = subprocess.run(proto_args[:-1] + ["--decode=perfetto.protos.Trace", pname], input=p.stdout,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.stdout.decode("utf-8", "surrogateescape") if p.returncode == 0 else None
+
+
+def resolve_interned(trace):
+    """Replays the importer's interning for TrackEvents: an iid (category,
+    event name, debug annotation name, callstack) means what the InternedData
+    of its sequence said since the sequence was last cleared, in a packet
+    flagged as needing that state. The names are filled in (categories,
+    name) so that the checks below read interned and plain events alike."""
+    tables, bad, used = {}, [], 0
+    for pk in trace.get("packet", []):
+        seq = one(pk, "trusted_packet_sequence_id", 0)
+        flags = one(pk, "sequence_flags", 0)
+        if flags & 1:
+            tables[seq] = {"event_categories": {}, "event_names": {}, "debug_annotation_names": {}, "cs": set()}
+        t = tables.get(seq)
+        for idata in pk.get("interned_data", []):
+            if t is None:
+                bad.append("interned data on sequence %s before it was cleared" % seq)
+                continue
+            for kind in ("event_categories", "event_names", "debug_annotation_names"):
+                for e in idata.get(kind, []):
+                    t[kind][one(e, "iid")] = one(e, "name", "")
+            for cs in idata.get("callstacks", []):
+                t["cs"].add(one(cs, "iid"))
+
+        def look(kind, iid):
+            if t is None or not flags & 2 or iid not in t[kind]:
+                bad.append("%s iid %s unresolved on sequence %s (flags %s)" % (kind, iid, seq, flags))
+                return "?"
+            return t[kind][iid]
+        for te in pk.get("track_event", []):
+            if te.get("category_iids"):
+                used += 1
+                te["categories"] = [look("event_categories", i) for i in te["category_iids"]]
+            if te.get("name_iid"):
+                used += 1
+                te["name"] = [look("event_names", one(te, "name_iid"))]
+            for a in te.get("debug_annotations", []):
+                if a.get("name_iid"):
+                    a["name"] = [look("debug_annotation_names", one(a, "name_iid"))]
+            cs = one(te, "callstack_iid")
+            if cs is not None and (t is None or not flags & 2 or cs not in t["cs"]):
+                bad.append("callstack iid %s of a track event unresolved on sequence %s" % (cs, seq))
+    if used or bad:
+        result(not bad, "interned track event names, categories, annotation names and callstacks resolve "
+               "on their sequence", "; ".join(bad[:5]))
 
 
 TID_FIELDS = {
@@ -368,10 +489,6 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
         if name == "dump info":
             info = {one(a, "name"): a for a in te.get("debug_annotations", [])}
 
-    if print_counts:
-        print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
-        return
-    check_counts(counts, expect)
 
     # Every thread with a track is named: by the ProcessTree, or (a thread
     # whose process the dump does not know) by the sched_switch comms.
@@ -393,43 +510,60 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     apairs = 0
     fpairs = 0
     fclosed = 0
+    too_deep = 0
     last_event_ts = max((t for t, _, te in track_events if "func" in te.get("categories", [])), default=0)
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
         typ = one(te, "type")
+        cats = te.get("categories", [])
         if uuid not in tracks:
             bad.append("event on undescribed track %s" % uuid)
+        # trace processor keeps 512 open slices a track: a deeper BEGIN (or
+        # instant) is dropped, and the END meant for it closes its parent
+        if typ in ("TYPE_SLICE_BEGIN", "TYPE_INSTANT") and len(stacks[uuid]) >= MAX_SLICE_DEPTH:
+            bad.append("%s at depth %d on %s at %s: trace processor drops it" %
+                       (typ, len(stacks[uuid]), uuid, ts))
         if typ == "TYPE_SLICE_BEGIN":
             is_open = any(one(a, "name") == "open_at_dump_end" for a in te.get("debug_annotations", []))
             # a function call open at the dump's end is closed there
-            stacks[uuid].append((ts, "func" if is_open and "func" in te.get("categories", []) else is_open))
+            stacks[uuid].append((ts, "func" if is_open and "func" in cats else is_open, cats))
         elif typ == "TYPE_SLICE_END":
             if not stacks[uuid]:
                 bad.append("end without begin at %s on %s" % (ts, uuid))
+            elif cats and cats != stacks[uuid][-1][2]:
+                # the importer matches an END to the open BEGIN by category:
+                # this END is dropped and the slice never ends (dur -1)
+                bad.append("END of category %s at %s on %s does not match its BEGIN's %s" %
+                           (cats, ts, uuid, stacks[uuid][-1][2]))
             else:
-                b, is_open = stacks[uuid].pop()
+                b, is_open, _ = stacks[uuid].pop()
                 if b > ts:
                     bad.append("slice ends before it begins (%s > %s)" % (b, ts))
-                closer = "btrace" in te.get("categories", []) and one(tracks.get(uuid, {}), "name") == "functions"
                 if is_open == "func":
                     fclosed += 1
-                    if not closer or ts < last_event_ts:
+                    if ts < last_event_ts:
                         bad.append("function call open at the dump's end closed at %s (last event %s) on %s" %
                                    (ts, last_event_ts, uuid))
                 elif is_open:
                     bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
-                elif closer:
-                    bad.append("a call not marked open_at_dump_end closed by the dump's end at %s" % ts)
-                if "func" in te.get("categories", []):
+                marker = any(one(a, "name") == "calls_not_drawn" for a in te.get("debug_annotations", []))
+                too_deep += marker
+                if "func" in cats and is_open == "func":
+                    counts["func_exit"] -= 1  # closed by the dump's end: no exit in the dump
+                elif "func" in cats and not marker:
                     fpairs += 1
-                if "uprobe" in te.get("categories", []):
+                if "uprobe" in cats:
                     pairs += 1
-                if "uretprobe" in te.get("categories", []):
+                if "uretprobe" in cats:
                     rpairs += 1
-                if "app" in te.get("categories", []):
+                if "app" in cats:
                     apairs += 1
+    if print_counts:
+        print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
+        return
+    check_counts(counts, expect)
     # a slice the application had not ended at dump time stays open
-    left = {u: s for u, s in stacks.items() if any(not o or o == "func" for _, o in s)}
+    left = {u: s for u, s in stacks.items() if any(not o or o == "func" for _, o, _ in s)}
     if left:
         bad.append("slices never ended on tracks %s" % list(left)[:5])
     result(not bad, "track event slices nest on every track (%d uprobe slices, %d app slices)" % (pairs, apairs),
@@ -446,6 +580,9 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
         result(apairs == app_slices, "app slices: %d" % app_slices, "found %d" % apairs)
     if opt.get("func_slices") is not None:
         result(fpairs == opt["func_slices"], "function calls drawn: %d" % opt["func_slices"], "found %d" % fpairs)
+    if opt.get("func_deep_markers") is not None:
+        result(too_deep == opt["func_deep_markers"], "depth markers (calls below 511 levels): %d" %
+               opt["func_deep_markers"], "found %d" % too_deep)
     if opt.get("func_open") is not None:
         result(fclosed == opt["func_open"], "calls open at the dump's end, closed there: %d" % opt["func_open"],
                "found %d" % fclosed)
@@ -669,20 +806,17 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
            "; ".join(name_clash[:5]))
     split = sorted("tid %s under pids %s" % (t, sorted(p)) for t, p in tid_pids.items() if len(p) > 1)
     result(not split, "every tid under one pid (the importer splits a tid seen under two)", "; ".join(split[:5]))
-    if print_counts:
-        print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
-        return
-    check_counts(counts, expect)
     unnamed = sorted(t for t in used if not tnames.get(t) and t != 0)
     result(not unnamed, "every thread has a thread_name (%d threads)" % len(used), "unnamed: %s" % unnamed[:20])
     overlap = []
-    # Half the format's resolution (1 ns = 0.001 us): ts + dur in floating
-    # point is off by a few 1e-6 us once uptime passes a few hours.
+    # ts + dur added in floating point, as Chrome, speedscope and trace
+    # processor do: a run that ends where the next begins must not end an
+    # ulp after it (drawn as a staircase)
     eps = 5e-4
     for tid, runs in cpu_runs.items():
         runs.sort()
         for (a0, a1), (b0, b1) in zip(runs, runs[1:]):
-            if b0 < a1 - eps:
+            if b0 < a1:
                 overlap.append("cpu track %d: run at %s starts before %s" % (tid - CPU_PID, b0, a1))
     result(not overlap, "CPU run slices never overlap (%d CPUs)" % len(cpu_runs), "; ".join(overlap[:5]))
     nest = []
@@ -708,6 +842,9 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     if opt.get("func_slices") is not None:
         n = sum(1 for e in evs if e.get("cat") == "func_entry,func_exit" and e.get("ph") == "X")
         result(n == opt["func_slices"], "function calls drawn: %d" % opt["func_slices"], "found %d" % n)
+    if opt.get("func_deep_markers") is not None:
+        result(too_deep == opt["func_deep_markers"], "depth markers (calls below 511 levels): %d" %
+               opt["func_deep_markers"], "found %d" % too_deep)
     if opt.get("func_open") is not None:
         fo = [e for e in evs if e.get("cat") == "func_entry" and e.get("ph") == "X"]
         end = max((e["ts"] + e.get("dur", 0) for e in evs if "ts" in e and e.get("ph") != "M"), default=0)
@@ -770,6 +907,46 @@ def check_perfetto_triggers(trace, n):
            "found %d and %d; %s" % (on_global, on_thread, "; ".join(bad[:3])))
 
 
+def check_json_stacks(path, nsamples, nlost=None, noffcpu=None):
+    """The sampling members (catapult's and speedscope's): every sample names
+    a frame of stackFrames whose parents resolve without a cycle; the CPU
+    samples (and off-CPU blocks) as many as the dump has; lost stacks under a
+    labelled root."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:2] == b"\x1f\x8b":
+        data = gzip.decompress(data)
+    doc = json.loads(data.decode("utf-8"))
+    frames, samples = doc.get("stackFrames", {}), doc.get("samples", [])
+    bad, roots = [], {}
+
+    def root_of(sf):
+        seen = set()
+        k = str(sf)
+        while k in frames and "parent" in frames[k]:
+            if k in seen:
+                return None
+            seen.add(k)
+            k = frames[k]["parent"]
+        return frames[k]["name"] if k in frames else None
+    counts = defaultdict(int)
+    for smp in samples:
+        counts[smp.get("name")] += 1
+        r = root_of(smp.get("sf"))
+        if r is None:
+            bad.append("sample at %s: frame %s unresolved" % (smp.get("ts"), smp.get("sf")))
+        elif smp.get("name") == "cpu_sample" and r in LABELS:
+            counts["lost"] += 1
+    result(not bad, "json stacks: every sample's frame and its parents resolve (%d frames)" % len(frames),
+           "; ".join(bad[:3]))
+    result(counts["cpu_sample"] == nsamples, "json stacks: %d CPU samples (want %d)" % (counts["cpu_sample"], nsamples))
+    if noffcpu is not None:
+        result(counts["offcpu"] == noffcpu, "json stacks: %d off-CPU blocks" % noffcpu, "found %d" % counts["offcpu"])
+    if nlost is not None:
+        result(counts["lost"] == nlost, "json stacks: %d samples under a lost-stack label" % nlost,
+               "found %d" % counts["lost"])
+
+
 def check_json_triggers(path, n):
     with open(path) as f:
         doc = json.load(f)
@@ -784,12 +961,16 @@ def check_json_triggers(path, n):
            "found %d, %d of %d; metadata %s" % (len(glob), len(thr), len(evs), md))
 
 
-def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None):
+LABELS = ("[stack lost]", "[no stack]")
+SYM_VERSION = re.compile(r"@@?[A-Z][A-Za-z0-9_.]*$")
+
+
+def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None, nlost=None):
     packets = trace.get("packet", [])
     names, frames, stacks, maps, srcs = {}, {}, {}, set(), {}
     hex_ids = []
     cleared = set()
-    samples = bad = 0
+    samples = bad = labelled = 0
     why = []
     for pk in packets:
         seq = one(pk, "trusted_packet_sequence_id", 0)
@@ -820,9 +1001,28 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
         for ps in pk.get("perf_sample", []):
             samples += 1
             iid = one(ps, "callstack_iid")
+            fids = stacks.get(seq, {}).get(iid) or [None]
+            fr = frames.get(seq, {}).get(fids[0])
+            labelled += fr is not None and names[seq].get(fr[0]) in LABELS
             if not flags & 2 or seq not in cleared or iid not in stacks.get(seq, {}):
                 bad += 1
                 why.append("sample of callstack %s not interned on sequence %s" % (iid, seq))
+    empty = [(seq, iid) for seq, st in stacks.items() for iid, fids in st.items() if not fids]
+    # the importer counts an empty callstack as an error and drops its samples
+    result(not empty, "stacks: no empty callstack", str(empty[:5]))
+    # the importer keeps one frame per (mapping, rel_pc, name): the first
+    # one's source line wins, so frames merged so must agree on it
+    merged, clash = {}, []
+    for seq, fr in frames.items():
+        for fid, (nm, mp, pc, sp, ln) in fr.items():
+            key = (seq, mp, pc, names[seq].get(nm))
+            line = (srcs[seq].get(sp), ln)
+            if merged.setdefault(key, line) != line:
+                clash.append("%s at %s+%#x: %s and %s" % (key[3], mp, pc or 0, merged[key], line))
+    result(not clash, "stacks: frames the importer merges by (mapping, rel_pc, name) carry one source line",
+           "; ".join(clash[:3]))
+    versioned = sorted(set(v for n in names.values() for v in n.values() if SYM_VERSION.search(v)))
+    result(not versioned, "stacks: function names without a symbol version (@@GLIBC_...)", str(versioned[:5]))
     for seq, st in stacks.items():
         for iid, fids in st.items():
             for fid in fids:
@@ -837,7 +1037,10 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
     result(bad == 0, "stacks: every sample's callstack, frame, name, mapping and source path interned",
            "; ".join(why[:5]))
     result(not hex_ids, "stacks: build ids as raw bytes, not hex text", "; ".join(hex_ids[:3]))
-    result(samples == nsamples, "stacks: %d CPU samples with a stack (want %d)" % (samples, nsamples))
+    result(samples == nsamples, "stacks: %d CPU samples, each with a callstack (want %d)" % (samples, nsamples))
+    if nlost is not None:
+        result(labelled == nlost, "stacks: %d samples whose stack is lost or missing, labelled %s" % (nlost, LABELS),
+               "found %d" % labelled)
     # call chart and off-CPU tracks
     tracks = {}
     for pk in packets:
@@ -903,6 +1106,13 @@ def srcs_declared(trace):
 
 
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "text":
+        text = resolved_text(argv[2], argv[4] if len(argv) > 4 and argv[3] == "--proto" else
+                             "tests/perfetto/perfetto_subset.proto")
+        if text is None:
+            return 1
+        sys.stdout.write(text)
+        return 0
     if len(argv) < 3 or argv[1] not in ("perfetto", "json"):
         print(__doc__)
         return 2
@@ -943,7 +1153,8 @@ def main(argv):
         elif a == "--same-sched-as":
             same = argv[i + 1]
             i += 2
-        elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open"):
+        elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open", "--func-deep-markers",
+                   "--stacks-lost", "--offcpu-blocks"):
             opt[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         elif a == "--stacks":
@@ -976,9 +1187,11 @@ def main(argv):
             if triggers is not None:
                 check_perfetto_triggers(trace, triggers)
             if nstacks is not None:
-                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined)
+                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined, opt.get("stacks_lost"))
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
+        if nstacks is not None:
+            check_json_stacks(path, nstacks, opt.get("stacks_lost"), opt.get("offcpu_blocks"))
         if triggers is not None:
             check_json_triggers(path, triggers)
     return 1 if failures else 0

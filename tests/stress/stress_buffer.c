@@ -13,6 +13,10 @@
  *     by the read, counted in the read stats), never inside a continuous run.
  * At the end the buffer's counters must equal what the writers did.
  *
+ * The reader's snapshots are taken by bt_read() in the first two runs and
+ * by bt_capture() (a bulk copy, read afterwards) in the last two: the same
+ * checks hold for both.
+ *
  * Half the writers use bt_write(), half bt_reserve() + a slow two-part copy
  * (sometimes preempted in the middle) + bt_commit().
  * Env: STRESS_SECONDS (default 4), STRESS_THREADS (default 64).
@@ -246,14 +250,32 @@ static void check_snapshot(struct snap *s, const struct bt_read_stats *st)
 	free(seen);
 }
 
+/* Snapshots by bt_read (block by block) or by bt_capture (every block
+ * copied at once, read from the copy afterwards). */
+static int use_capture;
+
+static int read_by_capture(struct snap *s, struct bt_read_stats *st)
+{
+	struct bt_capture *c = bt_capture(buf, st);
+	int err;
+
+	if (!c)
+		return -errno;
+	if (memcmp(bt_capture_read_stats(c), st, sizeof(*st)))
+		fail("capture read stats differ from what bt_capture returned");
+	err = bt_capture_read(c, snap_cb, s);
+	bt_capture_free(c);
+	return err;
+}
+
 static void take_snapshot(void)
 {
 	struct snap s = { 0 };
 	struct bt_read_stats st;
-	int err = bt_read(buf, snap_cb, &s, &st);
+	int err = use_capture ? read_by_capture(&s, &st) : bt_read(buf, snap_cb, &s, &st);
 
 	if (err)
-		fail("bt_read: %d", err);
+		fail("%s: %d", use_capture ? "bt_capture" : "bt_read", err);
 	else
 		check_snapshot(&s, &st);
 	if (st.entries != s.n + 0 && !atomic_load(&failures))
@@ -372,6 +394,21 @@ static void stress_write_read_resize(void)
 	run(1);
 }
 
+/* The same checks on captures: a dump's window taken at once (btrace_capture.c). */
+static void stress_write_capture(void)
+{
+	use_capture = 1;
+	run(0);
+	use_capture = 0;
+}
+
+static void stress_write_capture_resize(void)
+{
+	use_capture = 1;
+	run(1);
+	use_capture = 0;
+}
+
 int main(void)
 {
 	nthreads = getenv("STRESS_THREADS") ? atoi(getenv("STRESS_THREADS")) : 64;
@@ -379,5 +416,7 @@ int main(void)
 		nthreads = 64;
 	RUN(stress_write_read);
 	RUN(stress_write_read_resize);
+	RUN(stress_write_capture);
+	RUN(stress_write_capture_resize);
 	return h_done();
 }

@@ -535,12 +535,15 @@ static void test_perfetto(void)
 }
 
 /* protoc's text of a trace (subset schema), each line stripped of its
- * indentation; malloc'd, NULL on failure. */
+ * indentation, interned track event names written out in place (the
+ * checker's "text"); malloc'd, NULL on failure. */
 static char *decode_text(const char *file, const char *proto_dir, const char *proto)
 {
 	char cmd[2048];
-	snprintf(cmd, sizeof(cmd), "protoc -I '%s' --decode=perfetto.protos.Trace '%s' < '%s' 2>/dev/null", proto_dir,
-		 proto, file);
+	if (!have_python)
+		return NULL;
+	snprintf(cmd, sizeof(cmd), "cd '%s' && python3 " CHECKER " text '%s' --proto '%s/%s' 2>/dev/null", root, file,
+		 proto_dir, proto);
 	FILE *p = popen(cmd, "r");
 	if (!p)
 		return NULL;
@@ -627,8 +630,8 @@ static void test_perfetto_fields(void)
 		"categories: \"btrace\"\nname: \"LOST 5 events\"\n",
 		"thread {\npid: 100\ntid: 101\nthread_name: \"app-worker\"\n}",
 		/* one thread track per tid, the uprobe slices on a named child of it */
-		"uuid: 13235199704129601636\nthread {\npid: 100\ntid: 100\nthread_name: \"app\"\n}",
-		"name: \"uprobes\"\nparent_uuid: 13235199704129601636\n",
+		"uuid: 1603\nthread {\npid: 100\ntid: 100\nthread_name: \"app\"\n}",
+		"name: \"uprobes\"\nparent_uuid: 1603\n",
 		"threads {\ntid: 101\nname: \"app-worker\"\ntgid: 100\n}",
 		"processes {\npid: 100\ncmdline: \"app\"\ncmdline_is_comm: true\n}",
 		"clocks {\nclock_id: 6\n",
@@ -765,6 +768,54 @@ static void test_json(void)
 /* `report` prints names as the exporters do: escaped, one event per line.
  * Task names with a newline, an escape sequence, control characters, a
  * backslash and bytes that are not UTF-8 (tids 300, 600 and a rename). */
+/* CPU runs in JSON at 3 h of uptime: back to back, so ts + dur (added in
+ * floating point by the readers) must be exactly the next run's ts; and
+ * the CPU's first switch, from a task no event showed running (a dump of
+ * --comm tasks), is no run: before the fix it was one from the CPU's first
+ * event, another task's time. */
+static void test_json_runs(void)
+{
+	char path[600], js[600], err[256], out[512];
+	snprintf(path, sizeof(path), "%s/runs.btd", tmpdir);
+	snprintf(js, sizeof(js), "%s/runs.json", tmpdir);
+	struct bt_config cfg = { .size = 4u << 20, .block_size = 4096, .ncores = NCPUS };
+	struct gen g = { .ts = 10800123456789ull };
+	g.b = bt_buffer_create(&cfg, err, sizeof(err));
+	REQUIRE(g.b, "buffer: %s", err);
+	g.cur[0] = 101;
+	ev_wake(&g, BT_EV_SCHED_WAKEUP, 0, 200); /* by 101: the CPU's first event */
+	g.ts += 38000000000ull;
+	g.cur[0] = 555; /* never seen running: its switch is an instant */
+	ev_switch(&g, 0, 100, 1);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < 3000; i++) {
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		g.ts += x % 997; /* odd nanoseconds: decimals that are not exact in binary */
+		ev_switch(&g, 0, i & 1 ? 100 : 101, 1);
+	}
+	struct bt_dump_info info = { .ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = tasks,
+				     .ntasks = sizeof(tasks) / sizeof(tasks[0]), .dump_seq = 1, .reason = "ctl",
+				     .groups_enabled = 1 };
+	int r = bt_dump_write(g.b, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.b);
+	REQUIRE(r >= 0 && !g.failed, "write: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_JSON };
+	CHECK(bt_export_file(d, js, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
+	bt_dump_close(d);
+	if (have_python)
+		CHECK(check_file("json", js, "") == 0, "checker passes: no CPU run overlaps the next (see above)");
+	size_t n = 0;
+	char *t = (char *)h_read_file(js, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+	t[n] = '\0';
+	const char *a = strstr(t, "\"args\":{\"tid\":555,");
+	CHECK(a && !strstr(a + 1, "\"args\":{\"tid\":555,") && strstr(t, "\"s\":\"t\",\"args\":{\"tid\":555,"),
+	      "tid 555's switch is an instant, never a run");
+	free(t);
+}
+
 static void test_report_escapes(void)
 {
 	char *text = NULL;
@@ -951,7 +1002,7 @@ static void test_one_ended_probes(void)
 	t[n] = '\0';
 	const char *jwant[] = {
 		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.500,\"pid\":100,\"tid\":100,"
-		"\"dur\":0.500,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
+		"\"dur\":0.5,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
 		"{\"ph\":\"i\",\"name\":\"args6\",\"cat\":\"uprobe\"",
 		"{\"ph\":\"i\",\"name\":\"sleep (return, not timed)\",\"cat\":\"uretprobe\"",
 	};
@@ -1165,9 +1216,9 @@ static void test_app_events(void)
 		const char *want[] = {
 			"process {\npid: 500\nprocess_name: \"myapp\"\n}",
 			/* one thread track for 501, its uprobes and its application events on named children */
-			"uuid: 13235199704129602037\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
-			"name: \"app events\"\nparent_uuid: 13235199704129602037\n",
-			"name: \"uprobes\"\nparent_uuid: 13235199704129602037\n",
+			"uuid: 8019\nthread {\npid: 500\ntid: 501\nthread_name: \"myapp-w1\"\n}",
+			"name: \"app events\"\nparent_uuid: 8019\n",
+			"name: \"uprobes\"\nparent_uuid: 8019\n",
 			"categories: \"uprobe\"\nname: \"do_work\"\n",
 			"name: \"queue\"\nparent_uuid: ",
 			"type: TYPE_COUNTER\ntrack_uuid: ",
@@ -1223,7 +1274,7 @@ static void test_app_events(void)
 /* One function batch of tid 501 (1 ns per tick): words[i] = kind, function. */
 static void func_batch(struct appgen *g, uint32_t seq, const unsigned *kind, const uint64_t *fn, int n)
 {
-	union { struct bt_ev_app_funcs f; uint8_t raw[sizeof(struct bt_ev_app_funcs) + 8 * 8]; } u;
+	union { struct bt_ev_app_funcs f; uint8_t raw[sizeof(struct bt_ev_app_funcs) + 8 * 64]; } u;
 	memset(&u, 0, sizeof(u));
 	u.f.h.ts_ns = g->ts += 1000;
 	u.f.h.seq = seq;
@@ -1308,6 +1359,57 @@ static void test_func_edges(void)
 	      "json: the call whose exit fell in the gap is an instant");
 	CHECK(strstr(t, "\"loss.app_func_exits_without_entry\":2"), "json: exits without entry counted");
 	free(t);
+	bt_dump_close(d);
+}
+
+/* A 600-deep recursion, its outermost call open at the dump's end: trace
+ * processor keeps 512 open slices a track, so the 512th is a marker for the
+ * 89 calls below it (each of its own address), and every END closes its own
+ * BEGIN (replayed by the checker: a BEGIN past 512 open ones fails). */
+#define DEEP 600
+static void test_func_deep(void)
+{
+	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
+	char path[600], pf[600], err[256], out[512];
+	snprintf(path, sizeof(path), "%s/deep.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/deep.perfetto-trace", tmpdir);
+	struct bt_config cfg = { .size = 4u << 20, .block_size = 4096, .ncores = 2 };
+	struct appgen g = { .ts = 7000000000ull };
+	g.k = bt_buffer_create(&cfg, err, sizeof(err));
+	g.a = bt_buffer_create(&cfg, err, sizeof(err));
+	REQUIRE(g.k && g.a, "buffers: %s", err);
+	app_switch(&g, 0, 501);
+	unsigned kind[2 * DEEP];
+	uint64_t fn[2 * DEEP];
+	int n = 0;
+	for (int i = 0; i < DEEP; i++, n++)
+		kind[n] = E, fn[n] = 0x401000 + 16u * (unsigned)i;
+	for (int i = DEEP - 1; i > 0; i--, n++) /* the outermost call stays open */
+		kind[n] = X, fn[n] = 0x401000 + 16u * (unsigned)i;
+	for (int i = 0; i < n; i += 64)
+		func_batch(&g, 10 + (uint32_t)i, kind + i, fn + i, n - i < 64 ? n - i : 64);
+	app_switch(&g, 501, 0);
+	struct bt_dump_info info = {
+		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
+		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1, .write_apps = funcs_write_apps, .apps_ctx = g.a,
+	};
+	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.k);
+	bt_buffer_destroy(g.a);
+	REQUIRE(r >= 0 && !g.failed, "write a dump with function batches: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .compact_sched = 1 };
+	struct bt_export_stats st;
+	CHECK(bt_export_file(d, pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+	CHECK(st.func_slices == DEEP - 1 && st.func_open == 1 && st.func_too_deep == DEEP - 511,
+	      "calls %" PRIu64 " open %" PRIu64 " hidden below the marker %" PRIu64, st.func_slices, st.func_open,
+	      st.func_too_deep);
+	/* drawn: the open call, 510 matched ones, the marker */
+	if (have_python && have_protoc)
+		CHECK(check_file("perfetto", pf, "--func-slices 510 --func-open 1 --func-deep-markers 1") == 0,
+		      "checker passes on the perfetto output (see above)");
 	bt_dump_close(d);
 }
 
@@ -1738,7 +1840,9 @@ int main(void)
 	RUN(test_json);
 	RUN(test_app_events);
 	RUN(test_func_edges);
+	RUN(test_func_deep);
 	RUN(test_report_escapes);
+	RUN(test_json_runs);
 	RUN(test_one_ended_probes);
 	RUN(test_functions);
 	RUN(test_gzip);

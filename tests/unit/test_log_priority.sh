@@ -34,6 +34,12 @@ out=$(journal "$BT" record --config "$T_TMP/missing.conf")
 echo "$out" | grep -qE "^<3>.*missing.conf" && ok "record with a missing --config file: error priority" ||
 	not_ok "record --config missing" "$out"
 
+out=$(journal "$BT" record -m 0)
+echo "$out" | grep -q '^<3>btrace-bpf record: invalid --buffer-size' && ok "record with a bad option value: error priority" ||
+	not_ok "record -m 0" "$out"
+out=$(env -u JOURNAL_STREAM "$BT" record -m 0 2>&1 >/dev/null | head -1)
+echo "$out" | grep -q '^btrace-bpf record: invalid --buffer-size' && ok "without the journal argp's message is as before" ||
+	not_ok "record -m 0 on a terminal" "$out"
 out=$(journal "$BT" report "$T_TMP/missing.btd")
 echo "$out" | grep -q "^<3>.*missing.btd" && ok "report of a missing dump: error priority" || not_ok "report missing dump" "$out"
 out=$(journal "$BT" convert "$T_TMP/missing.btd")

@@ -18,11 +18,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #if defined(__has_feature)
 #if __has_feature(thread_sanitizer)
 #define NO_TSAN __attribute__((no_sanitize("thread")))
+#define NO_TSAN_ACTIVE 1
 #endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(NO_TSAN_ACTIVE)
+#define NO_TSAN __attribute__((no_sanitize("thread")))
+#define NO_TSAN_ACTIVE 1
 #endif
 #ifndef NO_TSAN
 #define NO_TSAN
@@ -190,6 +197,121 @@ static int by_pos(const void *a, const void *b)
 	return x->pos < y->pos ? -1 : x->pos > y->pos;
 }
 
+/* How much of block pos to take, from its meta's conf c and alloc a (read
+ * after its header and before its copy): 0 with *used (bytes to copy),
+ * *inflight (non-zero: writes in flight, the written prefix of those bytes
+ * counts) and *complete; or -1 with the block counted in rs. */
+static int classify(const struct bt_app_view *v, uint64_t pos, uint64_t c, uint64_t a, uint32_t *used,
+		    uint32_t *inflight, int *complete, struct bt_app_read_stats *rs)
+{
+	uint32_t r = (uint32_t)(pos / v->A);
+	int32_t ahead = (int32_t)(BT_APP_RND(c) - r);
+
+	*inflight = 0;
+	if (ahead < 0) {
+		rs->blocks_bad++; /* conf behind the header: never happens honestly */
+		return -1;
+	}
+	if (ahead > 0) {
+		/* A later round was locked, so this one completed. Rounds can be
+		 * skipped, so even R or more rounds later the slot may still hold
+		 * it: the header re-check tells. */
+		*used = v->bsize;
+		*complete = 1;
+		return 0;
+	}
+	*used = BT_APP_BYTES(c);
+	*complete = *used == v->bsize;
+	if (*used > v->bsize || *used < BT_BLOCK_HDR) {
+		rs->blocks_bad++;
+		return -1;
+	}
+	if (!*complete && BT_APP_RND(a) != r) {
+		/* Round r is locked but alloc is not: either its locker is still
+		 * zeroing the block (alloc behind: nothing is written yet, and the
+		 * bytes there are the previous round's under the new header), or
+		 * a newer round was locked since conf was read (alloc ahead: the
+		 * block is being overwritten). */
+		if ((int32_t)(BT_APP_RND(a) - r) < 0)
+			rs->blocks_busy++;
+		else
+			rs->blocks_lost++;
+		return -1;
+	}
+	if (!*complete && BT_APP_BYTES(a) != *used) {
+		/* Writes in flight (an open function batch, an event being
+		 * written, a writer that died): what is written before the first
+		 * unwritten entry. */
+		uint32_t f = BT_APP_BYTES(a);
+
+		if (f > v->bsize)
+			f = v->bsize;
+		f &= ~7u; /* untrusted: whole words, at least the header */
+		if (f <= BT_BLOCK_HDR) {
+			rs->blocks_busy++;
+			return -1;
+		}
+		*used = *inflight = f;
+	}
+	return 0;
+}
+
+/* A block copied (used bytes, position pos2 re-read after the copy): 0 with
+ * view filled when it may be delivered, or -1 with it counted in rs. */
+static int finish(const struct bt_app_view *v, uint64_t pos, uint64_t pos2, const uint8_t *copy, uint32_t used,
+		  uint32_t inflight, int complete, struct bt_app_read_stats *rs, struct bt_block_view *view)
+{
+	struct bt_block_hdr h;
+	uint64_t n;
+
+	if (inflight) {
+		uint32_t reserved = used;
+
+		used = written_prefix(copy, used);
+		if (!used) {
+			rs->blocks_busy++; /* nothing written yet, or never confirmed */
+			return -1;
+		}
+		rs->blocks_partial += used < reserved;
+	}
+	/* A new owner of the slot rewrites the header before anything else,
+	 * so an unchanged position means an untouched copy. */
+	if (pos2 != pos) {
+		rs->blocks_lost++;
+		return -1;
+	}
+	memcpy(&h, copy, sizeof(h));
+	if (h.pos != pos || h.core >= v->ncores ||
+	    bt_app_check_block(copy, used, v->bsize, v->ncores, v->pid, &n) < 0) {
+		rs->blocks_bad++;
+		return -1;
+	}
+	*view = (struct bt_block_view){
+		.pos = pos, .prev_pos = h.prev_pos, .core = h.core, .used = used, .complete = complete, .data = copy,
+	};
+	rs->blocks_read++;
+	rs->entries += n;
+	return 0;
+}
+
+/* The position block d claims, 0 if it claims none or one that does not
+ * map back to it (counted in rs). */
+static uint64_t claimed_pos(const struct bt_app_view *v, const uint8_t *data, uint32_t d, struct bt_app_read_stats *rs)
+{
+	uint64_t pos = load_racy64(data + (size_t)d * v->bsize), r;
+
+	if (pos == 0) {
+		rs->blocks_empty++;
+		return 0;
+	}
+	r = pos / v->A;
+	if (pos % v->A != d % v->A || r % v->R != d / v->A || r > UINT32_MAX) {
+		rs->blocks_bad++;
+		return 0;
+	}
+	return pos;
+}
+
 int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st)
 {
 	return bt_app_read_skip(v, NULL, cb, ctx, st);
@@ -215,27 +337,20 @@ int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void
 	const uint8_t *data = v->base + dof;
 	/* Pass 1: which position each block claims, in order. */
 	for (uint32_t d = 0; d < v->N; d++) {
-		uint64_t pos = load_racy64(data + (size_t)d * v->bsize);
-		if (pos == 0) {
-			rs.blocks_empty++;
-			continue;
-		}
-		/* The position must map to this very block. */
-		uint64_t r = pos / v->A;
-		if (pos % v->A != d % v->A || r % v->R != d / v->A || r > UINT32_MAX) {
-			rs.blocks_bad++;
-			continue;
-		}
-		slots[ns++] = (struct slot){ pos, d };
+		uint64_t pos = claimed_pos(v, data, d, &rs);
+		if (pos)
+			slots[ns++] = (struct slot){ pos, d };
 	}
 	qsort(slots, ns, sizeof(*slots), by_pos);
 
 	/* Pass 2: copy, re-check, validate, deliver. */
 	for (size_t i = 0; i < ns && !ret; i++) {
 		uint64_t pos = slots[i].pos;
-		uint32_t d = slots[i].d, m = (uint32_t)(pos % v->A), r = (uint32_t)(pos / v->A);
-		const struct bt_app_meta *mt = &metas[m];
+		uint32_t d = slots[i].d, used, inflight;
+		const struct bt_app_meta *mt = &metas[pos % v->A];
 		const uint8_t *src = data + (size_t)d * v->bsize;
+		struct bt_block_view view;
+		int complete;
 		if (skip && skip(pos, ctx))
 			continue;
 		/* Acquire: pairs with the writers' release confirms; the bytes
@@ -246,94 +361,194 @@ int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void
 		 * release sequence): seeing round r open, the copy sees the
 		 * block's header and zeroing that came before. */
 		uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_acquire);
-		int32_t ahead = (int32_t)(BT_APP_RND(c) - r);
-		uint32_t used, inflight = 0;
-		int complete;
-		if (ahead < 0) {
-			rs.blocks_bad++; /* conf behind the header: never happens honestly */
+		if (classify(v, pos, c, a, &used, &inflight, &complete, &rs) < 0)
 			continue;
-		}
-		if (ahead > 0) {
-			/* A later round was locked, so this one completed. Rounds
-			 * can be skipped, so even R or more rounds later the slot
-			 * may still hold it: the header re-check below tells. */
-			used = v->bsize; /* a later round was locked: this one completed */
-			complete = 1;
-		} else {
-			used = BT_APP_BYTES(c);
-			complete = used == v->bsize;
-			if (used > v->bsize || used < BT_BLOCK_HDR) {
-				rs.blocks_bad++;
-				continue;
-			}
-			if (!complete && BT_APP_RND(a) != r) {
-				/* Round r is locked but alloc is not: either its
-				 * locker is still zeroing the block (alloc behind:
-				 * nothing is written yet, and the bytes there are the
-				 * previous round's under the new header), or a newer
-				 * round was locked since conf was read (alloc ahead:
-				 * the block is being overwritten). */
-				if ((int32_t)(BT_APP_RND(a) - r) < 0)
-					rs.blocks_busy++;
-				else
-					rs.blocks_lost++;
-				continue;
-			}
-			if (!complete && BT_APP_BYTES(a) != used) {
-				/* Writes in flight (an open function batch, an event
-				 * being written, a writer that died): what is
-				 * written before the first unwritten entry. */
-				inflight = BT_APP_BYTES(a);
-				if (inflight > v->bsize)
-					inflight = v->bsize;
-				inflight &= ~7u; /* untrusted: whole words, at least the header */
-				if (inflight <= BT_BLOCK_HDR) {
-					rs.blocks_busy++;
-					continue;
-				}
-				used = inflight;
-			}
-		}
 		copy_racy(copy, src, used);
-		if (inflight) {
-			uint32_t reserved = used;
-			used = written_prefix(copy, used);
-			if (!used) {
-				rs.blocks_busy++; /* nothing written yet, or never confirmed */
-				continue;
-			}
-			rs.blocks_partial += used < reserved;
-		}
 		/* Acquire fence: the copy's loads happen before the re-check
 		 * (the reader side of the seqlock; the writers' locking CAS is
 		 * acq_rel, ordering the new round's stores after it). */
 		atomic_thread_fence(memory_order_acquire);
-		/* A new owner of the slot rewrites the header before anything
-		 * else, so an unchanged position means an untouched copy. */
-		uint64_t pos2 = load_racy64(src);
-		if (pos2 != pos) {
-			rs.blocks_lost++;
-			continue;
-		}
-		struct bt_block_hdr h;
-		uint64_t n;
-		memcpy(&h, copy, sizeof(h));
-		if (h.pos != pos || h.core >= v->ncores ||
-		    bt_app_check_block(copy, used, v->bsize, v->ncores, v->pid, &n) < 0) {
-			rs.blocks_bad++;
-			continue;
-		}
-		struct bt_block_view view = {
-			.pos = pos, .prev_pos = h.prev_pos, .core = h.core, .used = used,
-			.complete = complete, .data = copy,
-		};
-		rs.blocks_read++;
-		rs.entries += n;
-		ret = cb(&view, ctx);
+		if (finish(v, pos, load_racy64(src), copy, used, inflight, complete, &rs, &view) == 0)
+			ret = cb(&view, ctx);
 	}
 	free(slots);
 	free(copy);
 	if (st)
 		*st = rs;
 	return ret;
+}
+
+/* ---- capture: the whole buffer copied at one moment, read later --------- */
+
+enum { CAP_EMPTY, CAP_SKIP, CAP_COPIED };
+
+struct bt_app_cap_block {
+	uint64_t pos, pos2;     /* header before and after the copy */
+	uint32_t used, inflight;
+	uint8_t state, complete;
+};
+
+#ifdef NO_TSAN_ACTIVE
+#define bulk_copy copy_racy
+#else
+/* memcpy's loads are in no defined order: blocks with writes in flight are
+ * copied again in address order (copy_racy) before they are re-checked. */
+NO_TSAN static void bulk_copy(void *dst, const void *src, size_t n)
+{
+	memcpy(dst, src, n);
+}
+#endif
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Copy blocks m0..m1-1 of slot `slot` (consecutive) and decide what each
+ * may give (see btrace_capture.c for the sequence). */
+static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *metas, const uint8_t *data,
+			 uint64_t g0, uint32_t slot, uint32_t m0, uint32_t m1)
+{
+	const struct bt_app_view *v = &cap->v;
+	uint32_t d0 = slot * v->A;
+	size_t off = (size_t)(d0 + m0) * v->bsize;
+
+	for (uint32_t m = m0; m < m1; m++) {
+		struct bt_app_cap_block *b = &cap->blk[d0 + m];
+		b->pos = claimed_pos(v, data, d0 + m, &cap->pre);
+		b->state = b->pos ? CAP_COPIED : CAP_EMPTY;
+	}
+	for (uint32_t m = m0; m < m1; m++) {
+		struct bt_app_cap_block *b = &cap->blk[d0 + m];
+		int complete;
+		if (b->state != CAP_COPIED)
+			continue;
+		/* Acquire: pairs with the writers' release confirms and the
+		 * release store of alloc that opens a round (as in
+		 * bt_app_read_skip): confirmed bytes are in the copy below. */
+		uint64_t c = atomic_load_explicit(&metas[m].conf, memory_order_acquire);
+		uint64_t a = atomic_load_explicit(&metas[m].alloc, memory_order_acquire);
+		if (classify(v, b->pos, c, a, &b->used, &b->inflight, &complete, &cap->pre) < 0)
+			b->state = CAP_SKIP;
+		b->complete = (uint8_t)complete;
+	}
+	bulk_copy(cap->data + off, data + off, (size_t)(m1 - m0) * v->bsize);
+	for (uint32_t m = m0; m < m1; m++) {
+		struct bt_app_cap_block *b = &cap->blk[d0 + m];
+		size_t o = (size_t)(d0 + m) * v->bsize;
+		if (b->state == CAP_COPIED && b->inflight)
+			copy_racy(cap->data + o, data + o, b->used);
+	}
+	/* Acquire fence: the copy's loads happen before the re-check (the
+	 * reader side of the seqlock, as in bt_app_read_skip). */
+	atomic_thread_fence(memory_order_acquire);
+	for (uint32_t m = m0; m < m1; m++) {
+		struct bt_app_cap_block *b = &cap->blk[d0 + m];
+		b->pos2 = load_racy64(data + (size_t)(d0 + m) * v->bsize);
+		/* Handed out after the capture began: the block it replaced, part
+		 * of the window, was overwritten before it was copied. */
+		if (b->state == CAP_COPIED && b->pos >= g0) {
+			b->state = CAP_SKIP;
+			cap->pre.blocks_lost++;
+		}
+	}
+}
+
+/* Blocks the copy could not keep in order: overwritten while copied, or
+ * holding a position handed out after the copy began (the writer lapped
+ * it: the older blocks it replaced are missing, a gap in the window). */
+static uint64_t capture_damage(const struct bt_app_capture *cap)
+{
+	uint64_t n = cap->pre.blocks_lost;
+	for (uint32_t d = 0; d < cap->v.N; d++) {
+		const struct bt_app_cap_block *b = &cap->blk[d];
+		n += b->state == CAP_COPIED && b->pos2 != b->pos;
+	}
+	return n;
+}
+
+/* One pass over every slot, oldest round first; the damage it took. */
+static uint64_t capture_pass(struct bt_app_capture *cap, const struct bt_app_view *v, uint64_t mo, uint64_t dof)
+{
+	const struct bt_app_shm *sh = (const struct bt_app_shm *)v->base;
+	/* Oldest position first: the one after the block being handed out
+	 * (the word is the application's, untrusted: it only picks the order). */
+	uint64_t g0 = atomic_load_explicit(&sh->global, memory_order_relaxed);
+	const struct bt_app_meta *metas = (const struct bt_app_meta *)(v->base + mo);
+	uint32_t cur = (uint32_t)(g0 / v->A % v->R), m0 = (uint32_t)(g0 % v->A);
+	memset(&cap->pre, 0, sizeof(cap->pre));
+	/* The writer fills the current slot at meta m0: above it the slot
+	 * still holds the oldest round, below it the newest. */
+	capture_slot(cap, metas, v->base + dof, g0, cur, m0, v->A);
+	for (uint32_t k = 1; k < v->R; k++)
+		capture_slot(cap, metas, v->base + dof, g0, (cur + k) % v->R, 0, v->A);
+	capture_slot(cap, metas, v->base + dof, g0, cur, 0, m0);
+	return capture_damage(cap);
+}
+
+int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
+{
+	uint64_t mo, co, dof;
+	memset(cap, 0, sizeof(*cap));
+	cap->v = *v;
+	cap->v.base = NULL;
+	cap->len = (size_t)v->N * v->bsize;
+	/* Populated now: the copy must not stop on a page fault per 4 KiB. */
+	cap->data = mmap(NULL, cap->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	cap->blk = calloc(v->N ? v->N : 1, sizeof(*cap->blk));
+	if (cap->data == MAP_FAILED || !cap->blk) {
+		if (cap->data == MAP_FAILED)
+			cap->data = NULL;
+		bt_app_capture_release(cap);
+		return -ENOMEM;
+	}
+	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
+	uint64_t t0 = mono_ns();
+	/* A copy outrun by the writer (this thread preempted mid-copy on a
+	 * busy machine) is taken again at once: the next pass usually runs
+	 * through. At most BT_APP_CAPTURE_TRIES; the last one is kept, its
+	 * damage counted like any other. */
+	for (int i = 0; i < BT_APP_CAPTURE_TRIES; i++) {
+		cap->tries = (uint32_t)i + 1;
+		if (!capture_pass(cap, v, mo, dof))
+			break;
+	}
+	cap->copy_ns = mono_ns() - t0;
+	return 0;
+}
+
+int bt_app_capture_read(const struct bt_app_capture *cap, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st)
+{
+	const struct bt_app_view *v = &cap->v;
+	struct bt_app_read_stats rs = cap->pre;
+	struct slot *slots = malloc((size_t)v->N * sizeof(*slots));
+	size_t ns = 0;
+	int ret = 0;
+	if (!slots)
+		return -ENOMEM;
+	for (uint32_t d = 0; d < v->N; d++)
+		if (cap->blk[d].state == CAP_COPIED)
+			slots[ns++] = (struct slot){ cap->blk[d].pos, d };
+	qsort(slots, ns, sizeof(*slots), by_pos);
+	for (size_t i = 0; i < ns && !ret; i++) {
+		const struct bt_app_cap_block *b = &cap->blk[slots[i].d];
+		struct bt_block_view view;
+		if (finish(v, b->pos, b->pos2, cap->data + (size_t)slots[i].d * v->bsize, b->used, b->inflight,
+			   b->complete, &rs, &view) == 0)
+			ret = cb(&view, ctx);
+	}
+	free(slots);
+	if (st)
+		*st = rs;
+	return ret;
+}
+
+void bt_app_capture_release(struct bt_app_capture *cap)
+{
+	if (cap->data)
+		munmap(cap->data, cap->len);
+	free(cap->blk);
+	memset(cap, 0, sizeof(*cap));
 }

@@ -48,6 +48,26 @@ int bt_app_read(const struct bt_app_view *v, bt_block_cb cb, void *ctx, struct b
 int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void *ctx), bt_block_cb cb, void *ctx,
 		     struct bt_app_read_stats *st);
 
+/* A buffer copied at one moment (bt_app_capture: slot by slot, oldest round
+ * first, each slot one bulk copy between two reads of its blocks' headers),
+ * validated and delivered later by bt_app_capture_read exactly as
+ * bt_app_read would have at the moment of the copy. */
+struct bt_app_cap_block;
+struct bt_app_capture {
+	struct bt_app_view v;            /* geometry; base NULL */
+	uint8_t *data;                   /* N blocks */
+	size_t len;
+	struct bt_app_cap_block *blk;    /* [N] */
+	struct bt_app_read_stats pre;    /* counted while copying */
+	uint64_t copy_ns;                /* how long the copy took */
+	uint32_t tries;                  /* passes: a pass the writer outran is repeated */
+};
+#define BT_APP_CAPTURE_TRIES 3
+/* 0 or -ENOMEM. */
+int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap);
+int bt_app_capture_read(const struct bt_app_capture *cap, bt_block_cb cb, void *ctx, struct bt_app_read_stats *st);
+void bt_app_capture_release(struct bt_app_capture *cap);
+
 /* Validate one copied block (bytes used from the start); 0 if every entry is
  * well framed and every event is a well-formed application event of pid. */
 int bt_app_check_block(const uint8_t *blk, uint32_t used, uint32_t bsize, uint32_t ncores, uint32_t pid,

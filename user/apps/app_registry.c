@@ -19,8 +19,7 @@
  * Locking: one mutex for the table; the I/O thread takes it per message,
  * dumps and resizes hold it for their duration.
  */
-#include "app_registry.h"
-#include "app_reader.h"
+#include "app_registry_int.h"
 #include "func_watch.h"
 #include "dump.h"
 #include "dump_format.h"
@@ -42,48 +41,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_BUFS 4         /* current + older ones still dumped */
-#define LINE_MAX_APP 256
-#define WATCH_MS 10        /* app-func triggers: how often function records are read */
 #define ALIVE_CHECK_MS 500 /* how often registrants are checked to be alive */
-/* A counter an application keeps in its shared memory is its word only:
- * shown and summed up to this (no real count comes near: one event per ns
- * for three days), flagged past it. */
-#define APP_COUNT_MAX (1ull << 48)
-
-struct abuf {
-	struct bt_app_view v;
-	int fd;
-	uint64_t data_size;
-};
-
-struct app {
-	uint32_t pid, flags;
-	char name[16];
-	int conn;             /* -1 once the process is gone */
-	uint64_t registered_ts, exit_ts;
-	struct abuf bufs[MAX_BUFS]; /* [0] current */
-	uint32_t nbufs;
-	char (*names)[BTD_APP_NAME_LEN];
-	uint32_t nnames, names_cap;
-	uint64_t names_bad, resizes;
-	char line[LINE_MAX_APP];
-	size_t linelen;
-	struct bt_func_names *fnames; /* its mappings: function names survive its exit */
-	struct bt_func_watch *fw;     /* app-func triggers: its calls timed (NULL: none) */
-	int fw_final;                 /* scanned once after it exited */
-	struct bt_apps *reg;
-};
-
-struct bt_apps {
-	struct bt_apps_config cfg;
-	pthread_mutex_t lock;
-	struct app **apps;
-	size_t napps;
-	int wake[2];
-	pthread_t thread;
-	int stop;
-};
 
 static void buf_release(struct abuf *b)
 {
@@ -292,7 +250,7 @@ static int app_input(struct bt_apps *r, struct app *a)
 
 /* Under lock: read everything the application sent so far (its names),
  * then mark it gone at EOF. Bounded: all 65535 names fit in 8 MiB. */
-static void app_drain(struct bt_apps *r, struct app *a)
+void bt_app_drain_input(struct bt_apps *r, struct app *a)
 {
 	int more = 1;
 	for (int i = 0; i < 128 && more == 1 && a->conn >= 0; i++)
@@ -303,7 +261,7 @@ static void app_drain(struct bt_apps *r, struct app *a)
 
 /* Under lock: names the application interned (its own count, untrusted:
  * clamped) that we never received. Their events show name#ID. */
-static uint64_t names_lost(const struct app *a, uint64_t interned)
+uint64_t bt_app_names_lost(const struct app *a, uint64_t interned)
 {
 	uint64_t lost = 0;
 	if (interned > BT_APP_MAX_NAMES)
@@ -314,7 +272,7 @@ static uint64_t names_lost(const struct app *a, uint64_t interned)
 }
 
 /* Under lock: the names count of the application's buffers. */
-static uint64_t names_interned(const struct app *a)
+uint64_t bt_app_names_interned(const struct app *a)
 {
 	uint64_t n = 0;
 	for (uint32_t b = 0; b < a->nbufs; b++) {
@@ -367,7 +325,7 @@ static void mark_dead_gone(struct bt_apps *r)
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		if (a->conn >= 0 && kill((pid_t)a->pid, 0) < 0 && errno == ESRCH) {
-			app_drain(r, a);
+			bt_app_drain_input(r, a);
 			app_gone(a);
 		}
 	}
@@ -555,7 +513,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name)
 	 * (the library reconnects after the recorder restarted, or after an exec). */
 	for (size_t i = 0; i < r->napps; i++)
 		if (r->apps[i]->pid == pid && !(r->apps[i]->flags & BT_APP_EXITED)) {
-			app_drain(r, r->apps[i]); /* names it sent before it reconnected */
+			bt_app_drain_input(r, r->apps[i]); /* names it sent before it reconnected */
 			app_gone(r->apps[i]);
 		}
 	/* ... and keeps one earlier registration for the post-mortem: one
@@ -674,14 +632,6 @@ size_t bt_apps_count(struct bt_apps *r, size_t *live)
 	return n;
 }
 
-static uint64_t app_count(uint64_t v, int *bogus)
-{
-	if (v <= APP_COUNT_MAX)
-		return v;
-	*bogus = 1;
-	return APP_COUNT_MAX;
-}
-
 void bt_apps_status(struct bt_apps *r, FILE *out)
 {
 	pthread_mutex_lock(&r->lock);
@@ -695,7 +645,7 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 		fprintf(out, "app %u %s %s buffer=%" PRIu64 " buffers=%u names=%u names_lost=%" PRIu64
 			" dropped=%" PRIu64 "%s", a->pid, bt_escape_text(a->name, sizeof(a->name), en, sizeof(en)),
 			a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
-			names_lost(a, names_interned(a)), dropped, bogus ? "(implausible: the application's word)" : "");
+			bt_app_names_lost(a, bt_app_names_interned(a)), dropped, bogus ? "(implausible: the application's word)" : "");
 		if (r->cfg.nfwatch && a->fw) {
 			struct bt_func_watch_stats ws;
 			bt_func_watch_stats(a->fw, &ws);
@@ -709,169 +659,3 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 	pthread_mutex_unlock(&r->lock);
 }
 
-struct dump_ctx {
-	struct bt_dump_sink *s;
-	uint32_t app;
-	int err;
-	uint64_t *addrs; /* functions the dumped batches name (to symbolize) */
-	size_t naddrs, cap;
-	struct bt_func_rec *rec;
-};
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-/* Collect the function addresses of a block's batches (deduplicated as
- * the list grows). */
-static void note_funcs(struct dump_ctx *c, const struct bt_block_view *blk)
-{
-	uint32_t off = 0, len;
-	const void *p;
-	while ((p = bt_block_next(blk, &off, &len))) {
-		const struct bt_ev_app_funcs *f = p;
-		int64_t n;
-		if (len < sizeof(*f) || f->h.type != BT_EV_APP_FUNCS || (n = bt_funcs_count(f, len)) <= 0)
-			continue;
-		if (c->naddrs + (size_t)n > c->cap) {
-			if (c->naddrs)
-				qsort(c->addrs, c->naddrs, 8, cmp_u64);
-			size_t k = 0;
-			for (size_t i = 0; i < c->naddrs; i++)
-				if (!k || c->addrs[k - 1] != c->addrs[i])
-					c->addrs[k++] = c->addrs[i];
-			c->naddrs = k;
-			if (c->naddrs + (size_t)n > c->cap) {
-				size_t cap = (c->cap ? c->cap * 2 : 1024) + (size_t)n;
-				/* out of memory: those functions show addresses */
-				uint64_t *x = realloc(c->addrs, cap * 8);
-				if (!x)
-					return;
-				c->addrs = x;
-				struct bt_func_rec *r = realloc(c->rec, cap * sizeof(*r));
-				if (!r)
-					return;
-				c->rec = r;
-				c->cap = cap;
-			}
-		}
-		bt_funcs_decode(f, len, c->rec);
-		for (int64_t i = 0; i < n; i++)
-			c->addrs[c->naddrs++] = c->rec[i].addr;
-	}
-}
-
-static int dump_block(const struct bt_block_view *blk, void *arg)
-{
-	struct dump_ctx *c = arg;
-	c->err = bt_dump_sink_app_block(c->s, c->app, blk);
-	note_funcs(c, blk);
-	return c->err;
-}
-
-/* Under lock: the AFUN section of app i (after the table). */
-static int dump_func_names(struct bt_dump_sink *s, struct app *a, uint32_t i, struct dump_ctx *c)
-{
-	if (!c->naddrs || !a->fnames)
-		return 0;
-	if (c->naddrs)
-		qsort(c->addrs, c->naddrs, 8, cmp_u64);
-	struct bt_func_name *t = malloc(c->naddrs * sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	size_t n = 0;
-	for (size_t k = 0; k < c->naddrs; k++) {
-		if (n && t[n - 1].addr == c->addrs[k])
-			continue;
-		const char *name = bt_func_names_get(a->fnames, c->addrs[k]);
-		if (name && *name)
-			t[n++] = (struct bt_func_name){ c->addrs[k], name };
-	}
-	int err = n ? bt_dump_sink_app_funcs(s, i, t, n) : 0;
-	free(t);
-	return err;
-}
-
-int bt_apps_dump(void *arg, struct bt_dump_sink *s)
-{
-	struct bt_apps *r = arg;
-	int err = 0;
-	pthread_mutex_lock(&r->lock);
-	struct bt_dump_app *t = calloc(r->napps ? r->napps : 1, sizeof(*t));
-	if (!t) {
-		pthread_mutex_unlock(&r->lock);
-		return -ENOMEM;
-	}
-	struct dump_ctx *fc = calloc(r->napps ? r->napps : 1, sizeof(*fc));
-	if (!fc) {
-		pthread_mutex_unlock(&r->lock);
-		free(t);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < r->napps && !err; i++) {
-		struct app *a = r->apps[i];
-		struct bt_dump_app *d = &t[i];
-		struct dump_ctx *c = &fc[i];
-		c->s = s;
-		c->app = (uint32_t)i;
-		if (a->conn >= 0 && a->fnames)
-			bt_func_names_refresh(a->fnames); /* libraries loaded since */
-		for (uint32_t b = 0; b < a->nbufs && !err; b++) {
-			struct bt_app_read_stats st;
-			err = bt_app_read(&a->bufs[b].v, dump_block, c, &st);
-			d->counters[BT_APPC_BLOCKS_READ] += st.blocks_read;
-			d->counters[BT_APPC_BLOCKS_BAD] += st.blocks_bad;
-			d->counters[BT_APPC_BLOCKS_LOST] += st.blocks_lost;
-			d->counters[BT_APPC_BLOCKS_BUSY] += st.blocks_busy;
-			d->counters[BT_APPC_BLOCKS_EMPTY] += st.blocks_empty;
-			d->counters[BT_APPC_BLOCKS_PARTIAL] += st.blocks_partial;
-			d->counters[BT_APPC_ENTRIES] += st.entries;
-			struct bt_app_shm *sh = (struct bt_app_shm *)a->bufs[b].v.base;
-			int bogus = 0; /* clamped: the sums of four buffers stay far from wrapping */
-			d->counters[BT_APPC_DROPPED] +=
-				app_count(atomic_load_explicit(&sh->stats.dropped, memory_order_relaxed), &bogus);
-			d->counters[BT_APPC_REJECTED] +=
-				app_count(atomic_load_explicit(&sh->stats.rejected, memory_order_relaxed), &bogus);
-			d->counters[BT_APPC_SKIPPED] +=
-				app_count(atomic_load_explicit(&sh->stats.skipped, memory_order_relaxed), &bogus);
-			d->counters[BT_APPC_RACES] +=
-				app_count(atomic_load_explicit(&sh->stats.races, memory_order_relaxed), &bogus);
-		}
-	}
-	if (!err) {
-		/* Names registered while we read the blocks name events we dumped.
-		 * The count first: the library sends a name before counting it,
-		 * so every name counted here is in the socket by now. */
-		for (size_t i = 0; i < r->napps; i++) {
-			struct app *a = r->apps[i];
-			uint64_t interned = names_interned(a);
-			app_drain(r, a);
-			t[i].counters[BT_APPC_NAMES_LOST] = names_lost(a, interned);
-			struct bt_dump_app *d = &t[i];
-			d->pid = a->pid;
-			d->flags = a->flags;
-			d->registered_ts = a->registered_ts;
-			d->exit_ts = a->exit_ts;
-			memcpy(d->name, a->name, sizeof(d->name));
-			d->counters[BT_APPC_BUFFERS] = a->nbufs;
-			d->counters[BT_APPC_RESIZES] = a->resizes;
-			d->counters[BT_APPC_BUFFER_SIZE] = a->bufs[0].data_size;
-			d->counters[BT_APPC_NAMES_BAD] = a->names_bad;
-			d->nnames = a->nnames;
-			d->names = (const char(*)[64])a->names;
-		}
-		err = bt_dump_sink_apps(s, t, r->napps);
-		for (size_t i = 0; i < r->napps && !err; i++)
-			err = dump_func_names(s, r->apps[i], (uint32_t)i, &fc[i]);
-	}
-	pthread_mutex_unlock(&r->lock);
-	for (size_t i = 0; i < r->napps; i++) {
-		free(fc[i].addrs);
-		free(fc[i].rec);
-	}
-	free(fc);
-	free(t);
-	return err;
-}

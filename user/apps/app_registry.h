@@ -60,7 +60,14 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen);
 void bt_apps_status(struct bt_apps *r, FILE *out);
 size_t bt_apps_count(struct bt_apps *r, size_t *live);
 
-/* Dump hook (bt_dump_info.write_apps): stream every buffer's blocks and
- * then the application table into the dump. */
-int bt_apps_dump(void *r, struct bt_dump_sink *s);
+/* Every application buffer copied for a dump at one moment (app_capture.c),
+ * with each application's row (counters, names); NULL and errno on failure. */
+struct bt_apps_capture;
+struct bt_apps_capture *bt_apps_capture(struct bt_apps *r);
+/* Dump hook (bt_dump_info.write_apps, ctx: a capture): every captured
+ * block, the application table, then their function names. */
+int bt_apps_capture_write(void *capture, struct bt_dump_sink *s);
+/* ns the copies took (0 for NULL). */
+uint64_t bt_apps_capture_copy_ns(const struct bt_apps_capture *c);
+void bt_apps_capture_free(struct bt_apps_capture *c);
 #endif

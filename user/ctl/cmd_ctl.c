@@ -73,6 +73,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->pid = 0;
 		snprintf(a->path, sizeof(a->path), "%s", arg);
 		break;
+	case ARGP_KEY_INIT:
+		/* Usage errors at error priority under the journal (log.h). */
+		state->err_stream = bt_log_stream(BT_LOG_ERR);
+		break;
 	case ARGP_KEY_ARG:
 		/* The command: it and everything after it are its own (`dump -o
 		 * FILE`), not options of ctl. */

@@ -92,7 +92,9 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 /* Everything a dump holds besides the blocks. The writer fills the header
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
+struct bt_cold;
 struct bt_dump_info {
+	struct bt_cold *cold;      /* optional: the compressed tier behind buf (cold_tier.h) */
 	uint32_t ncpus;
 	uint32_t ngroups;          /* BT_GROUP_MAX */
 	const uint64_t *rb_drops;  /* [ncpus * ngroups] ring-buffer reservation failures */
@@ -117,6 +119,23 @@ struct bt_dump_info {
 	int (*write_stacks)(void *ctx, struct bt_dump_sink *s);
 	void *stacks_ctx;
 };
+
+/* What bt_dump_write_capture writes, and where. */
+struct bt_dump_args {
+	const struct bt_capture *capture; /* the kernel buffer's blocks and counters (bt_capture) */
+	const struct bt_dump_info *info;
+	const char *dir;                  /* directory, for a generated name; or */
+	const char *path;                 /* this path (replaced) */
+	int zlevel;                       /* 0: stored, 1..9: zlib */
+	char *out_path;                   /* the path written, if not NULL */
+	size_t out_len;
+	struct bt_read_stats *rst;        /* what was kept and lost, if not NULL */
+	char *err;                        /* one line on failure */
+	size_t errlen;
+};
+/* Write a dump of a capture (as bt_dump_write below, which captures `buf`
+ * itself). 0 or -errno with a message in a->err. */
+int bt_dump_write_capture(const struct bt_dump_args *a);
 
 /* Write a dump of `buf` into directory `dir` (created if missing) as
  * btrace-<host>-<YYYYmmdd-HHMMSS>-<seq>.btd (never replacing a file: -2, -3,
@@ -182,6 +201,11 @@ const struct bt_probe_desc *bt_dump_probes(const struct bt_dump *d, size_t *n);
 const uint64_t *bt_dump_rb_drops(const struct bt_dump *d);                   /* [ncpus*ngroups] */
 const struct bt_stats *bt_dump_buffer_stats(const struct bt_dump *d);
 const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d);
+/* The cold tier at dump start (LOSS counters); NULL when the recorder had none. */
+struct bt_dump_cold {
+	uint64_t size, codec, blocks_in, raw_bytes, stored_bytes, blocks_evicted, gaps, blocks_held, cpu_ns;
+};
+const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d);
 
 /* Events of the dump in time order across all blocks and CPUs (ties broken by
  * cpu, seq). Each is a pointer to a validated event (size >= its type's size). */

@@ -146,6 +146,16 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_ACTIVE,
 	BTD_CNT_NCORES,
 	BTD_CNT_ENTRIES_DROPPED,
+	/* the cold tier (user/coldtier, struct bt_cold_stats); COLD_SIZE 0: none */
+	BTD_CNT_COLD_SIZE,
+	BTD_CNT_COLD_CODEC,
+	BTD_CNT_COLD_BLOCKS_IN,
+	BTD_CNT_COLD_RAW_BYTES,
+	BTD_CNT_COLD_STORED_BYTES,
+	BTD_CNT_COLD_BLOCKS_EVICTED,
+	BTD_CNT_COLD_GAPS,
+	BTD_CNT_COLD_BLOCKS_HELD,
+	BTD_CNT_COLD_CPU_NS,
 	BTD_NCOUNTERS
 };
 
@@ -221,7 +231,11 @@ struct btd_trigger {
 	uint32_t reserved;
 	uint64_t threshold_ns, after_ns, limit_ns;
 	uint64_t hits, dumps, skipped, lost; /* since the recorder started */
+	/* added later (a record of BTD_TRIGGER_V1_SIZE has none): how each hit
+	 * ended, hits = dumps + merged + limited + dropped + pending */
+	uint64_t merged, limited, dropped, pending;
 };
+#define BTD_TRIGGER_V1_SIZE 256 /* the record before merged..pending */
 struct btd_fired {
 	uint32_t trig;          /* index into the trigger records */
 	uint32_t kind;          /* the trigger's kind, or ctl when `ctl trigger` fired it */
@@ -236,7 +250,7 @@ struct btd_fired {
 	char name[32];
 	char cond[160];
 };
-_Static_assert(sizeof(struct btd_trigger) == 256 && sizeof(struct btd_fired) == 280, "TRIG layout (docs/dump-format.md)");
+_Static_assert(sizeof(struct btd_trigger) == 288 && sizeof(struct btd_fired) == 280, "TRIG layout (docs/dump-format.md)");
 #define BTD_MAX_TRIGGERS 1024
 
 #define BTD_ENTRY_KIND 0x41544144u /* "DATA" */

@@ -101,6 +101,11 @@ const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d)
 	return d->rb_emitted;
 }
 
+const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d)
+{
+	return d->cold.size ? &d->cold : NULL;
+}
+
 const struct bt_stats *bt_dump_buffer_stats(const struct bt_dump *d)
 {
 	return &d->bst;

@@ -168,6 +168,13 @@ static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
 	s->active = (uint32_t)cnt[BTD_CNT_ACTIVE];
 	s->ncores = (uint32_t)cnt[BTD_CNT_NCORES];
 	s->entries_dropped = cnt[BTD_CNT_ENTRIES_DROPPED];
+	d->cold = (struct bt_dump_cold){
+		.size = cnt[BTD_CNT_COLD_SIZE], .codec = cnt[BTD_CNT_COLD_CODEC],
+		.blocks_in = cnt[BTD_CNT_COLD_BLOCKS_IN], .raw_bytes = cnt[BTD_CNT_COLD_RAW_BYTES],
+		.stored_bytes = cnt[BTD_CNT_COLD_STORED_BYTES], .blocks_evicted = cnt[BTD_CNT_COLD_BLOCKS_EVICTED],
+		.gaps = cnt[BTD_CNT_COLD_GAPS], .blocks_held = cnt[BTD_CNT_COLD_BLOCKS_HELD],
+		.cpu_ns = cnt[BTD_CNT_COLD_CPU_NS],
+	};
 	d->hdr.drain_events = l.drain_events;
 	d->hdr.drain_rejected = l.drain_rejected;
 	const uint8_t *arr = pl + sizeof(l) + (uint64_t)l.ncounters * 8;

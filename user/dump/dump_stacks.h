@@ -15,7 +15,7 @@
 #define BT_STACK_KERNEL 0
 #define BT_STACK_USER 1
 #define BT_STACK_F_TRUNCATED 0x1 /* may be cut short: depth limit, or the frame-pointer chain broke */
-#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived (no frames) */
+#define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived, or a free id (no frames) */
 #define BT_STACK_F_ALL 0x3
 
 #define BT_DMAP_KERNEL 0u         /* frame.map of kernel addresses (off = address) */
@@ -64,6 +64,9 @@ enum bt_stack_counter {
 	BT_STKC_SAMPLE_HZ,     /* --sample rate, 0 off */
 	BT_STKC_NO_SRCLINES,   /* 1: recorded with --no-source-lines */
 	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
+	BT_STKC_NOT_LOADED_FILES,  /* files (and kallsyms) still loading when the dump was written */
+	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
+	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	/* the unwinder (docs/unwinding.md): why user stacks ended early, what its tables hold */
 	BT_STKC_UNW_WALKS,     /* user stacks walked with unwind tables */
 	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: their leaf only, truncated */

@@ -35,7 +35,9 @@ int64_t bt_dump_triggers_encode(const struct bt_dump_trigger *t, size_t nt, cons
 	for (size_t i = 0; i < nt; i++, o += sizeof(struct btd_trigger)) {
 		struct btd_trigger r = { .kind = t[i].kind, .threshold_ns = t[i].threshold_ns,
 					 .after_ns = t[i].after_ns, .limit_ns = t[i].limit_ns, .hits = t[i].st.hits,
-					 .dumps = t[i].st.dumps, .skipped = t[i].st.skipped, .lost = t[i].st.lost };
+					 .dumps = t[i].st.dumps, .skipped = t[i].st.skipped, .lost = t[i].st.lost,
+					 .merged = t[i].st.merged, .limited = t[i].st.limited,
+					 .dropped = t[i].st.dropped, .pending = t[i].st.pending };
 
 		CPY(r.name, t[i].name);
 		CPY(r.cond, t[i].cond);
@@ -69,7 +71,7 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 	}
 	memcpy(&h, p, sizeof(h));
 	if (h.ntriggers > BTD_MAX_TRIGGERS || h.nfired > BTD_MAX_TRIGGERS ||
-	    (h.ntriggers && h.trig_size < sizeof(struct btd_trigger)) ||
+	    (h.ntriggers && h.trig_size < BTD_TRIGGER_V1_SIZE) ||
 	    (h.nfired && h.fired_size < sizeof(struct btd_fired)) || h.trig_size > 65536 || h.fired_size > 65536) {
 		snprintf(err, errlen, "corrupt dump: trigger section header (%u triggers of %u bytes, %u hits of %u bytes)",
 			 h.ntriggers, h.trig_size, h.nfired, h.fired_size);
@@ -93,7 +95,8 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 	for (uint32_t i = 0; i < h.ntriggers; i++, p += h.trig_size) {
 		struct btd_trigger r;
 
-		memcpy(&r, p, sizeof(r));
+		memset(&r, 0, sizeof(r));
+		memcpy(&r, p, h.trig_size < sizeof(r) ? h.trig_size : sizeof(r));
 		CPY(t[i].name, r.name);
 		CPY(t[i].cond, r.cond);
 		t[i].kind = r.kind;
@@ -104,6 +107,17 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 		t[i].st.dumps = r.dumps;
 		t[i].st.skipped = r.skipped;
 		t[i].st.lost = r.lost;
+		if (h.trig_size >= sizeof(r)) {
+			t[i].st.merged = r.merged;
+			t[i].st.limited = r.limited;
+			t[i].st.dropped = r.dropped;
+			t[i].st.pending = r.pending;
+		} else { /* an older recorder: skipped were all rate-limited, lost dropped */
+			t[i].st.limited = r.skipped;
+			t[i].st.dropped = r.lost;
+			uint64_t ended = r.dumps + r.skipped + r.lost;
+			t[i].st.pending = r.hits > ended ? r.hits - ended : 0;
+		}
 	}
 	for (uint32_t i = 0; i < h.nfired; i++, p += h.fired_size) {
 		struct btd_fired r;

@@ -4,10 +4,10 @@
  * docs/dump-format.md).
  *
  * The dump thread runs this while the drain thread keeps writing into the
- * buffer. bt_read() hands us a private copy of one block at a time; each is
- * streamed through zlib into the file at once, so memory stays bounded by one
- * block plus the zlib state and a 256 KiB output buffer, whatever the buffer
- * size. The header is reserved first and written last (pwrite), when the body
+ * buffer. It works on a capture (bt_capture(): every block copied at the
+ * dump's moment), streamed block by block through zlib into the file, so
+ * the window is the capture's, however long compressing and writing take.
+ * The header is reserved first and written last (pwrite), when the body
  * lengths and checksums are known:
  *
  *   mkostemp(dir/.btrace-tmp.PID.START.NAME.XXXXXX) -> zero header -> TASK PROB LOSS PMIS BLCK.. END
@@ -38,6 +38,7 @@
 #include "dump_format.h"
 #include "dump_stacks.h"
 #include "compact.h"
+#include "cold_tier.h"
 
 #define OUT_BUF (256u << 10)
 
@@ -202,7 +203,20 @@ static void put_probes(struct zout *zo, const struct bt_probe_desc *p, size_t n)
 
 static void put_loss(struct zout *zo, const struct bt_dump_info *info, const struct bt_stats *st)
 {
+	struct bt_cold_stats cs = { 0 };
+
+	if (info->cold)
+		bt_cold_stats(info->cold, &cs);
 	uint64_t cnt[BTD_NCOUNTERS] = {
+		[BTD_CNT_COLD_SIZE] = cs.size,
+		[BTD_CNT_COLD_CODEC] = cs.codec,
+		[BTD_CNT_COLD_BLOCKS_IN] = cs.blocks_in,
+		[BTD_CNT_COLD_RAW_BYTES] = cs.raw_bytes_in,
+		[BTD_CNT_COLD_STORED_BYTES] = cs.stored_bytes_in,
+		[BTD_CNT_COLD_BLOCKS_EVICTED] = cs.blocks_evicted,
+		[BTD_CNT_COLD_GAPS] = cs.gaps,
+		[BTD_CNT_COLD_BLOCKS_HELD] = cs.blocks,
+		[BTD_CNT_COLD_CPU_NS] = cs.cpu_ns,
 		[BTD_CNT_ENTRIES_WRITTEN] = st->entries_written,
 		[BTD_CNT_BYTES_WRITTEN] = st->bytes_written,
 		[BTD_CNT_ENTRIES_REJECTED] = st->entries_rejected,
@@ -634,264 +648,347 @@ int bt_dump_clean_stale(const char *dir, char *err, size_t errlen)
 	return n;
 }
 
-int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir,
-		  const char *path, int zlevel, char *out_path, size_t out_len,
-		  struct bt_read_stats *rst, char *err, size_t errlen)
-{
-	char dpath[PATH_MAX], final[PATH_MAX], tmp[2 * PATH_MAX + 16];
-	struct bt_read_stats rs = { 0 };
-	struct btd_header h = { 0 };
-	struct zout zo = { .fd = -1 };
-	struct bt_dump_sink sink = { .c = { .zo = &zo } };
-	struct bt_stats bst;
-	int fd = -1, r;
+/* ---- bt_dump_write, in steps --------------------------------------------- */
 
-	if (err && errlen)
-		err[0] = '\0';
-	if (out_path && out_len)
-		out_path[0] = '\0';
-	if (!buf || !info || (!dir && !path))
-		return bt_errf(err, errlen, EINVAL, "dump: no buffer, info or destination");
+/* One dump being written: its names, its file and its body stream. */
+struct dump_job {
+	const struct bt_dump_args *a;
+	const struct bt_stats *bst;   /* the buffer's counters at the capture */
+	char dpath[PATH_MAX], final[PATH_MAX], tmp[2 * PATH_MAX + 16];
+	uint64_t b1, rt, b2;          /* BOOTTIME, REALTIME, BOOTTIME at the start */
+	int fd;
+	struct zout zo;
+	struct bt_dump_sink sink;
+	struct bt_read_stats rs;
+};
+
+static int check_args(const struct bt_dump_args *a)
+{
+	const struct bt_dump_info *info = a->info;
+
+	if (!a->capture || !info || (!a->dir && !a->path))
+		return bt_errf(a->err, a->errlen, EINVAL, "dump: no buffer, info or destination");
 	if (info->ncpus == 0 || info->ncpus > BTD_MAX_CPUS || info->ngroups > BTD_MAX_GROUPS)
-		return bt_errf(err, errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
-			    info->ngroups);
+		return bt_errf(a->err, a->errlen, EINVAL, "dump: bad geometry (%u CPUs, %u groups)", info->ncpus,
+			       info->ngroups);
 	if ((info->ntasks && !info->tasks) || (info->nprobes && !info->probes) || info->ntasks > UINT32_MAX ||
 	    info->nprobes > UINT32_MAX || info->nprog_misses > UINT32_MAX)
-		return bt_errf(err, errlen, EINVAL, "dump: bad task or probe table");
-	if (zlevel < 0 || zlevel > 9)
-		return bt_errf(err, errlen, EINVAL, "dump: compression level %d out of range 0..9", zlevel);
+		return bt_errf(a->err, a->errlen, EINVAL, "dump: bad task or probe table");
+	if (a->zlevel < 0 || a->zlevel > 9)
+		return bt_errf(a->err, a->errlen, EINVAL, "dump: compression level %d out of range 0..9", a->zlevel);
+	return 0;
+}
 
-	uint64_t b1 = clock_ns(CLOCK_BOOTTIME);
-	uint64_t rt = clock_ns(CLOCK_REALTIME);
-	uint64_t b2 = clock_ns(CLOCK_BOOTTIME);
+/* The final name (the given path, or a generated one in the directory,
+ * created if missing) and the directory it goes into. */
+static int name_dump(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	int r;
 
-	/* Names. */
-	if (path) {
-		if ((size_t)snprintf(final, sizeof(final), "%s", path) >= sizeof(final))
-			return bt_errf(err, errlen, ENAMETOOLONG, "dump: path too long: %s", path);
-		const char *slash = strrchr(final, '/');
+	if (a->path) {
+		if ((size_t)snprintf(j->final, sizeof(j->final), "%s", a->path) >= sizeof(j->final))
+			return bt_errf(a->err, a->errlen, ENAMETOOLONG, "dump: path too long: %s", a->path);
+		const char *slash = strrchr(j->final, '/');
 		if (!slash)
-			snprintf(dpath, sizeof(dpath), ".");
-		else if (slash == final)
-			snprintf(dpath, sizeof(dpath), "/");
+			snprintf(j->dpath, sizeof(j->dpath), ".");
+		else if (slash == j->final)
+			snprintf(j->dpath, sizeof(j->dpath), "/");
 		else
-			snprintf(dpath, sizeof(dpath), "%.*s", (int)(slash - final), final);
-	} else {
-		char host[64];
-		struct tm tm;
-		time_t now = (time_t)(rt / 1000000000u);
-		clean_host(host, sizeof(host));
-		localtime_r(&now, &tm);
-		if ((size_t)snprintf(dpath, sizeof(dpath), "%s", dir) >= sizeof(dpath) ||
-		    (size_t)snprintf(final, sizeof(final), "%s/btrace-%s-%04d%02d%02d-%02d%02d%02d-%" PRIu64 ".btd", dir,
-				     host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-				     tm.tm_sec, info->dump_seq) >= sizeof(final))
-			return bt_errf(err, errlen, ENAMETOOLONG, "dump: directory name too long: %s", dir);
-		r = mkdir_p(dir);
-		if (r < 0)
-			return bt_errf(err, errlen, -r, "dump: cannot create directory %s: %s", dir, strerror(-r));
+			snprintf(j->dpath, sizeof(j->dpath), "%.*s", (int)(slash - j->final), j->final);
+		return 0;
 	}
-	const char *base = strrchr(final, '/');
-	base = base ? base + 1 : final;
-	/* Named after this process (pid and start time): if it dies mid-dump,
-	 * a later recorder can tell the file is stale (bt_dump_clean_stale). */
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s/" BT_DUMP_TMP_PREFIX "%d.%" PRIu64 ".%s.XXXXXX", dpath, (int)getpid(),
-			     bt_proc_start_time(getpid()), base) >= PATH_MAX)
-		return bt_errf(err, errlen, ENAMETOOLONG, "dump: path too long: %s", final);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		r = -errno;
-		return bt_errf(err, errlen, -r, "dump: cannot create a file in %s: %s", dpath, strerror(-r));
-	}
-	zo.fd = fd;
-	if (fchmod(fd, 0600) < 0) {
-		r = -errno;
-		bt_errf(err, errlen, -r, "dump: chmod %s: %s", tmp, strerror(-r));
-		goto fail;
-	}
-	zo.obuf = malloc(OUT_BUF);
-	bt_buffer_stats(buf, &bst);
-	sink.c.cap = bst.block_size ? bst.block_size : BT_DEFAULT_BLOCK_SIZE;
-	sink.c.scratch = malloc(sink.c.cap);
-	if (!zo.obuf || !sink.c.scratch) {
-		r = -ENOMEM;
-		bt_errf(err, errlen, ENOMEM, "dump: out of memory");
-		goto fail;
-	}
-	zo.zlevel = zlevel;
-	if (zlevel) {
-		if (deflateInit(&zo.z, zlevel) != Z_OK) {
-			r = -ENOMEM;
-			bt_errf(err, errlen, ENOMEM, "dump: zlib init failed");
-			goto fail;
-		}
-		zo.zinit = 1;
-	}
-	zo.raw_crc = zo.stored_crc = (uint32_t)crc32(0, Z_NULL, 0);
+	char host[64];
+	struct tm tm;
+	time_t now = (time_t)(j->rt / 1000000000u);
+	clean_host(host, sizeof(host));
+	localtime_r(&now, &tm);
+	if ((size_t)snprintf(j->dpath, sizeof(j->dpath), "%s", a->dir) >= sizeof(j->dpath) ||
+	    (size_t)snprintf(j->final, sizeof(j->final), "%s/btrace-%s-%04d%02d%02d-%02d%02d%02d-%" PRIu64 ".btd",
+			     a->dir, host, tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+			     tm.tm_sec, a->info->dump_seq) >= sizeof(j->final))
+		return bt_errf(a->err, a->errlen, ENAMETOOLONG, "dump: directory name too long: %s", a->dir);
+	r = mkdir_p(a->dir);
+	if (r < 0)
+		return bt_errf(a->err, a->errlen, -r, "dump: cannot create directory %s: %s", a->dir, strerror(-r));
+	return 0;
+}
 
-	/* Reserve the header; it is written last. */
-	r = bt_write_full(fd, &h, sizeof(h));
-	if (r < 0) {
-		bt_errf(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
-		goto fail;
-	}
+/* The temporary file (mode 0600), named after this process (pid and start
+ * time): if it dies mid-dump, a later recorder can tell the file is stale
+ * (bt_dump_clean_stale). Sets j->fd, or j->tmp[0] = 0 when none was made. */
+static int open_tmp(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	const char *base = strrchr(j->final, '/');
+	int r;
 
-	put_tasks(&zo, info->tasks, info->ntasks);
-	put_probes(&zo, info->probes, info->nprobes);
-	put_loss(&zo, info, &bst);
-	sink.c.nsections = 3;
+	base = base ? base + 1 : j->final;
+	if ((size_t)snprintf(j->tmp, sizeof(j->tmp), "%s/" BT_DUMP_TMP_PREFIX "%d.%" PRIu64 ".%s.XXXXXX", j->dpath,
+			     (int)getpid(), bt_proc_start_time(getpid()), base) >= PATH_MAX) {
+		j->tmp[0] = '\0';
+		return bt_errf(a->err, a->errlen, ENAMETOOLONG, "dump: path too long: %s", j->final);
+	}
+	j->fd = mkostemp(j->tmp, O_CLOEXEC);
+	if (j->fd < 0) {
+		r = -errno;
+		j->tmp[0] = '\0';
+		return bt_errf(a->err, a->errlen, -r, "dump: cannot create a file in %s: %s", j->dpath, strerror(-r));
+	}
+	j->zo.fd = j->fd;
+	if (fchmod(j->fd, 0600) < 0) {
+		r = -errno;
+		return bt_errf(a->err, a->errlen, -r, "dump: chmod %s: %s", j->tmp, strerror(-r));
+	}
+	return 0;
+}
+
+/* Output buffer, block scratch, zlib; the header's room reserved. */
+static int start_body(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	struct btd_header h = { 0 };
+	int r;
+
+	j->zo.obuf = malloc(OUT_BUF);
+	j->sink.c.cap = j->bst->block_size ? j->bst->block_size : BT_DEFAULT_BLOCK_SIZE;
+	j->sink.c.scratch = malloc(j->sink.c.cap);
+	if (!j->zo.obuf || !j->sink.c.scratch)
+		return bt_errf(a->err, a->errlen, ENOMEM, "dump: out of memory");
+	j->zo.zlevel = a->zlevel;
+	if (a->zlevel) {
+		if (deflateInit(&j->zo.z, a->zlevel) != Z_OK)
+			return bt_errf(a->err, a->errlen, ENOMEM, "dump: zlib init failed");
+		j->zo.zinit = 1;
+	}
+	j->zo.raw_crc = j->zo.stored_crc = (uint32_t)crc32(0, Z_NULL, 0);
+	r = bt_write_full(j->fd, &h, sizeof(h)); /* written last, when the body is known */
+	if (r < 0)
+		return bt_errf(a->err, a->errlen, -r, "dump: write %s: %s", j->tmp, strerror(-r));
+	return 0;
+}
+
+/* TASK PROB LOSS, then TRIG and PMIS when there are any. */
+static int put_tables(struct dump_job *j)
+{
+	const struct bt_dump_info *info = j->a->info;
+	struct zout *zo = &j->zo;
+
+	put_tasks(zo, info->tasks, info->ntasks);
+	put_probes(zo, info->probes, info->nprobes);
+	put_loss(zo, info, j->bst);
+	j->sink.c.nsections = 3;
 	if (info->ntriggers) {
 		uint8_t *tp = NULL;
 		int64_t tl = bt_dump_triggers_encode(info->triggers, info->ntriggers, info->fired, info->nfired, &tp);
 
-		if (tl < 0) {
-			r = (int)tl;
-			bt_errf(err, errlen, -r, "dump: trigger table: %s", strerror(-r));
-			goto fail;
-		}
-		section_begin(&zo, BTD_SEC_TRIGGERS, 0, (uint64_t)tl);
-		body_put(&zo, tp, (size_t)tl);
-		body_pad(&zo, (uint64_t)tl);
+		if (tl < 0)
+			return bt_errf(j->a->err, j->a->errlen, (int)-tl, "dump: trigger table: %s", strerror((int)-tl));
+		section_begin(zo, BTD_SEC_TRIGGERS, 0, (uint64_t)tl);
+		body_put(zo, tp, (size_t)tl);
+		body_pad(zo, (uint64_t)tl);
 		free(tp);
-		sink.c.nsections++;
+		j->sink.c.nsections++;
 	}
 	if (info->prog_misses) {
-		put_prog_misses(&zo, info->prog_misses, info->nprog_misses);
-		sink.c.nsections++;
+		put_prog_misses(zo, info->prog_misses, info->nprog_misses);
+		j->sink.c.nsections++;
 	}
-	sink.c.ref_ts = b1;
-	if (!zo.err) {
-		r = bt_read(buf, block_cb, &sink.c, &rs);
-		if (r < 0 && !zo.err) {
-			bt_errf(err, errlen, -r, "dump: reading the buffer: %s", strerror(-r));
-			goto fail;
-		}
+	return 0;
+}
+
+/* The captured kernel blocks (BLCK), the application buffers (ABLK...),
+ * the stack table (STCK); then END with what was kept and lost. */
+static int put_contents(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	const struct bt_dump_info *info = a->info;
+	int r;
+
+	j->sink.c.ref_ts = j->b1;
+	j->rs = *bt_capture_read_stats(a->capture);
+	if (!j->zo.err) {
+		/* With a cold tier, its blocks older than the capture come first. */
+		r = info->cold ? bt_cold_read_before(info->cold, bt_capture_oldest_pos(a->capture), block_cb, &j->sink.c,
+						     &j->rs) : 0;
+		if (r == 0)
+			r = bt_capture_read(a->capture, block_cb, &j->sink.c);
+		if (r < 0 && !j->zo.err)
+			return bt_errf(a->err, a->errlen, -r, "dump: reading the buffer: %s", strerror(-r));
 		/* Buffer entries are batches of events (compact.h): count events. */
-		rs.entries = sink.c.nentries;
-		if (sink.c.malformed)
-			bt_warn("dump: %" PRIu64 " stored events did not decode and were left out", sink.c.malformed);
+		j->rs.entries = j->sink.c.nentries;
+		if (j->sink.c.malformed)
+			bt_warn("dump: %" PRIu64 " stored events did not decode and were left out", j->sink.c.malformed);
 	}
-	if (!zo.err && info->write_apps) {
-		r = info->write_apps(info->apps_ctx, &sink);
-		if (r < 0 && !zo.err) {
-			bt_errf(err, errlen, -r, "dump: reading application buffers: %s", strerror(-r));
-			goto fail;
-		}
+	if (!j->zo.err && info->write_apps) {
+		r = info->write_apps(info->apps_ctx, &j->sink);
+		if (r < 0 && !j->zo.err)
+			return bt_errf(a->err, a->errlen, -r, "dump: reading application buffers: %s", strerror(-r));
 	}
-	if (!zo.err && info->write_stacks) {
-		r = info->write_stacks(info->stacks_ctx, &sink);
-		if (r < 0 && !zo.err) {
-			bt_errf(err, errlen, -r, "dump: stack table: %s", strerror(-r));
-			goto fail;
-		}
+	if (!j->zo.err && info->write_stacks) {
+		r = info->write_stacks(info->stacks_ctx, &j->sink);
+		if (r < 0 && !j->zo.err)
+			return bt_errf(a->err, a->errlen, -r, "dump: stack table: %s", strerror(-r));
 	}
 	struct btd_end end = {
-		.nsections = sink.c.nsections,
-		.nblocks = sink.c.nblocks,
-		.nentries = sink.c.nentries,
-		.blocks_read = rs.blocks_read,
-		.blocks_lost = rs.blocks_lost,
-		.blocks_busy = rs.blocks_busy,
-		.blocks_empty = rs.blocks_empty,
-		.entries_read = rs.entries,
+		.nsections = j->sink.c.nsections,
+		.nblocks = j->sink.c.nblocks,
+		.nentries = j->sink.c.nentries,
+		.blocks_read = j->rs.blocks_read,
+		.blocks_lost = j->rs.blocks_lost,
+		.blocks_busy = j->rs.blocks_busy,
+		.blocks_empty = j->rs.blocks_empty,
+		.entries_read = j->rs.entries,
 	};
-	section_begin(&zo, BTD_SEC_END, BTD_SEC_F_REQUIRED, sizeof(end));
-	body_put(&zo, &end, sizeof(end));
-	zout_finish(&zo);
-	if (zo.err) {
-		r = zo.err;
-		bt_errf(err, errlen, -r, "dump: %s %s: %s", zo.err_op ? zo.err_op : "write", tmp, strerror(-r));
-		goto fail;
-	}
+	section_begin(&j->zo, BTD_SEC_END, BTD_SEC_F_REQUIRED, sizeof(end));
+	body_put(&j->zo, &end, sizeof(end));
+	zout_finish(&j->zo);
+	if (j->zo.err)
+		return bt_errf(a->err, a->errlen, -j->zo.err, "dump: %s %s: %s", j->zo.err_op ? j->zo.err_op : "write",
+			       j->tmp, strerror(-j->zo.err));
+	return 0;
+}
+
+/* The header, now that the body's lengths and checksums are known. */
+static int put_header(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	const struct bt_dump_info *info = a->info;
+	struct btd_header h = { 0 };
+	struct utsname u;
 
 	memcpy(h.magic, BTD_MAGIC, BTD_MAGIC_LEN);
 	h.version = BTD_VERSION;
 	h.header_size = BTD_HEADER_SIZE;
-	h.compression = zlevel ? BTD_COMP_ZLIB : BTD_COMP_NONE;
-	h.zlevel = (uint32_t)zlevel;
-	h.body_len = zo.stored_len;
-	h.body_raw_len = zo.raw_len;
-	h.body_crc = zo.stored_crc;
-	h.raw_crc = zo.raw_crc;
+	h.compression = a->zlevel ? BTD_COMP_ZLIB : BTD_COMP_NONE;
+	h.zlevel = (uint32_t)a->zlevel;
+	h.body_len = j->zo.stored_len;
+	h.body_raw_len = j->zo.raw_len;
+	h.body_crc = j->zo.stored_crc;
+	h.raw_crc = j->zo.raw_crc;
 	h.clock_id = BTD_CLOCK_BOOTTIME;
 	h.ncpus = info->ncpus;
 	h.ngroups = info->ngroups;
 	h.groups_enabled = info->groups_enabled;
-	h.block_size = bst.block_size;
-	h.nblocks = bst.nblocks;
-	h.active = bst.active;
-	h.buffer_size = bst.size;
-	h.created_realtime_ns = rt;
-	h.created_boottime_ns = b1 + (b2 - b1) / 2;
+	h.block_size = j->bst->block_size;
+	h.nblocks = j->bst->nblocks;
+	h.active = j->bst->active;
+	h.buffer_size = j->bst->size;
+	h.created_realtime_ns = j->rt;
+	h.created_boottime_ns = j->b1 + (j->b2 - j->b1) / 2;
 	h.dump_seq = info->dump_seq;
 	h.overlaps_dump = info->overlaps_dump;
 	h.recorder_pid = (uint64_t)getpid();
-	h.nblocks_stored = sink.c.nblocks;
-	h.nevents_stored = sink.c.nentries;
-	h.nsections = sink.c.nsections + 1;
+	h.nblocks_stored = j->sink.c.nblocks;
+	h.nevents_stored = j->sink.c.nentries;
+	h.nsections = j->sink.c.nsections + 1;
 	gethostname(h.hostname, sizeof(h.hostname) - 1);
-	struct utsname u;
 	if (uname(&u) == 0)
 		copy_str(h.kernel, sizeof(h.kernel), u.release, sizeof(u.release));
 	if (info->reason)
 		copy_str(h.reason, sizeof(h.reason), info->reason, strlen(info->reason) + 1);
 	h.header_crc = crc_update((uint32_t)crc32(0, Z_NULL, 0), &h, offsetof(struct btd_header, header_crc));
-
 	for (;;) {
-		ssize_t w = pwrite(fd, &h, sizeof(h), 0);
+		ssize_t w = pwrite(j->fd, &h, sizeof(h), 0);
 		if (w == (ssize_t)sizeof(h))
-			break;
+			return 0;
 		if (w < 0 && errno == EINTR)
 			continue;
-		r = w < 0 ? -errno : -EIO;
-		bt_errf(err, errlen, -r, "dump: write %s: %s", tmp, strerror(-r));
-		goto fail;
+		int r = w < 0 ? errno : EIO;
+		return bt_errf(a->err, a->errlen, r, "dump: write %s: %s", j->tmp, strerror(r));
 	}
-	if (fsync(fd) < 0) {
-		r = -errno;
-		bt_errf(err, errlen, -r, "dump: fsync %s: %s", tmp, strerror(-r));
-		goto fail;
+}
+
+/* fsync, close, rename into place, fsync the directory. */
+static int commit_file(struct dump_job *j)
+{
+	const struct bt_dump_args *a = j->a;
+	int r;
+
+	if (fsync(j->fd) < 0) {
+		r = errno;
+		return bt_errf(a->err, a->errlen, r, "dump: fsync %s: %s", j->tmp, strerror(r));
 	}
-	r = close(fd);
-	fd = -1;
+	r = close(j->fd);
+	j->fd = -1;
 	if (r < 0) {
-		r = -errno;
-		bt_errf(err, errlen, -r, "dump: close %s: %s", tmp, strerror(-r));
-		goto fail;
+		r = errno;
+		return bt_errf(a->err, a->errlen, r, "dump: close %s: %s", j->tmp, strerror(r));
 	}
-	r = place_file(tmp, final, sizeof(final), path != NULL);
-	if (r < 0) {
-		bt_errf(err, errlen, -r, "dump: rename %s to %s: %s", tmp, final, strerror(-r));
-		goto fail;
-	}
-	r = fsync_dir(dpath);
+	r = place_file(j->tmp, j->final, sizeof(j->final), a->path != NULL);
+	if (r < 0)
+		return bt_errf(a->err, a->errlen, -r, "dump: rename %s to %s: %s", j->tmp, j->final, strerror(-r));
+	r = fsync_dir(j->dpath);
 	if (r < 0) {
 		/* The file is complete and in place; only its durability is unsure. */
-		bt_errf(err, errlen, -r, "dump: fsync directory %s: %s", dpath, strerror(-r));
-		unlink(final);
-		tmp[0] = '\0';
-		goto fail;
+		bt_errf(a->err, a->errlen, -r, "dump: fsync directory %s: %s", j->dpath, strerror(-r));
+		unlink(j->final);
+		j->tmp[0] = '\0';
+		return r;
 	}
-	if (zo.zinit)
-		deflateEnd(&zo.z);
-	free(zo.obuf);
-	free(sink.c.scratch);
-	if (out_path && out_len)
-		snprintf(out_path, out_len, "%s", final);
-	if (rst)
-		*rst = rs;
+	j->tmp[0] = '\0'; /* renamed: nothing to remove */
 	return 0;
+}
 
-fail:
-	if (zo.zinit)
-		deflateEnd(&zo.z);
-	free(zo.obuf);
-	free(sink.c.scratch);
-	if (fd >= 0)
-		close(fd);
-	if (tmp[0])
-		unlink(tmp);
-	if (rst)
-		*rst = rs;
-	return r < 0 ? r : -EIO;
+int bt_dump_write_capture(const struct bt_dump_args *a)
+{
+	struct dump_job j = { .a = a, .fd = -1, .zo = { .fd = -1 } };
+	int r;
+
+	if (a->err && a->errlen)
+		a->err[0] = '\0';
+	if (a->out_path && a->out_len)
+		a->out_path[0] = '\0';
+	r = check_args(a);
+	if (r)
+		return r;
+	j.bst = bt_capture_stats(a->capture);
+	j.sink.c.zo = &j.zo;
+	j.b1 = clock_ns(CLOCK_BOOTTIME);
+	j.rt = clock_ns(CLOCK_REALTIME);
+	j.b2 = clock_ns(CLOCK_BOOTTIME);
+	r = name_dump(&j);
+	if (r)
+		return r;
+	r = open_tmp(&j);
+	if (!r)
+		r = start_body(&j);
+	if (!r)
+		r = put_tables(&j);
+	if (!r)
+		r = put_contents(&j);
+	if (!r)
+		r = put_header(&j);
+	if (!r)
+		r = commit_file(&j);
+	if (j.zo.zinit)
+		deflateEnd(&j.zo.z);
+	free(j.zo.obuf);
+	free(j.sink.c.scratch);
+	if (j.fd >= 0)
+		close(j.fd);
+	if (j.tmp[0])
+		unlink(j.tmp);
+	if (!r && a->out_path && a->out_len)
+		snprintf(a->out_path, a->out_len, "%s", j.final);
+	if (a->rst)
+		*a->rst = j.rs;
+	return r < 0 ? r : r ? -EIO : 0;
+}
+
+int bt_dump_write(struct bt_buffer *buf, const struct bt_dump_info *info, const char *dir, const char *path,
+		  int zlevel, char *out_path, size_t out_len, struct bt_read_stats *rst, char *err, size_t errlen)
+{
+	struct bt_capture *cap = buf ? bt_capture(buf, NULL) : NULL;
+	struct bt_dump_args a = {
+		.capture = cap, .info = info, .dir = dir, .path = path, .zlevel = zlevel,
+		.out_path = out_path, .out_len = out_len, .rst = rst, .err = err, .errlen = errlen,
+	};
+	int r;
+
+	if (buf && !cap)
+		return bt_errf(err, errlen, errno, "dump: capturing the buffer: %s", strerror(errno));
+	r = bt_dump_write_capture(&a);
+	bt_capture_free(cap);
+	return r;
 }

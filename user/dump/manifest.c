@@ -118,6 +118,43 @@ static void trigger_json(FILE *o, const struct bt_dump *d, const struct bt_manif
 	fputs("}}", o);
 }
 
+/* "trigger_hits": every hit the dump names (the first started it, the
+ * others were merged into it); "triggers": how every hit of each trigger
+ * ended, as the dump's trigger table counts them. */
+static void triggers_json(FILE *o, int *f, const struct bt_dump *d)
+{
+	size_t nt, nf;
+	const struct bt_dump_trigger *t = bt_dump_triggers(d, &nt);
+	const struct bt_trigger_fired *fired = bt_dump_fired(d, &nf);
+
+	key(o, f, "trigger_hits");
+	fputs("[", o);
+	for (size_t i = 0; i < nf; i++) {
+		fputs(i ? ", " : "", o);
+		trigger_json(o, d, NULL, &fired[i]);
+	}
+	fputs("]", o);
+	key(o, f, "triggers");
+	fputs("[", o);
+	for (size_t i = 0; i < nt; i++) {
+		const struct bt_trigger_stats *s = &t[i].st;
+		int g = 1;
+
+		fputs(i ? ", {" : "{", o);
+		kv_str(o, &g, "name", t[i].name, sizeof(t[i].name));
+		kv_str(o, &g, "spec", t[i].cond, sizeof(t[i].cond));
+		kv_u64(o, &g, "hits", s->hits);
+		kv_u64(o, &g, "dumped", s->dumps);
+		kv_u64(o, &g, "merged", s->merged);
+		kv_u64(o, &g, "rate_limited", s->limited);
+		kv_u64(o, &g, "dropped", s->dropped);
+		kv_u64(o, &g, "pending", s->pending);
+		kv_u64(o, &g, "lost_in_kernel", s->lost);
+		fputs("}", o);
+	}
+	fputs("]", o);
+}
+
 /* Everything but file_size and sha256, which the caller knows. */
 static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_trigger *trig,
 		     const struct bt_manifest_recorder *rec)
@@ -203,6 +240,7 @@ static int body_json(FILE *o, const struct bt_dump *d, const struct bt_manifest_
 		trigger_json(o, d, NULL, fired);
 	else
 		fputs("null", o);
+	triggers_json(o, &f, d);
 	kv_str(o, &f, "clock", h->clock_id == 7 ? "boottime" : "unknown", 16);
 
 	key(o, &f, "buffer");

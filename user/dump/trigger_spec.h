@@ -78,12 +78,18 @@ struct bt_trigger_fired {
 	char cond[160];
 };
 
-/* Per-trigger counts, as stored in dumps. */
+/* Per-trigger counts, as stored in dumps. Every hit ends as exactly one of
+ * dumps, merged, limited, dropped; until then it is pending:
+ * hits = dumps + merged + limited + dropped + pending. */
 struct bt_trigger_stats {
 	uint64_t hits;    /* the condition held */
-	uint64_t dumps;   /* dumps asked for */
-	uint64_t skipped; /* hits that did not get their own dump (rate limit, pending dump) */
-	uint64_t lost;    /* hits the kernel could not send (its ring full) */
+	uint64_t dumps;   /* hits that started a dump (the first hit a written dump names) */
+	uint64_t skipped; /* merged + limited: hits without a dump of their own (older readers) */
+	uint64_t lost;    /* hits the kernel could not send (its ring full); part of dropped */
+	uint64_t merged;  /* hits taken into a dump another hit started, or still pending in its window */
+	uint64_t limited; /* hits within limit= of the last accepted one: rate-limited */
+	uint64_t dropped; /* hits in no dump: a ring or queue full, their dump failed or was skipped */
+	uint64_t pending; /* hits whose dump is not written yet (waiting for after=, or queued) */
 };
 
 /* "sched-latency 12.4 ms > 5 ms, tid 4312 (nginx)": what fired, for logs and reports. */

@@ -19,6 +19,7 @@
 #include "util.h"
 #include "commands.h"
 #include "event_names.h"
+#include "event_filter.h"
 
 
 /* ---- command line ------------------------------------------------------------ */
@@ -49,8 +50,17 @@ static void usage(FILE *f)
 		"  -o, --output FILE    write to FILE (atomically); '-' for standard output.\n"
 		"                       Default: DUMP with .btd replaced by .perfetto-trace\n"
 		"                       (.json for json), plus .gz with -z\n"
-		"  -f, --format FMT     perfetto (default) or json\n"
+		"  -f, --format FMT     perfetto (default), json, or pprof: the CPU samples'\n"
+		"                       call stacks as a gzipped pprof profile (go tool pprof,\n"
+		"                       Pyroscope, Parca, Grafana), labels pid, tid, comm\n"
+		"      --offcpu         pprof: the off-CPU blocks instead, weighted by the\n"
+		"                       time blocked (microseconds)\n"
 		"  -z, --gzip           gzip the output (the Perfetto UI opens .gz files as is)\n"
+		"      --time A..B      only events in this window, as report --time: seconds\n"
+		"                       after the first event, -N before the last, @N absolute\n"
+		"                       (CLOCK_BOOTTIME); either end may be left out\n"
+		"  -p, --pid LIST       only events of these tids or pids (comma-separated),\n"
+		"                       and events about them (switches to them, wakeups)\n"
 		"      --no-compact-sched\n"
 		"                       perfetto: every sched_switch as a full ftrace event. By\n"
 		"                       default a switch whose previous task the importer infers\n"
@@ -65,6 +75,8 @@ static void usage(FILE *f)
 		"  " BT_PROG " convert traces/btrace-host-20250101-120000-1.btd\n"
 		"  " BT_PROG " convert -z -o trace.perfetto-trace.gz dump.btd\n"
 		"  " BT_PROG " convert --format json -o - dump.btd | python3 -m json.tool | less\n"
+		"  " BT_PROG " convert -f pprof -o cpu.pb.gz dump.btd && go tool pprof -top cpu.pb.gz\n"
+		"  " BT_PROG " convert --time 2.5..3 --pid 1234 dump.btd\n"
 		"\n"
 		"Exit status: 0 ok, 1 unreadable or damaged dump, write error or interrupted,\n"
 		"2 bad usage.\n");
@@ -110,17 +122,19 @@ static int progress_cb(uint64_t done, uint64_t total, void *ctx)
 
 static int default_output(char *out, size_t len, const char *dump, const struct bt_export_opts *o)
 {
-	const char *ext = o->format == BT_EXPORT_JSON ? ".json" : ".perfetto-trace";
+	const char *ext = o->format == BT_EXPORT_JSON ? ".json" : o->format == BT_EXPORT_PPROF ? ".pb" : ".perfetto-trace";
 	size_t n = strlen(dump);
 	if (n > 4 && !strcmp(dump + n - 4, ".btd"))
 		n -= 4;
-	int r = snprintf(out, len, "%.*s%s%s", (int)n, dump, ext, o->gzip ? ".gz" : "");
+	int r = snprintf(out, len, "%.*s%s%s%s", (int)n, dump, o->offcpu ? ".offcpu" : "", ext,
+			 o->gzip || o->format == BT_EXPORT_PPROF ? ".gz" : "");
 	return r < 0 || (size_t)r >= len ? -ENAMETOOLONG : 0;
 }
 
-int cmd_convert(int argc, char **argv)
+/* The command; filt (--time, --pid) is the caller's to free. */
+static int convert(int argc, char **argv, struct bt_event_filter *filt)
 {
-	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE };
+	enum { OPT_COMPACT = 256, OPT_NO_COMPACT, OPT_BUNDLE, OPT_OFFCPU, OPT_TIME };
 	static const struct option longopts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "format", required_argument, NULL, 'f' },
@@ -128,6 +142,9 @@ int cmd_convert(int argc, char **argv)
 		{ "compact-sched", no_argument, NULL, OPT_COMPACT },
 		{ "no-compact-sched", no_argument, NULL, OPT_NO_COMPACT },
 		{ "bundle-events", required_argument, NULL, OPT_BUNDLE },
+		{ "offcpu", no_argument, NULL, OPT_OFFCPU },
+		{ "time", required_argument, NULL, OPT_TIME },
+		{ "pid", required_argument, NULL, 'p' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -137,7 +154,7 @@ int cmd_convert(int argc, char **argv)
 	int quiet = 0, c;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "o:f:zqh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:f:zqhp:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'o':
 			if (!optarg[0]) {
@@ -151,8 +168,10 @@ int cmd_convert(int argc, char **argv)
 				o.format = BT_EXPORT_PERFETTO;
 			else if (!strcmp(optarg, "json") || !strcmp(optarg, "chrome"))
 				o.format = BT_EXPORT_JSON;
+			else if (!strcmp(optarg, "pprof"))
+				o.format = BT_EXPORT_PPROF;
 			else {
-				bt_err("convert: unknown format '%s' (perfetto or json)", optarg);
+				bt_err("convert: unknown format '%s' (perfetto, json or pprof)", optarg);
 				goto usage_err;
 			}
 			break;
@@ -176,6 +195,22 @@ int cmd_convert(int argc, char **argv)
 			o.bundle_events = (uint32_t)v;
 			break;
 		}
+		case OPT_OFFCPU:
+			o.offcpu = 1;
+			break;
+		case OPT_TIME:
+			if (bt_filter_parse_time_range(filt, optarg) < 0) {
+				bt_err("convert: bad --time '%s' (A..B: seconds after the first event,"
+				       " -N before the last, @N absolute; either end may be left out)", optarg);
+				goto usage_err;
+			}
+			break;
+		case 'p':
+			if (bt_filter_parse_pids(filt, optarg) < 0) {
+				bt_err("convert: bad --pid '%s' (tids or pids, comma-separated)", optarg);
+				goto usage_err;
+			}
+			break;
 		case 'q':
 			quiet = 1;
 			break;
@@ -185,6 +220,10 @@ int cmd_convert(int argc, char **argv)
 		default:
 			goto usage_err;
 		}
+	}
+	if (o.offcpu && o.format != BT_EXPORT_PPROF) {
+		bt_err("convert: --offcpu is for --format pprof (Perfetto and JSON show off-CPU blocks as slices)");
+		goto usage_err;
 	}
 	if (optind != argc - 1) {
 		bt_err("convert: %s", optind >= argc ? "no dump file given" : "one dump file at a time");
@@ -206,7 +245,7 @@ int cmd_convert(int argc, char **argv)
 		bt_err("convert: %s is the dump itself; give another -o", out);
 		return 2;
 	}
-	if (to_stdout && isatty(STDOUT_FILENO) && (o.format == BT_EXPORT_PERFETTO || o.gzip)) {
+	if (to_stdout && isatty(STDOUT_FILENO) && (o.format != BT_EXPORT_JSON || o.gzip)) {
 		bt_err("convert: not writing a binary trace to a terminal; give -o FILE or redirect");
 		return 2;
 	}
@@ -231,6 +270,7 @@ int cmd_convert(int argc, char **argv)
 	/* the first progress line after a moment: short conversions show none */
 	pg.last_ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec + 300000000ull;
 	o.progress = progress_cb;
+	o.filter = filt;
 	o.progress_ctx = &pg;
 	struct bt_export_stats st;
 	int r = bt_export_file(d, out, &o, &st, err, sizeof(err));
@@ -251,8 +291,17 @@ int cmd_convert(int argc, char **argv)
 		else
 			snprintf(sz, sizeof(sz), "%" PRIu64 " B", st.bytes);
 		bt_log(BT_LOG_NOTICE, "%s: %" PRIu64 " events -> %s (%s, %s%s)", path, st.events,
-			to_stdout ? "standard output" : out, o.format == BT_EXPORT_JSON ? "json" : "perfetto",
-			sz, o.gzip ? " gzip" : "");
+			to_stdout ? "standard output" : out,
+			o.format == BT_EXPORT_JSON ? "json" : o.format == BT_EXPORT_PPROF ? "pprof" : "perfetto", sz,
+			o.gzip || o.format == BT_EXPORT_PPROF ? " gzip" : "");
+		if (st.samples_no_stack)
+			bt_warn("%s: %" PRIu64 " %s whose stack was lost or not taken, kept under a"
+				" \"[stack lost]\" or \"[no stack]\" frame",
+				path, st.samples_no_stack, o.offcpu ? "off-CPU blocks" : "CPU samples");
+		if (st.func_too_deep)
+			bt_warn("%s: %" PRIu64 " function calls below 511 open ones drawn as one"
+				" marker slice each run (trace processor keeps 512 levels)",
+				path, st.func_too_deep);
 		if (st.missing)
 			bt_warn("%s: %" PRIu64 " events missing in %" PRIu64
 					" seq gap(s), shown on the btrace-bpf tracks",
@@ -278,4 +327,12 @@ int cmd_convert(int argc, char **argv)
 usage_err:
 	fprintf(stderr, "Try '" BT_PROG " convert --help'.\n");
 	return 2;
+}
+
+int cmd_convert(int argc, char **argv)
+{
+	struct bt_event_filter filt = { 0 };
+	int r = convert(argc, argv, &filt);
+	bt_filter_free(&filt);
+	return r;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * export.h - `btrace-bpf convert`: a dump as a Perfetto protobuf trace
- * (export_perfetto.c) or a Chrome JSON trace (export_json.c).
+ * (export_perfetto.c), a Chrome JSON trace (export_json.c) or a pprof
+ * profile of its call stacks (export_pprof.c).
  *
  * Both exporters stream: they walk the dump's time-ordered events once and
  * write as they go, so memory beyond the opened dump is bounded by the
@@ -23,13 +24,16 @@
 #include "sink.h"
 #include "export_prep.h"
 
-enum bt_export_format { BT_EXPORT_PERFETTO = 0, BT_EXPORT_JSON = 1 };
+enum bt_export_format { BT_EXPORT_PERFETTO = 0, BT_EXPORT_JSON = 1, BT_EXPORT_PPROF = 2 };
 
+struct bt_event_filter;
 struct bt_export_opts {
 	int format;             /* enum bt_export_format */
 	int gzip;               /* gzip the output (the Perfetto UI opens .gz directly) */
 	int compact_sched;      /* perfetto: sched_switch as FtraceEventBundle.compact_sched */
 	uint32_t bundle_events; /* perfetto: max events per ftrace bundle packet; 0 = 1000 */
+	int offcpu;             /* pprof: the off-CPU blocks (time per stack) instead of the CPU samples */
+	const struct bt_event_filter *filter; /* --time, --pid (event_filter.h); NULL: every event */
 	/* called every few thousand events and once at the end (done == total);
 	 * a non-zero return stops the conversion with -EINTR */
 	int (*progress)(uint64_t done, uint64_t total, void *ctx);
@@ -56,6 +60,8 @@ struct bt_export_stats {
 	uint64_t func_open;            /* calls open at the end of the dump: closed there, marked */
 	uint64_t func_unmatched;       /* entries whose exit is lost (instants) */
 	uint64_t func_exits_dropped;   /* exits whose entry is before the window: not drawn */
+	uint64_t func_too_deep;        /* perfetto: calls below 511 open ones, in a depth marker slice */
+	uint64_t samples_no_stack;     /* CPU samples whose stack is lost or missing (labelled) */
 	uint64_t app_dropped;          /* events of a thread of another process: not shown */
 	uint64_t triggers;             /* trigger hits marked (the hit that caused the dump) */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */
@@ -67,6 +73,9 @@ int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, cons
 		       struct bt_export_stats *st, char *err, size_t errlen);
 int bt_export_json(const struct bt_export_prep *p, struct bt_sink *out, const struct bt_export_opts *o,
 		   struct bt_export_stats *st, char *err, size_t errlen);
+/* pprof (profile.proto): give it a gzip sink, as pprof readers expect */
+int bt_export_pprof(const struct bt_export_prep *p, struct bt_sink *out, const struct bt_export_opts *o,
+		    struct bt_export_stats *st, char *err, size_t errlen);
 
 /* Convert an opened dump to path ("-": standard output). A file is written
  * atomically: a temporary file in the same directory, renamed over path when

@@ -22,13 +22,15 @@ static int run_export(const struct bt_dump *d, struct bt_sink *s, const struct b
 		      struct bt_export_stats *st, char *err, size_t errlen)
 {
 	struct bt_export_prep p;
-	int r = bt_export_prepare(d, &p);
+	int r = bt_export_prepare_filtered(d, &p, o->filter);
 	if (r < 0) {
 		snprintf(err, errlen, "out of memory");
 		return r;
 	}
 	if (o->format == BT_EXPORT_JSON)
 		r = bt_export_json(&p, s, o, st, err, errlen);
+	else if (o->format == BT_EXPORT_PPROF)
+		r = bt_export_pprof(&p, s, o, st, err, errlen);
 	else
 		r = bt_export_perfetto(&p, s, o, st, err, errlen);
 	bt_export_prep_free(&p);
@@ -48,7 +50,7 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 	if (err && errlen)
 		err[0] = '\0';
 	if (!strcmp(path, "-")) {
-		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip);
+		struct bt_sink *s = bt_sink_new(STDOUT_FILENO, o->gzip || o->format == BT_EXPORT_PPROF);
 		if (!s) {
 			snprintf(err, errlen, "out of memory");
 			return -ENOMEM;
@@ -66,7 +68,7 @@ int bt_export_file(const struct bt_dump *d, const char *path, const struct bt_ex
 	if (fd < 0)
 		return fd;
 	/* mkostemp's 0600 stays: a trace holds what the dump (0600) holds. */
-	struct bt_sink *s = bt_sink_new(fd, o->gzip);
+	struct bt_sink *s = bt_sink_new(fd, o->gzip || o->format == BT_EXPORT_PPROF);
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
 		bt_atomic_abort(fd, tmp);

@@ -269,6 +269,7 @@ int bt_export_json(const struct bt_export_prep *p, struct bt_sink *out, const st
 		if (!cs->run_valid) {
 			cs->run_valid = 1;
 			cs->run_start = h->ts_ns;
+			cs->first_tid = h->tid;
 		}
 		r = 0;
 		switch (h->type) {
@@ -319,7 +320,10 @@ int bt_export_json(const struct bt_export_prep *p, struct bt_sink *out, const st
 		if (th->sys_open)
 			jx_sys_instant(&j, BT_EV_SYS_ENTER, th->tid, th->tgid, th->sys_ts, th->sys_id, 0, 0);
 	}
-	JW(&j, "\n]}\n");
+	JW(&j, "\n]");
+	if (jx_put_stacks(&j) < 0)
+		goto oom;
+	JW(&j, "}\n");
 	if (o->progress)
 		o->progress(p->nev, p->nev, o->progress_ctx);
 	r = bt_sink_error(out);

@@ -6,7 +6,8 @@
  * others. export_json.c has the metadata, the header and the main loop;
  * export_json_text.c the JSON text of an event and per-thread state;
  * export_json_kernel.c kernel events (scheduling, IRQs, syscalls, power,
- * seq gaps); export_json_user.c uprobe, application and function events.
+ * seq gaps); export_json_user.c uprobe, application and function events;
+ * export_json_stacks.c the call stacks (samples and their frames).
  */
 #ifndef BTRACE_EXPORT_JSON_INT_H
 #define BTRACE_EXPORT_JSON_INT_H
@@ -39,6 +40,7 @@ struct jcpu {
 	int run_valid;      /* run_start is when the running task is known to have run from */
 	uint64_t run_start;
 	int have_run_tid;   /* run_tid: next of the CPU's last switch */
+	uint32_t first_tid; /* the task of the CPU's first event: running at run_start until a switch */
 	uint32_t run_tid;
 	uint64_t last_ts;
 	int have_ts;
@@ -103,6 +105,9 @@ void jx_sys_instant(struct jx *j, uint16_t type, uint32_t tid, uint32_t tgid, ui
 		    int64_t ret, int has_ret);
 void jx_put_power(struct jx *j, const struct bt_event_hdr *h);
 void jx_put_gap(struct jx *j, const struct bt_seq_gap *g, uint64_t ts);
+
+/* export_json_stacks.c: "samples" and "stackFrames" after traceEvents */
+int jx_put_stacks(struct jx *j);
 
 /* export_json_user.c */
 int jx_put_uprobe(struct jx *j, const struct bt_event_hdr *h);

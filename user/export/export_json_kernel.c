@@ -84,6 +84,12 @@ void jx_put_switch(struct jx *j, const struct bt_ev_sched_switch *e, int had_sta
 	struct jcpu *cs = &j->cpu[h->cpu];
 	char st[32];
 
+	/* A run is drawn from what says when prev began running: the switch
+	 * to it, or the CPU's first event if that was prev's. Anything else
+	 * (a dump of --comm tasks only: the switches in between are not
+	 * there) would be a run of another task's time. */
+	if (had_start && (cs->have_run_tid ? cs->run_tid : cs->first_tid) != e->prev_tid)
+		had_start = 0;
 	if (had_start) {
 		jx_ev_open(j, "X", jx_comm(j, e->prev_tid, h->cpu), "sched_switch", cs->run_start, JSON_CPU_PID,
 			CPU_TID(h->cpu));

@@ -82,9 +82,33 @@ void jx_ev_open(struct jx *j, const char *ph, const char *name, const char *cat,
 	j->st->records++;
 }
 
+/* The double a reader parses from ns as jts writes it. */
+static double us_double(uint64_t ns)
+{
+	char b[32];
+	snprintf(b, sizeof(b), "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+	return strtod(b, NULL);
+}
+
+/* A duration such that ts + dur, added in floating point by the reader as
+ * Chrome, speedscope and trace processor do, is exactly the double of `to`
+ * as jts writes it: a slice ending where the next begins never overlaps it
+ * by an ulp (back-to-back CPU runs drew a staircase). b - a of two doubles
+ * this close is exact, so a + (b - a) == b; printed to round-trip. */
 void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 {
-	jts(j, "dur", to >= from ? to - from : 0);
+	if (to <= from) {
+		JW(j, ",\"dur\":0");
+		return;
+	}
+	double d = us_double(to) - us_double(from);
+	char b[40];
+	for (int prec = 9; prec <= 17; prec++) {
+		snprintf(b, sizeof(b), "%.*g", prec, d);
+		if (strtod(b, NULL) == d)
+			break;
+	}
+	bt_sink_printf(j->out, ",\"dur\":%s", b);
 }
 
 static void arg_key(struct jx *j, const char *k)

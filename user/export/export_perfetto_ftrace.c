@@ -345,9 +345,9 @@ int pf_put_gap(struct pf *f, const struct bt_seq_gap *g, uint64_t ts)
 	uint64_t from = b->have_ts ? b->last_ts : ts;
 	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
 	pf_te_begin(f, from, UUID_LOSS(g->cpu), TE_TYPE_SLICE_BEGIN, name, "btrace");
-	pf_ann_uint(w, "cpu", g->cpu);
-	pf_ann_uint(w, "first_missing_seq", g->from_seq);
-	pf_ann_uint(w, "missing", g->missing);
+	pf_ann_uint(f, "cpu", g->cpu);
+	pf_ann_uint(f, "first_missing_seq", g->from_seq);
+	pf_ann_uint(f, "missing", g->missing);
 	if ((r = pf_packet_flush(f, w)) < 0)
 		return r;
 	pf_te_begin(f, ts, UUID_LOSS(g->cpu), TE_TYPE_SLICE_END, NULL, "btrace");

@@ -17,19 +17,24 @@
 #include "event_names.h"
 #include "pbwriter.h"
 #include "perfetto_proto.h"
+#include "string_set.h"
 
 #define SEQ_FTRACE 1
 #define SEQ_TRACK 2
-#define SEQ_STACKS 3 /* interned stacks and the PerfSamples that use them */
+/* The interned stacks, the PerfSamples that use them, and every TrackEvent
+ * (off-CPU blocks and wakers refer to callstacks too): one sequence, so one
+ * interned state. */
+#define SEQ_STACKS SEQ_TRACK
 
-/* Track uuids: a kind in the high word (one enum, so no two kinds can
- * share a value), the tid, CPU or app in the low word. */
+/* Track uuids: the tid, CPU or app shifted by 4, 1 + a kind in the low 4
+ * bits (one enum, so no two kinds can share a value; never 0). Small
+ * numbers: every TrackEvent repeats its track's uuid as a varint. */
 enum uuid_kind { UK_ROOT, UK_LOSS, UK_THREAD, UK_APP_THREAD, UK_APP_PROCESS, UK_UPROBES, UK_FUNCS, UK_OFFCPU,
 		 UK_CHART, UK_TRIG_THREAD };
-#define UUID_OF(kind, low) (((0xb7ace000ull + (kind)) << 32) | (uint32_t)(low))
+#define UUID_OF(kind, low) (((uint64_t)(uint32_t)(low) << 4) | (uint64_t)((kind) + 1))
 #define UUID_ROOT UUID_OF(UK_ROOT, 0)
-#define UUID_INFO (UUID_ROOT | 1)
-#define UUID_TRIGGERS (UUID_ROOT | 2)
+#define UUID_INFO UUID_OF(UK_ROOT, 1)
+#define UUID_TRIGGERS UUID_OF(UK_ROOT, 2)
 #define UUID_LOSS(cpu) UUID_OF(UK_LOSS, cpu)
 #define UUID_THREAD(tid) UUID_OF(UK_THREAD, tid)
 #define UUID_APP_THREAD(tid) UUID_OF(UK_APP_THREAD, tid)
@@ -69,6 +74,8 @@ struct cpub {
 	size_t held;       /* bytes of this bundle counted in pf.pending */
 };
 
+enum { PF_ICAT, PF_INAME, PF_IANN, PF_NINTERN };
+
 struct pf {
 	const struct bt_export_prep *p;
 	const struct bt_export_opts *o;
@@ -84,7 +91,8 @@ struct pf {
 	struct bt_u32map uprobe_tracks; /* tids with a "uprobes" child track */
 	struct bt_u32map app_tracks;    /* tids with an "app events" child track */
 	struct bt_u32map func_tracks;   /* tids with a "functions" child track */
-	struct bt_u32map func_open;     /* tid -> calls open at the end of the dump, drawn so far */
+	struct bt_u32map func_depth;    /* tid -> calls open on its functions track (drawn or not) */
+	struct bt_u32map func_hidden;   /* tid -> calls hidden in its open depth marker */
 	uint32_t *app_proc;             /* [napps]: the app whose process track stands for app a's pid */
 	struct bt_u32map counter_tracks;/* app << 16 | name id: counter TrackDescriptor written */
 	size_t aslot;                   /* next index into p->arole */
@@ -96,6 +104,11 @@ struct pf {
 	struct bt_u32map chart_tracks;  /* tids with a "call chart" child track */
 	struct bt_u32map offcpu_tracks; /* tids with an "off-CPU" child track */
 	struct bt_u32map trig_tracks;   /* tids with a "trigger" child track */
+	/* interned on the track sequence: categories, event names, debug
+	 * annotation names; strings -> iid, and what the open packet adds */
+	struct bt_strset istr[PF_NINTERN];
+	struct bt_u32map iids[PF_NINTERN]; /* offset in istr -> iid */
+	struct pbw idata;
 	char *err;
 	size_t errlen;
 };
@@ -110,11 +123,14 @@ static inline const char *pf_comm_of(struct pf *f, uint32_t tid, uint32_t cpu)
  * TrackDescriptors */
 void pf_packet_begin(struct pf *f, struct pbw *w, uint32_t seq, uint64_t ts);
 int pf_packet_flush(struct pf *f, struct pbw *w);
-void pf_ann_uint(struct pbw *w, const char *name, uint64_t v);
-void pf_ann_int(struct pbw *w, const char *name, int64_t v);
-void pf_ann_ptr(struct pbw *w, const char *name, uint64_t v);
-void pf_ann_str(struct pbw *w, const char *name, const char *v);
-void pf_ann_bool(struct pbw *w, const char *name, int v);
+uint64_t pf_intern(struct pf *f, int kind, const char *str);
+void pf_intern_free(struct pf *f);
+/* an annotation of f's open TrackEvent (f: a struct pf, void for callbacks) */
+void pf_ann_uint(void *f, const char *name, uint64_t v);
+void pf_ann_int(void *f, const char *name, int64_t v);
+void pf_ann_ptr(void *f, const char *name, uint64_t v);
+void pf_ann_str(void *f, const char *name, const char *v);
+void pf_ann_bool(void *f, const char *name, int v);
 void pf_te_begin(struct pf *f, uint64_t ts, uint64_t uuid, int type, const char *name, const char *cat);
 int pf_track_descriptor(struct pf *f, uint64_t uuid, uint64_t parent, const char *name);
 int pf_named_child_track(struct pf *f, struct bt_u32map *m, uint64_t uuid, uint32_t tid, uint32_t tgid,

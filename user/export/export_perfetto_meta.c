@@ -178,47 +178,47 @@ int pf_write_dump_info(struct pf *f)
 
 	pf_te_begin(f, p->first_ts ? p->first_ts : h->created_boottime_ns, UUID_INFO, TE_TYPE_INSTANT, "dump info",
 		 "btrace");
-	pf_ann_str(w, "host", h->hostname);
-	pf_ann_str(w, "kernel", h->kernel);
-	pf_ann_str(w, "reason", h->reason);
-	pf_ann_uint(w, "dump_seq", h->dump_seq);
+	pf_ann_str(f, "host", h->hostname);
+	pf_ann_str(f, "kernel", h->kernel);
+	pf_ann_str(f, "reason", h->reason);
+	pf_ann_uint(f, "dump_seq", h->dump_seq);
 	if (h->overlaps_dump)
-		pf_ann_uint(w, "overlaps_dump", h->overlaps_dump);
-	pf_ann_uint(w, "recorder_pid", h->recorder_pid);
-	pf_ann_uint(w, "ncpus", h->ncpus);
-	pf_ann_uint(w, "groups_enabled", h->groups_enabled);
-	pf_ann_uint(w, "buffer_size", h->buffer_size);
-	pf_ann_uint(w, "created_realtime_ns", h->created_realtime_ns);
-	pf_ann_uint(w, "created_boottime_ns", h->created_boottime_ns);
-	pf_ann_uint(w, "events", p->nev);
-	bt_export_losses(p, ann_loss, w);
-	pf_ann_uint(w, "window.first_ts", p->win.first_ts);
-	pf_ann_uint(w, "window.last_ts", p->win.last_ts);
-	pf_ann_uint(w, "window.continuous_from_ts", p->win.cont_start_ts);
-	pf_ann_uint(w, "window.continuous_events", p->win.cont_events);
+		pf_ann_uint(f, "overlaps_dump", h->overlaps_dump);
+	pf_ann_uint(f, "recorder_pid", h->recorder_pid);
+	pf_ann_uint(f, "ncpus", h->ncpus);
+	pf_ann_uint(f, "groups_enabled", h->groups_enabled);
+	pf_ann_uint(f, "buffer_size", h->buffer_size);
+	pf_ann_uint(f, "created_realtime_ns", h->created_realtime_ns);
+	pf_ann_uint(f, "created_boottime_ns", h->created_boottime_ns);
+	pf_ann_uint(f, "events", p->nev);
+	bt_export_losses(p, ann_loss, f);
+	pf_ann_uint(f, "window.first_ts", p->win.first_ts);
+	pf_ann_uint(f, "window.last_ts", p->win.last_ts);
+	pf_ann_uint(f, "window.continuous_from_ts", p->win.cont_start_ts);
+	pf_ann_uint(f, "window.continuous_events", p->win.cont_events);
 	if (p->win.limit_cpu >= 0)
-		pf_ann_int(w, "window.limited_by_cpu", p->win.limit_cpu);
-	pf_ann_uint(w, "drain_events", h->drain_events);
-	pf_ann_uint(w, "buffer_blocks_closed", bs->blocks_closed);
-	pf_ann_uint(w, "buffer_core_races", bs->core_races);
-	pf_ann_uint(w, "buffer_entries_written", bs->entries_written);
+		pf_ann_int(f, "window.limited_by_cpu", p->win.limit_cpu);
+	pf_ann_uint(f, "drain_events", h->drain_events);
+	pf_ann_uint(f, "buffer_blocks_closed", bs->blocks_closed);
+	pf_ann_uint(f, "buffer_core_races", bs->core_races);
+	pf_ann_uint(f, "buffer_entries_written", bs->entries_written);
 	return pf_packet_flush(f, w);
 }
 
 /* ---- triggers ------------------------------------------------------------------------ */
 
-static void trigger_args(struct pbw *w, const struct bt_trigger_fired *t)
+static void trigger_args(struct pf *f, const struct bt_trigger_fired *t)
 {
-	pf_ann_str(w, "trigger", t->name);
-	pf_ann_str(w, "condition", t->cond);
-	pf_ann_uint(w, "value", t->value);
+	pf_ann_str(f, "trigger", t->name);
+	pf_ann_str(f, "condition", t->cond);
+	pf_ann_uint(f, "value", t->value);
 	if (t->threshold_ns)
-		pf_ann_uint(w, "threshold_ns", t->threshold_ns);
+		pf_ann_uint(f, "threshold_ns", t->threshold_ns);
 	if (t->aux >= 0)
-		pf_ann_int(w, "syscall_nr", t->aux);
-	pf_ann_uint(w, "tid", t->tid);
-	pf_ann_uint(w, "pid", t->tgid);
-	pf_ann_uint(w, "dump_asked_ns", t->due_ns);
+		pf_ann_int(f, "syscall_nr", t->aux);
+	pf_ann_uint(f, "tid", t->tid);
+	pf_ann_uint(f, "pid", t->tgid);
+	pf_ann_uint(f, "dump_asked_ns", t->due_ns);
 }
 
 /* What caused the dump: an instant on a global "triggers" track, and one on
@@ -238,7 +238,7 @@ int pf_put_triggers(struct pf *f)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "trigger %s: %s", t[i].name, bt_trigger_describe(&t[i], d, sizeof(d)));
 		pf_te_begin(f, t[i].ts_ns, UUID_TRIGGERS, TE_TYPE_INSTANT, name, "btrace");
-		trigger_args(w, &t[i]);
+		trigger_args(f, &t[i]);
 		if ((r = pf_packet_flush(f, w)) < 0)
 			return r;
 		f->st->triggers++;
@@ -250,7 +250,7 @@ int pf_put_triggers(struct pf *f)
 					   "trigger")) < 0)
 			return r;
 		pf_te_begin(f, t[i].ts_ns, UUID_TRIG_THREAD(t[i].tid), TE_TYPE_INSTANT, name, "btrace");
-		trigger_args(w, &t[i]);
+		trigger_args(f, &t[i]);
 		if ((r = pf_packet_flush(f, w)) < 0)
 			return r;
 	}

@@ -15,26 +15,38 @@
 
 /* ---- packets ----------------------------------------------------------------- */
 
+/* The track sequence's first packet clears its interned state; every later
+ * one may use it (names, categories, annotation names, callstacks). */
 void pf_packet_begin(struct pf *f, struct pbw *w, uint32_t seq, uint64_t ts)
 {
 	pbw_begin(w, TRACE_PACKET);
 	if (ts)
 		pbw_uint(w, TP_TIMESTAMP, ts);
 	pbw_uint(w, TP_TRUSTED_PACKET_SEQUENCE_ID, seq);
-	if (seq == SEQ_TRACK && !f->seq_track_started) {
-		pbw_uint(w, TP_SEQUENCE_FLAGS, SEQ_INCREMENTAL_STATE_CLEARED);
+	if (seq == SEQ_TRACK) {
+		pbw_uint(w, TP_SEQUENCE_FLAGS,
+			 f->seq_track_started ? SEQ_NEEDS_INCREMENTAL_STATE : SEQ_INCREMENTAL_STATE_CLEARED);
 		f->seq_track_started = 1;
 	}
 }
 
-/* Close the packet (the outermost open message) and write the buffer out. */
+/* Close the packet (the outermost open message), with the interned data its
+ * events introduced, and write the buffer out. */
 int pf_packet_flush(struct pf *f, struct pbw *w)
 {
+	while (w->depth > 1)
+		pbw_end(w);
+	if (pbw_len(&f->idata)) {
+		pbw_begin(w, TP_INTERNED_DATA);
+		pbw_raw(w, pbw_data(&f->idata), pbw_len(&f->idata));
+		pbw_end(w);
+		pbw_reset(&f->idata);
+	}
 	while (w->depth)
 		pbw_end(w);
-	if (pbw_error(w)) {
+	if (pbw_error(w) || pbw_error(&f->idata)) {
 		snprintf(f->err, f->errlen, "out of memory encoding the trace");
-		return pbw_error(w);
+		return pbw_error(w) ? pbw_error(w) : pbw_error(&f->idata);
 	}
 	if (pbw_len(w) > f->st->max_pending)
 		f->st->max_pending = pbw_len(w);
@@ -46,46 +58,92 @@ int pf_packet_flush(struct pf *f, struct pbw *w)
 	return r;
 }
 
+/* ---- interning ------------------------------------------------------------------ */
+
+/* InternedData fields of each kind; each kind has its own iids */
+static const uint32_t intern_field[PF_NINTERN] = { ID_EVENT_CATEGORIES, ID_EVENT_NAMES, ID_DEBUG_ANNOTATION_NAMES };
+
+/* The iid of str among kind's, added to the packet's interned data if new
+ * (0 out of memory: the packet's flush fails). */
+uint64_t pf_intern(struct pf *f, int kind, const char *str)
+{
+	struct bt_strset *t = &f->istr[kind];
+	size_t n0 = t->n;
+	uint32_t off = bt_strset_add(t, str), iid;
+
+	if (t->err) {
+		f->idata.err = t->err;
+		return 0;
+	}
+	if (t->n == n0 && bt_u32map_get(&f->iids[kind], off, &iid))
+		return iid;
+	iid = (uint32_t)t->n;
+	if (bt_u32map_put(&f->iids[kind], off, iid) < 0) {
+		f->idata.err = -ENOMEM;
+		return 0;
+	}
+	pbw_begin(&f->idata, intern_field[kind]);
+	pbw_uint(&f->idata, IN_IID, iid);
+	pbw_utf8(&f->idata, IN_NAME, str, SIZE_MAX);
+	pbw_end(&f->idata);
+	return iid;
+}
+
+void pf_intern_free(struct pf *f)
+{
+	for (int k = 0; k < PF_NINTERN; k++) {
+		bt_strset_release(&f->istr[k], 0);
+		bt_u32map_free(&f->iids[k]);
+	}
+	pbw_free(&f->idata);
+}
+
 /* ---- debug annotations --------------------------------------------------------- */
 
-void pf_ann_uint(struct pbw *w, const char *name, uint64_t v)
+static void ann_begin(struct pf *f, const char *name)
 {
-	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
-	pbw_string(w, DA_NAME, name);
-	pbw_uint(w, DA_UINT_VALUE, v);
-	pbw_end(w);
+	pbw_begin(&f->pkt, TE_DEBUG_ANNOTATIONS);
+	pbw_uint(&f->pkt, DA_NAME_IID, pf_intern(f, PF_IANN, name));
 }
 
-void pf_ann_int(struct pbw *w, const char *name, int64_t v)
+void pf_ann_uint(void *pf, const char *name, uint64_t v)
 {
-	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
-	pbw_string(w, DA_NAME, name);
-	pbw_int(w, DA_INT_VALUE, v);
-	pbw_end(w);
+	struct pf *f = pf;
+	ann_begin(f, name);
+	pbw_uint(&f->pkt, DA_UINT_VALUE, v);
+	pbw_end(&f->pkt);
 }
 
-void pf_ann_ptr(struct pbw *w, const char *name, uint64_t v)
+void pf_ann_int(void *pf, const char *name, int64_t v)
 {
-	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
-	pbw_string(w, DA_NAME, name);
-	pbw_uint(w, DA_POINTER_VALUE, v);
-	pbw_end(w);
+	struct pf *f = pf;
+	ann_begin(f, name);
+	pbw_int(&f->pkt, DA_INT_VALUE, v);
+	pbw_end(&f->pkt);
 }
 
-void pf_ann_str(struct pbw *w, const char *name, const char *v)
+void pf_ann_ptr(void *pf, const char *name, uint64_t v)
 {
-	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
-	pbw_string(w, DA_NAME, name);
-	pbw_utf8(w, DA_STRING_VALUE, v, SIZE_MAX);
-	pbw_end(w);
+	struct pf *f = pf;
+	ann_begin(f, name);
+	pbw_uint(&f->pkt, DA_POINTER_VALUE, v);
+	pbw_end(&f->pkt);
 }
 
-void pf_ann_bool(struct pbw *w, const char *name, int v)
+void pf_ann_str(void *pf, const char *name, const char *v)
 {
-	pbw_begin(w, TE_DEBUG_ANNOTATIONS);
-	pbw_string(w, DA_NAME, name);
-	pbw_bool(w, DA_BOOL_VALUE, v);
-	pbw_end(w);
+	struct pf *f = pf;
+	ann_begin(f, name);
+	pbw_utf8(&f->pkt, DA_STRING_VALUE, v, SIZE_MAX);
+	pbw_end(&f->pkt);
+}
+
+void pf_ann_bool(void *pf, const char *name, int v)
+{
+	struct pf *f = pf;
+	ann_begin(f, name);
+	pbw_bool(&f->pkt, DA_BOOL_VALUE, v);
+	pbw_end(&f->pkt);
 }
 
 /* ---- track events ------------------------------------------------------------------ */
@@ -98,9 +156,9 @@ void pf_te_begin(struct pf *f, uint64_t ts, uint64_t uuid, int type, const char 
 	pbw_uint(w, TE_TYPE, (uint64_t)type);
 	pbw_uint(w, TE_TRACK_UUID, uuid);
 	if (cat)
-		pbw_string(w, TE_CATEGORIES, cat);
+		pbw_uint(w, TE_CATEGORY_IIDS, pf_intern(f, PF_ICAT, cat));
 	if (name)
-		pbw_utf8(w, TE_NAME, name, SIZE_MAX);
+		pbw_uint(w, TE_NAME_IID, pf_intern(f, PF_INAME, name));
 }
 
 int pf_track_descriptor(struct pf *f, uint64_t uuid, uint64_t parent, const char *name)

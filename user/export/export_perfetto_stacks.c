@@ -5,23 +5,28 @@
  * (protos/perfetto/trace/interned_data/interned_data.proto,
  * profiling/profile_common.proto).
  *
- * Interning: function name iid = 1 + symbol index (unknown functions share
- * one "[unknown]" name per mapping: iid nsyms + 1 + mapping slot; then the
- * inlined functions' names); mapping iid = 1 + mapping index, then the
- * kernel, then "anonymous"; frame iid = 1 + index into the table's frames,
- * then the inlined calls (below); callstack iid = 1 + index of the
- * (kstack, ustack) pair in the order first used.
+ * Interning: function name iid = 1 + symbol index (written without its
+ * symbol version); unknown functions share one "[unknown]" name per
+ * mapping (nsyms + mapping iid); then the inlined functions' names; then
+ * the two labels of a sample without a usable stack. Mapping iid = 1 +
+ * mapping index, then the kernel, then "anonymous". Callstack iid = 1 +
+ * index of the (kstack, ustack) pair in the order first used by a CPU
+ * sample, off-CPU block or waker.
  *
- * Source lines (dumps with SLOC): a frame carries its own line
- * (source_path_iid, line_number: trace processor v53+ files it in
- * stack_profile_symbol, which the UI's flame graphs show); each call the
- * compiler inlined at its address is a Frame of its own (the inlined
+ * Frames: trace processor keeps one frame per (mapping, rel_pc, name), the
+ * first one's source line winning, so a Frame is written once per such key
+ * (frame iids in the order first needed). rel_pc is the offset the frame's
+ * symbol and line were looked up at (bt_frame_lookup_off: a return address
+ * minus one, the call), so a line is a function of the key. Each call the
+ * compiler inlined at a frame's address is a Frame of its own (the inlined
  * function's name and line, same mapping and rel_pc) stacked on it in the
  * callstack, so flame graphs and the call chart show inlined functions as
- * calls. Such a frame's iid is nframes + 1 + 2 * line index + (rel_pc -
- * the looked-up offset, 0 or 1), written once. Not ModuleSymbols: trace
- * processor gives an AddressSymbols' lines to every frame at that rel_pc,
- * the inlined ones too, and expands each into all the lines again.
+ * calls.
+ *
+ * A sample whose stack is lost (table full, not taken, frames never came)
+ * keeps its place: its callstack starts with a "[stack lost]" frame (what
+ * is left of it above), or is "[no stack]" alone; never empty (trace
+ * processor counts an empty callstack as an error and drops the sample).
  *
  * Build-ids are raw bytes: trace processor reads InternedData.build_ids
  * with BuildId::FromRaw and shows them as hex.
@@ -33,9 +38,9 @@
 #include "dump.h"
 #include "dump_stacks.h"
 #include "events.h"
+#include "export_names.h"
 #include "export_perfetto_stacks.h"
 #include "util.h"
-#include "report_stacks.h"
 
 /* InternedData */
 #define ID_FUNCTION_NAMES 5
@@ -67,6 +72,9 @@
 
 #define CHART_DEPTH 256 /* frames of a sample drawn in the call chart */
 #define MAX_LEVELS BT_SRCLOC_MAX_DEPTH /* interned frames of one stack frame: itself and its inlined calls */
+/* frames of one callstack: both stacks, each frame with its inlined calls, and a label */
+#define MAX_CS_FRAMES (2 * BT_STACKS_MAX_FRAMES * MAX_LEVELS + 1)
+#define NO_LINE UINT64_MAX
 
 struct chart {
 	uint32_t tid, tgid;
@@ -83,6 +91,12 @@ struct sset {
 	size_t nslots;
 };
 
+/* One interned Frame: trace processor's key and our iid for it. */
+struct fkey {
+	uint64_t rel_pc, name;
+	uint32_t map, iid; /* iid 0: free slot */
+};
+
 struct bt_pf_stacks {
 	const struct bt_dump_stacks *s;
 	/* source lines, by index into s->lines (none without SLOC): 1 + index
@@ -90,11 +104,14 @@ struct bt_pf_stacks {
 	 * 0), 1 + index into srcs of its file (0 none) */
 	uint32_t *line_fn, *line_src;
 	struct sset fns, srcs;
-	uint8_t *inl_written; /* bit 2 * line + (rel_pc - looked-up offset): its inlined Frame written */
 	uint64_t *pairs; /* kstack << 32 | ustack, by iid - 1 */
-	size_t npairs, cap;
+	size_t npairs;
 	uint32_t *slot; /* open addressing: 1 + pair index */
 	size_t nslots;
+	struct fkey *fk; /* Frames written, open addressing */
+	size_t nfk, fkslots;
+	int err;         /* -ENOMEM growing fk */
+	uint64_t *csf;   /* [MAX_CS_FRAMES]: the frame iids of the callstack being written */
 	struct chart *charts;
 	size_t ncharts, ccap;
 };
@@ -112,11 +129,6 @@ static size_t find(const struct bt_pf_stacks *ps, uint64_t key)
 	while (ps->slot[i] && ps->pairs[ps->slot[i] - 1] != key)
 		i = (i + 1) & (ps->nslots - 1);
 	return i;
-}
-
-static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
-{
-	return id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
 }
 
 /* Room for n strings: 0 or -ENOMEM. */
@@ -161,9 +173,7 @@ static int prep_lines(struct bt_pf_stacks *ps)
 		return 0;
 	ps->line_fn = calloc(s->nlines, sizeof(*ps->line_fn));
 	ps->line_src = calloc(s->nlines, sizeof(*ps->line_src));
-	ps->inl_written = calloc(s->nlines / 4 + 1, 1);
-	if (!ps->line_fn || !ps->line_src || !ps->inl_written || sset_init(&ps->fns, s->nlines) ||
-	    sset_init(&ps->srcs, s->nlines))
+	if (!ps->line_fn || !ps->line_src || sset_init(&ps->fns, s->nlines) || sset_init(&ps->srcs, s->nlines))
 		return -ENOMEM;
 	for (uint32_t k = 0; k < s->nlocs; k++) {
 		const struct bt_dump_srcloc *l = &s->locs[k];
@@ -176,11 +186,16 @@ static int prep_lines(struct bt_pf_stacks *ps)
 	return 0;
 }
 
+static int has_stack(uint32_t type)
+{
+	return type == BT_EV_CPU_SAMPLE || type == BT_EV_OFFCPU || type == BT_EV_WAKER;
+}
+
 struct bt_pf_stacks *bt_pf_stacks_new(const struct bt_dump_stacks *s, const struct bt_dump_event *ev, size_t n,
 				      int *err)
 {
 	struct bt_pf_stacks *ps = calloc(1, sizeof(*ps));
-	size_t nsamples = 0;
+	size_t nuse = 0;
 
 	*err = -ENOMEM;
 	if (!ps)
@@ -189,20 +204,19 @@ struct bt_pf_stacks *bt_pf_stacks_new(const struct bt_dump_stacks *s, const stru
 	if (prep_lines(ps))
 		goto fail;
 	for (size_t i = 0; i < n; i++)
-		nsamples += ev[i].ev->type == BT_EV_CPU_SAMPLE;
+		nuse += ev[i].app < 0 && has_stack(ev[i].ev->type);
 	ps->nslots = 64;
-	while (ps->nslots < 2 * nsamples + 2)
+	while (ps->nslots < 2 * nuse + 2)
 		ps->nslots *= 2;
 	ps->slot = calloc(ps->nslots, sizeof(*ps->slot));
-	ps->pairs = malloc((nsamples + 1) * sizeof(*ps->pairs));
-	if (!ps->slot || !ps->pairs)
+	ps->pairs = malloc((nuse + 1) * sizeof(*ps->pairs));
+	ps->csf = malloc(MAX_CS_FRAMES * sizeof(*ps->csf));
+	if (!ps->slot || !ps->pairs || !ps->csf)
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		if (ev[i].ev->type != BT_EV_CPU_SAMPLE)
+		if (ev[i].app >= 0 || !has_stack(ev[i].ev->type))
 			continue;
 		const struct bt_ev_sample *e = (const void *)ev[i].ev;
-		if (!stack_of(s, e->kstack) && !stack_of(s, e->ustack))
-			continue;
 		uint64_t key = (uint64_t)e->kstack << 32 | e->ustack;
 		size_t k = find(ps, key);
 		if (!ps->slot[k]) {
@@ -223,10 +237,11 @@ void bt_pf_stacks_free(struct bt_pf_stacks *ps)
 		return;
 	free(ps->pairs);
 	free(ps->slot);
+	free(ps->fk);
+	free(ps->csf);
 	free(ps->charts);
 	free(ps->line_fn);
 	free(ps->line_src);
-	free(ps->inl_written);
 	sset_free(&ps->fns);
 	sset_free(&ps->srcs);
 	free(ps);
@@ -247,6 +262,7 @@ static uint64_t map_iid(const struct bt_dump_stacks *s, uint32_t map)
 		return s->nmaps + 2;
 	return map;
 }
+#define ANON_MAP(s) ((uint64_t)(s)->nmaps + 2)
 
 static uint64_t name_iid(const struct bt_dump_stacks *s, const struct bt_dump_frame *f)
 {
@@ -261,19 +277,19 @@ static uint64_t fn_base(const struct bt_dump_stacks *s)
 	return (uint64_t)s->nsyms + s->nmaps + 2;
 }
 
-/* A frame's key for "the same function at this depth" (call chart): its
- * mapping and function name. */
-static uint64_t name_key(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, uint64_t name)
+/* the labels of a sample without a usable stack, after the inlined functions */
+enum { LABEL_LOST = 1, LABEL_NONE = 2 };
+static const char *const label_names[] = { NULL, "[stack lost]", "[no stack]" };
+static uint64_t label_iid(const struct bt_pf_stacks *ps, int label)
 {
-	return (uint64_t)map_iid(s, f->map) << 32 | (uint32_t)name;
+	return fn_base(ps->s) + ps->fns.n + (uint64_t)label;
 }
 
-/* The Frame of the call inlined at line li of l, seen from frame f: same
- * mapping and rel_pc as f, so one per rel_pc of the lines' address. */
-static uint64_t inl_iid(const struct bt_dump_stacks *s, const struct bt_dump_srcloc *l, const struct bt_dump_frame *f,
-			uint64_t li)
+/* A frame's key for "the same function at this depth" (call chart): its
+ * mapping and function name. */
+static uint64_t name_key(uint64_t map, uint64_t name)
 {
-	return s->nframes + 1 + 2 * li + (f->off != l->off);
+	return map << 32 | (uint32_t)name;
 }
 
 static uint64_t inl_name_iid(const struct bt_pf_stacks *ps, const struct bt_dump_frame *f, uint64_t li)
@@ -283,67 +299,112 @@ static uint64_t inl_name_iid(const struct bt_pf_stacks *ps, const struct bt_dump
 	return ps->s->nsyms + map_iid(ps->s, f->map); /* "[unknown]" of that mapping */
 }
 
+/* What one interned Frame is: trace processor's key, and its source line
+ * (index into lines) or NO_LINE. */
+struct level {
+	uint64_t map, rel_pc, name, li;
+};
+
 /* The interned frames frame i of st stands for, outermost first: itself,
- * then each call inlined at its address. Their iids in iid[], call chart
- * keys in key[] (MAX_LEVELS each); how many. */
-static uint32_t frame_levels(const struct bt_pf_stacks *ps, const struct bt_dump_stack *st, uint32_t i, uint64_t *iid,
-			     uint64_t *key)
+ * then each call inlined at its address (MAX_LEVELS at most); how many. */
+static uint32_t frame_levels(const struct bt_pf_stacks *ps, const struct bt_dump_stack *st, uint32_t i,
+			     struct level *lv)
 {
 	const struct bt_dump_stacks *s = ps->s;
 	const struct bt_dump_frame *f = &s->frames[st->first + i];
 	const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(ps->s, f, i);
+	uint64_t map = map_iid(s, f->map), pc = bt_frame_lookup_off(f->off, i);
 	uint32_t n = 0;
 
-	iid[n] = st->first + i + 1;
-	key[n++] = name_key(s, f, name_iid(s, f));
-	for (uint32_t q = l ? l->nlines - 1 : 0; q-- > 0 && n < MAX_LEVELS;) {
-		iid[n] = inl_iid(s, l, f, l->first + q);
-		key[n++] = name_key(s, f, inl_name_iid(ps, f, l->first + q));
-	}
+	lv[n++] = (struct level){ map, pc, name_iid(s, f), l ? l->first + l->nlines - 1 : NO_LINE };
+	for (uint32_t q = l ? l->nlines - 1 : 0; q-- > 0 && n < MAX_LEVELS;)
+		lv[n++] = (struct level){ map, pc, inl_name_iid(ps, f, l->first + q), l->first + q };
 	return n;
 }
 
-#define NO_LINE UINT64_MAX
-
-/* A Frame at f's address; li: its source line (index into lines) or NO_LINE. */
-static void put_frame(const struct bt_pf_stacks *ps, struct pbw *w, uint64_t iid, uint64_t name,
-		      const struct bt_dump_frame *f, uint64_t li)
+/* Room for one more Frame in the table: 0 or -ENOMEM. */
+static int fk_grow(struct bt_pf_stacks *ps)
 {
+	if (2 * (ps->nfk + 1) <= ps->fkslots)
+		return 0;
+	size_t ns = ps->fkslots ? ps->fkslots * 2 : 1024;
+	struct fkey *t = calloc(ns, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < ps->fkslots; i++) {
+		if (!ps->fk[i].iid)
+			continue;
+		const struct fkey *k = &ps->fk[i];
+		size_t j = mix(k->rel_pc ^ mix(k->name << 20 ^ k->map)) & (ns - 1);
+		while (t[j].iid)
+			j = (j + 1) & (ns - 1);
+		t[j] = *k;
+	}
+	free(ps->fk);
+	ps->fk = t;
+	ps->fkslots = ns;
+	return 0;
+}
+
+/* The iid of the Frame for lv, written into w (InternedData open) if new;
+ * 0 out of memory. */
+static uint64_t frame_iid(struct bt_pf_stacks *ps, struct pbw *w, const struct level *lv)
+{
+	if (ps->err || (ps->err = fk_grow(ps)))
+		return 0;
+	size_t j = mix(lv->rel_pc ^ mix(lv->name << 20 ^ lv->map)) & (ps->fkslots - 1);
+	for (; ps->fk[j].iid; j = (j + 1) & (ps->fkslots - 1))
+		if (ps->fk[j].rel_pc == lv->rel_pc && ps->fk[j].name == lv->name && ps->fk[j].map == lv->map)
+			return ps->fk[j].iid;
+	ps->fk[j] = (struct fkey){ lv->rel_pc, lv->name, (uint32_t)lv->map, (uint32_t)++ps->nfk };
 	pbw_begin(w, ID_FRAMES);
-	pbw_uint(w, FR_IID, iid);
-	pbw_uint(w, FR_FUNCTION_NAME_ID, name);
-	pbw_uint(w, FR_MAPPING_ID, map_iid(ps->s, f->map));
-	pbw_uint(w, FR_REL_PC, f->off);
+	pbw_uint(w, FR_IID, ps->nfk);
+	pbw_uint(w, FR_FUNCTION_NAME_ID, lv->name);
+	pbw_uint(w, FR_MAPPING_ID, lv->map);
+	pbw_uint(w, FR_REL_PC, lv->rel_pc);
 	/* never 0: trace processor drops a frame whose source path is not interned */
-	if (li != NO_LINE && ps->line_src[li])
-		pbw_uint(w, FR_SOURCE_PATH_IID, ps->line_src[li]);
-	if (li != NO_LINE && ps->s->lines[li].line)
-		pbw_uint(w, FR_LINE_NUMBER, ps->s->lines[li].line);
+	if (lv->li != NO_LINE && ps->line_src[lv->li])
+		pbw_uint(w, FR_SOURCE_PATH_IID, ps->line_src[lv->li]);
+	if (lv->li != NO_LINE && ps->s->lines[lv->li].line)
+		pbw_uint(w, FR_LINE_NUMBER, ps->s->lines[lv->li].line);
+	pbw_end(w);
+	return ps->nfk;
+}
+
+/* Whether a stack id says frames are missing: lost, or never arrived. */
+/* The callstack of pair p, bottom first: "[stack lost]" if a stack is
+ * missing, the outermost user frame ... the innermost kernel frame; "[no
+ * stack]" alone if that is nothing. Frames new to w written there. */
+static void put_callstack(struct bt_pf_stacks *ps, struct pbw *w, size_t p)
+{
+	const struct bt_dump_stacks *s = ps->s;
+	uint32_t kid = (uint32_t)(ps->pairs[p] >> 32), uid = (uint32_t)ps->pairs[p];
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, uid), bt_export_stack(s, kid) };
+	struct level lv[MAX_LEVELS];
+	size_t n = 0;
+
+	if (bt_export_stack_lost(s, kid) || bt_export_stack_lost(s, uid)) {
+		struct level l = { ANON_MAP(s), LABEL_LOST, label_iid(ps, LABEL_LOST), NO_LINE };
+		ps->csf[n++] = frame_iid(ps, w, &l);
+	}
+	for (int k = 0; k < 2; k++)
+		for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0;)
+			for (uint32_t j = 0, m = frame_levels(ps, ids[k], i, lv); j < m && n < MAX_CS_FRAMES; j++)
+				ps->csf[n++] = frame_iid(ps, w, &lv[j]);
+	if (!n) {
+		struct level l = { ANON_MAP(s), LABEL_NONE, label_iid(ps, LABEL_NONE), NO_LINE };
+		ps->csf[n++] = frame_iid(ps, w, &l);
+	}
+	pbw_begin(w, ID_CALLSTACKS);
+	pbw_uint(w, CSK_IID, p + 1);
+	for (size_t i = 0; i < n; i++)
+		pbw_uint(w, CSK_FRAME_IDS, ps->csf[i]);
 	pbw_end(w);
 }
 
-/* Every frame, by stack (a decoded table's stacks cover its frames in
- * order: the frame's index in its stack says where its line is looked up),
- * then the calls inlined at its address whose Frame is not written yet. */
-static void put_frames(struct bt_pf_stacks *ps, struct pbw *w)
+int bt_pf_stacks_lost(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack)
 {
-	const struct bt_dump_stacks *s = ps->s;
-
-	for (uint32_t k = 0; k < s->nstacks; k++) {
-		const struct bt_dump_stack *st = &s->stacks[k];
-		for (uint32_t i = 0; i < st->nframes; i++) {
-			const struct bt_dump_frame *f = &s->frames[st->first + i];
-			const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(ps->s, f, i);
-			put_frame(ps, w, st->first + i + 1, name_iid(s, f), f, l ? l->first + l->nlines - 1 : NO_LINE);
-			for (uint32_t q = 0; l && q + 1 < l->nlines; q++) {
-				uint64_t li = l->first + q, bit = 2 * li + (f->off != l->off);
-				if (ps->inl_written[bit >> 3] & 1u << (bit & 7))
-					continue;
-				ps->inl_written[bit >> 3] |= (uint8_t)(1u << (bit & 7));
-				put_frame(ps, w, inl_iid(s, l, f, li), inl_name_iid(ps, f, li), f, li);
-			}
-		}
-	}
+	return bt_export_pair_labelled(ps->s, kstack, ustack);
 }
 
 static void istr(struct pbw *w, uint32_t field, uint64_t iid, const void *p, size_t n)
@@ -359,17 +420,19 @@ static void istr_c(struct pbw *w, uint32_t field, uint64_t iid, const char *str)
 	istr(w, field, iid, str, strlen(str));
 }
 
-void bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field)
+int bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field)
 {
 	const struct bt_dump_stacks *s = ps->s;
 
 	pbw_begin(w, field);
 	for (uint32_t i = 0; i < s->nsyms; i++)
-		istr_c(w, ID_FUNCTION_NAMES, i + 1, s->syms[i].name);
+		istr(w, ID_FUNCTION_NAMES, i + 1, s->syms[i].name, bt_export_sym_len(s->syms[i].name));
 	for (uint32_t m = 1; m <= s->nmaps + 2; m++)
 		istr_c(w, ID_FUNCTION_NAMES, s->nsyms + m, "[unknown]");
 	for (uint32_t k = 0; k < ps->fns.n; k++)
-		istr_c(w, ID_FUNCTION_NAMES, fn_base(s) + 1 + k, ps->fns.str[k]);
+		istr(w, ID_FUNCTION_NAMES, fn_base(s) + 1 + k, ps->fns.str[k], bt_export_sym_len(ps->fns.str[k]));
+	for (int l = LABEL_LOST; l <= LABEL_NONE; l++)
+		istr_c(w, ID_FUNCTION_NAMES, label_iid(ps, l), label_names[l]);
 	for (uint32_t k = 0; k < ps->srcs.n; k++)
 		istr_c(w, ID_SOURCE_PATHS, k + 1, ps->srcs.str[k]);
 	for (uint32_t i = 0; i < s->nmaps; i++) {
@@ -392,21 +455,10 @@ void bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t fiel
 		pbw_uint(w, MP_PATH_STRING_IDS, m);
 		pbw_end(w);
 	}
-	put_frames(ps, w);
-	for (size_t p = 0; p < ps->npairs; p++) {
-		const struct bt_dump_stack *ids[2] = { stack_of(s, (uint32_t)ps->pairs[p]),
-						       stack_of(s, (uint32_t)(ps->pairs[p] >> 32)) };
-		uint64_t iid[MAX_LEVELS], key[MAX_LEVELS];
-		pbw_begin(w, ID_CALLSTACKS);
-		pbw_uint(w, CSK_IID, p + 1);
-		/* bottom first: outermost user frame ... innermost kernel frame */
-		for (int k = 0; k < 2; k++)
-			for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0;)
-				for (uint32_t j = 0, n = frame_levels(ps, ids[k], i, iid, key); j < n; j++)
-					pbw_uint(w, CSK_FRAME_IDS, iid[j]);
-		pbw_end(w);
-	}
+	for (size_t p = 0; p < ps->npairs; p++)
+		put_callstack(ps, w, p);
 	pbw_end(w);
+	return ps->err;
 }
 
 /* ---- call chart -------------------------------------------------------------- */
@@ -435,10 +487,15 @@ static const char *frame_name(const struct bt_pf_stacks *ps, uint64_t key, char 
 {
 	const struct bt_dump_stacks *s = ps->s;
 	uint32_t nm = (uint32_t)key;
+	const char *name = NULL;
 	if (nm >= 1 && nm <= s->nsyms)
-		return s->syms[nm - 1].name;
-	if (nm > fn_base(s) && nm - fn_base(s) <= ps->fns.n)
-		return ps->fns.str[nm - fn_base(s) - 1];
+		name = s->syms[nm - 1].name;
+	else if (nm > fn_base(s) && nm - fn_base(s) <= ps->fns.n)
+		name = ps->fns.str[nm - fn_base(s) - 1];
+	if (name) {
+		snprintf(buf, len, "%.*s", (int)bt_export_sym_len(name), name);
+		return buf;
+	}
 	uint32_t m = (uint32_t)(key >> 32);
 	snprintf(buf, len, "[unknown] (%s)",
 		 m <= s->nmaps ? s->maps[m - 1].path : m == s->nmaps + 1 ? "kernel" : "anonymous");
@@ -462,18 +519,19 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 {
 	const struct bt_dump_stacks *s = ps->s;
 	struct chart *c = chart_of(ps, tid, tgid);
-	uint64_t keys[CHART_DEPTH], iid[MAX_LEVELS], key[MAX_LEVELS];
+	uint64_t keys[CHART_DEPTH];
+	struct level lv[MAX_LEVELS];
 	uint32_t n = 0, same = 0;
 	char buf[512];
 	int r;
 
 	if (!c)
 		return -ENOMEM;
-	const struct bt_dump_stack *ids[2] = { stack_of(s, ustack), stack_of(s, kstack) };
+	const struct bt_dump_stack *ids[2] = { bt_export_stack(s, ustack), bt_export_stack(s, kstack) };
 	for (int k = 0; k < 2; k++)
 		for (uint32_t i = ids[k] ? ids[k]->nframes : 0; i-- > 0 && n < CHART_DEPTH;)
-			for (uint32_t j = 0, m = frame_levels(ps, ids[k], i, iid, key); j < m && n < CHART_DEPTH; j++)
-				keys[n++] = key[j];
+			for (uint32_t j = 0, m = frame_levels(ps, ids[k], i, lv); j < m && n < CHART_DEPTH; j++)
+				keys[n++] = name_key(lv[j].map, lv[j].name);
 	/* not running for two periods: what was open ended a period after */
 	if (c->depth && ts - c->last_ts > 2 * period_ns && (r = close_to(ps, c, 0, c->last_ts + period_ns, fn, ctx)))
 		return r;
@@ -502,45 +560,18 @@ int bt_pf_chart_finish(struct bt_pf_stacks *ps, uint64_t period_ns, bt_pf_chart_
 
 /* ---- off-CPU names ------------------------------------------------------------ */
 
-const char *bt_pf_stacks_leaf(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack)
+const char *bt_pf_stacks_leaf(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack, size_t *len)
 {
 	const struct bt_dump_stacks *s = ps->s;
-	const struct bt_dump_stack *k = stack_of(s, ustack);
+	const struct bt_dump_stack *k = bt_export_stack(s, ustack);
+	const char *name = "[unknown]";
 	if (!k || !k->nframes)
-		k = stack_of(s, kstack);
-	if (!k || !k->nframes)
-		return "[unknown]";
-	const struct bt_dump_frame *f = &s->frames[k->first];
-	return f->sym && f->sym <= s->nsyms ? s->syms[f->sym - 1].name : "[unknown]";
-}
-
-char *bt_pf_stacks_text(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack)
-{
-	const struct bt_dump_stacks *s = ps->s;
-	size_t cap = 4096, o = 0;
-	char *out = malloc(cap), line[8192];
-	uint32_t ids[2] = { kstack, ustack };
-
-	if (!out)
-		return NULL;
-	out[0] = 0;
-	for (int k = 0; k < 2; k++) {
-		const struct bt_dump_stack *st = stack_of(s, ids[k]);
-		for (uint32_t i = 0; st && i < st->nframes; i++) {
-			bt_frame_text(s, &s->frames[st->first + i], (int)i, line, sizeof(line));
-			size_t l = strlen(line);
-			if (o + l + 2 > cap) {
-				char *p = realloc(out, cap * 2 + l);
-				if (!p)
-					return out;
-				out = p;
-				cap = cap * 2 + l;
-			}
-			memcpy(out + o, line, l);
-			o += l;
-			out[o++] = '\n';
-			out[o] = 0;
-		}
+		k = bt_export_stack(s, kstack);
+	if (k && k->nframes) {
+		const struct bt_dump_frame *f = &s->frames[k->first];
+		if (f->sym && f->sym <= s->nsyms)
+			name = s->syms[f->sym - 1].name;
 	}
-	return out;
+	*len = bt_export_sym_len(name);
+	return name;
 }

@@ -6,7 +6,8 @@
  *     build-ids (raw bytes), mappings, source paths, frames (with their
  *     source line when the dump has them, and a frame of its own for each
  *     call inlined at a frame's address), and one callstack per (kernel,
- *     user) pair the samples use, frames bottom (outermost user) first;
+ *     user) pair the samples, off-CPU blocks and wakers use, frames bottom
+ *     (outermost user) first;
  *   - the per-thread call chart (btrace 3.0): consecutive samples of a
  *     thread become nested slices, a frame (inlined calls included) staying
  *     open while the next sample still has it at the same depth, so a
@@ -27,10 +28,15 @@ struct bt_pf_stacks;
 struct bt_pf_stacks *bt_pf_stacks_new(const struct bt_dump_stacks *s, const struct bt_dump_event *ev, size_t n,
 				      int *err);
 void bt_pf_stacks_free(struct bt_pf_stacks *ps);
-/* Writes the InternedData message (TracePacket field `field`) into w. */
-void bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field);
-/* The callstack iid of a sample's pair; 0 if it has no frames at all. */
+/* Writes the InternedData message (TracePacket field `field`) into w: 0 or
+ * -ENOMEM. */
+int bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field);
+/* The callstack iid of the pair of a CPU sample, off-CPU block or waker
+ * (never 0 for those: a lost stack has a labelled callstack). */
 uint64_t bt_pf_stacks_iid(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack);
+
+/* Whether the pair's callstack is labelled: a stack lost, or no frames. */
+int bt_pf_stacks_lost(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack);
 
 /* Call chart: what to emit (slice begin with a name, or end) on tid's chart track. */
 typedef int (*bt_pf_chart_fn)(void *ctx, uint32_t tid, uint32_t tgid, uint64_t ts, int begin, const char *name);
@@ -43,8 +49,7 @@ int bt_pf_chart_sample(struct bt_pf_stacks *ps, uint32_t tid, uint32_t tgid, uin
 int bt_pf_chart_finish(struct bt_pf_stacks *ps, uint64_t period_ns, bt_pf_chart_fn fn, void *ctx);
 
 /* Name of the innermost user function of a stack pair (else kernel's), for
- * an off-CPU slice; "[unknown]" if none. */
-const char *bt_pf_stacks_leaf(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack);
-/* The frames of a pair as text, innermost first, one a line (malloc'd). */
-char *bt_pf_stacks_text(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack);
+ * an off-CPU slice; "[unknown]" if none. Its first *len bytes (no symbol
+ * version). */
+const char *bt_pf_stacks_leaf(const struct bt_pf_stacks *ps, uint32_t kstack, uint32_t ustack, size_t *len);
 #endif

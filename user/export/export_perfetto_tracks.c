@@ -15,14 +15,14 @@
 /* ---- uprobes ------------------------------------------------------------------------ */
 
 /* bt_export_uprobe_args() callback: an argument as a pointer annotation */
-static void ann_ptr_arg(void *w, const char *name, uint64_t v)
+static void ann_ptr_arg(void *f, const char *name, uint64_t v)
 {
-	pf_ann_ptr(w, name, v);
+	pf_ann_ptr(f, name, v);
 }
 
-static void uprobe_args(struct pbw *w, const struct bt_ev_uprobe *u)
+static void uprobe_args(struct pf *f, const struct bt_ev_uprobe *u)
 {
-	bt_export_uprobe_args(u, ann_ptr_arg, w);
+	bt_export_uprobe_args(u, ann_ptr_arg, f);
 }
 
 int pf_put_uprobe(struct pf *f, const struct bt_event_hdr *h)
@@ -41,65 +41,65 @@ int pf_put_uprobe(struct pf *f, const struct bt_event_hdr *h)
 	switch (role) {
 	case BT_UR_BEGIN:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uprobe");
-		uprobe_args(w, u);
+		uprobe_args(f, u);
 		f->st->uprobe_slices++;
 		break;
 	case BT_UR_END:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uprobe");
-		pf_ann_int(w, "ret", (int64_t)u->ret);
-		pf_ann_ptr(w, "ret_hex", u->ret);
+		pf_ann_int(f, "ret", (int64_t)u->ret);
+		pf_ann_ptr(f, "ret_hex", u->ret);
 		if (u->duration_ns)
-			pf_ann_uint(w, "duration_ns", u->duration_ns);
+			pf_ann_uint(f, "duration_ns", u->duration_ns);
 		break;
 	case BT_UR_ENTRY_ALONE:
 		snprintf(name, sizeof(name), "%s (entry, no return)", fn);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
-		uprobe_args(w, u);
-		pf_ann_bool(w, "unmatched", 1);
+		uprobe_args(f, u);
+		pf_ann_bool(f, "unmatched", 1);
 		f->st->uprobe_unmatched++;
 		break;
 	case BT_UR_RETURN_ALONE:
 		snprintf(name, sizeof(name), "%s (return, no entry)", fn);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uprobe");
-		pf_ann_int(w, "ret", (int64_t)u->ret);
-		pf_ann_ptr(w, "ret_hex", u->ret);
+		pf_ann_int(f, "ret", (int64_t)u->ret);
+		pf_ann_ptr(f, "ret_hex", u->ret);
 		if (u->duration_ns)
-			pf_ann_uint(w, "duration_ns", u->duration_ns);
-		pf_ann_bool(w, "unmatched", 1);
+			pf_ann_uint(f, "duration_ns", u->duration_ns);
+		pf_ann_bool(f, "unmatched", 1);
 		f->st->uprobe_unmatched++;
 		break;
 	case BT_UR_ENTRY_ONLY: /* no %return asked for: a call, nothing missing */
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "uprobe");
-		uprobe_args(w, u);
+		uprobe_args(f, u);
 		f->st->uprobe_calls++;
 		break;
 	case BT_UR_RETURN_ONLY:
 		/* %return alone: the call, from the duration the return carries
 		 * (the importer sorts the earlier begin into place) */
 		pf_te_begin(f, h->ts_ns - u->duration_ns, uuid, TE_TYPE_SLICE_BEGIN, fn, "uretprobe");
-		pf_ann_uint(w, "probe_id", u->probe_id);
+		pf_ann_uint(f, "probe_id", u->probe_id);
 		if ((r = pf_packet_flush(f, w)) < 0)
 			return r;
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "uretprobe");
-		pf_ann_int(w, "ret", (int64_t)u->ret);
-		pf_ann_ptr(w, "ret_hex", u->ret);
-		pf_ann_uint(w, "duration_ns", u->duration_ns);
+		pf_ann_int(f, "ret", (int64_t)u->ret);
+		pf_ann_ptr(f, "ret_hex", u->ret);
+		pf_ann_uint(f, "duration_ns", u->duration_ns);
 		f->st->uprobe_return_slices++;
 		break;
 	case BT_UR_RETURN_UNTIMED:
 		snprintf(name, sizeof(name), "%s (return, not timed)", fn);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "uretprobe");
-		pf_ann_int(w, "ret", (int64_t)u->ret);
-		pf_ann_ptr(w, "ret_hex", u->ret);
-		pf_ann_bool(w, "untimed", 1);
+		pf_ann_int(f, "ret", (int64_t)u->ret);
+		pf_ann_ptr(f, "ret_hex", u->ret);
+		pf_ann_bool(f, "untimed", 1);
 		f->st->uprobe_untimed++;
 		break;
 	default: /* USDT */
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, fn, "usdt");
-		uprobe_args(w, u);
+		uprobe_args(f, u);
 		break;
 	}
-	pf_ann_uint(w, "probe_id", u->probe_id);
+	pf_ann_uint(f, "probe_id", u->probe_id);
 	return pf_packet_flush(f, w);
 }
 
@@ -176,29 +176,56 @@ static int counter_track(struct pf *f, int32_t app, uint32_t name_id)
 }
 
 /* bt_export_app_args() callback: an argument as an int annotation */
-static void ann_int_arg(void *w, const char *name, int64_t v)
+static void ann_int_arg(void *f, const char *name, int64_t v)
 {
-	pf_ann_int(w, name, v);
+	pf_ann_int(f, name, v);
 }
 
-static void app_args(struct pbw *w, const struct bt_ev_app *a)
+static void app_args(struct pf *f, const struct bt_ev_app *a)
 {
-	bt_export_app_args(a, ann_int_arg, w);
+	bt_export_app_args(a, ann_int_arg, f);
+}
+
+/* Trace processor keeps at most 512 open slices per track: a deeper BEGIN
+ * is dropped and its END then closes the wrong slice (every slice of a
+ * deeper recursion would get a wrong duration). The 512th open slice of a
+ * thread's functions is therefore a marker standing for every call below
+ * it; its END says how many calls it hides (counted in func_too_deep). */
+#define MAX_SLICE_DEPTH 512
+#define DEEP_MARKER "[deeper calls not drawn: trace processor keeps 512 levels]"
+
+static int func_depth_set(struct pf *f, struct bt_u32map *m, uint32_t tid, uint32_t v)
+{
+	if (bt_u32map_put(m, tid, v) < 0) {
+		snprintf(f->err, f->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The END of the marker, with the number of calls it hides. */
+static void deep_marker_end(struct pf *f, uint64_t ts, uint32_t tid)
+{
+	uint32_t hidden = 0;
+	bt_u32map_get(&f->func_hidden, tid, &hidden);
+	pf_te_begin(f, ts, UUID_FUNCS(tid), TE_TYPE_SLICE_END, NULL, "func");
+	pf_ann_uint(f, "calls_not_drawn", hidden);
 }
 
 /* A function entry or exit (-finstrument-functions) on the thread's
  * "functions" track: each call a slice, nested as the calls were. A call
  * still open at the end of the dump is closed there (pf_close_open_funcs) and
  * marked open_at_dump_end; an entry whose exit is lost is an instant; an
- * exit whose entry is before the window is not drawn (counted). */
+ * exit whose entry is before the window is not drawn (counted). Below 511
+ * open calls, everything is hidden in the marker (above). */
 static int put_func(struct pf *f, const struct bt_dump_event *de, int role)
 {
 	const struct bt_event_hdr *h = de->ev;
 	const struct bt_ev_app *a = (const void *)h;
-	struct pbw *w = &f->pkt;
 	char nb[32], name[160];
 	uint64_t uuid = UUID_FUNCS(h->tid);
-	int r;
+	uint32_t depth = 0, hidden = 0;
+	int r, marker = 0;
 
 	if (role == BT_AR_FUNC_EXIT_ALONE) {
 		f->st->func_exits_dropped++;
@@ -206,59 +233,85 @@ static int put_func(struct pf *f, const struct bt_dump_event *de, int role)
 	}
 	if ((r = pf_child_track(f, h->tid, h->tgid, TRACK_FUNCS)) < 0)
 		return r;
+	bt_u32map_get(&f->func_depth, h->tid, &depth);
+	bt_u32map_get(&f->func_hidden, h->tid, &hidden);
 	const char *nm = bt_export_func_name(f->p, de->app, a, nb, sizeof(nb));
 	switch (role) {
 	case BT_AR_FUNC_ENTRY:
 	case BT_AR_FUNC_OPEN:
-		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "func");
-		pf_ann_uint(w, "addr", (uint64_t)a->args[0]);
-		if (role == BT_AR_FUNC_ENTRY) {
+		if ((r = func_depth_set(f, &f->func_depth, h->tid, depth + 1)) < 0)
+			return r;
+		if (role == BT_AR_FUNC_ENTRY)
 			f->st->func_slices++;
-			break;
+		else
+			f->st->func_open++;
+		if (depth >= MAX_SLICE_DEPTH - 1) {
+			f->st->func_too_deep++;
+			if ((r = func_depth_set(f, &f->func_hidden, h->tid, hidden + 1)) < 0 || depth > MAX_SLICE_DEPTH - 1)
+				return r;
+			marker = 1;
 		}
-		pf_ann_bool(w, "open_at_dump_end", 1);
-		f->st->func_open++;
-		uint32_t n = 0;
-		bt_u32map_get(&f->func_open, h->tid, &n);
-		if (bt_u32map_put(&f->func_open, h->tid, n + 1) < 0) {
-			snprintf(f->err, f->errlen, "out of memory");
-			return -ENOMEM;
-		}
+		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, marker ? DEEP_MARKER : nm, "func");
+		if (!marker)
+			pf_ann_uint(f, "addr", (uint64_t)a->args[0]);
+		if (role == BT_AR_FUNC_OPEN)
+			pf_ann_bool(f, "open_at_dump_end", 1);
 		break;
 	case BT_AR_FUNC_EXIT: {
-		/* the calls a longjmp left end here too (export_prep.c) */
+		/* The calls a longjmp left end here too (export_prep.c), then
+		 * this one; prep pairs every exit drawn here with an entry. */
 		uint32_t more = 0;
 		bt_u32map_get(&f->p->func_unwound, (uint32_t)(f->aslot - 1), &more);
-		for (uint32_t k = 0; k < more; k++) {
-			pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
-			if ((r = pf_packet_flush(f, w)) < 0)
+		for (uint32_t k = 0; k <= more && depth; k++, depth--) {
+			if ((r = func_depth_set(f, &f->func_depth, h->tid, depth - 1)) < 0)
+				return r;
+			if (depth > MAX_SLICE_DEPTH)
+				continue;
+			if (depth == MAX_SLICE_DEPTH) {
+				deep_marker_end(f, h->ts_ns, h->tid);
+				if ((r = func_depth_set(f, &f->func_hidden, h->tid, 0)) < 0)
+					return r;
+			} else {
+				pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
+			}
+			if ((r = pf_packet_flush(f, &f->pkt)) < 0)
 				return r;
 		}
-		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "func");
-		break;
+		return 0;
 	}
 	default:
+		if (depth >= MAX_SLICE_DEPTH) { /* an instant there is dropped too */
+			f->st->func_too_deep++;
+			f->st->func_unmatched++;
+			return func_depth_set(f, &f->func_hidden, h->tid, hidden + 1);
+		}
 		snprintf(name, sizeof(name), "%s (entry, exit lost)", nm);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "func");
-		pf_ann_uint(w, "addr", (uint64_t)a->args[0]);
-		pf_ann_bool(w, "unmatched", 1);
+		pf_ann_uint(f, "addr", (uint64_t)a->args[0]);
+		pf_ann_bool(f, "unmatched", 1);
 		f->st->func_unmatched++;
 		break;
 	}
-	return pf_packet_flush(f, w);
+	return pf_packet_flush(f, &f->pkt);
 }
 
 /* The calls still open at the end of the dump end there: a slice never
- * ended would have no duration in the UI. */
+ * ended would have no duration in the UI (dur -1 in trace processor). Same
+ * category as their BEGIN: the importer matches an END to its BEGIN by
+ * category, and leaves the slice open otherwise. */
 int pf_close_open_funcs(struct pf *f)
 {
-	const struct bt_u32map *m = &f->func_open;
+	const struct bt_u32map *m = &f->func_depth;
 	uint64_t end = f->p->last_ts;
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->used[i])
 			continue;
-		for (uint32_t k = 0; k < m->vals[i]; k++) {
-			pf_te_begin(f, end, UUID_FUNCS(m->keys[i]), TE_TYPE_SLICE_END, NULL, "btrace");
+		uint32_t tid = m->keys[i], d = m->vals[i];
+		for (uint32_t k = d < MAX_SLICE_DEPTH ? d : MAX_SLICE_DEPTH; k > 0; k--) {
+			if (k == MAX_SLICE_DEPTH)
+				deep_marker_end(f, end, tid);
+			else
+				pf_te_begin(f, end, UUID_FUNCS(tid), TE_TYPE_SLICE_END, NULL, "func");
 			int r = pf_packet_flush(f, &f->pkt);
 			if (r < 0)
 				return r;
@@ -299,34 +352,34 @@ int pf_put_app(struct pf *f, const struct bt_dump_event *de)
 	case BT_AR_BEGIN:
 	case BT_AR_BEGIN_OPEN:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_BEGIN, nm, "app");
-		app_args(w, a);
+		app_args(f, a);
 		if (role == BT_AR_BEGIN) {
 			f->st->app_slices++;
 		} else {
-			pf_ann_bool(w, "open_at_dump_end", 1);
+			pf_ann_bool(f, "open_at_dump_end", 1);
 			f->st->app_open++;
 		}
 		break;
 	case BT_AR_END:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_SLICE_END, NULL, "app");
-		app_args(w, a);
+		app_args(f, a);
 		break;
 	case BT_AR_BEGIN_ALONE:
 		snprintf(name, sizeof(name), "%s (begin, no end)", nm);
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, name, "app");
-		app_args(w, a);
-		pf_ann_bool(w, "unmatched", 1);
+		app_args(f, a);
+		pf_ann_bool(f, "unmatched", 1);
 		f->st->app_unmatched++;
 		break;
 	case BT_AR_END_ALONE:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, "end (no begin)", "app");
-		app_args(w, a);
-		pf_ann_bool(w, "unmatched", 1);
+		app_args(f, a);
+		pf_ann_bool(f, "unmatched", 1);
 		f->st->app_unmatched++;
 		break;
 	default:
 		pf_te_begin(f, h->ts_ns, uuid, TE_TYPE_INSTANT, nm, "app");
-		app_args(w, a);
+		app_args(f, a);
 		f->st->app_instants++;
 		break;
 	}
@@ -344,10 +397,10 @@ int pf_put_app_gap(struct pf *f, const struct bt_app_gap *g, const struct bt_eve
 		return r;
 	snprintf(name, sizeof(name), "LOST %" PRIu64 " events", g->missing);
 	pf_te_begin(f, h->ts_ns, UUID_APP_THREAD(g->tid), TE_TYPE_INSTANT, name, "btrace");
-	pf_ann_uint(w, "tid", g->tid);
-	pf_ann_uint(w, "first_missing_seq", g->from_seq);
-	pf_ann_uint(w, "missing", g->missing);
-	pf_ann_uint(w, "since_ts", g->prev_ts);
+	pf_ann_uint(f, "tid", g->tid);
+	pf_ann_uint(f, "first_missing_seq", g->from_seq);
+	pf_ann_uint(f, "missing", g->missing);
+	pf_ann_uint(f, "since_ts", g->prev_ts);
 	f->st->app_gaps++;
 	f->st->app_missing += g->missing;
 	return pf_packet_flush(f, w);

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "export_prep.h"
+#include "event_filter.h"
 #include "event_names.h"
 #include "switch_chain.h"
 
@@ -480,7 +481,56 @@ static int pair_apps(struct bt_export_prep *p)
 	return r;
 }
 
+/* The events f keeps (convert --time, --pid) in p->own_ev; the seq gaps
+ * found on all of the dump's events, each at the first kept event after
+ * it (gaps before the first kept event left out: outside the window). */
+static int filter_events(struct bt_export_prep *p, const struct bt_event_filter *f)
+{
+	size_t n, k = 0, g = 0;
+	const struct bt_dump_event *all = bt_dump_events(p->d, &n);
+	size_t *first_kept = malloc((n + 1) * sizeof(*first_kept)); /* original index -> kept index at or after */
+
+	p->own_ev = malloc((n ? n : 1) * sizeof(*p->own_ev));
+	if (!first_kept || !p->own_ev) {
+		free(first_kept);
+		return -ENOMEM;
+	}
+	struct bt_event_filter ff = *f;
+	if (n)
+		bt_filter_resolve(&ff, all[0].ev->ts_ns, all[n - 1].ev->ts_ns);
+	size_t orig_first = SIZE_MAX;
+	for (size_t i = 0; i < n; i++) {
+		first_kept[i] = k;
+		if (bt_filter_match(&ff, all[i].ev)) {
+			if (orig_first == SIZE_MAX)
+				orig_first = i;
+			p->own_ev[k++] = all[i];
+		}
+	}
+	first_kept[n] = k;
+	if (bt_seq_gaps(all, n, p->hdr->ncpus, &p->gaps, &p->ngaps) < 0) {
+		free(first_kept);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < p->ngaps; i++) {
+		if (p->gaps[i].index <= orig_first || first_kept[p->gaps[i].index] >= k)
+			continue;
+		p->gaps[g] = p->gaps[i];
+		p->gaps[g++].index = first_kept[p->gaps[i].index];
+	}
+	p->ngaps = g;
+	p->ev = p->own_ev;
+	p->nev = k;
+	free(first_kept);
+	return 0;
+}
+
 int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
+{
+	return bt_export_prepare_filtered(d, p, NULL);
+}
+
+int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p, const struct bt_event_filter *f)
 {
 	struct tcoll tc = { 0 };
 	struct bt_namer *nm = NULL;
@@ -490,6 +540,8 @@ int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
 	p->d = d;
 	p->hdr = bt_dump_header(d);
 	p->ev = bt_dump_events(d, &p->nev);
+	if (f && bt_filter_active(f) && filter_events(p, f) < 0)
+		goto out;
 	p->tasks = bt_dump_tasks(d, &p->ntasks);
 	p->probes = bt_dump_probes(d, &p->nprobes);
 	if (p->nev) {
@@ -591,7 +643,7 @@ int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p)
 	if (!p->percpu)
 		goto out;
 	if (bt_seq_analyze(p->ev, p->nev, p->hdr->ncpus, &p->win, p->percpu) < 0 ||
-	    bt_seq_gaps(p->ev, p->nev, p->hdr->ncpus, &p->gaps, &p->ngaps) < 0)
+	    (!p->own_ev && bt_seq_gaps(p->ev, p->nev, p->hdr->ncpus, &p->gaps, &p->ngaps) < 0))
 		goto out;
 	r = 0;
 out:
@@ -616,6 +668,7 @@ void bt_export_prep_free(struct bt_export_prep *p)
 	free(p->agaps);
 	free(p->app_gaps);
 	free(p->app_missing);
+	free(p->own_ev);
 	memset(p, 0, sizeof(*p));
 }
 

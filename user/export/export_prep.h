@@ -115,9 +115,14 @@ struct bt_export_prep {
 	uint64_t *app_gaps, *app_missing; /* [napps]: per-thread seq gaps of each application */
 	uint64_t app_unmatched_ends;      /* BT_AR_END_ALONE events */
 	uint64_t func_exits_dropped;      /* BT_AR_FUNC_EXIT_ALONE events */
+	struct bt_dump_event *own_ev;     /* filtered: the events kept (ev points here) */
 };
 
 int bt_export_prepare(const struct bt_dump *d, struct bt_export_prep *p);
+/* Only the events f keeps (NULL or inactive: all): convert --time, --pid.
+ * Seq gaps are the dump's (found on all its events). */
+struct bt_event_filter;
+int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p, const struct bt_event_filter *f);
 void bt_export_prep_free(struct bt_export_prep *p);
 const struct bt_xthread *bt_export_thread(const struct bt_export_prep *p, uint32_t tid);
 /* Name of a uprobe event's function: probe func, spec, or "probe#ID". */

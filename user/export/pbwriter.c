@@ -203,3 +203,11 @@ void pbw_raw_varint(struct pbw *w, uint64_t v)
 	put_varint(w, v);
 }
 
+
+void pbw_raw(struct pbw *w, const void *p, size_t n)
+{
+	if (reserve(w, n))
+		return;
+	memcpy(w->buf + w->len, p, n);
+	w->len += n;
+}

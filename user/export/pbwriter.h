@@ -70,4 +70,7 @@ void pbw_begin(struct pbw *w, uint32_t field);
 void pbw_end(struct pbw *w);
 /* Inside a packed repeated field: one bare varint element. */
 void pbw_raw_varint(struct pbw *w, uint64_t v);
+/* Append pre-encoded bytes (a message built in another buffer: interned
+ * data gathered while a packet is written, a pprof Location). */
+void pbw_raw(struct pbw *w, const void *p, size_t n);
 #endif

@@ -155,7 +155,10 @@
 #define PRD_PID 1
 #define PRD_PROCESS_NAME 6
 /* TrackEvent */
+#define TE_CATEGORY_IIDS 3
 #define TE_DEBUG_ANNOTATIONS 4
+#define TE_NAME_IID 10
+#define TE_CALLSTACK_IID 56
 #define TE_TYPE 9
 #define TE_TRACK_UUID 11
 #define TE_CATEGORIES 22
@@ -172,5 +175,13 @@
 #define DA_STRING_VALUE 6
 #define DA_POINTER_VALUE 7
 #define DA_NAME 10
+#define DA_NAME_IID 1
+/* InternedData: categories, event names, debug annotation names (EventCategory,
+ * EventName, DebugAnnotationName: iid 1, name 2) */
+#define ID_EVENT_CATEGORIES 1
+#define ID_EVENT_NAMES 2
+#define ID_DEBUG_ANNOTATION_NAMES 3
+#define IN_IID 1
+#define IN_NAME 2
 
 #endif

@@ -52,7 +52,7 @@
  * block), so a block overwritten during the copy is dropped and counted,
  * never returned torn.
  */
-#include "btrace_buffer.h"
+#include "btrace_buffer_int.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -66,104 +66,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CACHELINE 128 /* two lines: the adjacent-line prefetcher pairs them */
-
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define BT_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
-#define BT_TSAN 1
-#endif
-
-/* [rnd:32 | pos:32] words of alloc and conf */
-#define RND(x) ((uint32_t)((x) >> 32))
-#define POS(x) ((uint32_t)(x))
-#define RP(r, p) (((uint64_t)(uint32_t)(r) << 32) | (uint32_t)(p))
-
-/* global word [gen:8 | pos:56] */
-#define GEN_SHIFT 56
-#define GPOS(g) ((g) & ((1ull << GEN_SHIFT) - 1))
-#define GGEN(g) ((uint32_t)((g) >> GEN_SHIFT))
-#define GWORD(gen, pos) (((uint64_t)((gen) & 0xff) << GEN_SHIFT) | (pos))
-
-/* conf's low word [entries | bytes]: bytes take the low cbits bits */
-#define CBYTES(b, x) ((uint32_t)(x) & ((1u << (b)->cbits) - 1))
-#define CCOUNT(b, x) ((uint32_t)(x) >> (b)->cbits)
-
-/* per-core word [rnd:32 | slot:16 | meta:16] */
-#define CORE_NONE UINT64_MAX
-#define CW(r, slot, m) RP(r, ((uint32_t)(slot) << 16) | (m))
-#define CW_SLOT(c) ((uint32_t)((c) >> 16) & 0xffff)
-#define CW_META(c) ((uint32_t)(c)&0xffff)
-
-#define NLAYOUTS 4 /* generations whose layout may still be read */
-#define PREFETCH_AHEAD 128 /* bytes past the entry being written */
-#define MAX_SLOTS 0xfffe
-
-static inline bool rnd_before(uint32_t a, uint32_t b)
-{
-	return (int32_t)(a - b) < 0;
-}
-
-struct bt_meta {
-	_Atomic uint64_t alloc;
-	_Atomic uint64_t conf;
-	_Atomic uint32_t didx; /* data block of the current round */
-} __attribute__((aligned(CACHELINE)));
-
-struct bt_core {
-	_Atomic uint64_t cur; /* ratio_and_pos: the block this core writes */
-} __attribute__((aligned(CACHELINE)));
-
-struct bt_layout {
-	_Atomic uint64_t base_round; /* 64-bit round that maps to order[0] */
-	_Atomic uint32_t nslots;     /* R */
-	_Atomic uint16_t *order;     /* physical slot of virtual slot i */
-};
-
-struct bt_reader {
-	_Atomic uint32_t claimed;
-	_Atomic uint64_t epoch; /* 0 = not reading */
-} __attribute__((aligned(CACHELINE)));
-
-struct bt_buffer {
-	/* read-mostly geometry */
-	uint8_t *data;
-	uint32_t bsize, bshift, cbits, A, ncores, max_slots;
-	size_t max_size;
-	struct bt_meta *meta;
-	struct bt_core *cores;
-	struct bt_layout layouts[NLAYOUTS];
-	bool prefault;
-
-	_Atomic uint64_t global __attribute__((aligned(CACHELINE)));
-
-	/* slow-path counters */
-	_Atomic uint64_t padding __attribute__((aligned(CACHELINE)));
-	_Atomic uint64_t rejected, dropped, blocks_used, closed, skipped, stale, core_races;
-	/* conf words of finished rounds, folded when their meta moves on */
-	_Atomic uint64_t folded_entries, folded_bytes, phantom_bytes;
-	/* Folds in progress (begun != done): stats retry rather than see a
-	 * round in neither the totals nor its conf word, or in both. */
-	_Atomic uint64_t folds_begun, folds_done;
-
-	/* resize state (one resizer at a time) */
-	atomic_flag resizing;
-	_Atomic uint32_t nslots; /* current R, for stats */
-	_Atomic uint64_t resizes;
-	uint8_t *mapped;         /* [max_slots] slot has memory (resizer only) */
-	_Atomic uint32_t nmapped; /* slots with memory, for stats from any thread */
-	uint16_t *pending;       /* slots to release once safe */
-	uint32_t npending;
-	uint8_t *is_pending;     /* [max_slots] slot is in pending[] */
-	bool retire_unfinished;  /* a shrink's retire timed out: finish it first */
-	uint64_t retire_P;       /* ... at this generation start */
-	struct bt_reader readers[BT_MAX_READERS];
-	_Atomic uint64_t epoch __attribute__((aligned(CACHELINE)));
-};
-
 static void set_err(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
@@ -173,27 +75,6 @@ static void set_err(char *err, size_t len, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(err, len, fmt, ap);
 	va_end(ap);
-}
-
-static inline uint8_t *block_at(const struct bt_buffer *b, uint32_t d)
-{
-	return b->data + ((size_t)d << b->bshift);
-}
-
-static inline struct bt_block_hdr *hdr_at(const struct bt_buffer *b, uint32_t d)
-{
-	return (struct bt_block_hdr *)block_at(b, d);
-}
-
-/* The header's pos is the block's sequence word (seqlock-style). */
-static inline _Atomic uint64_t *hdr_pos(const struct bt_buffer *b, uint32_t d)
-{
-	return (_Atomic uint64_t *)&hdr_at(b, d)->pos;
-}
-
-static inline size_t slot_bytes(const struct bt_buffer *b)
-{
-	return (size_t)b->A << b->bshift;
 }
 
 /* ---- writers: padding and closing -------------------------------------- */
@@ -208,7 +89,7 @@ static void pad_confirm(struct bt_buffer *b, struct bt_meta *mt, uint32_t d, uin
 	e->kind = BT_ENTRY_PAD;
 	atomic_fetch_add_explicit(&b->padding, len, memory_order_relaxed);
 	/* Release: the dummy before the count; pairs with the acquire loads of
-	 * conf in read_block() and lock_position(). */
+	 * conf in bt_read_block_() and lock_position(). */
 	atomic_fetch_add_explicit(&mt->conf, len, memory_order_release);
 }
 
@@ -343,13 +224,13 @@ static enum lock_result lock_position(struct bt_buffer *b, uint32_t core, uint64
 	h = hdr_at(b, d);
 	atomic_store_explicit(hdr_pos(b, d), 0, memory_order_relaxed);
 	/* Release fence: the invalidation is visible before the new fields;
-	 * pairs with the acquire fence in read_block(). */
+	 * pairs with the acquire fence in bt_read_block_(). */
 	atomic_thread_fence(memory_order_release);
 	h->prev_pos = prev_pos;
 	h->core = core;
 	h->flags = 0;
 	/* Release: header fields before pos; pairs with the acquire load of
-	 * pos in read_block(). */
+	 * pos in bt_read_block_(). */
 	atomic_store_explicit(hdr_pos(b, d), p, memory_order_release);
 
 	/* Reset alloc to the header's end. Stale FAAs may still bump the old
@@ -519,7 +400,7 @@ void bt_commit(struct bt_buffer *b, struct bt_reservation *res)
 	struct bt_meta *mt = res->meta_;
 
 	/* Release: payload before the confirmation (bytes, and one entry);
-	 * pairs with the acquire load of conf in read_block() and
+	 * pairs with the acquire load of conf in bt_read_block_() and
 	 * lock_position(). */
 	atomic_fetch_add_explicit(&mt->conf, (1u << b->cbits) + res->size_, memory_order_release);
 }
@@ -538,7 +419,7 @@ int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len)
 
 /* ---- readers (speculative consumer, 4.3) --------------------------------- */
 
-static int reader_enter(struct bt_buffer *b)
+int bt_reader_enter_(struct bt_buffer *b)
 {
 	for (int i = 0; i < BT_MAX_READERS; i++) {
 		uint32_t z = 0;
@@ -557,7 +438,7 @@ static int reader_enter(struct bt_buffer *b)
 	return -EBUSY;
 }
 
-static void reader_exit(struct bt_buffer *b, int i)
+void bt_reader_exit_(struct bt_buffer *b, int i)
 {
 	/* Release: our reads of the blocks are done; pairs with the acquire
 	 * load in wait_readers() before memory is unmapped. */
@@ -579,9 +460,7 @@ static void speculative_copy(uint8_t *dst, const uint8_t *src, uint32_t len)
 		o[i] = s[i];
 }
 
-enum read_result { READ_OK, READ_LOST, READ_BUSY };
-
-static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t expect, uint8_t *scratch,
+enum bt_read_result bt_read_block_(struct bt_buffer *b, uint32_t d, uint64_t expect, uint8_t *scratch,
 				   struct bt_block_view *v)
 {
 	/* Acquire: pairs with the release store of pos in lock_position(). */
@@ -592,7 +471,7 @@ static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t exp
 	const struct bt_block_hdr *h;
 
 	if (h1 != expect)
-		return READ_LOST;
+		return BT_READ_LOST;
 	m = (uint32_t)(h1 % b->A);
 	r = (uint32_t)(h1 / b->A);
 	mt = &b->meta[m];
@@ -605,14 +484,14 @@ static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t exp
 		 * flight (conf read first, so alloc == conf means all bytes
 		 * below it were confirmed at the time of the conf load). */
 		if (RND(a) != r || POS(a) != CBYTES(b, cf))
-			return READ_BUSY;
+			return BT_READ_BUSY;
 		used = CBYTES(b, cf);
 		v->complete = 0;
 	} else if (RND(cf) == r || rnd_before(r, RND(cf))) {
 		used = b->bsize; /* complete (its meta may have moved on) */
 		v->complete = 1;
 	} else {
-		return READ_LOST;
+		return BT_READ_LOST;
 	}
 	speculative_copy(scratch, block_at(b, d), used);
 	/* Acquire fence: if the copy saw any write of a new owner, the pos
@@ -621,14 +500,14 @@ static enum read_result read_block(struct bt_buffer *b, uint32_t d, uint64_t exp
 	atomic_thread_fence(memory_order_acquire);
 	h2 = atomic_load_explicit(hdr_pos(b, d), memory_order_relaxed);
 	if (h2 != h1)
-		return READ_LOST;
+		return BT_READ_LOST;
 	h = (const struct bt_block_hdr *)scratch;
 	v->pos = h1;
 	v->prev_pos = h->prev_pos;
 	v->core = h->core;
 	v->used = used;
 	v->data = scratch;
-	return READ_OK;
+	return BT_READ_OK;
 }
 
 struct pos_idx {
@@ -654,6 +533,12 @@ static uint32_t count_entries(const struct bt_block_view *v)
 
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st)
 {
+	return bt_read_range(b, 0, 0, cb, ctx, st);
+}
+
+int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
+		  struct bt_read_stats *st)
+{
 	struct bt_read_stats local = { 0 };
 	struct pos_idx *idx = NULL;
 	uint8_t *scratch = NULL;
@@ -664,11 +549,12 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof(*st));
-	ri = reader_enter(b);
+	st->first_busy = BT_NO_POS;
+	ri = bt_reader_enter_(b);
 	if (ri < 0)
 		return ri;
 
-	/* Seq_cst: after our epoch announcement (see reader_enter()). */
+	/* Seq_cst: after our epoch announcement (see bt_reader_enter_()). */
 	{
 		uint32_t gen = GGEN(atomic_load_explicit(&b->global, memory_order_seq_cst));
 		struct bt_layout *l = &b->layouts[gen % NLAYOUTS];
@@ -695,6 +581,8 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 				st->blocks_empty++;
 				continue;
 			}
+			if (p < min_pos)
+				continue;
 			idx[n].pos = p;
 			idx[n].d = d;
 			n++;
@@ -705,21 +593,26 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 	/* Pass 2: speculative copies, validated one by one. */
 	for (i = 0; i < n; i++) {
 		struct bt_block_view v;
-		enum read_result rr = READ_BUSY;
+		enum bt_read_result rr = BT_READ_BUSY;
 
-		/* An active block with a write in flight: give it a moment. */
+		/* An active block with a write in flight: give it a moment
+		 * (BT_READ_COMPLETE: no moment, active blocks are not wanted). */
 		for (int tries = 0; tries < 64; tries++) {
-			rr = read_block(b, idx[i].d, idx[i].pos, scratch, &v);
-			if (rr != READ_BUSY)
+			rr = bt_read_block_(b, idx[i].d, idx[i].pos, scratch, &v);
+			if (rr == BT_READ_OK && !v.complete && (flags & BT_READ_COMPLETE))
+				rr = BT_READ_BUSY;
+			if (rr != BT_READ_BUSY || (flags & BT_READ_COMPLETE))
 				break;
 			sched_yield();
 		}
-		if (rr == READ_LOST) {
+		if (rr == BT_READ_LOST) {
 			st->blocks_lost++;
 			continue;
 		}
-		if (rr == READ_BUSY) {
+		if (rr == BT_READ_BUSY) {
 			st->blocks_busy++;
+			if (idx[i].pos < st->first_busy)
+				st->first_busy = idx[i].pos;
 			continue;
 		}
 		st->blocks_read++;
@@ -729,7 +622,7 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 			break;
 	}
 out:
-	reader_exit(b, ri);
+	bt_reader_exit_(b, ri);
 	free(slots);
 	free(idx);
 	free(scratch);
@@ -802,12 +695,12 @@ static void pause_briefly(void)
 /* Wait until no reader that entered before now is still reading. */
 static int wait_readers(struct bt_buffer *b, uint64_t deadline)
 {
-	/* Seq_cst: pairs with the seq_cst announcement in reader_enter(). */
+	/* Seq_cst: pairs with the seq_cst announcement in bt_reader_enter_(). */
 	uint64_t e = atomic_fetch_add_explicit(&b->epoch, 1, memory_order_seq_cst) + 1;
 
 	for (int i = 0; i < BT_MAX_READERS; i++) {
 		for (;;) {
-			/* Acquire: pairs with the release in reader_exit(). */
+			/* Acquire: pairs with the release in bt_reader_exit_(). */
 			uint64_t re = atomic_load_explicit(&b->readers[i].epoch, memory_order_acquire);
 
 			if (re == 0 || re >= e)
@@ -864,7 +757,7 @@ static int publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t *add,
 		for (;;) {
 			/* Release: the layout before the generation that uses it;
 			 * pairs with the acquire FAA in advance(). Seq_cst also
-			 * orders it before the epoch bump (see reader_enter()). */
+			 * orders it before the epoch bump (see bt_reader_enter_()). */
 			if (atomic_compare_exchange_strong_explicit(&b->global, &g, GWORD(ngen, r0 * b->A),
 								    memory_order_seq_cst, memory_order_acquire)) {
 				*start_pos = r0 * b->A;

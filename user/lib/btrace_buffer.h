@@ -106,6 +106,7 @@ struct bt_read_stats {
 	uint64_t blocks_busy;        /* active block with a write in flight: not delivered */
 	uint64_t blocks_empty;       /* never used since creation */
 	uint64_t entries;            /* data entries in delivered blocks */
+	uint64_t first_busy;         /* lowest position not delivered as busy, BT_NO_POS if none */
 };
 
 struct bt_buffer;
@@ -139,6 +140,37 @@ void bt_commit(struct bt_buffer *b, struct bt_reservation *r);
  * counted in st. Never blocks writers. */
 typedef int (*bt_block_cb)(const struct bt_block_view *blk, void *ctx);
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st);
+
+/* The same for the blocks at positions >= min_pos only. With BT_READ_COMPLETE
+ * an active block is not waited for nor delivered: it counts as busy and the
+ * lowest such position is st->first_busy (a follower such as the cold tier
+ * comes back for it once it completes). */
+#define BT_READ_COMPLETE 0x1u
+int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
+		  struct bt_read_stats *st);
+
+/* A capture: every retained block copied at one moment, so a slow reader
+ * (a dump compressing and writing) works on it while writers go on.
+ * bt_capture() copies the blocks slot by slot, oldest round first (the
+ * ones writers overwrite next), each slot with one bulk copy between two
+ * reads of its blocks' sequence words: a block overwritten during its copy
+ * is dropped and counted in st->blocks_lost, never kept torn. The buffer's
+ * counters (bt_buffer_stats) are taken right after the copy. Returns NULL
+ * and sets errno (ENOMEM, EBUSY: BT_MAX_READERS readers already). */
+struct bt_capture;
+struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st);
+/* Hand the captured blocks to cb, oldest position first (as bt_read()). */
+int bt_capture_read(const struct bt_capture *c, bt_block_cb cb, void *ctx);
+/* The oldest position captured, BT_NO_POS if none (where a cold tier's
+ * history ends: cold_tier.h). */
+uint64_t bt_capture_oldest_pos(const struct bt_capture *c);
+/* The counters at the capture, and how long the copy took (ns, reader
+ * entry to exit; allocation not included). */
+const struct bt_stats *bt_capture_stats(const struct bt_capture *c);
+/* What the capture kept and lost (as bt_capture's st). */
+const struct bt_read_stats *bt_capture_read_stats(const struct bt_capture *c);
+uint64_t bt_capture_copy_ns(const struct bt_capture *c);
+void bt_capture_free(struct bt_capture *c);
 
 /* Iterate data entries of a block view: returns the next payload or NULL.
  * *off starts at 0. Padding is skipped; a malformed block ends the walk. */

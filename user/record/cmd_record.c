@@ -25,6 +25,7 @@
 #include "config_file.h"
 #include "dump_dir.h"
 #include "log.h"
+#include "cold_tier.h"
 
 /* A bad value from --config FILE is named by its FILE:LINE. */
 #define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
@@ -45,6 +46,10 @@ __attribute__((format(printf, 2, 3))) static void config_argp_error(const struct
 }
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
+/* The cold tier is off by default: it lengthens the window (lz4 1.5x, zstd
+ * 3.3x at 75%) but costs ~60-100 ns of compression per event, more than the
+ * whole drain path (BENCHMARKS.md, scripts/bench_event_cost.sh). */
+#define DEFAULT_COLD_PCT 0
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
 #define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
@@ -85,8 +90,11 @@ enum {
 	OPT_MAX_STACKS,
 	OPT_DEBUG_DIR,
 	OPT_NO_SOURCE_LINES,
+	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
 	OPT_UNWIND_MEM,
+	OPT_COLD_TIER,
+	OPT_COLD_CODEC,
 };
 
 /* On-CPU samples per second per CPU by default: a user and kernel stack
@@ -105,6 +113,13 @@ static const struct argp_option options[] = {
 	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
+	{ "cold-tier", OPT_COLD_TIER, "PCT", 0,
+	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default off; "
+	  "75 keeps 1.5x (lz4) to 3.3x (zstd) the history for ~60-100 ns of CPU per event): the rest keeps "
+	  "the latest events raw", 0 },
+	{ "cold-codec", OPT_COLD_CODEC, "CODEC[:LEVEL]", 0,
+	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration) or zstd (denser; its level) "
+	  "(default lz4)", 0 },
 	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
 	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
 	{ "no-final-dump", OPT_NO_FINAL_DUMP, NULL, 0, "Do not write a dump when stopping", 0 },
@@ -125,7 +140,8 @@ static const struct argp_option options[] = {
 	{ "offcpu-min", OPT_OFFCPU_MIN, "TIME", 0,
 	  "With --stacks switch: only blocks at least this long (shorter ones are counted, not stored)", 1 },
 	{ "max-stacks", OPT_MAX_STACKS, "N", 0,
-	  "Distinct call stacks kept (default 16384); stacks beyond are counted and their events marked lost", 1 },
+	  "Distinct call stacks the buffer's window may name (default 16384; stacks no retained event names are "
+	  "reclaimed); stacks beyond are counted and their events marked lost", 1 },
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
 	  "/usr/lib/debug (repeatable)", 1 },
@@ -135,6 +151,9 @@ static const struct argp_option options[] = {
 	  "(default 64M; 0: frame pointers only)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
+	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,
+	  "Memory for the symbols and DWARF of the files stacks reference, loaded in the background before "
+	  "dumps need them (default 256M; least recently used files closed first)", 1 },
 	{ "uprobe", 'u', "SPEC", 0,
 	  "Probe a user-space function: [BINARY:]FUNCTION[+OFFSET][%return] or [BINARY:]0xADDRESS "
 	  "(repeatable; see below)", 2 },
@@ -306,6 +325,35 @@ static int config_lookup(const char *name, void *ctx)
 	return BT_CFG_UNKNOWN;
 }
 
+/* lz4[:ACCEL] or zstd[:LEVEL] */
+static int parse_codec(const char *arg, struct record_opts *o)
+{
+	char name[8];
+	const char *colon = strchr(arg, ':');
+	size_t n = colon ? (size_t)(colon - arg) : strlen(arg);
+	enum bt_codec c;
+	char *end;
+	long lv;
+
+	if (n >= sizeof(name))
+		return -1;
+	memcpy(name, arg, n);
+	name[n] = '\0';
+	if (bt_codec_parse(name, &c))
+		return -1;
+	o->cold_codec = (int)c;
+	o->cold_level = 1; /* lz4: acceleration 1; zstd: level 1 */
+	if (!colon)
+		return 0;
+	errno = 0;
+	lv = strtol(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || (c == BT_CODEC_LZ4 && (lv < 1 || lv > 64)) ||
+	    (c == BT_CODEC_ZSTD && (lv < -7 || lv > 9)))
+		return -1;
+	o->cold_level = (int)lv;
+	return 0;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -461,6 +509,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else if (parse_size(arg, &o->unwind_mem) || o->unwind_mem < 4096 || o->unwind_mem > (8ull << 30))
 			argp_error(state, "invalid --unwind-mem '%s': give 0 or a size from 4K to 8G", arg);
 		break;
+	case OPT_SYMBOL_CACHE:
+		if (parse_size(arg, &o->symbol_cache) || o->symbol_cache < (1u << 20))
+			argp_error(state, "invalid --symbol-cache '%s': give a size of at least 1M (e.g. 256M)", arg);
+		break;
+	case OPT_COLD_TIER:
+		if (!strcmp(arg, "off"))
+			v = 0;
+		else if (parse_uint(arg, 90, &v))
+			argp_error(state, "invalid --cold-tier '%s': give a percentage from 0 to 90, or off", arg);
+		o->cold_pct = (uint32_t)v;
+		break;
+	case OPT_COLD_CODEC:
+		if (parse_codec(arg, o))
+			argp_error(state, "invalid --cold-codec '%s': give lz4[:1..64] or zstd[:-7..9]", arg);
+		break;
 	case OPT_MAX_STACKS:
 		if (parse_uint(arg, 1u << 22, &v) || v == 0)
 			argp_error(state, "invalid --max-stacks '%s': give a number from 1 to 4194304", arg);
@@ -554,6 +617,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'v':
 		o->verbose++;
 		break;
+	case ARGP_KEY_INIT:
+		/* Usage errors at error priority under the journal (log.h). */
+		state->err_stream = bt_log_stream(BT_LOG_ERR);
+		break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -569,6 +636,9 @@ static int record(int argc, char **args)
 {
 	struct record_opts o = {
 		.buffer_size = DEFAULT_BUFFER_SIZE,
+		.cold_pct = DEFAULT_COLD_PCT,
+		.cold_codec = BT_CODEC_LZ4,
+		.cold_level = 1,
 		.output_dir = DEFAULT_OUTPUT_DIR,
 		.groups = DEFAULT_GROUPS,
 		.final_dump = 1,

@@ -634,6 +634,45 @@ int bt_loader_cpu_state_fd(const struct bt_loader *l)
 	return bpf_map__fd(l->skel->maps.cpu_state);
 }
 
+/* ---- stack reclamation: the kernel side (stack_table.h) ----------------------- */
+
+/* The table freed these stacks: their next occurrence must send its frames. */
+static void stacks_forget(void *ctx, const uint64_t *hashes, size_t n)
+{
+	struct bt_loader *l = ctx;
+	int fd = bpf_map__fd(l->skel->maps.stack_seen);
+
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &hashes[i]); /* -ENOENT: the LRU dropped it already */
+}
+
+/* The hashes of the blocks off-CPU being followed: their events come when
+ * the task runs again, maybe long after the stack's last event. */
+static long stacks_held(void *ctx, uint64_t **out)
+{
+	struct bt_loader *l = ctx;
+	int fd = bpf_map__fd(l->skel->maps.offcpu_pending);
+	uint32_t max = bpf_map__max_entries(l->skel->maps.offcpu_pending), key, next, *prev = NULL;
+	uint64_t *h = malloc(2 * (size_t)max * sizeof(*h));
+	struct bt_offcpu_pending v;
+	long n = 0;
+
+	if (!h)
+		return -ENOMEM;
+	/* Bounded: tasks come and go meanwhile, and a key deleted under the
+	 * walk restarts it from the first. */
+	for (uint32_t steps = 0; steps < 2 * max && bpf_map_get_next_key(fd, prev, &next) == 0; steps++) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &v) || n + 2 > 2 * (long)max)
+			continue;
+		h[n++] = v.khash;
+		h[n++] = v.uhash;
+	}
+	*out = h;
+	return n;
+}
+
 /* ---- drain ------------------------------------------------------------------- */
 
 static inline void bump(_Atomic uint64_t *c)
@@ -795,7 +834,7 @@ static int drain_sample(void *ctx, void *data, size_t len)
 }
 
 /* Nice level of the drain thread (see drain_main()). */
-#define DRAIN_NICE (-10)
+#define DRAIN_NICE BT_DRAIN_NICE
 
 static void *drain_main(void *arg)
 {
@@ -827,11 +866,11 @@ static void *drain_main(void *arg)
 		horizon = boottime_ns();
 		bt_rings_consume(d->rb, drain_sample, d);
 		flush_batch(d);
-		{
-			struct bt_stats bs;
-			bt_buffer_stats(d->l->buf, &bs);
-			bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
-		}
+		struct bt_stats bs;
+		bt_buffer_stats(d->l->buf, &bs);
+		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
+			bt_stack_table_pass(d->l->stacks, bs.blocks_used, bs.nblocks, bs.active);
 		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
@@ -877,6 +916,10 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 	l->stacks = stacks;
 	if (!l->live && !(l->live = bt_live_new(l->ncpus)))
 		return -ENOMEM;
+	if (stacks) {
+		struct bt_stack_reclaim_ops ops = { stacks_forget, stacks_held, l };
+		bt_stack_table_set_reclaim(stacks, &ops); /* one drain: the table's only writer */
+	}
 	l->ndrains = 1;
 	for (unsigned i = 0; i < l->ndrains; i++) {
 		struct bt_drain *d = &l->drains[i];

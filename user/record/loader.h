@@ -27,6 +27,9 @@ struct bt_event_hdr;
 
 #define BT_DEFAULT_RING_SIZE (16u << 20)
 #define BT_DEFAULT_DRAIN_MS 20
+/* Nice level of the drain thread: a saturated machine must not starve it
+ * (the rings would overflow). The dump thread runs at it too. */
+#define BT_DRAIN_NICE (-10)
 
 struct bt_loader_opts {
 	uint32_t groups;       /* requested groups, bitmask of 1 << enum bt_group */

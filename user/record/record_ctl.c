@@ -21,12 +21,15 @@
 #include "recorder.h"
 #include "stack_table.h"
 #include "unwind_procs.h"
+#include "stack_symbols.h"
+#include "symbol_cache.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
 #include "app_registry.h"
 #include "uprobes.h"
 #include "util.h"
 #include "dump.h"
+#include "cold_tier.h"
 
 static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe", "stacks" };
 
@@ -72,7 +75,12 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	 * would time out): wait for a dump being written. Only a resize waits;
 	 * status and the rest are answered meanwhile. */
 	pthread_mutex_lock(&r->dump_serial);
-	err = bt_resize(r->buf, size, 2000, e, sizeof(e));
+	/* With a cold tier, SIZE is the budget of both, split as at start. */
+	err = bt_resize(r->buf, r->cold ? size / 100 * (100 - r->o->cold_pct) : size, 2000, e, sizeof(e));
+	if (!err && r->cold) {
+		bt_buffer_stats(r->buf, &after);
+		err = bt_cold_resize(r->cold, size > after.size ? size - after.size : 0, e, sizeof(e));
+	}
 	pthread_mutex_unlock(&r->dump_serial);
 	if (err == -E2BIG) {
 		snprintf(why, whylen, "%s is over the maximum %s reserved at start: restart the recorder with --max-size",
@@ -134,24 +142,42 @@ static void print_prog_misses(struct recorder *r, FILE *out)
 }
 
 /* The stack table and every stack not taken or not stored. */
+/* What the background symbol loading has done (a dump names frames only
+ * from loaded files). */
+static void print_symbols(struct recorder *r, FILE *out)
+{
+	struct bt_symcache_stats c;
+	char a[32], b[32];
+
+	if (!r->symbolizer)
+		return;
+	bt_symbolizer_stats(r->symbolizer, &c);
+	fprintf(out, "symbols: %" PRIu64 " files seen, %" PRIu64 " loaded, %" PRIu64 " unreadable, %" PRIu64
+		" not loaded yet, %" PRIu64 " closed for room; %s of %s (--symbol-cache)\n",
+		c.files, c.loaded - c.evicted, c.failed, c.files - (c.loaded - c.evicted) - c.failed, c.evicted,
+		format_size(c.bytes, a, sizeof(a)), format_size(c.max_bytes, b, sizeof(b)));
+}
+
 static void print_stacks(struct recorder *r, FILE *out)
 {
 	struct bt_stack_stats ks;
-	uint64_t n, overflow;
+	struct bt_stack_counts c;
 
 	if (!r->stacks) {
 		fprintf(out, "stacks: off\n");
 		return;
 	}
-	bt_stack_table_counts(r->stacks, &n, &overflow);
+	bt_stack_table_counts(r->stacks, &c);
 	if (bt_loader_read_stack_stats(r->loader, &ks))
 		memset(&ks, 0, sizeof(ks));
 	fprintf(out, "stacks: %" PRIu64 " distinct (max %u), sampling %u Hz, %" PRIu64 " samples; lost: %" PRIu64
 		" table full, %" PRIu64 " ring full, %" PRIu64 " kernel and %" PRIu64 " user stack errors; %" PRIu64
-		" off-CPU blocks below --offcpu-min, %" PRIu64 " not followed\n",
-		n, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
-		overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
-		(uint64_t)ks.offcpu_nomem);
+		" off-CPU blocks below --offcpu-min, %" PRIu64 " not followed; %" PRIu64
+		" reclaimed (no event in the buffer named them)\n",
+		c.stacks, r->o->max_stacks ? r->o->max_stacks : BT_DEFAULT_MAX_STACKS, r->o->sample_hz, (uint64_t)ks.samples,
+		c.overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
+		(uint64_t)ks.offcpu_nomem, c.reclaimed);
+	print_symbols(r, out);
 	if (r->unwinder) {
 		struct bt_unwinder_stats us;
 		bt_unwinder_stats(r->unwinder, &us);
@@ -197,6 +223,21 @@ static void print_losses(struct recorder *r, FILE *out)
 		bs.blocks_closed, bs.blocks_skipped, bs.padding_bytes, bs.resizes);
 }
 
+static void print_cold(struct bt_cold *cold, FILE *out)
+{
+	struct bt_cold_stats cs;
+	char a[32], b2[32], c[32];
+
+	bt_cold_stats(cold, &cs);
+	fprintf(out, "cold tier: %s:%d, %s, %u blocks held (%s of events in %s, %.2fx), %" PRIu64
+		" blocks compressed, %" PRIu64 " evicted oldest first, %" PRIu64 " gaps (blocks overwritten "
+		"before they were compressed), compressor CPU %.3fs\n",
+		bt_codec_name(cs.codec), cs.level, format_size(cs.size, a, sizeof(a)), cs.blocks,
+		format_size(cs.blocks_in ? cs.raw_bytes_in / cs.blocks_in * cs.blocks : 0, b2, sizeof(b2)),
+		format_size(cs.used, c, sizeof(c)), cs.stored_bytes_in ? (double)cs.raw_bytes_in / (double)cs.stored_bytes_in : 0.0,
+		cs.blocks_in, cs.blocks_evicted, cs.gaps, (double)cs.cpu_ns / 1e9);
+}
+
 static int do_status(struct recorder *r, FILE *out)
 {
 	char a[32], b2[32], c[32], d[32], e[32];
@@ -226,6 +267,8 @@ static int do_status(struct recorder *r, FILE *out)
 	} else {
 		fprintf(out, "window: empty\n");
 	}
+	if (r->cold)
+		print_cold(r->cold, out);
 	print_losses(r, out);
 	/* r->lock, not dump_serial: a dump being written must not hold this up. */
 	pthread_mutex_lock(&r->lock);

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * record_triggers.c - the recorder's side of `record --trigger`: start the
- * trigger thread, queue the dumps it asks for to the dump thread (each hit
- * its own dump), put the trigger table into every dump, answer
- * `ctl trigger NAME`, and take application triggers (BTRACE_TRIGGER).
+ * trigger thread, merge the hits it hands on into the pending dump (a hit
+ * whose delay is over while a dump is pending is named in that dump, not
+ * queued behind it: that dump is taken later, so it holds the hit), count
+ * how each hit ended, put the trigger table into every dump, say when a
+ * dump's window starts after its event, answer `ctl trigger NAME`, and
+ * take application triggers (BTRACE_TRIGGER).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -11,30 +14,106 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "btrace_buffer.h"
 #include "dump.h"
+#include "live_window.h"
 #include "loader.h"
 #include "recorder.h"
 #include "record_triggers.h"
 #include "triggers.h"
 #include "util.h"
 
-/* Trigger thread: a hit's delay is over; the dump thread writes it. */
-static void on_trigger_dump(void *ctx, const struct bt_trigger_fired *f)
+/* Trigger thread (or the stop): f[0]'s delay is over, f[1..n) and
+ * `unnamed` came during it. Into the pending dump: the dump thread takes it
+ * whole when it starts one. */
+static void on_trigger_dump(void *ctx, const struct bt_trigger_fired *f, size_t n, uint64_t unnamed)
 {
 	struct recorder *r = ctx;
+	struct recorder_hits *q = &r->tq;
 
 	pthread_mutex_lock(&r->lock);
-	if (r->ntq == RECORDER_TRIGGER_QUEUE) {
-		/* The dump thread is this far behind: the hit is counted, not dumped. */
-		r->tq_dropped++;
-		pthread_mutex_unlock(&r->lock);
-		bt_warn("trigger %s: %d trigger dumps already wait for the dump thread; this one is skipped (%" PRIu64
-			" so far)", f->name, RECORDER_TRIGGER_QUEUE, r->tq_dropped);
-		return;
+	for (size_t k = 0; k < n; k++) {
+		if (q->n < RECORDER_HITS)
+			q->f[q->n++] = f[k];
+		else if (f[k].trig < BT_TRIG_MAX)
+			q->unnamed[f[k].trig]++; /* in the dump all the same, only counted */
 	}
-	r->tq[r->ntq++] = *f;
+	if (n && f[0].trig < BT_TRIG_MAX)
+		q->unnamed[f[0].trig] += unnamed;
 	pthread_cond_signal(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+}
+
+int recorder_triggers_take(struct recorder *r, struct recorder_hits *out)
+{
+	if (!r->tq.n)
+		return 0;
+	*out = r->tq;
+	memset(&r->tq, 0, sizeof(r->tq));
+	return 1;
+}
+
+/* How the hits of h end: in a dump written (the first named started it,
+ * the rest were merged), or in none. */
+struct hit_ends {
+	uint64_t dumps[BT_TRIG_MAX], merged[BT_TRIG_MAX], n[BT_TRIG_MAX];
+};
+
+static void hit_ends(const struct recorder_hits *h, struct hit_ends *e)
+{
+	memset(e, 0, sizeof(*e));
+	for (size_t k = 0; k < h->n; k++) {
+		uint32_t i = h->f[k].trig;
+
+		if (i >= BT_TRIG_MAX)
+			continue;
+		if (k == 0)
+			e->dumps[i]++;
+		else
+			e->merged[i]++;
+		e->n[i]++;
+	}
+	for (size_t i = 0; i < BT_TRIG_MAX; i++) {
+		e->merged[i] += h->unnamed[i];
+		e->n[i] += h->unnamed[i];
+	}
+}
+
+void recorder_triggers_account(struct recorder *r, const struct recorder_hits *h, int written)
+{
+	struct hit_ends e;
+
+	hit_ends(h, &e);
+	for (size_t i = 0; i < BT_TRIG_MAX; i++) {
+		if (!e.n[i])
+			continue;
+		if (written)
+			bt_triggers_account(r->triggers, i, e.dumps[i], e.merged[i], 0);
+		else
+			bt_triggers_account(r->triggers, i, 0, 0, e.n[i]);
+	}
+	if (!written && h->n)
+		bt_warn("trigger %s: its dump was not written; %" PRIu64 " hit%s counted as dropped", h->f[0].name,
+			(uint64_t)h->n, h->n == 1 ? "" : "s");
+}
+
+/* The window the dump is about to hold starts after an event it is for:
+ * said in the log (report --stats says it from the dump). */
+static void check_windows(struct recorder *r, const struct recorder_hits *h)
+{
+	struct bt_seq_window w;
+	struct bt_stats bs;
+
+	if (!h->n || !bt_loader_live(r->loader))
+		return;
+	bt_buffer_stats(r->buf, &bs);
+	bt_live_window(bt_loader_live(r->loader), bs.blocks_used, bs.nblocks, &w);
+	for (size_t k = 0; k < h->n; k++)
+		if (w.events && h->f[k].ts_ns < w.first_ts)
+			bt_warn("trigger %s: its event at %.6f is %.3f ms older than the oldest event the buffer still holds "
+				"(%.6f): this dump does not hold it (a larger buffer, or a shorter after=, keeps it)",
+				h->f[k].name, (double)h->f[k].ts_ns / 1e9, (double)(w.first_ts - h->f[k].ts_ns) / 1e6,
+				(double)w.first_ts / 1e9);
 }
 
 int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
@@ -51,6 +130,11 @@ int recorder_triggers_start(struct recorder *r, char *err, size_t errlen)
 
 void recorder_triggers_stop(struct recorder *r)
 {
+	/* The hits handed on now and the final dump asked for next go into
+	 * one dump: none starts in between. */
+	pthread_mutex_lock(&r->lock);
+	r->hold_dumps = 1;
+	pthread_mutex_unlock(&r->lock);
 	bt_triggers_stop(r->triggers);
 }
 
@@ -60,20 +144,13 @@ void recorder_triggers_free(struct recorder *r)
 	r->triggers = NULL;
 }
 
-int recorder_triggers_pop(struct recorder *r, struct bt_trigger_fired *out)
-{
-	if (!r->ntq)
-		return 0;
-	*out = r->tq[0];
-	memmove(r->tq, r->tq + 1, --r->ntq * sizeof(r->tq[0]));
-	return 1;
-}
-
 int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, struct bt_dump_info *info,
 			   struct bt_dump_trigger **tab)
 {
 	size_t n = bt_triggers_count(r->triggers);
+	const struct recorder_hits *h = f ? &r->wr : NULL;
 	struct bt_dump_trigger *t;
+	struct hit_ends e;
 
 	*tab = NULL;
 	if (!n)
@@ -92,10 +169,24 @@ int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f,
 		t[i].limit_ns = s->limit_ns;
 		bt_triggers_stats(r->triggers, i, &t[i].st);
 	}
+	if (h) {
+		/* This dump's own hits, as they end if it is written (no file
+		 * shows them otherwise): the table adds up without them pending. */
+		hit_ends(h, &e);
+		for (size_t i = 0; i < n && i < BT_TRIG_MAX; i++) {
+			struct bt_trigger_stats *st = &t[i].st;
+
+			st->dumps += e.dumps[i];
+			st->merged += e.merged[i];
+			st->skipped += e.merged[i];
+			st->pending -= e.n[i] < st->pending ? e.n[i] : st->pending;
+		}
+		check_windows(r, h);
+	}
 	info->triggers = t;
 	info->ntriggers = n;
-	info->fired = f;
-	info->nfired = f ? 1 : 0;
+	info->fired = h ? h->f : NULL;
+	info->nfired = h ? h->n : 0;
 	*tab = t;
 	return 0;
 }
@@ -114,8 +205,12 @@ void recorder_triggers_status(struct recorder *r, FILE *out)
 		struct bt_trigger_stats st;
 
 		bt_triggers_stats(r->triggers, i, &st);
-		fprintf(out, "  %s: %s, %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64 " skipped, %" PRIu64 " lost\n",
-			s->name, s->cond, st.hits, st.dumps, st.skipped, st.lost);
+		fprintf(out,
+			"  %s: %s, %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64 " skipped, %" PRIu64 " lost; %" PRIu64
+			" dumped + %" PRIu64 " merged + %" PRIu64 " rate-limited + %" PRIu64 " dropped + %" PRIu64
+			" pending\n",
+			s->name, s->cond, st.hits, st.dumps, st.skipped, st.lost, st.dumps, st.merged, st.limited, st.dropped,
+			st.pending);
 	}
 }
 

@@ -15,15 +15,25 @@ struct bt_trigger_fired;
 
 /* Arm o->triggers (nothing without); 0, or -errno with one line in err. */
 int recorder_triggers_start(struct recorder *r, char *err, size_t errlen);
-/* Detach and stop: no trigger dump is asked for after this returns (the
- * drain and the application registry may still report hits: ignored). */
+/* Detach and stop: hits waiting for their delay go into the pending dump
+ * now, and no dump starts until the recorder quits (the final dump takes
+ * them); no trigger dump is asked for after this returns (the drain and
+ * the application registry may still report hits: ignored). */
 void recorder_triggers_stop(struct recorder *r);
 /* Free, once the drain thread and the application registry are gone. */
 void recorder_triggers_free(struct recorder *r);
-/* Under r->lock: take the oldest trigger dump asked for; 1 if there was one. */
-int recorder_triggers_pop(struct recorder *r, struct bt_trigger_fired *out);
-/* Fill info's trigger table (counts now) and the hit f (NULL: a dump of
- * another reason). *tab is for the caller to free after the dump. 0 or -ENOMEM. */
+/* Under r->lock: take the trigger hits of the pending dump (and leave none
+ * pending); 1 if there were any. */
+struct recorder_hits;
+int recorder_triggers_take(struct recorder *r, struct recorder_hits *out);
+/* Tell the triggers how the hits of h ended: written 1, in the dump just
+ * written; 0, in none (dropped). */
+void recorder_triggers_account(struct recorder *r, const struct recorder_hits *h, int written);
+/* Fill info's trigger table (counts now, the dump's own hits counted as
+ * they end if it is written) and, f not NULL, the hits of r->wr (the dump
+ * thread's, under dump_serial); f NULL: a dump of another reason. Logs a
+ * hit older than the buffer's window. *tab is for the caller to free after
+ * the dump. 0 or -ENOMEM. */
 int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f, struct bt_dump_info *info,
 			   struct bt_dump_trigger **tab);
 /* `ctl status` lines. */

@@ -56,6 +56,8 @@
 #include "record_triggers.h"
 #include "triggers.h"
 #include "trigger_bpf.h"
+#include "cold_pump.h"
+#include "cold_tier.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
@@ -233,40 +235,6 @@ void recorder_request_dump(struct recorder *r, const char *reason)
 	r->pending = 1;
 	pthread_cond_signal(&r->cond);
 	pthread_mutex_unlock(&r->lock);
-}
-
-static void *dump_main(void *arg)
-{
-	struct recorder *r = arg;
-
-	pthread_setname_np(pthread_self(), "btrace-dump");
-	pthread_mutex_lock(&r->lock);
-	for (;;) {
-		struct bt_trigger_fired f;
-		const char *reason;
-		int ret;
-
-		while (!r->pending && !r->ntq && !r->quit)
-			pthread_cond_wait(&r->cond, &r->lock);
-		/* Each trigger hit its own dump, in the order they came. */
-		if (recorder_triggers_pop(r, &f)) {
-			pthread_mutex_unlock(&r->lock);
-			recorder_write_trigger_dump(r, &f);
-			pthread_mutex_lock(&r->lock);
-			continue;
-		}
-		if (!r->pending)
-			break;
-		reason = r->reason;
-		r->pending = 0;
-		pthread_mutex_unlock(&r->lock);
-		ret = recorder_write_dump(r, reason, NULL, NULL, 0, NULL, 0);
-		pthread_mutex_lock(&r->lock);
-		if (strcmp(reason, "exit") == 0)
-			r->final_failed = ret != 0;
-	}
-	pthread_mutex_unlock(&r->lock);
-	return NULL;
 }
 
 /* ---- main loop ------------------------------------------------------------------ */
@@ -546,11 +514,12 @@ static int create_buffer(struct recorder *r)
 		return -1;
 	}
 	memset(&cfg, 0, sizeof(cfg));
-	cfg.size = (size_t)o->buffer_size;
+	/* With a cold tier, --buffer-size is the budget of both tiers. */
+	cfg.size = (size_t)(o->buffer_size / 100 * (100 - o->cold_pct));
 	cfg.block_size = (uint32_t)o->block_size;
 	cfg.ncores = r->ncpus;
 	cfg.active = (uint32_t)o->active_blocks;
-	cfg.max_size = (size_t)o->max_size;
+	cfg.max_size = (size_t)(o->max_size / 100 * (100 - o->cold_pct));
 	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
 	err[0] = '\0';
 	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
@@ -560,6 +529,8 @@ static int create_buffer(struct recorder *r)
 			err[0] ? err : strerror(errno));
 		return -1;
 	}
+	if (o->cold_pct && recorder_cold_start(r) < 0)
+		return -1;
 	r->tasks = bt_tasks_new();
 	if (!r->tasks) {
 		bt_err("out of memory");
@@ -609,7 +580,7 @@ static int open_loader(struct recorder *r)
 	if (o->sample_hz || o->stacks_switch || o->stacks_wakeup || o->ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r->stacks = bt_stack_table_new(lo.max_stacks);
-		r->symbolizer = r->stacks ? bt_symbolizer_new(o->debug_dirs, !o->no_source_lines) : NULL;
+		r->symbolizer = r->stacks ? bt_symbolizer_new(r->stacks, o->debug_dirs, !o->no_source_lines, o->symbol_cache) : NULL;
 		if (!r->stacks || !r->symbolizer) {
 			bt_err("out of memory for a table of %u stacks: give a smaller --max-stacks", lo.max_stacks);
 			return -1;
@@ -703,7 +674,7 @@ static int start_recording(struct recorder *r, int *dump_thread)
 		bt_log(BT_LOG_ERR, "%s", err);
 		return -1;
 	}
-	ret = pthread_create(&r->dump_thread, NULL, dump_main, r);
+	ret = pthread_create(&r->dump_thread, NULL, recorder_dump_thread, r);
 	if (ret) {
 		bt_err("cannot start the dump thread: %s", strerror(ret));
 		return -1;
@@ -824,6 +795,8 @@ static void stop_recording(struct recorder *r)
 	bt_uprobes_detach(r->uprobes);
 	bt_loader_detach(r->loader);
 	bt_loader_stop(r->loader);
+	bt_cold_pump_stop(r->cold_pump); /* takes the last blocks the drain completed */
+	r->cold_pump = NULL;
 	if (r->o->final_dump)
 		recorder_request_dump(r, "exit");
 }
@@ -878,6 +851,8 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o)
 	free(o->uspecs);
 	free(o->usdts);
 	bt_tasks_free(r->tasks);
+	bt_cold_pump_stop(r->cold_pump);
+	bt_cold_destroy(r->cold);
 	bt_buffer_destroy(r->buf);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);

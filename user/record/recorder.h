@@ -16,6 +16,8 @@
 #include "trigger_spec.h"
 
 struct bt_buffer;
+struct bt_cold;
+struct bt_cold_pump;
 struct bt_loader;
 struct bt_uprobes;
 struct bt_task_table;
@@ -48,6 +50,7 @@ struct record_opts {
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	int no_source_lines;          /* --no-source-lines */
 	uint64_t unwind_mem;          /* --unwind-mem; 0: frame pointers only */
+	uint64_t symbol_cache;        /* --symbol-cache: bytes of loaded symbols kept; 0 default */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
 	int uargs;                    /* --uargs; -1: default (6) */
@@ -71,11 +74,26 @@ struct record_opts {
 	uint64_t app_block_size;      /* --app-block-size */
 	uint32_t max_apps;            /* --max-apps */
 	int no_apps;                  /* --no-apps */
+	/* the compressed cold tier (user/coldtier) */
+	uint32_t cold_pct;            /* --cold-tier: % of --buffer-size it gets; 0 off */
+	int cold_codec;               /* --cold-codec: enum bt_codec */
+	int cold_level;               /* --cold-codec NAME:LEVEL */
+};
+
+/* Trigger hits one dump is for: named (the first started it, the others
+ * were merged into it), and more merged hits of each trigger only counted. */
+#define RECORDER_HITS 64
+struct recorder_hits {
+	struct bt_trigger_fired f[RECORDER_HITS];
+	size_t n;
+	uint64_t unnamed[BT_TRIG_MAX];
 };
 
 struct recorder {
 	const struct record_opts *o;
 	struct bt_buffer *buf;
+	struct bt_cold *cold;            /* NULL: no cold tier */
+	struct bt_cold_pump *cold_pump;  /* its compressor thread */
 	struct bt_loader *loader;
 	struct bt_uprobes *uprobes; /* NULL without -u/-U */
 	struct bt_task_table *tasks;
@@ -117,10 +135,9 @@ struct recorder {
 
 	/* --trigger (record_triggers.c) */
 	struct bt_triggers *triggers;
-#define RECORDER_TRIGGER_QUEUE 32
-	struct bt_trigger_fired tq[RECORDER_TRIGGER_QUEUE]; /* under lock: trigger dumps asked for */
-	size_t ntq;
-	uint64_t tq_dropped;         /* under lock: trigger dumps skipped, the queue full */
+	struct recorder_hits tq;     /* under lock: the hits the pending dump is for */
+	struct recorder_hits wr;     /* under dump_serial: the hits of the dump being written */
+	int hold_dumps;              /* under lock: stopping; the dump thread waits for quit */
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
 	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */
 };
@@ -134,9 +151,9 @@ void recorder_request_dump(struct recorder *r, const char *reason);
 /* Write a dump now, serialized with the dump thread (recorder_dumps.c). path NULL: the output
  * directory with a generated name. The path written goes to out. 0 or -errno
  * with a reason in why. */
-/* The dump a trigger hit asked for (reason "trigger", its TRIG section names
- * the hit), serialized with the other dumps. 0 or -errno. */
-int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f);
+/* The dump thread (recorder_dumps.c): writes the pending dump, with the
+ * trigger hits merged into it, one at a time until r->quit. */
+void *recorder_dump_thread(void *arg);
 int recorder_write_dump(struct recorder *r, const char *reason, const char *path, char *out, size_t outlen,
 			char *why, size_t whylen);
 /* Runs the kernel skipped of every program of the recorder (tracepoints,

@@ -14,7 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
@@ -37,9 +39,10 @@
 #include "app_reader.h"
 #include "record_triggers.h"
 #include "dump_mgmt.h"
+#include "dump_capture.h"
 #include "log.h"
 
-#define FLUSH_TIMEOUT_MS 2000
+#define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
 
 /* The dump's STCK section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
@@ -84,7 +87,10 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	}
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
 	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;
-	ret = bt_symbolize(r->symbolizer, r->stacks, &s);
+	/* A trigger's dump never waits for a file; one a user asked for (or
+	 * the last) waits a little for the files just seen. */
+	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
+	ret = bt_symbolize(r->symbolizer, &s);
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
 	bt_stack_snapshot_free(&s);
@@ -105,6 +111,20 @@ static void after_dump(struct recorder *r, const char *path, int in_dir, const c
 	/* A trigger's hit is in the dump's TRIG section: the manifest reads it there. */
 	if (r->mgmt)
 		bt_dump_mgmt_after(r->mgmt, path, in_dir, reason, NULL, &rec);
+}
+
+/* No stack is freed (and its id handed to another) from before the dump
+ * copies the buffer until it has copied the stack table: every id an event
+ * of the dump names still means the stack the event was taken with. */
+static int write_dump_held(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
+			   const char *explicit_path, char *why, size_t whylen)
+{
+	uint64_t token = r->stacks ? bt_stack_table_hold(r->stacks) : 0;
+	int ret = write_dump(r, reason, fired, explicit_path, why, whylen);
+
+	if (r->stacks)
+		bt_stack_table_release(r->stacks, token);
+	return ret;
 }
 
 size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
@@ -136,33 +156,79 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *expl
 		pthread_mutex_unlock(&r->dump_serial);
 		return -EEXIST;
 	}
-	ret = write_dump(r, reason, NULL, explicit_path, why, whylen);
+	ret = write_dump_held(r, reason, NULL, explicit_path, why, whylen);
 	if (ret == 0 && out)
 		snprintf(out, outlen, "%s", r->last_path);
 	pthread_mutex_unlock(&r->dump_serial);
 	return ret;
 }
 
-int recorder_write_trigger_dump(struct recorder *r, const struct bt_trigger_fired *f)
+/* The pending dump, for reason and the trigger hits h (NULL: none), whose
+ * ends are counted: in this dump if it is written, else dropped. */
+static int write_pending(struct recorder *r, const char *reason, const struct recorder_hits *h)
 {
 	int ret;
 
 	pthread_mutex_lock(&r->dump_serial);
-	ret = write_dump(r, "trigger", f, NULL, NULL, 0);
+	if (h)
+		r->wr = *h;
+	else
+		r->wr.n = 0;
+	ret = write_dump_held(r, reason, r->wr.n ? r->wr.f : NULL, NULL, NULL, 0);
+	r->wr.n = 0;
 	pthread_mutex_unlock(&r->dump_serial);
+	if (h)
+		recorder_triggers_account(r, h, ret == 0);
 	return ret;
+}
+
+/* The dump thread at the drain's priority: under load it must take the
+ * window and write it as soon as asked, not after the load's tasks. */
+static void dump_thread_priority(void)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BT_DRAIN_NICE))
+		bt_info("dump thread keeps normal priority: %s", strerror(errno));
+}
+
+void *recorder_dump_thread(void *arg)
+{
+	struct recorder *r = arg;
+	struct recorder_hits h;
+
+	pthread_setname_np(pthread_self(), "btrace-dump");
+	dump_thread_priority();
+	pthread_mutex_lock(&r->lock);
+	for (;;) {
+		const char *reason;
+		int ret, has;
+
+		/* While stopping, nothing starts before the final request: the
+		 * hits the stop hands on and the final dump make one dump. */
+		while ((r->hold_dumps || (!r->pending && !r->tq.n)) && !r->quit)
+			pthread_cond_wait(&r->cond, &r->lock);
+		if (!r->pending && !r->tq.n)
+			break;
+		/* One dump for whatever is pending: a request (signal, ctl,
+		 * interval, exit) and every trigger hit whose delay is over. */
+		has = recorder_triggers_take(r, &h);
+		reason = r->pending ? r->reason : "trigger";
+		r->pending = 0;
+		pthread_mutex_unlock(&r->lock);
+		ret = write_pending(r, reason, has ? &h : NULL);
+		pthread_mutex_lock(&r->lock);
+		if (strcmp(reason, "exit") == 0)
+			r->final_failed = ret != 0;
+	}
+	pthread_mutex_unlock(&r->lock);
+	return NULL;
 }
 
 static int write_dump(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
 		      const char *explicit_path, char *why, size_t whylen)
 {
 	struct bt_dump_trigger *trig_tab = NULL;
-	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX, ntasks = 0;
-	uint64_t *drops = calloc(ncells, sizeof(*drops));
-	uint64_t *emitted = calloc(ncells, sizeof(*emitted));
-	struct bt_task *tasks = NULL;
 	struct bt_prog_miss *pmiss = NULL;
-	struct bt_drain_stats ds;
+	struct dump_capture cap;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
 	struct bt_stats bs;
@@ -173,30 +239,15 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 
 	memset(&info, 0, sizeof(info));
 	memset(&rst, 0, sizeof(rst));
-	if (!drops || !emitted) {
-		ret = -ENOMEM;
-		snprintf(err, sizeof(err), "out of memory");
-		goto out;
-	}
-	/* Events the kernel emitted before the request may still sit in the
-	 * BPF ring: bring them into the buffer first. */
-	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
-		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
-			FLUSH_TIMEOUT_MS);
-	ret = bt_loader_read_cpu_state(r->loader, drops, emitted, NULL);
+	/* The window first: everything after works on this copy. */
+	ret = dump_capture_take(r, &cap, err, sizeof(err));
 	if (ret)
-		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
-	ret = bt_tasks_snapshot(r->tasks, &tasks, &ntasks);
-	if (ret) {
-		snprintf(err, sizeof(err), "cannot copy the task table: %s", strerror(-ret));
 		goto out;
-	}
-	bt_loader_drain_stats(r->loader, &ds);
-	bt_buffer_stats(r->buf, &bs);
+	bs = *bt_capture_stats(cap.kbuf);
 	bytes = bs.bytes_written + bs.padding_bytes;
 	if (!explicit_path && r->mgmt) {
 		/* At most the buffer's contents and the task table, uncompressed. */
-		uint64_t raw = (bytes < bs.size ? bytes : bs.size) + ntasks * sizeof(*tasks);
+		uint64_t raw = (bytes < bs.size ? bytes : bs.size) + cap.ntasks * sizeof(*cap.tasks);
 
 		ret = bt_dump_mgmt_before(r->mgmt, raw, err, sizeof(err));
 		if (ret == -ENOSPC) {
@@ -211,27 +262,28 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		}
 	}
 
+	info.cold = r->cold;
 	info.ncpus = r->ncpus;
 	info.ngroups = BT_GROUP_MAX;
-	info.rb_drops = drops;
-	info.rb_emitted = emitted;
-	info.tasks = tasks;
-	info.ntasks = ntasks;
+	info.rb_drops = cap.drops;
+	info.rb_emitted = cap.emitted;
+	info.tasks = cap.tasks;
+	info.ntasks = cap.ntasks;
 	info.dump_seq = r->last_seq + 1;
 	/* The previous dump's window may overlap this one unless the buffer
 	 * has been overwritten completely since. */
 	info.overlaps_dump = r->last_seq && bytes - r->last_bytes < bs.size ? r->last_seq : 0;
 	info.reason = reason;
-	info.drain_events = ds.events;
-	info.drain_rejected = ds.rejected;
+	info.drain_events = cap.ds.events;
+	info.drain_rejected = cap.ds.rejected;
 	info.groups_enabled = bt_loader_groups(r->loader);
 	if (r->uprobes) {
 		info.probes = bt_uprobes_table(r->uprobes, &info.nprobes);
 		info.groups_enabled |= 1u << BT_GROUP_UPROBE;
 	}
-	if (r->apps) {
-		info.write_apps = bt_apps_dump;
-		info.apps_ctx = r->apps;
+	if (cap.apps) {
+		info.write_apps = bt_apps_capture_write;
+		info.apps_ctx = cap.apps;
 	}
 	if (r->stacks) {
 		info.write_stacks = write_stacks;
@@ -243,8 +295,12 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	info.prog_misses = pmiss;
 
 	err[0] = '\0';
-	ret = bt_dump_write(r->buf, &info, r->o->output_dir, explicit_path, r->o->zlevel, path, sizeof(path),
-			    &rst, err, sizeof(err));
+	struct bt_dump_args da = {
+		.capture = cap.kbuf, .info = &info, .dir = r->o->output_dir, .path = explicit_path,
+		.zlevel = r->o->zlevel, .out_path = path, .out_len = sizeof(path), .rst = &rst,
+		.err = err, .errlen = sizeof(err),
+	};
+	ret = bt_dump_write_capture(&da);
 out:
 	if (ret) {
 		pthread_mutex_lock(&r->lock);
@@ -265,16 +321,16 @@ out:
 		pthread_mutex_unlock(&r->lock);
 		if (stat(path, &st))
 			st.st_size = 0;
-		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs)",
-		       info.dump_seq, path, reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-		       (double)(bt_now_ns() - t0) / 1e9);
+		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs, window "
+		       "copied in %.1f ms + %.1f ms for applications%s)", info.dump_seq, path, reason, rst.entries,
+		       format_size((uint64_t)st.st_size, sz, sizeof(sz)), (double)(bt_now_ns() - t0) / 1e9,
+		       (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6,
+		       rst.blocks_lost ? ", some blocks overwritten while copying" : "");
 		after_dump(r, path, !explicit_path, reason);
 	}
 skipped:
+	dump_capture_free(&cap);
 	free(trig_tab);
-	free(tasks);
 	free(pmiss);
-	free(drops);
-	free(emitted);
 	return ret;
 }

@@ -255,6 +255,20 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 		     oc, bt_format_ts(sc[oc].first_ts, b1, sizeof(b1)), sc[oc].first_seq);
 	if (rs->blocks_lost || rs->blocks_busy)
 		LOSS("%" PRIu64 " blocks overwritten while dumping, %" PRIu64 " busy", rs->blocks_lost, rs->blocks_busy);
+	/* application buffers: blocks the dump could not keep, events their
+	 * writers could not store (a dump is only complete without either) */
+	uint64_t al = 0, ab = 0, abad = 0, adrop = 0;
+	size_t na;
+	const struct bt_dump_app *apps = bt_dump_apps(d, &na);
+	for (size_t i = 0; i < na; i++) {
+		al += apps[i].counters[BT_APPC_BLOCKS_LOST];
+		ab += apps[i].counters[BT_APPC_BLOCKS_BUSY];
+		abad += apps[i].counters[BT_APPC_BLOCKS_BAD];
+		adrop += apps[i].counters[BT_APPC_DROPPED];
+	}
+	if (al || ab || abad || adrop)
+		LOSS("application blocks: %" PRIu64 " overwritten while dumping, %" PRIu64 " busy, %" PRIu64
+		     " refused as malformed; %" PRIu64 " application events dropped (no block free)", al, ab, abad, adrop);
 	if (bs->entries_rejected || bs->entries_dropped || bs->blocks_skipped || h->drain_rejected)
 		LOSS("%" PRIu64 " buffer entries rejected, %" PRIu64 " dropped, %" PRIu64 " blocks skipped, %" PRIu64
 		     " events the drain could not store",

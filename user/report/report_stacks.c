@@ -524,6 +524,8 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	const uint64_t *c = s->counters;
 	fprintf(out, "  call stacks: %" PRIu64 " distinct in the table (at most %" PRIu64 "), %u mapped files, %u symbols",
 		c[BT_STKC_STACKS], c[BT_STKC_MAX_STACKS], s->nmaps, s->nsyms);
+	if (c[BT_STKC_RECLAIMED])
+		fprintf(out, "; %" PRIu64 " reclaimed (no event in the buffer named them)", c[BT_STKC_RECLAIMED]);
 	if (c[BT_STKC_SAMPLE_HZ])
 		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
 			c[BT_STKC_SAMPLES]);
@@ -556,6 +558,12 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 			c[BT_STKC_UNW_SIGNAL], c[BT_STKC_UNW_BAD], c[BT_STKC_UNW_FP], c[BT_STKC_UNW_NO_TABLE],
 			c[BT_STKC_UNW_BINARIES], c[BT_STKC_UNW_ROWS], c[BT_STKC_UNW_MAX_ROWS], c[BT_STKC_UNW_MEM_FULL],
 			c[BT_STKC_UNW_NO_EH], c[BT_STKC_UNW_PROCS_FULL], c[BT_STKC_UNW_MAPS_DROP]);
+	if (c[BT_STKC_NOT_LOADED_FILES])
+		fprintf(out, "    symbols not loaded yet: %" PRIu64 " frames of %" PRIu64
+			     " files were still being read when the dump was written (it did not wait): unnamed\n",
+			c[BT_STKC_NOT_LOADED_FRAMES], c[BT_STKC_NOT_LOADED_FILES]);
+	else
+		fprintf(out, "    symbols not loaded yet: none (every file was loaded before the dump)\n");
 	if (c[BT_STKC_OFFCPU_SHORT] || c[BT_STKC_OFFCPU_NOMEM])
 		fprintf(out, "    off-CPU blocks: %" PRIu64 " below --offcpu-min (not stored, by design), %" PRIu64
 			     " not followed (kernel table full)\n",

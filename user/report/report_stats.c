@@ -125,6 +125,24 @@ static void count_selected(struct stats *s)
 }
 
 /* Format, host, creation, buffer geometry, tables, clock. */
+/* The cold tier behind the buffer, at dump start (user/coldtier). */
+static void print_cold_tier(const struct bt_dump *d, FILE *out)
+{
+	const struct bt_dump_cold *c = bt_dump_cold(d);
+	char b1[32], b2[32], b3[32], b4[32];
+
+	if (!c)
+		return;
+	fprintf(out, "cold tier:  %s, %s: %" PRIu64 " blocks held compressed (%s raw; %.2fx overall: %s in %s), %" PRIu64
+		" evicted oldest first, %" PRIu64 " gaps (blocks overwritten before they were compressed), "
+		"compressor CPU %.3f s\n",
+		c->codec == 1 ? "lz4" : c->codec == 2 ? "zstd" : "unknown codec", human(c->size, b1, sizeof(b1)),
+		c->blocks_held, human(c->blocks_held * bt_dump_header(d)->block_size, b2, sizeof(b2)),
+		c->stored_bytes ? (double)c->raw_bytes / (double)c->stored_bytes : 0.0,
+		human(c->raw_bytes, b3, sizeof(b3)), human(c->stored_bytes, b4, sizeof(b4)), c->blocks_evicted, c->gaps,
+		(double)c->cpu_ns / 1e9);
+}
+
 static void print_header(const struct stats *s)
 {
 	char b1[64], b2[64];
@@ -148,7 +166,7 @@ static void print_header(const struct stats *s)
 	if (s->h->overlaps_dump)
 		fprintf(s->out, " (may overlap dump #%" PRIu64 ")", s->h->overlaps_dump);
 	fputc('\n', s->out);
-	bt_report_trigger_fired(s->d, s->out);
+	bt_report_trigger_fired(s->d, &s->w, s->out);
 	fprintf(s->out, "buffer:     %s, %u blocks of %s, %u active; groups", human(s->h->buffer_size, b1, sizeof(b1)),
 		s->h->nblocks, human(s->h->block_size, b2, sizeof(b2)), s->h->active);
 	int any = 0;
@@ -156,6 +174,7 @@ static void print_header(const struct stats *s)
 		if (s->h->groups_enabled & (1u << g))
 			fprintf(s->out, "%s%s", any++ ? "," : " ", bt_group_name(g));
 	fprintf(s->out, "%s\n", any ? "" : " none recorded");
+	print_cold_tier(s->d, s->out);
 	fprintf(s->out, "tables:     %zu tasks, %zu probes\n", s->ntasks, s->nprobes);
 	if (s->h->clock_id != 7)
 		fprintf(s->out, "clock:      %u (not CLOCK_BOOTTIME: times are not seconds since boot)\n", s->h->clock_id);

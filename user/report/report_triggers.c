@@ -10,7 +10,7 @@
 #include "report_triggers.h"
 #include "util.h"
 
-void bt_report_trigger_fired(const struct bt_dump *d, FILE *out)
+void bt_report_trigger_fired(const struct bt_dump *d, const struct bt_seq_window *w, FILE *out)
 {
 	const struct bt_dump_header *h = bt_dump_header(d);
 	size_t n;
@@ -26,7 +26,22 @@ void bt_report_trigger_fired(const struct bt_dump *d, FILE *out)
 		fprintf(out, ", seen %.3f ms later, dump asked for at %.6f, started %.3f ms after that\n",
 			(double)(f[i].seen_ns - f[i].ts_ns) / 1e6, (double)f[i].due_ns / 1e9,
 			h->created_boottime_ns > f[i].due_ns ? (double)(h->created_boottime_ns - f[i].due_ns) / 1e6 : 0.0);
+		if (i)
+			fprintf(out, "            merged into this dump (a dump was pending when it came)\n");
+		/* Honest windows: say when the dump cannot hold what it is for. */
+		if (w && w->events && f[i].ts_ns < w->first_ts)
+			fprintf(out, "            NOT IN THE DUMP: its window starts %.3f ms after this event (the buffer "
+				     "no longer held it)\n", (double)(w->first_ts - f[i].ts_ns) / 1e6);
+		else if (w && w->events && f[i].ts_ns < w->cont_start_ts)
+			fprintf(out, "            before the latest continuous window (starts %.3f ms later): events "
+				     "around it may be missing\n", (double)(w->cont_start_ts - f[i].ts_ns) / 1e6);
 	}
+}
+
+/* Hits that ended: each counted as exactly one of these. */
+static uint64_t ended(const struct bt_trigger_stats *s)
+{
+	return s->dumps + s->merged + s->limited + s->dropped;
 }
 
 void bt_report_triggers(const struct bt_dump *d, FILE *out)
@@ -39,11 +54,17 @@ void bt_report_triggers(const struct bt_dump *d, FILE *out)
 	fprintf(out, "\ntriggers (counts since the recorder started):\n");
 	for (size_t i = 0; i < n; i++) {
 		char a[32], l[32];
+		const struct bt_trigger_stats *s = &t[i].st;
+
 		fprintf(out,
 			"  %-16s %-32s after %s, limit %s: %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64
 			" skipped (rate limit), %" PRIu64 " lost\n",
 			t[i].name, t[i].cond, format_duration(t[i].after_ns, a, sizeof(a)),
-			format_duration(t[i].limit_ns, l, sizeof(l)), t[i].st.hits, t[i].st.dumps, t[i].st.skipped,
-			t[i].st.lost);
+			format_duration(t[i].limit_ns, l, sizeof(l)), s->hits, s->dumps, s->skipped, s->lost);
+		fprintf(out,
+			"  %-16s hits %" PRIu64 " = %" PRIu64 " dumped + %" PRIu64 " merged + %" PRIu64
+			" rate-limited + %" PRIu64 " dropped + %" PRIu64 " pending%s\n",
+			"", s->hits, s->dumps, s->merged, s->limited, s->dropped, s->pending,
+			ended(s) + s->pending == s->hits ? "" : " (DO NOT ADD UP: a damaged table)");
 	}
 }

@@ -4,8 +4,10 @@
 #define BTRACE_REPORT_TRIGGERS_H
 #include <stdio.h>
 struct bt_dump;
-/* "trigger:" line(s): what caused this dump (nothing for other reasons). */
-void bt_report_trigger_fired(const struct bt_dump *d, FILE *out);
+struct bt_seq_window;
+/* "trigger:" line(s): what caused this dump (nothing for other reasons),
+ * and whether w (the dump's window) holds each event. */
+void bt_report_trigger_fired(const struct bt_dump *d, const struct bt_seq_window *w, FILE *out);
 /* The recorder's triggers and their counts (nothing without). */
 void bt_report_triggers(const struct bt_dump *d, FILE *out);
 #endif

@@ -1,197 +1,63 @@
 // SPDX-License-Identifier: MIT
 /*
  * stack_symbols.c - symbolization of a stack-table snapshot at dump time
- * (see stack_symbols.h).
+ * (see stack_symbols.h), from what symbol_cache.c loaded beforehand.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <malloc.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include "stack_symbols.h"
 #include "stack_table.h"
 #include "kallsyms.h"
 #include "elf_symbols.h"
-#include "dwarf_lines.h"
-#include "debug_file.h"
-#include "trusted_file.h"
 #include "stack_srclines.h"
+#include "symbol_cache.h"
 #include "util.h"
 
-/* A file's DWARF is opened the first time a dump needs it and closed
- * after that dump: it holds the file's debug information in memory (~20
- * MiB for a system's worth of debug packages, measured), which an
- * always-on recorder should not keep between dumps that may be hours
- * apart; reading it again costs ~0.1 s per dump. */
-enum { DW_UNTRIED, DW_OPEN, DW_NONE };
-
-struct loaded {
-	int tried;
-	struct bt_elf_file *ef;  /* the mapped file's symbols (NULL: not ELF, or gone) */
-	struct bt_elf_file *dbg; /* its separate debug file's, when it has no .symtab */
-	struct bt_dwarf *dw;     /* its DWARF when dw_state is DW_OPEN (this dump) */
-	int dw_state;            /* DW_NONE: none found (not asked again) */
-};
-
 struct bt_symbolizer {
-	struct bt_kallsyms *ks;
-	int ks_tried;
-	struct loaded *files; /* [map id] */
-	size_t nfiles;
-	char *debug_dirs; /* --debug-dir, searched before /usr/lib/debug */
+	struct bt_symcache *cache; /* files loaded ahead of the dumps */
 	int source_lines;
 };
 
-struct bt_symbolizer *bt_symbolizer_new(const char *debug_dirs, int source_lines)
+struct bt_symbolizer *bt_symbolizer_new(struct bt_stack_table *t, const char *debug_dirs, int source_lines,
+					uint64_t cache_bytes)
 {
 	struct bt_symbolizer *z = calloc(1, sizeof(*z));
 
 	if (!z)
 		return NULL;
 	z->source_lines = source_lines;
-	if (debug_dirs && !(z->debug_dirs = strdup(debug_dirs))) {
+	z->cache = bt_symcache_new(t, debug_dirs, source_lines, cache_bytes);
+	if (!z->cache) {
 		free(z);
 		return NULL;
 	}
 	return z;
 }
 
-static void elf_drop(struct bt_elf_file *ef)
-{
-	if (ef) {
-		bt_elf_free(ef);
-		free(ef);
-	}
-}
-
 void bt_symbolizer_free(struct bt_symbolizer *z)
 {
 	if (!z)
 		return;
-	for (size_t i = 0; i < z->nfiles; i++) {
-		elf_drop(z->files[i].ef);
-		elf_drop(z->files[i].dbg);
-		bt_dwarf_close(z->files[i].dw);
-	}
-	free(z->files);
-	free(z->debug_dirs);
-	bt_kallsyms_free(z->ks);
+	bt_symcache_free(z->cache);
 	free(z);
 }
 
-static struct bt_elf_file *try_load(const char *attach, const char *path)
+int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms)
 {
-	struct bt_elf_file *ef = calloc(1, sizeof(*ef));
-	char *err = NULL;
-
-	if (ef && bt_elf_load(attach, path, ef, &err) == 0)
-		return ef;
-	free(err);
-	elf_drop(ef);
-	return NULL;
+	return bt_symcache_settle(z->cache, timeout_ms);
 }
 
-/* A descriptor of map id `map`'s file: the one the recorder kept (an
- * exited process, a deleted binary), else the path if it still is the same
- * regular file (*own: close it after). -1 if neither. */
-static int map_fd(struct bt_stack_table *t, const struct bt_dump_map *m, uint32_t map, int *own)
+void bt_symbolizer_stats(struct bt_symbolizer *z, struct bt_symcache_stats *out)
 {
-	int fd = bt_stack_table_map_fd(t, map);
-	struct stat st;
-
-	*own = -1;
-	if (fd >= 0)
-		return fd;
-	if ((fd = bt_open_regular(m->path)) < 0) /* never a FIFO or a device */
-		return -1;
-	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != m->ino) {
-		close(fd);
-		return -1;
-	}
-	return *own = fd;
-}
-
-/* The DWARF of l (map id `map`), opened on its first use in a dump; NULL
- * if none is found. */
-static struct bt_dwarf *dwarf_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
-				 uint32_t map, struct loaded *l)
-{
-	const struct bt_dump_map *m = &s->maps[map - 1];
-
-	if (l->dw_state != DW_UNTRIED)
-		return l->dw;
-	int own, fd = map_fd(t, m, map, &own);
-	l->dw = fd >= 0 ? bt_dwarf_open(fd, m->path, m->build_id, m->build_id_len, z->debug_dirs) : NULL;
-	if (own >= 0)
-		close(own);
-	l->dw_state = l->dw ? DW_OPEN : DW_NONE;
-	return l->dw;
-}
-
-/* After a dump: its DWARF handles closed, opened again by the next. */
-static void dwarf_close_all(struct bt_symbolizer *z)
-{
-	for (size_t i = 0; i < z->nfiles; i++)
-		if (z->files[i].dw_state == DW_OPEN) {
-			bt_dwarf_close(z->files[i].dw);
-			z->files[i].dw = NULL;
-			z->files[i].dw_state = DW_UNTRIED;
-		}
-}
-
-/* Map id `map` (1-based) loaded once: its symbols, and its separate debug
- * file's if it is stripped. */
-static struct loaded *file_syms(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
-				uint32_t map)
-{
-	if (map > z->nfiles) {
-		void *p = realloc(z->files, (map + 64) * sizeof(*z->files));
-		if (!p)
-			return NULL;
-		z->files = p;
-		memset(z->files + z->nfiles, 0, (map + 64 - z->nfiles) * sizeof(*z->files));
-		z->nfiles = map + 64;
-	}
-	struct loaded *l = &z->files[map - 1];
-	if (l->tried)
-		return l;
-	l->tried = 1;
-	const struct bt_dump_map *m = &s->maps[map - 1];
-	int own, fd = map_fd(t, m, map, &own);
-	char attach[64];
-
-	if (fd < 0)
-		return l;
-	/* by path: the file there now must be the build captured */
-	if (own >= 0 && m->build_id_len && !bt_elf_build_id_is(fd, m->build_id, m->build_id_len)) {
-		close(own);
-		return l;
-	}
-	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
-	l->ef = try_load(attach, m->path);
-	if (own >= 0)
-		close(own);
-	/* Stripped: the separate debug file's symbols (by build-id). */
-	char *found = NULL;
-	int dfd = l->ef && !l->ef->has_symtab && m->build_id_len
-			  ? bt_debug_file_open(m->path, m->build_id, m->build_id_len, NULL, 0, z->debug_dirs, &found)
-			  : -1;
-	if (dfd >= 0) {
-		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", dfd);
-		l->dbg = try_load(attach, found);
-		close(dfd);
-	}
-	free(found);
-	return l;
+	bt_symcache_stats(z->cache, out);
 }
 
 /* The function of file offset off in l: the .symtab of the binary, else
  * of its debug file (looked up by address: a debug file's segments have
  * other file offsets), else .dynsym. *start: its first byte's file offset. */
-static const char *func_of(struct loaded *l, uint64_t off, uint64_t *start, uint64_t *size)
+static const char *func_of(const struct bt_symfile *l, uint64_t off, uint64_t *start, uint64_t *size)
 {
 	struct bt_elf_func *fn = NULL;
 	uint64_t vaddr;
@@ -209,21 +75,18 @@ static const char *func_of(struct loaded *l, uint64_t off, uint64_t *start, uint
 	return bt_elf_func_name(fn);
 }
 
-/* The source lines of (map, off) into ls, asked of the file's DWARF the
- * first time in this dump. */
-static int srclines_of(struct bt_symbolizer *z, struct bt_stack_table *t, const struct bt_dump_stacks *s,
-		       struct bt_srclines *ls, uint32_t map, struct loaded *l, uint64_t off, uint64_t *entry,
-		       const char **func)
+/* The source lines of (map, off) into ls, asked of the file's DWARF (open
+ * in the cache) the first time in this dump. */
+static int srclines_of(struct bt_srclines *ls, uint32_t map, const struct bt_symfile *l, uint64_t off,
+		       uint64_t *entry, const char **func)
 {
 	uint64_t vaddr;
-	struct bt_dwarf *dw;
 
 	if (bt_srclines_find(ls, map, off, entry, func))
 		return 1;
-	if (!l->ef || l->dw_state == DW_NONE || bt_elf_offset_to_vaddr(l->ef, off, &vaddr) ||
-	    !(dw = dwarf_of(z, t, s, map, l)))
+	if (!l->ef || !l->dw || bt_elf_offset_to_vaddr(l->ef, off, &vaddr))
 		return 0;
-	return bt_srclines_add(ls, dw, map, off, vaddr, entry, func);
+	return bt_srclines_add(ls, l->dw, map, off, vaddr, entry, func);
 }
 
 /* Symbols the dump carries: (map, start) -> index, open addressing. */
@@ -293,22 +156,16 @@ static int ends_in_libc(const struct bt_dump_stacks *s, const struct bt_dump_fra
 	       strncmp(b, "libpthread", 10) == 0;
 }
 
-int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_dump_stacks *s)
+int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s)
 {
 	struct symset ss = { 0 };
 	struct bt_srclines *ls = z->source_lines ? bt_srclines_new() : NULL;
-	uint64_t truncated = 0, nf = 0;
+	uint64_t truncated = 0, nf = 0, pending_frames = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
+	uint8_t *pending_map = calloc(s->nmaps + 1, 1); /* [map]: its file not loaded yet */
+	struct bt_kallsyms *ks;
+	int ks_pending;
 
-	/* At the first dump, not at start: the recorder's own programs (their
-	 * frames head every stack taken from a tracepoint) are loaded by then. */
-	if (!z->ks && !z->ks_tried) {
-		z->ks_tried = 1;
-		z->ks = bt_kallsyms_load();
-		if (!z->ks)
-			bt_warn("cannot read kernel symbols (/proc/kallsyms: %s): kernel frames show addresses",
-				strerror(errno));
-	}
 	ss.cap = cap ? cap : 1;
 	ss.nslots = 16;
 	while (ss.nslots < 2ull * ss.cap)
@@ -316,36 +173,49 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	ss.syms = calloc(ss.cap, sizeof(*ss.syms));
 	ss.slot = calloc(ss.nslots, sizeof(*ss.slot));
 	ss.names = calloc(ss.cap, sizeof(*ss.names));
-	if (!ss.syms || !ss.slot || !ss.names || (z->source_lines && !ls)) {
+	if (!ss.syms || !ss.slot || !ss.names || (z->source_lines && !ls) || !pending_map) {
 		if (ls)
 			bt_srclines_finish(ls, NULL);
+		free(pending_map);
 		free(ss.syms);
 		free(ss.slot);
 		free(ss.names);
 		return -ENOMEM;
 	}
+	/* Lookups only: what the cache has loaded; nothing is read from a
+	 * file here, whatever its size. */
+	bt_symcache_hold(z->cache);
+	ks = bt_symcache_kallsyms(z->cache, &ks_pending);
 	for (uint32_t i = 0; i < s->nstacks; i++) {
 		struct bt_dump_stack *k = &s->stacks[i];
 		struct bt_dump_frame *fr = s->frames + k->first;
 		uint32_t keep = k->nframes, skip = 0;
-		int rooted = 0;
+		int rooted = 0, unknown = 0;
 
 		for (uint32_t f = 0; f < k->nframes; f++) {
 			uint64_t start = 0, size = 0, dwarf_entry = 0;
 			const char *name = NULL, *dwarf_name = NULL;
 
 			if (fr[f].map == BT_DMAP_KERNEL) {
-				name = bt_kallsyms_find(z->ks, bt_frame_lookup_off(fr[f].off, f), &start, &size);
+				name = bt_kallsyms_find(ks, bt_frame_lookup_off(fr[f].off, f), &start, &size);
+				pending_frames += ks_pending;
 				if (name && f == skip && is_tracing_frame(name)) {
 					skip++; /* the recorder's program and its caller: not the traced code */
 					continue;
 				}
 			} else if (fr[f].map != BT_DMAP_NONE && fr[f].map <= s->nmaps) {
-				struct loaded *l = file_syms(z, t, s, fr[f].map);
+				const struct bt_symfile *l = NULL;
 				uint64_t off = bt_frame_lookup_off(fr[f].off, f);
-				if (l)
+				int got = bt_symcache_get(z->cache, fr[f].map, &l);
+
+				if (got == 0) { /* still loading: this dump goes without it */
+					pending_frames++;
+					pending_map[fr[f].map] = 1;
+					unknown = 1;
+				}
+				if (got == 1)
 					name = func_of(l, off, &start, &size);
-				if (l && ls && srclines_of(z, t, s, ls, fr[f].map, l, off, &dwarf_entry, &dwarf_name) &&
+				if (got == 1 && ls && srclines_of(ls, fr[f].map, l, off, &dwarf_entry, &dwarf_name) &&
 				    !name && dwarf_name && dwarf_entry) {
 					name = dwarf_name; /* no symbol covers it: DWARF's name for its function */
 					start = dwarf_entry;
@@ -366,7 +236,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			k->nframes -= skip;
 			keep -= skip;
 		}
-		if (k->kind == BT_STACK_USER && !(k->flags & BT_STACK_F_UNDEFINED)) {
+		/* A file not loaded yet: where the thread's root is is unknown. */
+		if (k->kind == BT_STACK_USER && !(k->flags & BT_STACK_F_UNDEFINED) && !unknown) {
 			/* Frames past the root were never walked for real: drop them
 			 * (the pool keeps them, unreferenced). */
 			k->nframes = keep;
@@ -377,9 +248,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 			truncated++;
 		nf += k->nframes;
 	}
+	bt_symcache_release(z->cache);
 	int lr = ls ? bt_srclines_finish(ls, s) : 0;
-	dwarf_close_all(z);
-	malloc_trim(0); /* what the DWARF took goes back to the system, not only to malloc */
 	if (lr)
 		bt_warn("source lines left out of the dump: %s", strerror(-lr));
 	/* The encoder writes each stack's frames from `first`: s->nframes is
@@ -388,7 +258,13 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_stack_table *t, struct bt_du
 	s->syms = ss.syms;
 	s->nsyms = ss.n;
 	s->counters[BT_STKC_TRUNCATED] = truncated;
-	s->counters[BT_STKC_NO_KSYMS] = !z->ks; /* a degraded capability shows in the dump */
+	/* a degraded capability shows in the dump: no kallsyms once it is loaded */
+	s->counters[BT_STKC_NO_KSYMS] = !ks && !ks_pending;
+	s->counters[BT_STKC_NOT_LOADED_FRAMES] = pending_frames;
+	for (uint32_t m = 1; m <= s->nmaps; m++)
+		s->counters[BT_STKC_NOT_LOADED_FILES] += pending_map[m];
+	s->counters[BT_STKC_NOT_LOADED_FILES] += ks_pending;
+	free(pending_map);
 	/* names become owned by s */
 	char **own = realloc(s->owned, (s->nowned + ss.n + 1) * sizeof(*own));
 	if (!own) {

@@ -8,9 +8,22 @@
  * BT_STACK_LOST. Lives outside the block buffer (like the task table) and
  * goes whole into every dump (section STCK, stack_symbols.h).
  *
- * The drain thread adds; a dump copies a consistent prefix under the lock.
- * Stacks are never removed nor changed once defined, so the copy holds
- * pointers to their frames, valid until bt_stack_table_free().
+ * The drain thread adds; a dump copies the table under the lock.
+ *
+ * Reclamation: the table follows the buffer's window. Time is counted in
+ * the buffer's blocks (blocks_used): every N/8 blocks a generation ends,
+ * and a stack remembers the newest generation whose events named it. Once
+ * the buffer has taken a whole buffer's worth of blocks (N, plus slack for
+ * the cores' active blocks) after a generation ended, no event of it is
+ * retained: its stacks are doomed and their hashes forgotten by the kernel
+ * side (ops->forget), so a later occurrence sends its frames again. One
+ * drain pass later (events that were in flight in the BPF rings when the
+ * hash was forgotten are drained by then, and refresh their stack) a doomed
+ * stack nobody named meanwhile, and that no task blocked off-CPU still holds
+ * (ops->held), is freed and its id goes back to a free list. While a dump
+ * copies the buffer and the table (bt_stack_table_hold), nothing is freed:
+ * an id is never given to another stack while an event that a dump may
+ * still copy names it.
  */
 #ifndef BTRACE_STACK_TABLE_H
 #define BTRACE_STACK_TABLE_H
@@ -33,6 +46,26 @@ void bt_stack_table_free(struct bt_stack_table *t);
 uint32_t bt_stack_table_ref(struct bt_stack_table *t, uint64_t hash);
 /* A BT_RAW_STACK_DEF record of len bytes. */
 void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_def *d, uint32_t len);
+/* What reclamation asks of the kernel side (the loader's BPF maps). */
+struct bt_stack_reclaim_ops {
+	/* Drop hashes from the kernel's set of stacks already sent. */
+	void (*forget)(void *ctx, const uint64_t *hashes, size_t n);
+	/* Hashes the kernel holds for events still to come (blocked tasks):
+	 * a malloc'd array in *out, its length, or -errno. */
+	long (*held)(void *ctx, uint64_t **out);
+	void *ctx;
+};
+/* Before the drain starts. Without it nothing is ever reclaimed. */
+void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_reclaim_ops *ops);
+/* Drain thread, after each pass, once its events are in the buffer: the
+ * buffer's blocks_used and nblocks (bt_stats), slack = its active blocks. */
+void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t nblocks, uint64_t slack);
+/* Any thread: a dump, from before it copies the buffer until it has copied
+ * the table. No stack whose events it may have copied is freed meanwhile
+ * (stacks doomed after it began are: their events were gone before it
+ * read). Returns the token to release with; holds may overlap. */
+uint64_t bt_stack_table_hold(struct bt_stack_table *t);
+void bt_stack_table_release(struct bt_stack_table *t, uint64_t token);
 /* Lifecycle events: exec and exit make a process's mappings stale. */
 void bt_stack_table_task_event(struct bt_stack_table *t, const struct bt_event_hdr *h);
 
@@ -44,6 +77,19 @@ void bt_stack_snapshot_free(struct bt_dump_stacks *s);
 /* The open descriptor of mapped file `map` (a frame's map id), -1 if none;
  * owned by the table. */
 int bt_stack_table_map_fd(struct bt_stack_table *t, uint32_t map);
-/* Stacks in the table, references that found it full (for ctl status). */
-void bt_stack_table_counts(struct bt_stack_table *t, uint64_t *nstacks, uint64_t *overflow);
+/* For ctl status. */
+struct bt_stack_counts {
+	uint64_t stacks;    /* in the table now */
+	uint64_t overflow;  /* references that found it full (events say lost) */
+	uint64_t reclaimed; /* freed: no retained event named them */
+	uint64_t frames;    /* frames held by the stacks in the table */
+};
+void bt_stack_table_counts(struct bt_stack_table *t, struct bt_stack_counts *c);
+/* Mapped files in the table (map ids 1..n). */
+size_t bt_stack_table_nmaps(struct bt_stack_table *t);
+/* Map id map into m (its path copied into path), with a duplicate of its
+ * descriptor in *fd (-1: kept by path only; the caller closes it). 0, or
+ * -ENOENT for no such map id. */
+int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_dump_map *m, char *path, size_t pathlen,
+			    int *fd);
 #endif

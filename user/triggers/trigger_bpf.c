@@ -142,6 +142,7 @@ static struct bt_trig_conf conf_of(const struct bt_trigger_spec *s)
 		/* The kernel sends one hit per limit; after= is the recorder's,
 		 * hits during it only count. */
 		c.holdoff_ns = s->limit_ns > s->after_ns ? s->limit_ns : s->after_ns;
+		c.after_ns = s->after_ns;
 		c.nr = s->nr;
 		c.sigmask = s->sigmask;
 		memcpy(c.comm, s->comm, sizeof(c.comm));

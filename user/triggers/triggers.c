@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * triggers.c - the trigger thread (see triggers.h): hits in, one dump
- * request per accepted hit out, after its trigger's delay.
+ * request per accepted hit out, after its trigger's delay, carrying the
+ * hits that came during that delay (merged); the counts of every hit's end.
  *
  * Locking: `lock` guards the per-trigger state and the queue of user-space
  * hits; the thread calls dump() without it. User-space hits are queued and
@@ -23,13 +24,25 @@
 #include "triggers.h"
 #include "util.h"
 
-#define INQ_MAX 64 /* user-space hits waiting for the thread; more are counted lost */
+#define INQ_MAX 64 /* user-space hits waiting for the thread; more are counted dropped */
+
+/* The hits of one trigger handed on together: the accepted one, then those
+ * merged into it during its delay. */
+struct due_hits {
+	struct bt_trigger_fired f[BT_TRIG_NAMED];
+	size_t n;
+	uint64_t unnamed;
+};
 
 struct tstate {
-	uint64_t hits, skipped, dumps, lost; /* user-space side (the kernel's are added in stats) */
+	/* user-space side (the kernel's are added in stats); dumps, merged
+	 * and dropped of hits handed on are told by bt_triggers_account() */
+	uint64_t hits, limited, merged, dumps, dropped, lost;
 	uint64_t last_accept;                /* CLOCK_BOOTTIME of the last accepted hit, 0 none */
 	int pending;                         /* an accepted hit waits for its delay */
-	struct bt_trigger_fired pend;
+	struct bt_trigger_fired pend[BT_TRIG_NAMED]; /* [0] the accepted hit, then hits merged into it */
+	size_t npend;
+	uint64_t unnamed;                    /* hits merged beyond those named in pend */
 };
 
 struct bt_triggers {
@@ -92,15 +105,28 @@ static void accept_hit(struct bt_triggers *t, struct bt_trigger_fired *f, uint64
 
 	if (!counted)
 		s->hits++;
-	if (s->pending || (s->last_accept && now - s->last_accept < sp->limit_ns)) {
-		s->skipped++;
+	if (s->pending) {
+		/* Its dump is not taken yet and will hold this event: one dump
+		 * names both (merged when that dump is written). */
+		f->seen_ns = now;
+		f->due_ns = s->pend[0].due_ns;
+		if (s->npend < BT_TRIG_NAMED)
+			s->pend[s->npend++] = *f;
+		else
+			s->unnamed++;
+		return;
+	}
+	if (s->last_accept && now - s->last_accept < sp->limit_ns) {
+		s->limited++;
 		return;
 	}
 	s->last_accept = now;
 	s->pending = 1;
 	f->seen_ns = now;
 	f->due_ns = now + sp->after_ns;
-	s->pend = *f;
+	s->pend[0] = *f;
+	s->npend = 1;
+	s->unnamed = 0;
 	if (t->nsaid < BT_TRIG_MAX)
 		t->said[t->nsaid++] = *f;
 }
@@ -163,7 +189,7 @@ void bt_triggers_hit(struct bt_triggers *t, size_t i, uint32_t kind, uint64_t ts
 	}
 	if (t->ninq == INQ_MAX) {
 		t->st[i].hits++;
-		t->st[i].lost++;
+		t->st[i].dropped++;
 		pthread_mutex_unlock(&t->lock);
 		return;
 	}
@@ -208,15 +234,46 @@ void bt_triggers_stats(struct bt_triggers *t, size_t i, struct bt_trigger_stats 
 		return;
 	pthread_mutex_lock(&t->lock);
 	out->hits = t->st[i].hits;
-	out->skipped = t->st[i].skipped;
+	out->limited = t->st[i].limited;
+	out->merged = t->st[i].merged;
 	out->dumps = t->st[i].dumps;
-	out->lost = t->st[i].lost;
+	out->dropped = t->st[i].dropped;
 	pthread_mutex_unlock(&t->lock);
 	if (t->kb && t->v[i].kind < BT_TRIG_KERNEL_MAX && bt_trig_bpf_count(t->kb, (uint32_t)i, &k) == 0) {
 		out->hits += k.hits;
-		out->skipped += k.suppressed;
-		out->lost += k.lost;
+		out->limited += k.suppressed;
+		out->merged += k.merged;
+		out->lost = k.lost;
+		out->dropped += k.lost;
 	}
+	out->skipped = out->merged + out->limited;
+	uint64_t ended = out->dumps + out->merged + out->limited + out->dropped;
+	out->pending = out->hits > ended ? out->hits - ended : 0;
+}
+
+void bt_triggers_account(struct bt_triggers *t, size_t i, uint64_t dumps, uint64_t merged, uint64_t dropped)
+{
+	if (!t || i >= t->n)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->st[i].dumps += dumps;
+	t->st[i].merged += merged;
+	t->st[i].dropped += dropped;
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* Under lock: trigger i's pending hits into out (the accepted one first). */
+static struct due_hits take_pending(struct tstate *s)
+{
+	struct due_hits d;
+
+	memcpy(d.f, s->pend, s->npend * sizeof(s->pend[0]));
+	d.n = s->npend;
+	d.unnamed = s->unnamed;
+	s->pending = 0;
+	s->npend = 0;
+	s->unnamed = 0;
+	return d;
 }
 
 static void *trigger_main(void *arg)
@@ -226,7 +283,8 @@ static void *trigger_main(void *arg)
 	pthread_setname_np(pthread_self(), "btrace-trigger");
 	while (!atomic_load_explicit(&t->quit, memory_order_relaxed)) {
 		struct epoll_event ev[4];
-		struct bt_trigger_fired due[BT_TRIG_MAX], said[BT_TRIG_MAX];
+		struct bt_trigger_fired said[BT_TRIG_MAX];
+		struct due_hits due[BT_TRIG_MAX];
 		size_t ndue = 0, nsaid;
 		uint64_t now = bt_boottime_ns(), next = UINT64_MAX, cnt;
 		int timeout = -1, nev;
@@ -237,17 +295,14 @@ static void *trigger_main(void *arg)
 
 			if (!s->pending)
 				continue;
-			if (s->pend.due_ns <= now) {
-				s->pending = 0;
-				s->dumps++;
-				due[ndue++] = s->pend;
-			} else if (s->pend.due_ns < next) {
-				next = s->pend.due_ns;
-			}
+			if (s->pend[0].due_ns <= now)
+				due[ndue++] = take_pending(s);
+			else if (s->pend[0].due_ns < next)
+				next = s->pend[0].due_ns;
 		}
 		pthread_mutex_unlock(&t->lock);
 		for (size_t i = 0; i < ndue; i++)
-			t->dump(t->ctx, &due[i]);
+			t->dump(t->ctx, due[i].f, due[i].n, due[i].unnamed);
 		if (ndue)
 			continue; /* time moved on while dump() ran */
 		if (next != UINT64_MAX)
@@ -337,6 +392,32 @@ fail:
 	return NULL;
 }
 
+/* After the thread is gone: hits still in the kernel ring or the queue are
+ * taken, and every pending hit goes to its dump now, its delay cut short:
+ * the final dump holds them rather than nothing. */
+static void hand_on_rest(struct bt_triggers *t)
+{
+	struct bt_trigger_fired said[BT_TRIG_MAX];
+	struct due_hits due[BT_TRIG_MAX];
+	size_t ndue = 0, nsaid;
+	uint64_t now = bt_boottime_ns();
+
+	pthread_mutex_lock(&t->lock);
+	if (t->kb)
+		bt_trig_bpf_consume(t->kb, on_kernel_hit, t);
+	for (size_t i = 0; i < t->ninq; i++)
+		accept_hit(t, &t->inq[i], now, 0);
+	t->ninq = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->st[i].pending)
+			due[ndue++] = take_pending(&t->st[i]);
+	nsaid = take_said(t, said);
+	pthread_mutex_unlock(&t->lock);
+	say_hits(t, said, nsaid);
+	for (size_t i = 0; i < ndue; i++)
+		t->dump(t->ctx, due[i].f, due[i].n, due[i].unnamed);
+}
+
 void bt_triggers_stop(struct bt_triggers *t)
 {
 	uint64_t one = 1;
@@ -354,6 +435,7 @@ void bt_triggers_stop(struct bt_triggers *t)
 		}
 		pthread_join(t->th, NULL);
 		t->started = 0;
+		hand_on_rest(t);
 	}
 }
 

@@ -8,9 +8,10 @@
  *
  * One thread sleeps on the trigger ring and an eventfd, so a hit reaches it
  * at once. Each accepted hit becomes one dump request after its trigger's
- * delay; hits of a trigger while its dump is pending or within its limit
- * are counted as skipped (the kernel counts most of them itself, without
- * sending them). Every dump carries the table of triggers with their counts
+ * delay; hits of a trigger while its dump is pending are merged into it
+ * (named in it, up to BT_TRIG_NAMED), hits within its limit are counted as
+ * rate-limited (the kernel counts most of both itself, without sending
+ * them). Every dump carries the table of triggers with their counts
  * and the hit that caused it (dump section TRIG, docs/dump-format.md).
  */
 #ifndef BTRACE_TRIGGERS_H
@@ -19,7 +20,13 @@
 #include <stdint.h>
 #include "trigger_spec.h"
 
-typedef void (*bt_trigger_dump_fn)(void *ctx, const struct bt_trigger_fired *f);
+/* Hits named in one dump request at most: the accepted hit and those merged
+ * into it during its delay; more are only counted (unnamed). */
+#define BT_TRIG_NAMED 8
+/* A dump is due for f[0] (its delay is over); f[1..n) and `unnamed` more
+ * hits of the same trigger came during the delay, merged into it. The
+ * receiver tells their end with bt_triggers_account(). */
+typedef void (*bt_trigger_dump_fn)(void *ctx, const struct bt_trigger_fired *f, size_t n, uint64_t unnamed);
 
 struct bt_triggers;
 
@@ -46,8 +53,13 @@ void bt_triggers_app(struct bt_triggers *t, const char *name, uint32_t kind, uin
 		     uint32_t tid, uint32_t tgid, const char *comm);
 /* Counts of trigger i, the kernel's included. */
 void bt_triggers_stats(struct bt_triggers *t, size_t i, struct bt_trigger_stats *out);
-/* Detach the kernel programs and stop the thread: no dump is asked for
- * after this returns, later hits are ignored; counts stay readable. */
+/* Hits handed on by dump() ended: dumps of them started a dump written,
+ * merged went into one another hit started, dropped are in none. */
+void bt_triggers_account(struct bt_triggers *t, size_t i, uint64_t dumps, uint64_t merged, uint64_t dropped);
+/* Detach the kernel programs and stop the thread; hits still waiting for
+ * their delay are handed to dump() at once, on the caller's thread. No
+ * dump is asked for after this returns, later hits are ignored; counts
+ * stay readable. */
 void bt_triggers_stop(struct bt_triggers *t);
 /* Stop if needed, and free: after every thread that reports hits is gone. */
 void bt_triggers_free(struct bt_triggers *t);

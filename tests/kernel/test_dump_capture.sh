@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# test_dump_capture.sh - a dump holds the moment it was asked for (issue 23):
+# app_funcs_spin (-finstrument-functions) calls a small function at full
+# speed into an 8 MiB application buffer. A dump taken while it runs keeps
+# >= 90% of the calls a dump of the same full buffer keeps once it stopped,
+# with no seq gap and no "complete" claim when blocks were lost; an
+# app-func:slow_call>3ms trigger's dump contains the 5 ms call that fired
+# it. Quiet, then under a load of 4 busy loops per CPU. Needs root; TAP.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+	skip "dump capture tests" "need root"
+	finish
+	exit $?
+fi
+
+CTL=$T_TMP/ctl.sock
+OUT=$T_TMP/out
+LOG=$T_TMP/rec.log
+export BTRACE_CTL=$CTL BTRACE_RETRY_MS=50
+ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
+
+if ! rec_start "$LOG" -o "$OUT" -e sched --ctl "$CTL" --no-final-dump --app-buffer-size 8M \
+	--trigger 'app-func:slow_call>3ms,name=slowfn,after=0,limit=1ms'; then
+	not_ok "recorder starts" "$(cat "$LOG")"
+	finish
+	exit 1
+fi
+
+# records FILE PID: the calls of leaf by process PID a dump holds (the
+# exited runs' buffers are in every dump too: counted apart)
+records() { "$BT" report --functions "$1" 2>/dev/null | awk -v p="$2" '$1 == "leaf" && $2 == p {print $3}'; }
+# gaps FILE PID: its per-thread seq gaps (a thread whose batch stayed open
+# across rounds has some in any dump; a dump must add none)
+gaps() {
+	"$BT" report --functions -p "$2" "$1" 2>/dev/null | sed -n 's/.* by \([0-9]*\) per-thread seq gap.*/\1/p' | grep . || echo 0
+}
+
+# mid_vs_after NAME: a dump while spinning, one once stopped, same buffer
+mid_vs_after() {
+	local n=$1 log=$T_TMP/$1.log
+	rm -f "$T_TMP/$n.stop"
+	"$TB/app_funcs_spin" -s 3000 -S "$T_TMP/$n.stop" >"$log" 2>&1 &
+	local pid=$!
+	T_PIDS+=("$pid")
+	wait_for 30 grep -q spinning "$log"
+	sleep 1.5 # the 8 MiB buffer is overwritten many times over by now
+	ctl dump -o "$T_TMP/$n-mid.btd" >/dev/null 2>&1
+	wait_for 30 grep -q stopped "$log"
+	ctl dump -o "$T_TMP/$n-after.btd" >/dev/null 2>&1
+	touch "$T_TMP/$n.stop"
+	wait "$pid"
+	local mid after gm ga spid
+	spid=$(awk '/^spinning/ {print $2}' "$log")
+	mid=$(records "$T_TMP/$n-mid.btd" "$spid")
+	after=$(records "$T_TMP/$n-after.btd" "$spid")
+	gm=$(gaps "$T_TMP/$n-mid.btd" "$spid")
+	ga=$(gaps "$T_TMP/$n-after.btd" "$spid")
+	diag "$n: $mid records kept mid-run, $after once stopped; seq gaps $gm and $ga; $(grep -o 'window copied in [^)]*' "$LOG" | tail -2 | head -1)"
+	check "$n: a dump while it spins keeps >= 90% of the stopped buffer's ($mid of $after)" \
+		test "${mid:-0}" -ge $(( ${after:-1} * 9 / 10 )) -a "${after:-0}" -gt 50000
+	check "$n: the mid-run dump is gap-free: no seq gap the stopped one has not ($gm vs $ga)" \
+		test "$gm" -le "$ga"
+	"$BT" report --functions "$T_TMP/$n-mid.btd" >"$T_TMP/$n-mid.txt" 2>&1
+	check "$n: it says complete only when nothing was lost" sh -c "
+		if grep -q '^complete:' '$T_TMP/$n-mid.txt'; then
+			'$BT' report --stats '$T_TMP/$n-mid.btd' | grep -q 'blocks_lost 0 blocks_busy 0'
+		fi"
+}
+
+mid_vs_after quiet
+
+# app-func:slow_call>3ms: its dump contains the call that fired it
+"$TB/app_funcs_spin" -s 1500 -w 500 >"$T_TMP/trig.log" 2>&1
+check "trigger: the workload ran its slow call" grep -q '^slow ' "$T_TMP/trig.log"
+wait_for 20 sh -c "ls '$OUT'/*.btd"
+TD=$(ls "$OUT"/*.btd 2>/dev/null | head -1)
+check "trigger: app-func:slow_call>3ms fired and dumped" test -n "$TD"
+if [ -n "$TD" ]; then
+	"$BT" report --functions "$TD" >"$T_TMP/trig.txt" 2>&1
+	check "trigger: its dump contains the slow_call that fired it (5 ms asked, >= 3 ms)" \
+		awk '$1 == "slow_call" && $3 == 1 && $4 ~ /[0-9]ms$/ && $4 + 0 >= 3 {f=1} END {if (!f) system("cat " FILENAME); exit !f}' \
+		"$T_TMP/trig.txt"
+fi
+
+# under load: 4 busy loops per CPU
+NB=$(( $(nproc) * 4 ))
+LOADP=()
+for _ in $(seq "$NB"); do
+	sh -c 'while :; do :; done' &
+	LOADP+=("$!")
+	T_PIDS+=("$!")
+done
+mid_vs_after loaded
+kill "${LOADP[@]}" 2>/dev/null
+
+rec_stop "$REC_PID"
+finish

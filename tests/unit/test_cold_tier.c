@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_cold_tier.c - the cold tier, deterministic: one writer, pumps at
+ * chosen moments. What the two tiers return together is exactly what was
+ * written, oldest history included, for both codecs; the tier drops its
+ * oldest groups first; a writer outrunning the pump is counted as gaps;
+ * resizing keeps the newest groups; bad configurations are refused.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "btrace_buffer.h"
+#include "cold_tier.h"
+#include "harness.h"
+
+#define BS 1024u
+#define NCORES 1
+#define HOT (4 * 16 * (size_t)BS) /* 4 slots of A = 16 blocks */
+
+struct rec {
+	uint64_t seq;
+	uint8_t fill[40];
+};
+
+struct seen {
+	uint64_t first, last, n, gaps, prev_pos;
+	int started, order_bad;
+};
+
+static int collect(const struct bt_block_view *v, void *ctx)
+{
+	struct seen *s = ctx;
+	uint32_t off = 0, len;
+	const void *p;
+
+	if (s->prev_pos && v->pos <= s->prev_pos)
+		s->order_bad = 1;
+	s->prev_pos = v->pos;
+	while ((p = bt_block_next(v, &off, &len))) {
+		const struct rec *r = p;
+
+		if (!s->started) {
+			s->first = r->seq;
+			s->started = 1;
+		} else if (r->seq != s->last + 1) {
+			s->gaps++;
+		}
+		s->last = r->seq;
+		s->n++;
+	}
+	return 0;
+}
+
+static struct bt_buffer *new_buf(void)
+{
+	struct bt_config cfg = { .size = HOT, .block_size = BS, .ncores = NCORES, .active = 16 };
+	char err[128];
+	struct bt_buffer *b = bt_buffer_create(&cfg, err, sizeof(err));
+
+	if (!b)
+		fprintf(stderr, "buffer: %s\n", err);
+	return b;
+}
+
+static void write_n(struct bt_buffer *b, uint64_t *seq, uint64_t n, struct bt_cold *c, uint64_t pump_every)
+{
+	struct rec r;
+
+	for (uint64_t i = 0; i < n; i++) {
+		r.seq = (*seq)++;
+		memset(r.fill, (int)(r.seq & 0x3f), sizeof(r.fill)); /* compressible, like events */
+		bt_write(b, 0, &r, sizeof(r));
+		if (c && pump_every && r.seq % pump_every == 0)
+			bt_cold_pump(c, b);
+	}
+}
+
+static void joined(struct bt_buffer *b, struct bt_cold *c, struct seen *s)
+{
+	struct bt_read_stats rs;
+
+	memset(s, 0, sizeof(*s));
+	CHECK(bt_tiers_read(b, c, collect, s, &rs) == 0, "joined read");
+}
+
+static void test_codec(enum bt_codec codec)
+{
+	struct bt_cold_config cc = { .size = 16 * HOT, .codec = codec, .level = 1 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c;
+	struct bt_cold_stats st;
+	struct seen s, hot_only;
+	uint64_t seq = 0;
+	char err[128];
+
+	REQUIRE(b, "buffer");
+	c = bt_cold_create(&cc, BS, err, sizeof(err));
+	REQUIRE(c, "cold tier: %s", err);
+	/* Ten times what the buffer holds, the pump called often enough. */
+	write_n(b, &seq, 10 * HOT / sizeof(struct rec), c, 64);
+	bt_cold_pump(c, b);
+	joined(b, c, &s);
+	memset(&hot_only, 0, sizeof(hot_only));
+	bt_read(b, collect, &hot_only, NULL);
+	bt_cold_stats(c, &st);
+	CHECK(!s.order_bad && s.gaps == 0, "%s: one gap-free run in position order (%llu gaps)", bt_codec_name(codec),
+	      (unsigned long long)s.gaps);
+	CHECK(s.last == seq - 1, "%s: ends with the newest entry (%llu of %llu)", bt_codec_name(codec),
+	      (unsigned long long)s.last, (unsigned long long)(seq - 1));
+	CHECK(s.first == 0 && s.n == seq, "%s: every entry since the first kept (%llu entries from %llu)",
+	      bt_codec_name(codec), (unsigned long long)s.n, (unsigned long long)s.first);
+	CHECK(s.n > 4 * hot_only.n, "%s: %llu entries against the buffer's %llu", bt_codec_name(codec),
+	      (unsigned long long)s.n, (unsigned long long)hot_only.n);
+	CHECK(st.gaps == 0 && st.groups_evicted == 0 && st.raw_bytes_in > 3 * st.stored_bytes_in,
+	      "%s: no gap, nothing evicted, compressed %llu -> %llu", bt_codec_name(codec),
+	      (unsigned long long)st.raw_bytes_in, (unsigned long long)st.stored_bytes_in);
+
+	/* Much more than the tier holds: the oldest go, the rest stays whole. */
+	write_n(b, &seq, 200 * HOT / sizeof(struct rec), c, 64);
+	bt_cold_pump(c, b);
+	joined(b, c, &s);
+	bt_cold_stats(c, &st);
+	CHECK(st.groups_evicted > 0 && s.first > 0 && s.gaps == 0 && s.last == seq - 1,
+	      "%s: evicted oldest first, the newest %llu entries whole", bt_codec_name(codec), (unsigned long long)s.n);
+	CHECK(st.used <= st.size, "%s: used %zu within %zu", bt_codec_name(codec), st.used, st.size);
+
+	/* Shrink: the newest groups stay. */
+	uint64_t before = s.n;
+	CHECK(bt_cold_resize(c, 2 * HOT, err, sizeof(err)) == 0, "resize: %s", err);
+	joined(b, c, &s);
+	CHECK(s.gaps == 0 && s.last == seq - 1 && s.n < before && s.n > hot_only.n,
+	      "%s: after a shrink %llu newest entries, gap-free", bt_codec_name(codec), (unsigned long long)s.n);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
+static void test_lz4(void) { test_codec(BT_CODEC_LZ4); }
+static void test_zstd(void) { test_codec(BT_CODEC_ZSTD); }
+
+/* The writer laps the buffer between two pumps: the blocks it overwrote are
+ * gone, and that shows as a gap in the tier and in the joined read. */
+static void test_outrun(void)
+{
+	struct bt_cold_config cc = { .size = 16 * HOT, .codec = BT_CODEC_LZ4 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	struct bt_cold_stats st;
+	struct seen s;
+	uint64_t seq = 0;
+
+	REQUIRE(b && c, "setup");
+	write_n(b, &seq, HOT / sizeof(struct rec), NULL, 0);
+	bt_cold_pump(c, b);
+	write_n(b, &seq, 3 * HOT / sizeof(struct rec), NULL, 0); /* no pump: laps the buffer */
+	bt_cold_pump(c, b);
+	bt_cold_stats(c, &st);
+	joined(b, c, &s);
+	CHECK(st.gaps == 1, "one chain break counted (%llu)", (unsigned long long)st.gaps);
+	CHECK(s.gaps == 1 && s.last == seq - 1 && !s.order_bad, "the joined read shows that one gap (%llu)",
+	      (unsigned long long)s.gaps);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
+static void test_config(void)
+{
+	struct bt_cold_config cc = { .size = 1000, .codec = BT_CODEC_LZ4 };
+	enum bt_codec k;
+	char err[128] = "";
+
+	errno = 0;
+	CHECK(!bt_cold_create(&cc, BS, err, sizeof(err)) && errno == EINVAL && strstr(err, "hold no group"),
+	      "too small refused: %s", err);
+	cc.size = HOT;
+	cc.codec = 7;
+	CHECK(!bt_cold_create(&cc, BS, err, sizeof(err)) && errno == EINVAL, "unknown codec refused: %s", err);
+	cc.codec = BT_CODEC_ZSTD;
+	cc.group_blocks = 65;
+	CHECK(!bt_cold_create(&cc, BS, err, sizeof(err)) && errno == EINVAL, "group of 65 refused: %s", err);
+	CHECK(bt_codec_parse("lz4", &k) == 0 && k == BT_CODEC_LZ4 && bt_codec_parse("zstd", &k) == 0 &&
+	      k == BT_CODEC_ZSTD && bt_codec_parse("gzip", &k) == -EINVAL, "codec names");
+}
+
+int main(void)
+{
+	RUN(test_lz4);
+	RUN(test_zstd);
+	RUN(test_outrun);
+	RUN(test_config);
+	return h_done();
+}

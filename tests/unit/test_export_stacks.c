@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_export_stacks.c - call stacks in the exports, on a dump built here
+ * with a stack table and source lines: Perfetto (checked by
+ * tests/perfetto/check_trace.py, which replays trace processor's rules: every
+ * sample kept with a callstack, lost stacks labelled, no empty callstack,
+ * frames merged by (mapping, rel_pc, name) with one line, no symbol
+ * versions; off-CPU and waker callstacks interned), pprof (decoded by protoc
+ * with tests/pprof/profile.proto: totals and per-function self/total equal
+ * report --profile's) and JSON (stack samples for speedscope: their count
+ * equals the dump's).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <linux/types.h>
+#include "events.h"
+#include "harness.h"
+#include "btrace_buffer.h"
+#include "compact.h"
+#include "dump.h"
+#include "dump_stacks.h"
+#include "export.h"
+#include "event_filter.h"
+#include "report_stacks.h"
+
+#define CHECKER "tests/perfetto/check_trace.py"
+
+static char tmpdir[256], root[512];
+static int have_tools; /* python3 and protoc */
+
+/* libc with a build-id, the application; the kernel. */
+static struct bt_dump_map maps[2] = {
+	{ "/usr/lib/x86_64-linux-gnu/libc.so.6", 0, 0x801, 11, { 0xab, 0xcd, 0xef, 0x01 }, 4 },
+	{ "/usr/bin/app", 0, 0x801, 12, { 0 }, 0 },
+};
+static struct bt_dump_sym syms[4] = {
+	{ "schedule", BT_DMAP_KERNEL, 0xffffffff81000000ull, 0x100 },
+	{ "main", 2, 0x1100, 0x200 },
+	{ "leaf_fn", 2, 0x1300, 0x40 },
+	{ "memcpy@@GLIBC_2.14", 1, 0x2000, 0x100 },
+};
+/* main at 0x1200 is the innermost frame of stack 3 (looked up at 0x1200)
+ * and a caller in stack 2 (a return address: looked up at 0x11ff), on two
+ * different lines: one rel_pc for both would merge them in trace processor. */
+static struct bt_dump_frame frames[5] = {
+	{ BT_DMAP_KERNEL, 1, 0xffffffff81000010ull },
+	{ 2, 3, 0x1310 },
+	{ 2, 2, 0x1200 },
+	{ 2, 2, 0x1200 },
+	{ 1, 4, 0x2010 },
+};
+static struct bt_dump_stack stacks[4] = {
+	{ 0, BT_STACK_KERNEL, 0, 1, 0 },
+	{ 100, BT_STACK_USER, 0, 2, 1 },   /* leaf_fn <- main */
+	{ 100, BT_STACK_USER, 0, 2, 3 },   /* main <- memcpy */
+	{ 100, BT_STACK_USER, BT_STACK_F_UNDEFINED, 0, 5 },
+};
+static struct bt_dump_srcloc locs[3] = {
+	{ 2, 1, 0x11ff, 0 },
+	{ 2, 1, 0x1200, 1 },
+	{ 2, 2, 0x1310, 2 },
+};
+static struct bt_dump_srcline lines[4] = {
+	{ "src/main.c", "main", 10, 0 },
+	{ "src/main.c", "main", 11, 0 },
+	{ "src/leaf.h", "inl_helper", 5, 0 },
+	{ "src/leaf.c", "leaf_fn", 20, 0 },
+};
+
+static int write_stacks(void *ctx, struct bt_dump_sink *sink)
+{
+	struct bt_dump_stacks s = { .nstacks = 4, .nmaps = 2, .nsyms = 4, .nframes = 5, .stacks = stacks,
+				    .frames = frames, .maps = maps, .syms = syms, .nlocs = 3, .nlines = 4,
+				    .locs = locs, .lines = lines };
+	(void)ctx;
+	s.counters[BT_STKC_STACKS] = 4;
+	s.counters[BT_STKC_SAMPLE_HZ] = 99;
+	s.counters[BT_STKC_OVERFLOW] = 2;
+	return bt_dump_sink_stacks(sink, &s);
+}
+
+static int store(struct bt_buffer *b, const struct bt_event_hdr *ev, uint32_t len)
+{
+	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	return n ? bt_write(b, 0, batch, n) : -EINVAL;
+}
+
+/* The samples: (kernel, user) stack ids; 4 of them have a stack lost or none. */
+static const uint32_t samples[][2] = {
+	{ 1, 2 }, { 0, 3 }, { 1, 2 }, { 1, BT_STACK_LOST }, { 0, 0 }, { BT_STACK_LOST, BT_STACK_LOST }, { 0, 4 },
+};
+#define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
+#define NLOST 4
+
+static int write_dump(const char *path)
+{
+	struct bt_config cfg = { .size = 64 << 10, .block_size = 1024, .ncores = 2 };
+	char err[256];
+	struct bt_buffer *b = bt_buffer_create(&cfg, err, sizeof(err));
+	uint64_t drops[2 * BT_GROUP_MAX] = { 0 };
+	struct bt_task tasks[] = { { .tid = 100, .tgid = 100, .comm = "app" }, { .tid = 101, .tgid = 100, .comm = "app-w" } };
+	uint32_t seq = 0;
+	uint64_t ts = 1000000000ull;
+	if (!b)
+		return -ENOMEM;
+	for (size_t i = 0; i < NSAMPLES; i++) {
+		struct bt_ev_sample e = { .h = { .ts_ns = ts += 10000000, .seq = seq++, .tid = 100, .tgid = 100,
+						 .type = BT_EV_CPU_SAMPLE },
+					  .kstack = samples[i][0], .ustack = samples[i][1] };
+		if (store(b, &e.h, sizeof(e)))
+			return -EIO;
+	}
+	struct bt_ev_offcpu o = { .h = { .ts_ns = ts += 1000000, .seq = seq++, .tid = 100, .tgid = 100,
+					 .type = BT_EV_OFFCPU },
+				  .kstack = 1, .ustack = 2, .offcpu_ns = 500000 };
+	struct bt_ev_waker w = { .h = { .ts_ns = ts += 1000000, .seq = seq++, .tid = 100, .tgid = 100,
+					.type = BT_EV_WAKER },
+				 .kstack = 1, .ustack = 3, .wakee = 101 };
+	if (store(b, &o.h, sizeof(o)) || store(b, &w.h, sizeof(w)))
+		return -EIO;
+	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = tasks,
+				     .ntasks = 2, .dump_seq = 1, .reason = "test",
+				     .groups_enabled = 1u << BT_GROUP_STACKS, .write_stacks = write_stacks };
+	int r = bt_dump_write(b, &info, NULL, path, 0, NULL, 0, NULL, err, sizeof(err));
+	if (r)
+		fprintf(stderr, "  bt_dump_write: %s\n", err);
+	bt_buffer_destroy(b);
+	return r;
+}
+
+static int run(const char *cmd)
+{
+	char full[4096], line[4096];
+	snprintf(full, sizeof(full), "cd '%s' && %s 2>&1", root, cmd);
+	FILE *p = popen(full, "r");
+	if (!p)
+		return -1;
+	while (fgets(line, sizeof(line), p))
+		printf("#   %s", line);
+	int st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static char dump_path[400];
+
+static void test_perfetto(void)
+{
+	char out[400], cmd[2048], err[256];
+	snprintf(out, sizeof(out), "%s/s.perfetto-trace", tmpdir);
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .compact_sched = 1 };
+	struct bt_export_stats st;
+	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+	CHECK(st.samples_no_stack == NLOST, "%" PRIu64 " samples without a stack counted", st.samples_no_stack);
+	bt_dump_close(d);
+	if (!have_tools)
+		return;
+	snprintf(cmd, sizeof(cmd),
+		 "python3 " CHECKER " perfetto '%s' --stacks %zu --stacks-lost %d --stack-func main --offcpu-func leaf_fn "
+		 "--inlined inl_helper --src-line main:main.c --src-line inl_helper:leaf.h",
+		 out, NSAMPLES, NLOST);
+	CHECK(run(cmd) == 0, "checker passes (see above)");
+}
+
+/* JSON: stack samples (catapult's, speedscope's "samples"/"stackFrames") */
+static void test_json(void)
+{
+	char out[400], cmd[2048], err[256];
+	snprintf(out, sizeof(out), "%s/s.json", tmpdir);
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_export_opts o = { .format = BT_EXPORT_JSON };
+	CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
+	bt_dump_close(d);
+	if (!have_tools)
+		return;
+	snprintf(cmd, sizeof(cmd), "python3 " CHECKER " json '%s' --stacks %zu --stacks-lost %d --offcpu-blocks 1", out,
+		 NSAMPLES, NLOST);
+	CHECK(run(cmd) == 0, "checker passes (see above)");
+}
+
+/* pprof, CPU and off-CPU: decoded by protoc, against report --profile's
+ * totals and functions (tests/pprof/check_pprof.py). */
+static void test_pprof(void)
+{
+	char out[400], rep[400], cmd[2048], err[256];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	for (int off = 0; off < 2; off++) {
+		snprintf(out, sizeof(out), "%s/s%s.pb.gz", tmpdir, off ? ".offcpu" : "");
+		snprintf(rep, sizeof(rep), "%s/s%s.profile.txt", tmpdir, off ? ".offcpu" : "");
+		struct bt_export_opts o = { .format = BT_EXPORT_PPROF, .offcpu = off };
+		struct bt_export_stats st;
+		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.events == (off ? 1 : NSAMPLES) && st.samples_no_stack == (off ? 0 : NLOST),
+		      "%s: %" PRIu64 " events, %" PRIu64 " without a stack", off ? "offcpu" : "cpu", st.events,
+		      st.samples_no_stack);
+		FILE *f = fopen(rep, "w");
+		REQUIRE(f, "write %s", rep);
+		struct bt_stack_filter filt = { .offcpu = off };
+		CHECK(bt_report_profile(d, &filt, f) == 0, "report --profile");
+		fclose(f);
+		if (!have_tools)
+			continue;
+		snprintf(cmd, sizeof(cmd), "python3 tests/pprof/check_pprof.py '%s' '%s' %s", out, rep,
+			 off ? "--offcpu" : "");
+		CHECK(run(cmd) == 0, "pprof checker passes (%s, see above)", off ? "off-CPU" : "CPU");
+	}
+	bt_dump_close(d);
+}
+
+/* convert --time A..B --pid P: the shared event filter (report's) picks the
+ * events every format writes: samples 3 to 5 of 7 (10 ms apart). */
+static void test_filter(void)
+{
+	char out[400], cmd[2048], err[256];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	struct bt_event_filter f = { 0 };
+	REQUIRE(bt_filter_parse_time_range(&f, "0.015..0.045") == 0 && bt_filter_parse_pids(&f, "100") == 0, "filter");
+	static const int fmts[] = { BT_EXPORT_PERFETTO, BT_EXPORT_JSON, BT_EXPORT_PPROF };
+	for (int k = 0; k < 3; k++) {
+		snprintf(out, sizeof(out), "%s/f%d.out", tmpdir, k);
+		struct bt_export_opts o = { .format = fmts[k], .filter = &f };
+		struct bt_export_stats st;
+		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		CHECK(st.events == 3 && st.per_type[BT_EV_CPU_SAMPLE] == 3, "format %d: %" PRIu64 " events in the window", k,
+		      st.events);
+		if (have_tools && k < 2) {
+			snprintf(cmd, sizeof(cmd), "python3 " CHECKER " %s '%s' --stacks 3 --stacks-lost 2",
+				 k ? "json" : "perfetto", out);
+			CHECK(run(cmd) == 0, "checker passes on the window (see above)");
+		}
+	}
+	bt_filter_free(&f);
+	REQUIRE(bt_filter_parse_pids(&f, "999") == 0, "filter");
+	struct bt_export_opts o = { .format = BT_EXPORT_PERFETTO, .filter = &f };
+	struct bt_export_stats st;
+	snprintf(out, sizeof(out), "%s/none.out", tmpdir);
+	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0 && st.events == 0, "another pid: %" PRIu64 " events",
+	      st.events);
+	bt_filter_free(&f);
+	bt_dump_close(d);
+}
+
+int main(void)
+{
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/bt-export-stacks.XXXXXX");
+	if (!mkdtemp(tmpdir))
+		return 1;
+	/* the repository root: where the tests run from, else above build/tests/ */
+	if (!getcwd(root, sizeof(root)))
+		return 1;
+	char probe[700];
+	snprintf(probe, sizeof(probe), "%s/" CHECKER, root);
+	if (access(probe, R_OK)) {
+		ssize_t n = readlink("/proc/self/exe", root, sizeof(root) - 1);
+		root[n > 0 ? n : 0] = '\0';
+		for (int up = 0; up < 3; up++) {
+			char *sl = strrchr(root, '/');
+			if (sl)
+				*sl = '\0';
+		}
+	}
+	snprintf(probe, sizeof(probe), "cd '%s' && test -r " CHECKER " && python3 -c '' && protoc --version >/dev/null 2>&1",
+		 root);
+	have_tools = system(probe) == 0;
+	if (!have_tools)
+		printf("ok 1 - # SKIP tool checks: python3, protoc or %s missing\n", CHECKER);
+	snprintf(dump_path, sizeof(dump_path), "%s/s.btd", tmpdir);
+	if (write_dump(dump_path)) {
+		printf("not ok 1 - build a dump with stacks\n");
+		return 1;
+	}
+	RUN(test_perfetto);
+	RUN(test_pprof);
+	RUN(test_json);
+	RUN(test_filter);
+	char cmd[600];
+	if (!getenv("KEEP_TMP")) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd) != 0)
+			printf("# could not remove %s\n", tmpdir);
+	} else {
+		printf("# files kept in %s\n", tmpdir);
+	}
+	return h_done();
+}

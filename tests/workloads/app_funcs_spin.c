@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * app_funcs_spin.c - built with -finstrument-functions and linked with
+ * libbtrace (test_dump_capture.sh, bench_capture.sh): calls a small function
+ * as fast as it can, so its buffer is overwritten many times a second.
+ *
+ *   -s MS    spin for MS milliseconds, then stop calling (default 2000)
+ *   -t N     N spinning threads (default 1)
+ *   -w MS    once, MS milliseconds into the spin, the main thread calls
+ *            slow_call(), which sleeps 5 ms (an app-func trigger's target)
+ *   -f FILE  created once attached;  -S FILE  exit once it exists
+ * Prints "spinning PID", "slow TID T0 T1" (CLOCK_BOOTTIME around the
+ * sleep) and "stopped CALLS" when every thread stopped calling.
+ */
+#include "btrace.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile long sink;
+static volatile int stop;
+
+__attribute__((no_instrument_function)) static long now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static void leaf(long i)
+{
+	sink += i;
+}
+
+static void *spin(void *arg)
+{
+	long n = 0;
+	while (!stop)
+		leaf(n++);
+	*(long *)arg = n;
+	return NULL;
+}
+
+static void slow_call(long *t0, long *t1)
+{
+	*t0 = now_ns();
+	usleep(5000);
+	*t1 = now_ns();
+}
+
+int main(int argc, char **argv)
+{
+	const char *attached = NULL, *stopfile = NULL;
+	long spin_ms = 2000, slow_ms = -1;
+	int opt, nthreads = 1;
+	while ((opt = getopt(argc, argv, "s:t:w:f:S:")) != -1) {
+		if (opt == 's')
+			spin_ms = atol(optarg);
+		else if (opt == 't')
+			nthreads = atoi(optarg);
+		else if (opt == 'w')
+			slow_ms = atol(optarg);
+		else if (opt == 'f')
+			attached = optarg;
+		else if (opt == 'S')
+			stopfile = optarg;
+	}
+	if (nthreads < 1 || nthreads > 64)
+		nthreads = 1;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	btrace_init("app_spin");
+	for (int i = 0; i < 2000 && !btrace_attached(); i++)
+		usleep(10000);
+	if (!btrace_attached())
+		fprintf(stderr, "app_funcs_spin: no recorder (running untraced)\n");
+	if (attached) {
+		FILE *f = fopen(attached, "w");
+		if (f)
+			fclose(f);
+	}
+	printf("spinning %d\n", (int)getpid());
+	pthread_t th[64];
+	long calls[64] = { 0 }, total = 0, t0 = now_ns();
+	for (int i = 0; i < nthreads; i++)
+		pthread_create(&th[i], NULL, spin, &calls[i]);
+	if (slow_ms >= 0) {
+		long s0, s1;
+		usleep((useconds_t)slow_ms * 1000);
+		slow_call(&s0, &s1);
+		printf("slow %ld %ld %ld\n", (long)syscall(SYS_gettid), s0, s1);
+	}
+	while (now_ns() - t0 < spin_ms * 1000000L)
+		usleep(1000);
+	stop = 1;
+	for (int i = 0; i < nthreads; i++) {
+		pthread_join(th[i], NULL);
+		total += calls[i];
+	}
+	printf("stopped %ld\n", total);
+	while (stopfile && access(stopfile, F_OK) != 0)
+		usleep(10000);
+	return 0;
+}

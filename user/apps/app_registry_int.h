@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * app_registry_int.h - the registry's table of applications, shared by the
+ * registry (app_registry.c: registration, names, resize, status) and its
+ * capture for dumps (app_capture.c). Only user/apps includes this.
+ */
+#ifndef BTRACE_APP_REGISTRY_INT_H
+#define BTRACE_APP_REGISTRY_INT_H
+#include <pthread.h>
+#include <stdint.h>
+#include "app_registry.h"
+#include "app_reader.h"
+#include "dump_format.h"
+
+#define MAX_BUFS 4         /* current + older ones still dumped */
+#define LINE_MAX_APP 256
+#define WATCH_MS 10        /* app-func triggers: how often function records are read */
+/* A counter an application keeps in its shared memory is its word only:
+ * shown and summed up to this (no real count comes near: one event per ns
+ * for three days), flagged past it. */
+#define APP_COUNT_MAX (1ull << 48)
+
+struct abuf {
+	struct bt_app_view v;
+	int fd;
+	uint64_t data_size;
+};
+
+struct app {
+	uint32_t pid, flags;
+	char name[16];
+	int conn;             /* -1 once the process is gone */
+	uint64_t registered_ts, exit_ts;
+	struct abuf bufs[MAX_BUFS]; /* [0] current */
+	uint32_t nbufs;
+	char (*names)[BTD_APP_NAME_LEN];
+	uint32_t nnames, names_cap;
+	uint64_t names_bad, resizes;
+	char line[LINE_MAX_APP];
+	size_t linelen;
+	struct bt_func_names *fnames; /* its mappings: function names survive its exit */
+	struct bt_func_watch *fw;     /* app-func triggers: its calls timed (NULL: none) */
+	int fw_final;                 /* scanned once after it exited */
+	struct bt_apps *reg;
+};
+
+struct bt_apps {
+	struct bt_apps_config cfg;
+	pthread_mutex_t lock;
+	struct app **apps;
+	size_t napps;
+	int wake[2];
+	pthread_t thread;
+	int stop;
+};
+
+static inline uint64_t app_count(uint64_t v, int *bogus)
+{
+	if (v <= APP_COUNT_MAX)
+		return v;
+	*bogus = 1;
+	return APP_COUNT_MAX;
+}
+
+/* Under lock: read everything the application sent so far (its names),
+ * then mark it gone at EOF. */
+void bt_app_drain_input(struct bt_apps *r, struct app *a);
+/* Under lock: names the application interned (its own count, untrusted:
+ * clamped) that we never received. Their events show name#ID. */
+uint64_t bt_app_names_lost(const struct app *a, uint64_t interned);
+/* Under lock: the names count of the application's buffers. */
+uint64_t bt_app_names_interned(const struct app *a);
+#endif

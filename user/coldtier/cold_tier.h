@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cold_tier.h - the compressed cold tier behind the block buffer.
+ *
+ * The block buffer (btrace_buffer.h) keeps the latest history raw. Before its
+ * oldest blocks are overwritten, a follower thread (bt_cold_pump) copies each
+ * block once it is complete, compresses groups of them (lz4 or zstd) and
+ * appends them to a second region of the recorder's memory budget, which
+ * drops its own oldest groups first. A dump reads the cold tier for the
+ * history older than the buffer (bt_cold_read), then the buffer.
+ *
+ *   writers -> [ hot: raw blocks, oldest overwritten ]
+ *                     | pump: complete blocks, in position order
+ *                     v
+ *              [ cold: compressed groups, oldest dropped ] -> dump (older part)
+ *
+ * Concurrency contract:
+ *   bt_cold_pump()     one thread (the compressor), concurrently with writers
+ *                      of the buffer (it reads with bt_read_range) and with
+ *                      readers of the tier; it never blocks the buffer's writers.
+ *   bt_cold_read()     any thread; holds the tier's lock only while it copies
+ *                      the compressed bytes, decompresses afterwards.
+ *   bt_cold_resize(), bt_cold_stats(): any thread.
+ *
+ * Losses are counted, never silent: a block overwritten in the buffer before
+ * the pump copied it breaks its core's chain of blocks (each block names the
+ * same core's previous one), and that break is counted in `gaps`; groups
+ * dropped for room are the tier's normal oldest-first overwrite (`evicted`).
+ */
+#ifndef BTRACE_COLD_TIER_H
+#define BTRACE_COLD_TIER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "btrace_buffer.h"
+
+enum bt_codec {
+	BT_CODEC_LZ4 = 1,
+	BT_CODEC_ZSTD = 2,
+};
+
+struct bt_cold_config {
+	size_t size;           /* bytes of compressed storage (groups and their headers) */
+	enum bt_codec codec;
+	int level;             /* lz4: acceleration (1 = default); zstd: level (-5..3 sensible) */
+	uint32_t group_blocks; /* blocks compressed together (1..64; 0 = 4) */
+};
+
+struct bt_cold_stats {
+	uint64_t blocks_in;       /* blocks compressed into the tier */
+	uint64_t raw_bytes_in;    /* their bytes */
+	uint64_t stored_bytes_in; /* compressed bytes stored for them (headers included) */
+	uint64_t groups_evicted;  /* groups dropped for room (oldest first) */
+	uint64_t blocks_evicted;  /* their blocks */
+	uint64_t gaps;            /* chain breaks: blocks overwritten before the pump copied them */
+	uint64_t pumps;           /* bt_cold_pump calls */
+	uint64_t cpu_ns;          /* thread CPU time spent in bt_cold_pump */
+	size_t size;              /* storage bytes */
+	size_t used;              /* bytes held by groups now */
+	uint32_t groups, blocks;  /* held now in compressed groups */
+	uint64_t oldest_pos, newest_pos; /* positions held, BT_NO_POS if none */
+	enum bt_codec codec;
+	int level;
+};
+
+struct bt_cold_read_stats {
+	uint64_t blocks_read;   /* delivered */
+	uint64_t blocks_bad;    /* a group that did not decompress to whole blocks: dropped, counted */
+	uint64_t blocks_unsettled; /* taken early (beyond the settled position): read from the buffer */
+};
+
+struct bt_cold;
+
+/* NULL + errno + message on a bad configuration or no memory. */
+struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_size, char *err,
+			       size_t errlen);
+void bt_cold_destroy(struct bt_cold *c);
+
+/* Copy into the tier every block of b completed since the last call
+ * (positions in order; a block still being written is taken by a later
+ * call). Returns the number of blocks taken or -errno. */
+int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b);
+
+/* Deliver the tier's settled blocks, oldest first, decompressed, as bt_read()
+ * does (the view's data is valid during cb only). Settled: below the pump's
+ * position, before which every block was taken (or its loss counted in gaps).
+ * *hot_from gets that position: the caller then reads the buffer from it on
+ * (bt_read_range), so the two tiers join without a duplicate or a hole.
+ * A non-zero return from cb stops and is returned. */
+int bt_cold_read(struct bt_cold *c, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st,
+		 uint64_t *hot_from);
+
+/* The tier's settled blocks below before (a capture's oldest position:
+ * bt_capture_oldest_pos), oldest first; their counts are added to rs
+ * (a group that fails to decompress: its blocks lost). */
+int bt_cold_read_before(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *ctx, struct bt_read_stats *rs);
+
+/* Both tiers as one: the cold tier's settled blocks, then the buffer's from
+ * where they end (bt_read() alone when cold is NULL). The stats cover both:
+ * a cold group that fails to decompress counts its blocks as lost. */
+int bt_tiers_read(struct bt_buffer *b, struct bt_cold *cold, bt_block_cb cb, void *ctx,
+		  struct bt_read_stats *st);
+
+/* New storage size; the oldest groups go first. -EINVAL below one group. */
+int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen);
+
+void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st);
+
+/* "lz4", "zstd"; 0 or -EINVAL on parsing. */
+int bt_codec_parse(const char *s, enum bt_codec *out);
+const char *bt_codec_name(enum bt_codec c);
+
+#endif

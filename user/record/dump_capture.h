@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dump_capture.h - the window of a dump, taken at the moment it is decided:
+ * every application buffer, then (after the BPF rings are flushed) the
+ * kernel side's block buffer, its loss counters and the task table. The
+ * dump is written from this afterwards (recorder_dumps.c), while recording
+ * goes on.
+ */
+#ifndef BTRACE_DUMP_CAPTURE_H
+#define BTRACE_DUMP_CAPTURE_H
+#include <stddef.h>
+#include <stdint.h>
+#include "btrace_buffer.h"
+#include "loader.h"
+
+struct recorder;
+struct bt_task;
+struct bt_apps_capture;
+
+struct dump_capture {
+	struct bt_apps_capture *apps; /* NULL: no applications traced */
+	struct bt_capture *kbuf;
+	uint64_t *drops, *emitted;    /* [ncpus * BT_GROUP_MAX] ring-buffer counters */
+	struct bt_task *tasks;
+	size_t ntasks;
+	struct bt_drain_stats ds;
+	uint64_t kcopy_ns, acopy_ns;  /* how long the copies took */
+};
+
+/* Take it. 0, or -errno with a reason in err (nothing left to free). */
+int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, size_t errlen);
+void dump_capture_free(struct dump_capture *c);
+#endif

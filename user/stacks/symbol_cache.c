@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+/*
+ * symbol_cache.c - symbols and DWARF of the stack table's files, loaded
+ * in the background (see symbol_cache.h).
+ *
+ * Locking: `lock` guards the entries, the map-id index and the counters.
+ * The thread takes it only to pick a file and to publish or evict one,
+ * never while reading a file; a dump holds it for its lookups, so an entry
+ * it got is neither evicted nor freed under it. Entries are keyed by
+ * build-id (device and inode for files without one): two processes, or two
+ * paths, of one build share one.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include "debug_file.h"
+#include "dwarf_lines.h"
+#include "elf_symbols.h"
+#include "kallsyms.h"
+#include "stack_table.h"
+#include "symbol_cache.h"
+#include "trusted_file.h"
+#include "util.h"
+
+#define POLL_MS 100 /* how soon a new file of the table is seen */
+
+enum { E_QUEUED, E_LOADING, E_READY, E_FAILED, E_EVICTED };
+
+struct entry {
+	uint8_t build_id[BT_BUILD_ID_MAX];
+	uint32_t build_id_len;
+	uint64_t dev, ino;
+	uint32_t map; /* a map id to read it through */
+	int state;
+	struct bt_symfile f;
+	uint64_t bytes;    /* estimated memory it holds */
+	uint64_t last_use; /* `stamp` of the last dump that used it */
+};
+
+struct bt_symcache {
+	struct bt_stack_table *t;
+	char *debug_dirs;
+	int source_lines;
+	uint64_t max_bytes;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;  /* the thread's: a poll is due, or quit */
+	pthread_cond_t idle;  /* settle's: a file was published, or nothing is left to load */
+	pid_t tid;            /* the thread's (its priority is raised while a dump settles) */
+	int settling;         /* dumps waiting in bt_symcache_settle */
+	int quit;
+	struct entry *e;
+	size_t ne, cap;
+	uint32_t *by_map; /* [map id - 1]: entry index + 1, 0 not seen yet */
+	size_t nmap;
+	struct bt_kallsyms *ks;
+	int ks_tried;
+	uint64_t stamp, bytes, loaded, failed, evicted;
+	pthread_t th;
+};
+
+static void elf_drop(struct bt_elf_file *ef)
+{
+	if (ef) {
+		bt_elf_free(ef);
+		free(ef);
+	}
+}
+
+static void symfile_free(struct bt_symfile *f)
+{
+	elf_drop(f->ef);
+	elf_drop(f->dbg);
+	bt_dwarf_close(f->dw);
+	memset(f, 0, sizeof(*f));
+}
+
+static struct bt_elf_file *try_load(const char *attach, const char *path)
+{
+	struct bt_elf_file *ef = calloc(1, sizeof(*ef));
+	char *err = NULL;
+
+	if (ef && bt_elf_load(attach, path, ef, &err) == 0)
+		return ef;
+	free(err);
+	elf_drop(ef);
+	return NULL;
+}
+
+/* A descriptor of m's file: fd (the recorder's copy), else the path if it
+ * is still the same regular file (never a FIFO or a device) with the
+ * captured build. -1 if neither. The caller closes it. */
+static int open_map(const struct bt_dump_map *m, int fd)
+{
+	struct stat st;
+
+	if (fd >= 0)
+		return fd;
+	if ((fd = bt_open_regular(m->path)) < 0)
+		return -1;
+	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != m->ino ||
+	    (m->build_id_len && !bt_elf_build_id_is(fd, m->build_id, m->build_id_len))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Memory in use by malloc now (the loads' cost is measured as its growth). */
+static uint64_t heap_bytes(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* Read map id `map`'s file: its symbols, its separate debug file's if it is
+ * stripped, its DWARF. Slow (tens of MB for big binaries): no lock held. */
+static int load(struct bt_symcache *c, uint32_t map, struct bt_symfile *f, uint64_t *bytes)
+{
+	char path[PATH_MAX], attach[64], *found = NULL;
+	struct bt_dump_map m;
+	uint64_t h0 = heap_bytes(), h1;
+	int kept, fd, dfd;
+
+	memset(f, 0, sizeof(*f));
+	if (bt_stack_table_map_copy(c->t, map, &m, path, sizeof(path), &kept) || (fd = open_map(&m, kept)) < 0)
+		return -1;
+	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
+	f->ef = try_load(attach, m.path);
+	/* Stripped: the separate debug file's symbols (by build-id). */
+	dfd = f->ef && !f->ef->has_symtab && m.build_id_len
+		      ? bt_debug_file_open(m.path, m.build_id, m.build_id_len, NULL, 0, c->debug_dirs, &found)
+		      : -1;
+	if (dfd >= 0) {
+		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", dfd);
+		f->dbg = try_load(attach, found);
+		close(dfd);
+	}
+	free(found);
+	if (f->ef && c->source_lines)
+		f->dw = bt_dwarf_open(fd, m.path, m.build_id, m.build_id_len, c->debug_dirs);
+	close(fd);
+	/* The address index is built on first lookup: build it here, not in a dump. */
+	if (f->ef)
+		bt_elf_func_at_vaddr(f->ef, 0);
+	if (f->dbg)
+		bt_elf_func_at_vaddr(f->dbg, 0);
+	h1 = heap_bytes();
+	*bytes = h1 > h0 + 4096 ? h1 - h0 : 4096;
+	return f->ef ? 0 : -1;
+}
+
+static int same_file(const struct entry *e, const struct bt_dump_map *m)
+{
+	if (e->build_id_len || m->build_id_len)
+		return e->build_id_len == m->build_id_len && memcmp(e->build_id, m->build_id, m->build_id_len) == 0;
+	return e->dev == m->dev && e->ino == m->ino;
+}
+
+/* Under lock: the entry of m (map id map), added queued if new. -1 out of memory. */
+static long entry_of(struct bt_symcache *c, const struct bt_dump_map *m, uint32_t map)
+{
+	for (size_t i = 0; i < c->ne; i++)
+		if (same_file(&c->e[i], m))
+			return (long)i;
+	if (c->ne == c->cap) {
+		size_t cap = c->cap ? 2 * c->cap : 64;
+		void *p = realloc(c->e, cap * sizeof(*c->e));
+		if (!p)
+			return -1;
+		c->e = p;
+		c->cap = cap;
+	}
+	struct entry *e = &c->e[c->ne];
+	memset(e, 0, sizeof(*e));
+	memcpy(e->build_id, m->build_id, sizeof(e->build_id));
+	e->build_id_len = m->build_id_len;
+	e->dev = m->dev;
+	e->ino = m->ino;
+	e->map = map;
+	e->state = E_QUEUED;
+	return (long)c->ne++;
+}
+
+/* New map ids of the table get their entry (the table's lock, then ours). */
+static void scan_maps(struct bt_symcache *c)
+{
+	size_t n = bt_stack_table_nmaps(c->t);
+
+	for (size_t map = c->nmap + 1; map <= n; map++) {
+		char path[PATH_MAX];
+		struct bt_dump_map m;
+		int fd;
+
+		if (bt_stack_table_map_copy(c->t, (uint32_t)map, &m, path, sizeof(path), &fd))
+			break;
+		if (fd >= 0)
+			close(fd);
+		pthread_mutex_lock(&c->lock);
+		uint32_t *p = realloc(c->by_map, map * sizeof(*p));
+		long i = p ? entry_of(c, &m, (uint32_t)map) : -1;
+		if (p)
+			c->by_map = p;
+		if (i >= 0) {
+			c->by_map[map - 1] = (uint32_t)i + 1;
+			c->nmap = map;
+		}
+		pthread_mutex_unlock(&c->lock);
+		if (i < 0)
+			break; /* out of memory: tried again at the next poll */
+	}
+}
+
+/* Under lock: close least recently used files until within the bound
+ * (never `keep`, the one just loaded). */
+static void evict(struct bt_symcache *c, size_t keep)
+{
+	while (c->bytes > c->max_bytes) {
+		size_t v = SIZE_MAX;
+
+		for (size_t i = 0; i < c->ne; i++)
+			if (i != keep && c->e[i].state == E_READY && (v == SIZE_MAX || c->e[i].last_use < c->e[v].last_use))
+				v = i;
+		if (v == SIZE_MAX)
+			return;
+		symfile_free(&c->e[v].f);
+		c->bytes -= c->e[v].bytes;
+		c->e[v].bytes = 0;
+		c->e[v].state = E_EVICTED;
+		c->evicted++;
+	}
+}
+
+/* Lowest priority: the loads use CPU time the machine's work leaves. Nice
+ * 19, not SCHED_IDLE: under a load of several tasks per CPU an idle-class
+ * thread may not run for minutes, and the dumps would never get names. */
+static void lowest_priority(void)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19))
+		bt_info("symbol loader keeps its priority: %s", strerror(errno));
+}
+
+static void *loader_main(void *arg)
+{
+	struct bt_symcache *c = arg;
+
+	pthread_setname_np(pthread_self(), "btrace-symbols");
+	pthread_mutex_lock(&c->lock);
+	c->tid = (pid_t)syscall(SYS_gettid);
+	pthread_mutex_unlock(&c->lock);
+	lowest_priority();
+	for (;;) {
+		struct bt_symfile f;
+		uint64_t bytes = 0, nstacks;
+		struct bt_stack_counts sc;
+		size_t pick = SIZE_MAX;
+		int ks_due;
+
+		/* kallsyms once stacks arrive: the recorder's programs (which
+		 * head every stack from a tracepoint) are loaded by then */
+		bt_stack_table_counts(c->t, &sc);
+		nstacks = sc.stacks;
+		pthread_mutex_lock(&c->lock);
+		ks_due = !c->ks_tried && nstacks && !c->quit;
+		pthread_mutex_unlock(&c->lock);
+		if (ks_due) {
+			struct bt_kallsyms *ks = bt_kallsyms_load();
+
+			if (!ks)
+				bt_warn("cannot read kernel symbols (/proc/kallsyms: %s): kernel frames show addresses",
+					strerror(errno));
+			pthread_mutex_lock(&c->lock);
+			c->ks = ks;
+			c->ks_tried = 1;
+			pthread_mutex_unlock(&c->lock);
+		}
+		scan_maps(c);
+		pthread_mutex_lock(&c->lock);
+		for (size_t i = 0; i < c->ne && pick == SIZE_MAX; i++)
+			if (c->e[i].state == E_QUEUED)
+				pick = i;
+		if (pick == SIZE_MAX) {
+			struct timespec ts;
+
+			if (c->nmap == bt_stack_table_nmaps(c->t) && (c->ks_tried || !nstacks))
+				pthread_cond_broadcast(&c->idle); /* caught up: settle returns */
+			if (c->quit) {
+				pthread_mutex_unlock(&c->lock);
+				break;
+			}
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += POLL_MS * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+			int q = c->quit;
+			pthread_mutex_unlock(&c->lock);
+			if (q)
+				break;
+			continue;
+		}
+		uint32_t map = c->e[pick].map;
+		c->e[pick].state = E_LOADING;
+		pthread_mutex_unlock(&c->lock);
+
+		int r = load(c, map, &f, &bytes);
+
+		pthread_mutex_lock(&c->lock);
+		struct entry *e = &c->e[pick]; /* the array may have moved */
+		if (r) {
+			symfile_free(&f);
+			e->state = E_FAILED;
+			c->failed++;
+		} else {
+			e->f = f;
+			e->bytes = bytes;
+			e->last_use = c->stamp;
+			e->state = E_READY;
+			c->bytes += bytes;
+			c->loaded++;
+			evict(c, pick);
+		}
+		pthread_cond_broadcast(&c->idle);
+		pthread_mutex_unlock(&c->lock);
+		malloc_trim(0); /* what a load freed goes back to the system */
+	}
+	return NULL;
+}
+
+struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_dirs, int source_lines,
+				    uint64_t max_bytes)
+{
+	struct bt_symcache *c = calloc(1, sizeof(*c));
+	pthread_condattr_t ca;
+
+	if (!c)
+		return NULL;
+	c->t = t;
+	c->source_lines = source_lines;
+	c->max_bytes = max_bytes ? max_bytes : BT_SYMCACHE_DEFAULT_BYTES;
+	if (debug_dirs && !(c->debug_dirs = strdup(debug_dirs))) {
+		free(c);
+		return NULL;
+	}
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_cond_init(&c->idle, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&c->th, NULL, loader_main, c)) {
+		pthread_cond_destroy(&c->idle);
+		pthread_cond_destroy(&c->cond);
+		pthread_mutex_destroy(&c->lock);
+		free(c->debug_dirs);
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void bt_symcache_free(struct bt_symcache *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->quit = 1;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->th, NULL); /* a load in progress finishes first */
+	for (size_t i = 0; i < c->ne; i++)
+		symfile_free(&c->e[i].f);
+	bt_kallsyms_free(c->ks);
+	free(c->e);
+	free(c->by_map);
+	free(c->debug_dirs);
+	pthread_cond_destroy(&c->idle);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
+
+/* Under lock: the thread has nothing left (every file of the table seen and
+ * tried, kallsyms tried once stacks exist). */
+static int caught_up(struct bt_symcache *c)
+{
+	struct bt_stack_counts sc;
+
+	if (c->nmap < bt_stack_table_nmaps(c->t))
+		return 0;
+	bt_stack_table_counts(c->t, &sc);
+	if (sc.stacks && !c->ks_tried)
+		return 0;
+	for (size_t i = 0; i < c->ne; i++)
+		if (c->e[i].state == E_QUEUED || c->e[i].state == E_LOADING)
+			return 0;
+	return 1;
+}
+
+int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms)
+{
+	struct timespec dl;
+	int me = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)), r = 0;
+
+	if (!timeout_ms)
+		return 0;
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += timeout_ms / 1000;
+	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->lock);
+	/* The loads a dump waits for run at the waiting thread's priority. */
+	if (c->tid && !c->settling++)
+		setpriority(PRIO_PROCESS, (id_t)c->tid, me);
+	pthread_cond_signal(&c->cond);
+	while (!caught_up(c) && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&c->idle, &c->lock, &dl);
+	if (c->tid && !--c->settling)
+		setpriority(PRIO_PROCESS, (id_t)c->tid, 19);
+	r = caught_up(c) ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+void bt_symcache_hold(struct bt_symcache *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stamp++;
+}
+
+void bt_symcache_release(struct bt_symcache *c)
+{
+	pthread_mutex_unlock(&c->lock);
+}
+
+int bt_symcache_get(struct bt_symcache *c, uint32_t map, const struct bt_symfile **out)
+{
+	struct entry *e;
+
+	if (map < 1 || map > c->nmap || !c->by_map[map - 1])
+		return 0; /* not seen by the thread yet */
+	e = &c->e[c->by_map[map - 1] - 1];
+	switch (e->state) {
+	case E_READY:
+		e->last_use = c->stamp;
+		*out = &e->f;
+		return 1;
+	case E_FAILED:
+		return -1;
+	case E_EVICTED:
+		e->state = E_QUEUED; /* wanted again: loaded for the next dump */
+		pthread_cond_signal(&c->cond);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+struct bt_kallsyms *bt_symcache_kallsyms(struct bt_symcache *c, int *pending)
+{
+	*pending = !c->ks_tried;
+	return c->ks;
+}
+
+void bt_symcache_stats(struct bt_symcache *c, struct bt_symcache_stats *out)
+{
+	pthread_mutex_lock(&c->lock);
+	*out = (struct bt_symcache_stats){ c->ne, c->loaded, c->failed, c->evicted, c->bytes, c->max_bytes };
+	pthread_mutex_unlock(&c->lock);
+}
