@@ -80,7 +80,7 @@ for c in record report convert ctl; do
 done
 missing=""
 for c in $("$BT" ctl --help | sed -n '/^Commands:/,/^$/p' | grep -oE '^  [a-z-]+' | sort -u); do
-	grep -qE "^\.BR? $(printf '%s' "$c" | sed 's/-/\\\\-/g')( |\$)" man/btrace-bpf.1 || missing="$missing $c"
+	grep -qE "^\.B[IR]? $(printf '%s' "$c" | sed 's/-/\\\\-/g')( |\$)" man/btrace-bpf.1 || missing="$missing $c"
 done
 [ -z "$missing" ] && ok "btrace-bpf(1) documents every ctl command" || not_ok "btrace-bpf(1) lacks ctl:$missing"
 missing=""

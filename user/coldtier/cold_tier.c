@@ -618,27 +618,6 @@ out:
 	return ret;
 }
 
-int bt_tiers_read(struct bt_buffer *b, struct bt_cold *cold, bt_block_cb cb, void *ctx,
-		  struct bt_read_stats *st)
-{
-	struct bt_cold_read_stats cs;
-	struct bt_read_stats hot;
-	uint64_t from = 0;
-	int r;
-
-	if (!cold)
-		return bt_read(b, cb, ctx, st);
-	r = bt_cold_read(cold, cb, ctx, &cs, &from);
-	if (r)
-		return r;
-	r = bt_read_range(b, from, 0, cb, ctx, &hot);
-	hot.blocks_read += cs.blocks_read;
-	hot.blocks_lost += cs.blocks_bad;
-	if (st)
-		*st = hot;
-	return r;
-}
-
 int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen)
 {
 	uint8_t *ring;

@@ -94,12 +94,6 @@ int bt_cold_read(struct bt_cold *c, bt_block_cb cb, void *ctx, struct bt_cold_re
  * (a group that fails to decompress: its blocks lost). */
 int bt_cold_read_before(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *ctx, struct bt_read_stats *rs);
 
-/* Both tiers as one: the cold tier's settled blocks, then the buffer's from
- * where they end (bt_read() alone when cold is NULL). The stats cover both:
- * a cold group that fails to decompress counts its blocks as lost. */
-int bt_tiers_read(struct bt_buffer *b, struct bt_cold *cold, bt_block_cb cb, void *ctx,
-		  struct bt_read_stats *st);
-
 /* New storage size; the oldest groups go first. -EINVAL below one group. */
 int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen);
 

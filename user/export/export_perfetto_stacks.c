@@ -348,15 +348,22 @@ static int fk_grow(struct bt_pf_stacks *ps)
 
 /* The iid of the Frame for lv, written into w (InternedData open) if new;
  * 0 out of memory. */
+static const char *frame_name(const struct bt_pf_stacks *ps, uint64_t key, char *buf, size_t len);
+
 static uint64_t frame_iid(struct bt_pf_stacks *ps, struct pbw *w, const struct level *lv)
 {
+	char nb[512];
+
 	if (ps->err || (ps->err = fk_grow(ps)))
 		return 0;
-	size_t j = mix(lv->rel_pc ^ mix(lv->name << 20 ^ lv->map)) & (ps->fkslots - 1);
+	/* Keyed by the name's text, as the importer merges: a symbol and an
+	 * inlined function of the same name have different iids. */
+	uint64_t nh = bt_str_hash(frame_name(ps, name_key(lv->map, lv->name), nb, sizeof(nb)), 0);
+	size_t j = mix(lv->rel_pc ^ mix(nh << 20 ^ lv->map)) & (ps->fkslots - 1);
 	for (; ps->fk[j].iid; j = (j + 1) & (ps->fkslots - 1))
-		if (ps->fk[j].rel_pc == lv->rel_pc && ps->fk[j].name == lv->name && ps->fk[j].map == lv->map)
+		if (ps->fk[j].rel_pc == lv->rel_pc && ps->fk[j].name == nh && ps->fk[j].map == lv->map)
 			return ps->fk[j].iid;
-	ps->fk[j] = (struct fkey){ lv->rel_pc, lv->name, (uint32_t)lv->map, (uint32_t)++ps->nfk };
+	ps->fk[j] = (struct fkey){ lv->rel_pc, nh, (uint32_t)lv->map, (uint32_t)++ps->nfk };
 	pbw_begin(w, ID_FRAMES);
 	pbw_uint(w, FR_IID, ps->nfk);
 	pbw_uint(w, FR_FUNCTION_NAME_ID, lv->name);

@@ -53,6 +53,7 @@ enum { F_MAIN, F_DEBUG, F_ALT, F_N }; /* the file, its debug file, dwz's shared 
 struct bt_dwarf {
 	int fd[F_N]; /* -1: none */
 	Elf *elf[F_N];
+	int mapped[F_N]; /* 1: only root can change the file, so it is mapped */
 	Dwarf *dbg, *alt;
 	struct unit *units;
 	size_t nunits;
@@ -190,6 +191,7 @@ static int open_elf(struct bt_dwarf *dw, int which, int fd)
 	if ((dw->fd[which] = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return -1;
 	int map = bt_file_mappable(fd);
+	dw->mapped[which] = map;
 	Elf *e = elf_begin(dw->fd[which], map ? ELF_C_READ_MMAP : ELF_C_READ, NULL);
 	if (!e)
 		return -1;
@@ -240,6 +242,20 @@ static int begin(struct bt_dwarf *dw, int which, const char *debug_dirs)
 	return -1;
 }
 
+/* Read files (another user's) are not kept open: a descriptor would pin the
+ * file (a deleted one's blocks) for as long as the cache holds it, past
+ * mapping_capture's bound. dwarf_begin_elf has read every debug section
+ * by now (within BT_UNTRUSTED_READ_MAX), so libelf needs the fd no more. */
+static struct bt_dwarf *release_fds(struct bt_dwarf *dw)
+{
+	for (int i = 0; i < F_N; i++)
+		if (dw->fd[i] >= 0 && !dw->mapped[i] && dw->elf[i] && elf_cntl(dw->elf[i], ELF_C_FDDONE) == 0) {
+			close(dw->fd[i]);
+			dw->fd[i] = -1;
+		}
+	return dw;
+}
+
 struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id, uint32_t len,
 			       const char *debug_dirs)
 {
@@ -258,7 +274,7 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 	if (len && (n < (ssize_t)len || memcmp(bid, build_id, len) != 0))
 		goto fail;
 	if (begin(dw, F_MAIN, debug_dirs) == 0)
-		return dw;
+		return release_fds(dw);
 	/* stripped (or no unit of its own): its debug file */
 	GElf_Word crc = 0;
 	const char *link = dwelf_elf_gnu_debuglink(dw->elf[F_MAIN], &crc);
@@ -268,7 +284,7 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 	int r = open_elf(dw, F_DEBUG, dfd);
 	close(dfd);
 	if (r == 0 && begin(dw, F_DEBUG, debug_dirs) == 0)
-		return dw;
+		return release_fds(dw);
 fail:
 	bt_dwarf_close(dw);
 	return NULL;

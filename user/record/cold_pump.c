@@ -109,6 +109,11 @@ void bt_cold_pump_stop(struct bt_cold_pump *p)
 	free(p);
 }
 
+uint64_t recorder_buffer_share(const struct record_opts *o, uint64_t budget)
+{
+	return o->cold_pct ? budget / 100 * (100 - o->cold_pct) : budget;
+}
+
 int recorder_cold_start(struct recorder *r)
 {
 	const struct record_opts *o = r->o;

@@ -68,6 +68,7 @@
 #include "util.h"
 #include "stack_table.h"
 #include "unwind.h"
+#include "cold_tier.h"
 #include "record.skel.h"
 
 #define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
@@ -154,6 +155,7 @@ struct bt_loader {
 	struct bt_drain drains[BT_MAX_DRAINS];
 	unsigned ndrains;
 	struct bt_stack_table *stacks; /* NULL: no stacks */
+	struct bt_cold *cold;          /* NULL: no cold tier */
 	struct bpf_link **sample_links; /* [ncpus]: the sampling program on each CPU's clock */
 	int *sample_fds;                /* [ncpus] perf events, -1 none */
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
@@ -836,6 +838,26 @@ static int drain_sample(void *ctx, void *data, size_t len)
 /* Nice level of the drain thread (see drain_main()). */
 #define DRAIN_NICE BT_DRAIN_NICE
 
+/* Blocks whose events may still be retained: the buffer's, and with a cold
+ * tier the span of positions it holds (positions count at least every
+ * block used, so the span bounds how far back its events reach). */
+static uint64_t window_blocks(const struct bt_loader *l, const struct bt_stats *bs)
+{
+	struct bt_cold_stats cs;
+
+	if (!l->cold)
+		return bs->nblocks;
+	bt_cold_stats(l->cold, &cs);
+	if (cs.oldest_pos == BT_NO_POS || cs.newest_pos == BT_NO_POS || cs.newest_pos < cs.oldest_pos)
+		return bs->nblocks;
+	return bs->nblocks + (cs.newest_pos - cs.oldest_pos + 1);
+}
+
+void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold)
+{
+	l->cold = cold;
+}
+
 static void *drain_main(void *arg)
 {
 	struct bt_drain *d = arg;
@@ -870,7 +892,7 @@ static void *drain_main(void *arg)
 		bt_buffer_stats(d->l->buf, &bs);
 		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
-			bt_stack_table_pass(d->l->stacks, bs.blocks_used, bs.nblocks, bs.active);
+			bt_stack_table_pass(d->l->stacks, bs.blocks_used, window_blocks(d->l, &bs), bs.active);
 		apply_task_events(d, horizon);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {

@@ -136,6 +136,12 @@ int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_
 typedef void (*bt_probe_hook)(void *ctx, const struct bt_event_hdr *h, uint32_t len);
 void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx);
 
+/* The cold tier behind the buffer (cold_tier.h), NULL: none. Its blocks
+ * hold events too, so the stack table keeps their stacks as long as it
+ * holds them. Set before bt_loader_start(). */
+struct bt_cold;
+void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold);
+
 /* Runs the kernel skipped of each of the recorder's tracepoint programs
  * (prog_misses.h), at most max; returns how many were written. */
 struct bt_prog_miss;

@@ -30,6 +30,7 @@
 #include "util.h"
 #include "dump.h"
 #include "cold_tier.h"
+#include "cold_pump.h"
 
 static const char *const group_names[BT_GROUP_MAX] = { "sched", "irq", "power", "syscalls", "uprobe", "stacks" };
 
@@ -76,7 +77,7 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	 * status and the rest are answered meanwhile. */
 	pthread_mutex_lock(&r->dump_serial);
 	/* With a cold tier, SIZE is the budget of both, split as at start. */
-	err = bt_resize(r->buf, r->cold ? size / 100 * (100 - r->o->cold_pct) : size, 2000, e, sizeof(e));
+	err = bt_resize(r->buf, recorder_buffer_share(r->o, size), 2000, e, sizeof(e));
 	if (!err && r->cold) {
 		bt_buffer_stats(r->buf, &after);
 		err = bt_cold_resize(r->cold, size > after.size ? size - after.size : 0, e, sizeof(e));

@@ -515,11 +515,11 @@ static int create_buffer(struct recorder *r)
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	/* With a cold tier, --buffer-size is the budget of both tiers. */
-	cfg.size = (size_t)(o->buffer_size / 100 * (100 - o->cold_pct));
+	cfg.size = (size_t)recorder_buffer_share(o, o->buffer_size);
 	cfg.block_size = (uint32_t)o->block_size;
 	cfg.ncores = r->ncpus;
 	cfg.active = (uint32_t)o->active_blocks;
-	cfg.max_size = (size_t)(o->max_size / 100 * (100 - o->cold_pct));
+	cfg.max_size = (size_t)recorder_buffer_share(o, o->max_size);
 	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
 	err[0] = '\0';
 	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
@@ -655,6 +655,7 @@ static int start_recording(struct recorder *r, int *dump_thread)
 		bt_err("%s", err);
 		return -1;
 	}
+	bt_loader_set_cold(r->loader, r->cold);
 	if (bt_loader_start(r->loader, r->buf, r->tasks, r->stacks))
 		return -1;
 	/* After the drain started: seeding never overrides names from events,
