@@ -191,8 +191,11 @@ no_map:
 	return ra == 0; /* a zero return address ends a chain (thread starts) */
 }
 
-/* The current task's user stack into b->ips: frames, or -1 (not a user task).
- * *flags gets BT_STACKDEF_CUT where the walk stopped early. */
+#define BT_UW_USE_FP (-2)
+
+/* The current task's user stack into b->ips: frames, -1 (no registers), or
+ * BT_UW_USE_FP (not loaded: the caller walks frame pointers). *flags gets
+ * BT_STACKDEF_CUT where the walk stopped early. */
 static __always_inline long bt_unwind_user(struct bt_stack_buf *b, __u32 slot, struct bt_stack_stats *ss,
 					   __u32 *flags)
 {
@@ -211,17 +214,33 @@ static __always_inline long bt_unwind_user(struct bt_stack_buf *b, __u32 slot, s
 	w.tgid = t->tgid;
 	w.slot = slot;
 	if (!bpf_map_lookup_elem(&unwind_procs, &w.tgid)) {
-		/* Mappings not loaded yet: the leaf only, and ask for them. */
+		/* Mappings not loaded yet (a process exec'd a moment ago): the
+		 * kernel's frame-pointer walk, as without the unwinder, and ask
+		 * for them. */
 		__sync_fetch_and_add(&ss->unw_no_proc, 1);
 		bt_uw_ask(w.tgid);
-		b->ips[0] = w.pc;
-		*flags |= BT_STACKDEF_CUT;
-		return 1;
+		return BT_UW_USE_FP;
 	}
 	__sync_fetch_and_add(&ss->unw_walks, 1);
 	bpf_loop(BT_MAX_FRAMES, bt_uw_step, &w, 0);
 	*flags |= w.flags;
 	return w.n;
+}
+
+/* A new process has its parent's mappings: walkable at once (a fork's
+ * child often lives shorter than a load from /proc takes). */
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_unwind_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	struct bt_unwind_proc *p;
+
+	if (ptgid == ctgid)
+		return 0; /* a thread */
+	p = bpf_map_lookup_elem(&unwind_procs, &ptgid);
+	if (p)
+		bpf_map_update_elem(&unwind_procs, &ctgid, p, BPF_ANY);
+	return 0;
 }
 
 /* exec replaces the mappings; exit ends them. */

@@ -99,7 +99,8 @@ static const struct prog_desc {
 	{ "handle_sys_exit", BT_GROUP_SYSCALLS },
 	{ "handle_cpu_sample", BT_GROUP_STACKS },  /* perf_event, attached per CPU */
 	{ "handle_waker_stack", BT_GROUP_STACKS },
-	{ "handle_unwind_exec", BT_GROUP_STACKS }, /* the unwinder's per-process map kept current */
+	{ "handle_unwind_fork", BT_GROUP_STACKS }, /* the unwinder's per-process map kept current */
+	{ "handle_unwind_exec", BT_GROUP_STACKS },
 	{ "handle_unwind_exit", BT_GROUP_STACKS },
 };
 #define NPROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
