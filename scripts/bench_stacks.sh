@@ -99,6 +99,7 @@ sysctl -qw kernel.bpf_stats_enabled=1 || echo "bench_stacks: cannot enable bpf s
 echo "bench_stacks: $NCPU CPUs, kernel $(uname -r), ${SECS}s per run"
 md "Kernel $(uname -r), $NCPU CPUs, commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d')."
 md "Command: \`sudo scripts/bench_stacks.sh\` (part of \`make bench\`)."
+md "Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: other engineers' builds and qemu runs; ratios are side by side in this one run)."
 md ""
 
 # ---- sampling cost ----------------------------------------------------------------
