@@ -55,9 +55,11 @@ struct bt_uw {
 	__u32 tgid, slot, n, flags;
 };
 
+/* An ask's time is even; an exec's is odd and overwrites an ask, so the
+ * recorder can tell its read of /proc/PID/maps may predate an exec. */
 static __always_inline void bt_uw_ask(__u32 tgid)
 {
-	__u64 now = bpf_ktime_get_boot_ns();
+	__u64 now = bpf_ktime_get_boot_ns() & ~1ull;
 
 	bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_NOEXIST);
 }
@@ -248,8 +250,10 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_unwind_exec, struct task_struct *p)
 {
 	__u32 tgid = p->tgid;
+	__u64 now = bpf_ktime_get_boot_ns() | 1;
 
 	bpf_map_delete_elem(&unwind_procs, &tgid);
+	bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_ANY); /* a mark, not an ask (unwind_procs.c) */
 	return 0;
 }
 

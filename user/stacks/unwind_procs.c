@@ -209,18 +209,27 @@ static int64_t elf_start_of(const struct bin *b, uint64_t pgoff)
 	return b->nph ? -1 : (int64_t)pgoff;
 }
 
-/* Read tgid's executable mappings into the per-process map. */
-static void proc_load(struct bt_unwinder *u, uint32_t tgid)
+static uint64_t boot_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts); /* bpf_ktime_get_boot_ns()'s clock */
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Read tgid's executable mappings into the per-process map. 0, or -1 if
+ * the process exec'd while they were read (the entry is taken back: its
+ * stacks walk frame pointers until the reload its exec asked for). */
+static int proc_load(struct bt_unwinder *u, uint32_t tgid)
 {
 	struct bt_unwind_proc *p = &u->proc;
 	char path[64], line[4352];
-	uint64_t dropped = 0;
+	uint64_t dropped = 0, t0 = boot_ns(), asked;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%u/maps", tgid);
 	f = fopen(path, "re");
 	if (!f)
-		return;
+		return 0;
 	memset(p, 0, sizeof(*p));
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff, ino;
@@ -269,6 +278,13 @@ static void proc_load(struct bt_unwinder *u, uint32_t tgid)
 	}
 	fclose(f);
 	int r = bpf_map_update_elem(u->procs_fd, &tgid, p, BPF_ANY) ? -errno : 0;
+	/* An exec since t0 (odd time, bpf/unwind_walk.bpf.h): what was read
+	 * may be the old image's; its entry may have been deleted before our
+	 * update. Taken back, and loaded again from its want. */
+	if (!r && bpf_map_lookup_elem(u->want_fd, &tgid, &asked) == 0 && (asked & 1) && asked >= t0) {
+		bpf_map_delete_elem(u->procs_fd, &tgid);
+		return -1;
+	}
 	pthread_mutex_lock(&u->lock);
 	u->st.maps_dropped += dropped;
 	if (r == -E2BIG || r == -ENOMEM)
@@ -276,17 +292,30 @@ static void proc_load(struct bt_unwinder *u, uint32_t tgid)
 	else if (!r)
 		u->st.procs++;
 	pthread_mutex_unlock(&u->lock);
+	return 0;
+}
+
+static uint32_t recent_slot(uint32_t tgid)
+{
+	return (tgid * 2654435761u) & (RECENT_SLOTS - 1);
 }
 
 static int recently_loaded(struct bt_unwinder *u, uint32_t tgid, uint64_t now)
 {
-	uint32_t i = (tgid * 2654435761u) & (RECENT_SLOTS - 1);
+	uint32_t i = recent_slot(tgid);
 
 	if (u->recent[i].tgid == tgid && now - u->recent[i].ns < RELOAD_NS)
 		return 1;
 	u->recent[i].tgid = tgid;
 	u->recent[i].ns = now;
 	return 0;
+}
+
+/* Load tgid unless it was loaded in the last RELOAD_NS. */
+static void proc_load_once(struct bt_unwinder *u, uint32_t tgid, uint64_t now)
+{
+	if (!recently_loaded(u, tgid, now) && proc_load(u, tgid))
+		u->recent[recent_slot(tgid)].tgid = 0; /* exec'd meanwhile: its next ask is served at once */
 }
 
 static int stopping(struct bt_unwinder *u)
@@ -305,11 +334,14 @@ static void serve_wants(struct bt_unwinder *u)
 		key = next;
 		prev = &key;
 	}
-	uint64_t now = now_ns();
+	uint64_t now = now_ns(), asked;
 	for (uint32_t i = 0; i < n; i++) {
+		/* An exec's mark alone (odd) is no request: a process is loaded
+		 * once it is sampled. */
+		int exec_only = bpf_map_lookup_elem(u->want_fd, &keys[i], &asked) == 0 && (asked & 1);
 		bpf_map_delete_elem(u->want_fd, &keys[i]);
-		if (!recently_loaded(u, keys[i], now))
-			proc_load(u, keys[i]);
+		if (!exec_only)
+			proc_load_once(u, keys[i], now);
 	}
 }
 
@@ -325,8 +357,7 @@ static void load_all(struct bt_unwinder *u)
 		if (!isdigit((unsigned char)de->d_name[0]) || *end || !pid || pid > UINT32_MAX)
 			continue;
 		serve_wants(u);
-		if (!recently_loaded(u, (uint32_t)pid, now_ns()))
-			proc_load(u, (uint32_t)pid);
+		proc_load_once(u, (uint32_t)pid, now_ns());
 	}
 	if (d)
 		closedir(d);
