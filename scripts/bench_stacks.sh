@@ -72,14 +72,30 @@ MD=$TMP/md
 md() { printf '%s\n' "$*" >>"$MD"; }
 
 # rec_start ARGS...: a recorder in the background; sets RPID
+# Measurements start once the unwinder has loaded the tables of every
+# running process (a start-up cost, measured apart: LOAD_S, LOAD_CPU_S).
 rec_start() {
+	local t0 ok=0
 	: >"$TMP/rec.log"
-	"$BT" record --no-ctl -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
+	rm -f "$TMP/ctl.sock"
+	t0=$(date +%s%N)
+	"$BT" record --ctl "$TMP/ctl.sock" -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
 	RPID=$!
 	PIDS+=("$RPID")
-	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && return 0; sleep 0.05; done
-	echo "bench_stacks: recorder did not start: $(cat "$TMP/rec.log")" >&2
-	exit 1
+	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && { ok=1; break; }; sleep 0.05; done
+	if [ "$ok" = 0 ]; then
+		echo "bench_stacks: recorder did not start: $(cat "$TMP/rec.log")" >&2
+		exit 1
+	fi
+	for _ in $(seq 1200); do
+		"$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q '^unwinding:.*loading the running' || break
+		sleep 0.1
+	done
+	if [ -z "${LOAD_S:-}" ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q '^unwinding:'; then
+		LOAD_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+		LOAD_CPU_S=$(awk -v t="$(cpu_ticks "$RPID")" -v tck="$TCK" 'BEGIN { printf "%.1f", t / tck }')
+		echo "unwinder start-up: the running processes' tables loaded in ${LOAD_S}s (${LOAD_CPU_S}s of recorder CPU), recording meanwhile"
+	fi
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -258,8 +274,7 @@ for prog in python3 perl sqlite3; do
 	esac
 	command -v "${cmd[0]}" >/dev/null 2>&1 || continue
 	rm -rf "$TMP/out"
-	rec_start -e power --sample 499 --comm "$comm" -m 32M --ctl "$TMP/ctl.sock"
-	for _ in $(seq 600); do "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q 'running processes loaded' && break; sleep 0.1; done
+	rec_start -e power --sample 499 --comm "$comm" -m 32M
 	[ "$prog" = python3 ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep '^unwinding' >"$TMP/unw_status"
 	"${cmd[@]}" <"$in" >/dev/null 2>&1 &
 	wpid=$!
@@ -362,6 +377,7 @@ for prog in python3 perl sqlite3; do
 	read -r ub un upg upd <<<"${UNW[$prog]}"
 	md "| $prog (packaged, no frame pointers): samples whose user stack reaches __libc_start_call_main | ${ub}% of $un | perf -g ${upg}%; perf --call-graph dwarf ${upd}% |"
 done
+md "| unwinder start-up (tables of every running process, built while recording) | ${LOAD_S:-n/a}s, ${LOAD_CPU_S:-n/a}s of CPU | measured apart: the rows above start once it is done |"
 md "| unwind tables for every binary of the $nprocs processes running | $unw_bins binaries, $unw_rows rows, $((unw_rows * 8 / 1024)) KiB (8 B a row) | |"
 md "| stack table under churn, drain work per event (a new 32-frame stack every 4 events; bench/stack_reclaim, $RECL_EVENTS events) | reclaim on: ${rc_on_ns} ns, table ${rc_on_mib} MiB, last window's events with their stack ${rc_on_pct}% (${rc_on_n} stacks reclaimed) | off, --max-stacks 16384: ${rc_off_ns} ns, ${rc_off_mib} MiB, ${rc_off_pct}%; off with a table of every stack: ${rc_all_ns} ns, ${rc_all_mib} MiB (grows with the run), ${rc_all_pct}% |"
 [ -n "${churn_kids:-}" ] && md "| recorder under process churn (stack_churn, ${churn_kids} processes in ${SECS}s, 99 Hz, --max-stacks 256) | ${churn_cpu}% of a CPU, peak RSS ${churn_hwm} KiB; ${churn_recl} stacks reclaimed, ${churn_lost} lost to a full table | |"
