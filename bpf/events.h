@@ -253,7 +253,7 @@ struct bt_stack_stats {
 	__u64 samples;     /* sample programs run (idle samples excluded) */
 	/* user stacks walked with unwind tables (bpf/unwind_walk.bpf.h) */
 	__u64 unw_walks;   /* walks of processes whose mappings were loaded */
-	__u64 unw_no_proc; /* stacks of processes not loaded yet: by frame pointers */
+	__u64 unw_no_proc; /* stacks of processes not loaded yet: the leaf only */
 	__u64 unw_no_map;  /* walks ended at an address in no executable mapping */
 	__u64 unw_anon;    /* ... in anonymous code (JIT) */
 	__u64 unw_signal;  /* ... at a signal frame */

@@ -62,8 +62,6 @@ static __always_inline struct bt_stack_stats *bt_stack_stats_get(void)
 
 #ifdef BT_WITH_UNWIND
 #include "unwind_walk.bpf.h"
-#else
-#define BT_UW_USE_FP (-2)
 #endif
 
 /* The hash of the current task's kernel (user = 0) or user stack, its frames
@@ -81,15 +79,11 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 	if (!b)
 		return BT_HASH_LOST;
 	b->flags = 0;
-	n = BT_UW_USE_FP;
 #ifdef BT_WITH_UNWIND
-	if (user && unwind_on) {
-		n = bt_unwind_user(b, slot, ss, &b->flags);
-		if (n != BT_UW_USE_FP)
-			n *= 8;
-	}
+	if (user && unwind_on)
+		n = bt_unwind_user(b, slot, ss, &b->flags) * 8;
+	else
 #endif
-	if (n == BT_UW_USE_FP)
 		n = bpf_get_stack(ctx, b->ips, sizeof(b->ips), user ? BPF_F_USER_STACK : 0);
 	if (n < 0) {
 		if (user)

@@ -193,11 +193,8 @@ no_map:
 	return ra == 0; /* a zero return address ends a chain (thread starts) */
 }
 
-#define BT_UW_USE_FP (-2)
-
-/* The current task's user stack into b->ips: frames, -1 (no registers), or
- * BT_UW_USE_FP (not loaded: the caller walks frame pointers). *flags gets
- * BT_STACKDEF_CUT where the walk stopped early. */
+/* The current task's user stack into b->ips: frames, or -1 (no registers).
+ * *flags gets BT_STACKDEF_CUT where the walk stopped early. */
 static __always_inline long bt_unwind_user(struct bt_stack_buf *b, __u32 slot, struct bt_stack_stats *ss,
 					   __u32 *flags)
 {
@@ -217,11 +214,15 @@ static __always_inline long bt_unwind_user(struct bt_stack_buf *b, __u32 slot, s
 	w.slot = slot;
 	if (!bpf_map_lookup_elem(&unwind_procs, &w.tgid)) {
 		/* Mappings not loaded yet (a process exec'd a moment ago): the
-		 * kernel's frame-pointer walk, as without the unwinder, and ask
-		 * for them. */
+		 * leaf only, and ask for them. Not the kernel's frame-pointer
+		 * walk: on code without frame pointers it follows rbp into
+		 * data and shows it as frames (test_unwind's garbage stack
+		 * caught that). A fork's child has its parent's entry. */
 		__sync_fetch_and_add(&ss->unw_no_proc, 1);
 		bt_uw_ask(w.tgid);
-		return BT_UW_USE_FP;
+		b->ips[0] = w.pc;
+		*flags |= BT_STACKDEF_CUT;
+		return 1;
 	}
 	__sync_fetch_and_add(&ss->unw_walks, 1);
 	bpf_loop(BT_MAX_FRAMES, bt_uw_step, &w, 0);

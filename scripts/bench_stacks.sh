@@ -94,7 +94,7 @@ rec_start() {
 	if [ -z "${LOAD_S:-}" ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q '^unwinding:'; then
 		LOAD_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
 		LOAD_CPU_S=$(awk -v t="$(cpu_ticks "$RPID")" -v tck="$TCK" 'BEGIN { printf "%.1f", t / tck }')
-		echo "unwinder start-up: the running processes' tables loaded in ${LOAD_S}s (${LOAD_CPU_S}s of recorder CPU), recording meanwhile"
+		echo "unwinder start-up: the running processes' tables loaded in ${LOAD_S}s (${LOAD_CPU_S}s of recorder CPU), recording meanwhile" >&2
 	fi
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
@@ -121,7 +121,7 @@ md ""
 # ---- sampling cost ----------------------------------------------------------------
 sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample"
 	local hz=$1 t0 t1 b0 c0 b1 c1
-	rec_start -e power --sample "$hz" -m 16M --no-final-dump
+	rec_start -e power --sample "$hz" --unwind-mem 64M -m 16M --no-final-dump
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
 	t0=$(cpu_ticks "$RPID")
 	busy
@@ -160,7 +160,7 @@ job() { # seconds for sha256 of 1 GiB on every CPU
 declare -A JOB
 for r in $(seq "$REPS"); do
 	JOB[none]+="$(job) "
-	rec_start -e power --sample 999 -m 16M --no-final-dump
+	rec_start -e power --sample 999 --unwind-mem 64M -m 16M --no-final-dump
 	JOB[btrace]+="$(job) "
 	rec_stop
 	if [ "$have_perf" -eq 1 ]; then
@@ -180,7 +180,7 @@ echo "fixed job (best of $REPS): none ${j_none}s, btrace 999 Hz ${j_bt}s ($(slow
 
 # ---- bytes per sample -------------------------------------------------------------
 rm -rf "$TMP/out"
-rec_start -e power --sample 999 -m 64M -z 0
+rec_start -e power --sample 999 --unwind-mem 64M -m 64M -z 0
 busy
 busy_wait
 rec_stop
@@ -230,8 +230,8 @@ for r in $(seq "$REPS"); do
 		case $cfg in
 		switchfp) rec_start -e sched --sample 0 --stacks switch --unwind-mem 0 -m 64M --no-final-dump ;;
 		floor) rec_start -e sched --sample 0 -m 64M --no-final-dump ;;
-		switch) rec_start -e sched --sample 0 --stacks switch -m 64M --no-final-dump ;;
-		both) rec_start -e sched --sample 0 --stacks switch,wakeup -m 64M --no-final-dump ;;
+		switch) rec_start -e sched --sample 0 --stacks switch --unwind-mem 64M -m 64M --no-final-dump ;;
+		both) rec_start -e sched --sample 0 --stacks switch,wakeup --unwind-mem 64M -m 64M --no-final-dump ;;
 		esac
 		PIPE[$cfg]+="$(pipe_run) "
 		rec_stop
@@ -274,7 +274,7 @@ for prog in python3 perl sqlite3; do
 	esac
 	command -v "${cmd[0]}" >/dev/null 2>&1 || continue
 	rm -rf "$TMP/out"
-	rec_start -e power --sample 499 --comm "$comm" -m 32M
+	rec_start -e power --sample 499 --unwind-mem 64M --comm "$comm" -m 32M
 	[ "$prog" = python3 ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep '^unwinding' >"$TMP/unw_status"
 	"${cmd[@]}" <"$in" >/dev/null 2>&1 &
 	wpid=$!

@@ -33,7 +33,7 @@ LOAD_WAIT=60
 record_until_loaded() {
 	local log=$1
 	shift
-	rec_start "$log" --ctl "$T_TMP/ctl.sock" "$@" || return 1
+	rec_start "$log" --ctl "$T_TMP/ctl.sock" --unwind-mem 64M "$@" || return 1
 	wait_for "$LOAD_WAIT" sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -q 'running processes loaded'"
 }
 
@@ -178,6 +178,18 @@ packaged() {
 		skip "$name: top function against perf" "perf not installed, or an emulated CPU"
 	fi
 }
+# Under emulation a program started under the recorder gets its tables
+# after it ended (seconds of TCG), its stacks meanwhile by frame pointers
+# with their junk: a known gap (docs/unwinding.md, "Kernels"); the 6.1
+# verifier and walks are checked above.
+LAG="a process started under the recorder is loaded seconds late under TCG (docs/unwinding.md)"
+if [ -n "$EMU" ]; then
+	skip "packaged programs" "$LAG"
+	skip "off-CPU cat chain to main" "$LAG"
+	skip "garbage stack" "$LAG"
+	finish
+	exit
+fi
 packaged python3 python3.11 /usr/bin/python3.11 "$W/loop.py" 4
 if [ -z "$EMU" ]; then
 	packaged perl perl perl "$W/re.pl" 4

@@ -69,7 +69,7 @@ enum bt_stack_counter {
 	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	/* the unwinder (docs/unwinding.md): why user stacks ended early, what its tables hold */
 	BT_STKC_UNW_WALKS,     /* user stacks walked with unwind tables */
-	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: by frame pointers */
+	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: their leaf only, truncated */
 	BT_STKC_UNW_NO_MAP,    /* walks ended at an address in no executable mapping (truncated; never a frame) */
 	BT_STKC_UNW_ANON,      /* walks ended in anonymous code, JIT (truncated) */
 	BT_STKC_UNW_SIGNAL,    /* walks ended at a signal frame (truncated) */

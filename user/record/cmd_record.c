@@ -148,7 +148,7 @@ static const struct argp_option options[] = {
 	{ "unwind-mem", OPT_UNWIND_MEM, "SIZE", 0,
 	  "Memory for the unwind tables user stacks are walked with (compiled from each binary's .eh_frame, "
 	  "so code without frame pointers shows its callers); binaries beyond it use frame pointers, counted "
-	  "(default 64M; 0: frame pointers only)", 1 },
+	  "(default 0: off, frame pointers only; e.g. 64M)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
 	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,

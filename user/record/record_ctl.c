@@ -182,7 +182,7 @@ static void print_stacks(struct recorder *r, FILE *out)
 	if (r->unwinder) {
 		struct bt_unwinder_stats us;
 		bt_unwinder_stats(r->unwinder, &us);
-		fprintf(out, "unwinding: %" PRIu64 " user stacks walked, %" PRIu64 " by frame pointers (process not loaded yet); ended early: %"
+		fprintf(out, "unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
 			PRIu64 " no executable mapping, %" PRIu64 " JIT, %" PRIu64 " signal frame, %" PRIu64
 			" bad frame; %" PRIu64 " frames by frame pointer; tables: %" PRIu64 " binaries, %" PRIu64
 			" of %" PRIu64 " rows, %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %"

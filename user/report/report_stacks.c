@@ -547,7 +547,7 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
 			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
 	if (c[BT_STKC_UNW_MAX_ROWS])
-		fprintf(out, "    unwinding: %" PRIu64 " user stacks walked, %" PRIu64 " by frame pointers (process not loaded yet); ended early: %"
+		fprintf(out, "    unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
 			     PRIu64 " no executable mapping, %" PRIu64 " anonymous code (JIT), %" PRIu64
 			     " signal frame, %" PRIu64 " bad frame; frames by frame pointer: %" PRIu64
 			     ", in binaries without a table: %" PRIu64 "\n"
