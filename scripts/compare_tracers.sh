@@ -15,8 +15,10 @@
 #              raw_syscalls sys_enter/sys_exit = record -e sched,syscalls)
 #              and the same memory budget B (8 and 32 MiB):
 #              btrace-bpf  record -m (B - RING) --ring-size RING, final dump
-#                          (the BPF rings count in the budget); twice: with
-#                          --cold-tier 75 (COLD_CODEC, lz4) and without
+#                          (the BPF rings count in the budget); three times:
+#                          without the cold tier, with --cold-tier COLD_PCT
+#                          (75) lz4 and with it zstd (level 1); all its
+#                          threads' CPU counted (drain, compressor)
 #              ftrace      a tracefs instance, buffer_size_kb = B / CPUs,
 #                          overwrite mode, trace_clock boot, `trace` read at the end
 #              perf        perf record --overwrite -a -m (B / CPUs / 4 KiB pages)
@@ -31,7 +33,7 @@
 #   --results FILE  no runs: tables, figure and BENCHMARKS.md from the
 #            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
-#   TOOLS ("none btrace-cold btrace ftrace perf"), SECS (4), RATE (250000 calls/s per busy
+#   TOOLS ("none btrace-lz4 btrace-zstd btrace ftrace perf"), COLD_PCT (75), SECS (4), RATE (250000 calls/s per busy
 #   CPU), RING (512K, btrace-bpf's BPF rings in total).
 # Results: one JSON line per run in the work directory's results.jsonl, the
 # tables on stdout and into BENCHMARKS.md between <!-- compare:begin --> and
@@ -60,7 +62,8 @@ fi
 REPS=${REPS:-3}
 BUDGETS=${BUDGETS:-8 32}
 WORKLOADS=${WORKLOADS:-skewed balanced}
-TOOLS=${TOOLS:-none btrace-cold btrace ftrace perf}
+TOOLS=${TOOLS:-none btrace-lz4 btrace-zstd btrace ftrace perf}
+COLD_PCT=${COLD_PCT:-75}
 SECS=${SECS:-4}
 RATE=${RATE:-250000}
 RING=${RING:-512K}
@@ -150,9 +153,13 @@ one_run()
 	mkdir -p "$d"
 	TR_PID=''
 	case "$tool" in
-	btrace|btrace-cold)
+	btrace|btrace-cold|btrace-lz4|btrace-zstd)
 		local ring_kb cold=(--cold-tier off)
-		[ "$tool" = btrace-cold ] && cold=(--cold-tier 75 --cold-codec "${COLD_CODEC:-lz4}")
+		case "$tool" in
+		btrace-cold) cold=(--cold-tier "$COLD_PCT" --cold-codec "${COLD_CODEC:-lz4}") ;;
+		btrace-lz4) cold=(--cold-tier "$COLD_PCT" --cold-codec lz4) ;;
+		btrace-zstd) cold=(--cold-tier "$COLD_PCT" --cold-codec zstd) ;;
+		esac
 		case "$RING" in
 		*K) ring_kb=${RING%K} ;;
 		*M) ring_kb=$((${RING%M} * 1024)) ;;
@@ -191,7 +198,7 @@ one_run()
 	[ -n "$TR_PID" ] && p1=$(proc_ns "$TR_PID")
 	case "$tool" in
 	ftrace) echo 0 >"$INST/tracing_on" ;;
-	btrace|btrace-cold|perf) stop_wait "$TR_PID"; TR_PID='' ;;
+	btrace*|perf) stop_wait "$TR_PID"; TR_PID='' ;;
 	esac
 	[ "$rc" -eq 0 ] || { note "workload failed: $load_out"; return 1; }
 	local calls; calls=$(sed -n 's/.* ops=\([0-9]*\).*/\1/p' <<<"$load_out")
@@ -213,7 +220,7 @@ print(json.dumps({"tool": "none", "workload": a[1], "budget_mib": int(a[2]), "re
 		echo "  $wl ${b}M rep $rep none   $load_out, cpu $cpu_us us/call"
 		return 0
 		;;
-	btrace|btrace-cold)
+	btrace*)
 		local dump; dump=$(ls "$d"/dump/*.btd 2>/dev/null | head -1)
 		[ -n "$dump" ] || { cat "$d/rec.log" >&2; return 1; }
 		"$EVD" "$dump" >"$d/events.txt" || return 1

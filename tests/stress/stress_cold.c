@@ -104,6 +104,12 @@ static void *writer(void *arg)
 		r->csum = csum(r);
 		if (bt_write(buf, w, r, r->len) == 0)
 			seq++;
+		if (w == 0 && seq % 64 == 0) { /* as the drain does after a pass */
+			struct bt_stats bs;
+
+			bt_buffer_stats(buf, &bs);
+			bt_cold_nudge(cold, bs.blocks_used, bs.nblocks);
+		}
 		atomic_store(&written[w], seq);
 		if (atomic_load(&paced)) {
 			struct timespec ts = { 0, 100000 };
@@ -120,9 +126,7 @@ static void *pump(void *arg)
 	while (!atomic_load(&stop)) {
 		if (bt_cold_pump(cold, buf) < 0)
 			fail("pump failed");
-		struct timespec ts = { 0, 200000 };
-
-		nanosleep(&ts, NULL);
+		bt_cold_wait(cold, 200000); /* or less: writer 0 nudges */
 	}
 	return NULL;
 }
@@ -263,6 +267,7 @@ int main(void)
 		quiet_seq[c] = atomic_load(&written[c]);
 	sleep((unsigned)(secs > 2 ? secs / 2 : 1));
 	atomic_store(&stop, 1);
+	bt_cold_wake(cold);
 	for (int w = 0; w < NCORES; w++)
 		pthread_join(wt[w], NULL);
 	pthread_join(pt, NULL);

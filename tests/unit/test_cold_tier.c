@@ -167,6 +167,59 @@ static void test_outrun(void)
 	bt_buffer_destroy(b);
 }
 
+/* The drain's nudge: it wakes the compressor once a quarter of the buffer
+ * was used since the pump's last pass began, not before; the wakeup is
+ * consumed by the wait it ends. Driven like the recorder (write a burst,
+ * nudge, pump if woken), a writer lapping the buffer three times loses
+ * nothing that test_outrun's sleeping pump loses. */
+static void test_nudge(void)
+{
+	struct bt_cold_config cc = { .size = 16 * HOT, .codec = BT_CODEC_LZ4 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	struct bt_cold_stats st;
+	struct bt_stats bs;
+	struct seen s;
+	uint64_t seq = 0, per_block = BS / (sizeof(struct rec) + 8);
+	int woken = 0;
+
+	REQUIRE(b && c, "setup");
+	bt_buffer_stats(b, &bs);
+	bt_cold_pump(c, b);
+	write_n(b, &seq, per_block * (bs.nblocks / 8), NULL, 0);
+	bt_buffer_stats(b, &bs);
+	bt_cold_nudge(c, bs.blocks_used, bs.nblocks);
+	CHECK(bt_cold_wait(c, 1000000) == 0, "an eighth of the buffer used: no wakeup");
+	write_n(b, &seq, per_block * (bs.nblocks / 4), NULL, 0);
+	bt_buffer_stats(b, &bs);
+	bt_cold_nudge(c, bs.blocks_used, bs.nblocks);
+	CHECK(bt_cold_wait(c, 2000000000ull) == 1, "over a quarter used: woken");
+	CHECK(bt_cold_wait(c, 1000000) == 0, "the wakeup is consumed by the wait it ended");
+	bt_cold_wake(c);
+	CHECK(bt_cold_wait(c, 2000000000ull) == 1, "bt_cold_wake wakes");
+
+	for (uint64_t written = 0; written < 3 * HOT / sizeof(struct rec); written += per_block * 4) {
+		write_n(b, &seq, per_block * 4, NULL, 0);
+		bt_buffer_stats(b, &bs);
+		bt_cold_nudge(c, bs.blocks_used, bs.nblocks);
+		if (bt_cold_wait(c, 0)) {
+			bt_cold_pump(c, b);
+			woken++;
+		}
+	}
+	bt_cold_pump(c, b);
+	bt_cold_stats(c, &st);
+	joined(b, c, &s);
+	CHECK(woken > 0 && st.nudges >= (uint64_t)woken, "the pump was woken by nudges (%d, %llu counted)", woken,
+	      (unsigned long long)st.nudges);
+	CHECK(st.gaps == 0 && s.gaps == 0 && s.first == 0 && s.last == seq - 1 && !s.order_bad,
+	      "nudged pumps lose nothing (%llu tier gaps, %llu in the read, %llu..%llu of %llu)",
+	      (unsigned long long)st.gaps, (unsigned long long)s.gaps, (unsigned long long)s.first,
+	      (unsigned long long)s.last, (unsigned long long)seq);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
 static void test_config(void)
 {
 	struct bt_cold_config cc = { .size = 1000, .codec = BT_CODEC_LZ4 };
@@ -191,6 +244,7 @@ int main(void)
 	RUN(test_lz4);
 	RUN(test_zstd);
 	RUN(test_outrun);
+	RUN(test_nudge);
 	RUN(test_config);
 	return h_done();
 }

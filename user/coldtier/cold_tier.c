@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <lz4.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +73,14 @@ struct bt_cold {
 	uint32_t qcap, qhead, qlen;
 	uint64_t settled;       /* what readers may take from the tier: positions below */
 	struct bt_cold_stats st;
+
+	/* The wakeup (bt_cold_nudge/bt_cold_wait), apart from `lock` so a nudge
+	 * never waits for a reader copying groups. */
+	pthread_mutex_t wlock;
+	pthread_cond_t wcond;   /* CLOCK_MONOTONIC */
+	atomic_int kicked;      /* written under wlock; read outside it as a hint */
+	_Atomic uint64_t pump_used; /* blocks_used when the last pass began: a hint */
+	_Atomic uint64_t nudges;
 };
 
 static void set_err(char *err, size_t len, const char *fmt, ...)
@@ -148,6 +157,15 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
+	pthread_mutex_init(&c->wlock, NULL);
+	{
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&c->wcond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	c->cbuf_cap = group_max(c);
 	c->last_of_core = calloc(BT_MAX_CORES + 1, sizeof(*c->last_of_core));
 	c->pend = malloc((size_t)c->gblocks * c->bsize);
@@ -182,6 +200,8 @@ void bt_cold_destroy(struct bt_cold *c)
 	free(c->ring);
 	free(c->q);
 	pthread_mutex_destroy(&c->lock);
+	pthread_mutex_destroy(&c->wlock);
+	pthread_cond_destroy(&c->wcond);
 	free(c);
 }
 
@@ -271,6 +291,56 @@ static void refresh_span(struct bt_cold *c, uint64_t newest)
 		c->st.newest_pos = BT_NO_POS;
 	else if (newest != BT_NO_POS && (c->st.newest_pos == BT_NO_POS || newest > c->st.newest_pos))
 		c->st.newest_pos = newest;
+}
+
+/* ---- the wakeup ----------------------------------------------------------- */
+
+void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks)
+{
+	/* Relaxed: hints only. A stale pump_used or kicked costs one early
+	 * wakeup or one pass late, never a lost block uncounted. */
+	uint64_t seen = atomic_load_explicit(&c->pump_used, memory_order_relaxed);
+
+	if (blocks_used - seen < nblocks / 4 || atomic_load_explicit(&c->kicked, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&c->wlock);
+	/* Relaxed: the mutex orders it with the wait in bt_cold_wait(). */
+	atomic_store_explicit(&c->kicked, 1, memory_order_relaxed);
+	pthread_cond_signal(&c->wcond);
+	pthread_mutex_unlock(&c->wlock);
+	atomic_fetch_add_explicit(&c->nudges, 1, memory_order_relaxed);
+}
+
+void bt_cold_wake(struct bt_cold *c)
+{
+	pthread_mutex_lock(&c->wlock);
+	atomic_store_explicit(&c->kicked, 1, memory_order_relaxed); /* under wlock, as above */
+	pthread_cond_signal(&c->wcond);
+	pthread_mutex_unlock(&c->wlock);
+}
+
+int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns)
+{
+	struct timespec dl;
+	int woken;
+
+	clock_gettime(CLOCK_MONOTONIC, &dl);
+	dl.tv_sec += (time_t)(timeout_ns / 1000000000u);
+	dl.tv_nsec += (long)(timeout_ns % 1000000000u);
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&c->wlock);
+	/* Relaxed under wlock: the mutex pairs this with the store in
+	 * bt_cold_nudge()/bt_cold_wake(), so no wakeup is lost. */
+	while (!atomic_load_explicit(&c->kicked, memory_order_relaxed))
+		if (pthread_cond_timedwait(&c->wcond, &c->wlock, &dl) == ETIMEDOUT)
+			break;
+	woken = atomic_load_explicit(&c->kicked, memory_order_relaxed);
+	atomic_store_explicit(&c->kicked, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&c->wlock);
+	return woken;
 }
 
 /* ---- the pump ------------------------------------------------------------- */
@@ -382,6 +452,8 @@ static void early_prune(struct bt_cold *c)
 
 	while (k < c->nearly && c->early[k] < c->next_pos)
 		k++;
+	if (!k)
+		return; /* also: early is still NULL before the first early block */
 	memmove(c->early, c->early + k, (c->nearly - k) * sizeof(*c->early));
 	c->nearly -= k;
 }
@@ -438,8 +510,12 @@ int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 	struct pump_pass p = { .c = c };
 	struct bt_read_stats rs;
 	uint64_t t0 = thread_cpu_ns(), next, settled;
+	struct bt_stats bs;
 	int r;
 
+	/* Before the read: what is used from here on, the next pass takes. */
+	bt_buffer_stats(b, &bs);
+	atomic_store_explicit(&c->pump_used, bs.blocks_used, memory_order_relaxed); /* hint: see bt_cold_nudge */
 	r = bt_read_range(b, c->next_pos, BT_READ_COMPLETE, take_block, &p, &rs);
 	if (r < 0 || p.err) {
 		pthread_mutex_lock(&c->lock);
@@ -657,6 +733,7 @@ void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st)
 {
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
+	st->nudges = atomic_load_explicit(&c->nudges, memory_order_relaxed);
 	st->size = c->size;
 	st->codec = c->codec;
 	st->level = c->level;

@@ -53,6 +53,7 @@ struct bt_cold_stats {
 	uint64_t blocks_evicted;  /* their blocks */
 	uint64_t gaps;            /* chain breaks: blocks overwritten before the pump copied them */
 	uint64_t pumps;           /* bt_cold_pump calls */
+	uint64_t nudges;          /* pumps woken early by the drain (bt_cold_nudge) */
 	uint64_t cpu_ns;          /* thread CPU time spent in bt_cold_pump */
 	size_t size;              /* storage bytes */
 	size_t used;              /* bytes held by groups now */
@@ -74,6 +75,17 @@ struct bt_cold;
 struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_size, char *err,
 			       size_t errlen);
 void bt_cold_destroy(struct bt_cold *c);
+
+/* The compressor's wakeup. The drain calls bt_cold_nudge() after each pass
+ * with the buffer's blocks_used: once a quarter of the buffer was used since
+ * the pump's last pass began, the thread waiting in bt_cold_wait() wakes at
+ * once instead of at the end of its sleep, so it takes the blocks long before
+ * writers come round to overwrite them. Cheap when nothing is due (two
+ * relaxed loads); a mutex and a signal when it is. bt_cold_wake() always wakes
+ * (stopping). bt_cold_wait() returns 1 if woken, 0 on timeout. */
+void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks);
+void bt_cold_wake(struct bt_cold *c);
+int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns);
 
 /* Copy into the tier every block of b completed since the last call
  * (positions in order; a block still being written is taken by a later

@@ -46,9 +46,10 @@ __attribute__((format(printf, 2, 3))) static void config_argp_error(const struct
 }
 
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
-/* The cold tier is off by default: it lengthens the window (lz4 1.5x, zstd
- * 3.3x at 75%) but costs ~60-100 ns of compression per event, more than the
- * whole drain path (BENCHMARKS.md, scripts/bench_event_cost.sh). */
+/* The cold tier is off by default: it lengthens the window (lz4 1.4-1.5x,
+ * zstd 3.3x at 75%) but costs ~60-130 ns of compression per event, more than
+ * ftrace's whole cost, and on a saturated machine competes with the drain
+ * (BENCHMARKS.md "The cold tier", make bench-compare, 2026-11-26). */
 #define DEFAULT_COLD_PCT 0
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))

@@ -4,7 +4,10 @@
  *
  * It sleeps for the time the drain takes, at the rate of the last passes,
  * to fill a quarter of the buffer (MIN_MS..MAX_MS), and not at all while a
- * pass finds more than an eighth of the buffer complete: the buffer turning
+ * pass finds more than an eighth of the buffer complete; the drain wakes it
+ * early (bt_cold_nudge after each of its passes) once a quarter of the
+ * buffer was used since its last pass began, since a burst outruns any
+ * rate learnt from the passes before it: the buffer turning
  * over between two passes would lose blocks before they are taken (each
  * such loss is counted as a gap by the tier). Nice -5: below the drain (-10,
  * loader.c), which must never wait for it, above the workload, so a busy
@@ -70,9 +73,7 @@ static void *pump_main(void *arg)
 			sleep_ns = (uint64_t)(bs.nblocks / 4 / rate);
 		if (sleep_ns < MIN_MS * 1000000ull)
 			sleep_ns = MIN_MS * 1000000ull;
-		struct timespec ts = { (time_t)(sleep_ns / 1000000000u), (long)(sleep_ns % 1000000000u) };
-
-		nanosleep(&ts, NULL);
+		bt_cold_wait(p->cold, sleep_ns); /* or less: the drain nudges (bt_cold_nudge) */
 		bt_buffer_stats(p->buf, &bs); /* a resize changes nblocks */
 	}
 	bt_cold_pump(p->cold, p->buf);
@@ -105,6 +106,7 @@ void bt_cold_pump_stop(struct bt_cold_pump *p)
 		return;
 	/* Release: pairs with the acquire load in pump_main(). */
 	atomic_store_explicit(&p->stop, 1, memory_order_release);
+	bt_cold_wake(p->cold);
 	pthread_join(p->thread, NULL);
 	free(p);
 }

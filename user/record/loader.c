@@ -892,6 +892,8 @@ static void *drain_main(void *arg)
 		struct bt_stats bs;
 		bt_buffer_stats(d->l->buf, &bs);
 		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		if (d->l->cold) /* the compressor, before writers come round to these blocks */
+			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
 			bt_stack_table_pass(d->l->stacks, bs.blocks_used, window_blocks(d->l, &bs), bs.active);
 		apply_task_events(d, horizon);

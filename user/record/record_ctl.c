@@ -232,11 +232,11 @@ static void print_cold(struct bt_cold *cold, FILE *out)
 	bt_cold_stats(cold, &cs);
 	fprintf(out, "cold tier: %s:%d, %s, %u blocks held (%s of events in %s, %.2fx), %" PRIu64
 		" blocks compressed, %" PRIu64 " evicted oldest first, %" PRIu64 " gaps (blocks overwritten "
-		"before they were compressed), compressor CPU %.3fs\n",
+		"before they were compressed), compressor CPU %.3fs, %" PRIu64 " passes (%" PRIu64 " woken by the drain)\n",
 		bt_codec_name(cs.codec), cs.level, format_size(cs.size, a, sizeof(a)), cs.blocks,
 		format_size(cs.blocks_in ? cs.raw_bytes_in / cs.blocks_in * cs.blocks : 0, b2, sizeof(b2)),
 		format_size(cs.used, c, sizeof(c)), cs.stored_bytes_in ? (double)cs.raw_bytes_in / (double)cs.stored_bytes_in : 0.0,
-		cs.blocks_in, cs.blocks_evicted, cs.gaps, (double)cs.cpu_ns / 1e9);
+		cs.blocks_in, cs.blocks_evicted, cs.gaps, (double)cs.cpu_ns / 1e9, cs.pumps, cs.nudges);
 }
 
 static int do_status(struct recorder *r, FILE *out)
