@@ -222,6 +222,20 @@ $(OUT)/tests/stack_workload_clang: tests/workloads/stack_workload.c | $(OUT)/tes
 
 tests: $(OUT)/tests/stack_workload_clang
 
+# The same without frame pointers and stripped, as Debian builds: user
+# stacks must come from .eh_frame (tests/kernel/test_unwind.sh).
+$(OUT)/tests/stack_workload_nofp: tests/workloads/stack_workload.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -fomit-frame-pointer $< -lpthread -o $@
+
+tests: $(OUT)/tests/stack_workload_nofp
+
+# No call-frame information at all in its own code: its fake frame is all
+# an unwinder has (tests/kernel/test_unwind.sh).
+$(OUT)/tests/unwind_junk: tests/workloads/unwind_junk.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -O1 -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables $< -o $@
+
 $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@

@@ -233,6 +233,8 @@ struct bt_raw_stacks {
  * h.seq is 0): nframes return addresses, innermost first. */
 #define BT_STACKDEF_USER 0x1      /* user stack of h.tgid (else kernel) */
 #define BT_STACKDEF_FULL 0x2      /* BT_MAX_FRAMES frames: may be cut short */
+#define BT_STACKDEF_CUT 0x4       /* the unwinder stopped before the outermost frame
+				   * (bt_stack_stats' unw_* say why) */
 struct bt_raw_stack_def {
 	struct bt_event_hdr h;
 	__u64 hash;
@@ -249,6 +251,15 @@ struct bt_stack_stats {
 	__u64 offcpu_short;/* blocks shorter than --offcpu-min, dropped (not a loss) */
 	__u64 offcpu_nomem;/* switch-outs whose stacks found the pending table full */
 	__u64 samples;     /* sample programs run (idle samples excluded) */
+	/* user stacks walked with unwind tables (bpf/unwind_walk.bpf.h) */
+	__u64 unw_walks;   /* walks of processes whose mappings were loaded */
+	__u64 unw_no_proc; /* stacks of processes not loaded yet: the leaf only */
+	__u64 unw_no_map;  /* walks ended at an address in no executable mapping */
+	__u64 unw_anon;    /* ... in anonymous code (JIT) */
+	__u64 unw_signal;  /* ... at a signal frame */
+	__u64 unw_bad;     /* ... at unreadable stack or an invalid frame */
+	__u64 unw_fp;      /* frames with no unwind row: frame pointers followed */
+	__u64 unw_no_table;/* frames of binaries without a table (memory bound, no .eh_frame) */
 };
 
 /* Value of offcpu_pending (key: tid): a task switched out sleeping, its

@@ -107,6 +107,7 @@ static __always_inline bool bt_current_match(void)
 	return true;
 }
 
+#define BT_WITH_UNWIND
 #include "record_stacks.bpf.h"
 
 /* ---- sched ----------------------------------------------------------------- */

@@ -28,6 +28,7 @@ struct bt_stack_buf {
 	__u64 ips[BT_MAX_FRAMES];
 };
 #define BT_STACKDEF_HDR 40u
+
 _Static_assert(sizeof(struct bt_raw_stack_def) == BT_STACKDEF_HDR, "stack definition header");
 
 struct {
@@ -59,6 +60,10 @@ static __always_inline struct bt_stack_stats *bt_stack_stats_get(void)
 	return bpf_map_lookup_elem(&stack_stats, &zero);
 }
 
+#ifdef BT_WITH_UNWIND
+#include "unwind_walk.bpf.h"
+#endif
+
 /* The hash of the current task's kernel (user = 0) or user stack, its frames
  * sent first if new. BT_HASH_NONE: no such stack; BT_HASH_LOST: not taken
  * (counted in ss). */
@@ -73,7 +78,13 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 	b = bpf_map_lookup_elem(&stack_scratch, &slot);
 	if (!b)
 		return BT_HASH_LOST;
-	n = bpf_get_stack(ctx, b->ips, sizeof(b->ips), user ? BPF_F_USER_STACK : 0);
+	b->flags = 0;
+#ifdef BT_WITH_UNWIND
+	if (user && unwind_on)
+		n = bt_unwind_user(b, slot, ss, &b->flags) * 8;
+	else
+#endif
+		n = bpf_get_stack(ctx, b->ips, sizeof(b->ips), user ? BPF_F_USER_STACK : 0);
 	if (n < 0) {
 		if (user)
 			__sync_fetch_and_add(&ss->user_err, 1);
@@ -95,6 +106,7 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 			break;
 		h = (h ^ b->ips[i]) * 0x100000001b3ull;
 	}
+	h = (h ^ b->flags) * 0x100000001b3ull; /* a cut stack is another stack */
 	h ^= h >> 31;
 	if (h <= BT_HASH_LOST)
 		h += 2;
@@ -110,7 +122,7 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 	b->h.type = BT_RAW_STACK_DEF;
 	b->hash = h;
 	b->nframes = nf;
-	b->flags = (user ? BT_STACKDEF_USER : 0) | (nf == BT_MAX_FRAMES ? BT_STACKDEF_FULL : 0);
+	b->flags |= (user ? BT_STACKDEF_USER : 0) | (nf == BT_MAX_FRAMES ? BT_STACKDEF_FULL : 0);
 	if (!ring || bpf_ringbuf_output(ring, b, BT_STACKDEF_HDR + (__u64)nf * 8, BPF_RB_NO_WAKEUP)) {
 		__sync_fetch_and_add(&ss->def_drops, 1);
 		return BT_HASH_LOST;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # bench_stacks.sh - call stacks (record --sample / --stacks), run by `make bench`:
 #
-#   sampling  CPU cost of sampling: two CPU-bound stack_workload processes
-#             (frame pointers, ~8-frame stacks) for SECS seconds while
+#   sampling  CPU cost of sampling: two CPU-bound stack_workload_nofp processes
+#             (no frame pointers, ~8-frame stacks) for SECS seconds while
 #             `record -e power --sample HZ` runs, at the default 49 Hz and at
 #             999 Hz: the recorder's CPU time (/proc/PID/stat) plus the
 #             kernel's run time of handle_cpu_sample (kernel.bpf_stats_enabled),
@@ -15,6 +15,14 @@
 #   offcpu    `perf bench sched pipe` (pinned to CPU 0) under `record -e sched
 #             --sample 0` (the floor of the recorder) and with --stacks switch,
 #             --stacks switch,wakeup: per-wakeup cost.
+#   unwind    complete-stack share on packaged programs without frame pointers
+#             (python3.11 loop, perl regex, sqlite3 recursive query): the
+#             share of samples whose user stack reaches __libc_start_call_main,
+#             btrace-bpf (unwind tables) vs perf -g vs perf --call-graph dwarf,
+#             all three on the same process at once; the unwind-table memory
+#             for every binary of every process running (ctl status).
+#             Off-CPU: --stacks switch with tables vs --unwind-mem 0 (the
+#             kernel's frame-pointer walk) on perf bench sched pipe.
 #   reclaim   the stack table following the window (stack_table.h): the
 #             drain's work per event and the table's memory with reclamation
 #             off, on, and off with a table of every stack of the run
@@ -32,7 +40,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=$PWD/build/btrace-bpf
-WL=$PWD/build/tests/stack_workload
+WL=$PWD/build/tests/stack_workload_nofp # no frame pointers: the unwinder walks
 quick=0 write_md=1
 for a in "$@"; do
 	case "$a" in
@@ -64,14 +72,30 @@ MD=$TMP/md
 md() { printf '%s\n' "$*" >>"$MD"; }
 
 # rec_start ARGS...: a recorder in the background; sets RPID
+# Measurements start once the unwinder has loaded the tables of every
+# running process (a start-up cost, measured apart: LOAD_S, LOAD_CPU_S).
 rec_start() {
+	local t0 ok=0
 	: >"$TMP/rec.log"
-	"$BT" record --no-ctl -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
+	rm -f "$TMP/ctl.sock"
+	t0=$(date +%s%N)
+	"$BT" record --ctl "$TMP/ctl.sock" -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
 	RPID=$!
 	PIDS+=("$RPID")
-	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && return 0; sleep 0.05; done
-	echo "bench_stacks: recorder did not start: $(cat "$TMP/rec.log")" >&2
-	exit 1
+	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && { ok=1; break; }; sleep 0.05; done
+	if [ "$ok" = 0 ]; then
+		echo "bench_stacks: recorder did not start: $(cat "$TMP/rec.log")" >&2
+		exit 1
+	fi
+	for _ in $(seq 1200); do
+		"$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q '^unwinding:.*loading the running' || break
+		sleep 0.1
+	done
+	if [ -z "${LOAD_S:-}" ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep -q '^unwinding:'; then
+		LOAD_S=$(awk -v a="$t0" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
+		LOAD_CPU_S=$(awk -v t="$(cpu_ticks "$RPID")" -v tck="$TCK" 'BEGIN { printf "%.1f", t / tck }')
+		echo "unwinder start-up: the running processes' tables loaded in ${LOAD_S}s (${LOAD_CPU_S}s of recorder CPU), recording meanwhile" >&2
+	fi
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -91,12 +115,13 @@ sysctl -qw kernel.bpf_stats_enabled=1 || echo "bench_stacks: cannot enable bpf s
 echo "bench_stacks: $NCPU CPUs, kernel $(uname -r), ${SECS}s per run"
 md "Kernel $(uname -r), $NCPU CPUs, commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d')."
 md "Command: \`sudo scripts/bench_stacks.sh\` (part of \`make bench\`)."
+md "Load average at the start: $(cut -d' ' -f1-3 /proc/loadavg) (the machine is shared: other engineers' builds and qemu runs; ratios are side by side in this one run)."
 md ""
 
 # ---- sampling cost ----------------------------------------------------------------
 sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample"
 	local hz=$1 t0 t1 b0 c0 b1 c1
-	rec_start -e power --sample "$hz" -m 16M --no-final-dump
+	rec_start -e power --sample "$hz" --unwind-mem 64M -m 16M --no-final-dump
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
 	t0=$(cpu_ticks "$RPID")
 	busy
@@ -135,7 +160,7 @@ job() { # seconds for sha256 of 1 GiB on every CPU
 declare -A JOB
 for r in $(seq "$REPS"); do
 	JOB[none]+="$(job) "
-	rec_start -e power --sample 999 -m 16M --no-final-dump
+	rec_start -e power --sample 999 --unwind-mem 64M -m 16M --no-final-dump
 	JOB[btrace]+="$(job) "
 	rec_stop
 	if [ "$have_perf" -eq 1 ]; then
@@ -155,7 +180,7 @@ echo "fixed job (best of $REPS): none ${j_none}s, btrace 999 Hz ${j_bt}s ($(slow
 
 # ---- bytes per sample -------------------------------------------------------------
 rm -rf "$TMP/out"
-rec_start -e power --sample 999 -m 64M -z 0
+rec_start -e power --sample 999 --unwind-mem 64M -m 64M -z 0
 busy
 busy_wait
 rec_stop
@@ -201,19 +226,82 @@ declare -A PIPE
 pipe_run() { taskset -c 0 perf bench sched pipe -l "$PIPE_LOOPS" 2>/dev/null | awk '/usecs\/op/ { print $1; exit }'; }
 for r in $(seq "$REPS"); do
 	PIPE[none]+="$(pipe_run) "
-	for cfg in floor switch both; do
+	for cfg in floor switch switchfp both; do
 		case $cfg in
+		switchfp) rec_start -e sched --sample 0 --stacks switch --unwind-mem 0 -m 64M --no-final-dump ;;
 		floor) rec_start -e sched --sample 0 -m 64M --no-final-dump ;;
-		switch) rec_start -e sched --sample 0 --stacks switch -m 64M --no-final-dump ;;
-		both) rec_start -e sched --sample 0 --stacks switch,wakeup -m 64M --no-final-dump ;;
+		switch) rec_start -e sched --sample 0 --stacks switch --unwind-mem 64M -m 64M --no-final-dump ;;
+		both) rec_start -e sched --sample 0 --stacks switch,wakeup --unwind-mem 64M -m 64M --no-final-dump ;;
 		esac
 		PIPE[$cfg]+="$(pipe_run) "
 		rec_stop
 	done
 done
 p_none=$(echo "${PIPE[none]}" | minof)
-for cfg in floor switch both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; done
-echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch, +switch,wakeup $p_both"
+for cfg in floor switch switchfp both; do eval "p_$cfg=$(echo "${PIPE[$cfg]}" | minof)"; done
+echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e sched $p_floor, +stacks switch $p_switch (frame pointers only: $p_switchfp), +switch,wakeup $p_both"
+
+# ---- unwinding: complete stacks on packaged programs, table memory -----------------
+W=$TMP/w
+mkdir -p "$W"
+cat >"$W/loop.py" <<'PY'
+import sys, time
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+t = time.time()
+while time.time() - t < float(sys.argv[1]):
+    leaf(10000)
+PY
+cat >"$W/re.pl" <<'PL'
+my $s = "ab" x 1000; my $t = time; my $n = 0;
+while (time - $t < $ARGV[0]) { $n += () = $s =~ /a(b)/g; }
+PL
+echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 400000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
+# perf_complete FILE: % of samples whose callchain reaches __libc_start_call_main
+perf_complete() {
+	perf script -i "$1" -F ip,sym 2>/dev/null | awk 'BEGIN { RS = "" } { n++; if ($0 ~ /__libc_start_call_main/) c++ }
+		END { printf "%.1f\n", n ? 100 * c / n : 0 }'
+}
+declare -A UNW
+for prog in python3 perl sqlite3; do
+	case $prog in
+	python3) comm=python3.11; cmd=(/usr/bin/python3.11 "$W/loop.py" 6); in=/dev/null ;;
+	perl) comm=perl; cmd=(perl "$W/re.pl" 6); in=/dev/null ;;
+	sqlite3) comm=sqlite3; cmd=(sqlite3 :memory:); in=$W/rec.sql ;;
+	esac
+	command -v "${cmd[0]}" >/dev/null 2>&1 || continue
+	rm -rf "$TMP/out"
+	rec_start -e power --sample 499 --unwind-mem 64M --comm "$comm" -m 32M
+	[ "$prog" = python3 ] && "$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | grep '^unwinding' >"$TMP/unw_status"
+	"${cmd[@]}" <"$in" >/dev/null 2>&1 &
+	wpid=$!
+	sleep 0.5
+	if [ "$have_perf" -eq 1 ]; then
+		perf record -q -e cpu-clock -F 499 -g -o "$TMP/pg.data" -p "$wpid" -- sleep 4 >/dev/null 2>&1 &
+		pg=$!
+		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$TMP/pd.data" -p "$wpid" -- sleep 4 >/dev/null 2>&1
+		wait "$pg"
+	else
+		sleep 4
+	fi
+	kill "$wpid" 2>/dev/null
+	wait "$wpid" 2>/dev/null
+	rec_stop
+	dump=$(ls "$TMP"/out/*.btd | head -1)
+	bt=$("$BT" report --folded "$dump" | awk '{ t += $NF; if ($0 ~ /;__libc_start_call_main;/) c += $NF }
+		END { printf "%.1f %d\n", t ? 100 * c / t : 0, t }')
+	pgs=n/a pds=n/a
+	if [ "$have_perf" -eq 1 ]; then pgs=$(perf_complete "$TMP/pg.data"); pds=$(perf_complete "$TMP/pd.data"); fi
+	UNW[$prog]="$bt $pgs $pds"
+	echo "complete stacks, $prog: btrace-bpf ${bt% *}% (of ${bt#* } samples), perf -g $pgs%, perf --call-graph dwarf $pds%"
+done
+unw_mem=$(sed -n 's/.*tables: \([0-9]*\) binaries, \([0-9]*\) of [0-9]* rows.*/\1 \2/p' "$TMP/unw_status" 2>/dev/null)
+read -r unw_bins unw_rows <<<"${unw_mem:-0 0}"
+nprocs=$(ls -d /proc/[0-9]* | wc -l)
+echo "unwind tables for the $nprocs processes running: $unw_bins binaries, $unw_rows rows = $((unw_rows * 8 / 1024)) KiB"
 
 # ---- symbolization of ~100k samples ------------------------------------------------
 # Twice: with source lines (DWARF read at dump time: the workload's own, and
@@ -283,7 +371,14 @@ md "| sampling cost at the default 49 Hz, 2 busy CPUs, % of one CPU | ${t49}% (r
 md "| sampling cost at 999 Hz, % of one CPU | ${t999}% (recorder ${r999}%, BPF ${k999}%; ${ns999} ns per sample) | |"
 md "| fixed CPU job (sha256, 1 GiB per CPU) under sampling at 999 Hz | ${j_bt}s ($(slow "$j_bt")) | none ${j_none}s; perf record -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf")) |"
 md "| bytes per stored sample (999 Hz) | ${bps} B; ${bps_all} B with the stack table | perf.data: ${perf_bps} B per sample |"
-md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch}, +switch,wakeup ${p_both} | record -e sched ${p_floor} (floor); none ${p_none} |"
+md "| perf bench sched pipe, usecs/op | +stacks switch ${p_switch} (unwind tables), +switch,wakeup ${p_both} | +stacks switch with frame pointers only (--unwind-mem 0) ${p_switchfp}; record -e sched ${p_floor} (floor); none ${p_none} |"
+for prog in python3 perl sqlite3; do
+	[ -n "${UNW[$prog]:-}" ] || continue
+	read -r ub un upg upd <<<"${UNW[$prog]}"
+	md "| $prog (packaged, no frame pointers): samples whose user stack reaches __libc_start_call_main | ${ub}% of $un | perf -g ${upg}%; perf --call-graph dwarf ${upd}% |"
+done
+md "| unwinder start-up (tables of every running process, built while recording) | ${LOAD_S:-n/a}s, ${LOAD_CPU_S:-n/a}s of CPU | measured apart: the rows above start once it is done |"
+md "| unwind tables for every binary of the $nprocs processes running | $unw_bins binaries, $unw_rows rows, $((unw_rows * 8 / 1024)) KiB (8 B a row) | |"
 md "| stack table under churn, drain work per event (a new 32-frame stack every 4 events; bench/stack_reclaim, $RECL_EVENTS events) | reclaim on: ${rc_on_ns} ns, table ${rc_on_mib} MiB, last window's events with their stack ${rc_on_pct}% (${rc_on_n} stacks reclaimed) | off, --max-stacks 16384: ${rc_off_ns} ns, ${rc_off_mib} MiB, ${rc_off_pct}%; off with a table of every stack: ${rc_all_ns} ns, ${rc_all_mib} MiB (grows with the run), ${rc_all_pct}% |"
 [ -n "${churn_kids:-}" ] && md "| recorder under process churn (stack_churn, ${churn_kids} processes in ${SECS}s, 99 Hz, --max-stacks 256) | ${churn_cpu}% of a CPU, peak RSS ${churn_hwm} KiB; ${churn_recl} stacks reclaimed, ${churn_lost} lost to a full table | |"
 read -r nb_l ns_l ds_l rs_l nl_l <<<"$SYM_lines"

@@ -45,12 +45,14 @@ PKGS=(
 	strace                # the unit's system-call filter is checked against a real run
 	dwz                   # test_stacks: DWARF moved into a shared dwz file, as Debian's -dbgsym packages have it
 	librust-lua52-sys-dev # Lua 5.2.4 sources (the package ships them): function tracing on a real code base (test_funcs_lua, bench_funcs)
+	sqlite3               # test_unwind: a packaged program without frame pointers (recursive query)
+	linux-perf            # test_unwind: the top function against perf --call-graph dwarf on the same run
+	libc6-dbg             # test_unwind: names __libc_start_call_main, where complete user stacks end
 )
 
 # Benchmarks only (--bench): comparison tracers and load generators.
 BENCH_PKGS=(
 	bpftrace
-	linux-perf
 	trace-cmd
 	stress-ng
 	gnuplot-nox           # the figure of scripts/compare_tracers.sh (make bench-compare)
@@ -58,7 +60,6 @@ BENCH_PKGS=(
 	uftrace               # uftrace row of scripts/bench_funcs.sh (function tracing, -pg/-finstrument-functions)
 	lttng-tools           # lttng-sessiond and lttng for those rows
 	babeltrace2           # counts what the LTTng snapshot retained
-	libc6-dbg             # glibc's separate debug file: source lines of libc frames in scripts/bench_stacks.sh
 )
 
 # The kernel matrix only (--kernels, scripts/test-kernels.sh). The kernels

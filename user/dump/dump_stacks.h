@@ -68,6 +68,22 @@ enum bt_stack_counter {
 	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
 	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
 	BT_STKC_LINES_LATE,    /* frames left without source lines: the dump's DWARF time was spent */
+	/* the unwinder (docs/unwinding.md): why user stacks ended early, what its tables hold */
+	BT_STKC_UNW_WALKS,     /* user stacks walked with unwind tables */
+	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: their leaf only, truncated */
+	BT_STKC_UNW_NO_MAP,    /* walks ended at an address in no executable mapping (truncated; never a frame) */
+	BT_STKC_UNW_ANON,      /* walks ended in anonymous code, JIT (truncated) */
+	BT_STKC_UNW_SIGNAL,    /* walks ended at a signal frame (truncated) */
+	BT_STKC_UNW_BAD,       /* walks ended at unreadable stack or an invalid frame (truncated) */
+	BT_STKC_UNW_FP,        /* frames without an unwind row: frame pointers followed */
+	BT_STKC_UNW_NO_TABLE,  /* frames in binaries without a table (memory bound, no .eh_frame) */
+	BT_STKC_UNW_BINARIES,  /* binaries with a table */
+	BT_STKC_UNW_ROWS,      /* rows in the tables */
+	BT_STKC_UNW_MAX_ROWS,  /* their bound (--unwind-mem / 8), 0: unwinding off */
+	BT_STKC_UNW_MEM_FULL,  /* binaries left without a table: --unwind-mem reached */
+	BT_STKC_UNW_NO_EH,     /* binaries without a usable .eh_frame */
+	BT_STKC_UNW_PROCS_FULL,/* process loads refused: the per-process map was full */
+	BT_STKC_UNW_MAPS_DROP, /* executable mappings beyond the per-process bound */
 	BT_STKC_MAX,
 };
 

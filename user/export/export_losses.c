@@ -9,6 +9,7 @@
 #include "export_prep.h"
 #include "event_names.h"
 #include "switch_chain.h"
+#include "dump_stacks.h"
 
 uint64_t bt_export_cpu_drops(const struct bt_export_prep *p, uint32_t cpu)
 {
@@ -69,6 +70,32 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 				snprintf(k, sizeof(k), "loss.kernel_skipped_runs.%s", pm[i].name);
 				emit(ctx, k, pm[i].misses);
 			}
+	}
+	/* stacks: what the table, the kernel and the unwinder lost */
+	const struct bt_dump_stacks *st = bt_dump_stacks(p->d);
+	if (st) {
+		static const struct { int c; const char *k; } sl[] = {
+			{ BT_STKC_OVERFLOW, "loss.stacks.table_full" },
+			{ BT_STKC_DEF_DROPS, "loss.stacks.ring_full" },
+			{ BT_STKC_KERNEL_ERR, "loss.stacks.kernel_errors" },
+			{ BT_STKC_USER_ERR, "loss.stacks.user_errors" },
+			{ BT_STKC_UNDEFINED, "loss.stacks.frames_never_arrived" },
+			{ BT_STKC_TRUNCATED, "loss.stacks.truncated" },
+			{ BT_STKC_OFFCPU_NOMEM, "loss.stacks.offcpu_not_followed" },
+			{ BT_STKC_UNW_NO_PROC, "loss.unwind.process_not_loaded" },
+			{ BT_STKC_UNW_NO_MAP, "loss.unwind.no_executable_mapping" },
+			{ BT_STKC_UNW_ANON, "loss.unwind.anonymous_code" },
+			{ BT_STKC_UNW_SIGNAL, "loss.unwind.signal_frame" },
+			{ BT_STKC_UNW_BAD, "loss.unwind.bad_frame" },
+			{ BT_STKC_UNW_NO_TABLE, "loss.unwind.frames_without_table" },
+			{ BT_STKC_UNW_MEM_FULL, "loss.unwind.binaries_over_unwind_mem" },
+			{ BT_STKC_UNW_NO_EH, "loss.unwind.binaries_without_eh_frame" },
+			{ BT_STKC_UNW_PROCS_FULL, "loss.unwind.processes_over_map" },
+			{ BT_STKC_UNW_MAPS_DROP, "loss.unwind.mappings_dropped" },
+		};
+		for (size_t i = 0; i < sizeof(sl) / sizeof(sl[0]); i++)
+			if (sl[i].c < BT_STKC_UNW_WALKS || st->counters[BT_STKC_UNW_MAX_ROWS])
+				emit(ctx, sl[i].k, st->counters[sl[i].c]);
 	}
 	struct bt_switch_chain ch;
 	if (bt_switch_chain(p->ev, p->nev, h->ncpus, &ch) == 0 && ch.switches)

@@ -20,6 +20,7 @@
 #include "event_names.h"
 #include "util.h"
 #include "recorder.h"
+#include "unwind_procs.h"
 #include "trigger_spec.h"
 #include "config_file.h"
 #include "dump_dir.h"
@@ -92,6 +93,7 @@ enum {
 	OPT_NO_SOURCE_LINES,
 	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
+	OPT_UNWIND_MEM,
 	OPT_COLD_TIER,
 	OPT_COLD_CODEC,
 };
@@ -144,6 +146,10 @@ static const struct argp_option options[] = {
 	{ "debug-dir", OPT_DEBUG_DIR, "DIR", 0,
 	  "Also look for separate debug files (DIR/.build-id/xx/yyyy.debug, or by debuglink) here, before "
 	  "/usr/lib/debug (repeatable)", 1 },
+	{ "unwind-mem", OPT_UNWIND_MEM, "SIZE", 0,
+	  "Memory for the unwind tables user stacks are walked with (compiled from each binary's .eh_frame, "
+	  "so code without frame pointers shows its callers); binaries beyond it use frame pointers, counted "
+	  "(default 0: off, frame pointers only; e.g. 64M)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
 	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,
@@ -499,6 +505,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SOURCE_LINES:
 		o->no_source_lines = 1;
 		break;
+	case OPT_UNWIND_MEM:
+		if (strcmp(arg, "0") == 0)
+			o->unwind_mem = 0;
+		else if (parse_size(arg, &o->unwind_mem) || o->unwind_mem < 4096 || o->unwind_mem > (8ull << 30))
+			argp_error(state, "invalid --unwind-mem '%s': give 0 or a size from 4K to 8G", arg);
+		break;
 	case OPT_SYMBOL_CACHE:
 		if (parse_size(arg, &o->symbol_cache) || o->symbol_cache < (1u << 20))
 			argp_error(state, "invalid --symbol-cache '%s': give a size of at least 1M (e.g. 256M)", arg);
@@ -637,6 +649,7 @@ static int record(int argc, char **args)
 		.keep_free = BT_KEEP_FREE_AUTO,
 		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
 		.sample_hz = DEFAULT_SAMPLE_HZ,
+		.unwind_mem = BT_DEFAULT_UNWIND_MEM,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];

@@ -68,6 +68,7 @@
 #include "prog_misses.h"
 #include "util.h"
 #include "stack_table.h"
+#include "unwind.h"
 #include "cold_tier.h"
 #include "record.skel.h"
 
@@ -97,6 +98,9 @@ static const struct prog_desc {
 	{ "handle_sys_exit", BT_GROUP_SYSCALLS },
 	{ "handle_cpu_sample", BT_GROUP_STACKS },  /* perf_event, attached per CPU */
 	{ "handle_waker_stack", BT_GROUP_STACKS },
+	{ "handle_unwind_fork", BT_GROUP_STACKS }, /* the unwinder's per-process map kept current */
+	{ "handle_unwind_exec", BT_GROUP_STACKS },
+	{ "handle_unwind_exit", BT_GROUP_STACKS },
 };
 #define NPROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
 
@@ -217,6 +221,8 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 			on = on && o->waking;
 		if (strcmp(name, "handle_waker_stack") == 0)
 			on = o->stacks_wakeup;
+		if (strncmp(name, "handle_unwind_", 14) == 0)
+			on = o->unwind_mem && (o->sample_hz || o->stacks_switch || o->stacks_wakeup);
 		if (strcmp(name, "handle_cpu_sample") == 0) {
 			/* not a tracepoint: attached to perf events below */
 			bpf_program__set_autoload(prog, o->sample_hz != 0);
@@ -445,6 +451,15 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 			goto fail;
 		}
 	}
+	if (o->unwind_mem && (o->sample_hz || o->stacks_switch || o->stacks_wakeup)) {
+		uint64_t rows = o->unwind_mem / sizeof(struct bt_unwind_row);
+		l->skel->rodata->unwind_on = 1;
+		ret = bpf_map__set_max_entries(l->skel->maps.unwind_rows, (uint32_t)(rows < (1u << 30) ? rows : (1u << 30)));
+		if (ret) {
+			snprintf(err, errlen, "cannot size the unwind tables: %s", strerror(-ret));
+			goto fail;
+		}
+	}
 	if (!o->stacks_switch) /* the pending-block table is not used: keep it small */
 		bpf_map__set_max_entries(l->skel->maps.offcpu_pending, 1);
 	if (o->trig_conf)
@@ -543,6 +558,17 @@ uint32_t bt_loader_ncpus(const struct bt_loader *l)
 int bt_loader_rings_fd(const struct bt_loader *l)
 {
 	return bpf_map__fd(l->skel->maps.rings);
+}
+
+int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd)
+{
+	if (!l->skel->rodata->unwind_on)
+		return -1;
+	*rows_fd = bpf_map__fd(l->skel->maps.unwind_rows);
+	*max_rows = bpf_map__max_entries(l->skel->maps.unwind_rows);
+	*procs_fd = bpf_map__fd(l->skel->maps.unwind_procs);
+	*want_fd = bpf_map__fd(l->skel->maps.unwind_want);
+	return 0;
 }
 
 void bt_loader_stack_fds(const struct bt_loader *l, int fds[3])
@@ -665,6 +691,14 @@ int bt_loader_read_stack_stats(const struct bt_loader *l, struct bt_stack_stats 
 		sum->offcpu_short += v[c].offcpu_short;
 		sum->offcpu_nomem += v[c].offcpu_nomem;
 		sum->samples += v[c].samples;
+		sum->unw_walks += v[c].unw_walks;
+		sum->unw_no_proc += v[c].unw_no_proc;
+		sum->unw_no_map += v[c].unw_no_map;
+		sum->unw_anon += v[c].unw_anon;
+		sum->unw_signal += v[c].unw_signal;
+		sum->unw_bad += v[c].unw_bad;
+		sum->unw_fp += v[c].unw_fp;
+		sum->unw_no_table += v[c].unw_no_table;
 	}
 	free(v);
 	return ret;

@@ -48,6 +48,7 @@ struct bt_loader_opts {
 	int stacks_wakeup;     /* --stacks wakeup: waker stacks */
 	uint64_t offcpu_min_ns;/* --offcpu-min */
 	uint32_t max_stacks;   /* sizes the kernel's table of stacks already sent */
+	uint64_t unwind_mem;   /* --unwind-mem: bytes of unwind rows; 0: user stacks by frame pointers */
 	/* BT_TRIG_MAX trigger slots evaluated inside record's own programs
 	 * (bt_trig_bpf_record_conf), or NULL: none. An armed sched-latency
 	 * slot keeps sched_switch attached even when the sched group is off. */
@@ -90,6 +91,9 @@ int bt_loader_rings_fd(const struct bt_loader *l);
  * loader shares them (trigger_bpf.h). */
 void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd);
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
+/* The unwinder's maps (bpf/unwind_walk.bpf.h) for unwind_procs.h; -1 if
+ * user stacks are walked by frame pointers. */
+int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd);
 /* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
  * programs' --ustack. */
 void bt_loader_stack_fds(const struct bt_loader *l, int fds[3]);

@@ -17,7 +17,7 @@
 #define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
 #define BT_TASK_PENDING 4096 /* task events held back per drain (see the top) */
 /* The programs of record.bpf.c the loader knows (prog_descs in loader.c). */
-#define BT_LOADER_NPROGS 20
+#define BT_LOADER_NPROGS 23
 
 /* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
 _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");

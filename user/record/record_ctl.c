@@ -20,6 +20,7 @@
 #include "probe_table.h"
 #include "recorder.h"
 #include "stack_table.h"
+#include "unwind_procs.h"
 #include "stack_symbols.h"
 #include "symbol_cache.h"
 #include "record_triggers.h"
@@ -178,6 +179,19 @@ static void print_stacks(struct recorder *r, FILE *out)
 		c.overflow, (uint64_t)ks.def_drops, (uint64_t)ks.kernel_err, (uint64_t)ks.user_err, (uint64_t)ks.offcpu_short,
 		(uint64_t)ks.offcpu_nomem, c.reclaimed);
 	print_symbols(r, out);
+	if (r->unwinder) {
+		struct bt_unwinder_stats us;
+		bt_unwinder_stats(r->unwinder, &us);
+		fprintf(out, "unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
+			PRIu64 " no executable mapping, %" PRIu64 " JIT, %" PRIu64 " signal frame, %" PRIu64
+			" bad frame; %" PRIu64 " frames by frame pointer; tables: %" PRIu64 " binaries, %" PRIu64
+			" of %" PRIu64 " rows, %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %"
+			PRIu64 " processes over the map; %s\n",
+			(uint64_t)ks.unw_walks, (uint64_t)ks.unw_no_proc, (uint64_t)ks.unw_no_map, (uint64_t)ks.unw_anon,
+			(uint64_t)ks.unw_signal, (uint64_t)ks.unw_bad, (uint64_t)ks.unw_fp, us.binaries, us.rows,
+			us.max_rows, us.mem_full, us.no_eh_frame, us.procs_full,
+			us.ready_ns ? "running processes loaded" : "loading the running processes");
+	}
 }
 
 static void print_losses(struct recorder *r, FILE *out)

@@ -59,6 +59,7 @@
 #include "recorder.h"
 #include "stack_table.h"
 #include "stack_symbols.h"
+#include "unwind_procs.h"
 #include "dump_mgmt.h"
 #include "log.h"
 #include "sd_notify.h"
@@ -536,6 +537,22 @@ static int create_buffer(struct recorder *r)
 
 /* The BPF programs (opened and loaded, not yet draining), with the stack
  * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
+/* The unwinder's thread, when user stacks are walked with unwind tables. */
+static int start_unwinder(struct recorder *r)
+{
+	int rows_fd, procs_fd, want_fd;
+	uint32_t max_rows;
+
+	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd))
+		return 0;
+	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd);
+	if (!r->unwinder) {
+		bt_warn("cannot start the unwinder: %s", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 static int open_loader(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
@@ -555,6 +572,7 @@ static int open_loader(struct recorder *r)
 	lo.stacks_wakeup = o->stacks_wakeup;
 	lo.offcpu_min_ns = o->offcpu_min_ns;
 	lo.max_stacks = o->max_stacks ? o->max_stacks : BT_DEFAULT_MAX_STACKS;
+	lo.unwind_mem = o->unwind_mem;
 	if (o->sample_hz || o->stacks_switch || o->stacks_wakeup || o->ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r->stacks = bt_stack_table_new(lo.max_stacks);
@@ -575,7 +593,7 @@ static int open_loader(struct recorder *r)
 		bt_err("%s", err);
 		return -1;
 	}
-	return 0;
+	return start_unwinder(r);
 }
 
 /* -u/-U probes and uprobe:PROBE triggers, on the loader's rings. 0, or -1
@@ -826,6 +844,7 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o)
 {
 	bt_ctl_stop(r->ctl);
 	recorder_triggers_stop(r);
+	bt_unwinder_stop(r->unwinder); /* before its maps go with the loader */
 	bt_apps_destroy(r->apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r->uprobes);
 	bt_loader_destroy(r->loader);

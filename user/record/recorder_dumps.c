@@ -29,6 +29,7 @@
 #include "tasks.h"
 #include "stack_table.h"
 #include "stack_symbols.h"
+#include "unwind_procs.h"
 #include "events.h"
 #include "uprobes.h"
 #include "util.h"
@@ -69,6 +70,25 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 		s.counters[BT_STKC_OFFCPU_SHORT] = ks.offcpu_short;
 		s.counters[BT_STKC_OFFCPU_NOMEM] = ks.offcpu_nomem;
 		s.counters[BT_STKC_SAMPLES] = ks.samples;
+		s.counters[BT_STKC_UNW_WALKS] = ks.unw_walks;
+		s.counters[BT_STKC_UNW_NO_PROC] = ks.unw_no_proc;
+		s.counters[BT_STKC_UNW_NO_MAP] = ks.unw_no_map;
+		s.counters[BT_STKC_UNW_ANON] = ks.unw_anon;
+		s.counters[BT_STKC_UNW_SIGNAL] = ks.unw_signal;
+		s.counters[BT_STKC_UNW_BAD] = ks.unw_bad;
+		s.counters[BT_STKC_UNW_FP] = ks.unw_fp;
+		s.counters[BT_STKC_UNW_NO_TABLE] = ks.unw_no_table;
+	}
+	if (r->unwinder) {
+		struct bt_unwinder_stats us;
+		bt_unwinder_stats(r->unwinder, &us);
+		s.counters[BT_STKC_UNW_BINARIES] = us.binaries;
+		s.counters[BT_STKC_UNW_ROWS] = us.rows;
+		s.counters[BT_STKC_UNW_MAX_ROWS] = us.max_rows;
+		s.counters[BT_STKC_UNW_MEM_FULL] = us.mem_full;
+		s.counters[BT_STKC_UNW_NO_EH] = us.no_eh_frame;
+		s.counters[BT_STKC_UNW_PROCS_FULL] = us.procs_full;
+		s.counters[BT_STKC_UNW_MAPS_DROP] = us.maps_dropped;
 	}
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
 	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;

@@ -51,6 +51,7 @@ struct record_opts {
 	int ustack;                   /* --ustack */
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	int no_source_lines;          /* --no-source-lines */
+	uint64_t unwind_mem;          /* --unwind-mem; 0: frame pointers only */
 	uint64_t symbol_cache;        /* --symbol-cache: bytes of loaded symbols kept; 0 default */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;
@@ -101,6 +102,7 @@ struct recorder {
 	struct bt_apps *apps;       /* NULL: no in-process tracing */
 	struct bt_stack_table *stacks;   /* NULL: no stacks recorded */
 	struct bt_symbolizer *symbolizer; /* under dump_serial: names frames at dump time */
+	struct bt_unwinder *unwinder;    /* NULL: user stacks by frame pointers */
 	uint32_t ncpus;
 
 	/* dump thread; fields below under lock */

@@ -549,6 +549,18 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	if (c[BT_STKC_NO_KSYMS])
 		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
 			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
+	if (c[BT_STKC_UNW_MAX_ROWS])
+		fprintf(out, "    unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
+			     PRIu64 " no executable mapping, %" PRIu64 " anonymous code (JIT), %" PRIu64
+			     " signal frame, %" PRIu64 " bad frame; frames by frame pointer: %" PRIu64
+			     ", in binaries without a table: %" PRIu64 "\n"
+			     "    unwind tables: %" PRIu64 " binaries, %" PRIu64 " rows of %" PRIu64 " (--unwind-mem); "
+			     "lost: %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %" PRIu64
+			     " processes over the map, %" PRIu64 " mappings over the per-process bound\n",
+			c[BT_STKC_UNW_WALKS], c[BT_STKC_UNW_NO_PROC], c[BT_STKC_UNW_NO_MAP], c[BT_STKC_UNW_ANON],
+			c[BT_STKC_UNW_SIGNAL], c[BT_STKC_UNW_BAD], c[BT_STKC_UNW_FP], c[BT_STKC_UNW_NO_TABLE],
+			c[BT_STKC_UNW_BINARIES], c[BT_STKC_UNW_ROWS], c[BT_STKC_UNW_MAX_ROWS], c[BT_STKC_UNW_MEM_FULL],
+			c[BT_STKC_UNW_NO_EH], c[BT_STKC_UNW_PROCS_FULL], c[BT_STKC_UNW_MAPS_DROP]);
 	if (c[BT_STKC_NOT_LOADED_FILES])
 		fprintf(out, "    symbols not loaded yet: %" PRIu64 " frames of %" PRIu64
 			     " files were still being read when the dump was written (it did not wait): unnamed\n",

@@ -348,7 +348,7 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 	fr = malloc(nf * sizeof(*fr));
 	if (!fr)
 		return; /* stays undefined, counted as such */
-	uint16_t flags = (d->flags & BT_STACKDEF_FULL) ? BT_STACK_F_TRUNCATED : 0;
+	uint16_t flags = (d->flags & (BT_STACKDEF_FULL | BT_STACKDEF_CUT)) ? BT_STACK_F_TRUNCATED : 0;
 	pthread_mutex_lock(&t->lock);
 	for (uint32_t k = 0; k < nf; k++) {
 		uint64_t ip = d->ips[k], off = ip;

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# test_unwind.sh - user stacks without frame pointers (docs/unwinding.md),
+# on the real kernel:
+#   - the stack workload built with and without frame pointers
+#     (stack_workload, stack_workload_nofp): the same callers, hot_a's share
+#     within 5 points of 70% in both, and again without frame pointers under
+#     load (4 busy loops per CPU);
+#   - packaged, unmodified Debian programs built without frame pointers
+#     (python3.11 running a pure-Python loop, perl running a regex, sqlite3
+#     running a recursive query): >= 95% of their samples reach
+#     __libc_start_call_main, and their top function is perf --call-graph
+#     dwarf's on the same run;
+#   - off-CPU: the packaged, stripped cat blocked in read shows the chain
+#     through its main to __libc_start_call_main;
+#   - a stack that runs into garbage (unwind_junk: a fake frame whose return
+#     address is a data address) ends there, marked truncated and counted,
+#     the data address never shown as a frame.
+# Needs root. Prints TAP lines.
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then skip "unwinding" "not root"; finish; exit; fi
+for b in stack_workload stack_workload_nofp unwind_junk; do
+	if [ ! -x "$TB/$b" ]; then skip "unwinding" "no $TB/$b (make tests)"; finish; exit; fi
+done
+
+LOAD_WAIT=60
+[ -n "${BT_TEST_EMULATED:-}" ] && LOAD_WAIT=240
+# record_until_loaded LOG ARGS...: a recorder whose unwinder has loaded the
+# processes running at its start (so the workloads' stacks are not the
+# ones of a process still loading); sets REC_PID
+record_until_loaded() {
+	local log=$1
+	shift
+	rec_start "$log" --ctl "$T_TMP/ctl.sock" --unwind-mem 64M "$@" || return 1
+	wait_for "$LOAD_WAIT" sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -q 'running processes loaded'"
+}
+
+# folded_stats FOLDED: "SAMPLES MAIN_PCT TOP" over the lines: the share of
+# samples whose user stack reaches __libc_start_call_main, and the user leaf
+# seen most often
+folded_stats() {
+	awk '{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, f, ";"); leaf = ""
+		for (i = 2; i <= k; i++) if (f[i] !~ /_\[k\]$/ && f[i] != "[truncated]") leaf = f[i]
+		if (leaf ~ /^\[unknown\]/) leaf = ""  # unnamed code: each address its own in perf
+		tot += n; if (line ~ /;__libc_start_call_main;/) m += n; if (leaf != "") top[leaf] += n }
+		END { best = ""; for (l in top) if (best == "" || top[l] > top[best]) best = l
+		      printf "%d %.1f %s\n", tot, tot ? 100 * m / tot : 0, best }' "$1"
+}
+
+# ---- the stack workload with and without frame pointers ----------------------
+# share_of FOLDED: hot_a's share of the cpu thread's samples
+share_of() {
+	awk '/;cpu_main;/ { n = $NF; if ($0 ~ /;hot_a;/) a += n; else if ($0 ~ /;hot_b;/) b += n }
+		END { if (a + b < 150) print "few:" a + b; else printf "%.1f\n", 100 * a / (a + b) }' "$1"
+}
+# chains FOLDED: the distinct caller chains from cpu_main to the hot functions
+chains() {
+	grep -o 'cpu_main;path_[ab];hot_[ab];spin_until' "$1" | sort -u | tr '\n' ' '
+}
+run_sw() { # NAME BINARY [LOAD]
+	local name=$1 bin=$2 load=${3:-0} out=$T_TMP/out_$1 pids=()
+	cp "$bin" "$T_TMP/sw" || return 1
+	if [ "$load" -gt 0 ]; then
+		for _ in $(seq "$load"); do sh -c 'while :; do :; done' & pids+=($!); T_PIDS+=($!); done
+	fi
+	record_until_loaded "$T_TMP/rec_$name.log" --sample 997 --comm sw -o "$out" -m 16M ||
+		{ kill "${pids[@]}" 2>/dev/null; return 1; }
+	echo go | "$T_TMP/sw" 3 2 10 >/dev/null 2>&1
+	rec_stop "$REC_PID"
+	[ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
+	"$BT" report --folded "$(ls "$out"/*.btd | head -1)" >"$T_TMP/folded_$name" 2>&1
+}
+run_sw fp "$TB/stack_workload" || not_ok "recorder with the frame-pointer workload" "$(cat "$T_TMP/rec_fp.log")"
+run_sw nofp "$TB/stack_workload_nofp" || not_ok "recorder with the workload without frame pointers"
+sfp=$(share_of "$T_TMP/folded_fp")
+snofp=$(share_of "$T_TMP/folded_nofp")
+diag "hot_a share: $sfp% with frame pointers, $snofp% without (truth 70%)"
+if [[ $sfp =~ ^[0-9.]+$ && $snofp =~ ^[0-9.]+$ ]] &&
+	awk -v a="$sfp" -v b="$snofp" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 5 && b >= 65 && b <= 75) }'; then
+	ok "without frame pointers: hot_a $snofp%, within 5 points of the frame-pointer build ($sfp%) and of 70%"
+else
+	not_ok "shares with/without frame pointers: $sfp% / $snofp%" "$(sort -t' ' -k2 -nr "$T_TMP/folded_nofp" | head -8)"
+fi
+cfp=$(chains "$T_TMP/folded_fp")
+cnofp=$(chains "$T_TMP/folded_nofp")
+[ -n "$cnofp" ] && [ "$cfp" = "$cnofp" ] && [[ $cnofp == *path_a*path_b* ]] &&
+	ok "the same callers with and without frame pointers: $cnofp" ||
+	not_ok "callers: fp '$cfp' vs nofp '$cnofp'" "$(head -8 "$T_TMP/folded_nofp")"
+read -r n pct _ <<<"$(folded_stats "$T_TMP/folded_nofp")"
+grep -q ';cpu_main;' "$T_TMP/folded_nofp" && grep -q 'start_thread;cpu_main;\|clone3;start_thread;cpu_main' "$T_TMP/folded_nofp" &&
+	ok "the cpu thread's stacks reach start_thread (thread start), $n samples" ||
+	not_ok "thread stacks complete" "$(head -5 "$T_TMP/folded_nofp")"
+
+ncpu=$(nproc)
+# Under emulation (qemu TCG, the 6.1 matrix) the loaded run, perl, sqlite3
+# and perf's DWARF unwinding would not fit in the test's 600 s: the
+# unwinder's loading and walking on that kernel are what is checked there.
+EMU=${BT_TEST_EMULATED:-}
+if [ -n "$EMU" ]; then
+	skip "under load" "emulated CPU"
+else
+run_sw load "$TB/stack_workload_nofp" $((4 * ncpu)) || not_ok "recorder under load"
+sload=$(share_of "$T_TMP/folded_load" | sed 's/^few:.*//')
+[ -z "$sload" ] && sload=$(awk '/;cpu_main;/ { n = $NF; if ($0 ~ /;hot_a;/) a += n; else if ($0 ~ /;hot_b;/) b += n }
+	END { if (a + b) printf "%.1f\n", 100 * a / (a + b) }' "$T_TMP/folded_load")
+# complete: the cpu thread's samples whose stack reaches the thread's start
+cload=$(awk '/;cpu_main;/ { t += $NF; if ($0 ~ /start_thread;cpu_main;/) c += $NF } END { printf "%d %d\n", c, t }' "$T_TMP/folded_load")
+diag "under $((4 * ncpu)) busy loops: hot_a $sload%, complete stacks $cload (of the cpu thread's samples)"
+read -r lc lt <<<"$cload"
+# (fewer samples under load: the share is checked to 10 points)
+if [ "${lt:-0}" -ge 60 ] && [ $((100 * lc)) -ge $((95 * lt)) ] && [ "$(chains "$T_TMP/folded_load")" = "$cfp" ] &&
+	[[ $sload =~ ^[0-9.]+$ ]] && awk -v s="$sload" 'BEGIN { exit !(s >= 60 && s <= 80) }'; then
+	ok "under load (4 busy loops per CPU): $lc of $lt stacks complete, the same callers, hot_a $sload%"
+else
+	not_ok "under load: $lc of $lt complete, hot_a $sload%" "$(head -8 "$T_TMP/folded_load")"
+fi
+
+fi
+
+# ---- packaged programs next to perf --call-graph dwarf --------------------------
+W=$T_TMP/w
+mkdir -p "$W"
+cat >"$W/loop.py" <<'PY'
+import sys, time
+def leaf(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+def mid(n):
+    return leaf(n)
+t = time.time()
+while time.time() - t < float(sys.argv[1]):
+    mid(10000)
+PY
+cat >"$W/re.pl" <<'PL'
+my $s = "ab" x 1000; my $t = time; my $n = 0;
+while (time - $t < $ARGV[0]) { $n += () = $s =~ /a(b)/g; }
+PL
+echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 400000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
+have_perf=1
+command -v perf >/dev/null 2>&1 || have_perf=0
+[ -n "$EMU" ] && have_perf=0
+# packaged NAME COMM CMD...: the program under the recorder and under perf
+# --call-graph dwarf at once (perf follows the same process)
+packaged() {
+	local name=$1 comm=$2 out=$T_TMP/out_$1 pid
+	shift 2
+	if ! command -v "$1" >/dev/null 2>&1; then skip "$name" "not installed"; return; fi
+	record_until_loaded "$T_TMP/rec_$name.log" --sample 499 --comm "$comm" -o "$out" -m 32M ||
+		{ not_ok "$name: recorder starts" "$(cat "$T_TMP/rec_$name.log")"; return; }
+	"$@" <"${PK_STDIN:-/dev/null}" >/dev/null 2>&1 &
+	pid=$!
+	if [ "$have_perf" = 1 ]; then
+		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$W/$name.perf" -p "$pid" -- sleep 3 >/dev/null 2>&1
+	fi
+	sleep 1
+	kill "$pid" 2>/dev/null # (sqlite3 runs on)
+	wait "$pid"
+	rec_stop "$REC_PID"
+	"$BT" report --folded "$(ls "$out"/*.btd | head -1)" >"$T_TMP/folded_$name" 2>&1
+	read -r n pct top <<<"$(folded_stats "$T_TMP/folded_$name")"
+	diag "$name: $n samples, $pct% reach __libc_start_call_main, top $top"
+	if [ "${n:-0}" -ge 100 ] && awk -v p="$pct" 'BEGIN { exit !(p >= 95) }'; then
+		ok "$name (packaged, no frame pointers): $pct% of $n samples reach __libc_start_call_main"
+	else
+		not_ok "$name: $pct% of ${n:-0} samples reach __libc_start_call_main (want >= 95%)" \
+			"$(sort -t' ' -k2 -nr "$T_TMP/folded_$name" | head -6)"
+	fi
+	if [ "$have_perf" = 1 ]; then
+		ptop=$(perf report -i "$W/$name.perf" --no-children --sort sym --stdio -q 2>/dev/null |
+			awk '/%/ && /\[\.\]/ && !/\[\.\] 0x[0-9a-f]+ *$/ { sub(/^.*\[\.\] /, ""); sub(/ +$/, ""); print; exit }')
+		[ -n "$top" ] && [ "$top" = "$ptop" ] && ok "$name: top function $top, as perf --call-graph dwarf's" ||
+			not_ok "$name: top function '$top', perf's '$ptop'"
+	else
+		skip "$name: top function against perf" "perf not installed, or an emulated CPU"
+	fi
+}
+# Under emulation a program started under the recorder gets its tables
+# after it ended (seconds of TCG), its stacks meanwhile by frame pointers
+# with their junk: a known gap (docs/unwinding.md, "Kernels"); the 6.1
+# verifier and walks are checked above.
+LAG="a process started under the recorder is loaded seconds late under TCG (docs/unwinding.md)"
+if [ -n "$EMU" ]; then
+	skip "packaged programs" "$LAG"
+	skip "off-CPU cat chain to main" "$LAG"
+	skip "garbage stack" "$LAG"
+	finish
+	exit
+fi
+packaged python3 python3.11 /usr/bin/python3.11 "$W/loop.py" 4
+if [ -z "$EMU" ]; then
+	packaged perl perl perl "$W/re.pl" 4
+	PK_STDIN=$W/rec.sql packaged sqlite3 sqlite3 sqlite3 :memory:
+fi
+
+# ---- off-CPU: the stripped, packaged cat blocked in read ------------------------
+out=$T_TMP/out_cat
+record_until_loaded "$T_TMP/rec_cat.log" --sample 0 --stacks switch --comm cat -o "$out" -m 16M ||
+	not_ok "recorder for cat" "$(cat "$T_TMP/rec_cat.log")"
+(for _ in $(seq 15); do sleep 0.1; echo x; done) | cat >/dev/null
+rec_stop "$REC_PID"
+"$BT" report --folded --offcpu "$(ls "$out"/*.btd | head -1)" >"$T_TMP/offcpu_cat" 2>&1
+file -L "$(command -v cat)" | grep -q stripped && diag "cat is stripped"
+if grep -qE '^cat;__libc_start_call_main;(\[unknown\] \(cat\);)+[^;]*read' "$T_TMP/offcpu_cat"; then
+	ok "off-CPU: cat (stripped, no frame pointers) blocked in read, through its main to __libc_start_call_main"
+else
+	not_ok "off-CPU cat chain to main" "$(head -8 "$T_TMP/offcpu_cat")"
+fi
+
+# ---- a stack running into garbage -----------------------------------------------
+out=$T_TMP/out_junk
+cp "$TB/unwind_junk" "$T_TMP/uj"
+record_until_loaded "$T_TMP/rec_junk.log" --sample 499 --comm uj -o "$out" -m 16M ||
+	not_ok "recorder for unwind_junk" "$(cat "$T_TMP/rec_junk.log")"
+"$T_TMP/uj" 2 >/dev/null
+rec_stop "$REC_PID"
+d=$(ls "$out"/*.btd | head -1)
+"$BT" report --folded "$d" >"$T_TMP/folded_junk" 2>&1
+"$BT" report --stats "$d" >"$T_TMP/stats_junk" 2>&1
+nj=$(awk '/;junk_spin( |;)/ { s += $NF } END { print s + 0 }' "$T_TMP/folded_junk")
+if [ "$nj" -ge 50 ] && ! grep -q 'junk_data\|\[unknown\]' "$T_TMP/folded_junk" &&
+	! grep -v '^uj;\[truncated\];junk_spin' "$T_TMP/folded_junk" | grep -q 'junk_spin'; then
+	ok "a stack into garbage ends at junk_spin, marked [truncated] ($nj samples), no data address as a frame"
+else
+	not_ok "garbage stack truncated" "$(head -6 "$T_TMP/folded_junk")"
+fi
+nm=$(grep -o '[0-9]* no executable mapping' "$T_TMP/stats_junk" | awk '{ print $1 }')
+# (a sample before the process was loaded has its leaf only, counted apart)
+[ "$nj" -gt 0 ] && [ $((100 * ${nm:-0})) -ge $((95 * nj)) ] && ok "counted: $nm walks ended at an address in no executable mapping" ||
+	not_ok "garbage counted (${nm:-none} for $nj samples)" "$(grep -A2 unwinding "$T_TMP/stats_junk")"
+finish

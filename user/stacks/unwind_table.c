@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unwind_table.c - .eh_frame -> unwind rows (see unwind_table.h).
+ *
+ * The FDEs are found in .eh_frame_hdr's sorted table (what the C++ runtime
+ * and libgcc use too); within each FDE, libdw's dwarf_cfi_addrframe gives
+ * the rules at an address and the range they hold for, so the rows come
+ * out one range after the other. A gap between FDEs gets a NONE row, so an
+ * address in it never borrows its predecessor's rules.
+ */
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "unwind_table.h"
+
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+#define MAX_ROWS_PER_FDE 65536u
+
+struct out {
+	struct bt_unwind_rows *r;
+	uint32_t cap;
+};
+
+static int push(struct out *o, uint64_t pc, struct bt_unwind_row row)
+{
+	struct bt_unwind_rows *r = o->r;
+
+	if (pc > UINT32_MAX)
+		return -ENOTSUP;
+	row.pc = (uint32_t)pc;
+	if (r->n) {
+		struct bt_unwind_row *p = &r->rows[r->n - 1];
+		if (p->pc == row.pc) { /* an empty range before: this one wins */
+			*p = row;
+			goto merge;
+		}
+		if (p->kind == row.kind && p->bp_off8 == row.bp_off8 && p->cfa_off8 == row.cfa_off8)
+			return 0;
+	}
+	if (r->n == o->cap) {
+		uint32_t cap = o->cap ? o->cap * 2 : 4096;
+		void *n;
+		if (cap > BT_UNWIND_MAX_ROWS)
+			return -ENOTSUP;
+		n = realloc(r->rows, cap * sizeof(*r->rows));
+		if (!n)
+			return -ENOMEM;
+		r->rows = n;
+		o->cap = cap;
+	}
+	r->rows[r->n++] = row;
+	return 0;
+merge:
+	if (r->n >= 2) {
+		struct bt_unwind_row *p = &r->rows[r->n - 2], *q = &r->rows[r->n - 1];
+		if (p->kind == q->kind && p->bp_off8 == q->bp_off8 && p->cfa_off8 == q->cfa_off8)
+			r->n--;
+	}
+	return 0;
+}
+
+/* A register rule "saved at CFA + off": libdw's expression for it. */
+static int cfa_offset(const Dwarf_Op *ops, size_t nops, int64_t *off)
+{
+	if (nops < 1 || ops[0].atom != DW_OP_call_frame_cfa)
+		return -1;
+	if (nops == 1) {
+		*off = 0;
+		return 0;
+	}
+	if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return 0;
+	}
+	if (nops == 3 && (ops[1].atom == DW_OP_consts || ops[1].atom == DW_OP_constu) && ops[2].atom == DW_OP_plus) {
+		*off = (int64_t)ops[1].number;
+		return 0;
+	}
+	return -1;
+}
+
+/* A register + offset operation (DW_OP_bregN, or DW_OP_bregx as libdw gives the CFA). */
+static int breg(const Dwarf_Op *op, unsigned *reg, int64_t *off)
+{
+	if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31) {
+		*reg = op->atom - DW_OP_breg0;
+		*off = (int64_t)op->number;
+		return 1;
+	}
+	if (op->atom == DW_OP_bregx) {
+		*reg = (unsigned)op->number;
+		*off = (int64_t)op->number2;
+		return 1;
+	}
+	return 0;
+}
+
+/* The row for frame f's rules. */
+static struct bt_unwind_row classify(Dwarf_Frame *f, int signal, uint32_t *unsupported)
+{
+	struct bt_unwind_row row = { 0 };
+	Dwarf_Op mem[3], *ops;
+	size_t nops;
+	int64_t off, c;
+	unsigned reg;
+
+	if (signal) {
+		row.kind = BT_UROW_SIGNAL;
+		return row;
+	}
+	if (dwarf_frame_register(f, REG_RA, mem, &ops, &nops) != 0)
+		goto unsupported;
+	if (nops == 0 && ops == mem) {
+		row.kind = BT_UROW_END; /* undefined: nobody called this */
+		return row;
+	}
+	if (cfa_offset(ops, nops, &off) || off != -8)
+		goto unsupported;
+	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops == 0)
+		goto unsupported;
+	if (nops == 1 && breg(&ops[0], &reg, &c) && (reg == REG_RSP || reg == REG_RBP)) {
+		if (c < 0 || c % 8 || c / 8 > UINT16_MAX)
+			goto unsupported;
+		row.kind = reg == REG_RSP ? BT_UROW_SP : BT_UROW_BP;
+		row.cfa_off8 = (uint16_t)(c / 8);
+	} else if (nops >= 5 && breg(&ops[0], &reg, &c) && reg == REG_RSP && c == 8 && breg(&ops[1], &reg, &c) &&
+		   reg == REG_RA) {
+		/* The PLT's: rsp + 8 + ((rip & 15) >= N) * 8 (binutils'
+		 * expression); N is the literal compared with. */
+		size_t k;
+		for (k = 2; k + 1 < nops; k++)
+			if (ops[k].atom == DW_OP_and && ops[k + 1].atom >= DW_OP_lit0 && ops[k + 1].atom <= DW_OP_lit31)
+				break;
+		if (k + 1 >= nops)
+			goto unsupported;
+		row.kind = BT_UROW_PLT;
+		row.cfa_off8 = (uint16_t)(ops[k + 1].atom - DW_OP_lit0);
+	} else
+		goto unsupported;
+	if (dwarf_frame_register(f, REG_RBP, mem, &ops, &nops) == 0 && nops &&
+	    cfa_offset(ops, nops, &off) == 0 && off % 8 == 0 && off / 8 >= INT8_MIN && off / 8 <= INT8_MAX && off)
+		row.bp_off8 = (int8_t)(off / 8);
+	return row;
+unsupported:
+	(*unsupported)++;
+	row = (struct bt_unwind_row){ 0 };
+	return row;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The FDEs' start addresses from .eh_frame_hdr, sorted. */
+static int fde_starts(Elf *elf, uint64_t **out, size_t *nout)
+{
+	size_t nph;
+	GElf_Phdr ph;
+	Elf_Data *d = NULL;
+	uint64_t hdr_vaddr = 0;
+
+	if (elf_getphdrnum(elf, &nph))
+		return -ENOENT;
+	for (size_t i = 0; i < nph; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
+			hdr_vaddr = ph.p_vaddr;
+			break;
+		}
+	if (!d || d->d_size < 12)
+		return -ENOENT;
+	const uint8_t *p = d->d_buf;
+	/* version 1; eh_frame_ptr a 4-byte encoding; count udata4; table datarel sdata4 */
+	if (p[0] != 1 || (p[1] & 0x0f) != 0x0b || p[2] != 0x03 || p[3] != 0x3b)
+		return -ENOTSUP;
+	uint32_t n = rd32(p + 8);
+	if ((uint64_t)n * 8 > d->d_size - 12)
+		return -ENOTSUP;
+	uint64_t *s = malloc((n ? n : 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		s[i] = hdr_vaddr + (uint64_t)(int64_t)(int32_t)rd32(p + 12 + 8ull * i);
+	qsort(s, n, sizeof(*s), cmp_u64); /* sorted by the linker; not trusted to be */
+	*out = s;
+	*nout = n;
+	return 0;
+}
+
+int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r, const atomic_int *cancel)
+{
+	struct out o = { r, 0 };
+	uint64_t *starts = NULL;
+	size_t n = 0;
+	Dwarf_CFI *cfi;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	ret = fde_starts(elf, &starts, &n);
+	if (ret)
+		return ret;
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi) {
+		free(starts);
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < n && !ret; i++) {
+		uint64_t addr = starts[i], bound = i + 1 < n ? starts[i + 1] : UINT64_MAX;
+		uint32_t k;
+
+		if (i && starts[i] == starts[i - 1])
+			continue;
+		if (cancel && (i & 255) == 0 && atomic_load_explicit(cancel, memory_order_relaxed)) {
+			ret = -ECANCELED; /* relaxed: a hint, read again at the next FDE batch */
+			break;
+		}
+		r->fdes++;
+		for (k = 0; k < MAX_ROWS_PER_FDE && addr < bound && !ret; k++) {
+			Dwarf_Frame *f = NULL;
+			Dwarf_Addr s, e;
+			bool sig = false;
+
+			if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
+				break;
+			if (dwarf_frame_info(f, &s, &e, &sig) < 0 || e <= addr) {
+				free(f);
+				break;
+			}
+			ret = push(&o, addr, classify(f, sig, &r->unsupported));
+			free(f);
+			addr = e;
+		}
+		if (!ret && addr < bound && bound != UINT64_MAX)
+			ret = push(&o, addr, (struct bt_unwind_row){ .kind = BT_UROW_NONE });
+		else if (!ret && bound == UINT64_MAX)
+			ret = push(&o, addr, (struct bt_unwind_row){ .kind = BT_UROW_NONE });
+	}
+	dwarf_cfi_end(cfi);
+	free(starts);
+	if (ret)
+		bt_unwind_rows_free(r);
+	return ret;
+}
+
+void bt_unwind_rows_free(struct bt_unwind_rows *r)
+{
+	free(r->rows);
+	memset(r, 0, sizeof(*r));
+}
