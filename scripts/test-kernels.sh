@@ -41,8 +41,9 @@ TESTS=${TESTS:-'^(kernel/|system/test_service$)'}
 # The same for the tests of user-space machinery that loads the very BPF
 # programs test_record/test_trigger/test_stacks already load on each
 # kernel: the cold tier, the dump capture, trigger latency under load,
-# hostile users' files, libbtrace's function hooks (no BPF at all).
-SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain)$'}
+# hostile users' files, libbtrace's function hooks (no BPF at all; test_funcs_lua
+# also builds Lua four times, tens of minutes under emulation).
+SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain|funcs_lua)$'}
 # Under TCG the kernel tests take 10-20 minutes depending on the host; CI
 # allows 90 for everything.
 BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-2700}
