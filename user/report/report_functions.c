@@ -437,6 +437,116 @@ void bt_report_call_losses(const struct bt_dump *d, const struct bt_calls *c, FI
 		fputc('\n', out);
 }
 
+/* Probes of one function (its entry, return, USDT points) share a row
+ * group: fns[] the groups, fn_of[probe] its group. Returns the count. */
+static size_t group_probes(const struct bt_probe_desc *probes, size_t np, struct ffunc *fns, uint32_t *fn_of)
+{
+	size_t nfn = 0;
+
+	for (size_t i = 0; i < np; i++) {
+		size_t r;
+		for (r = 0; r < nfn && !same_func(fns[r].p, &probes[i]); r++)
+			;
+		if (r == nfn)
+			fns[nfn++].p = &probes[i];
+		fn_of[i] = (uint32_t)r;
+		fns[r].usdt = !!(probes[i].flags & BT_PROBE_USDT);
+		if (probes[i].flags & BT_PROBE_RETURN)
+			fns[r].has_return = 1;
+		else if (!(probes[i].flags & BT_PROBE_USDT))
+			fns[r].has_entry = 1;
+	}
+	return nfn;
+}
+
+/* The probe events kept by f, counted into one row per function and
+ * process; *unknown: events naming no probe of the table. */
+static int collect_probe_rows(const struct bt_func_filter *f, const struct bt_probe_desc *probes, size_t np,
+			      const uint32_t *fn_of, const struct bt_dump_event *ev, size_t nev, struct bt_namer *nm,
+			      struct frows *rows, uint64_t *unknown)
+{
+	struct frow *last = NULL;
+	for (size_t i = 0; i < nev; i++) {
+		const struct bt_event_hdr *h = ev[i].ev;
+		const struct bt_ev_uprobe *u = (const void *)h;
+		size_t pi;
+
+		bt_namer_apply(nm, h, ev[i].len);
+		if (h->type != BT_EV_UPROBE_ENTRY && h->type != BT_EV_UPROBE_RETURN && h->type != BT_EV_USDT)
+			continue;
+		if (ev[i].len < sizeof(*u) || !filter_keep(f, h))
+			continue;
+		/* ids are indexes of the table; search if someone renumbered */
+		if (u->probe_id < np && probes[u->probe_id].id == u->probe_id) {
+			pi = u->probe_id;
+		} else {
+			for (pi = 0; pi < np && probes[pi].id != u->probe_id; pi++)
+				;
+			if (pi == np) {
+				(*unknown)++;
+				continue;
+			}
+		}
+		/* one row per function and process; a tgid of 0 is not a process */
+		uint32_t pid = h->tgid ? h->tgid : h->tid;
+		struct frow *r = last && last->fn == fn_of[pi] && last->pid == pid ? last : row_get(rows, fn_of[pi], pid);
+		if (!r)
+			return -ENOMEM;
+		last = r;
+		if (h->type == BT_EV_UPROBE_ENTRY) {
+			r->entries++;
+		} else if (h->type == BT_EV_USDT) {
+			r->usdt_hits++;
+		} else {
+			r->returns++;
+			if (!u->duration_ns) {
+				r->unmatched++;
+				continue;
+			}
+			if (r->nlat == r->cap) {
+				size_t nc = r->cap ? r->cap * 2 : 64;
+				uint64_t *nl = realloc(r->lat, nc * sizeof(*nl));
+				if (!nl)
+					return -ENOMEM;
+				r->lat = nl, r->cap = nc;
+			}
+			r->lat[r->nlat++] = u->duration_ns;
+		}
+	}
+	return 0;
+}
+
+/* Targets that ended: their exit in the dump, or the recorder saw it. */
+static void print_ended_targets(const struct bt_probe_desc *probes, size_t np, const struct bt_dump_event *ev,
+				size_t nev, FILE *out)
+{
+	for (size_t i = 0; i < np; i++) {
+		int pid = probes[i].pid, dup = 0;
+		uint64_t exit_ts = 0;
+
+		if (pid <= 0)
+			continue;
+		for (size_t j = 0; j < i && !dup; j++)
+			dup = probes[j].pid == pid;
+		if (dup)
+			continue;
+		for (size_t k = 0; k < nev; k++) {
+			const struct bt_event_hdr *h = ev[k].ev;
+			if (h->type == BT_EV_PROCESS_EXIT && ev[k].len >= sizeof(struct bt_ev_task) &&
+			    ((const struct bt_ev_task *)h)->tid == (uint32_t)pid)
+				exit_ts = h->ts_ns;
+		}
+		int ended = exit_ts != 0;
+		for (size_t j = 0; j < np && !ended; j++)
+			ended = probes[j].pid == pid && (probes[j].flags & BT_PROBE_ENDED);
+		if (exit_ts)
+			fprintf(out, "process %d ended at %" PRIu64 ".%06" PRIu64 " (recording went on)\n", pid,
+				exit_ts / 1000000000u, (exit_ts % 1000000000u) / 1000u);
+		else if (ended)
+			fprintf(out, "process %d ended while attached (recording went on)\n", pid);
+	}
+}
+
 int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f, FILE *out)
 {
 	size_t np, nev, nfn = 0;
@@ -475,71 +585,9 @@ int bt_report_functions(const struct bt_dump *d, const struct bt_func_filter *f,
 			goto window;
 		fprintf(out, "\nuser-space probes (uprobes, -u/-U):\n");
 	}
-	for (size_t i = 0; i < np; i++) {
-		size_t r;
-		for (r = 0; r < nfn && !same_func(fns[r].p, &probes[i]); r++)
-			;
-		if (r == nfn)
-			fns[nfn++].p = &probes[i];
-		fn_of[i] = (uint32_t)r;
-		fns[r].usdt = !!(probes[i].flags & BT_PROBE_USDT);
-		if (probes[i].flags & BT_PROBE_RETURN)
-			fns[r].has_return = 1;
-		else if (!(probes[i].flags & BT_PROBE_USDT))
-			fns[r].has_entry = 1;
-	}
-	struct frow *last = NULL;
-	for (size_t i = 0; i < nev; i++) {
-		const struct bt_event_hdr *h = ev[i].ev;
-		const struct bt_ev_uprobe *u = (const void *)h;
-		size_t pi;
-
-		bt_namer_apply(nm, h, ev[i].len);
-		if (h->type != BT_EV_UPROBE_ENTRY && h->type != BT_EV_UPROBE_RETURN && h->type != BT_EV_USDT)
-			continue;
-		if (ev[i].len < sizeof(*u) || !filter_keep(f, h))
-			continue;
-		/* ids are indexes of the table; search if someone renumbered */
-		if (u->probe_id < np && probes[u->probe_id].id == u->probe_id) {
-			pi = u->probe_id;
-		} else {
-			for (pi = 0; pi < np && probes[pi].id != u->probe_id; pi++)
-				;
-			if (pi == np) {
-				unknown++;
-				continue;
-			}
-		}
-		/* one row per function and process; a tgid of 0 is not a process */
-		uint32_t pid = h->tgid ? h->tgid : h->tid;
-		struct frow *r = last && last->fn == fn_of[pi] && last->pid == pid ? last : row_get(&rows, fn_of[pi], pid);
-		if (!r) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		last = r;
-		if (h->type == BT_EV_UPROBE_ENTRY) {
-			r->entries++;
-		} else if (h->type == BT_EV_USDT) {
-			r->usdt_hits++;
-		} else {
-			r->returns++;
-			if (!u->duration_ns) {
-				r->unmatched++;
-				continue;
-			}
-			if (r->nlat == r->cap) {
-				size_t nc = r->cap ? r->cap * 2 : 64;
-				uint64_t *nl = realloc(r->lat, nc * sizeof(*nl));
-				if (!nl) {
-					ret = -ENOMEM;
-					goto out;
-				}
-				r->lat = nl, r->cap = nc;
-			}
-			r->lat[r->nlat++] = u->duration_ns;
-		}
-	}
+	nfn = group_probes(probes, np, fns, fn_of);
+	if ((ret = collect_probe_rows(f, probes, np, fn_of, ev, nev, nm, &rows, &unknown)) < 0)
+		goto out;
 	/* a function no selected event hit still gets its row, of zeros */
 	for (uint32_t i = 0; i < nfn; i++) {
 		size_t k = 0;
@@ -564,32 +612,7 @@ window:
 	if ((ret = print_window(d, f, &calls, calls.records && !np, out)) < 0)
 		goto out;
 
-	/* Targets that ended: their exit in the dump, or the recorder saw it. */
-	for (size_t i = 0; i < np; i++) {
-		int pid = probes[i].pid, dup = 0;
-		uint64_t exit_ts = 0;
-
-		if (pid <= 0)
-			continue;
-		for (size_t j = 0; j < i && !dup; j++)
-			dup = probes[j].pid == pid;
-		if (dup)
-			continue;
-		for (size_t k = 0; k < nev; k++) {
-			const struct bt_event_hdr *h = ev[k].ev;
-			if (h->type == BT_EV_PROCESS_EXIT && ev[k].len >= sizeof(struct bt_ev_task) &&
-			    ((const struct bt_ev_task *)h)->tid == (uint32_t)pid)
-				exit_ts = h->ts_ns;
-		}
-		int ended = exit_ts != 0;
-		for (size_t j = 0; j < np && !ended; j++)
-			ended = probes[j].pid == pid && (probes[j].flags & BT_PROBE_ENDED);
-		if (exit_ts)
-			fprintf(out, "process %d ended at %" PRIu64 ".%06" PRIu64 " (recording went on)\n", pid,
-				exit_ts / 1000000000u, (exit_ts % 1000000000u) / 1000u);
-		else if (ended)
-			fprintf(out, "process %d ended while attached (recording went on)\n", pid);
-	}
+	print_ended_targets(probes, np, ev, nev, out);
 out:
 	for (size_t i = 0; i < rows.n; i++)
 		free(rows.r[i].lat);
