@@ -968,6 +968,7 @@ SYM_VERSION = re.compile(r"@@?[A-Z][A-Za-z0-9_.]*$")
 def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None, nlost=None):
     packets = trace.get("packet", [])
     names, frames, stacks, maps, srcs = {}, {}, {}, set(), {}
+    mpaths, kmaps = {}, []
     hex_ids = []
     cleared = set()
     samples = bad = labelled = 0
@@ -991,8 +992,11 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
                 # trace processor reads them as the note's raw bytes
                 if re.fullmatch("[0-9a-fA-F]{16,}", one(b, "str", "")):
                     hex_ids.append(one(b, "str", ""))
+            for mp in idata.get("mapping_paths", []):
+                mpaths[(seq, one(mp, "iid"))] = one(mp, "str", "")
             for m in idata.get("mappings", []):
                 maps.add((seq, one(m, "iid")))
+                kmaps.append((seq, m))
             for fr in idata.get("frames", []):
                 frames[seq][one(fr, "iid")] = (one(fr, "function_name_id"), one(fr, "mapping_id"), one(fr, "rel_pc"),
                                                one(fr, "source_path_iid"), one(fr, "line_number", 0))
@@ -1037,6 +1041,15 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
     result(bad == 0, "stacks: every sample's callstack, frame, name, mapping and source path interned",
            "; ".join(why[:5]))
     result(not hex_ids, "stacks: build ids as raw bytes, not hex text", "; ".join(hex_ids[:3]))
+    # the importer takes a mapping as the kernel's only as its own profiler
+    # writes it (IsMagicalKernelMapping): path "kernel", 0..0, no build id
+    odd = []
+    for seq, m in kmaps:
+        path = "/".join(mpaths.get((seq, i), "?") for i in m.get("path_string_ids", []))
+        if "kernel" in path or "kallsyms" in path:
+            if path != "kernel" or one(m, "start", 0) or one(m, "end", 0) or one(m, "build_id", 0):
+                odd.append("%s %s..%s" % (path, one(m, "start", 0), one(m, "end", 0)))
+    result(not odd, "stacks: the kernel's mapping is the one trace_processor takes as the kernel", "; ".join(odd[:3]))
     result(samples == nsamples, "stacks: %d CPU samples, each with a callstack (want %d)" % (samples, nsamples))
     if nlost is not None:
         result(labelled == nlost, "stacks: %d samples whose stack is lost or missing, labelled %s" % (nlost, LABELS),

@@ -450,7 +450,10 @@ int bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field
 			istr(w, ID_BUILD_IDS, i + 1, m->build_id,
 			     m->build_id_len < sizeof(m->build_id) ? m->build_id_len : sizeof(m->build_id));
 	}
-	istr_c(w, ID_MAPPING_PATHS, s->nmaps + 1, "[kernel.kallsyms]");
+	/* trace_processor takes "kernel" at 0..0 with no build-id as the kernel
+	 * (its own profiler's form), shown as "/kernel": a path is shown with a
+	 * leading '/' whatever it is */
+	istr_c(w, ID_MAPPING_PATHS, s->nmaps + 1, "kernel");
 	istr_c(w, ID_MAPPING_PATHS, s->nmaps + 2, "[anonymous]");
 	for (uint32_t m = 1; m <= s->nmaps + 2; m++) {
 		pbw_begin(w, ID_MAPPINGS);
@@ -458,7 +461,7 @@ int bt_pf_stacks_interned(struct bt_pf_stacks *ps, struct pbw *w, uint32_t field
 		if (m <= s->nmaps && s->maps[m - 1].build_id_len)
 			pbw_uint(w, MP_BUILD_ID, m);
 		pbw_uint(w, MP_START, 0);
-		pbw_uint(w, MP_END, UINT64_MAX);
+		pbw_uint(w, MP_END, m == s->nmaps + 1 ? 0 : UINT64_MAX);
 		pbw_uint(w, MP_PATH_STRING_IDS, m);
 		pbw_end(w);
 	}
