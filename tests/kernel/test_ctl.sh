@@ -170,7 +170,8 @@ fi
 # ---- dump rotation --------------------------------------------------------------------
 ROT=$T_TMP/rot
 if rec_start "$LOG" -o "$ROT" --ctl "$CTL" --dump-every 300ms --min-dump-interval 100ms --max-dumps 2; then
-	sleep 2.5
+	# at least 3 written, then stop (a dump can take seconds under emulation)
+	wait_for 60 sh -c "[ \$(grep -c 'written to' '$LOG') -ge 3 ]"
 	rec_stop "$REC_PID" INT 30
 	n=$(find "$ROT" -name '*.btd' | wc -l)
 	w=$(grep -c "written to" "$LOG")
