@@ -24,8 +24,10 @@ ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
 # new_dump BEFORE: wait for a dump file not in the list BEFORE; print it.
 new_dump() {
 	local f
+	# a file, not <(...): the 6.1 matrix's guest has no /dev/fd
+	printf '%s\n' $1 >"$T_TMP/before.list"
 	for _ in $(seq 600); do
-		f=$(ls "$OUT"/*.btd 2>/dev/null | grep -vxF -f <(printf '%s\n' $1) | head -1)
+		f=$(ls "$OUT"/*.btd 2>/dev/null | grep -vxF -f "$T_TMP/before.list" | head -1)
 		[ -n "$f" ] && { echo "$f"; return 0; }
 		sleep 0.1
 	done
