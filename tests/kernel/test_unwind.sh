@@ -10,6 +10,8 @@
 #     running a recursive query): >= 95% of their samples reach
 #     __libc_start_call_main, and their top function is perf --call-graph
 #     dwarf's on the same run;
+#   - the vDSO: python3 reading the clock; its frames in [vdso] are named
+#     (__vdso_clock_gettime) from the kernel's image, as perf names them;
 #   - off-CPU: the packaged, stripped cat blocked in read shows the chain
 #     through its main to __libc_start_call_main;
 #   - a stack that runs into garbage (unwind_junk: a fake frame whose return
@@ -191,6 +193,7 @@ packaged() {
 LAG="a process started under the recorder is loaded seconds late under TCG (docs/unwinding.md)"
 if [ -n "$EMU" ]; then
 	skip "packaged programs" "$LAG"
+	skip "vDSO frames" "$LAG"
 	skip "off-CPU cat chain to main" "$LAG"
 	skip "garbage stack" "$LAG"
 	finish
@@ -200,6 +203,30 @@ packaged python3 python3.11 /usr/bin/python3.11 "$W/loop.py" 4
 if [ -z "$EMU" ]; then
 	packaged perl perl perl "$W/re.pl" 4
 	PK_STDIN=$W/rec.sql packaged sqlite3 sqlite3 sqlite3 :memory:
+fi
+
+# ---- the vDSO: python3 reading the clock (clock_gettime runs in [vdso]) -----------
+out=$T_TMP/out_vdso
+cat >"$W/clock.py" <<'PY'
+import time
+t = time.monotonic()
+while time.monotonic() - t < 2:
+    pass
+PY
+record_until_loaded "$T_TMP/rec_vdso.log" --sample 499 --comm python3.11 -o "$out" -m 16M ||
+	not_ok "recorder for the vDSO" "$(cat "$T_TMP/rec_vdso.log")"
+/usr/bin/python3.11 "$W/clock.py"
+rec_stop "$REC_PID"
+"$BT" report --folded "$(ls "$out"/*.btd | head -1)" >"$T_TMP/folded_vdso" 2>&1
+# samples in the vDSO: below libc's clock_gettime, named from the kernel's
+# image (perf shows [vdso]); never an anonymous [unknown] there
+read -r nv nall nbad <<<"$(awk '{ n = $NF; t += n; if ($0 ~ /;__vdso_clock_gettime( |;)/) v += n
+	if ($0 ~ /;__clock_gettime;\[unknown\]/) b += n } END { print v + 0, t + 0, b + 0 }' "$T_TMP/folded_vdso")"
+diag "vDSO: $nv of $nall samples in __vdso_clock_gettime, $nbad unnamed"
+if [ "$nv" -ge 50 ] && [ "$nbad" -eq 0 ] && grep -q ';__libc_start_call_main;.*;__clock_gettime;__vdso_clock_gettime' "$T_TMP/folded_vdso"; then
+	ok "vDSO frames named (__vdso_clock_gettime, $nv of $nall samples), the stack through it reaches main"
+else
+	not_ok "vDSO frames: $nv named, $nbad unnamed" "$(sort -t' ' -k2 -nr "$T_TMP/folded_vdso" | head -5)"
 fi
 
 # ---- off-CPU: the stripped, packaged cat blocked in read ------------------------

@@ -190,6 +190,13 @@ static void test_dangling_id_refused(void)
 	d = bt_dump_open(path, err, sizeof(err));
 	CHECK(!d && strstr(err, "as a kernel stack"), "err: %s", d ? "(opened)" : err);
 	bt_dump_close(d);
+	/* a stack whose frames never arrived has no kind: an event of either
+	 * kind may name it (stack 3: undefined, kind 1 as written) */
+	snprintf(path, sizeof(path), "%s/undef.btd", tmpdir);
+	REQUIRE(write_dump(path, 3, 1) == 0, "write");
+	d = bt_dump_open(path, err, sizeof(err));
+	CHECK(d, "a kernel-stack reference to an undefined stack opens: %s", d ? "" : err);
+	bt_dump_close(d);
 	/* events with stacks and no table at all */
 	snprintf(path, sizeof(path), "%s/notable.btd", tmpdir);
 	REQUIRE(write_dump(path, 1, 0) == 0, "write");

@@ -553,7 +553,10 @@ int btd_parse_body(struct bt_dump *d, char *err, size_t errlen)
 				return PFAIL(&p, "corrupt dump: %s event names stack %u, the stack table has %u%s",
 					     bt_event_name(ev->type), id[k], d->stacks.nstacks,
 					     d->seen_stacks ? "" : " (no STCK section)");
+			/* (a stack whose frames never arrived has no kind: counted
+			 * as undefined, shown as such) */
 			if (id[k] && id[k] != BT_STACK_LOST &&
+			    !(d->stacks.stacks[id[k] - 1].flags & BT_STACK_F_UNDEFINED) &&
 			    d->stacks.stacks[id[k] - 1].kind != (k ? BT_STACK_USER : BT_STACK_KERNEL))
 				return PFAIL(&p, "corrupt dump: %s event names stack %u as a %s stack, it is not",
 					     bt_event_name(ev->type), id[k], k ? "user" : "kernel");

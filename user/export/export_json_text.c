@@ -82,19 +82,20 @@ void jx_ev_open(struct jx *j, const char *ph, const char *name, const char *cat,
 	j->st->records++;
 }
 
-/* The double a reader parses from ns as jts writes it. */
+/* The double a reader parses from ns as jts writes it: the decimal
+ * ns/1000 correctly rounded, as strtod does; ns and 1000 are exact doubles
+ * (ns < 2^53) and IEEE division rounds correctly, so it is ns / 1000.0. */
 static double us_double(uint64_t ns)
 {
-	char b[32];
-	snprintf(b, sizeof(b), "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
-	return strtod(b, NULL);
+	return (double)ns / 1000.0;
 }
 
 /* A duration such that ts + dur, added in floating point by the reader as
  * Chrome, speedscope and trace processor do, is exactly the double of `to`
  * as jts writes it: a slice ending where the next begins never overlaps it
  * by an ulp (back-to-back CPU runs drew a staircase). b - a of two doubles
- * this close is exact, so a + (b - a) == b; printed to round-trip. */
+ * this close is exact, so a + (b - a) == b; printed to round-trip: 15
+ * digits when they do (short), else 17, which always do. */
 void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 {
 	if (to <= from) {
@@ -103,11 +104,9 @@ void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 	}
 	double d = us_double(to) - us_double(from);
 	char b[40];
-	for (int prec = 9; prec <= 17; prec++) {
-		snprintf(b, sizeof(b), "%.*g", prec, d);
-		if (strtod(b, NULL) == d)
-			break;
-	}
+	snprintf(b, sizeof(b), "%.15g", d);
+	if (strtod(b, NULL) != d)
+		snprintf(b, sizeof(b), "%.17g", d);
 	bt_sink_printf(j->out, ",\"dur\":%s", b);
 }
 

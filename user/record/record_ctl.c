@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -253,6 +254,12 @@ static int do_status(struct recorder *r, FILE *out)
 		format_size(bs.size, a, sizeof(a)), format_size(bs.max_size, b2, sizeof(b2)), bs.nblocks,
 		format_size(bs.block_size, c, sizeof(c)), bs.active, format_size(bs.resident, d, sizeof(d)),
 		format_size(rss_bytes(), e, sizeof(e)));
+	/* The allocator's view of the rest of the resident set: what the
+	 * tables hold, and what freed memory it keeps (weeks of dumps). */
+	struct mallinfo2 mi = mallinfo2();
+	fprintf(out, "heap: %s in use, %s free in the allocator, %s mapped apart\n",
+		format_size(mi.uordblks, a, sizeof(a)), format_size(mi.fordblks, b2, sizeof(b2)),
+		format_size(mi.hblkhd, c, sizeof(c)));
 	fprintf(out, "events: %" PRIu64 " recorded, %" PRIu64 "/s\n", ds.events, atomic_load(&r->rate));
 	/* Kept by the drain as it writes: no read of the buffer. */
 	if (bt_loader_live(r->loader))

@@ -25,8 +25,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 #include "mapping_capture.h"
@@ -48,6 +51,7 @@ struct proc {
 	uint32_t nvma;
 	struct vma *vma;
 	uint64_t read_ns; /* when the maps were last read (CLOCK_MONOTONIC) */
+	uint64_t exit_ns; /* 0: running; else when its exit was applied */
 };
 
 /* An address outside every known mapping re-reads the maps at most this
@@ -55,6 +59,13 @@ struct proc {
  * yield junk addresses, and reading /proc/PID/maps for each would cost more
  * than the tracing. A library dlopen'ed since is seen within this time. */
 #define REREAD_NS 200000000ull
+
+/* An exited process keeps its maps this long: the kernel samples it after
+ * sched_process_exit (do_exit runs on, its mm gone), and those stacks
+ * arrive after the exit was applied. Exited processes held at most
+ * EXITED_MAX (a ring: the oldest is forgotten first). */
+#define EXIT_GRACE_NS 2000000000ull
+#define EXITED_MAX 256u
 
 static uint64_t mono_ns(void)
 {
@@ -74,6 +85,13 @@ struct bt_mapcap {
 	uint64_t pin_check_ns;  /* when the held files were last measured */
 	int *dropped;           /* descriptors turned into /dev/null (see drop_fd) */
 	size_t ndropped;
+	struct { uint32_t tgid; uint64_t exit_ns; } exited[EXITED_MAX]; /* ring, oldest at exited_head */
+	uint32_t exited_head, nexited;
+	const void *vdso;       /* the recorder's own vDSO image (see vdso_file) */
+	uint64_t vdso_len;
+	void *vdso_cmp;         /* a process's [vdso], read to compare */
+	uint32_t vdso_id;       /* its map id; BT_MAP_NONE: none */
+	int vdso_tried;
 };
 
 struct bt_mapcap *bt_mapcap_new(void)
@@ -105,6 +123,7 @@ void bt_mapcap_free(struct bt_mapcap *m)
 		close(m->dropped[i]);
 	free(m->dropped);
 	free(m->files);
+	free(m->vdso_cmp);
 	free(m);
 }
 
@@ -281,6 +300,65 @@ static struct proc *proc_slot(struct bt_mapcap *m, uint32_t tgid, int create)
 	return &m->procs[i];
 }
 
+/* The vDSO: the kernel maps one image into every native process, the same
+ * one it maps here. Its frames are named from a copy in a memfd, kept as
+ * the file "[vdso]" (perf reads it from the process the same way). Made on
+ * first need; BT_MAP_NONE if this process has none. */
+static uint32_t vdso_file(struct bt_mapcap *m)
+{
+	char line[256];
+	FILE *f;
+	int fd;
+
+	if (m->vdso_tried)
+		return m->vdso_id;
+	m->vdso_tried = 1;
+	m->vdso_id = BT_MAP_NONE;
+	m->vdso = (const void *)getauxval(AT_SYSINFO_EHDR);
+	if (!m->vdso || !(f = fopen("/proc/self/maps", "re")))
+		return BT_MAP_NONE;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end;
+		if (strstr(line, " [vdso]") && sscanf(line, "%llx-%llx", &start, &end) == 2 &&
+		    start == (uintptr_t)m->vdso && end - start <= (1u << 20))
+			m->vdso_len = end - start;
+	}
+	fclose(f);
+	if (!m->vdso_len || m->nfd >= m->max_fd || (fd = memfd_create("btrace-vdso", MFD_CLOEXEC)) < 0)
+		return BT_MAP_NONE;
+	if (write(fd, m->vdso, m->vdso_len) != (ssize_t)m->vdso_len) {
+		close(fd);
+		return BT_MAP_NONE;
+	}
+	uint32_t id = file_id(m, 0, 0, "[vdso]");
+	if (id == BT_MAP_NONE) {
+		close(fd);
+		return BT_MAP_NONE;
+	}
+	struct bt_mapfile *x = &m->files[id - 1];
+	x->fd = fd;
+	x->flags |= BT_MAPFILE_TRIED;
+	x->build_id_len = bt_elf_build_id(fd, x->build_id, BT_BUILD_ID_MAX);
+	m->nfd++;
+	return m->vdso_id = id;
+}
+
+/* Whether tgid's [vdso] at start..end is the recorder's image (a 32-bit
+ * process has another): compared whole, a few pages. */
+static int is_own_vdso(struct bt_mapcap *m, uint32_t tgid, uint64_t start, uint64_t end)
+{
+	struct iovec local, remote = { (void *)(uintptr_t)start, 0 };
+
+	if (vdso_file(m) == BT_MAP_NONE || end - start != m->vdso_len)
+		return 0;
+	if (!m->vdso_cmp && !(m->vdso_cmp = malloc(m->vdso_len)))
+		return 0;
+	local = (struct iovec){ m->vdso_cmp, m->vdso_len };
+	remote.iov_len = m->vdso_len;
+	return process_vm_readv((pid_t)tgid, &local, 1, &remote, 1, 0) == (ssize_t)m->vdso_len &&
+	       memcmp(m->vdso_cmp, m->vdso, m->vdso_len) == 0;
+}
+
 /* (Re)read /proc/tgid/maps: the file-backed mappings. */
 static void read_maps(struct bt_mapcap *m, struct proc *p)
 {
@@ -303,13 +381,19 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 		int pos = 0;
 
 		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min, &ino,
-			   &pos) < 7 || !ino || !pos)
+			   &pos) < 7 || !pos)
 			continue;
 		char *name = line + pos;
 		name[strcspn(name, "\n")] = '\0';
-		if (name[0] != '/' || perms[2] != 'x')
+		if (perms[2] != 'x')
 			continue; /* frames are code: a data mapping is never named */
-		uint32_t id = file_id(m, ((uint64_t)maj << 20) | min, ino, name);
+		uint32_t id;
+		if (!ino && strcmp(name, "[vdso]") == 0 && is_own_vdso(m, p->tgid, start, end))
+			id = vdso_file(m), pgoff = 0;
+		else if (ino && name[0] == '/')
+			id = file_id(m, ((uint64_t)maj << 20) | min, ino, name);
+		else
+			continue;
 		if (id == BT_MAP_NONE)
 			continue;
 		if (p->nvma == cap) {
@@ -333,19 +417,51 @@ static const struct vma *find_vma(const struct proc *p, uint64_t addr)
 	return NULL;
 }
 
+static void forget_proc(struct proc *p)
+{
+	free(p->vma);
+	p->vma = NULL;
+	p->nvma = 0; /* the slot stays (probing chains), re-read on next use */
+	p->read_ns = 0;
+	p->exit_ns = 0;
+}
+
+/* Forget the oldest exited process held, unless its process was forgotten
+ * or seen exiting again since (its stamp differs). */
+static void pop_exited(struct bt_mapcap *m)
+{
+	uint32_t i = m->exited_head;
+	struct proc *p = proc_slot(m, m->exited[i].tgid, 0);
+
+	if (p && p->exit_ns == m->exited[i].exit_ns)
+		forget_proc(p);
+	m->exited_head = (i + 1) % EXITED_MAX;
+	m->nexited--;
+}
+
+static void expire_exited(struct bt_mapcap *m, uint64_t now)
+{
+	while (m->nexited && now - m->exited[m->exited_head].exit_ns >= EXIT_GRACE_NS)
+		pop_exited(m);
+}
+
 uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off)
 {
-	struct proc *p = proc_slot(m, tgid, 1);
+	struct proc *p;
 	const struct vma *v;
 
 	*off = addr;
 	if (!tgid)
 		return BT_MAP_NONE;
+	if (m->nexited)
+		expire_exited(m, mono_ns());
+	p = proc_slot(m, tgid, 1);
 	if (!p->read_ns)
 		read_maps(m, p);
 	v = find_vma(p, addr);
-	if (!v && mono_ns() - p->read_ns >= REREAD_NS) {
-		/* Outside what we knew: a library loaded since (dlopen). */
+	if (!v && !p->exit_ns && mono_ns() - p->read_ns >= REREAD_NS) {
+		/* Outside what we knew: a library loaded since (dlopen). An
+		 * exited process has no maps left to read. */
 		read_maps(m, p);
 		v = find_vma(p, addr);
 	}
@@ -362,10 +478,23 @@ void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
 {
 	struct proc *p = proc_slot(m, tgid, 0);
 
-	if (p) {
-		free(p->vma);
-		p->vma = NULL;
-		p->nvma = 0; /* the slot stays (probing chains), re-read on next use */
-		p->read_ns = 0;
-	}
+	if (p)
+		forget_proc(p);
+}
+
+void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid)
+{
+	struct proc *p = proc_slot(m, tgid, 0);
+	uint64_t now = mono_ns();
+	uint32_t slot;
+
+	if (!p || !p->read_ns)
+		return; /* nothing read: nothing to keep */
+	expire_exited(m, now);
+	if (m->nexited == EXITED_MAX)
+		pop_exited(m); /* a storm of exits: the oldest goes first */
+	p->exit_ns = now;
+	slot = (m->exited_head + m->nexited++) % EXITED_MAX;
+	m->exited[slot].tgid = tgid;
+	m->exited[slot].exit_ns = now;
 }

@@ -9,7 +9,9 @@
  * Only executable file mappings are kept; a file is opened on the first
  * frame in it, within BT_MAPCAP_PIN_MAX (see mapping_capture.c).
  * A process's maps are read on first sight of the process, again when an
- * address falls outside every mapping known, and forgotten at exec and exit.
+ * address falls outside every mapping known, and forgotten at exec, at a
+ * fork that reuses its pid, and two seconds after its exit (stacks sampled
+ * in do_exit arrive after the exit).
  * Drain thread only, except bt_mapcap_files() (under the table's lock,
  * see stack_table.h).
  */
@@ -46,8 +48,11 @@ void bt_mapcap_free(struct bt_mapcap *m);
 /* Map id (1 + index into the file table) and file offset of addr in process
  * tgid; BT_MAP_NONE (and *off = addr) if no file maps it. */
 uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off);
-/* tgid exec'd or exited: its mappings are stale. */
+/* tgid exec'd, or a new process took its pid: its mappings are stale. */
 void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid);
+/* tgid exited: its mappings still name the stacks sampled while it ends,
+ * then are forgotten (no re-read: an exited process has no maps). */
+void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid);
 
 /* The file table: files[i] is map id i + 1. Entries never move nor change
  * once added (the array may be reallocated: call under the owner's lock). */

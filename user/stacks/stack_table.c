@@ -387,9 +387,17 @@ void bt_stack_table_task_event(struct bt_stack_table *t, const struct bt_event_h
 {
 	const struct bt_ev_task *e = (const struct bt_ev_task *)h;
 
-	if (h->type == BT_EV_PROCESS_EXEC || (h->type == BT_EV_PROCESS_EXIT && e->tid == e->tgid)) {
+	/* a fork's child that leads its process took a pid maybe held by an
+	 * exited process; exec replaced the maps */
+	int forget = h->type == BT_EV_PROCESS_EXEC || (h->type == BT_EV_PROCESS_FORK && e->tid == e->tgid);
+	int exited = h->type == BT_EV_PROCESS_EXIT && e->tid == e->tgid;
+
+	if (forget || exited) {
 		pthread_mutex_lock(&t->lock);
-		bt_mapcap_forget(t->maps, e->tgid);
+		if (forget)
+			bt_mapcap_forget(t->maps, e->tgid);
+		else
+			bt_mapcap_exited(t->maps, e->tgid);
 		pthread_mutex_unlock(&t->lock);
 	}
 }

@@ -106,6 +106,8 @@ static int open_map(const struct bt_dump_map *m, int fd)
 
 	if (fd >= 0)
 		return fd;
+	if (m->path[0] != '/') /* "[vdso]": its copy or nothing */
+		return -1;
 	if ((fd = bt_open_regular(m->path)) < 0)
 		return -1;
 	if (fstat(fd, &st) != 0 || (uint64_t)st.st_ino != m->ino ||

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_mapping_capture.c - user addresses made durable (mapping_capture.h),
+ * on a real child process (a fork of this test: the same libc, the same
+ * vDSO at the same addresses):
+ *   - an exited process keeps its maps for the stacks sampled while it
+ *     ends (do_exit runs after sched_process_exit), even once reaped;
+ *     forgotten at exec or when a new process takes its pid;
+ *   - a frame in the vDSO is named by the file "[vdso]": the kernel's image,
+ *     copied, with its build-id; its symbols are those of the image.
+ */
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "mapping_capture.h"
+
+static pid_t child(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		pause();
+		_exit(0);
+	}
+	return p;
+}
+
+static void reap(pid_t p)
+{
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
+static void test_exited_keeps_maps(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint64_t addr = (uint64_t)(uintptr_t)&getpid, off, off2;
+	pid_t p = child();
+	size_t n;
+
+	REQUIRE(m && p > 0, "mapcap and a child");
+	uint32_t id = bt_mapcap_resolve(m, (uint32_t)p, addr, &off);
+	CHECK(id != BT_MAP_NONE, "the child's libc resolves");
+	const struct bt_mapfile *f = bt_mapcap_files(m, &n);
+	CHECK(id != BT_MAP_NONE && id <= n && strstr(f[id - 1].path, "libc"), "to libc (%s)",
+	      id != BT_MAP_NONE && id <= n ? f[id - 1].path : "none");
+	bt_mapcap_exited(m, (uint32_t)p);
+	reap(p); /* gone: /proc/PID/maps no longer exists */
+	CHECK(bt_mapcap_resolve(m, (uint32_t)p, addr, &off2) == id && off2 == off,
+	      "after its exit and reaping, a late stack still resolves (the exit grace)");
+	bt_mapcap_forget(m, (uint32_t)p); /* what a fork reusing the pid, or exec, does */
+	CHECK(bt_mapcap_resolve(m, (uint32_t)p, addr, &off2) == BT_MAP_NONE, "forgotten: nothing to read");
+	bt_mapcap_free(m);
+}
+
+static void test_exit_storm_bounded(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint64_t addr = (uint64_t)(uintptr_t)&getpid, off;
+	pid_t first = child(), p;
+
+	REQUIRE(m && first > 0, "mapcap and a child");
+	CHECK(bt_mapcap_resolve(m, (uint32_t)first, addr, &off) != BT_MAP_NONE, "first child resolves");
+	bt_mapcap_exited(m, (uint32_t)first);
+	reap(first);
+	/* 300 more exits than the 256 held: the oldest, the first, goes */
+	for (int i = 0; i < 300; i++) {
+		p = child();
+		REQUIRE(p > 0, "fork");
+		bt_mapcap_resolve(m, (uint32_t)p, addr, &off);
+		bt_mapcap_exited(m, (uint32_t)p);
+		reap(p);
+	}
+	CHECK(bt_mapcap_resolve(m, (uint32_t)first, addr, &off) == BT_MAP_NONE,
+	      "a storm of exits forgets the oldest exited first");
+	CHECK(bt_mapcap_resolve(m, (uint32_t)p, addr, &off) != BT_MAP_NONE, "the newest exited still resolves");
+	bt_mapcap_free(m);
+}
+
+static void test_vdso_named(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint64_t base = getauxval(AT_SYSINFO_EHDR), off;
+	pid_t p = child();
+	size_t n;
+
+	REQUIRE(m && p > 0, "mapcap and a child");
+	if (!base) {
+		CHECK(1, "no vDSO here: nothing to name");
+		reap(p);
+		bt_mapcap_free(m);
+		return;
+	}
+	uint32_t id = bt_mapcap_resolve(m, (uint32_t)p, base + 0x10, &off);
+	const struct bt_mapfile *f = bt_mapcap_files(m, &n);
+	CHECK(id != BT_MAP_NONE && id <= n && strcmp(f[id - 1].path, "[vdso]") == 0 && off == 0x10,
+	      "a vDSO address resolves to [vdso] at its offset (id %u, off 0x%llx)", id, (unsigned long long)off);
+	CHECK(id != BT_MAP_NONE && id <= n && f[id - 1].fd >= 0 && f[id - 1].build_id_len > 0,
+	      "the vDSO's copy is held, with its build-id");
+	CHECK(bt_mapcap_resolve(m, (uint32_t)getpid(), base + 0x10, &off) == id, "one [vdso] file for every process");
+	reap(p);
+	bt_mapcap_free(m);
+}
+
+int main(void)
+{
+	RUN(test_exited_keeps_maps);
+	RUN(test_exit_storm_bounded);
+	RUN(test_vdso_named);
+	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);
+	return h_nfail_tests != 0;
+}
