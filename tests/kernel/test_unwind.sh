@@ -254,7 +254,12 @@ d=$(ls "$out"/*.btd | head -1)
 "$BT" report --folded "$d" >"$T_TMP/folded_junk" 2>&1
 "$BT" report --stats "$d" >"$T_TMP/stats_junk" 2>&1
 nj=$(awk '/;junk_spin( |;)/ { s += $NF } END { print s + 0 }' "$T_TMP/folded_junk")
-if [ "$nj" -ge 50 ] && ! grep -q 'junk_data\|\[unknown\]' "$T_TMP/folded_junk" &&
+# A sample taken inside execve has the caller's user registers (the shell's
+# libc, before exec) against the new image's maps: no mapping names it, so
+# it is [unknown], rightly; those are set apart (seen in CI, 1 in 1000).
+nexec=$(awk '/;__x64_sys_execve(at)?_\[k\]/ { s += $NF } END { print s + 0 }' "$T_TMP/folded_junk")
+[ "$nexec" -gt 0 ] && diag "$nexec samples inside execve (the caller's registers), set apart"
+if [ "$nj" -ge 50 ] && ! grep -v ';__x64_sys_execve\(at\)\?_\[k\]' "$T_TMP/folded_junk" | grep -q 'junk_data\|\[unknown\]' &&
 	! grep -v '^uj;\[truncated\];junk_spin' "$T_TMP/folded_junk" | grep -q 'junk_spin'; then
 	ok "a stack into garbage ends at junk_spin, marked [truncated] ($nj samples), no data address as a frame"
 else
