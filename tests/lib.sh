@@ -46,6 +46,15 @@ diag() {
 	echo "# $*"
 }
 
+# need_root WHAT [WHY]: a test that loads BPF or acts as root ends here,
+# one skip line, unless it runs as root
+need_root() {
+	[ "$(id -u)" -eq 0 ] && return 0
+	skip "$1" "${2:-need root}"
+	finish
+	exit $?
+}
+
 check() {
 	local name=$1 out
 	shift

@@ -11,11 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "app tests" "need root"
-	finish
-	exit $?
-fi
+need_root "app tests"
 
 APP=$TB/app_stress
 CHECK=tests/kernel/check_app_dump.py

@@ -11,11 +11,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "cold tier tests" "need root"
-	finish
-	exit $?
-fi
+need_root "cold tier tests"
 
 BUDGET=8M
 DD_BYTES=${DD_BYTES:-3000000}

@@ -21,11 +21,7 @@ cd "$(dirname "$0")/../.." || exit 1
 CHECKER=tests/perfetto/check_trace.py
 PROTO=tests/perfetto/perfetto_subset.proto
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "convert tests" "need root"
-	finish
-	exit $?
-fi
+need_root "convert tests"
 if [ ! -x "$BT" ] || [ ! -x "$TB/pingpong" ]; then
 	not_ok "build: $BT and $TB/pingpong exist" "run make first"
 	finish

@@ -9,11 +9,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "ctl tests" "need root"
-	finish
-	exit $?
-fi
+need_root "ctl tests"
 
 CTL=$T_TMP/ctl.sock
 OUT=$T_TMP/out

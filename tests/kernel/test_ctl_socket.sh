@@ -12,11 +12,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "ctl socket tests" "need root"
-	finish
-	exit $?
-fi
+need_root "ctl socket tests"
 
 P=$T_TMP/ctl.sock
 LOG=$T_TMP/rec.log

@@ -12,11 +12,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "detach tests" "need root"
-	finish
-	exit $?
-fi
+need_root "detach tests"
 if ! command -v python3 >/dev/null; then
 	skip "uprobe detach test" "no python3"
 	finish

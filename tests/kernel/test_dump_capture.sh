@@ -10,11 +10,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "dump capture tests" "need root"
-	finish
-	exit $?
-fi
+need_root "dump capture tests"
 
 CTL=$T_TMP/ctl.sock
 OUT=$T_TMP/out

@@ -17,11 +17,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "function tracing on Lua" "need root"
-	finish
-	exit $?
-fi
+need_root "function tracing on Lua"
 LUADIR=$PWD/build/thirdparty/lua52
 scripts/build_lua.sh "$LUADIR" >"$T_TMP/build.log" 2>&1
 rc=$?

@@ -12,11 +12,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "plain-program function tracing" "need root"
-	finish
-	exit $?
-fi
+need_root "plain-program function tracing"
 
 ROOT=$PWD
 CTL=$T_TMP/ctl.sock

@@ -18,7 +18,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 HW=$TB/stack_hostile
-if [ "$(id -u)" -ne 0 ]; then skip "hostile user" "not root"; finish; exit; fi
+need_root "hostile user"
 if [ ! -x "$HW" ]; then skip "hostile user" "no $HW (make tests)"; finish; exit; fi
 
 chmod 755 "$T_TMP"

@@ -13,11 +13,7 @@ ROUNDS=2000
 NCPU=$(nproc)
 PIN=$((NCPU - 1)) # both pingpong threads on one CPU: every round switches
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "record tests" "need root"
-	finish
-	exit $?
-fi
+need_root "record tests"
 if [ ! -x "$BT" ] || [ ! -x "$TB/pingpong" ]; then
 	not_ok "build: $BT and $TB/pingpong exist" "run make first"
 	finish

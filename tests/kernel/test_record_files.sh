@@ -10,11 +10,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "record file tests" "need root"
-	finish
-	exit $?
-fi
+need_root "record file tests"
 
 LOG=$T_TMP/rec.log
 ctl() { "$BT" ctl --ctl "$T_TMP/ctl.sock" "$@"; }

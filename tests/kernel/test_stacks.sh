@@ -29,7 +29,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 WL=$TB/stack_workload
-if [ "$(id -u)" -ne 0 ]; then skip "call stacks" "not root"; finish; exit; fi
+need_root "call stacks"
 if [ ! -x "$WL" ]; then skip "call stacks" "no $WL (make tests)"; finish; exit; fi
 
 # run_workload ARGS...: a private copy, deleted once it runs; sets WL_OUT

@@ -22,7 +22,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 WL=$TB/stack_churn
-if [ "$(id -u)" -ne 0 ]; then skip "stack table under churn" "not root"; finish; exit; fi
+need_root "stack table under churn"
 if [ ! -x "$WL" ]; then skip "stack table under churn" "no $WL (make tests)"; finish; exit; fi
 
 SECS=${CHURN_SECONDS:-20}

@@ -10,11 +10,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "trigger tests" "need root"
-	finish
-	exit $?
-fi
+need_root "trigger tests"
 
 W=$TB/trig_workload
 CTL=$T_TMP/ctl.sock

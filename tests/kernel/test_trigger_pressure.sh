@@ -13,11 +13,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "trigger pressure tests" "need root"
-	finish
-	exit $?
-fi
+need_root "trigger pressure tests"
 
 W=$TB/trig_workload
 CTL=$T_TMP/ctl.sock

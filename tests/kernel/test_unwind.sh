@@ -22,7 +22,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then skip "unwinding" "not root"; finish; exit; fi
+need_root "unwinding"
 for b in stack_workload stack_workload_nofp unwind_junk; do
 	if [ ! -x "$TB/$b" ]; then skip "unwinding" "no $TB/$b (make tests)"; finish; exit; fi
 done

@@ -12,11 +12,7 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-	skip "service tests" "need root"
-	finish
-	exit $?
-fi
+need_root "service tests"
 NCPU=$(nproc)
 PIN=$((NCPU - 1))
 CTL=$T_TMP/ctl.sock

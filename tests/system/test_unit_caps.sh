@@ -16,7 +16,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 UNIT=dist/btrace-bpf.service.in
-if [ "$(id -u)" -ne 0 ]; then skip "unit capabilities" "need root"; finish; exit; fi
+need_root "unit capabilities"
 
 # the unit's bounding set as setpriv's list: -all,+bpf,+perfmon,...
 caps=$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT" | tr ' ' '\n' | sed -n 's/^CAP_\(.*\)/+\L\1/p' | paste -sd,)
