@@ -791,17 +791,40 @@ static void announce(struct recorder *r)
 }
 
 /* Shutdown: no new events, every event drained, then the last dump asked for. */
-static void stop_recording(struct recorder *r)
+/* The stop's steps and how long each took: a stop slower than a second
+ * names its slowest step in the log (a service has TimeoutStopSec). */
+struct stop_clock {
+	uint64_t t0, last, worst_ns;
+	const char *worst;
+};
+
+static void stop_step(struct stop_clock *c, const char *what)
+{
+	uint64_t now = bt_now_ns();
+
+	if (now - c->last > c->worst_ns) {
+		c->worst_ns = now - c->last;
+		c->worst = what;
+	}
+	c->last = now;
+}
+
+static void stop_recording(struct recorder *r, struct stop_clock *c)
 {
 	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
 	bt_ctl_stop(r->ctl); /* no ctl dump races the final one */
 	r->ctl = NULL;
+	stop_step(c, "closing the control socket");
 	recorder_triggers_stop(r); /* no trigger dump asked for after this */
+	stop_step(c, "stopping the triggers");
 	bt_uprobes_detach(r->uprobes);
 	bt_loader_detach(r->loader);
+	stop_step(c, "detaching the programs");
 	bt_loader_stop(r->loader);
+	stop_step(c, "the drain's last pass");
 	bt_cold_pump_stop(r->cold_pump); /* takes the last blocks the drain completed */
 	r->cold_pump = NULL;
+	stop_step(c, "the cold tier's last pass");
 	if (r->o->final_dump)
 		recorder_request_dump(r, "exit");
 }
@@ -840,18 +863,22 @@ static int finish_dumps(struct recorder *r, int dump_thread)
 }
 
 /* Everything freed, in the order that keeps each user before what it uses. */
-static void recorder_teardown(struct recorder *r, struct record_opts *o)
+static void recorder_teardown(struct recorder *r, struct record_opts *o, struct stop_clock *c)
 {
 	bt_ctl_stop(r->ctl);
 	recorder_triggers_stop(r);
 	bt_unwinder_stop(r->unwinder); /* before its maps go with the loader */
+	stop_step(c, "stopping the unwinder");
 	bt_apps_destroy(r->apps); /* after the final dump: it holds their last events */
 	bt_uprobes_destroy(r->uprobes);
 	bt_loader_destroy(r->loader);
+	stop_step(c, "closing the programs and rings");
 	bt_symbolizer_free(r->symbolizer);
+	stop_step(c, "stopping the symbol cache");
 	bt_stack_table_free(r->stacks); /* the drain is gone: nothing adds stacks */
 	recorder_triggers_free(r); /* the drain and the registry are gone: nobody reports hits */
 	bt_dump_mgmt_destroy(r->mgmt); /* waits for the running --on-dump commands */
+	stop_step(c, "waiting for --on-dump commands");
 	free(r->trigger_ids);
 	free(o->uspecs);
 	free(o->usdts);
@@ -859,6 +886,7 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o)
 	bt_cold_pump_stop(r->cold_pump);
 	bt_cold_destroy(r->cold);
 	bt_buffer_destroy(r->buf);
+	stop_step(c, "freeing the buffers");
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->dump_serial);
@@ -869,6 +897,7 @@ int recorder_run(const struct record_opts *opts)
 	struct record_opts o = *opts;
 	struct app_watches watches;
 	struct recorder r;
+	struct stop_clock sc = { 0 };
 	sigset_t waitmask;
 	int exit_code = 0, dump_thread = 0;
 
@@ -899,10 +928,17 @@ int recorder_run(const struct record_opts *opts)
 	}
 	announce(&r);
 	run_loop(&r, &waitmask);
-	stop_recording(&r);
+	sc.t0 = sc.last = bt_now_ns();
+	stop_recording(&r, &sc);
 out:
+	if (!sc.t0)
+		sc.t0 = sc.last = bt_now_ns();
 	if (finish_dumps(&r, dump_thread))
 		exit_code = 1;
-	recorder_teardown(&r, &o);
+	stop_step(&sc, "the final dump");
+	recorder_teardown(&r, &o, &sc);
+	if (bt_now_ns() - sc.t0 >= 1000000000ull)
+		bt_log(BT_LOG_NOTICE, "stop took %.1f s, %.1f s of it %s", (double)(bt_now_ns() - sc.t0) / 1e9,
+		       (double)sc.worst_ns / 1e9, sc.worst);
 	return exit_code;
 }
