@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -903,6 +904,11 @@ int recorder_run(const struct record_opts *opts)
 
 	bt_verbose = o.verbose;
 	bt_loader_set_libbpf_verbosity(o.verbose);
+	/* A dump's big temporaries (snapshots, compression, symbolization)
+	 * from mmap, given back when freed: glibc's threshold otherwise rises
+	 * to 32 MiB after the first such free, and the next ones fragment the
+	 * heap, which a recorder running for weeks keeps as slack. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	install_signals(&waitmask);
 	if (preflight_checks(&o))
 		return 1;
