@@ -135,8 +135,12 @@ try:
         #    record 4-7 ms off in CI): there the offset is only bounded by
         #    what a window can accumulate (2% of 1 s), and its change across
         #    the 20 ms nap by the rates' agreement (5%: 1 ms).
+        #    Under TCG the host may also deschedule the vCPU's thread
+        #    between the switch and the clock read, which the guest never
+        #    sees as a switch (576 us seen with a second guest running):
+        #    5 ms there, still an order and not a coincidence.
         emulated = bool(os.environ.get('BT_TEST_EMULATED'))
-        lim = 50 if not emulated else 500
+        lim = 50 if not emulated else 5000
         k_away, k_back = so - t0u, t1u - si
         if not (-1 <= k_away <= lim):
             err(f'nap: switched away {k_away} us after now_ns() read the clock (want 0..{lim}, kernel clock)')

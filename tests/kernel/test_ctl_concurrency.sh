@@ -31,6 +31,11 @@ timed_ctl() {
 # there: still below the silent client's 5 s and a dump's tens of seconds.
 LIMIT_MS=1000
 [ -n "${BT_TEST_EMULATED:-}" ] && LIMIT_MS=3000
+# During a dump under emulation: the dump of 192 MiB compresses for 100 s
+# or more there, beside the drain, both at the requests' priority (3.9 s
+# seen); 10 s still proves the status is not queued behind the dump.
+DUMP_LIMIT_MS=$LIMIT_MS
+[ -n "${BT_TEST_EMULATED:-}" ] && DUMP_LIMIT_MS=10000
 
 if ! rec_start "$LOG" -o "$T_TMP/out" -m 256M -z 6 --ctl "$CTL" -e all --no-final-dump; then
 	not_ok "recorder starts" "$(cat "$LOG")"
@@ -104,12 +109,12 @@ wait $DUMP
 drc=$?
 diag "status answered in ${sms} ms, resize in ${rms} ms"
 [ $s_during = 1 ] && echo "$sout" | grep -q "^buffer: 192 MiB" && echo "$sout" | grep -q "^dumps: " &&
-	[ "$sms" -lt $LIMIT_MS ] && ok "status answered while a dump was being written (${sms} ms)" ||
+	[ "$sms" -lt $DUMP_LIMIT_MS ] && ok "status answered while a dump was being written (${sms} ms)" ||
 	not_ok "status during a dump" "during=$s_during ${sms} ms: $sout"
 echo "$rout" | grep -q "^resized 192 MiB -> 128 MiB" && ok "resize during a dump waits for it and succeeds" ||
 	not_ok "resize during a dump" "$rout"
-[ $drc -eq 0 ] && "$BT" report --stats "$T_TMP/big.btd" >/dev/null 2>&1 && ok "the dump is complete and readable" ||
-	not_ok "dump during resize" "$(cat "$T_TMP/dump.out")"
+[ $drc -eq 0 ] && "$BT" report --stats "$T_TMP/big.btd" >"$T_TMP/big.stats" 2>&1 && ok "the dump is complete and readable" ||
+	not_ok "dump during resize" "ctl dump exit $drc: $(cat "$T_TMP/dump.out"); report: $(tail -3 "$T_TMP/big.stats" 2>/dev/null); $(free -m | sed -n 2p)"
 
 kill "$WL" 2>/dev/null
 r=$(ctl stop 2>&1)
