@@ -42,8 +42,11 @@ TESTS=${TESTS:-'^(kernel/|system/test_service$)'}
 # programs test_record/test_trigger/test_stacks already load on each
 # kernel: the cold tier, the dump capture, trigger latency under load,
 # hostile users' files, libbtrace's function hooks (no BPF at all; test_funcs_lua
-# also builds Lua four times, tens of minutes under emulation).
-SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain|funcs_lua)$'}
+# also builds Lua four times, tens of minutes under emulation), the stack
+# table's reclamation under process churn and the dumps' memory (both
+# timed against the recorder's own threads, which TCG starves: seen
+# failing there on timing alone).
+SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain|funcs_lua|stacks_churn|dump_memory)$'}
 # Under TCG the kernel tests take 10-20 minutes depending on the host; CI
 # allows 90 for everything.
 BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-2700}
