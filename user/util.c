@@ -271,6 +271,17 @@ uint64_t bt_now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts)
+{
+	clock_gettime(clk, ts);
+	ts->tv_sec += (time_t)(ns / 1000000000u);
+	ts->tv_nsec += (long)(ns % 1000000000u);
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 uint64_t bt_boottime_ns(void)
 {
 	return clock_ns(CLOCK_BOOTTIME);

@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include "log.h"
 
 /*
@@ -79,5 +80,8 @@ const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len);
 uint64_t bt_str_hash(const char *s, uint64_t seed);
 
 uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
+/* *ts = ns from now on clock clk: a deadline for pthread_cond_timedwait
+ * on a condition variable of that clock. */
+void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts);
 uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
 #endif

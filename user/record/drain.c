@@ -396,13 +396,7 @@ int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
 	struct timespec deadline;
 	int ret = 0;
 
-	clock_gettime(CLOCK_REALTIME, &deadline);
-	deadline.tv_sec += timeout_ms / 1000;
-	deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (deadline.tv_nsec >= 1000000000L) {
-		deadline.tv_sec++;
-		deadline.tv_nsec -= 1000000000L;
-	}
+	bt_deadline_after(CLOCK_REALTIME, timeout_ms * 1000000ull, &deadline);
 	for (unsigned i = 0; i < l->ndrains; i++) {
 		struct bt_drain *d = &l->drains[i];
 		uint64_t want;

@@ -321,12 +321,7 @@ static void *loader_main(void *arg)
 				pthread_mutex_unlock(&c->lock);
 				break;
 			}
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += POLL_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
+			bt_deadline_after(CLOCK_MONOTONIC, POLL_MS * 1000000ull, &ts);
 			pthread_cond_timedwait(&c->cond, &c->lock, &ts);
 			int q = c->quit;
 			pthread_mutex_unlock(&c->lock);
@@ -444,13 +439,7 @@ int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms)
 
 	if (!timeout_ms)
 		return 0;
-	clock_gettime(CLOCK_MONOTONIC, &dl);
-	dl.tv_sec += timeout_ms / 1000;
-	dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (dl.tv_nsec >= 1000000000L) {
-		dl.tv_sec++;
-		dl.tv_nsec -= 1000000000L;
-	}
+	bt_deadline_after(CLOCK_MONOTONIC, timeout_ms * 1000000ull, &dl);
 	pthread_mutex_lock(&c->lock);
 	/* The loads a dump waits for run at the waiting thread's priority. */
 	if (c->tid && !c->settling++)
