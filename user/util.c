@@ -14,7 +14,9 @@
 #include <strings.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include "util.h"
 #include "json_str.h" /* bt_utf8_seq_len */
 
@@ -280,6 +282,12 @@ void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
+}
+
+void bt_thread_nice(int nice, const char *what)
+{
+	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice))
+		bt_info("%s keeps normal priority: %s", what, strerror(errno));
 }
 
 uint64_t bt_boottime_ns(void)

@@ -83,5 +83,8 @@ uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
 /* *ts = ns from now on clock clk: a deadline for pthread_cond_timedwait
  * on a condition variable of that clock. */
 void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts);
+/* The calling thread at nice `nice` (below 0 needs CAP_SYS_NICE); on
+ * failure "WHAT keeps normal priority: why" is logged (info), no more. */
+void bt_thread_nice(int nice, const char *what);
 uint64_t bt_boottime_ns(void); /* CLOCK_BOOTTIME, the clock of event timestamps */
 #endif

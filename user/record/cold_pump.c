@@ -49,8 +49,7 @@ static void *pump_main(void *arg)
 	int warned = 0;
 
 	pthread_setname_np(pthread_self(), "btrace-cold");
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), NICE))
-		bt_info("cold tier thread keeps normal priority: %s", strerror(errno));
+	bt_thread_nice(NICE, "cold tier thread");
 	bt_buffer_stats(p->buf, &bs);
 	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
 	uint64_t last = bt_now_ns();

@@ -270,8 +270,7 @@ static void *drain_main(void *arg)
 	/* A saturated machine must not starve the drain (the rings would
 	 * overflow): raise its share. Nice, not real-time: under an event
 	 * flood a real-time drain could take a CPU from the workload. */
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), DRAIN_NICE))
-		bt_info("drain thread keeps normal priority: %s", strerror(errno));
+	bt_thread_nice(DRAIN_NICE, "drain thread");
 	/* Pairs with the release store in bt_loader_stop(). */
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
 		uint64_t req, horizon;

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "btrace_buffer.h"
@@ -344,8 +342,7 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 	 * (6.9 s under TCG, test_ctl_concurrency). Requests are short. */
 	if (!prio_set) {
 		prio_set = 1;
-		if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BT_DRAIN_NICE))
-			bt_info("control requests keep normal priority: %s", strerror(errno));
+		bt_thread_nice(BT_DRAIN_NICE, "control request thread");
 	}
 
 	/* Exact grammar: a word too many is an error, never ignored. */

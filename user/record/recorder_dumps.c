@@ -191,8 +191,7 @@ static int write_pending(struct recorder *r, const char *reason, const struct re
  * window and write it as soon as asked, not after the load's tasks. */
 static void dump_thread_priority(void)
 {
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), BT_DRAIN_NICE))
-		bt_info("dump thread keeps normal priority: %s", strerror(errno));
+	bt_thread_nice(BT_DRAIN_NICE, "dump thread");
 }
 
 void *recorder_dump_thread(void *arg)

@@ -265,8 +265,7 @@ static void evict(struct bt_symcache *c, size_t keep)
  * thread may not run for minutes, and the dumps would never get names. */
 static void lowest_priority(void)
 {
-	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 19))
-		bt_info("symbol loader keeps its priority: %s", strerror(errno));
+	bt_thread_nice(19, "symbol loader");
 }
 
 static void *loader_main(void *arg)
