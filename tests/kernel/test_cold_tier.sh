@@ -2,7 +2,7 @@
 # test_cold_tier.sh - the compressed cold tier on the real kernel: at equal
 # memory, with the same workload (Debian's own dd, one read and one write
 # system call per byte), a recorder with --cold-tier keeps a longer gap-free
-# window than one without and than ftrace; nothing is lost silently (a seq
+# history than one without, and a longer window than ftrace; nothing is lost silently (a seq
 # gap in a dump only with a counted tier gap or ring drop), also with the
 # machine loaded four times over; ctl status and ctl resize know the tier;
 # bad values are refused with a clear error. Needs root; prints TAP lines.
@@ -17,6 +17,13 @@ BUDGET=8M
 DD_BYTES=${DD_BYTES:-3000000}
 workload() { dd if=/dev/zero of=/dev/null bs=1 count="$DD_BYTES" 2>/dev/null; }
 
+# retained_events DUMP: every event the dump holds. With no seq gap each
+# CPU's history is gap-free from its oldest event on; the latest continuous
+# window further starts at the quietest CPU's oldest retained event (its
+# older events, maybe long before, are gone with their block), which puts
+# it anywhere between 55% and 100% of the history from run to run: too
+# noisy to compare two recorders by.
+retained_events() { "$BT" report --stats "$1" | sed -n 's/^events: *\([0-9]*\) in .*/\1/p'; }
 # window_events DUMP: events in the latest continuous window
 window_events() { "$BT" report --stats "$1" | sed -n 's/^latest continuous window: .*(\([0-9.]*\) s, \([0-9]*\) events).*/\2/p'; }
 seq_gaps() { "$BT" report --stats "$1" | sed -n 's/^ *seq gaps: \([0-9]*\) gaps.*/\1/p'; }
@@ -38,6 +45,8 @@ d_off=$(record off --cold-tier off)
 d_lz4=$(record lz4 --cold-tier 75)
 d_zstd=$(record zstd --cold-tier 75 --cold-codec zstd)
 w_off=$(window_events "$d_off") w_lz4=$(window_events "$d_lz4") w_zstd=$(window_events "$d_zstd")
+e_off=$(retained_events "$d_off") e_lz4=$(retained_events "$d_lz4") e_zstd=$(retained_events "$d_zstd")
+diag "history at $BUDGET: $e_off events without the tier, $e_lz4 with lz4, $e_zstd with zstd"
 diag "latest continuous window at $BUDGET: $w_off events without the tier, $w_lz4 with lz4, $w_zstd with zstd"
 # The windows compare only when no run lost a block: a machine too busy for
 # the compressor (or the drain) shows gaps, counted and checked below.
@@ -46,16 +55,18 @@ for d in "$d_off" "$d_lz4" "$d_zstd"; do
 	[ "$(seq_gaps "$d")" = 0 ] || busy="$busy $(basename "$(dirname "$d")"): $(seq_gaps "$d") seq gaps, $(tier_gaps "$d") tier gaps;"
 done
 if [ -n "$busy" ]; then
-	skip "window comparisons" "a run lost blocks on a busy machine:$busy"
-	skip "zstd window" "busy machine"
+	skip "history comparisons" "a run lost blocks on a busy machine:$busy"
+	skip "zstd history" "busy machine"
 	skip "cold tier vs ftrace" "busy machine"
 else
-[ -n "$w_off" ] && [ -n "$w_lz4" ] && [ "$w_lz4" -ge $((w_off * 13 / 10)) ] &&
-	ok "lz4 tier: the window holds >= 1.3x the events ($w_lz4 vs $w_off)" ||
-	not_ok "lz4 tier window" "$w_lz4 vs $w_off events; $("$BT" report --stats "$d_lz4" 2>&1 | head -12)"
-[ -n "$w_zstd" ] && [ -n "$w_off" ] && [ "$w_zstd" -ge $((w_off * 2)) ] &&
-	ok "zstd tier: the window holds >= 2x the events ($w_zstd vs $w_off)" ||
-	not_ok "zstd tier window" "$w_zstd vs $w_off events; $("$BT" report --stats "$d_zstd" 2>&1 | head -12)"
+# lz4 at 1.8x on 75% of the budget, less the copies of the live blocks
+# the tier holds too: 1.35x expected.
+[ -n "$e_off" ] && [ -n "$e_lz4" ] && [ "$e_lz4" -ge $((e_off * 5 / 4)) ] &&
+	ok "lz4 tier: the gap-free history holds >= 1.25x the events ($e_lz4 vs $e_off)" ||
+	not_ok "lz4 tier history" "$e_lz4 vs $e_off events; $("$BT" report --stats "$d_lz4" 2>&1 | head -12)"
+[ -n "$e_zstd" ] && [ -n "$e_off" ] && [ "$e_zstd" -ge $((e_off * 2)) ] &&
+	ok "zstd tier: the gap-free history holds >= 2x the events ($e_zstd vs $e_off)" ||
+	not_ok "zstd tier history" "$e_zstd vs $e_off events; $("$BT" report --stats "$d_zstd" 2>&1 | head -12)"
 
 # ftrace, the same events and memory (per-CPU buffers of BUDGET/CPUs)
 TRACEFS=/sys/kernel/tracing

@@ -1108,6 +1108,14 @@ void bt_buffer_destroy(struct bt_buffer *b)
 	free(b);
 }
 
+uint64_t bt_buffer_blocks_used(const struct bt_buffer *cb)
+{
+	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */
+
+	/* Relaxed: a progress hint, as st.blocks_used in bt_buffer_stats(). */
+	return atomic_load_explicit(&b->blocks_used, memory_order_relaxed);
+}
+
 void bt_buffer_stats(const struct bt_buffer *cb, struct bt_stats *st)
 {
 	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */

@@ -186,6 +186,9 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 
 void bt_buffer_stats(const struct bt_buffer *b, struct bt_stats *st);
 
+/* st.blocks_used alone, one relaxed load: for a writer's per-entry checks. */
+uint64_t bt_buffer_blocks_used(const struct bt_buffer *b);
+
 /* Size helpers: the capacity bt_resize(size) would give, and the granule. */
 size_t bt_round_size(const struct bt_buffer *b, size_t size);
 size_t bt_size_granule(const struct bt_buffer *b);

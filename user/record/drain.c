@@ -149,6 +149,10 @@ static void flush_batch(struct bt_drain *d)
 				      memory_order_relaxed);
 		/* Events not stored are not reported: their seqs make the gap. */
 		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, d->bcount);
+		/* Within the pass too: one pass over full rings can write more
+		 * than the whole buffer, which the compressor must follow. */
+		if (d->l->cold)
+			bt_cold_nudge(d->l->cold, bt_buffer_blocks_used(d->l->buf), d->nblocks);
 	} else
 		atomic_store_explicit(&d->rejected,
 				      atomic_load_explicit(&d->rejected, memory_order_relaxed) + d->bcount,
@@ -293,6 +297,7 @@ static void *drain_main(void *arg)
 		struct bt_stats bs;
 		bt_buffer_stats(d->l->buf, &bs);
 		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		d->nblocks = bs.nblocks;
 		if (d->l->cold) /* the compressor, before writers come round to these blocks */
 			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
@@ -354,6 +359,7 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 		struct bt_stats bs;
 		bt_buffer_stats(buf, &bs);
 		d->batch_limit = BT_MAX_PAYLOAD(bs.block_size) < BT_BATCH_MAX ? BT_MAX_PAYLOAD(bs.block_size) : BT_BATCH_MAX;
+		d->nblocks = bs.nblocks;
 		d->ring_first = i * l->ncpus / l->ndrains;
 		d->ring_count = (i + 1) * l->ncpus / l->ndrains - d->ring_first;
 		pthread_mutex_init(&d->lock, NULL);

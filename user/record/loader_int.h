@@ -32,6 +32,7 @@ struct bt_drain {
 	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX];
 	uint32_t blen, bcount, bcore;
 	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
+	uint32_t nblocks;     /* the buffer's blocks at the last pass (the cold tier's nudge) */
 	/* seq and time of the batch's events, for the live window (live_window.h) */
 	uint32_t bseq[BATCH_EVENTS_MAX];
 	uint64_t bts[BATCH_EVENTS_MAX];
