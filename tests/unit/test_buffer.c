@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "btrace_buffer.h"
+#include "btrace_buffer_int.h" /* test_unpublished_position stages a preempted writer */
 #include "harness.h"
 
 /* Payload of every test entry: self-describing and checksummed. */
@@ -531,6 +532,47 @@ static void test_resize_timeout_retry(void)
 	}
 }
 
+static int count_block(const struct bt_block_view *v, void *ctx)
+{
+	(void)v;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+/* A writer that took a position and was preempted before publishing its
+ * block: a follower (BT_READ_COMPLETE, as the cold tier reads) is told to
+ * wait at it, until the position's meta is taken at a later round (the
+ * writer then finds it stale and never publishes). */
+static void test_unpublished_position(void)
+{
+	struct bt_buffer *b = mk(16 * 4096, 0, 4096, 2, 4, 0);
+	struct bt_read_stats st;
+	uint64_t seq = 0, p;
+	int nb = 0;
+
+	REQUIRE(b, "create");
+	for (int i = 0; i < 5; i++) /* 4 entries of 1000 B fill a block */
+		REQUIRE(put(b, 0, seq++, 1000) == 0, "write");
+	/* The advance's first step, as a writer of core 1 would take it. */
+	p = GPOS(atomic_fetch_add_explicit(&b->global, 1, memory_order_acq_rel));
+	for (int i = 0; i < 4; i++)
+		REQUIRE(put(b, 0, seq++, 1000) == 0, "write");
+	REQUIRE(bt_read_range(b, 0, BT_READ_COMPLETE, count_block, &nb, &st) == 0, "read");
+	CHECK(st.first_unpublished == p, "first unpublished %llu, the preempted writer's %llu",
+	      (unsigned long long)st.first_unpublished, (unsigned long long)p);
+	CHECK(nb >= 2, "the complete blocks around it are delivered (%d)", nb);
+	/* A more blocks: p's meta is locked again at the next round. */
+	for (int i = 0; i < 4 * 5; i++)
+		REQUIRE(put(b, 0, seq++, 1000) == 0, "write");
+	REQUIRE(bt_read_range(b, 0, BT_READ_COMPLETE, count_block, &nb, &st) == 0, "read");
+	CHECK(st.first_unpublished == BT_NO_POS, "given up once its meta moved on: %llu",
+	      (unsigned long long)st.first_unpublished);
+	/* A plain read does not look for them. */
+	REQUIRE(bt_read_range(b, 0, 0, count_block, &nb, &st) == 0, "read");
+	CHECK(st.first_unpublished == BT_NO_POS, "plain read: %llu", (unsigned long long)st.first_unpublished);
+	bt_buffer_destroy(b);
+}
+
 int main(void)
 {
 	RUN(test_create_errors);
@@ -540,6 +582,7 @@ int main(void)
 	RUN(test_padding);
 	RUN(test_closing_lagging_block);
 	RUN(test_read_active_block);
+	RUN(test_unpublished_position);
 	RUN(test_round_wrap);
 	RUN(test_resize);
 	RUN(test_resize_cycles);

@@ -523,7 +523,11 @@ int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 		pthread_mutex_unlock(&c->lock);
 		return p.err ? p.err : r;
 	}
-	next = rs.first_busy != BT_NO_POS ? rs.first_busy : p.max_seen;
+	/* Not past a block still being written, nor past one handed out
+	 * and not yet published (a preempted writer): both come later. */
+	next = rs.first_busy < rs.first_unpublished ? rs.first_busy : rs.first_unpublished;
+	if (next == BT_NO_POS)
+		next = p.max_seen;
 	if (next > c->next_pos)
 		c->next_pos = next;
 	early_prune(c);

@@ -531,6 +531,38 @@ static uint32_t count_entries(const struct bt_block_view *v)
 	return n;
 }
 
+/* The lowest position below `handed` (positions handed out before the read
+ * began), within the newest half of the buffer's and from min_pos on, that
+ * no header showed in pass 1 (idx, sorted) while its meta has not gone past
+ * its round: its writer may still publish it. A meta past the round means
+ * the position was filled and overwritten, or skipped: it never comes. */
+static uint64_t first_unpublished(struct bt_buffer *b, const struct pos_idx *idx, uint32_t n, uint64_t min_pos,
+				  uint64_t handed, uint64_t nblocks)
+{
+	uint64_t p = handed > nblocks / 2 ? handed - nblocks / 2 : 0;
+	uint32_t k = 0;
+
+	if (p < min_pos)
+		p = min_pos;
+	if (p < b->first_pos)
+		p = b->first_pos;
+	for (; p < handed; p++) {
+		uint32_t r = (uint32_t)(p / b->A);
+		uint64_t cf;
+
+		while (k < n && idx[k].pos < p)
+			k++;
+		if (k < n && idx[k].pos == p)
+			continue;
+		/* Acquire: pairs with the conf CAS in lock_position(); a round
+		 * past r was taken after p's writer gave p up. */
+		cf = atomic_load_explicit(&b->meta[p % b->A].conf, memory_order_acquire);
+		if (!rnd_before(r, RND(cf)))
+			return p;
+	}
+	return BT_NO_POS;
+}
+
 int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats *st)
 {
 	return bt_read_range(b, 0, 0, cb, ctx, st);
@@ -544,19 +576,21 @@ int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_bloc
 	uint8_t *scratch = NULL;
 	uint32_t n = 0, nslots, i;
 	uint16_t *slots = NULL;
+	uint64_t handed = 0;
 	int ri, ret = 0;
 
 	if (!st)
 		st = &local;
 	memset(st, 0, sizeof(*st));
-	st->first_busy = BT_NO_POS;
+	st->first_busy = st->first_unpublished = BT_NO_POS;
 	ri = bt_reader_enter_(b);
 	if (ri < 0)
 		return ri;
 
 	/* Seq_cst: after our epoch announcement (see bt_reader_enter_()). */
 	{
-		uint32_t gen = GGEN(atomic_load_explicit(&b->global, memory_order_seq_cst));
+		uint64_t g = atomic_load_explicit(&b->global, memory_order_seq_cst);
+		uint32_t gen = GGEN(g);
 		struct bt_layout *l = &b->layouts[gen % NLAYOUTS];
 
 		nslots = atomic_load_explicit(&l->nslots, memory_order_relaxed);
@@ -569,6 +603,7 @@ int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_bloc
 		}
 		for (i = 0; i < nslots; i++)
 			slots[i] = atomic_load_explicit(&l->order[i], memory_order_relaxed);
+		handed = GPOS(g);
 	}
 
 	/* Pass 1: which blocks hold what, then oldest position first. */
@@ -589,6 +624,8 @@ int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_bloc
 		}
 	}
 	qsort(idx, n, sizeof(*idx), cmp_pos);
+	if (flags & BT_READ_COMPLETE)
+		st->first_unpublished = first_unpublished(b, idx, n, min_pos, handed, (uint64_t)nslots * b->A);
 
 	/* Pass 2: speculative copies, validated one by one. */
 	for (i = 0; i < n; i++) {
@@ -1075,6 +1112,7 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	atomic_init(&b->layouts[0].base_round, (uint64_t)start);
 	atomic_init(&b->nslots, R);
 	atomic_init(&b->global, GWORD(0, (uint64_t)start * A));
+	b->first_pos = (uint64_t)start * A;
 	return b;
 
 nomem_free:

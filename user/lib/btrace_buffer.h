@@ -107,6 +107,8 @@ struct bt_read_stats {
 	uint64_t blocks_empty;       /* never used since creation */
 	uint64_t entries;            /* data entries in delivered blocks */
 	uint64_t first_busy;         /* lowest position not delivered as busy, BT_NO_POS if none */
+	uint64_t first_unpublished;  /* BT_READ_COMPLETE: lowest position a writer holds whose block
+				      * is not published yet, BT_NO_POS if none (see bt_read_range) */
 };
 
 struct bt_buffer;
@@ -144,7 +146,13 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 /* The same for the blocks at positions >= min_pos only. With BT_READ_COMPLETE
  * an active block is not waited for nor delivered: it counts as busy and the
  * lowest such position is st->first_busy (a follower such as the cold tier
- * comes back for it once it completes). */
+ * comes back for it once it completes). So also, in st->first_unpublished,
+ * a position handed out to a writer that has not published its block yet
+ * (it may still be preempted between the two): the follower waits for it
+ * rather than step past it. Only the newest half of the buffer's positions
+ * are waited for: an older one (a writer stalled that long, or a position
+ * its writer skipped) is let go, and its block, if it ever comes, breaks
+ * its core's chain. */
 #define BT_READ_COMPLETE 0x1u
 int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
 		  struct bt_read_stats *st);

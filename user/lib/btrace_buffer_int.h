@@ -2,7 +2,8 @@
 /*
  * btrace_buffer_int.h - the block buffer's internals, shared by the buffer
  * (btrace_buffer.c: writers, readers, resize) and its bulk capture
- * (btrace_capture.c). Nothing outside user/lib includes this.
+ * (btrace_capture.c). Nothing outside user/lib includes this but the
+ * buffer's unit test, to stage a writer preempted inside an advance.
  */
 #ifndef BTRACE_BUFFER_INT_H
 #define BTRACE_BUFFER_INT_H
@@ -78,6 +79,7 @@ struct bt_buffer {
 	/* read-mostly geometry */
 	uint8_t *data;
 	uint32_t bsize, bshift, cbits, A, ncores, max_slots;
+	uint64_t first_pos; /* the first position handed out (start_round * A) */
 	size_t max_size;
 	struct bt_meta *meta;
 	struct bt_core *cores;
