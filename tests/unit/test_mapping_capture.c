@@ -7,13 +7,18 @@
  *     ends (do_exit runs after sched_process_exit), even once reaped;
  *     forgotten at exec or when a new process takes its pid;
  *   - a frame in the vDSO is named by the file "[vdso]": the kernel's image,
- *     copied, with its build-id; its symbols are those of the image.
+ *     copied, with its build-id; its symbols are those of the image;
+ *   - an address in anonymous executable memory (JIT code) is known to
+ *     have no file: the maps are not read again for every such frame, as
+ *     they are (at most every 200 ms) for an address outside them.
  */
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
@@ -107,11 +112,36 @@ static void test_vdso_named(void)
 	bt_mapcap_free(m);
 }
 
+static void test_jit_code_no_reread(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint8_t *jit = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct timespec nap = { 0, 250 * 1000000L };
+	uint32_t me = (uint32_t)getpid();
+	uint64_t off;
+
+	REQUIRE(m && jit != MAP_FAILED, "mapcap and an executable anonymous page");
+	CHECK(bt_mapcap_resolve(m, me, (uint64_t)(uintptr_t)jit + 16, &off) == BT_MAP_NONE, "JIT code has no file");
+	CHECK(bt_mapcap_maps_reads(m) == 1, "read once (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	for (int i = 0; i < 100; i++)
+		bt_mapcap_resolve(m, me, (uint64_t)(uintptr_t)jit + 16 + i, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 1, "100 JIT frames later: still read once (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	/* An address in no mapping at all (a dlopen since?) does look again. */
+	CHECK(bt_mapcap_resolve(m, me, 0x1000, &off) == BT_MAP_NONE, "an unmapped address has no file");
+	CHECK(bt_mapcap_maps_reads(m) == 2, "and reads the maps again (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	munmap(jit, 4096);
+	bt_mapcap_free(m);
+}
+
 int main(void)
 {
 	RUN(test_exited_keeps_maps);
 	RUN(test_exit_storm_bounded);
 	RUN(test_vdso_named);
+	RUN(test_jit_code_no_reread);
 	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);
 	return h_nfail_tests != 0;
 }

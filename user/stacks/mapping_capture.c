@@ -43,7 +43,7 @@
 
 struct vma {
 	uint64_t start, end, pgoff;
-	uint32_t file; /* map id */
+	uint32_t file; /* map id; BT_MAP_NONE: anonymous executable memory */
 };
 
 struct proc {
@@ -59,6 +59,12 @@ struct proc {
  * yield junk addresses, and reading /proc/PID/maps for each would cost more
  * than the tracing. A library dlopen'ed since is seen within this time. */
 #define REREAD_NS 200000000ull
+/* An address in anonymous executable memory the maps showed (JIT code:
+ * qemu, Java, V8, LuaJIT) is known to have no file: its maps are re-read
+ * only this often, for the rare range a file has been mapped over since.
+ * Re-reading at REREAD_NS made a JIT process cost 5 reads of its maps a
+ * second (qemu: 46 in 10 s) for as long as it ran. */
+#define REREAD_ANON_NS 10000000000ull
 
 /* An exited process keeps its maps this long: the kernel samples it after
  * sched_process_exit (do_exit runs on, its mm gone), and those stacks
@@ -80,6 +86,7 @@ struct bt_mapcap {
 	struct bt_mapfile *files;
 	size_t nfiles, cap;
 	uint64_t no_fd;
+	uint64_t maps_reads;    /* /proc/PID/maps read, for the cost (bt_mapcap_maps_reads) */
 	unsigned max_fd, nfd;
 	uint64_t pin_max;       /* BT_MAPCAP_PIN_MAX */
 	uint64_t pin_check_ns;  /* when the held files were last measured */
@@ -131,6 +138,11 @@ const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n)
 {
 	*n = m->nfiles;
 	return m->files;
+}
+
+uint64_t bt_mapcap_maps_reads(const struct bt_mapcap *m)
+{
+	return m->maps_reads;
 }
 
 uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m)
@@ -370,6 +382,7 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 	p->vma = NULL;
 	p->nvma = 0;
 	p->read_ns = mono_ns();
+	m->maps_reads++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
 	f = fopen(path, "re");
 	if (!f)
@@ -392,10 +405,12 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 			id = vdso_file(m), pgoff = 0;
 		else if (ino && name[0] == '/')
 			id = file_id(m, ((uint64_t)maj << 20) | min, ino, name);
+		else if (!ino)
+			id = BT_MAP_NONE; /* known, and known to have no file (JIT code) */
 		else
 			continue;
-		if (id == BT_MAP_NONE)
-			continue;
+		if (id == BT_MAP_NONE && ino)
+			continue; /* a file the table could not take */
 		if (p->nvma == cap) {
 			size_t nc = cap ? cap * 2 : 32;
 			void *n = realloc(p->vma, nc * sizeof(*p->vma));
@@ -459,13 +474,14 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 	if (!p->read_ns)
 		read_maps(m, p);
 	v = find_vma(p, addr);
-	if (!v && !p->exit_ns && mono_ns() - p->read_ns >= REREAD_NS) {
+	if ((!v || v->file == BT_MAP_NONE) && !p->exit_ns &&
+	    mono_ns() - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS)) {
 		/* Outside what we knew: a library loaded since (dlopen). An
 		 * exited process has no maps left to read. */
 		read_maps(m, p);
 		v = find_vma(p, addr);
 	}
-	if (!v)
+	if (!v || v->file == BT_MAP_NONE)
 		return BT_MAP_NONE;
 	if (!(m->files[v->file - 1].flags & BT_MAPFILE_TRIED))
 		open_file(m, &m->files[v->file - 1], tgid, v);

@@ -59,5 +59,7 @@ void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid);
 const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n);
 /* Files kept without a descriptor (the limit reached, or open failed). */
 uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m);
+/* How many times a process's /proc/PID/maps was read. */
+uint64_t bt_mapcap_maps_reads(const struct bt_mapcap *m);
 
 #endif
