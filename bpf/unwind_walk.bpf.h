@@ -55,13 +55,19 @@ struct bt_uw {
 	__u32 tgid, slot, n, flags;
 };
 
+/* Bumped after each entry put in unwind_want: the recorder polls this
+ * word (mmap'ed .bss) and walks the map only when it moved, instead of a
+ * map walk (a scan of every bucket) 100 times a second. */
+__u64 unwind_want_seq = 0;
+
 /* An ask's time is even; an exec's is odd and overwrites an ask, so the
  * recorder can tell its read of /proc/PID/maps may predate an exec. */
 static __always_inline void bt_uw_ask(__u32 tgid)
 {
 	__u64 now = bpf_ktime_get_boot_ns() & ~1ull;
 
-	bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_NOEXIST);
+	if (bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&unwind_want_seq, 1); /* after the entry: see serve_wants */
 }
 
 /* Binary search of a binary's rows: after it, lo = 1 + the last row whose pc <= x. */
@@ -254,7 +260,8 @@ int BPF_PROG(handle_unwind_exec, struct task_struct *p)
 	__u64 now = bpf_ktime_get_boot_ns() | 1;
 
 	bpf_map_delete_elem(&unwind_procs, &tgid);
-	bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_ANY); /* a mark, not an ask (unwind_procs.c) */
+	if (bpf_map_update_elem(&unwind_want, &tgid, &now, BPF_ANY) == 0) /* a mark, not an ask (unwind_procs.c) */
+		__sync_fetch_and_add(&unwind_want_seq, 1);
 	return 0;
 }
 

@@ -560,7 +560,8 @@ int bt_loader_rings_fd(const struct bt_loader *l)
 	return bpf_map__fd(l->skel->maps.rings);
 }
 
-int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd)
+int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd,
+			 const uint64_t **want_seq)
 {
 	if (!l->skel->rodata->unwind_on)
 		return -1;
@@ -568,6 +569,7 @@ int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_
 	*max_rows = bpf_map__max_entries(l->skel->maps.unwind_rows);
 	*procs_fd = bpf_map__fd(l->skel->maps.unwind_procs);
 	*want_fd = bpf_map__fd(l->skel->maps.unwind_want);
+	*want_seq = l->skel->bss ? (const uint64_t *)&l->skel->bss->unwind_want_seq : NULL;
 	return 0;
 }
 

@@ -93,7 +93,8 @@ void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
 /* The unwinder's maps (bpf/unwind_walk.bpf.h) for unwind_procs.h; -1 if
  * user stacks are walked by frame pointers. */
-int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd);
+int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd,
+			 const uint64_t **want_seq);
 /* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
  * programs' --ustack. */
 void bt_loader_stack_fds(const struct bt_loader *l, int fds[3]);

@@ -542,11 +542,12 @@ static int create_buffer(struct recorder *r)
 static int start_unwinder(struct recorder *r)
 {
 	int rows_fd, procs_fd, want_fd;
+	const uint64_t *want_seq;
 	uint32_t max_rows;
 
-	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd))
+	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd, &want_seq))
 		return 0;
-	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd);
+	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd, want_seq);
 	if (!r->unwinder) {
 		bt_warn("cannot start the unwinder: %s", strerror(errno));
 		return -1;

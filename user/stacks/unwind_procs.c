@@ -47,6 +47,7 @@ struct bin {
 
 struct bt_unwinder {
 	int rows_fd, procs_fd, want_fd;
+	const uint64_t *want_seq; /* the BPF side's request count (.bss), NULL: none */
 	struct bt_unwind_row *rows; /* mmap of rows_fd */
 	uint32_t max_rows;
 	pthread_t thread;
@@ -324,8 +325,9 @@ static int stopping(struct bt_unwinder *u)
 	return atomic_load_explicit(&u->stop, memory_order_relaxed);
 }
 
-/* The processes the BPF side asked for (each at most every RELOAD_NS). */
-static void serve_wants(struct bt_unwinder *u)
+/* The processes the BPF side asked for (each at most every RELOAD_NS).
+ * Returns 1 if there may be more than it took. */
+static int serve_wants(struct bt_unwinder *u)
 {
 	uint32_t keys[256], key, next, n = 0, *prev = NULL;
 
@@ -343,6 +345,7 @@ static void serve_wants(struct bt_unwinder *u)
 		if (!exec_only)
 			proc_load_once(u, keys[i], now);
 	}
+	return n == 256;
 }
 
 /* Every process running at start; the ones being sampled go first. */
@@ -375,16 +378,26 @@ static void *worker(void *arg)
 	u->st.ready_ns = now_ns() - t0;
 	pthread_cond_broadcast(&u->cond);
 	pthread_mutex_unlock(&u->lock);
+	uint64_t seen = 0;
+	int more = 1;
 	while (!stopping(u)) {
 		struct timespec ts = { 0, (long)POLL_NS };
+		/* Acquire: pairs with the atomic add in bt_uw_ask() and
+		 * handle_unwind_exec(), made after the entry went into the map,
+		 * so a bump seen means its entry is there to walk. */
+		uint64_t seq = u->want_seq ? __atomic_load_n(u->want_seq, __ATOMIC_ACQUIRE) : seen + 1;
 
-		serve_wants(u);
+		if (seq != seen || more) {
+			seen = seq;
+			more = serve_wants(u);
+		}
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
 }
 
-struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd)
+struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd,
+				      const uint64_t *want_seq)
 {
 	struct bt_unwinder *u = calloc(1, sizeof(*u));
 	int e;
@@ -394,6 +407,7 @@ struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_
 	u->rows_fd = rows_fd;
 	u->procs_fd = procs_fd;
 	u->want_fd = want_fd;
+	u->want_seq = want_seq;
 	u->max_rows = max_rows;
 	u->st.max_rows = max_rows;
 	pthread_mutex_init(&u->lock, NULL);

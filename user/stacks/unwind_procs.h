@@ -30,9 +30,11 @@ struct bt_unwinder_stats {
 
 struct bt_unwinder;
 /* rows_fd: the mmap-able array of rows (max_rows entries); procs_fd,
- * want_fd: the per-process map and the requests. Starts the thread. NULL
- * with errno. */
-struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd);
+ * want_fd: the per-process map and the requests; want_seq: the BPF side's
+ * count of requests made (NULL: look at the map every poll). Starts the
+ * thread. NULL with errno. */
+struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd,
+				      const uint64_t *want_seq);
 void bt_unwinder_stop(struct bt_unwinder *u);
 /* Any thread. */
 void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s);
