@@ -139,6 +139,8 @@ if [ "$write_md" -eq 1 ]; then
 
 Reproduce: \`sudo BT_BASE=/path/to/older/btrace-bpf scripts/bench_convert.sh\` ($when; part of \`make bench\`).
 Median of $REPS conversions each, old and new binaries interleaved in one run on a shared machine.
+"before" is the binary given as BT_BASE. pprof is gzipped and deduplicated by stack: tens of
+KiB, so 0.0 MiB here.
 
 \`\`\`
 $body
