@@ -8,8 +8,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdarg.h>
