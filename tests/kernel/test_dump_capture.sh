@@ -68,16 +68,37 @@ mid_vs_after() {
 
 mid_vs_after quiet
 
-# app-func:slow_call>3ms: its dump contains the call that fired it
-"$TB/app_funcs_spin" -s 1500 -w 500 >"$T_TMP/trig.log" 2>&1
-check "trigger: the workload ran its slow call" grep -q '^slow ' "$T_TMP/trig.log"
-wait_for 20 sh -c "ls '$OUT'/*.btd"
-TD=$(ls "$OUT"/*.btd 2>/dev/null | head -1)
+# app-func:slow_call>3ms: its dump contains the call that fired it. A
+# batch spans at most 8 ms: a sleep the scheduler stretched past that puts
+# the call's exit in a block the spinner overwrites within ~20 ms, before
+# the watcher or a dump may come (counted in watched_gaps; manual.md says
+# so); such a run is run again (at most 3 runs).
+for TRUN in 1 2 3; do
+	ND0=$(ls "$OUT"/*.btd 2>/dev/null | wc -l)
+	"$TB/app_funcs_spin" -s 1500 -w 500 >"$T_TMP/trig.log" 2>&1
+	TPID=$(awk '/^spinning/ {print $2}' "$T_TMP/trig.log")
+	SLOW_US=$(awk '/^slow/ {print int(($4 - $3) / 1000)}' "$T_TMP/trig.log")
+	[ "${SLOW_US:-0}" -le 8000 ] && break
+	diag "run $TRUN: the 5 ms sleep took ${SLOW_US} us, past the batch's 8 ms: again"
+	sleep 1
+done
+wait_for 20 sh -c "[ \$(ls '$OUT'/*.btd 2>/dev/null | wc -l) -gt $ND0 ]"
+TD=$(ls -t "$OUT"/*.btd 2>/dev/null | head -1)
+[ "$(ls "$OUT"/*.btd 2>/dev/null | wc -l)" -gt "$ND0" ] || TD=
+check "trigger: the workload ran its slow call (${SLOW_US:-?} us, run $TRUN)" grep -q '^slow ' "$T_TMP/trig.log"
+# The watcher keeps up with a program writing as fast as it can: it reads
+# most records before they are overwritten (a missed exit is a missed
+# trigger). Sorting every record cost 150 ms a scan: 11% read.
+WST=$(ctl status 2>/dev/null | grep "^app $TPID ")
+WREC=$(sed -n 's/.* watched_records=\([0-9]*\).*/\1/p' <<<"$WST")
+WGAP=$(sed -n 's/.* watched_gaps=\([0-9]*\).*/\1/p' <<<"$WST")
+check "trigger: the watcher read >= half of the records (${WREC:-?} read, ${WGAP:-?} gone before it came)" \
+	test "${WREC:-0}" -gt 0 -a "${WREC:-0}" -ge "${WGAP:-0}"
 check "trigger: app-func:slow_call>3ms fired and dumped" test -n "$TD"
 if [ -n "$TD" ]; then
 	"$BT" report --functions "$TD" >"$T_TMP/trig.txt" 2>&1
 	check "trigger: its dump contains the slow_call that fired it (5 ms asked, >= 3 ms)" \
-		awk '$1 == "slow_call" && $3 == 1 && $4 ~ /[0-9]ms$/ && $4 + 0 >= 3 {f=1} END {if (!f) system("cat " FILENAME); exit !f}' \
+		awk -v p="$TPID" '$1 == "slow_call" && $2 == p && $3 == 1 && $4 ~ /[0-9]ms$/ && $4 + 0 >= 3 {f=1} END {if (!f) system("cat " FILENAME); exit !f}' \
 		"$T_TMP/trig.txt"
 fi
 

@@ -6,12 +6,14 @@
  * Each scan reads the buffer with the validating reader (app_reader.c),
  * skipping the complete blocks an earlier scan took (a complete block never
  * changes until its position does), and re-reading the ones still open.
- * Records are put in each thread's seq order and replayed on a per-thread
- * stack of (function, entry time); records an earlier scan took are skipped
- * by seq. A gap in a thread's seq (records lost, or a batch of another CPU
- * not seen yet) empties its stack: those calls are not timed (counted), so
- * a missing record never makes up a duration. A record of seq 0 newer than
- * the thread's last one is a new thread reusing the tid.
+ * Each batch is a run of consecutive seqs of one thread; the runs are put
+ * in each thread's seq order, and the records of watched functions are
+ * replayed on a per-thread stack of (function, entry time); records an
+ * earlier scan took are skipped by seq. A gap in a thread's seq (records
+ * lost, or a batch of another CPU not seen yet) empties its stack: those
+ * calls are not timed (counted), so a missing record never makes up a
+ * duration. A run of seq 0 newer than the thread's last record is a new
+ * thread reusing the tid.
  */
 #include "func_watch.h"
 
@@ -32,14 +34,24 @@ struct wthr {
 	uint32_t last_seq;
 	uint64_t last_ts;
 	int fresh;    /* no record replayed yet */
-	struct frame *st;
+	struct frame *st; /* the watched calls open, innermost last */
 	uint32_t n, cap;
 };
 
+/* One batch (or one other event) of a thread: records of consecutive seqs. */
+struct wrun {
+	uint32_t tid, seq; /* its first record */
+	uint32_t n;        /* its records */
+	uint32_t first, nw; /* its records of watched functions: rec[first, first + nw) */
+	uint64_t ts0, ts1; /* its first and last record's time */
+};
+
+/* A record of a watched function. */
 struct wrec {
-	uint32_t tid, seq;
 	uint64_t ts, addr;
-	uint32_t kind; /* 0 entry, 1 exit, 2 another event (takes a seq) */
+	uint32_t seq;
+	uint32_t mask; /* the watched functions it is (bit i: cfg entry i) */
+	uint32_t exit;
 };
 
 struct addr_mask {
@@ -54,13 +66,16 @@ struct bt_func_watch {
 	size_t tcap, tn;
 	struct addr_mask *am;
 	size_t acap, an;
+	uint64_t last_addr; /* the last address looked up, and its mask */
+	uint32_t last_mask;
 	uint64_t *done, *ndone; /* complete positions taken: sorted; being built */
 	size_t ndone_n, done_n, done_cap;
 	const void *base;       /* the buffer the positions are of */
+	struct wrun *run;
+	size_t nrun, runcap;
 	struct wrec *rec;
 	size_t nrec, rcap;
-	struct bt_func_rec *dec;
-	size_t dcap;
+	struct bt_func_names *names; /* this scan's */
 	int refreshed; /* names read again in this scan */
 	int err;
 };
@@ -96,8 +111,8 @@ void bt_func_watch_free(struct bt_func_watch *w)
 	free(w->am);
 	free(w->done);
 	free(w->ndone);
+	free(w->run);
 	free(w->rec);
-	free(w->dec);
 	free(w);
 }
 
@@ -161,6 +176,7 @@ static uint32_t watched(struct bt_func_watch *w, uint64_t addr, struct bt_func_n
 		k = (k + 1) & (w->acap - 1);
 	if (w->am[k].addr)
 		return w->am[k].mask;
+	uint32_t m = 0;
 	const char *sym = names ? bt_func_names_get(names, addr) : NULL;
 	if (!sym && names && !w->refreshed) {
 		/* a library loaded since the mappings were read */
@@ -168,12 +184,21 @@ static uint32_t watched(struct bt_func_watch *w, uint64_t addr, struct bt_func_n
 		if (bt_func_names_refresh(names) == 0)
 			sym = bt_func_names_get(names, addr);
 	}
-	uint32_t m = 0;
 	for (size_t i = 0; sym && i < w->cfg.n && i < 32; i++)
 		if (bt_func_watch_match(w->cfg.names[i], sym))
 			m |= 1u << i;
 	w->am[k] = (struct addr_mask){ addr, m };
 	w->an++;
+	return m;
+}
+
+static inline uint32_t watched_cached(struct bt_func_watch *w, uint64_t addr)
+{
+	if (addr == w->last_addr)
+		return w->last_mask; /* a hot function's records come in runs */
+	uint32_t m = watched(w, addr, w->names);
+	w->last_addr = addr;
+	w->last_mask = m;
 	return m;
 }
 
@@ -183,9 +208,9 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int cmp_rec(const void *a, const void *b)
+static int cmp_run(const void *a, const void *b)
 {
-	const struct wrec *x = a, *y = b;
+	const struct wrun *x = a, *y = b;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -217,10 +242,24 @@ static int skip_block(uint64_t pos, void *ctx)
 	return 1;
 }
 
+static int add_run(struct bt_func_watch *w, struct wrun r)
+{
+	if (w->nrun == w->runcap) {
+		size_t nc = w->runcap ? w->runcap * 2 : 1024;
+		void *q = realloc(w->run, nc * sizeof(*w->run));
+		if (!q)
+			return -ENOMEM;
+		w->run = q;
+		w->runcap = nc;
+	}
+	w->run[w->nrun++] = r;
+	return 0;
+}
+
 static int add_rec(struct bt_func_watch *w, struct wrec r)
 {
 	if (w->nrec == w->rcap) {
-		size_t nc = w->rcap ? w->rcap * 2 : 4096;
+		size_t nc = w->rcap ? w->rcap * 2 : 256;
 		void *q = realloc(w->rec, nc * sizeof(*w->rec));
 		if (!q)
 			return -ENOMEM;
@@ -231,6 +270,10 @@ static int add_rec(struct bt_func_watch *w, struct wrec r)
 	return 0;
 }
 
+/* Each batch becomes a run; of its records only the watched functions' are
+ * kept (a scan sees ~10^6 records, of which a handful are watched: sorting
+ * every record by thread and seq cost ~150 ms a scan, longer than the
+ * buffer of a busy program lasts). */
 static int take_block(const struct bt_block_view *blk, void *ctx)
 {
 	struct bt_func_watch *w = ctx;
@@ -243,86 +286,103 @@ static int take_block(const struct bt_block_view *blk, void *ctx)
 		if (len < sizeof(e->h))
 			continue;
 		if (e->h.type != BT_EV_APP_FUNCS) {
-			if (add_rec(w, (struct wrec){ e->h.tid, e->h.seq, e->h.ts_ns, 0, 2 }) < 0)
+			/* another event takes a seq of the thread too */
+			if (add_run(w, (struct wrun){ e->h.tid, e->h.seq, 1, 0, 0, e->h.ts_ns, e->h.ts_ns }) < 0)
 				return -ENOMEM;
 			continue;
 		}
-		const struct bt_ev_app_funcs *f = p;
-		int64_t n = bt_funcs_count(f, len); /* validated by the reader */
-		if (n <= 0)
+		const struct bt_ev_app_funcs *f = p; /* validated by the reader */
+		if (len < sizeof(*f))
 			continue;
-		if ((size_t)n > w->dcap) {
-			void *q = realloc(w->dec, (size_t)n * sizeof(*w->dec));
-			if (!q)
+		struct wrun r = { f->h.tid, f->h.seq, 0, (uint32_t)w->nrec, 0, f->h.ts_ns, 0 };
+		struct bt_funcs_iter it;
+		uint64_t addr;
+		unsigned ex;
+		bt_funcs_iter_init(&it, f, len);
+		while (bt_funcs_iter_next(&it, &addr, &ex)) {
+			uint32_t m = watched_cached(w, addr);
+			if (m && add_rec(w, (struct wrec){ bt_funcs_ts(f, it.tk), addr, r.seq + r.n, m, ex }) < 0)
 				return -ENOMEM;
-			w->dec = q;
-			w->dcap = (size_t)n;
+			r.n++;
 		}
-		bt_funcs_decode(f, len, w->dec);
-		for (int64_t i = 0; i < n; i++)
-			if (add_rec(w, (struct wrec){ f->h.tid, w->dec[i].seq, w->dec[i].ts_ns, w->dec[i].addr,
-						      w->dec[i].exit }) < 0)
-				return -ENOMEM;
+		if (!r.n)
+			continue;
+		r.ts1 = bt_funcs_ts(f, it.tk);
+		r.nw = (uint32_t)w->nrec - r.first;
+		if (add_run(w, r) < 0)
+			return -ENOMEM;
 	}
 	return 0;
 }
 
-/* Replay one record on its thread's stack. */
-static int replay(struct bt_func_watch *w, const struct wrec *r, struct bt_func_names *names)
+/* A watched record, on its thread's stack of watched calls. */
+static void replay_rec(struct bt_func_watch *w, struct wthr *t, const struct wrec *r)
 {
-	struct wthr *t = thr_get(w, r->tid);
-	if (!t)
-		return -ENOMEM;
-	if (r->seq == 0 && !t->fresh && r->ts > t->last_ts) {
-		t->n = 0; /* a new thread with this tid */
-		t->fresh = 1;
-	}
-	if (t->fresh) {
-		t->fresh = 0;
-	} else {
-		uint32_t d = r->seq - t->last_seq;
-		if (d == 0 || d > (1u << 31))
-			return 0; /* taken by an earlier scan */
-		if (d > 1) {
-			w->st.gaps += d - 1;
-			t->n = 0;
-		}
-	}
-	t->last_seq = r->seq;
-	t->last_ts = r->ts;
-	if (r->kind == 2)
-		return 0;
-	w->st.records++;
-	if (r->kind == 0) {
+	if (!r->exit) {
 		if (t->n == t->cap) {
 			uint32_t nc = t->cap ? t->cap * 2 : 32;
 			void *q = nc <= 65536 ? realloc(t->st, nc * sizeof(*t->st)) : NULL;
 			if (!q) {
 				t->n = 0; /* too deep to follow: start again, the calls open are not timed */
 				w->st.untimed++;
-				return 0;
+				return;
 			}
 			t->st = q;
 			t->cap = nc;
 		}
 		t->st[t->n++] = (struct frame){ r->addr, r->ts };
-		return 0;
+		return;
 	}
 	uint32_t s = t->n;
 	while (s > 0 && t->st[s - 1].addr != r->addr)
 		s--;
 	if (!s) {
 		w->st.untimed++;
-		return 0;
+		return;
 	}
 	t->n = s - 1; /* calls above it left without an exit (longjmp, exceptions) */
 	uint64_t dur = r->ts > t->st[s - 1].ts ? r->ts - t->st[s - 1].ts : 0;
-	uint32_t m = watched(w, r->addr, names);
-	for (uint32_t i = 0; m && i < w->cfg.n; i++)
-		if ((m & (1u << i)) && dur > w->cfg.ns[i]) {
+	for (uint32_t i = 0; i < w->cfg.n && i < 32; i++)
+		if ((r->mask & (1u << i)) && dur > w->cfg.ns[i]) {
 			w->st.hits++;
-			w->cfg.hit(w->cfg.ctx, w->cfg.trig[i], r->ts, dur, r->tid);
+			w->cfg.hit(w->cfg.ctx, w->cfg.trig[i], r->ts, dur, t->tid);
 		}
+}
+
+/* Replay one run on its thread: seq continuity first (a gap empties the
+ * stack: the calls open across it are not timed), then its watched records
+ * not taken by an earlier scan. */
+static int replay_run(struct bt_func_watch *w, const struct wrun *r)
+{
+	struct wthr *t = thr_get(w, r->tid);
+	if (!t)
+		return -ENOMEM;
+	if (r->seq == 0 && !t->fresh && r->ts0 > t->last_ts) {
+		t->n = 0; /* a new thread with this tid */
+		t->fresh = 1;
+	}
+	uint32_t from = r->seq, last = r->seq + r->n - 1;
+	if (t->fresh) {
+		t->fresh = 0;
+	} else {
+		uint32_t dl = last - t->last_seq, d = r->seq - t->last_seq;
+		if (dl == 0 || dl > (1u << 31))
+			return 0; /* taken by an earlier scan */
+		if (d == 0 || d > (1u << 31)) {
+			from = t->last_seq + 1; /* an open batch read again: its new records */
+		} else if (d > 1) {
+			w->st.gaps += d - 1;
+			t->n = 0;
+		}
+	}
+	w->st.records += last - from + 1;
+	t->last_seq = last;
+	t->last_ts = r->ts1;
+	for (uint32_t i = 0; i < r->nw; i++) {
+		const struct wrec *x = &w->rec[r->first + i];
+		if (x->seq - from <= last - from)
+			replay_rec(w, t, x);
+	}
 	return 0;
 }
 
@@ -333,10 +393,12 @@ int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, str
 		w->done_n = 0; /* positions of another buffer */
 		w->base = v->base;
 	}
-	w->nrec = 0;
+	w->nrun = w->nrec = 0;
 	w->ndone_n = 0;
 	w->err = 0;
+	w->names = names;
 	w->refreshed = 0;
+	w->last_addr = 0;
 	w->st.scans++;
 	ret = bt_app_read_skip(v, skip_block, take_block, w, NULL);
 	if (!ret)
@@ -348,9 +410,9 @@ int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, str
 	w->done_n = ret ? 0 : w->ndone_n;
 	if (w->done_n)
 		qsort(w->done, w->done_n, 8, cmp_u64);
-	if (w->nrec)
-		qsort(w->rec, w->nrec, sizeof(*w->rec), cmp_rec);
-	for (size_t i = 0; i < w->nrec && !ret; i++)
-		ret = replay(w, &w->rec[i], names);
+	if (w->nrun)
+		qsort(w->run, w->nrun, sizeof(*w->run), cmp_run);
+	for (size_t i = 0; i < w->nrun && !ret; i++)
+		ret = replay_run(w, &w->run[i]);
 	return ret;
 }

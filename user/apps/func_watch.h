@@ -29,7 +29,7 @@ struct bt_func_watch_cfg {
 struct bt_func_watch_stats {
 	uint64_t scans, records, hits;
 	uint64_t gaps;     /* per-thread records missing (lost, or read out of order): calls open then not timed */
-	uint64_t untimed;  /* exits without their entry (before the first scan, after a gap, too deep) */
+	uint64_t untimed;  /* exits of watched functions without their entry (before the first scan, after a gap, too deep) */
 };
 
 struct bt_func_watch;

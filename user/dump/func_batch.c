@@ -30,24 +30,16 @@ int64_t bt_funcs_count(const struct bt_ev_app_funcs *f, uint32_t len)
 
 void bt_funcs_decode(const struct bt_ev_app_funcs *f, uint32_t len, struct bt_func_rec *out)
 {
-	uint32_t nw = words_in(f, len), k = 0;
-	uint64_t tk = f->tsc0;
-	for (uint32_t i = 0; i < nw; i++) {
-		uint64_t w, addr;
-		memcpy(&w, (const uint8_t *)f->words + 8u * i, 8);
-		unsigned kind = (unsigned)(w >> 32) & 3;
-		tk += (uint32_t)w;
-		if (kind >= BT_FREC_ENTRY_LONG) {
-			if (++i >= nw)
-				break;
-			memcpy(&addr, (const uint8_t *)f->words + 8u * i, 8);
-		} else {
-			addr = f->addr0 + (uint64_t)((int64_t)w >> 34);
-		}
-		out[k].ts_ns = f->h.ts_ns + (uint64_t)(((unsigned __int128)(tk - f->tsc0) * f->mult_q32) >> 32);
+	struct bt_funcs_iter it;
+	uint64_t addr;
+	unsigned exit;
+	uint32_t k = 0;
+	bt_funcs_iter_init(&it, f, len);
+	while (bt_funcs_iter_next(&it, &addr, &exit)) {
+		out[k].ts_ns = bt_funcs_ts(f, it.tk);
 		out[k].addr = addr;
 		out[k].seq = f->h.seq + k;
-		out[k].exit = kind & 1;
+		out[k].exit = exit;
 		k++;
 	}
 }
