@@ -380,11 +380,12 @@ int bt_app_read_skip(const struct bt_app_view *v, int (*skip)(uint64_t pos, void
 
 /* ---- capture: the whole buffer copied at one moment, read later --------- */
 
-enum { CAP_EMPTY, CAP_SKIP, CAP_COPIED };
+enum { CAP_EMPTY, CAP_SKIP, CAP_COPIED, CAP_LAPPED /* taken by the writer: lost */ };
 
 struct bt_app_cap_block {
 	uint64_t pos, pos2;     /* header before and after the copy */
 	uint32_t used, inflight;
+	uint32_t order;         /* when the pass came to it: oldest first */
 	uint8_t state, complete;
 };
 
@@ -419,6 +420,7 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
 		b->pos = claimed_pos(v, data, d0 + m, &cap->pre);
 		b->state = b->pos ? CAP_COPIED : CAP_EMPTY;
+		b->order = cap->visited++;
 	}
 	for (uint32_t m = m0; m < m1; m++) {
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
@@ -450,7 +452,7 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 		/* Handed out after the capture began: the block it replaced, part
 		 * of the window, was overwritten before it was copied. */
 		if (b->state == CAP_COPIED && b->pos >= g0) {
-			b->state = CAP_SKIP;
+			b->state = CAP_LAPPED;
 			cap->pre.blocks_lost++;
 		}
 	}
@@ -479,6 +481,7 @@ static uint64_t capture_pass(struct bt_app_capture *cap, const struct bt_app_vie
 	const struct bt_app_meta *metas = (const struct bt_app_meta *)(v->base + mo);
 	uint32_t cur = (uint32_t)(g0 / v->A % v->R), m0 = (uint32_t)(g0 % v->A);
 	memset(&cap->pre, 0, sizeof(cap->pre));
+	cap->visited = 0;
 	/* The writer fills the current slot at meta m0: above it the slot
 	 * still holds the oldest round, below it the newest. */
 	capture_slot(cap, metas, v->base + dof, g0, cur, m0, v->A);
@@ -486,6 +489,32 @@ static uint64_t capture_pass(struct bt_app_capture *cap, const struct bt_app_vie
 		capture_slot(cap, metas, v->base + dof, g0, (cur + k) % v->R, 0, v->A);
 	capture_slot(cap, metas, v->base + dof, g0, cur, 0, m0);
 	return capture_damage(cap);
+}
+
+/* The writer took a block from under the copy: the blocks the pass copied
+ * before it are older, an island behind a hole. A dump's window is the
+ * continuous history after the last hole, so they go too, counted lost
+ * (blocks with writes in flight stay: an open batch pins its block, and
+ * its records are no part of the chase). */
+static void drop_islands(struct bt_app_capture *cap)
+{
+	uint32_t last = 0;
+	int holes = 0;
+	for (uint32_t d = 0; d < cap->v.N; d++) {
+		const struct bt_app_cap_block *b = &cap->blk[d];
+		if (b->state == CAP_LAPPED || (b->state == CAP_COPIED && b->pos2 != b->pos)) {
+			if (!holes || b->order > last)
+				last = b->order;
+			holes = 1;
+		}
+	}
+	for (uint32_t d = 0; holes && d < cap->v.N; d++) {
+		struct bt_app_cap_block *b = &cap->blk[d];
+		if (b->state == CAP_COPIED && b->pos2 == b->pos && b->complete && b->order < last) {
+			b->state = CAP_LAPPED;
+			cap->pre.blocks_lost++;
+		}
+	}
 }
 
 int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
@@ -515,6 +544,7 @@ int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
 		if (!capture_pass(cap, v, mo, dof))
 			break;
 	}
+	drop_islands(cap);
 	cap->copy_ns = mono_ns() - t0;
 	return 0;
 }

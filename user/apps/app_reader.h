@@ -61,6 +61,7 @@ struct bt_app_capture {
 	struct bt_app_read_stats pre;    /* counted while copying */
 	uint64_t copy_ns;                /* how long the copy took */
 	uint32_t tries;                  /* passes: a pass the writer outran is repeated */
+	uint32_t visited;                /* blocks the pass came to so far */
 };
 #define BT_APP_CAPTURE_TRIES 3
 /* 0 or -ENOMEM. */
