@@ -387,6 +387,7 @@ struct bt_app_cap_block {
 	uint32_t used, inflight;
 	uint32_t order;         /* when the pass came to it: oldest first */
 	uint8_t state, complete;
+	uint8_t hole;           /* a writer lapping the copy took it */
 };
 
 #ifdef NO_TSAN_ACTIVE
@@ -421,6 +422,7 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 		b->pos = claimed_pos(v, data, d0 + m, &cap->pre);
 		b->state = b->pos ? CAP_COPIED : CAP_EMPTY;
 		b->order = cap->visited++;
+		b->hole = 0;
 	}
 	for (uint32_t m = m0; m < m1; m++) {
 		struct bt_app_cap_block *b = &cap->blk[d0 + m];
@@ -455,6 +457,10 @@ static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *m
 			b->state = CAP_LAPPED;
 			cap->pre.blocks_lost++;
 		}
+		/* Retaken by a position handed out after the copy began (not by
+		 * a writer that drew an older one before it and stored the
+		 * header late: that block held the oldest round, no hole). */
+		b->hole = b->state == CAP_LAPPED || (b->state == CAP_COPIED && b->pos2 != b->pos && b->pos2 >= g0);
 	}
 }
 
@@ -502,7 +508,7 @@ static void drop_islands(struct bt_app_capture *cap)
 	int holes = 0;
 	for (uint32_t d = 0; d < cap->v.N; d++) {
 		const struct bt_app_cap_block *b = &cap->blk[d];
-		if (b->state == CAP_LAPPED || (b->state == CAP_COPIED && b->pos2 != b->pos)) {
+		if (b->hole) {
 			if (!holes || b->order > last)
 				last = b->order;
 			holes = 1;

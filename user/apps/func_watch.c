@@ -242,15 +242,24 @@ static int skip_block(uint64_t pos, void *ctx)
 	return 1;
 }
 
+/* arr (elem bytes each, *cap of them) doubled (first: the first size), or
+ * NULL (arr kept). */
+static void *grow(void *arr, size_t *cap, size_t elem, size_t first)
+{
+	size_t nc = *cap ? *cap * 2 : first;
+	void *q = realloc(arr, nc * elem);
+	if (q)
+		*cap = nc;
+	return q;
+}
+
 static int add_run(struct bt_func_watch *w, struct wrun r)
 {
 	if (w->nrun == w->runcap) {
-		size_t nc = w->runcap ? w->runcap * 2 : 1024;
-		void *q = realloc(w->run, nc * sizeof(*w->run));
+		struct wrun *q = grow(w->run, &w->runcap, sizeof(*q), 1024);
 		if (!q)
 			return -ENOMEM;
 		w->run = q;
-		w->runcap = nc;
 	}
 	w->run[w->nrun++] = r;
 	return 0;
@@ -259,12 +268,10 @@ static int add_run(struct bt_func_watch *w, struct wrun r)
 static int add_rec(struct bt_func_watch *w, struct wrec r)
 {
 	if (w->nrec == w->rcap) {
-		size_t nc = w->rcap ? w->rcap * 2 : 256;
-		void *q = realloc(w->rec, nc * sizeof(*w->rec));
+		struct wrec *q = grow(w->rec, &w->rcap, sizeof(*q), 256);
 		if (!q)
 			return -ENOMEM;
 		w->rec = q;
-		w->rcap = nc;
 	}
 	w->rec[w->nrec++] = r;
 	return 0;
@@ -399,6 +406,7 @@ int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, str
 	w->names = names;
 	w->refreshed = 0;
 	w->last_addr = 0;
+	w->last_mask = 0; /* address 0 is no function */
 	w->st.scans++;
 	ret = bt_app_read_skip(v, skip_block, take_block, w, NULL);
 	if (!ret)
