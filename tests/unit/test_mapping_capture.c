@@ -12,6 +12,7 @@
  *     have no file: the maps are not read again for every such frame, as
  *     they are (at most every 200 ms) for an address outside them.
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -136,12 +137,70 @@ static void test_jit_code_no_reread(void)
 	bt_mapcap_free(m);
 }
 
+/* Maps read in a process's first moments may predate a library the loader
+ * maps next: a frame in it, sampled after that read, reads them again at
+ * once; a frame sampled before the read does not, nor once the maps held
+ * were read past the young window (the 200 ms rule then). */
+static uint64_t boot_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void *map_exe(int fd)
+{
+	void *p = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void test_young_maps_reread(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint32_t me = (uint32_t)getpid();
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	struct timespec nap = { 0, 120 * 1000000L };
+	uint64_t off, t0 = boot_now();
+	uint8_t *a, *b, *c;
+
+	REQUIRE(m && fd >= 0, "mapcap and our executable");
+	CHECK(bt_mapcap_resolve_at(m, me, (uint64_t)(uintptr_t)&test_young_maps_reread, t0, &off) != BT_MAP_NONE,
+	      "first read names our code");
+	a = map_exe(fd); /* "the loader maps a library" after that read */
+	REQUIRE(a, "a new executable mapping");
+	CHECK(bt_mapcap_resolve_at(m, me, (uint64_t)(uintptr_t)a + 16, boot_now(), &off) != BT_MAP_NONE,
+	      "a frame in it sampled after the young read: read again, named (reads %llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	CHECK(bt_mapcap_maps_reads(m) == 2, "two reads (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	b = map_exe(fd);
+	REQUIRE(b, "another one");
+	CHECK(bt_mapcap_resolve_at(m, me, (uint64_t)(uintptr_t)b + 16, t0, &off) == BT_MAP_NONE &&
+		      bt_mapcap_maps_reads(m) == 2,
+	      "sampled before the maps held were read: no read (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	CHECK(bt_mapcap_resolve_at(m, me, (uint64_t)(uintptr_t)b + 16, boot_now(), &off) != BT_MAP_NONE &&
+		      bt_mapcap_maps_reads(m) == 3,
+	      "the maps held were read young: a later sample reads again (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	c = map_exe(fd);
+	REQUIRE(c, "a third one");
+	CHECK(bt_mapcap_resolve_at(m, me, (uint64_t)(uintptr_t)c + 16, boot_now(), &off) == BT_MAP_NONE &&
+		      bt_mapcap_maps_reads(m) == 3,
+	      "maps read past the young window: the 200 ms rule (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	munmap(a, 4096);
+	munmap(b, 4096);
+	munmap(c, 4096);
+	close(fd);
+	bt_mapcap_free(m);
+}
+
 int main(void)
 {
 	RUN(test_exited_keeps_maps);
 	RUN(test_exit_storm_bounded);
 	RUN(test_vdso_named);
 	RUN(test_jit_code_no_reread);
+	RUN(test_young_maps_reread);
 	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);
 	return h_nfail_tests != 0;
 }

@@ -50,7 +50,8 @@ struct proc {
 	uint32_t tgid; /* 0: empty slot */
 	uint32_t nvma;
 	struct vma *vma;
-	uint64_t read_ns; /* when the maps were last read (CLOCK_MONOTONIC) */
+	uint64_t read_ns; /* when the maps were last read (CLOCK_BOOTTIME) */
+	uint64_t first_ns; /* when they were first read (since its exec) */
 	uint64_t exit_ns; /* 0: running; else when its exit was applied */
 };
 
@@ -65,6 +66,11 @@ struct proc {
  * Re-reading at REREAD_NS made a JIT process cost 5 reads of its maps a
  * second (qemu: 46 in 10 s) for as long as it ran. */
 #define REREAD_ANON_NS 10000000000ull
+/* Maps read in a process's first YOUNG_NS (since its exec) may predate its
+ * libraries (ld.so maps them in its first milliseconds): a miss in a
+ * sample taken after such a read re-reads at once. A junk address then
+ * costs a read per drain pass, for YOUNG_NS only. */
+#define YOUNG_NS 100000000ull
 
 /* An exited process keeps its maps this long: the kernel samples it after
  * sched_process_exit (do_exit runs on, its mm gone), and those stacks
@@ -73,10 +79,12 @@ struct proc {
 #define EXIT_GRACE_NS 2000000000ull
 #define EXITED_MAX 256u
 
-static uint64_t mono_ns(void)
+/* CLOCK_BOOTTIME: the events' clock, so a sample's time compares with
+ * when the maps were read. */
+static uint64_t boot_ns(void)
 {
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
@@ -381,7 +389,9 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 	free(p->vma);
 	p->vma = NULL;
 	p->nvma = 0;
-	p->read_ns = mono_ns();
+	p->read_ns = boot_ns();
+	if (!p->first_ns)
+		p->first_ns = p->read_ns;
 	m->maps_reads++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
 	f = fopen(path, "re");
@@ -438,6 +448,7 @@ static void forget_proc(struct proc *p)
 	p->vma = NULL;
 	p->nvma = 0; /* the slot stays (probing chains), re-read on next use */
 	p->read_ns = 0;
+	p->first_ns = 0;
 	p->exit_ns = 0;
 }
 
@@ -462,22 +473,32 @@ static void expire_exited(struct bt_mapcap *m, uint64_t now)
 
 uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off)
 {
+	return bt_mapcap_resolve_at(m, tgid, addr, 0, off);
+}
+
+uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t seen_ns, uint64_t *off)
+{
 	struct proc *p;
 	const struct vma *v;
+	uint64_t now;
 
 	*off = addr;
 	if (!tgid)
 		return BT_MAP_NONE;
 	if (m->nexited)
-		expire_exited(m, mono_ns());
+		expire_exited(m, boot_ns());
 	p = proc_slot(m, tgid, 1);
 	if (!p->read_ns)
 		read_maps(m, p);
 	v = find_vma(p, addr);
+	now = boot_ns();
 	if ((!v || v->file == BT_MAP_NONE) && !p->exit_ns &&
-	    mono_ns() - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS)) {
-		/* Outside what we knew: a library loaded since (dlopen). An
-		 * exited process has no maps left to read. */
+	    (now - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS) ||
+	     (!v && seen_ns > p->read_ns && p->read_ns - p->first_ns < YOUNG_NS))) {
+		/* Outside what we knew: a library loaded since (dlopen), or
+		 * the maps were read while the loader was still mapping the
+		 * libraries, before this address was sampled. An exited
+		 * process has no maps left to read. */
 		read_maps(m, p);
 		v = find_vma(p, addr);
 	}
@@ -485,7 +506,7 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 		return BT_MAP_NONE;
 	if (!(m->files[v->file - 1].flags & BT_MAPFILE_TRIED))
 		open_file(m, &m->files[v->file - 1], tgid, v);
-	check_pins(m, mono_ns());
+	check_pins(m, boot_ns());
 	*off = addr - v->start + v->pgoff;
 	return v->file;
 }
@@ -501,7 +522,7 @@ void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
 void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid)
 {
 	struct proc *p = proc_slot(m, tgid, 0);
-	uint64_t now = mono_ns();
+	uint64_t now = boot_ns();
 	uint32_t slot;
 
 	if (!p || !p->read_ns)

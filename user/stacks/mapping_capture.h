@@ -48,6 +48,9 @@ void bt_mapcap_free(struct bt_mapcap *m);
 /* Map id (1 + index into the file table) and file offset of addr in process
  * tgid; BT_MAP_NONE (and *off = addr) if no file maps it. */
 uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t *off);
+/* The same, for an address sampled at seen_ns (CLOCK_BOOTTIME; 0: unknown):
+ * maps read young, before it, are read again on a miss. */
+uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t seen_ns, uint64_t *off);
 /* tgid exec'd, or a new process took its pid: its mappings are stale. */
 void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid);
 /* tgid exited: its mappings still name the stacks sampled while it ends,

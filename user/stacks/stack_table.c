@@ -364,7 +364,7 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 		if (user) {
 			/* Return addresses point after the call: resolve ip - 1 so a
 			 * call at a function's end stays in it; store the call site. */
-			map = bt_mapcap_resolve(t->maps, d->h.tgid, k ? ip - 1 : ip, &off);
+			map = bt_mapcap_resolve_at(t->maps, d->h.tgid, k ? ip - 1 : ip, d->h.ts_ns, &off);
 			if (k && map != BT_DMAP_NONE)
 				off += 1;
 			if (map == BT_DMAP_NONE)
