@@ -151,8 +151,9 @@ static struct wthr *thr_get(struct bt_func_watch *w, uint32_t tid)
 }
 
 /* The watched functions addr is (bit i: cfg.names[i]), resolved once. */
-static uint32_t watched(struct bt_func_watch *w, uint64_t addr, struct bt_func_names *names)
+static uint32_t watched(struct bt_func_watch *w, uint64_t addr)
 {
+	struct bt_func_names *names = w->names;
 	if (!addr)
 		return 0;
 	if (2 * (w->an + 1) > w->acap) {
@@ -196,7 +197,7 @@ static inline uint32_t watched_cached(struct bt_func_watch *w, uint64_t addr)
 {
 	if (addr == w->last_addr)
 		return w->last_mask; /* a hot function's records come in runs */
-	uint32_t m = watched(w, addr, w->names);
+	uint32_t m = watched(w, addr);
 	w->last_addr = addr;
 	w->last_mask = m;
 	return m;

@@ -8,12 +8,6 @@
 
 #include <string.h>
 
-static uint32_t words_in(const struct bt_ev_app_funcs *f, uint32_t len)
-{
-	uint64_t room = len >= sizeof(*f) ? (len - sizeof(*f)) / 8 : 0;
-	return f->count < room ? f->count : (uint32_t)room;
-}
-
 int64_t bt_funcs_count(const struct bt_ev_app_funcs *f, uint32_t len)
 {
 	if (len < sizeof(*f) || f->count > f->cap || (uint64_t)f->count * 8 > len - sizeof(*f))
@@ -46,5 +40,5 @@ void bt_funcs_decode(const struct bt_ev_app_funcs *f, uint32_t len, struct bt_fu
 
 uint32_t bt_funcs_trimmed_len(const struct bt_ev_app_funcs *f, uint32_t len)
 {
-	return (uint32_t)sizeof(*f) + 8u * words_in(f, len);
+	return (uint32_t)sizeof(*f) + 8u * bt_funcs_words_in(f, len);
 }

@@ -27,11 +27,17 @@ struct bt_funcs_iter {
 	uint64_t tk;    /* ticks of the last record */
 };
 
-static inline void bt_funcs_iter_init(struct bt_funcs_iter *it, const struct bt_ev_app_funcs *f, uint32_t len)
+/* Words of a batch of len bytes: its count, or what len has room for. */
+static inline uint32_t bt_funcs_words_in(const struct bt_ev_app_funcs *f, uint32_t len)
 {
 	uint64_t room = len >= sizeof(*f) ? (len - sizeof(*f)) / 8 : 0;
+	return f->count < room ? f->count : (uint32_t)room;
+}
+
+static inline void bt_funcs_iter_init(struct bt_funcs_iter *it, const struct bt_ev_app_funcs *f, uint32_t len)
+{
 	it->f = f;
-	it->nw = f->count < room ? f->count : (uint32_t)room;
+	it->nw = bt_funcs_words_in(f, len);
 	it->i = 0;
 	it->tk = f->tsc0;
 }
