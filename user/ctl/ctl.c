@@ -4,7 +4,10 @@
  *
  * Protocol: the client connects, writes one line "CMD ARG...\n"; the server
  * answers with any number of text lines, then "ok\n" or "error: WHY\n", and
- * closes. Each connection is served by its own thread (up to
+ * closes. While a request runs longer than KEEPALIVE_MS the server sends a
+ * line "." every KEEPALIVE_MS (the client skips it): a dump of a big buffer
+ * on a slow machine may take minutes, and the client tells a recorder at work
+ * from one that stopped answering by silence, not by the request's length. Each connection is served by its own thread (up to
  * MAX_CLIENTS at once): a dump that takes seconds, or a client that connects
  * and says nothing, must not hold up a status, a resize or an application
  * registering. What must not run concurrently is serialized by the handlers
@@ -25,11 +28,15 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 5000
-#define CLIENT_TIMEOUT_MS 120000
+#define KEEPALIVE_MS 2000
+#define SILENCE_TIMEOUT_MS 60000            /* no line, not even a keepalive */
+#define REQUEST_TIMEOUT_NS (3600ull * 1000000000ull) /* a handler that never ends */
+#define KEEPALIVE_LINE "."
 #define MAX_CLIENTS 16
 #define SEND_TIMEOUT_S 10 /* a reply the client does not read */
 
@@ -152,6 +159,66 @@ static int split_args(char *line, char **argv)
 	return argc;
 }
 
+/* Sends KEEPALIVE_LINE to a client while its request runs. */
+struct keepalive {
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* done set */
+	int done, fd;
+	pthread_t thread;
+};
+
+static void *keepalive_main(void *arg)
+{
+	struct keepalive *k = arg;
+	struct timespec at;
+
+	pthread_mutex_lock(&k->lock);
+	while (!k->done) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		at.tv_sec += KEEPALIVE_MS / 1000;
+		while (!k->done && pthread_cond_timedwait(&k->cond, &k->lock, &at) != ETIMEDOUT)
+			;
+		if (k->done)
+			break;
+		pthread_mutex_unlock(&k->lock);
+		/* A client that went away: the handler's reply fails the same way. */
+		(void)write_all(k->fd, KEEPALIVE_LINE "\n", 2);
+		pthread_mutex_lock(&k->lock);
+	}
+	pthread_mutex_unlock(&k->lock);
+	return NULL;
+}
+
+/* 0 if the keepalive thread runs; the request is served without one if not. */
+static int keepalive_start(struct keepalive *k, int fd)
+{
+	pthread_condattr_t ca;
+
+	*k = (struct keepalive){ .fd = fd };
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&k->thread, NULL, keepalive_main, k) == 0)
+		return 0;
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->lock);
+	return -1;
+}
+
+/* Returns once no keepalive can be sent any more: the reply follows. */
+static void keepalive_stop(struct keepalive *k)
+{
+	pthread_mutex_lock(&k->lock);
+	k->done = 1;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->thread, NULL);
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->lock);
+}
+
 /* Returns 1 if the connection was handed over (not to be closed here). */
 static int serve_one(struct bt_ctl_server *s, int c)
 {
@@ -160,8 +227,9 @@ static int serve_one(struct bt_ctl_server *s, int c)
 	socklen_t len = sizeof(cred);
 	char *reply = NULL;
 	size_t rlen = 0;
+	struct keepalive ka;
 	FILE *out;
-	int argc, ret;
+	int argc, ret, ticking;
 
 	/* The socket is 0600 in a 0700 directory; check the peer anyway. */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
@@ -193,7 +261,10 @@ static int serve_one(struct bt_ctl_server *s, int c)
 		ret = -EINVAL;
 		snprintf(why, sizeof(why), "empty command");
 	} else {
+		ticking = keepalive_start(&ka, c) == 0;
 		ret = s->handler(s->ctx, argc, argv, out, why, sizeof(why));
+		if (ticking)
+			keepalive_stop(&ka);
 	}
 	if (ret == 0)
 		fputs("ok\n", out);
@@ -506,6 +577,7 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 {
 	char buf[BT_CTL_MAX_LINE];
 	int fd = ctl_connect(path), err;
+	uint64_t t0;
 
 	if (fd < 0) {
 		if (fd == -EACCES || fd == -EPERM)
@@ -518,11 +590,22 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	}
 	snprintf(buf, sizeof(buf), "%s\n", line);
 	err = write_all(fd, buf, strlen(buf));
+	t0 = bt_now_ns();
 	while (!err) {
-		/* A dump of a big buffer can take seconds: be patient. */
-		err = read_line(fd, buf, sizeof(buf), CLIENT_TIMEOUT_MS);
+		/* A dump of a big buffer can take minutes: wait while the
+		 * recorder says it is at work, not longer than an hour. */
+		err = read_line(fd, buf, sizeof(buf), SILENCE_TIMEOUT_MS);
 		if (err)
 			break;
+		if (strcmp(buf, KEEPALIVE_LINE) == 0) {
+			if (bt_now_ns() - t0 > REQUEST_TIMEOUT_NS) {
+				(void)bt_errf(why, whylen, 0, "%s: the recorder is still at '%s' after an hour; "
+					      "stopped waiting (the request goes on)", path, line);
+				close(fd);
+				return -ETIMEDOUT;
+			}
+			continue;
+		}
 		if (strcmp(buf, "ok") == 0)
 			break;
 		if (strncmp(buf, "error: ", 7) == 0) {
@@ -534,6 +617,7 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	}
 	close(fd);
 	if (err)
-		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path, strerror(-err));
+		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path,
+			      err == -ETIMEDOUT ? "no answer for 60 s (the recorder is stuck or stopped)" : strerror(-err));
 	return err;
 }

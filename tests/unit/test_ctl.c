@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_ctl.c - the control socket's protocol (ctl.c) between a real server
+ * thread and a real client: a request that runs for seconds gets keepalive
+ * lines while it runs (so a client waits for a long dump by the recorder's
+ * liveness, not by a fixed deadline), bt_ctl_request hides them from its
+ * output, and a quick request's reply has none.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+#include "ctl.h"
+#include "harness.h"
+
+static char dir[] = "/tmp/btrace-ctl-XXXXXX";
+static char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+
+static int handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen)
+{
+	(void)ctx;
+	if (argc == 2 && strcmp(argv[0], "sleep") == 0) {
+		struct timespec ts = { .tv_sec = atoi(argv[1]) };
+		nanosleep(&ts, NULL);
+		fprintf(out, "slept %s\n", argv[1]);
+		return 0;
+	}
+	if (strcmp(argv[0], "hello") == 0) {
+		fprintf(out, "hello back\n");
+		return 0;
+	}
+	snprintf(why, whylen, "unknown command '%s'", argv[0]);
+	return -EINVAL;
+}
+
+/* The whole reply to line, as a raw client sees it. */
+static size_t raw_request(const char *line, char *reply, size_t max)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	size_t n = 0;
+	ssize_t r;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return 0;
+	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) < 0) {
+		close(fd);
+		return 0;
+	}
+	while (n + 1 < max && (r = read(fd, reply + n, max - 1 - n)) > 0)
+		n += (size_t)r;
+	reply[n] = 0;
+	close(fd);
+	return n;
+}
+
+static int count_lines(const char *s, const char *line)
+{
+	int n = 0;
+	size_t l = strlen(line);
+
+	for (const char *p = s; *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : p + strlen(p))
+		if (strncmp(p, line, l) == 0 && p[l] == '\n')
+			n++;
+	return n;
+}
+
+static void test_quick_reply_has_no_keepalive(void)
+{
+	char reply[4096];
+
+	raw_request("hello", reply, sizeof(reply));
+	CHECK(strcmp(reply, "hello back\nok\n") == 0, "reply '%s'", reply);
+	raw_request("nope", reply, sizeof(reply));
+	CHECK(strcmp(reply, "error: unknown command 'nope'\n") == 0, "reply '%s'", reply);
+}
+
+static void test_long_request_sends_keepalives(void)
+{
+	char reply[4096];
+
+	raw_request("sleep 5", reply, sizeof(reply));
+	/* One every 2 s while the 5 s handler runs, then the reply. */
+	CHECK(count_lines(reply, ".") >= 2, "keepalives: %d in '%s'", count_lines(reply, "."), reply);
+	CHECK(strstr(reply, "slept 5\nok\n") && strlen(strstr(reply, "slept 5\nok\n")) == strlen("slept 5\nok\n"),
+	      "the reply ends the stream: '%s'", reply);
+}
+
+static void test_client_skips_keepalives(void)
+{
+	char *buf = NULL, why[256] = "";
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	int r;
+
+	REQUIRE(out, "memstream");
+	r = bt_ctl_request(sock, "sleep 3", out, why, sizeof(why));
+	fclose(out);
+	CHECK(r == 0, "request: %d %s", r, why);
+	CHECK(buf && strcmp(buf, "slept 3\n") == 0, "output '%s'", buf ? buf : "");
+	free(buf);
+}
+
+int main(void)
+{
+	char err[256];
+	struct bt_ctl_server *s;
+
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(sock, sizeof(sock), "%s/ctl.sock", dir);
+	s = bt_ctl_start(sock, handler, NULL, NULL, NULL, err, sizeof(err));
+	if (!s) {
+		fprintf(stderr, "bt_ctl_start: %s\n", err);
+		return 1;
+	}
+	RUN(test_quick_reply_has_no_keepalive);
+	RUN(test_long_request_sends_keepalives);
+	RUN(test_client_skips_keepalives);
+	bt_ctl_stop(s);
+	rmdir(dir);
+	return h_nfail_tests != 0;
+}
