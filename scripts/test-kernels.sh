@@ -16,7 +16,7 @@
 #   SKIP_TESTS=regex        tests left out (default: packaging and install tests, not about the kernel)
 #   BT_KERNEL_CACHE=dir     where kernel packages are unpacked (default /var/cache/btrace-bpf/kernels)
 #   BT_QEMU_ACCEL=kvm|tcg   default: kvm if the CPU has vmx/svm and /dev/kvm is usable, else TCG
-#   BT_QEMU_TIMEOUT=secs    bound of one boot, tests included (default 2700)
+#   BT_QEMU_TIMEOUT=secs    bound of one boot, tests included (default 3300)
 #   BT_QEMU_CPUS, BT_QEMU_MEM   guest CPUs (default: the host's, at most 4) and MiB (default 3072)
 #
 # Logs go to build/test-kernels/KERNEL/ (console.log: the guest's serial
@@ -49,7 +49,7 @@ TESTS=${TESTS:-'^(kernel/|system/test_service$)'}
 SKIP_TESTS=${SKIP_TESTS-'^kernel/test_(convert|cold_tier|dump_capture|trigger_pressure|hostile|funcs_plain|funcs_lua|stacks_churn|dump_memory)$'}
 # Under TCG the kernel tests take 10-20 minutes depending on the host; CI
 # allows 90 for everything.
-BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-2700}
+BOOT_TIMEOUT=${BT_QEMU_TIMEOUT:-3300}
 GUEST_MEM=${BT_QEMU_MEM:-3072}
 ncpu=$(nproc)
 GUEST_CPUS=${BT_QEMU_CPUS:-$((ncpu > 4 ? 4 : ncpu))}
