@@ -4,7 +4,8 @@
  * thread and a real client: a request that runs for seconds gets keepalive
  * lines while it runs (so a client waits for a long dump by the recorder's
  * liveness, not by a fixed deadline), bt_ctl_request hides them from its
- * output, and a quick request's reply has none.
+ * output (but not a reply line "." after the first), a quick request's
+ * reply has none, and a client that leaves mid-request harms nothing.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +32,11 @@ static int handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_
 	}
 	if (strcmp(argv[0], "hello") == 0) {
 		fprintf(out, "hello back\n");
+		return 0;
+	}
+	if (strcmp(argv[0], "dots") == 0) { /* a reply whose lines are dots */
+		sleep(3);
+		fprintf(out, "first\n.\n.\n");
 		return 0;
 	}
 	snprintf(why, whylen, "unknown command '%s'", argv[0]);
@@ -106,6 +112,38 @@ static void test_client_skips_keepalives(void)
 	free(buf);
 }
 
+static void test_reply_dots_kept(void)
+{
+	char *buf = NULL, why[256] = "";
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	int r;
+
+	REQUIRE(out, "memstream");
+	r = bt_ctl_request(sock, "dots", out, why, sizeof(why));
+	fclose(out);
+	CHECK(r == 0, "request: %d %s", r, why);
+	CHECK(buf && strcmp(buf, "first\n.\n.\n") == 0, "output '%s'", buf ? buf : "");
+	free(buf);
+}
+
+/* A client that asks and leaves: the server's keepalive finds the socket
+ * closed (no SIGPIPE: the test would die), the next request is served. */
+static void test_client_leaves(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+	char reply[4096];
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	REQUIRE(fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0, "connect");
+	REQUIRE(write(fd, "sleep 3\n", 8) == 8, "write");
+	close(fd);
+	sleep(4);
+	raw_request("hello", reply, sizeof(reply));
+	CHECK(strcmp(reply, "hello back\nok\n") == 0, "reply after a client left: '%s'", reply);
+}
+
 int main(void)
 {
 	char err[256];
@@ -122,6 +160,8 @@ int main(void)
 	RUN(test_quick_reply_has_no_keepalive);
 	RUN(test_long_request_sends_keepalives);
 	RUN(test_client_skips_keepalives);
+	RUN(test_reply_dots_kept);
+	RUN(test_client_leaves);
 	bt_ctl_stop(s);
 	rmdir(dir);
 	return h_nfail_tests != 0;

@@ -4,10 +4,11 @@
  *
  * Protocol: the client connects, writes one line "CMD ARG...\n"; the server
  * answers with any number of text lines, then "ok\n" or "error: WHY\n", and
- * closes. While a request runs longer than KEEPALIVE_MS the server sends a
- * line "." every KEEPALIVE_MS (the client skips it): a dump of a big buffer
- * on a slow machine may take minutes, and the client tells a recorder at work
- * from one that stopped answering by silence, not by the request's length. Each connection is served by its own thread (up to
+ * closes. While a request runs longer than KEEPALIVE_MS the server thread
+ * sends a line "." every KEEPALIVE_MS or so, before the reply's first line
+ * (the client skips them): a dump of a big buffer on a slow machine may take
+ * minutes, and the client tells a recorder at work from a frozen one by
+ * silence, not by the request's length. Each connection is served by its own thread (up to
  * MAX_CLIENTS at once): a dump that takes seconds, or a client that connects
  * and says nothing, must not hold up a status, a resize or an application
  * registering. What must not run concurrently is serialized by the handlers
@@ -18,6 +19,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -34,8 +36,12 @@
 
 #define IO_TIMEOUT_MS 5000
 #define KEEPALIVE_MS 2000
-#define SILENCE_TIMEOUT_MS 60000            /* no line, not even a keepalive */
-#define REQUEST_TIMEOUT_NS (3600ull * 1000000000ull) /* a handler that never ends */
+/* The client's bounds: no line (not even a keepalive: a recorder frozen,
+ * or one from before keepalives) for SILENCE_S; a request running
+ * REQUEST_S in all (a handler stuck while the recorder lives). */
+#define SILENCE_S 120
+#define REQUEST_S 1800
+#define NOTICE_S 10 /* on a terminal, say once that the recorder is at work */
 #define KEEPALIVE_LINE "."
 #define MAX_CLIENTS 16
 #define SEND_TIMEOUT_S 10 /* a reply the client does not read */
@@ -49,6 +55,7 @@ struct bt_ctl_server {
 	pthread_cond_t clients_done; /* nclients dropped */
 	int nclients;
 	int cfd[MAX_CLIENTS];        /* -1: free slot; shut down by bt_ctl_stop */
+	uint64_t next_alive[MAX_CLIENTS]; /* a request runs: its next keepalive (bt_now_ns); 0: none */
 	bt_ctl_handler handler;
 	void *ctx;
 	bt_ctl_adopt_handler adopt; /* "app-register": keeps the connection */
@@ -159,77 +166,46 @@ static int split_args(char *line, char **argv)
 	return argc;
 }
 
-/* Sends KEEPALIVE_LINE to a client while its request runs. */
-struct keepalive {
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* done set */
-	int done, fd;
-	pthread_t thread;
-};
-
-static void *keepalive_main(void *arg)
+/* The request on slot starts (1) or is answered (0). The server thread
+ * sends keepalives only to busy slots, under clients_lock: once this
+ * returns with 0, no keepalive can follow, so the reply is the stream's end. */
+static void set_busy(struct bt_ctl_server *s, int slot, int busy)
 {
-	struct keepalive *k = arg;
-	struct timespec at;
-
-	pthread_mutex_lock(&k->lock);
-	while (!k->done) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		at.tv_sec += KEEPALIVE_MS / 1000;
-		while (!k->done && pthread_cond_timedwait(&k->cond, &k->lock, &at) != ETIMEDOUT)
-			;
-		if (k->done)
-			break;
-		pthread_mutex_unlock(&k->lock);
-		/* A client that went away: the handler's reply fails the same way. */
-		(void)write_all(k->fd, KEEPALIVE_LINE "\n", 2);
-		pthread_mutex_lock(&k->lock);
-	}
-	pthread_mutex_unlock(&k->lock);
-	return NULL;
+	pthread_mutex_lock(&s->clients_lock);
+	s->next_alive[slot] = busy ? bt_now_ns() + KEEPALIVE_MS * 1000000ull : 0;
+	pthread_mutex_unlock(&s->clients_lock);
 }
 
-/* 0 if the keepalive thread runs; the request is served without one if not. */
-static int keepalive_start(struct keepalive *k, int fd)
+/* Called by the server thread: a line KEEPALIVE_LINE to each client whose
+ * request has run another KEEPALIVE_MS. Never blocks: a client whose socket
+ * is full has unread lines, a skipped keepalive costs it nothing. Returns
+ * the number of clients. */
+static int send_keepalives(struct bt_ctl_server *s)
 {
-	pthread_condattr_t ca;
+	uint64_t now = bt_now_ns();
+	int n;
 
-	*k = (struct keepalive){ .fd = fd };
-	pthread_mutex_init(&k->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&k->cond, &ca);
-	pthread_condattr_destroy(&ca);
-	if (pthread_create(&k->thread, NULL, keepalive_main, k) == 0)
-		return 0;
-	pthread_cond_destroy(&k->cond);
-	pthread_mutex_destroy(&k->lock);
-	return -1;
-}
-
-/* Returns once no keepalive can be sent any more: the reply follows. */
-static void keepalive_stop(struct keepalive *k)
-{
-	pthread_mutex_lock(&k->lock);
-	k->done = 1;
-	pthread_cond_signal(&k->cond);
-	pthread_mutex_unlock(&k->lock);
-	pthread_join(k->thread, NULL);
-	pthread_cond_destroy(&k->cond);
-	pthread_mutex_destroy(&k->lock);
+	pthread_mutex_lock(&s->clients_lock);
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->cfd[i] >= 0 && s->next_alive[i] && now >= s->next_alive[i]) {
+			(void)send(s->cfd[i], KEEPALIVE_LINE "\n", 2, MSG_DONTWAIT | MSG_NOSIGNAL);
+			s->next_alive[i] = now + KEEPALIVE_MS * 1000000ull;
+		}
+	n = s->nclients;
+	pthread_mutex_unlock(&s->clients_lock);
+	return n;
 }
 
 /* Returns 1 if the connection was handed over (not to be closed here). */
-static int serve_one(struct bt_ctl_server *s, int c)
+static int serve_one(struct bt_ctl_server *s, int c, int slot)
 {
 	char line[BT_CTL_MAX_LINE], why[512] = "", *argv[BT_CTL_MAX_ARGS + 1];
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	char *reply = NULL;
 	size_t rlen = 0;
-	struct keepalive ka;
 	FILE *out;
-	int argc, ret, ticking;
+	int argc, ret;
 
 	/* The socket is 0600 in a 0700 directory; check the peer anyway. */
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
@@ -261,10 +237,9 @@ static int serve_one(struct bt_ctl_server *s, int c)
 		ret = -EINVAL;
 		snprintf(why, sizeof(why), "empty command");
 	} else {
-		ticking = keepalive_start(&ka, c) == 0;
+		set_busy(s, slot, 1);
 		ret = s->handler(s->ctx, argc, argv, out, why, sizeof(why));
-		if (ticking)
-			keepalive_stop(&ka);
+		set_busy(s, slot, 0);
 	}
 	if (ret == 0)
 		fputs("ok\n", out);
@@ -285,7 +260,7 @@ static void *client_main(void *arg)
 {
 	struct client *cl = arg;
 	struct bt_ctl_server *s = cl->s;
-	int adopted = serve_one(s, cl->fd);
+	int adopted = serve_one(s, cl->fd, cl->slot);
 
 	pthread_mutex_lock(&s->clients_lock);
 	s->cfd[cl->slot] = -1;
@@ -348,13 +323,17 @@ static void *serve(void *arg)
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = s->fd, .events = POLLIN }, { .fd = s->stop_pipe[0], .events = POLLIN } };
-		int c;
+		int c, n;
 
-		if (poll(p, 2, -1) < 0) {
+		/* Awake every KEEPALIVE_MS / 4 only while clients are served. */
+		n = poll(p, 2, send_keepalives(s) ? KEEPALIVE_MS / 4 : -1);
+		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (n == 0)
+			continue;
 		if (p[1].revents)
 			break;
 		c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
@@ -576,7 +555,7 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, size_t whylen)
 {
 	char buf[BT_CTL_MAX_LINE];
-	int fd = ctl_connect(path), err;
+	int fd = ctl_connect(path), err, replying = 0, noticed = 0;
 	uint64_t t0;
 
 	if (fd < 0) {
@@ -592,20 +571,31 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	err = write_all(fd, buf, strlen(buf));
 	t0 = bt_now_ns();
 	while (!err) {
+		uint64_t ran_ms = (bt_now_ns() - t0) / 1000000;
+		int wait_ms = SILENCE_S * 1000;
+
 		/* A dump of a big buffer can take minutes: wait while the
-		 * recorder says it is at work, not longer than an hour. */
-		err = read_line(fd, buf, sizeof(buf), SILENCE_TIMEOUT_MS);
+		 * recorder says it is at work, up to REQUEST_S. */
+		if (ran_ms >= REQUEST_S * 1000ull) {
+			err = -ETIME;
+			break;
+		}
+		if (REQUEST_S * 1000ull - ran_ms < (uint64_t)wait_ms)
+			wait_ms = (int)(REQUEST_S * 1000ull - ran_ms);
+		err = read_line(fd, buf, sizeof(buf), wait_ms);
 		if (err)
 			break;
-		if (strcmp(buf, KEEPALIVE_LINE) == 0) {
-			if (bt_now_ns() - t0 > REQUEST_TIMEOUT_NS) {
-				(void)bt_errf(why, whylen, 0, "%s: the recorder is still at '%s' after an hour; "
-					      "stopped waiting (the request goes on)", path, line);
-				close(fd);
-				return -ETIMEDOUT;
+		/* Keepalives come before the reply's first line only. */
+		if (!replying && strcmp(buf, KEEPALIVE_LINE) == 0) {
+			if (!noticed && ran_ms >= NOTICE_S * 1000 && isatty(STDERR_FILENO)) {
+				fprintf(stderr, "btrace-bpf: the recorder is at '%s' for %" PRIu64
+						" s; waiting (Ctrl-C stops waiting, not the request)\n",
+					line, ran_ms / 1000);
+				noticed = 1;
 			}
 			continue;
 		}
+		replying = 1;
 		if (strcmp(buf, "ok") == 0)
 			break;
 		if (strncmp(buf, "error: ", 7) == 0) {
@@ -616,8 +606,15 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 		fprintf(out, "%s\n", buf);
 	}
 	close(fd);
-	if (err)
-		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path,
-			      err == -ETIMEDOUT ? "no answer for 60 s (the recorder is stuck or stopped)" : strerror(-err));
+	if (err == -ETIME)
+		(void)bt_errf(why, whylen, 0, "stopped waiting for %s after %d s at '%s' (the request may still run)",
+			      path, REQUEST_S, line);
+	else if (err == -ETIMEDOUT)
+		(void)bt_errf(why, whylen, 0, "no word from the recorder at %s for %d s (frozen or stopped); "
+			      "the request may still run", path, SILENCE_S);
+	else if (err == -E2BIG)
+		(void)bt_errf(why, whylen, 0, "a reply line from %s is longer than %d bytes", path, BT_CTL_MAX_LINE - 1);
+	else if (err)
+		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path, strerror(-err));
 	return err;
 }

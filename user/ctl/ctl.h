@@ -3,7 +3,8 @@
  * ctl.h - the control channel of a running recorder: a Unix stream socket
  * (root-only, /run/btrace-bpf/<pid>.sock or --ctl PATH) that takes one
  * command line per connection and answers with text lines ending in a line
- * "ok" or "error: <why>". `btrace-bpf ctl` is the client.
+ * "ok" or "error: <why>", after lines "." every 2 s while the request runs
+ * (keepalives). `btrace-bpf ctl` is the client.
  */
 #ifndef BTRACE_CTL_H
 #define BTRACE_CTL_H
