@@ -97,7 +97,8 @@ static void test_long_request_sends_keepalives(void)
 	      "the reply ends the stream: '%s'", reply);
 }
 
-static void test_client_skips_keepalives(void)
+/* line through bt_ctl_request: it succeeds and prints exactly want. */
+static void client_prints(const char *line, const char *want)
 {
 	char *buf = NULL, why[256] = "";
 	size_t len = 0;
@@ -105,26 +106,21 @@ static void test_client_skips_keepalives(void)
 	int r;
 
 	REQUIRE(out, "memstream");
-	r = bt_ctl_request(sock, "sleep 3", out, why, sizeof(why));
+	r = bt_ctl_request(sock, line, out, why, sizeof(why));
 	fclose(out);
-	CHECK(r == 0, "request: %d %s", r, why);
-	CHECK(buf && strcmp(buf, "slept 3\n") == 0, "output '%s'", buf ? buf : "");
+	CHECK(r == 0, "%s: request: %d %s", line, r, why);
+	CHECK(buf && strcmp(buf, want) == 0, "%s: output '%s'", line, buf ? buf : "");
 	free(buf);
+}
+
+static void test_client_skips_keepalives(void)
+{
+	client_prints("sleep 3", "slept 3\n");
 }
 
 static void test_reply_dots_kept(void)
 {
-	char *buf = NULL, why[256] = "";
-	size_t len = 0;
-	FILE *out = open_memstream(&buf, &len);
-	int r;
-
-	REQUIRE(out, "memstream");
-	r = bt_ctl_request(sock, "dots", out, why, sizeof(why));
-	fclose(out);
-	CHECK(r == 0, "request: %d %s", r, why);
-	CHECK(buf && strcmp(buf, "first\n.\n.\n") == 0, "output '%s'", buf ? buf : "");
-	free(buf);
+	client_prints("dots", "first\n.\n.\n");
 }
 
 /* A client that asks and leaves: the server's keepalive finds the socket
