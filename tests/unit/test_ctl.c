@@ -52,9 +52,11 @@ static size_t raw_request(const char *line, char *reply, size_t max)
 	ssize_t r;
 
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+	reply[0] = 0;
+	if (fd < 0)
 		return 0;
-	if (write(fd, line, strlen(line)) < 0 || write(fd, "\n", 1) < 0) {
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || write(fd, line, strlen(line)) < 0 ||
+	    write(fd, "\n", 1) < 0) {
 		close(fd);
 		return 0;
 	}

@@ -8,8 +8,8 @@
  * sends a line "." every KEEPALIVE_MS or so, before the reply's first line
  * (the client skips them): a dump of a big buffer on a slow machine may take
  * minutes, and the client tells a recorder at work from a frozen one by
- * silence, not by the request's length. Each connection is served by its own thread (up to
- * MAX_CLIENTS at once): a dump that takes seconds, or a client that connects
+ * silence, not by the request's length. Each connection is served by its
+ * own thread (up to MAX_CLIENTS at once): a dump that takes seconds, or a client that connects
  * and says nothing, must not hold up a status, a resize or an application
  * registering. What must not run concurrently is serialized by the handlers
  * (dumps by the recorder's dump lock, resizes by the buffer).
@@ -30,12 +30,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
-#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 5000
 #define KEEPALIVE_MS 2000
+#define KEEPALIVE_NS (KEEPALIVE_MS * 1000000ull)
 /* The client's bounds: no line (not even a keepalive: a recorder frozen,
  * or one from before keepalives) for SILENCE_S; a request running
  * REQUEST_S in all (a handler stuck while the recorder lives). */
@@ -172,7 +172,7 @@ static int split_args(char *line, char **argv)
 static void set_busy(struct bt_ctl_server *s, int slot, int busy)
 {
 	pthread_mutex_lock(&s->clients_lock);
-	s->next_alive[slot] = busy ? bt_now_ns() + KEEPALIVE_MS * 1000000ull : 0;
+	s->next_alive[slot] = busy ? bt_now_ns() + KEEPALIVE_NS : 0;
 	pthread_mutex_unlock(&s->clients_lock);
 }
 
@@ -189,7 +189,7 @@ static int send_keepalives(struct bt_ctl_server *s)
 	for (int i = 0; i < MAX_CLIENTS; i++)
 		if (s->cfd[i] >= 0 && s->next_alive[i] && now >= s->next_alive[i]) {
 			(void)send(s->cfd[i], KEEPALIVE_LINE "\n", 2, MSG_DONTWAIT | MSG_NOSIGNAL);
-			s->next_alive[i] = now + KEEPALIVE_MS * 1000000ull;
+			s->next_alive[i] = now + KEEPALIVE_NS;
 		}
 	n = s->nclients;
 	pthread_mutex_unlock(&s->clients_lock);
