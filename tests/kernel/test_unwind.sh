@@ -35,8 +35,13 @@ LOAD_WAIT=60
 record_until_loaded() {
 	local log=$1
 	shift
-	rec_start "$log" --ctl "$T_TMP/ctl.sock" --unwind-mem 64M "$@" || return 1
-	wait_for "$LOAD_WAIT" sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -q 'running processes loaded'"
+	rec_start "$log" --ctl "$T_TMP/ctl.sock" --unwind-mem 64M --unwind-cache "$T_TMP/uwcache" "$@" || return 1
+	wait_for "$LOAD_WAIT" sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -q 'running processes loaded'" &&
+		"$BT" ctl --ctl "$T_TMP/ctl.sock" status | grep '^unwinding:' >"$log.status"
+}
+# cache_counts LOG: "FROM_CACHE STORED REFUSED LOAD_S" of that recorder's tables
+cache_counts() {
+	sed -n 's/.*binaries (\([0-9]*\) from the cache, \([0-9]*\) stored in it, \([0-9]*\) refused).*loaded in \([0-9.]*\) s.*/\1 \2 \3 \4/p' "$1.status"
 }
 
 # folded_stats FOLDED: "SAMPLES MAIN_PCT TOP" over the lines: the share of
@@ -84,6 +89,17 @@ if [[ $sfp =~ ^[0-9.]+$ && $snofp =~ ^[0-9.]+$ ]] &&
 	ok "without frame pointers: hot_a $snofp%, within 5 points of the frame-pointer build ($sfp%) and of 70%"
 else
 	not_ok "shares with/without frame pointers: $sfp% / $snofp%" "$(sort -t' ' -k2 -nr "$T_TMP/folded_nofp" | head -8)"
+fi
+# the tables of the first run were compiled and stored; the second run's
+# came from the cache (and gave the stacks checked above)
+read -r h1 s1 b1 t1 <<<"$(cache_counts "$T_TMP/rec_fp.log")"
+read -r h2 s2 b2 t2 <<<"$(cache_counts "$T_TMP/rec_nofp.log")"
+diag "unwind table cache: first start ${h1:-?} from it, ${s1:-?} stored, loaded in ${t1:-?} s; second ${h2:-?} from it, ${s2:-?} stored, ${t2:-?} s"
+if [ "${s1:-0}" -gt 0 ] && [ "${h2:-0}" -gt 0 ] && [ "${h2:-0}" -ge "${s1:-0}" ] && [ "${b2:-1}" -eq 0 ] &&
+	[ "$(find "$T_TMP/uwcache" -name '*.uw' | wc -l)" -ge "${s1:-1}" ]; then
+	ok "unwind tables compiled once: the first start stored $s1, the second read $h2 from the cache"
+else
+	not_ok "unwind table cache: stored ${s1:-none}, then ${h2:-none} read" "$(cat "$T_TMP/rec_fp.log.status" "$T_TMP/rec_nofp.log.status")"
 fi
 cfp=$(chains "$T_TMP/folded_fp")
 cnofp=$(chains "$T_TMP/folded_nofp")

@@ -20,6 +20,7 @@
 #include "event_names.h"
 #include "util.h"
 #include "recorder.h"
+#include "unwind_cache.h"
 #include "unwind_procs.h"
 #include "trigger_spec.h"
 #include "config_file.h"
@@ -94,6 +95,7 @@ enum {
 	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
 	OPT_UNWIND_MEM,
+	OPT_UNWIND_CACHE,
 	OPT_COLD_TIER,
 	OPT_COLD_CODEC,
 };
@@ -150,6 +152,10 @@ static const struct argp_option options[] = {
 	  "Memory for the unwind tables user stacks are walked with (compiled from each binary's .eh_frame, "
 	  "so code without frame pointers shows its callers); binaries beyond it use frame pointers, counted "
 	  "(default 0: off, frame pointers only; e.g. 64M)", 1 },
+	{ "unwind-cache", OPT_UNWIND_CACHE, "DIR", 0,
+	  "Keep compiled unwind tables here by build-id, so each binary's are compiled once per machine, not "
+	  "at each start (default " BT_UNWIND_CACHE_DIR ", at most 256 MiB, least recently used go first; "
+	  "'none': compile at each start)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
 	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,
@@ -511,6 +517,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else if (parse_size(arg, &o->unwind_mem) || o->unwind_mem < 4096 || o->unwind_mem > (8ull << 30))
 			argp_error(state, "invalid --unwind-mem '%s': give 0 or a size from 4K to 8G", arg);
 		break;
+	case OPT_UNWIND_CACHE:
+		if (strcmp(arg, "none") && arg[0] != '/')
+			argp_error(state, "invalid --unwind-cache '%s': give an absolute directory or 'none'", arg);
+		o->unwind_cache = strcmp(arg, "none") ? arg : NULL;
+		break;
 	case OPT_SYMBOL_CACHE:
 		if (parse_size(arg, &o->symbol_cache) || o->symbol_cache < (1u << 20))
 			argp_error(state, "invalid --symbol-cache '%s': give a size of at least 1M (e.g. 256M)", arg);
@@ -650,6 +661,7 @@ static int record(int argc, char **args)
 		.on_dump_timeout_ns = DEFAULT_ON_DUMP_TIMEOUT_NS,
 		.sample_hz = DEFAULT_SAMPLE_HZ,
 		.unwind_mem = BT_DEFAULT_UNWIND_MEM,
+		.unwind_cache = BT_UNWIND_CACHE_DIR,
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];

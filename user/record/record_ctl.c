@@ -185,13 +185,15 @@ static void print_stacks(struct recorder *r, FILE *out)
 		bt_unwinder_stats(r->unwinder, &us);
 		fprintf(out, "unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
 			PRIu64 " no executable mapping, %" PRIu64 " JIT, %" PRIu64 " signal frame, %" PRIu64
-			" bad frame; %" PRIu64 " frames by frame pointer; tables: %" PRIu64 " binaries, %" PRIu64
+			" bad frame; %" PRIu64 " frames by frame pointer; tables: %" PRIu64 " binaries (%" PRIu64
+			" from the cache, %" PRIu64 " stored in it, %" PRIu64 " refused), %" PRIu64
 			" of %" PRIu64 " rows, %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %"
-			PRIu64 " processes over the map; %s\n",
+			PRIu64 " processes over the map; %s %.3f s (%.3f s of it compiling or loading tables)\n",
 			(uint64_t)ks.unw_walks, (uint64_t)ks.unw_no_proc, (uint64_t)ks.unw_no_map, (uint64_t)ks.unw_anon,
-			(uint64_t)ks.unw_signal, (uint64_t)ks.unw_bad, (uint64_t)ks.unw_fp, us.binaries, us.rows,
+			(uint64_t)ks.unw_signal, (uint64_t)ks.unw_bad, (uint64_t)ks.unw_fp, us.binaries, us.cache_hits, us.cache_stored, us.cache_bad, us.rows,
 			us.max_rows, us.mem_full, us.no_eh_frame, us.procs_full,
-			us.ready_ns ? "running processes loaded" : "loading the running processes");
+			us.ready_ns ? "running processes loaded in" : "loading the running processes, so far",
+			(double)(us.ready_ns ? us.ready_ns : us.run_ns) / 1e9, (double)us.build_ns / 1e9);
 	}
 }
 

@@ -60,6 +60,7 @@
 #include "recorder.h"
 #include "stack_table.h"
 #include "stack_symbols.h"
+#include "unwind_cache.h"
 #include "unwind_procs.h"
 #include "dump_mgmt.h"
 #include "log.h"
@@ -545,9 +546,17 @@ static int start_unwinder(struct recorder *r)
 	const uint64_t *want_seq;
 	uint32_t max_rows;
 
+	struct bt_unwind_cache *cache = NULL;
+	char err[512];
+
 	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd, &want_seq))
 		return 0;
-	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd, want_seq);
+	if (r->o->unwind_cache) {
+		cache = bt_unwind_cache_open(r->o->unwind_cache, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
+		if (!cache)
+			bt_warn("unwind table cache %s; tables are compiled at each start", err);
+	}
+	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd, want_seq, cache);
 	if (!r->unwinder) {
 		bt_warn("cannot start the unwinder: %s", strerror(errno));
 		return -1;

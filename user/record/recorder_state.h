@@ -52,6 +52,7 @@ struct record_opts {
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	int no_source_lines;          /* --no-source-lines */
 	uint64_t unwind_mem;          /* --unwind-mem; 0: frame pointers only */
+	const char *unwind_cache;     /* --unwind-cache; NULL: none */
 	uint64_t symbol_cache;        /* --symbol-cache: bytes of loaded symbols kept; 0 default */
 	const char **uspecs, **usdts; /* -u, -U */
 	size_t nuspecs, nusdts;

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
+#include "unwind_cache.h"
 #include "unwind_procs.h"
 #include "unwind_table.h"
 #include "elf_symbols.h"
@@ -47,7 +48,9 @@ struct bin {
 
 struct bt_unwinder {
 	int rows_fd, procs_fd, want_fd;
+	struct bt_unwind_cache *cache; /* tables on disk by build-id; NULL: none */
 	const uint64_t *want_seq; /* the BPF side's request count (.bss), NULL: none */
+	uint64_t start_ns;
 	struct bt_unwind_row *rows; /* mmap of rows_fd */
 	uint32_t max_rows;
 	pthread_t thread;
@@ -73,13 +76,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Rows of elf into the array, and its executable segments. */
+/* Rows of elf (from the cache if it has this build) into the array, and
+ * its executable segments. */
 static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 {
 	struct bt_unwind_rows r;
 	size_t nph = 0;
 	GElf_Phdr ph;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = now_ns(), hit = 0, stored = 0, bad = 0;
 	int ret;
 
 	b->kind = BT_UMAP_NOTABLE;
@@ -88,8 +92,18 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 	for (size_t i = 0; i < nph && b->nph < MAX_PHDRS; i++)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
 			b->ph[b->nph++] = (typeof(b->ph[0])){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
-	ret = bt_unwind_rows_build(elf, &r, &u->stop);
+	ret = b->build_id_len ? bt_unwind_cache_load(u->cache, b->build_id, b->build_id_len, u->max_rows, &r) : -ENOENT;
+	hit = !ret;
+	bad = ret == -EBADMSG;
+	if (ret) {
+		ret = bt_unwind_rows_build(elf, &r, &u->stop);
+		stored = !ret && b->build_id_len && u->cache &&
+			 bt_unwind_cache_store(u->cache, b->build_id, b->build_id_len, &r) == 0;
+	}
 	pthread_mutex_lock(&u->lock);
+	u->st.cache_hits += hit;
+	u->st.cache_stored += stored;
+	u->st.cache_bad += bad;
 	if (ret == -ECANCELED) {
 		/* stopping: nothing counted */
 	} else if (ret) {
@@ -369,7 +383,7 @@ static void load_all(struct bt_unwinder *u)
 static void *worker(void *arg)
 {
 	struct bt_unwinder *u = arg;
-	uint64_t t0 = now_ns();
+	uint64_t t0 = u->start_ns;
 
 	vdso_load(u);
 	load_all(u);
@@ -397,13 +411,17 @@ static void *worker(void *arg)
 }
 
 struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd,
-				      const uint64_t *want_seq)
+				      const uint64_t *want_seq, struct bt_unwind_cache *cache)
 {
 	struct bt_unwinder *u = calloc(1, sizeof(*u));
 	int e;
 
-	if (!u)
+	if (!u) {
+		bt_unwind_cache_close(cache);
 		return NULL;
+	}
+	u->cache = cache;
+	u->start_ns = now_ns();
 	u->rows_fd = rows_fd;
 	u->procs_fd = procs_fd;
 	u->want_fd = want_fd;
@@ -427,6 +445,7 @@ struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_
 	u->started = 1;
 	return u;
 fail:
+	bt_unwind_cache_close(cache);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
 	free(u);
@@ -445,6 +464,7 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 	if (u->started)
 		pthread_join(u->thread, NULL);
 	munmap(u->rows, (size_t)u->max_rows * sizeof(struct bt_unwind_row));
+	bt_unwind_cache_close(u->cache);
 	free(u->bins);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
@@ -456,6 +476,7 @@ void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s)
 	pthread_mutex_lock(&u->lock);
 	*s = u->st;
 	pthread_mutex_unlock(&u->lock);
+	s->run_ns = now_ns() - u->start_ns;
 	/* Entries in the per-process map right now. */
 	uint32_t key, next, *prev = NULL;
 	uint64_t n = 0;

@@ -23,18 +23,24 @@ struct bt_unwinder_stats {
 	uint64_t procs;        /* process loads written */
 	uint64_t procs_full;   /* process loads refused: the per-process map was full */
 	uint64_t maps_dropped; /* executable mappings beyond BT_UNWIND_MAPS in a process */
-	uint64_t build_ns;     /* time spent compiling tables */
+	uint64_t build_ns;     /* time spent compiling or loading tables */
+	uint64_t cache_hits;   /* tables read from the cache on disk */
+	uint64_t cache_stored; /* tables written to it */
+	uint64_t cache_bad;    /* cached tables refused (and removed): cut short, another format */
 	uint64_t ready_ns;     /* time the processes running at start took to load (0: not yet) */
+	uint64_t run_ns;       /* time since the unwinder started */
 	uint64_t proc_bytes;   /* bytes of the per-process map in use (entries x value size) */
 };
 
 struct bt_unwinder;
+struct bt_unwind_cache;
 /* rows_fd: the mmap-able array of rows (max_rows entries); procs_fd,
  * want_fd: the per-process map and the requests; want_seq: the BPF side's
- * count of requests made (NULL: look at the map every poll). Starts the
- * thread. NULL with errno. */
+ * count of requests made (NULL: look at the map every poll); cache: tables
+ * on disk (NULL: none), the unwinder's from then on, even on failure.
+ * Starts the thread. NULL with errno. */
 struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd,
-				      const uint64_t *want_seq);
+				      const uint64_t *want_seq, struct bt_unwind_cache *cache);
 void bt_unwinder_stop(struct bt_unwinder *u);
 /* Any thread. */
 void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s);

@@ -13,6 +13,11 @@
 #include <linux/types.h>
 #include "unwind.h"
 
+/* The rows' format and the rules that compile them: a table cached on
+ * disk (unwind_cache.h) is used only if it says the same. Bump it when
+ * either changes. */
+#define BT_UNWIND_ROWS_VERSION 1
+
 struct bt_unwind_rows {
 	struct bt_unwind_row *rows; /* sorted by pc, no two neighbours alike */
 	uint32_t n;

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * unwind_cache.c - compiled unwind tables on disk by build-id (see
+ * unwind_cache.h). Used by the unwinder's thread only: no locking.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <zlib.h>
+#include "unwind_cache.h"
+#include "elf_symbols.h"
+
+#define MAGIC "BTUWTAB"
+#define SUFFIX ".uw"
+#define TMP_PREFIX ".uw-tmp-"
+#define TMP_STALE_S 3600 /* a temporary file this old is a crashed writer's */
+
+struct file_hdr {
+	char magic[8];
+	uint32_t version;  /* BT_UNWIND_ROWS_VERSION */
+	uint32_t row_size; /* sizeof(struct bt_unwind_row) */
+	uint32_t nrows, fdes, unsupported;
+	uint32_t bidlen;
+	uint8_t bid[BT_BUILD_ID_MAX];
+	uint32_t crc; /* zlib crc32 of this header (crc 0) and the rows */
+};
+
+struct bt_unwind_cache {
+	int dirfd;
+	uint64_t budget, total; /* bytes allowed, bytes in our files */
+};
+
+static void name_of(char *name, size_t len, const uint8_t *bid, uint32_t bidlen)
+{
+	size_t k = 0;
+
+	for (uint32_t i = 0; i < bidlen && k + 3 < len; i++)
+		k += (size_t)snprintf(name + k, len - k, "%02x", bid[i]);
+	snprintf(name + k, len - k, SUFFIX);
+}
+
+/* One of our table files' names: lower-case hex, then the suffix. */
+static int is_table_name(const char *s)
+{
+	size_t n = strspn(s, "0123456789abcdef");
+
+	return n >= 2 && n <= 2 * BT_BUILD_ID_MAX && strcmp(s + n, SUFFIX) == 0;
+}
+
+struct seen {
+	char name[2 * BT_BUILD_ID_MAX + 8];
+	uint64_t size;
+	int64_t mtime;
+};
+
+static int by_mtime(const void *a, const void *b)
+{
+	const struct seen *x = a, *y = b;
+	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+}
+
+/* Sum our files; remove stale temporaries and, past the budget, the least
+ * recently used tables down to 3/4 of it. */
+static void scan_prune(struct bt_unwind_cache *c)
+{
+	int fd = openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct seen *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	struct stat st;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	c->total = 0;
+	while ((de = readdir(d))) {
+		if (fstatat(c->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid())
+			continue;
+		if (strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0) {
+			if (now - st.st_mtime > TMP_STALE_S)
+				unlinkat(c->dirfd, de->d_name, 0);
+			continue;
+		}
+		if (!is_table_name(de->d_name))
+			continue;
+		c->total += (uint64_t)st.st_size;
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			void *p = realloc(v, nc * sizeof(*v));
+			if (!p)
+				break;
+			v = p;
+			cap = nc;
+		}
+		memcpy(v[n].name, de->d_name, strlen(de->d_name) + 1); /* is_table_name bounds it */
+		v[n].size = (uint64_t)st.st_size;
+		v[n].mtime = (int64_t)st.st_mtime;
+		n++;
+	}
+	closedir(d);
+	if (c->total > c->budget) {
+		qsort(v, n, sizeof(*v), by_mtime);
+		for (size_t i = 0; i < n && c->total > c->budget / 4 * 3; i++)
+			if (unlinkat(c->dirfd, v[i].name, 0) == 0)
+				c->total -= v[i].size;
+	}
+	free(v);
+}
+
+/* mkdir that is content with a directory already there. */
+static int make_dir(const char *path)
+{
+	return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -errno;
+}
+
+struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, char *err, size_t errlen)
+{
+	char parent[4096];
+	struct stat st;
+	int e, fd;
+
+	if (strlen(dir) >= sizeof(parent) || dir[0] != '/') {
+		snprintf(err, errlen, "%s: not an absolute path", dir);
+		return NULL;
+	}
+	snprintf(parent, sizeof(parent), "%s", dir);
+	char *slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		make_dir(parent); /* the next mkdir says what went wrong */
+	}
+	e = make_dir(dir);
+	if (!e) {
+		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		e = fd < 0 || fstat(fd, &st) ? -errno : 0;
+		if (e && fd >= 0)
+			close(fd);
+	}
+	if (e) {
+		snprintf(err, errlen, "%s: %s", dir, strerror(-e));
+		return NULL;
+	}
+	if (st.st_uid != geteuid() || (st.st_mode & 022)) {
+		snprintf(err, errlen, "%s: not ours (owner %u, mode %03o): not used", dir, (unsigned)st.st_uid,
+			 (unsigned)(st.st_mode & 0777));
+		close(fd);
+		return NULL;
+	}
+	struct bt_unwind_cache *c = calloc(1, sizeof(*c));
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		close(fd);
+		return NULL;
+	}
+	c->dirfd = fd;
+	c->budget = budget;
+	scan_prune(c);
+	return c;
+}
+
+void bt_unwind_cache_close(struct bt_unwind_cache *c)
+{
+	if (!c)
+		return;
+	close(c->dirfd);
+	free(c);
+}
+
+static uint32_t crc_of(const struct file_hdr *h, const struct bt_unwind_row *rows, uint32_t n)
+{
+	struct file_hdr z = *h;
+	uLong crc;
+
+	z.crc = 0;
+	crc = crc32(0L, (const Bytef *)&z, sizeof(z));
+	return (uint32_t)crc32(crc, (const Bytef *)rows, (uInt)n * sizeof(*rows));
+}
+
+static int read_all(int fd, void *buf, size_t len, off_t off)
+{
+	for (size_t got = 0; got < len;) {
+		ssize_t r = pread(fd, (char *)buf + got, len - got, off + (off_t)got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EBADMSG;
+		got += (size_t)r;
+	}
+	return 0;
+}
+
+int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t max_rows,
+			 struct bt_unwind_rows *out)
+{
+	char name[2 * BT_BUILD_ID_MAX + 8];
+	struct file_hdr h;
+	struct stat st;
+	int fd, ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!c || !bidlen || bidlen > BT_BUILD_ID_MAX)
+		return -ENOENT;
+	name_of(name, sizeof(name), bid, bidlen);
+	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = -EBADMSG;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (uint64_t)st.st_size < sizeof(h))
+		goto out;
+	if ((uint64_t)st.st_size > sizeof(h) + sizeof(struct bt_unwind_row) * (uint64_t)max_rows) {
+		ret = -EFBIG; /* more than this recorder's --unwind-mem holds: kept for one that can */
+		goto out;
+	}
+	if (read_all(fd, &h, sizeof(h), 0) || memcmp(h.magic, MAGIC, sizeof(MAGIC)) ||
+	    h.version != BT_UNWIND_ROWS_VERSION || h.row_size != sizeof(struct bt_unwind_row) || !h.nrows ||
+	    (uint64_t)st.st_size != sizeof(h) + (uint64_t)h.nrows * sizeof(struct bt_unwind_row) ||
+	    h.bidlen != bidlen || memcmp(h.bid, bid, bidlen))
+		goto out;
+	out->rows = malloc((size_t)h.nrows * sizeof(*out->rows));
+	if (!out->rows) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	if (read_all(fd, out->rows, (size_t)h.nrows * sizeof(*out->rows), sizeof(h)) ||
+	    crc_of(&h, out->rows, h.nrows) != h.crc)
+		goto out;
+	for (uint32_t i = 1; i < h.nrows; i++)
+		if (out->rows[i].pc <= out->rows[i - 1].pc)
+			goto out; /* the walker's binary search needs them in order */
+	out->n = h.nrows;
+	out->fdes = h.fdes;
+	out->unsupported = h.unsupported;
+	futimens(fd, NULL); /* used: the last to be pruned */
+	ret = 0;
+out:
+	close(fd);
+	if (ret) {
+		bt_unwind_rows_free(out);
+		if (ret == -EBADMSG)
+			unlinkat(c->dirfd, name, 0);
+	}
+	return ret;
+}
+
+int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen,
+			  const struct bt_unwind_rows *r)
+{
+	char name[2 * BT_BUILD_ID_MAX + 8], tmp[sizeof(name) + 32];
+	struct file_hdr h = { .version = BT_UNWIND_ROWS_VERSION, .row_size = sizeof(struct bt_unwind_row) };
+	uint64_t size = sizeof(h) + (uint64_t)r->n * sizeof(*r->rows);
+	int fd, ret = 0;
+
+	if (!c || !bidlen || bidlen > BT_BUILD_ID_MAX || !r->n)
+		return -EINVAL;
+	if (c->total + size > c->budget) {
+		scan_prune(c);
+		if (c->total + size > c->budget)
+			return -ENOSPC;
+	}
+	memcpy(h.magic, MAGIC, sizeof(MAGIC));
+	h.nrows = r->n;
+	h.fdes = r->fdes;
+	h.unsupported = r->unsupported;
+	h.bidlen = bidlen;
+	memcpy(h.bid, bid, bidlen);
+	h.crc = crc_of(&h, r->rows, r->n);
+	name_of(name, sizeof(name), bid, bidlen);
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%s", (int)getpid(), name);
+	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	const struct { const void *p; size_t n; } parts[2] = { { &h, sizeof(h) },
+							     { r->rows, (size_t)r->n * sizeof(*r->rows) } };
+	for (int i = 0; i < 2 && !ret; i++)
+		for (size_t done = 0; done < parts[i].n && !ret;) {
+			ssize_t w = write(fd, (const char *)parts[i].p + done, parts[i].n - done);
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w <= 0)
+				ret = w < 0 ? -errno : -EIO;
+			else
+				done += (size_t)w;
+		}
+	if (close(fd) && !ret)
+		ret = -errno;
+	/* No fsync: a file cut short by a crash fails its checks and is
+	 * built again, which is all a cache owes. */
+	if (!ret && renameat(c->dirfd, tmp, c->dirfd, name))
+		ret = -errno;
+	if (ret)
+		unlinkat(c->dirfd, tmp, 0);
+	else
+		c->total += size;
+	return ret;
+}
