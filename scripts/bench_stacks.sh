@@ -79,7 +79,7 @@ rec_start() {
 	: >"$TMP/rec.log"
 	rm -f "$TMP/ctl.sock"
 	t0=$(date +%s%N)
-	"$BT" record --ctl "$TMP/ctl.sock" -o "$TMP/out" "$@" 2>"$TMP/rec.log" &
+	"$BT" record --ctl "$TMP/ctl.sock" -o "$TMP/out" --unwind-cache "$TMP/uwcache" "$@" 2>"$TMP/rec.log" &
 	RPID=$!
 	PIDS+=("$RPID")
 	for _ in $(seq 200); do grep -q "recording (pid $RPID)" "$TMP/rec.log" && { ok=1; break; }; sleep 0.05; done
@@ -96,6 +96,11 @@ rec_start() {
 		LOAD_CPU_S=$(awk -v t="$(cpu_ticks "$RPID")" -v tck="$TCK" 'BEGIN { printf "%.1f", t / tck }')
 		echo "unwinder start-up: the running processes' tables loaded in ${LOAD_S}s (${LOAD_CPU_S}s of recorder CPU), recording meanwhile" >&2
 	fi
+	# the unwinder's own time, first with an empty table cache, then warm
+	local u
+	u=$("$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | sed -n 's/^unwinding:.*loaded in \([0-9.]*\) s (\([0-9.]*\) s of it.*/\1 \2/p')
+	if [ -n "$u" ] && [ -z "${UNW_COLD:-}" ]; then UNW_COLD=$u
+	elif [ -n "$u" ] && [ -z "${UNW_WARM:-}" ]; then UNW_WARM=$u; fi
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
@@ -383,7 +388,10 @@ for prog in python3 perl sqlite3; do
 	read -r ub un upg upd <<<"${UNW[$prog]}"
 	md "| $prog (packaged, no frame pointers): samples whose user stack reaches __libc_start_call_main | ${ub}% of $un | perf -g ${upg}%; perf --call-graph dwarf ${upd}% |"
 done
-md "| unwinder start-up (tables of every running process, built while recording) | ${LOAD_S:-n/a}s, ${LOAD_CPU_S:-n/a}s of CPU | measured apart: the rows above start once it is done |"
+md "| recorder start-up to the running processes' tables loaded (BPF programs loaded, tables built while recording) | ${LOAD_S:-n/a}s, ${LOAD_CPU_S:-n/a}s of CPU | measured apart: the rows above start once it is done |"
+read -r uc_s uc_b <<<"${UNW_COLD:-n/a n/a}"
+read -r uw_s uw_b <<<"${UNW_WARM:-n/a n/a}"
+md "| the unwinder loading every running process, tables cached on disk (a restart) | ${uw_s}s (${uw_b}s reading tables) | tables compiled (an empty cache, the first start): ${uc_s}s (${uc_b}s compiling) |"
 md "| unwind tables for every binary of the $nprocs processes running | $unw_bins binaries, $unw_rows rows, $((unw_rows * 8 / 1024)) KiB (8 B a row) | |"
 md "| stack table under churn, drain work per event (a new 32-frame stack every 4 events; bench/stack_reclaim, $RECL_EVENTS events) | reclaim on: ${rc_on_ns} ns, table ${rc_on_mib} MiB, last window's events with their stack ${rc_on_pct}% (${rc_on_n} stacks reclaimed) | off, --max-stacks 16384: ${rc_off_ns} ns, ${rc_off_mib} MiB, ${rc_off_pct}%; off with a table of every stack: ${rc_all_ns} ns, ${rc_all_mib} MiB (grows with the run), ${rc_all_pct}% |"
 [ -n "${churn_kids:-}" ] && md "| recorder under process churn (stack_churn, ${churn_kids} processes in ${SECS}s, 99 Hz, --max-stacks 256) | ${churn_cpu}% of a CPU, peak RSS ${churn_hwm} KiB; ${churn_recl} stacks reclaimed, ${churn_lost} lost to a full table | |"
