@@ -230,6 +230,15 @@ $(OUT)/tests/stack_workload_nofp: tests/workloads/stack_workload.c | $(OUT)/test
 
 tests: $(OUT)/tests/stack_workload_nofp
 
+# Without frame pointers and without unwind tables: its rules are only in
+# .debug_frame (-g -fno-asynchronous-unwind-tables), as some embedded and
+# kernel-style builds are (tests/kernel/test_unwind.sh).
+$(OUT)/tests/stack_workload_dframe: tests/workloads/stack_workload.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -g -fno-inline -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables $< -lpthread -o $@
+
+tests: $(OUT)/tests/stack_workload_dframe
+
 # No call-frame information at all in its own code: its fake frame is all
 # an unwinder has (tests/kernel/test_unwind.sh).
 $(OUT)/tests/unwind_junk: tests/workloads/unwind_junk.c | $(OUT)/tests

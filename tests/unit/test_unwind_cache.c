@@ -64,7 +64,7 @@ static void test_build_rows(void)
 	REQUIRE(fd >= 0, "open self");
 	Elf *e = elf_begin(fd, ELF_C_READ, NULL);
 	REQUIRE(e, "elf_begin");
-	CHECK(bt_unwind_rows_build(e, &R, NULL) == 0 && R.n > 10, "build: %u rows", R.n);
+	CHECK(bt_unwind_rows_build(e, NULL, &R, NULL) == 0 && R.n > 10, "build: %u rows", R.n);
 	elf_end(e);
 	close(fd);
 }

@@ -71,12 +71,25 @@ static int local_fs(long type)
 	}
 }
 
-int bt_file_mappable(int fd)
+/* fd's file is regular, root's, and no group or other may write it, on a
+ * file system that also_overlay allows. */
+static int root_only(int fd, int also_overlay)
 {
 	struct stat st;
 	struct statfs sf;
 
 	if (fstat(fd, &st) != 0 || fstatfs(fd, &sf) != 0)
 		return 0;
-	return S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) && local_fs(sf.f_type);
+	return S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	       (local_fs(sf.f_type) || (also_overlay && (unsigned long)sf.f_type == 0x794C7630 /* overlayfs */));
+}
+
+int bt_file_mappable(int fd)
+{
+	return root_only(fd, 0);
+}
+
+int bt_file_root_only(int fd)
+{
+	return root_only(fd, 1);
 }

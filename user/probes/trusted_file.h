@@ -30,4 +30,9 @@ int bt_open_regular_nolinks(const char *path);
  * a local file system whose owner and modes mean what they say (not FUSE,
  * NFS, overlays of containers). */
 int bt_file_mappable(int fd);
+/* Whether only root can have written fd's file: as bt_file_mappable, and
+ * on an overlay too (whose owners and modes are its layers'; a container's
+ * files, not mapped: a layer below may change). For what is believed of a
+ * file's content, like its build-id, not for mapping it. */
+int bt_file_root_only(int fd);
 #endif

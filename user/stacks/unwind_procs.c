@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/types.h>
+#include "debug_file.h"
 #include "unwind_cache.h"
 #include "unwind_procs.h"
 #include "unwind_table.h"
@@ -40,7 +41,7 @@
 struct bin {
 	uint64_t dev, ino;
 	uint8_t build_id[BT_BUILD_ID_MAX];
-	uint32_t build_id_len;
+	uint32_t build_id_len; /* 0: none, or the file is not trusted (see bin_get) */
 	uint32_t first, count, kind; /* as in struct bt_unwind_map */
 	uint32_t nph;
 	struct { uint64_t off, vaddr, filesz; } ph[MAX_PHDRS]; /* executable PT_LOADs */
@@ -96,7 +97,18 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 	hit = !ret;
 	bad = ret == -EBADMSG;
 	if (ret) {
-		ret = bt_unwind_rows_build(elf, &r, &u->stop);
+		/* Rules only in a debug file's .debug_frame (code built without
+		 * unwind tables, then stripped): found by build-id. */
+		int dfd = -1;
+		Elf *dbg = NULL;
+		if (b->build_id_len && !bt_unwind_has_debug_frame(elf) &&
+		    (dfd = bt_debug_file_open(NULL, b->build_id, b->build_id_len, NULL, 0, NULL, NULL)) >= 0)
+			dbg = elf_begin(dfd, ELF_C_READ, NULL);
+		ret = bt_unwind_rows_build(elf, dbg, &r, &u->stop);
+		if (dbg)
+			elf_end(dbg);
+		if (dfd >= 0)
+			close(dfd);
 		stored = !ret && b->build_id_len && u->cache &&
 			 bt_unwind_cache_store(u->cache, b->build_id, b->build_id_len, &r) == 0;
 	}
@@ -158,7 +170,13 @@ static struct bin *bin_get(struct bt_unwinder *u, uint32_t tgid, const char *ran
 	memset(b, 0, sizeof(*b));
 	b->dev = dev;
 	b->ino = ino;
-	b->build_id_len = bt_elf_build_id(fd, b->build_id, BT_BUILD_ID_MAX);
+	/* A build-id is a note anyone can write: only a file no other user can
+	 * have written (bt_file_root_only) is known by it, so a program of
+	 * theirs claiming libc's build-id cannot give libc its rows, in this
+	 * run or through the cache on disk. Others are known by device and
+	 * inode, their tables compiled in each run. */
+	if (bt_file_root_only(fd))
+		b->build_id_len = bt_elf_build_id(fd, b->build_id, BT_BUILD_ID_MAX);
 	/* The same build elsewhere (another container's copy): share its rows. */
 	for (size_t i = 0; b->build_id_len && i < u->nbins; i++)
 		if (u->bins[i].build_id_len == b->build_id_len &&

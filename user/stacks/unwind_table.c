@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * unwind_table.c - .eh_frame -> unwind rows (see unwind_table.h).
+ * unwind_table.c - .eh_frame and .debug_frame -> unwind rows (see
+ * unwind_table.h).
  *
  * The FDEs are found in .eh_frame_hdr's sorted table (what the C++ runtime
- * and libgcc use too); within each FDE, libdw's dwarf_cfi_addrframe gives
+ * and libgcc use too) and by walking .debug_frame's entries; within each FDE, libdw's dwarf_cfi_addrframe gives
  * the rules at an address and the range they hold for, so the rows come
  * out one range after the other. A gap between FDEs gets a NONE row, so an
  * address in it never borrows its predecessor's rules.
@@ -19,6 +20,7 @@
 #define REG_RSP 7
 #define REG_RA 16
 #define MAX_ROWS_PER_FDE 65536u
+#define DEBUG_FRAME_MAX (64u << 20) /* bytes of .debug_frame read (libc's .eh_frame: 0.2 MiB) */
 
 struct out {
 	struct bt_unwind_rows *r;
@@ -158,14 +160,37 @@ static uint32_t rd32(const uint8_t *p)
 	return v;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/* An FDE's start, and which call-frame information has it. */
+struct fde {
+	uint64_t addr;
+	uint32_t src; /* SRC_EH, SRC_DEBUG */
+};
+enum { SRC_EH, SRC_DEBUG };
+
+static int cmp_fde(const void *a, const void *b)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
+	const struct fde *x = a, *y = b;
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	return (x->src > y->src) - (x->src < y->src); /* .eh_frame's first: it wins a tie */
 }
 
-/* The FDEs' start addresses from .eh_frame_hdr, sorted. */
-static int fde_starts(Elf *elf, uint64_t **out, size_t *nout)
+static int add_fde(struct fde **v, size_t *n, size_t *cap, uint64_t addr, uint32_t src)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 1024;
+		void *p = realloc(*v, nc * sizeof(**v));
+		if (!p)
+			return -ENOMEM;
+		*v = p;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = (struct fde){ addr, src };
+	return 0;
+}
+
+/* The FDEs' start addresses from .eh_frame_hdr. */
+static int eh_starts(Elf *elf, struct fde **v, size_t *n, size_t *cap)
 {
 	size_t nph;
 	GElf_Phdr ph;
@@ -186,42 +211,123 @@ static int fde_starts(Elf *elf, uint64_t **out, size_t *nout)
 	/* version 1; eh_frame_ptr a 4-byte encoding; count udata4; table datarel sdata4 */
 	if (p[0] != 1 || (p[1] & 0x0f) != 0x0b || p[2] != 0x03 || p[3] != 0x3b)
 		return -ENOTSUP;
-	uint32_t n = rd32(p + 8);
-	if ((uint64_t)n * 8 > d->d_size - 12)
+	uint32_t cnt = rd32(p + 8);
+	if ((uint64_t)cnt * 8 > d->d_size - 12)
 		return -ENOTSUP;
-	uint64_t *s = malloc((n ? n : 1) * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++)
-		s[i] = hdr_vaddr + (uint64_t)(int64_t)(int32_t)rd32(p + 12 + 8ull * i);
-	qsort(s, n, sizeof(*s), cmp_u64); /* sorted by the linker; not trusted to be */
-	*out = s;
-	*nout = n;
+	for (uint32_t i = 0; i < cnt; i++)
+		if (add_fde(v, n, cap, hdr_vaddr + (uint64_t)(int64_t)(int32_t)rd32(p + 12 + 8ull * i), SRC_EH))
+			return -ENOMEM;
 	return 0;
 }
 
-int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r, const atomic_int *cancel)
+/* elf's .debug_frame section (decompressed), or NULL. */
+static Elf_Data *debug_frame_of(Elf *elf)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+
+	if (!elf || gelf_getclass(elf) != ELFCLASS64 || elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(name, ".debug_frame"))
+			continue;
+		if (sh.sh_flags & SHF_COMPRESSED) {
+			GElf_Chdr ch;
+			if (!gelf_getchdr(scn, &ch) || ch.ch_size > DEBUG_FRAME_MAX || elf_compress(scn, 0, 0) < 0)
+				return NULL;
+		} else if (sh.sh_size > DEBUG_FRAME_MAX) {
+			return NULL;
+		}
+		return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+int bt_unwind_has_debug_frame(Elf *elf)
+{
+	return debug_frame_of(elf) != NULL;
+}
+
+/* The FDEs' start addresses in .debug_frame (DWARF 32 or 64, 8-byte
+ * addresses: x86-64; CIEs skipped). */
+static int debug_starts(Elf_Data *d, struct fde **v, size_t *n, size_t *cap)
+{
+	const uint8_t *p = d->d_buf, *end = p + d->d_size;
+
+	while (end - p >= 4) {
+		uint64_t len = rd32(p), id;
+		size_t hl = 4, idl = 4;
+		if (len == 0xffffffffu) {
+			if (end - p < 12)
+				break;
+			memcpy(&len, p + 4, 8);
+			hl = 12;
+			idl = 8;
+		}
+		if (len > (uint64_t)(end - p) - hl)
+			break; /* cut short: what came before stands */
+		const uint8_t *q = p + hl, *e = q + len;
+		if ((size_t)(e - q) >= idl + 16) {
+			id = idl == 4 ? rd32(q) : 0;
+			if (idl == 8)
+				memcpy(&id, q, 8);
+			if (id != (idl == 4 ? 0xffffffffull : UINT64_MAX)) { /* not a CIE: an FDE */
+				uint64_t addr, range;
+				memcpy(&addr, q + idl, 8);
+				memcpy(&range, q + idl + 8, 8);
+				if (range && add_fde(v, n, cap, addr, SRC_DEBUG))
+					return -ENOMEM;
+			}
+		}
+		p = e;
+	}
+	return 0;
+}
+
+int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const atomic_int *cancel)
 {
 	struct out o = { r, 0 };
-	uint64_t *starts = NULL;
-	size_t n = 0;
-	Dwarf_CFI *cfi;
+	struct fde *starts = NULL;
+	size_t n = 0, cap = 0;
+	Dwarf_CFI *cfi[2] = { NULL, NULL };
+	Dwarf *dw = NULL;
+	Elf_Data *df;
 	int ret;
 
 	memset(r, 0, sizeof(*r));
-	ret = fde_starts(elf, &starts, &n);
-	if (ret)
-		return ret;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi) {
-		free(starts);
-		return -ENOENT;
+	ret = eh_starts(elf, &starts, &n, &cap);
+	if (ret == -ENOMEM)
+		goto out;
+	if (!ret && !(cfi[SRC_EH] = dwarf_getcfi_elf(elf)))
+		n = 0;
+	/* .debug_frame: code built without unwind tables (-g
+	 * -fno-asynchronous-unwind-tables) has its rules there only, in the
+	 * binary or its debug file. */
+	if (!(df = debug_frame_of(elf)) && (df = debug_frame_of(debug)))
+		elf = debug;
+	if (df && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)) && (cfi[SRC_DEBUG] = dwarf_getcfi(dw))) {
+		size_t before = n;
+		if (debug_starts(df, &starts, &n, &cap)) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		r->debug_fdes = (uint32_t)(n - before);
 	}
+	if (!n) {
+		ret = ret ? ret : -ENOENT;
+		goto out;
+	}
+	ret = 0;
+	qsort(starts, n, sizeof(*starts), cmp_fde); /* sorted by the linker; not trusted to be */
 	for (size_t i = 0; i < n && !ret; i++) {
-		uint64_t addr = starts[i], bound = i + 1 < n ? starts[i + 1] : UINT64_MAX;
+		uint64_t addr = starts[i].addr, bound = i + 1 < n ? starts[i + 1].addr : UINT64_MAX;
+		Dwarf_CFI *c = cfi[starts[i].src];
 		uint32_t k;
 
-		if (i && starts[i] == starts[i - 1])
+		if (i && starts[i].addr == starts[i - 1].addr)
 			continue;
 		if (cancel && (i & 255) == 0 && atomic_load_explicit(cancel, memory_order_relaxed)) {
 			ret = -ECANCELED; /* relaxed: a hint, read again at the next FDE batch */
@@ -233,7 +339,7 @@ int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r, const atomic_int *c
 			Dwarf_Addr s, e;
 			bool sig = false;
 
-			if (dwarf_cfi_addrframe(cfi, addr, &f) != 0)
+			if (dwarf_cfi_addrframe(c, addr, &f) != 0)
 				break;
 			if (dwarf_frame_info(f, &s, &e, &sig) < 0 || e <= addr) {
 				free(f);
@@ -243,12 +349,14 @@ int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *r, const atomic_int *c
 			free(f);
 			addr = e;
 		}
-		if (!ret && addr < bound && bound != UINT64_MAX)
-			ret = push(&o, addr, (struct bt_unwind_row){ .kind = BT_UROW_NONE });
-		else if (!ret && bound == UINT64_MAX)
+		if (!ret && addr < bound)
 			ret = push(&o, addr, (struct bt_unwind_row){ .kind = BT_UROW_NONE });
 	}
-	dwarf_cfi_end(cfi);
+out:
+	if (cfi[SRC_EH])
+		dwarf_cfi_end(cfi[SRC_EH]);
+	if (dw)
+		dwarf_end(dw); /* ends cfi[SRC_DEBUG] too */
 	free(starts);
 	if (ret)
 		bt_unwind_rows_free(r);

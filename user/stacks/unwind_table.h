@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unwind_table.h - a binary's .eh_frame compiled into the rows the BPF
+ * unwind_table.h - a binary's call-frame information (.eh_frame, and
+ * .debug_frame in it or in its debug file) compiled into the rows the BPF
  * walker reads (bpf/unwind.h): for each address range, where the caller's
  * frame is (CFA from rsp or rbp, PLT stubs, the outermost frame, signal
  * frames) and where rbp was saved. Read with libdw's CFI interpreter.
@@ -16,21 +17,26 @@
 /* The rows' format and the rules that compile them: a table cached on
  * disk (unwind_cache.h) is used only if it says the same. Bump it when
  * either changes. */
-#define BT_UNWIND_ROWS_VERSION 1
+#define BT_UNWIND_ROWS_VERSION 2 /* 2: .debug_frame read too */
 
 struct bt_unwind_rows {
 	struct bt_unwind_row *rows; /* sorted by pc, no two neighbours alike */
 	uint32_t n;
 	uint32_t fdes;        /* FDEs read */
+	uint32_t debug_fdes;  /* of them, found in .debug_frame */
 	uint32_t unsupported; /* rows whose rules the walker cannot follow (kept as NONE) */
 };
 
 /* Compile elf's .eh_frame (found through PT_GNU_EH_FRAME, so stripped
- * files work). 0, -ENOENT (no .eh_frame_hdr table), -ENOTSUP (an encoding or
- * an address the rows cannot hold), -ENOMEM, -ECANCELED (*cancel became
- * non-zero: a big binary under an emulated CPU takes seconds, and a
- * recorder stopping must not wait for it; NULL: never). Free with
- * bt_unwind_rows_free. */
-int bt_unwind_rows_build(Elf *elf, struct bt_unwind_rows *out, const atomic_int *cancel);
+ * files work) and its .debug_frame, or if it has none, that of debug (its
+ * separate debug file; NULL: none); where both describe an address,
+ * .eh_frame's rules are used. 0, -ENOENT (neither has any), -ENOTSUP (an
+ * encoding or an address the rows cannot hold), -ENOMEM, -ECANCELED
+ * (*cancel became non-zero: a big binary under an emulated CPU takes
+ * seconds, and a recorder stopping must not wait for it; NULL: never).
+ * Free with bt_unwind_rows_free. */
+int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *out, const atomic_int *cancel);
+/* Whether elf has a .debug_frame (else its debug file is worth a look). */
+int bt_unwind_has_debug_frame(Elf *elf);
 void bt_unwind_rows_free(struct bt_unwind_rows *r);
 #endif
