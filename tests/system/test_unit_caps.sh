@@ -29,11 +29,15 @@ run_confined() {
 	local set=$1 out=$2
 	setpriv --bounding-set="-all,$set" "$BT" record --sample 199 --no-ctl -o "$out" -m 8M -d 2s \
 		>"$out.log" 2>&1 &
-	local pid=$!
-	sleep 1
-	# the drain thread's nice level (field 19 of its stat), while it runs
-	for t in /proc/$pid/task/*; do
-		[ "$(cat "$t/comm" 2>/dev/null)" = btrace-drain ] && awk '{ print $19 }' "$t/stat" >"$out.nice"
+	local pid=$! i
+	# the drain thread's nice level (field 19 of its stat), once it runs
+	# (a start takes more than a second on a busy machine)
+	for i in $(seq 100); do
+		for t in /proc/$pid/task/*; do
+			[ "$(cat "$t/comm" 2>/dev/null)" = btrace-drain ] && awk '{ print $19 }' "$t/stat" >"$out.nice"
+		done
+		[ "$(cat "$out.nice" 2>/dev/null)" = -10 ] && break
+		sleep 0.1
 	done
 	wait "$pid"
 }

@@ -26,6 +26,7 @@ static char tmp[] = "/tmp/btrace-uwcache-XXXXXX";
 static char dir[128];
 static struct bt_unwind_rows R;
 static const uint8_t BID[20] = { 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+#define SRC 0x5eed5eedu /* the call-frame information's CRC the tables stand for */
 static const char BID_NAME[] = "deadbeef0102030405060708090a0b0c0d0e0f10.uw";
 
 static void path_of(char *p, size_t len, const char *name)
@@ -76,16 +77,19 @@ static void test_round_trip(void)
 	struct stat st;
 	REQUIRE(c, "cache");
 	CHECK(stat(dir, &st) == 0 && (st.st_mode & 0777) == 0700, "the directory is made 0700 (%o)", st.st_mode & 0777);
-	CHECK(bt_unwind_cache_load(c, BID, 20, 1u << 20, &got) == -ENOENT, "empty cache: none");
-	CHECK(bt_unwind_cache_store(c, BID, 20, &R) == 0, "store");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == -ENOENT, "empty cache: none");
+	CHECK(bt_unwind_cache_store(c, BID, 20, SRC, &R) == 0, "store");
 	CHECK(exists(BID_NAME), "named by the build-id");
-	CHECK(bt_unwind_cache_load(c, BID, 20, 1u << 20, &got) == 0, "load");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == 0, "load");
 	CHECK(got.n == R.n && got.fdes == R.fdes && !memcmp(got.rows, R.rows, R.n * sizeof(*R.rows)),
 	      "the same rows (%u of %u)", got.n, R.n);
 	bt_unwind_rows_free(&got);
-	CHECK(bt_unwind_cache_load(c, BID, 19, 1u << 20, &got) == -ENOENT, "a shorter build-id is another file");
-	CHECK(bt_unwind_cache_load(c, BID, 20, R.n - 1, &got) == -EFBIG, "more rows than the caller holds: refused");
+	CHECK(bt_unwind_cache_load(c, BID, 19, SRC, 1u << 20, &got) == -ENOENT, "a shorter build-id is another file");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, R.n - 1, &got) == -EFBIG, "more rows than the caller holds: refused");
 	CHECK(exists(BID_NAME), "... and kept for a recorder that can hold them");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC + 1, 1u << 20, &got) == -ESTALE,
+	      "another binary claiming the build-id (other call-frame information): not its rows");
+	CHECK(exists(BID_NAME), "... and the table stays for the binary it is");
 	bt_unwind_cache_close(c);
 }
 
@@ -100,7 +104,7 @@ static int load_damaged(void (*fn)(unsigned char *p, size_t *len))
 
 	if (!c)
 		return 0;
-	bt_unwind_cache_store(c, BID, 20, &R);
+	bt_unwind_cache_store(c, BID, 20, SRC, &R);
 	path_of(p, sizeof(p), BID_NAME);
 	unsigned char *b = h_read_file(p, &len);
 	if (!b) {
@@ -111,7 +115,7 @@ static int load_damaged(void (*fn)(unsigned char *p, size_t *len))
 	unlink(p);
 	write_file(p, b, len);
 	free(b);
-	r = bt_unwind_cache_load(c, BID, 20, 1u << 20, &got);
+	r = bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got);
 	bt_unwind_rows_free(&got);
 	bt_unwind_cache_close(c);
 	return r;
@@ -178,13 +182,34 @@ static void test_symlink_not_followed(void)
 	path_of(link, sizeof(link), BID_NAME);
 	unlink(link);
 	REQUIRE(symlink(target, link) == 0, "symlink");
-	CHECK(bt_unwind_cache_load(c, BID, 20, 1u << 20, &got) == -ELOOP, "a link is not followed");
-	CHECK(bt_unwind_cache_store(c, BID, 20, &R) == 0, "store over the link");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == -ELOOP, "a link is not followed");
+	CHECK(bt_unwind_cache_store(c, BID, 20, SRC, &R) == 0, "store over the link");
 	unsigned char *b = h_read_file(target, &len);
 	CHECK(b && len == 8 && !memcmp(b, "not ours", 8), "the link's target is untouched");
 	free(b);
-	CHECK(bt_unwind_cache_load(c, BID, 20, 1u << 20, &got) == 0, "the stored table replaced the link");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == 0, "the stored table replaced the link");
 	bt_unwind_rows_free(&got);
+	bt_unwind_cache_close(c);
+}
+
+static void test_file_not_ours(void)
+{
+	struct bt_unwind_cache *c = open_cache(BT_UNWIND_CACHE_BUDGET);
+	struct bt_unwind_rows got;
+	char p[256];
+	REQUIRE(c, "cache");
+	CHECK(bt_unwind_cache_store(c, BID, 20, SRC, &R) == 0, "store");
+	path_of(p, sizeof(p), BID_NAME);
+	if (geteuid() == 0) {
+		REQUIRE(chown(p, 65534, 65534) == 0, "chown");
+		CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == -EPERM, "another user's file: refused");
+		CHECK(exists(BID_NAME), "... and not removed");
+		unlink(p);
+	}
+	REQUIRE(mkfifo(p, 0600) == 0, "mkfifo");
+	CHECK(bt_unwind_cache_load(c, BID, 20, SRC, 1u << 20, &got) == -EPERM, "a FIFO: refused without blocking");
+	CHECK(exists(BID_NAME), "... and not removed");
+	unlink(p);
 	bt_unwind_cache_close(c);
 }
 
@@ -194,6 +219,10 @@ static void test_not_ours(void)
 	REQUIRE(chmod(dir, 0777) == 0, "chmod");
 	struct bt_unwind_cache *c = bt_unwind_cache_open(dir, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
 	CHECK(!c && strstr(err, "not ours"), "a directory others can write is not used: %s", err);
+	bt_unwind_cache_close(c);
+	REQUIRE(chmod(dir, 0755) == 0, "chmod");
+	c = bt_unwind_cache_open(dir, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
+	CHECK(!c && strstr(err, "not ours"), "a directory others can read (a shared one, /var/cache) is not used: %s", err);
 	bt_unwind_cache_close(c);
 	chmod(dir, 0700);
 	if (geteuid() == 0) {
@@ -235,7 +264,7 @@ static void test_budget(void)
 	for (int i = 0; i < 4; i++) {
 		memcpy(bid[i], BID, 20);
 		bid[i][19] = (uint8_t)(0x80 + i);
-		CHECK(bt_unwind_cache_store(c, bid[i], 20, &R) == 0, "store %d", i);
+		CHECK(bt_unwind_cache_store(c, bid[i], 20, SRC, &R) == 0, "store %d", i);
 	}
 	bt_unwind_cache_close(c);
 	/* not ours: another program's file, an upper-case name, a link */
@@ -275,8 +304,15 @@ static void test_budget(void)
 	uint8_t big[20];
 	memcpy(big, BID, 20);
 	big[19] = 0x90;
-	bt_unwind_cache_store(c, big, 20, &R);
-	bt_unwind_cache_store(c, bid[1], 20, &R);
+	CHECK(bt_unwind_cache_store(c, big, 20, SRC, &R) == 0, "a store past the budget prunes and is made");
+	CHECK(bt_unwind_cache_store(c, bid[1], 20, SRC, &R) == 0, "and the next");
+	bt_unwind_cache_close(c);
+	c = open_cache(3 * one);
+	REQUIRE(c, "cache");
+	uint8_t more[20];
+	memcpy(more, BID, 20);
+	more[19] = 0x91;
+	CHECK(bt_unwind_cache_store(c, more, 20, SRC, &R) == 0, "after a restart too: the cache never stops taking tables");
 	uint64_t total = 0;
 	for (int i = 0; i < 0x100; i++) {
 		char p[256];
@@ -303,6 +339,7 @@ int main(void)
 	RUN(test_round_trip);
 	RUN(test_damaged_refused);
 	RUN(test_symlink_not_followed);
+	RUN(test_file_not_ours);
 	RUN(test_not_ours);
 	RUN(test_budget);
 	bt_unwind_rows_free(&R);

@@ -155,35 +155,6 @@ nomem:
 	return -ENOMEM;
 }
 
-/* Bytes of DWARF sections in e, inflated size counted for compressed
- * ones; UINT64_MAX if the headers cannot be read. */
-static uint64_t debug_bytes(Elf *e)
-{
-	size_t shstrndx;
-	uint64_t sum = 0;
-	Elf_Scn *scn = NULL;
-
-	if (elf_getshdrstrndx(e, &shstrndx) != 0)
-		return UINT64_MAX;
-	while ((scn = elf_nextscn(e, scn))) {
-		GElf_Shdr sh;
-		const char *nm;
-		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(e, shstrndx, sh.sh_name)))
-			return UINT64_MAX;
-		if (strncmp(nm, ".debug_", 7) != 0 && strncmp(nm, ".zdebug_", 8) != 0)
-			continue;
-		if (sh.sh_type == SHT_NOBITS)
-			continue;
-		sum += sh.sh_size;
-		if (sum > BT_UNTRUSTED_READ_MAX)
-			return sum; /* before reading a compression header of it */
-		GElf_Chdr ch;
-		if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
-			sum += ch.ch_size;
-	}
-	return sum;
-}
-
 /* An Elf of our copy of fd for libdw: mapped if only root can change the
  * file, else read, at most BT_UNTRUSTED_READ_MAX bytes of DWARF. */
 static int open_elf(struct bt_dwarf *dw, int which, int fd)
@@ -196,7 +167,7 @@ static int open_elf(struct bt_dwarf *dw, int which, int fd)
 	if (!e)
 		return -1;
 	dw->elf[which] = e;
-	if (elf_kind(e) != ELF_K_ELF || (!map && debug_bytes(e) > BT_UNTRUSTED_READ_MAX))
+	if (elf_kind(e) != ELF_K_ELF || (!map && bt_elf_debug_bytes(e) > BT_UNTRUSTED_READ_MAX))
 		return -1;
 	return 0;
 }

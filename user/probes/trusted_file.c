@@ -6,11 +6,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <string.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
+#include <gelf.h>
 #include "trusted_file.h"
 
 /* An O_PATH descriptor of path: with no_links, none of its components may
@@ -92,4 +94,31 @@ int bt_file_mappable(int fd)
 int bt_file_root_only(int fd)
 {
 	return root_only(fd, 1);
+}
+
+uint64_t bt_elf_debug_bytes(Elf *e)
+{
+	size_t shstrndx;
+	uint64_t sum = 0;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(e, &shstrndx) != 0)
+		return UINT64_MAX;
+	while ((scn = elf_nextscn(e, scn))) {
+		GElf_Shdr sh;
+		const char *nm;
+		if (!gelf_getshdr(scn, &sh) || !(nm = elf_strptr(e, shstrndx, sh.sh_name)))
+			return UINT64_MAX;
+		if (strncmp(nm, ".debug_", 7) != 0 && strncmp(nm, ".zdebug_", 8) != 0)
+			continue;
+		if (sh.sh_type == SHT_NOBITS)
+			continue;
+		sum += sh.sh_size;
+		if (sum > BT_UNTRUSTED_READ_MAX)
+			return sum; /* before reading a compression header of it */
+		GElf_Chdr ch;
+		if ((sh.sh_flags & SHF_COMPRESSED) && gelf_getchdr(scn, &ch))
+			sum += ch.ch_size;
+	}
+	return sum;
 }

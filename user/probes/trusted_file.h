@@ -12,6 +12,7 @@
 #ifndef BTRACE_TRUSTED_FILE_H
 #define BTRACE_TRUSTED_FILE_H
 #include <stdint.h>
+#include <libelf.h>
 
 /* Bytes of debug sections read from a file that may not be mapped. */
 #define BT_UNTRUSTED_READ_MAX (256ull << 20)
@@ -35,4 +36,10 @@ int bt_file_mappable(int fd);
  * files, not mapped: a layer below may change). For what is believed of a
  * file's content, like its build-id, not for mapping it. */
 int bt_file_root_only(int fd);
+
+/* Bytes of DWARF sections in e, inflated size counted for compressed ones
+ * (what libdw reads and inflates when it opens e); UINT64_MAX if the
+ * headers cannot be read. Bound it before dwarf_begin_elf on a file
+ * another user controls: a small file can declare a huge section. */
+uint64_t bt_elf_debug_bytes(Elf *e);
 #endif

@@ -28,7 +28,8 @@ struct file_hdr {
 	uint32_t nrows, fdes, unsupported;
 	uint32_t bidlen;
 	uint8_t bid[BT_BUILD_ID_MAX];
-	uint32_t crc; /* zlib crc32 of this header (crc 0) and the rows */
+	uint32_t src_crc; /* bt_unwind_source_crc of the binary compiled */
+	uint32_t crc;     /* zlib crc32 of this header (crc 0) and the rows */
 };
 
 struct bt_unwind_cache {
@@ -65,9 +66,10 @@ static int by_mtime(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-/* Sum our files; remove stale temporaries and, past the budget, the least
- * recently used tables down to 3/4 of it. */
-static void scan_prune(struct bt_unwind_cache *c)
+/* Sum our files; remove stale temporaries and, if need more bytes would
+ * not fit in the budget, the least recently used tables until they fit in
+ * 3/4 of it (a hysteresis: not a scan per store). */
+static void scan_prune(struct bt_unwind_cache *c, uint64_t need)
 {
 	int fd = openat(c->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -109,9 +111,9 @@ static void scan_prune(struct bt_unwind_cache *c)
 		n++;
 	}
 	closedir(d);
-	if (c->total > c->budget) {
+	if (c->total + need > c->budget) {
 		qsort(v, n, sizeof(*v), by_mtime);
-		for (size_t i = 0; i < n && c->total > c->budget / 4 * 3; i++)
+		for (size_t i = 0; i < n && c->total + need > c->budget / 4 * 3; i++)
 			if (unlinkat(c->dirfd, v[i].name, 0) == 0)
 				c->total -= v[i].size;
 	}
@@ -151,8 +153,8 @@ struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, c
 		snprintf(err, errlen, "%s: %s", dir, strerror(-e));
 		return NULL;
 	}
-	if (st.st_uid != geteuid() || (st.st_mode & 022)) {
-		snprintf(err, errlen, "%s: not ours (owner %u, mode %03o): not used", dir, (unsigned)st.st_uid,
+	if (st.st_uid != geteuid() || (st.st_mode & 077)) {
+		snprintf(err, errlen, "%s: not ours (owner %u, mode %03o; want ours, 0700): not used", dir, (unsigned)st.st_uid,
 			 (unsigned)(st.st_mode & 0777));
 		close(fd);
 		return NULL;
@@ -165,7 +167,7 @@ struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, c
 	}
 	c->dirfd = fd;
 	c->budget = budget;
-	scan_prune(c);
+	scan_prune(c, 0);
 	return c;
 }
 
@@ -200,8 +202,19 @@ static int read_all(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
-int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t max_rows,
-			 struct bt_unwind_rows *out)
+/* Remove name if it is still the file st describes (not one another
+ * recorder renamed into place since). */
+static void unlink_same(struct bt_unwind_cache *c, const char *name, const struct stat *st)
+{
+	struct stat now;
+
+	if (fstatat(c->dirfd, name, &now, AT_SYMLINK_NOFOLLOW) == 0 && now.st_dev == st->st_dev &&
+	    now.st_ino == st->st_ino)
+		unlinkat(c->dirfd, name, 0);
+}
+
+int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
+			 uint32_t max_rows, struct bt_unwind_rows *out)
 {
 	char name[2 * BT_BUILD_ID_MAX + 8];
 	struct file_hdr h;
@@ -215,8 +228,12 @@ int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t
 	fd = openat(c->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		ret = -EPERM; /* not a file we wrote: left alone */
+		goto out;
+	}
 	ret = -EBADMSG;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (uint64_t)st.st_size < sizeof(h))
+	if ((uint64_t)st.st_size < sizeof(h))
 		goto out;
 	if ((uint64_t)st.st_size > sizeof(h) + sizeof(struct bt_unwind_row) * (uint64_t)max_rows) {
 		ret = -EFBIG; /* more than this recorder's --unwind-mem holds: kept for one that can */
@@ -227,6 +244,10 @@ int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t
 	    (uint64_t)st.st_size != sizeof(h) + (uint64_t)h.nrows * sizeof(struct bt_unwind_row) ||
 	    h.bidlen != bidlen || memcmp(h.bid, bid, bidlen))
 		goto out;
+	if (h.src_crc != src_crc) {
+		ret = -ESTALE; /* another binary claiming this build-id: not its rows, and not removed */
+		goto out;
+	}
 	out->rows = malloc((size_t)h.nrows * sizeof(*out->rows));
 	if (!out->rows) {
 		ret = -ENOMEM;
@@ -248,12 +269,12 @@ out:
 	if (ret) {
 		bt_unwind_rows_free(out);
 		if (ret == -EBADMSG)
-			unlinkat(c->dirfd, name, 0);
+			unlink_same(c, name, &st);
 	}
 	return ret;
 }
 
-int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen,
+int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
 			  const struct bt_unwind_rows *r)
 {
 	char name[2 * BT_BUILD_ID_MAX + 8], tmp[sizeof(name) + 32];
@@ -264,7 +285,7 @@ int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_
 	if (!c || !bidlen || bidlen > BT_BUILD_ID_MAX || !r->n)
 		return -EINVAL;
 	if (c->total + size > c->budget) {
-		scan_prune(c);
+		scan_prune(c, size);
 		if (c->total + size > c->budget)
 			return -ENOSPC;
 	}
@@ -274,9 +295,12 @@ int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_
 	h.unsupported = r->unsupported;
 	h.bidlen = bidlen;
 	memcpy(h.bid, bid, bidlen);
+	h.src_crc = src_crc;
 	h.crc = crc_of(&h, r->rows, r->n);
 	name_of(name, sizeof(name), bid, bidlen);
-	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%s", (int)getpid(), name);
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); /* a crashed writer's file of the same pid is not in the way */
+	snprintf(tmp, sizeof(tmp), TMP_PREFIX "%d-%lx-%s", (int)getpid(), (unsigned long)ts.tv_nsec, name);
 	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
@@ -296,11 +320,16 @@ int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_
 		ret = -errno;
 	/* No fsync: a file cut short by a crash fails its checks and is
 	 * built again, which is all a cache owes. */
+	struct stat old;
+	int replaced = fstatat(c->dirfd, name, &old, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(old.st_mode);
 	if (!ret && renameat(c->dirfd, tmp, c->dirfd, name))
 		ret = -errno;
-	if (ret)
+	if (ret) {
 		unlinkat(c->dirfd, tmp, 0);
-	else
+	} else {
 		c->total += size;
+		if (replaced && is_table_name(name) && old.st_uid == geteuid())
+			c->total -= (uint64_t)old.st_size < c->total ? (uint64_t)old.st_size : c->total;
+	}
 	return ret;
 }

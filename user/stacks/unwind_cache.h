@@ -8,9 +8,11 @@
  *
  * One file per build: DIR/<build-id in hex>.uw, written to a temporary
  * name and renamed, checked whole before use (size, format, build-id, CRC,
- * rows in order); a bad file is removed and the table built again. DIR is
- * used only if it is ours (owned by our user, no group or other write)
- * and only our file names in it are ever read, written or removed. Past
+ * rows in order) and used only for a binary whose call-frame information
+ * has the CRC it was compiled from (a build-id is a note anyone can
+ * write); a bad file is removed and the table built again. DIR is used
+ * only if it is ours (owned by our user, mode 0700), and only our file
+ * names in it are ever read, written or removed. Past
  * the byte budget the least recently used files go (a load marks a file
  * used), so tables of binaries since upgraded away do not pile up.
  */
@@ -30,13 +32,16 @@ struct bt_unwind_cache;
 struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, char *err, size_t errlen);
 void bt_unwind_cache_close(struct bt_unwind_cache *c);
 
-/* The rows stored for this build-id: 0 with out filled (free with
+/* The rows stored for this build-id, compiled from call-frame information
+ * whose bt_unwind_source_crc was src_crc: 0 with out filled (free with
  * bt_unwind_rows_free), -ENOENT if none, -EFBIG if more than max_rows,
- * -EBADMSG if the file was bad (it is removed), other -errno (-ELOOP: a
+ * -ESTALE if stored for another source (a file claiming the same
+ * build-id), -EBADMSG if the file was bad (it is removed), -EPERM if the
+ * name is not a file we wrote (left alone), other -errno (-ELOOP: a
  * symbolic link, never followed). */
-int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t max_rows,
-			 struct bt_unwind_rows *out);
-/* Store rows for this build-id: 0 or -errno (nothing left behind). */
-int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen,
+int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
+			 uint32_t max_rows, struct bt_unwind_rows *out);
+/* Store rows for this build-id and source: 0 or -errno (nothing left behind). */
+int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
 			  const struct bt_unwind_rows *r);
 #endif

@@ -42,6 +42,7 @@ struct bin {
 	uint64_t dev, ino;
 	uint8_t build_id[BT_BUILD_ID_MAX];
 	uint32_t build_id_len; /* 0: none, or the file is not trusted (see bin_get) */
+	uint32_t src_crc;      /* bt_unwind_source_crc: shared by build-id only if this agrees too */
 	uint32_t first, count, kind; /* as in struct bt_unwind_map */
 	uint32_t nph;
 	struct { uint64_t off, vaddr, filesz; } ph[MAX_PHDRS]; /* executable PT_LOADs */
@@ -93,7 +94,8 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 	for (size_t i = 0; i < nph && b->nph < MAX_PHDRS; i++)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X))
 			b->ph[b->nph++] = (typeof(b->ph[0])){ ph.p_offset, ph.p_vaddr, ph.p_filesz };
-	ret = b->build_id_len ? bt_unwind_cache_load(u->cache, b->build_id, b->build_id_len, u->max_rows, &r) : -ENOENT;
+	ret = b->build_id_len ? bt_unwind_cache_load(u->cache, b->build_id, b->build_id_len, b->src_crc, u->max_rows, &r)
+			      : -ENOENT;
 	hit = !ret;
 	bad = ret == -EBADMSG;
 	if (ret) {
@@ -110,7 +112,7 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 		if (dfd >= 0)
 			close(dfd);
 		stored = !ret && b->build_id_len && u->cache &&
-			 bt_unwind_cache_store(u->cache, b->build_id, b->build_id_len, &r) == 0;
+			 bt_unwind_cache_store(u->cache, b->build_id, b->build_id_len, b->src_crc, &r) == 0;
 	}
 	pthread_mutex_lock(&u->lock);
 	u->st.cache_hits += hit;
@@ -170,30 +172,37 @@ static struct bin *bin_get(struct bt_unwinder *u, uint32_t tgid, const char *ran
 	memset(b, 0, sizeof(*b));
 	b->dev = dev;
 	b->ino = ino;
-	/* A build-id is a note anyone can write: only a file no other user can
-	 * have written (bt_file_root_only) is known by it, so a program of
-	 * theirs claiming libc's build-id cannot give libc its rows, in this
-	 * run or through the cache on disk. Others are known by device and
-	 * inode, their tables compiled in each run. */
+	/* A build-id is a note anyone can write: a file is known by it only
+	 * with the CRC of its call-frame information, so a program claiming
+	 * libc's build-id cannot give libc its rows, in this run or through
+	 * the cache on disk; and only a file no other user can have written
+	 * (bt_file_root_only) is, so users' programs cannot crowd root's
+	 * tables out of the cache. Others are known by device and inode,
+	 * their tables compiled in each run. */
 	if (bt_file_root_only(fd))
 		b->build_id_len = bt_elf_build_id(fd, b->build_id, BT_BUILD_ID_MAX);
-	/* The same build elsewhere (another container's copy): share its rows. */
-	for (size_t i = 0; b->build_id_len && i < u->nbins; i++)
-		if (u->bins[i].build_id_len == b->build_id_len &&
-		    !memcmp(u->bins[i].build_id, b->build_id, b->build_id_len)) {
-			struct bin same = u->bins[i];
-			close(fd);
-			same.dev = dev;
-			same.ino = ino;
-			*b = same;
-			return &u->bins[u->nbins++];
-		}
 	/* Read, not mapped: another user's file may shrink under us. */
 	elf = elf_begin(fd, ELF_C_READ, NULL);
-	if (elf && elf_kind(elf) == ELF_K_ELF)
-		bin_build(u, b, elf);
-	else
+	int shared = 0;
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
 		b->kind = BT_UMAP_NOTABLE;
+		b->build_id_len = 0;
+	} else if (b->build_id_len) {
+		b->src_crc = bt_unwind_source_crc(elf);
+		/* The same build elsewhere (another container's copy), the same
+		 * call-frame information: share its rows. */
+		for (size_t i = 0; i < u->nbins && !shared; i++)
+			if (u->bins[i].build_id_len == b->build_id_len && u->bins[i].src_crc == b->src_crc &&
+			    !memcmp(u->bins[i].build_id, b->build_id, b->build_id_len)) {
+				struct bin same = u->bins[i];
+				same.dev = dev;
+				same.ino = ino;
+				*b = same;
+				shared = 1;
+			}
+	}
+	if (elf && elf_kind(elf) == ELF_K_ELF && !shared)
+		bin_build(u, b, elf);
 	if (elf)
 		elf_end(elf);
 	close(fd);

@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
+#include "trusted_file.h"
 #include "unwind_table.h"
 
 #define REG_RBP 6
@@ -251,9 +253,32 @@ int bt_unwind_has_debug_frame(Elf *elf)
 	return debug_frame_of(elf) != NULL;
 }
 
+#define MAX_XRANGES 8
+struct xranges {
+	uint32_t n;
+	struct { uint64_t lo, hi; } r[MAX_XRANGES];
+};
+
+/* The executable PT_LOADs' addresses of elf. */
+static void exec_ranges(Elf *elf, struct xranges *x)
+{
+	size_t nph = 0;
+	GElf_Phdr ph;
+
+	x->n = 0;
+	if (elf_getphdrnum(elf, &nph))
+		nph = 0;
+	for (size_t i = 0; i < nph && x->n < MAX_XRANGES; i++)
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			x->r[x->n].lo = ph.p_vaddr;
+			x->r[x->n++].hi = ph.p_vaddr + ph.p_memsz;
+		}
+}
+
 /* The FDEs' start addresses in .debug_frame (DWARF 32 or 64, 8-byte
- * addresses: x86-64; CIEs skipped). */
-static int debug_starts(Elf_Data *d, struct fde **v, size_t *n, size_t *cap)
+ * addresses: x86-64; CIEs skipped). Only FDEs in the binary's code: a
+ * linker leaves those of discarded functions at 0 or a placeholder. */
+static int debug_starts(Elf_Data *d, const struct xranges *x, struct fde **v, size_t *n, size_t *cap)
 {
 	const uint8_t *p = d->d_buf, *end = p + d->d_size;
 
@@ -278,13 +303,44 @@ static int debug_starts(Elf_Data *d, struct fde **v, size_t *n, size_t *cap)
 				uint64_t addr, range;
 				memcpy(&addr, q + idl, 8);
 				memcpy(&range, q + idl + 8, 8);
-				if (range && add_fde(v, n, cap, addr, SRC_DEBUG))
+				int in_code = 0;
+				for (uint32_t k = 0; k < x->n; k++)
+					in_code |= addr >= x->r[k].lo && addr < x->r[k].hi;
+				if (range && in_code && add_fde(v, n, cap, addr, SRC_DEBUG))
 					return -ENOMEM;
 			}
 		}
 		p = e;
 	}
 	return 0;
+}
+
+/* A section's raw bytes into crc (by name; none: unchanged). */
+static uLong crc_section(Elf *elf, size_t shstrndx, const char *want, uLong crc)
+{
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	const char *name;
+	Elf_Data *d;
+
+	while ((scn = elf_nextscn(elf, scn)))
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(name, want) && (d = elf_rawdata(scn, NULL)) && d->d_buf)
+			return crc32(crc, d->d_buf, (uInt)d->d_size);
+	return crc;
+}
+
+uint32_t bt_unwind_source_crc(Elf *elf)
+{
+	size_t shstrndx;
+	uLong crc = crc32(0L, Z_NULL, 0);
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	crc = crc_section(elf, shstrndx, ".eh_frame_hdr", crc);
+	crc = crc_section(elf, shstrndx, ".eh_frame", crc);
+	crc = crc_section(elf, shstrndx, ".debug_frame", crc);
+	return (uint32_t)crc;
 }
 
 int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const atomic_int *cancel)
@@ -306,11 +362,17 @@ int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const a
 	/* .debug_frame: code built without unwind tables (-g
 	 * -fno-asynchronous-unwind-tables) has its rules there only, in the
 	 * binary or its debug file. */
+	Elf *dfe = elf;
 	if (!(df = debug_frame_of(elf)) && (df = debug_frame_of(debug)))
-		elf = debug;
-	if (df && (dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL)) && (cfi[SRC_DEBUG] = dwarf_getcfi(dw))) {
+		dfe = debug;
+	/* libdw reads and inflates every debug section when it opens a
+	 * file: a small file can declare a huge one. */
+	if (df && bt_elf_debug_bytes(dfe) <= BT_UNTRUSTED_READ_MAX &&
+	    (dw = dwarf_begin_elf(dfe, DWARF_C_READ, NULL)) && (cfi[SRC_DEBUG] = dwarf_getcfi(dw))) {
+		struct xranges x;
 		size_t before = n;
-		if (debug_starts(df, &starts, &n, &cap)) {
+		exec_ranges(elf, &x);
+		if (debug_starts(df, &x, &starts, &n, &cap)) {
 			ret = -ENOMEM;
 			goto out;
 		}

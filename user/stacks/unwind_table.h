@@ -17,7 +17,7 @@
 /* The rows' format and the rules that compile them: a table cached on
  * disk (unwind_cache.h) is used only if it says the same. Bump it when
  * either changes. */
-#define BT_UNWIND_ROWS_VERSION 2 /* 2: .debug_frame read too */
+#define BT_UNWIND_ROWS_VERSION 3 /* 2: .debug_frame read too; 3: keyed by source CRC too */
 
 struct bt_unwind_rows {
 	struct bt_unwind_row *rows; /* sorted by pc, no two neighbours alike */
@@ -36,6 +36,10 @@ struct bt_unwind_rows {
  * seconds, and a recorder stopping must not wait for it; NULL: never).
  * Free with bt_unwind_rows_free. */
 int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *out, const atomic_int *cancel);
+/* A CRC of elf's call-frame information as stored (.eh_frame_hdr,
+ * .eh_frame, .debug_frame): two files share rows only if their build-ids
+ * and this agree, since a build-id is a note anyone can write. */
+uint32_t bt_unwind_source_crc(Elf *elf);
 /* Whether elf has a .debug_frame (else its debug file is worth a look). */
 int bt_unwind_has_debug_frame(Elf *elf);
 void bt_unwind_rows_free(struct bt_unwind_rows *r);
