@@ -194,6 +194,61 @@ static void test_young_maps_reread(void)
 	bt_mapcap_free(m);
 }
 
+/* A process whose maps were read young (before its loader mapped a
+ * library) and whose later frames all fall in what was known: the tick
+ * reads its maps once more, so a frame in the library sampled as it ends,
+ * resolved after it is gone, is named; and a read that finds the process
+ * gone keeps what was known. */
+static void test_young_read_again_by_tick(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), go[2], back[2];
+	struct timespec nap = { 0, 120 * 1000000L }, nap2 = { 0, 210 * 1000000L };
+	uint64_t off, a = 0;
+	char c;
+
+	REQUIRE(m && fd >= 0 && pipe(go) == 0 && pipe(back) == 0, "setup");
+	pid_t pid = fork();
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		if (read(go[0], &c, 1) == 1) {
+			void *p = map_exe(fd); /* the loader maps a library */
+			uint64_t v = (uint64_t)(uintptr_t)p;
+			if (write(back[1], &v, sizeof(v)) != (ssize_t)sizeof(v))
+				_exit(1);
+		}
+		pause();
+		_exit(0);
+	}
+	uint32_t child = (uint32_t)pid;
+	CHECK(bt_mapcap_resolve_at(m, child, (uint64_t)(uintptr_t)&test_young_read_again_by_tick, boot_now(), &off) !=
+		      BT_MAP_NONE,
+	      "the first (young) read names its code");
+	CHECK(write(go[1], "g", 1) == 1 && read(back[0], &a, sizeof(a)) == (ssize_t)sizeof(a) && a, "the child mapped");
+	bt_mapcap_tick(m);
+	CHECK(bt_mapcap_maps_reads(m) == 1, "still young: no read yet (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	bt_mapcap_tick(m);
+	CHECK(bt_mapcap_maps_reads(m) == 2, "grown up: read once more (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	bt_mapcap_tick(m);
+	CHECK(bt_mapcap_maps_reads(m) == 2, "only once (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	CHECK(bt_mapcap_resolve_at(m, child, a + 16, boot_now(), &off) != BT_MAP_NONE,
+	      "a frame in the library, resolved after the process is gone, is named");
+	nanosleep(&nap2, NULL);
+	CHECK(bt_mapcap_resolve_at(m, child, 1ull << 40, boot_now(), &off) == BT_MAP_NONE, "a junk address: no name");
+	CHECK(bt_mapcap_maps_reads(m) == 3, "... it read the maps again (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	CHECK(bt_mapcap_resolve_at(m, child, a + 16, boot_now(), &off) != BT_MAP_NONE,
+	      "that read found the process gone and kept what was known");
+	close(go[0]);
+	close(go[1]);
+	close(back[0]);
+	close(back[1]);
+	close(fd);
+	bt_mapcap_free(m);
+}
+
 int main(void)
 {
 	RUN(test_exited_keeps_maps);
@@ -201,6 +256,7 @@ int main(void)
 	RUN(test_vdso_named);
 	RUN(test_jit_code_no_reread);
 	RUN(test_young_maps_reread);
+	RUN(test_young_read_again_by_tick);
 	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);
 	return h_nfail_tests != 0;
 }

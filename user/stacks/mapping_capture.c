@@ -71,6 +71,11 @@ struct proc {
  * sample taken after such a read re-reads at once. A junk address then
  * costs a read per drain pass, for YOUNG_NS only. */
 #define YOUNG_NS 100000000ull
+/* ... and such maps are read once more after YOUNG_NS, miss or not: a
+ * process whose later stacks all land in its own binary would otherwise
+ * meet its libraries first at its exit, when its maps are gone. At most
+ * this many wait for it (the oldest are dropped). */
+#define YOUNG_MAX 256u
 
 /* An exited process keeps its maps this long: the kernel samples it after
  * sched_process_exit (do_exit runs on, its mm gone), and those stacks
@@ -102,6 +107,8 @@ struct bt_mapcap {
 	size_t ndropped;
 	struct { uint32_t tgid; uint64_t exit_ns; } exited[EXITED_MAX]; /* ring, oldest at exited_head */
 	uint32_t exited_head, nexited;
+	uint32_t young[YOUNG_MAX]; /* ring of tgids whose maps were read young, oldest at young_head */
+	uint32_t young_head, nyoung;
 	const void *vdso;       /* the recorder's own vDSO image (see vdso_file) */
 	uint64_t vdso_len;
 	void *vdso_cmp;         /* a process's [vdso], read to compare */
@@ -379,24 +386,34 @@ static int is_own_vdso(struct bt_mapcap *m, uint32_t tgid, uint64_t start, uint6
 	       memcmp(m->vdso_cmp, m->vdso, m->vdso_len) == 0;
 }
 
-/* (Re)read /proc/tgid/maps: the file-backed mappings. */
+/* (Re)read /proc/tgid/maps: the file-backed mappings. A read that finds
+ * none (the process gone, or a zombie) keeps what was known: the stacks
+ * it took while it ended still name those. */
 static void read_maps(struct bt_mapcap *m, struct proc *p)
 {
 	char path[64], line[4352];
+	struct vma *old = p->vma;
+	uint32_t nold = p->nvma;
 	FILE *f;
 	size_t cap = 0;
 
-	free(p->vma);
 	p->vma = NULL;
 	p->nvma = 0;
 	p->read_ns = boot_ns();
 	if (!p->first_ns)
 		p->first_ns = p->read_ns;
+	if (p->read_ns - p->first_ns < YOUNG_NS) { /* read again once grown up (bt_mapcap_tick) */
+		if (m->nyoung == YOUNG_MAX) {
+			m->young_head = (m->young_head + 1) % YOUNG_MAX;
+			m->nyoung--;
+		}
+		m->young[(m->young_head + m->nyoung++) % YOUNG_MAX] = p->tgid;
+	}
 	m->maps_reads++;
 	snprintf(path, sizeof(path), "/proc/%u/maps", p->tgid);
 	f = fopen(path, "re");
 	if (!f)
-		return;
+		goto keep;
 	while (fgets(line, sizeof(line), f)) {
 		unsigned long long start, end, pgoff, ino;
 		unsigned maj, min;
@@ -432,6 +449,30 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 		p->vma[p->nvma++] = (struct vma){ start, end, pgoff, id };
 	}
 	fclose(f);
+keep:
+	if (!p->nvma && nold) {
+		free(p->vma);
+		p->vma = old;
+		p->nvma = nold;
+	} else {
+		free(old);
+	}
+}
+
+void bt_mapcap_tick(struct bt_mapcap *m)
+{
+	uint64_t now = boot_ns();
+
+	while (m->nyoung) {
+		struct proc *p = proc_slot(m, m->young[m->young_head], 0);
+		if (p && p->read_ns && now - p->first_ns < YOUNG_NS)
+			break; /* the oldest is still young: so are the others */
+		m->young_head = (m->young_head + 1) % YOUNG_MAX;
+		m->nyoung--;
+		/* still known, running, last read while young: once more */
+		if (p && p->read_ns && !p->exit_ns && p->read_ns - p->first_ns < YOUNG_NS)
+			read_maps(m, p);
+	}
 }
 
 static const struct vma *find_vma(const struct proc *p, uint64_t addr)

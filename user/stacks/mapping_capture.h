@@ -51,6 +51,9 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 /* The same, for an address sampled at seen_ns (CLOCK_BOOTTIME; 0: unknown):
  * maps read young, before it, are read again on a miss. */
 uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t seen_ns, uint64_t *off);
+/* Drain thread, each pass: read once more the maps of processes read
+ * while young (the loader still mapping their libraries). */
+void bt_mapcap_tick(struct bt_mapcap *m);
 /* tgid exec'd, or a new process took its pid: its mappings are stale. */
 void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid);
 /* tgid exited: its mappings still name the stacks sampled while it ends,

@@ -291,6 +291,9 @@ void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_
 {
 	uint32_t nh = 0;
 
+	pthread_mutex_lock(&t->lock); /* bt_mapcap_files' readers hold it */
+	bt_mapcap_tick(t->maps);
+	pthread_mutex_unlock(&t->lock);
 	if (!t->reclaim)
 		return;
 	pthread_mutex_lock(&t->lock);
