@@ -15,6 +15,7 @@
 #include <zlib.h>
 #include "unwind_cache.h"
 #include "elf_symbols.h"
+#include "util.h"
 
 #define MAGIC "BTUWTAB"
 #define SUFFIX ".uw"
@@ -120,29 +121,16 @@ static void scan_prune(struct bt_unwind_cache *c, uint64_t need)
 	free(v);
 }
 
-/* mkdir that is content with a directory already there. */
-static int make_dir(const char *path)
-{
-	return mkdir(path, 0700) == 0 || errno == EEXIST ? 0 : -errno;
-}
-
 struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, char *err, size_t errlen)
 {
-	char parent[4096];
 	struct stat st;
 	int e, fd;
 
-	if (strlen(dir) >= sizeof(parent) || dir[0] != '/') {
+	if (dir[0] != '/') {
 		snprintf(err, errlen, "%s: not an absolute path", dir);
 		return NULL;
 	}
-	snprintf(parent, sizeof(parent), "%s", dir);
-	char *slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		make_dir(parent); /* the next mkdir says what went wrong */
-	}
-	e = make_dir(dir);
+	e = bt_mkdir_p(dir, 0700);
 	if (!e) {
 		fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		e = fd < 0 || fstat(fd, &st) ? -errno : 0;
@@ -304,18 +292,9 @@ int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_
 	fd = openat(c->dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	const struct { const void *p; size_t n; } parts[2] = { { &h, sizeof(h) },
-							     { r->rows, (size_t)r->n * sizeof(*r->rows) } };
-	for (int i = 0; i < 2 && !ret; i++)
-		for (size_t done = 0; done < parts[i].n && !ret;) {
-			ssize_t w = write(fd, (const char *)parts[i].p + done, parts[i].n - done);
-			if (w < 0 && errno == EINTR)
-				continue;
-			if (w <= 0)
-				ret = w < 0 ? -errno : -EIO;
-			else
-				done += (size_t)w;
-		}
+	ret = bt_write_full(fd, &h, sizeof(h));
+	if (!ret)
+		ret = bt_write_full(fd, r->rows, (size_t)r->n * sizeof(*r->rows));
 	if (close(fd) && !ret)
 		ret = -errno;
 	/* No fsync: a file cut short by a crash fails its checks and is
