@@ -107,7 +107,7 @@ check "app-func:nap>10ms fired exactly once for the run" grep -q "napfn: .* 1 hi
 check "app-func:pool_leaf>5s never fired" grep -q "leaffn: .* 0 hits" <<<"$ST"
 TD=$(grep -l "" "$OUT"/*.btd 2>/dev/null | head -1)
 check "the trigger's dump says which call fired it" \
-	sh -c "'$BT' report --stats '$TD' | grep -Eq 'napfn .* fired: app-func ([2-9][0-9]|[1-9][0-9][0-9])\.[0-9] ms > 10\.0 ms, tid [0-9]+ pid $PID'"
+	sh -c "'$BT' report --stats '$TD' | grep -Eq 'napfn .* fired: app-func ([2-9][0-9]|[1-9][0-9][0-9])\.[0-9]+ ms > 10\.0 ms, tid [0-9]+ pid $PID'"
 run_one clang "$TB/app_funcs_clang"
 
 # BTRACE_FUNCS=0: attached, but no function records

@@ -127,12 +127,12 @@ static void test_describe(void)
 				      .tid = 4312, .tgid = 4312, .aux = -1, .comm = "nginx" };
 	char b[256];
 
-	CHECK(!strcmp(bt_trigger_describe(&f, b, sizeof(b)), "sched-latency 12.4 ms > 5.0 ms, tid 4312 (nginx)"), "%s",
+	CHECK(!strcmp(bt_trigger_describe(&f, b, sizeof(b)), "sched-latency 12.400 ms > 5.0 ms, tid 4312 (nginx)"), "%s",
 	      b);
 	f.kind = BT_TRIG_SYSCALL;
 	f.aux = bt_syscall_nr("fsync");
 	f.tgid = 4300;
-	CHECK(!strcmp(bt_trigger_describe(&f, b, sizeof(b)), "syscall fsync 12.4 ms > 5.0 ms, tid 4312 pid 4300 (nginx)"),
+	CHECK(!strcmp(bt_trigger_describe(&f, b, sizeof(b)), "syscall fsync 12.400 ms > 5.0 ms, tid 4312 pid 4300 (nginx)"),
 	      "%s", b);
 	f.kind = BT_TRIG_CRASH;
 	f.value = SIGSEGV;

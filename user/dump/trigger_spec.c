@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,8 +53,10 @@ static int signal_nr(const char *s)
 	return -1;
 }
 
-/* The measured value as text: "12.4 ms", "SIGSEGV", ... into buf. */
-static const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf, size_t len)
+/* A value as text: "12.4 ms", "SIGSEGV", ... into buf. fine: to the
+ * microsecond, for measured values, so that one just over its threshold
+ * ("5.042 ms > 5.0 ms") never reads as equal to it. */
+static const char *bt_trigger_value_str(uint32_t kind, uint64_t value, bool fine, char *buf, size_t len)
 {
 	const char *a;
 
@@ -72,11 +75,11 @@ static const char *bt_trigger_value_str(uint32_t kind, uint64_t value, char *buf
 	case BT_TRIG_APP_SLICE:
 	case BT_TRIG_APP_FUNC:
 		if (value >= 1000000000ull)
-			snprintf(buf, len, "%.3f s", (double)value / 1e9);
+			snprintf(buf, len, fine ? "%.6f s" : "%.3f s", (double)value / 1e9);
 		else if (value >= 1000000ull)
-			snprintf(buf, len, "%.1f ms", (double)value / 1e6);
+			snprintf(buf, len, fine ? "%.3f ms" : "%.1f ms", (double)value / 1e6);
 		else
-			snprintf(buf, len, "%.1f us", (double)value / 1e3);
+			snprintf(buf, len, fine ? "%.3f us" : "%.1f us", (double)value / 1e3);
 		break;
 	default:
 		snprintf(buf, len, "%s", "");
@@ -443,7 +446,7 @@ const char *bt_trigger_describe(const struct bt_trigger_fired *f, char *buf, siz
 		else
 			snprintf(sc, sizeof(sc), " nr %lld", (long long)f->aux);
 	}
-	bt_trigger_value_str(f->kind, f->value, v, sizeof(v));
+	bt_trigger_value_str(f->kind, f->value, true, v, sizeof(v));
 	switch (f->kind) {
 	case BT_TRIG_SCHED_LATENCY:
 	case BT_TRIG_OFFCPU:
@@ -451,7 +454,7 @@ const char *bt_trigger_describe(const struct bt_trigger_fired *f, char *buf, siz
 	case BT_TRIG_FUNC:
 	case BT_TRIG_APP_SLICE:
 	case BT_TRIG_APP_FUNC:
-		bt_trigger_value_str(f->kind, f->threshold_ns, th, sizeof(th));
+		bt_trigger_value_str(f->kind, f->threshold_ns, false, th, sizeof(th));
 		snprintf(buf, len, "%s%s %s > %s%s", bt_trigger_kind_name(f->kind), sc, v, th, who);
 		break;
 	case BT_TRIG_CRASH:
