@@ -72,7 +72,11 @@ int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, siz
 	}
 	/* Events the kernel emitted before the request may still sit in the
 	 * BPF ring: bring them into the buffer first. */
-	if (bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS))
+	uint64_t f0 = bt_now_ns();
+	int late = bt_loader_flush(r->loader, FLUSH_TIMEOUT_MS);
+
+	c->flush_ns = bt_now_ns() - f0;
+	if (late)
 		bt_warn("the drain is %ums behind under this load: the dump may miss the newest events",
 			FLUSH_TIMEOUT_MS);
 	c->drops = calloc(ncells, sizeof(*c->drops));

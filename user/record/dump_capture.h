@@ -25,6 +25,7 @@ struct dump_capture {
 	size_t ntasks;
 	struct bt_drain_stats ds;
 	uint64_t kcopy_ns, acopy_ns;  /* how long the copies took */
+	uint64_t flush_ns;            /* waiting for the drain to empty the rings */
 };
 
 /* Take it. 0, or -errno with a reason in err (nothing left to free). */

@@ -57,8 +57,12 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	struct bt_stack_stats ks;
 	int ret;
 
+	uint64_t t0 = bt_now_ns(), t1;
+
 	memset(&s, 0, sizeof(s));
 	ret = bt_stack_table_snapshot(r->stacks, &s);
+	t1 = bt_now_ns();
+	r->wr_stacks_ns[0] = t1 - t0;
 	if (ret)
 		return ret;
 	if (bt_loader_read_stack_stats(r->loader, &ks) == 0) {
@@ -94,6 +98,7 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	 * the last) waits a little for the files just seen. */
 	bt_symbolizer_settle(r->symbolizer, r->wr.n ? 0 : SYMBOLS_SETTLE_MS);
 	ret = bt_symbolize(r->symbolizer, &s, r->wr.n ? LINES_TRIGGER_NS : LINES_OTHER_NS);
+	r->wr_stacks_ns[1] = bt_now_ns() - t1;
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
 	bt_stack_snapshot_free(&s);
@@ -123,8 +128,13 @@ static int write_dump_held(struct recorder *r, const char *reason, const struct 
 			   const char *explicit_path, char *why, size_t whylen)
 {
 	uint64_t token = r->stacks ? bt_stack_table_hold(r->stacks) : 0;
+
+	if (r->symbolizer)
+		bt_symbolizer_boost(r->symbolizer, 1);
 	int ret = write_dump(r, reason, fired, explicit_path, why, whylen);
 
+	if (r->symbolizer)
+		bt_symbolizer_boost(r->symbolizer, 0);
 	if (r->stacks)
 		bt_stack_table_release(r->stacks, token);
 	return ret;
@@ -241,6 +251,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 
 	memset(&info, 0, sizeof(info));
 	memset(&rst, 0, sizeof(rst));
+	memset(r->wr_stacks_ns, 0, sizeof(r->wr_stacks_ns));
 	/* The window first: everything after works on this copy. */
 	ret = dump_capture_take(r, &cap, err, sizeof(err));
 	if (ret)
@@ -323,10 +334,14 @@ out:
 		pthread_mutex_unlock(&r->lock);
 		if (stat(path, &st))
 			st.st_size = 0;
+		char stk[96] = "";
+		if (r->stacks)
+			snprintf(stk, sizeof(stk), ", stack table copied in %.1f ms and named in %.1f ms",
+				 (double)r->wr_stacks_ns[0] / 1e6, (double)r->wr_stacks_ns[1] / 1e6);
 		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs, window "
-		       "copied in %.1f ms + %.1f ms for applications%s)", info.dump_seq, path, reason, rst.entries,
-		       format_size((uint64_t)st.st_size, sz, sizeof(sz)), (double)(bt_now_ns() - t0) / 1e9,
-		       (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6,
+		       "copied in %.1f ms + %.1f ms for applications after %.1f ms for the drain%s%s)", info.dump_seq, path,
+		       reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
+		       (double)(bt_now_ns() - t0) / 1e9, (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6, (double)cap.flush_ns / 1e6, stk,
 		       rst.blocks_lost ? ", some blocks overwritten while copying" : "");
 		after_dump(r, path, !explicit_path, reason);
 	}

@@ -140,6 +140,7 @@ struct recorder {
 	struct bt_triggers *triggers;
 	struct recorder_hits tq;     /* under lock: the hits the pending dump is for */
 	struct recorder_hits wr;     /* under dump_serial: the hits of the dump being written */
+	uint64_t wr_stacks_ns[2];    /* under dump_serial: that dump's stack table copy, naming */
 	int hold_dumps;              /* under lock: stopping; the dump thread waits for quit */
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
 	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */

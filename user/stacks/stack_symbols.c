@@ -49,6 +49,11 @@ int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms)
 	return bt_symcache_settle(z->cache, timeout_ms);
 }
 
+void bt_symbolizer_boost(struct bt_symbolizer *z, int on)
+{
+	bt_symcache_boost(z->cache, on);
+}
+
 void bt_symbolizer_stats(struct bt_symbolizer *z, struct bt_symcache_stats *out)
 {
 	bt_symcache_stats(z->cache, out);

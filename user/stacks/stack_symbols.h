@@ -46,6 +46,9 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 /* Wait up to timeout_ms for the files queued now to be loaded (a dump
  * that may wait: asked for by a user, or the last one); 0 or -ETIMEDOUT. */
 int bt_symbolizer_settle(struct bt_symbolizer *z, unsigned timeout_ms);
+/* The background loads run at the caller's priority while on (a dump's
+ * length): see bt_symcache_boost. */
+void bt_symbolizer_boost(struct bt_symbolizer *z, int on);
 /* What the background loading has done (ctl status). */
 void bt_symbolizer_stats(struct bt_symbolizer *z, struct bt_symcache_stats *out);
 #endif

@@ -15,6 +15,7 @@
 #include <limits.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,8 +57,8 @@ struct bt_symcache {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;  /* the thread's: a poll is due, or quit */
 	pthread_cond_t idle;  /* settle's: a file was published, or nothing is left to load */
-	pid_t tid;            /* the thread's (its priority is raised while a dump settles) */
-	int settling;         /* dumps waiting in bt_symcache_settle */
+	_Atomic pid_t tid;    /* the thread's (raised to a dump's priority while it is written) */
+	int boosted;          /* bt_symcache_boost's depth: its callers are serialized (one dump at a time) */
 	int quit;
 	struct entry *e;
 	size_t ne, cap;
@@ -273,10 +274,11 @@ static void *loader_main(void *arg)
 	struct bt_symcache *c = arg;
 
 	pthread_setname_np(pthread_self(), "btrace-symbols");
-	pthread_mutex_lock(&c->lock);
-	c->tid = (pid_t)syscall(SYS_gettid);
-	pthread_mutex_unlock(&c->lock);
 	lowest_priority();
+	/* After the nice 19 above, which must not undo a raise. Relaxed: an
+	 * id, read by bt_symcache_boost; a load that misses it (0) only
+	 * skips the raise. */
+	atomic_store_explicit(&c->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
 	for (;;) {
 		struct bt_symfile f;
 		uint64_t bytes = 0, nstacks;
@@ -434,23 +436,32 @@ static int caught_up(struct bt_symcache *c)
 int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms)
 {
 	struct timespec dl;
-	int me = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)), r = 0;
+	int r = 0;
 
 	if (!timeout_ms)
 		return 0;
 	bt_deadline_after(CLOCK_MONOTONIC, timeout_ms * 1000000ull, &dl);
-	pthread_mutex_lock(&c->lock);
 	/* The loads a dump waits for run at the waiting thread's priority. */
-	if (c->tid && !c->settling++)
-		setpriority(PRIO_PROCESS, (id_t)c->tid, me);
+	bt_symcache_boost(c, 1);
+	pthread_mutex_lock(&c->lock);
 	pthread_cond_signal(&c->cond);
 	while (!caught_up(c) && r != ETIMEDOUT)
 		r = pthread_cond_timedwait(&c->idle, &c->lock, &dl);
-	if (c->tid && !--c->settling)
-		setpriority(PRIO_PROCESS, (id_t)c->tid, 19);
 	r = caught_up(c) ? 0 : -ETIMEDOUT;
 	pthread_mutex_unlock(&c->lock);
+	bt_symcache_boost(c, 0);
 	return r;
+}
+
+void bt_symcache_boost(struct bt_symcache *c, int on)
+{
+	/* Relaxed: pairs with the store in loader_main (an id only). */
+	pid_t tid = atomic_load_explicit(&c->tid, memory_order_relaxed);
+
+	if (on ? c->boosted++ : --c->boosted)
+		return; /* nested: the outermost call sets and restores */
+	if (tid)
+		setpriority(PRIO_PROCESS, (id_t)tid, on ? getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)) : 19);
 }
 
 void bt_symcache_hold(struct bt_symcache *c)

@@ -57,6 +57,14 @@ struct bt_kallsyms *bt_symcache_kallsyms(struct bt_symcache *c, int *pending);
  * with what is loaded). Not under hold. */
 int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms);
 
+/* on 1: the loading thread runs at the caller's priority until the
+ * matching call with on 0 (nested calls count). A dump holds it for its
+ * whole length: at nice 19 on a busy machine the loader waits seconds for
+ * a CPU, and what it holds meanwhile, the cache's lock or the process's
+ * memory-map lock (a fault, an mmap of a load), the dump would wait for
+ * too (1.5 s in munmap seen under clang load). One caller at a time. */
+void bt_symcache_boost(struct bt_symcache *c, int on);
+
 struct bt_symcache_stats {
 	uint64_t files, loaded, failed, evicted, bytes, max_bytes;
 };

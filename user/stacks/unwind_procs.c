@@ -114,6 +114,12 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 		stored = !ret && b->build_id_len && u->cache &&
 			 bt_unwind_cache_store(u->cache, b->build_id, b->build_id_len, b->src_crc, &r) == 0;
 	}
+	/* Only this thread writes rows and st.rows: the copy (megabytes for
+	 * a big binary, faulting in the array) is made without the stats'
+	 * lock, which a dump takes (bt_unwinder_stats). */
+	int fits = !ret && r.n <= u->max_rows - u->st.rows;
+	if (fits)
+		memcpy(u->rows + u->st.rows, r.rows, r.n * sizeof(*r.rows));
 	pthread_mutex_lock(&u->lock);
 	u->st.cache_hits += hit;
 	u->st.cache_stored += stored;
@@ -122,10 +128,9 @@ static void bin_build(struct bt_unwinder *u, struct bin *b, Elf *elf)
 		/* stopping: nothing counted */
 	} else if (ret) {
 		u->st.no_eh_frame++;
-	} else if (r.n > u->max_rows - u->st.rows) {
+	} else if (!fits) {
 		u->st.mem_full++;
 	} else {
-		memcpy(u->rows + u->st.rows, r.rows, r.n * sizeof(*r.rows));
 		b->first = (uint32_t)u->st.rows;
 		b->count = r.n;
 		b->kind = BT_UMAP_ROWS;
