@@ -13,7 +13,7 @@
 #define BTRACE_UNWIND_PROCS_H
 #include <stdint.h>
 
-#define BT_DEFAULT_UNWIND_MEM 0 /* off by default: with it on, 1 trigger dump in ~20 took 1.2-1.6 s under clang load (docs/unwinding.md) */
+#define BT_DEFAULT_UNWIND_MEM (32ull << 20) /* 4 M rows: a busy machine's binaries take a few MiB */
 
 struct bt_unwinder_stats {
 	uint64_t binaries;     /* binaries with a table */
