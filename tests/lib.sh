@@ -62,6 +62,7 @@ check() {
 		ok "$name"
 	else
 		not_ok "$name" "$(printf 'command: %s\n%s' "$*" "$out" | head -40)"
+		return 1 # a caller may say more (check ... || diag ...)
 	fi
 }
 

@@ -45,8 +45,7 @@ run_one() {
 	"$BT" report "$T_TMP/$n-mid.btd" >"$T_TMP/$n-mid.txt" 2>&1
 	"$BT" report "$T_TMP/$n-after.btd" >"$T_TMP/$n-after.txt" 2>&1
 	check "$n: dump while it runs: every call once, nested, named, nap on the kernel's timeline" \
-		python3 "$CHECK" "$T_TMP/$n-mid.txt" "$log" mid
-	python3 "$CHECK" "$T_TMP/$n-mid.txt" "$log" mid >/dev/null 2>&1 ||
+		python3 "$CHECK" "$T_TMP/$n-mid.txt" "$log" mid ||
 		diag "$(head -12 "$T_TMP/$n-mid.txt"; echo "lines naming fib: $(grep -c fib "$T_TMP/$n-mid.txt")"; "$BT" report --stats "$T_TMP/$n-mid.btd" | head -70)"
 	check "$n: dump after it exited: the same, names from the mappings kept" \
 		python3 "$CHECK" "$T_TMP/$n-after.txt" "$log" after
