@@ -55,9 +55,8 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	struct recorder *r = ctx;
 	struct bt_dump_stacks s;
 	struct bt_stack_stats ks;
-	int ret;
-
 	uint64_t t0 = bt_now_ns(), t1;
+	int ret;
 
 	memset(&s, 0, sizeof(s));
 	ret = bt_stack_table_snapshot(r->stacks, &s);
@@ -339,10 +338,10 @@ out:
 			snprintf(stk, sizeof(stk), ", stack table copied in %.1f ms and named in %.1f ms",
 				 (double)r->wr_stacks_ns[0] / 1e6, (double)r->wr_stacks_ns[1] / 1e6);
 		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs, window "
-		       "copied in %.1f ms + %.1f ms for applications after %.1f ms for the drain%s%s)", info.dump_seq, path,
-		       reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-		       (double)(bt_now_ns() - t0) / 1e9, (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6, (double)cap.flush_ns / 1e6, stk,
-		       rst.blocks_lost ? ", some blocks overwritten while copying" : "");
+		       "copied in %.1f ms + %.1f ms for applications after %.1f ms for the drain%s%s)",
+		       info.dump_seq, path, reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
+		       (double)(bt_now_ns() - t0) / 1e9, (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6,
+		       (double)cap.flush_ns / 1e6, stk, rst.blocks_lost ? ", some blocks overwritten while copying" : "");
 		after_dump(r, path, !explicit_path, reason);
 	}
 skipped:
