@@ -79,6 +79,9 @@ if [[ $share =~ ^[0-9.]+$ ]] && awk -v s="$share" 'BEGIN { exit !(s >= 65 && s <
 	ok "sampled shares: hot_a $share%, within 5 points of 70%"
 else
 	not_ok "sampled shares: hot_a $share%, want 70 +- 5" "$(head -20 "$T_TMP/folded")"
+	# why the workload's frames may be unnamed: the symbol loader's account and the recorder's
+	diag "$(sed -n '/call stacks:/,/^$/p' "$T_TMP/stats" | head -20)"
+	diag "$(tail -20 "$T_TMP/rec.log")"
 fi
 grep -q ';path_a;hot_a;spin_until' "$T_TMP/folded" && grep -q ';path_b;hot_b;spin_until' "$T_TMP/folded" &&
 	ok "distinct call chains path_a->hot_a and path_b->hot_b named (deleted binary)" ||

@@ -99,6 +99,7 @@ struct bt_mapcap {
 	struct bt_mapfile *files;
 	size_t nfiles, cap;
 	uint64_t no_fd;
+	size_t ntried;          /* files with BT_MAPFILE_TRIED */
 	uint64_t maps_reads;    /* /proc/PID/maps read, for the cost (bt_mapcap_maps_reads) */
 	unsigned max_fd, nfd;
 	uint64_t pin_max;       /* BT_MAPCAP_PIN_MAX */
@@ -153,6 +154,11 @@ const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n)
 {
 	*n = m->nfiles;
 	return m->files;
+}
+
+size_t bt_mapcap_ntried(const struct bt_mapcap *m)
+{
+	return m->ntried;
 }
 
 uint64_t bt_mapcap_maps_reads(const struct bt_mapcap *m)
@@ -230,6 +236,7 @@ static void open_file(struct bt_mapcap *m, struct bt_mapfile *f, uint32_t tgid, 
 	struct stat st;
 
 	f->flags |= BT_MAPFILE_TRIED;
+	m->ntried++;
 	if (m->nfd < m->max_fd) {
 		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, v->start, v->end);
 		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
@@ -365,6 +372,7 @@ static uint32_t vdso_file(struct bt_mapcap *m)
 	struct bt_mapfile *x = &m->files[id - 1];
 	x->fd = fd;
 	x->flags |= BT_MAPFILE_TRIED;
+	m->ntried++;
 	x->build_id_len = bt_elf_build_id(fd, x->build_id, BT_BUILD_ID_MAX);
 	m->nfd++;
 	return m->vdso_id = id;

@@ -63,6 +63,8 @@ void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid);
 /* The file table: files[i] is map id i + 1. Entries never move nor change
  * once added (the array may be reallocated: call under the owner's lock). */
 const struct bt_mapfile *bt_mapcap_files(const struct bt_mapcap *m, size_t *n);
+/* Files a frame has landed in (BT_MAPFILE_TRIED): only they are opened. */
+size_t bt_mapcap_ntried(const struct bt_mapcap *m);
 /* Files kept without a descriptor (the limit reached, or open failed). */
 uint64_t bt_mapcap_no_fd(const struct bt_mapcap *m);
 /* How many times a process's /proc/PID/maps was read. */

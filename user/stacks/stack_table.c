@@ -473,12 +473,14 @@ void bt_stack_snapshot_free(struct bt_dump_stacks *s)
 	bt_dump_stacks_release(s);
 }
 
-size_t bt_stack_table_nmaps(struct bt_stack_table *t)
+size_t bt_stack_table_nmaps(struct bt_stack_table *t, size_t *tried)
 {
 	size_t n;
 
 	pthread_mutex_lock(&t->lock);
 	bt_mapcap_files(t->maps, &n);
+	if (tried)
+		*tried = bt_mapcap_ntried(t->maps);
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }
@@ -495,6 +497,10 @@ int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_du
 	if (map >= 1 && map <= n) {
 		const struct bt_mapfile *x = &f[map - 1];
 
+		if (!(x->flags & BT_MAPFILE_TRIED)) {
+			pthread_mutex_unlock(&t->lock);
+			return -EAGAIN;
+		}
 		snprintf(path, pathlen, "%s", x->path);
 		*m = (struct bt_dump_map){ .path = path, .flags = x->flags & BT_MAPFILE_DELETED ? BT_DMAP_DELETED : 0,
 					   .dev = x->dev, .ino = x->ino, .build_id_len = x->build_id_len };

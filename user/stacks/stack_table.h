@@ -82,11 +82,15 @@ struct bt_stack_counts {
 	uint64_t frames;    /* frames held by the stacks in the table */
 };
 void bt_stack_table_counts(struct bt_stack_table *t, struct bt_stack_counts *c);
-/* Mapped files in the table (map ids 1..n). */
-size_t bt_stack_table_nmaps(struct bt_stack_table *t);
+/* Mapped files in the table (map ids 1..n), and how many of them a frame
+ * has landed in (*tried, if not NULL): every executable mapping of a
+ * process is known once its maps are read, but only those are opened. */
+size_t bt_stack_table_nmaps(struct bt_stack_table *t, size_t *tried);
 /* Map id map into m (its path copied into path), with a duplicate of its
- * descriptor in *fd (-1: kept by path only; the caller closes it). 0, or
- * -ENOENT for no such map id. */
+ * descriptor in *fd (-1: kept by path only; the caller closes it). 0,
+ * -ENOENT for no such map id, or -EAGAIN while no frame has landed in it
+ * (it is not opened yet: a copy now would have no descriptor, and its path
+ * may be deleted by the time a frame makes one). */
 int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_dump_map *m, char *path, size_t pathlen,
 			    int *fd);
 #endif

@@ -62,8 +62,11 @@ struct bt_symcache {
 	int quit;
 	struct entry *e;
 	size_t ne, cap;
-	uint32_t *by_map; /* [map id - 1]: entry index + 1, 0 not seen yet */
+	uint32_t *by_map; /* [map id - 1]: entry index + 1, 0 not seen yet (or waiting) */
 	size_t nmap;
+	uint32_t *waiting; /* map ids no frame has landed in yet (the thread's only) */
+	size_t nwaiting, capwaiting;
+	size_t tried_seen; /* the table's tried count every waiting id was checked at */
 	struct bt_kallsyms *ks;
 	int ks_tried;
 	uint64_t stamp, bytes, loaded, failed, evicted;
@@ -212,32 +215,91 @@ static long entry_of(struct bt_symcache *c, const struct bt_dump_map *m, uint32_
 	return (long)c->ne++;
 }
 
-/* New map ids of the table get their entry (the table's lock, then ours). */
+/* Map id `map` (copied in m) gets its entry, queued if new. -1 out of memory. */
+static int add_map(struct bt_symcache *c, uint32_t map, const struct bt_dump_map *m)
+{
+	pthread_mutex_lock(&c->lock);
+	long i = entry_of(c, m, map);
+	if (i >= 0)
+		c->by_map[map - 1] = (uint32_t)i + 1;
+	pthread_mutex_unlock(&c->lock);
+	return i < 0 ? -1 : 0;
+}
+
+/* Map id `map` is looked at again once a frame lands in its file. */
+static int add_waiting(struct bt_symcache *c, uint32_t map)
+{
+	if (c->nwaiting == c->capwaiting) {
+		size_t cap = c->capwaiting ? 2 * c->capwaiting : 64;
+		uint32_t *p = realloc(c->waiting, cap * sizeof(*p));
+		if (!p)
+			return -1;
+		c->waiting = p;
+		c->capwaiting = cap;
+	}
+	c->waiting[c->nwaiting++] = map;
+	return 0;
+}
+
+/* New map ids of the table get their entry once a frame has landed in
+ * their file. Until then they wait: reading a process's maps names every
+ * library it mapped, most never hold a frame, and one not opened yet could
+ * only be read by its path, which may be deleted (or name another file)
+ * before its first frame opens the very inode. The table's lock and ours
+ * are taken in turn, never one inside the other. */
 static void scan_maps(struct bt_symcache *c)
 {
-	size_t n = bt_stack_table_nmaps(c->t);
+	size_t tried, n = bt_stack_table_nmaps(c->t, &tried);
+	char path[PATH_MAX];
+	struct bt_dump_map m;
+	int fd, r, oom = 0;
 
 	for (size_t map = c->nmap + 1; map <= n; map++) {
-		char path[PATH_MAX];
-		struct bt_dump_map m;
-		int fd;
-
-		if (bt_stack_table_map_copy(c->t, (uint32_t)map, &m, path, sizeof(path), &fd))
-			break;
-		if (fd >= 0)
-			close(fd);
 		pthread_mutex_lock(&c->lock);
 		uint32_t *p = realloc(c->by_map, map * sizeof(*p));
-		long i = p ? entry_of(c, &m, (uint32_t)map) : -1;
-		if (p)
+		if (p) {
 			c->by_map = p;
-		if (i >= 0) {
-			c->by_map[map - 1] = (uint32_t)i + 1;
-			c->nmap = map;
+			p[map - 1] = 0;
 		}
 		pthread_mutex_unlock(&c->lock);
-		if (i < 0)
-			break; /* out of memory: tried again at the next poll */
+		if (!p)
+			return; /* out of memory: tried again at the next poll */
+		r = bt_stack_table_map_copy(c->t, (uint32_t)map, &m, path, sizeof(path), &fd);
+		if (r == -EAGAIN) {
+			if (add_waiting(c, (uint32_t)map))
+				return;
+		} else if (r) {
+			return;
+		} else {
+			if (fd >= 0)
+				close(fd);
+			if (add_map(c, (uint32_t)map, &m))
+				return;
+		}
+		pthread_mutex_lock(&c->lock);
+		c->nmap = map;
+		pthread_mutex_unlock(&c->lock);
+	}
+	if (tried == c->tried_seen)
+		return;
+	size_t k = 0;
+	for (size_t i = 0; i < c->nwaiting; i++) {
+		uint32_t map = c->waiting[i];
+
+		if (bt_stack_table_map_copy(c->t, map, &m, path, sizeof(path), &fd) == 0) {
+			if (fd >= 0)
+				close(fd);
+			if (add_map(c, map, &m) == 0)
+				continue;
+			oom = 1;
+		}
+		c->waiting[k++] = map;
+	}
+	c->nwaiting = k;
+	if (!oom) {
+		pthread_mutex_lock(&c->lock);
+		c->tried_seen = tried;
+		pthread_mutex_unlock(&c->lock);
 	}
 }
 
@@ -259,6 +321,24 @@ static void evict(struct bt_symcache *c, size_t keep)
 		c->e[v].state = E_EVICTED;
 		c->evicted++;
 	}
+}
+
+/* Under lock: the thread has nothing left (every file of the table that
+ * holds a frame seen and tried, kallsyms tried once stacks exist). */
+static int caught_up(struct bt_symcache *c)
+{
+	struct bt_stack_counts sc;
+	size_t tried;
+
+	if (c->nmap < bt_stack_table_nmaps(c->t, &tried) || tried != c->tried_seen)
+		return 0;
+	bt_stack_table_counts(c->t, &sc);
+	if (sc.stacks && !c->ks_tried)
+		return 0;
+	for (size_t i = 0; i < c->ne; i++)
+		if (c->e[i].state == E_QUEUED || c->e[i].state == E_LOADING)
+			return 0;
+	return 1;
 }
 
 /* Lowest priority: the loads use CPU time the machine's work leaves. Nice
@@ -316,8 +396,8 @@ static void *loader_main(void *arg)
 		if (pick == SIZE_MAX) {
 			struct timespec ts;
 
-			if (c->nmap == bt_stack_table_nmaps(c->t) && (c->ks_tried || !nstacks))
-				pthread_cond_broadcast(&c->idle); /* caught up: settle returns */
+			if (caught_up(c))
+				pthread_cond_broadcast(&c->idle); /* settle returns */
 			if (c->quit) {
 				pthread_mutex_unlock(&c->lock);
 				break;
@@ -409,28 +489,12 @@ void bt_symcache_free(struct bt_symcache *c)
 	bt_kallsyms_free(c->ks);
 	free(c->e);
 	free(c->by_map);
+	free(c->waiting);
 	free(c->debug_dirs);
 	pthread_cond_destroy(&c->idle);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);
-}
-
-/* Under lock: the thread has nothing left (every file of the table seen and
- * tried, kallsyms tried once stacks exist). */
-static int caught_up(struct bt_symcache *c)
-{
-	struct bt_stack_counts sc;
-
-	if (c->nmap < bt_stack_table_nmaps(c->t))
-		return 0;
-	bt_stack_table_counts(c->t, &sc);
-	if (sc.stacks && !c->ks_tried)
-		return 0;
-	for (size_t i = 0; i < c->ne; i++)
-		if (c->e[i].state == E_QUEUED || c->e[i].state == E_LOADING)
-			return 0;
-	return 1;
 }
 
 int bt_symcache_settle(struct bt_symcache *c, unsigned timeout_ms)

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+/*
+ * test_symbol_cache.c - which files the background symbol loader reads, and
+ * through what (symbol_cache.c), on a real child process.
+ *
+ * Reading a process's maps names every library it mapped, but a file is
+ * opened (by /proc/PID/map_files, the very inode) only when a frame first
+ * lands in it. The loader must wait for that: a file read earlier by its
+ * path fails once the path is deleted, and stayed failed after its frames
+ * came (CI saw a workload whose binary was deleted right after start go
+ * unnamed: its maps were read through a frame in libc first).
+ *
+ * The child is a fork of this test that shares a private copy of this
+ * test's binary mapped executable; the copy is deleted before any frame
+ * lands in it. Needs root (map_files wants CAP_SYS_ADMIN).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "harness.h"
+#include "events.h"
+#include "stack_symbols.h"
+#include "stack_table.h"
+#include "symbol_cache.h"
+
+#define SETTLE_MS 10000
+
+/* The frame the test names: its own symbol, not inlined away. */
+__attribute__((noinline)) int sc_named_target(int x)
+{
+	__asm__ volatile("" ::: "memory");
+	return x * 3 + 1;
+}
+
+/* File offset of addr in this process's mapping of /proc/self/exe. */
+static int64_t exe_offset(uintptr_t addr)
+{
+	char line[4352], exe[4096];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	FILE *f = fopen("/proc/self/maps", "re");
+	int64_t off = -1;
+
+	if (n <= 0 || !f) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	exe[n] = 0;
+	while (off < 0 && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, pg;
+		char path[4096] = "";
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &s, &e, &pg, path) == 4 &&
+		    addr >= s && addr < e && strcmp(path, exe) == 0)
+			off = (int64_t)(addr - s + pg);
+	}
+	fclose(f);
+	return off;
+}
+
+/* A user stack of tgid with one frame at ip, defined as the drain does. */
+static void define_user(struct bt_stack_table *t, uint32_t tgid, uint64_t hash, uint64_t ip)
+{
+	union {
+		struct bt_raw_stack_def d;
+		__u64 raw[(sizeof(struct bt_raw_stack_def) + 8) / 8];
+	} m;
+
+	memset(&m, 0, sizeof(m));
+	m.d.h.type = BT_RAW_STACK_DEF;
+	m.d.h.tgid = tgid;
+	m.d.h.tid = tgid;
+	m.d.hash = hash;
+	m.d.nframes = 1;
+	m.d.flags = BT_STACKDEF_USER;
+	m.d.ips[0] = ip;
+	bt_stack_table_define(t, &m.d, sizeof(m));
+}
+
+/* The name the snapshot gives stack id's first frame, or "". */
+static const char *frame_name(const struct bt_dump_stacks *s, uint32_t id)
+{
+	if (id < 1 || id > s->nstacks || !s->stacks[id - 1].nframes)
+		return "";
+	const struct bt_dump_frame *fr = &s->frames[s->stacks[id - 1].first];
+	return fr->sym ? s->syms[fr->sym - 1].name : "";
+}
+
+static void test_deleted_before_first_frame(void)
+{
+	char dir[] = "/tmp/btrace-symcache-XXXXXX", copy[64];
+	int64_t off = exe_offset((uintptr_t)&sc_named_target);
+	size_t len;
+	unsigned char *img = h_read_file("/proc/self/exe", &len);
+
+	REQUIRE(off > 0 && img && mkdtemp(dir), "this binary, its offset of sc_named_target");
+	snprintf(copy, sizeof(copy), "%s/copy", dir);
+	int fd = open(copy, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+	REQUIRE(fd >= 0 && write(fd, img, len) == (ssize_t)len, "a private copy");
+	close(fd);
+	free(img);
+	fd = open(copy, O_RDONLY | O_CLOEXEC);
+	void *map = fd >= 0 ? mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	REQUIRE(map != MAP_FAILED, "the copy mapped executable");
+	close(fd);
+	pid_t p = fork();
+	if (p == 0) {
+		pause();
+		_exit(0);
+	}
+	REQUIRE(p > 0, "a child");
+
+	struct bt_stack_table *t = bt_stack_table_new(64);
+	struct bt_symbolizer *z = t ? bt_symbolizer_new(t, NULL, 0, 0) : NULL;
+	CHECK(t && z, "table and symbolizer");
+	if (z) {
+		/* A frame in libc reads the child's maps: the copy is named, not
+		 * opened, and deleted before the loader looks. */
+		define_user(t, (uint32_t)p, 0x1111, (uint64_t)(uintptr_t)&getpid);
+		unlink(copy);
+		CHECK(bt_symbolizer_settle(z, SETTLE_MS) == 0, "settled after the libc frame");
+		/* Its first frame: opened through the mapping, deleted or not. */
+		define_user(t, (uint32_t)p, 0x2222, (uint64_t)(uintptr_t)map + (uint64_t)off);
+		CHECK(bt_symbolizer_settle(z, SETTLE_MS) == 0, "settled after the copy's frame");
+
+		struct bt_dump_stacks s;
+		struct bt_symcache_stats st;
+		memset(&s, 0, sizeof(s));
+		REQUIRE(bt_stack_table_snapshot(t, &s) == 0, "a snapshot");
+		CHECK(bt_symbolize(z, &s, 0) == 0, "symbolized");
+		uint32_t id2 = bt_stack_table_ref(t, 0x2222);
+		CHECK(strcmp(frame_name(&s, id2), "sc_named_target") == 0,
+		      "the deleted copy's frame is named sc_named_target, not '%s'", frame_name(&s, id2));
+		CHECK(strcmp(frame_name(&s, bt_stack_table_ref(t, 0x1111)), "getpid") == 0 ||
+			      strstr(frame_name(&s, bt_stack_table_ref(t, 0x1111)), "getpid") != NULL,
+		      "the libc frame is named (%s)", frame_name(&s, bt_stack_table_ref(t, 0x1111)));
+		bt_symbolizer_stats(z, &st);
+		/* The child maps this binary, its libraries, ld.so, the vDSO and
+		 * the copy: read are the two with a frame, and the vDSO's copy
+		 * (made, from memory, when the maps are read). */
+		CHECK(st.files == 3 && st.loaded == 3 && st.failed == 0,
+		      "files read: %" PRIu64 " (want 3: libc, the copy, the vDSO), loaded %" PRIu64 ", failed %" PRIu64,
+		      st.files, st.loaded, st.failed);
+		bt_stack_snapshot_free(&s);
+	}
+	bt_symbolizer_free(z);
+	bt_stack_table_free(t);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+	munmap(map, len);
+	unlink(copy);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	if (geteuid() != 0) {
+		printf("ok 1 - deleted before its first frame # SKIP needs root (/proc/PID/map_files)\n");
+		return 0;
+	}
+	RUN(test_deleted_before_first_frame);
+	return h_done();
+}
