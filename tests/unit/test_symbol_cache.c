@@ -13,6 +13,9 @@
  * The child is a fork of this test that shares a private copy of this
  * test's binary mapped executable; the copy is deleted before any frame
  * lands in it. Needs root (map_files wants CAP_SYS_ADMIN).
+ *
+ * And the source lines of a new stack's frames are resolved by the loader
+ * before any dump asks: the dump that follows decodes no DWARF unit itself.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -161,6 +164,48 @@ static void test_deleted_before_first_frame(void)
 	rmdir(dir);
 }
 
+static void test_lines_ahead(void)
+{
+	pid_t p = fork();
+
+	if (p == 0) {
+		pause();
+		_exit(0);
+	}
+	REQUIRE(p > 0, "a child");
+	struct bt_stack_table *t = bt_stack_table_new(64);
+	struct bt_symbolizer *z = t ? bt_symbolizer_new(t, NULL, 1, 0) : NULL;
+	struct bt_symcache_stats st = { 0 };
+	CHECK(t && z, "table and symbolizer");
+	if (z) {
+		/* the child is a fork: this test's addresses are its own */
+		define_user(t, (uint32_t)p, 0x3333, (uint64_t)(uintptr_t)&sc_named_target);
+		CHECK(bt_symbolizer_settle(z, SETTLE_MS) == 0, "settled");
+		for (int i = 0; i < SETTLE_MS / 10 && !st.lines_ahead; i++) {
+			bt_symbolizer_stats(z, &st);
+			if (!st.lines_ahead)
+				usleep(10000);
+		}
+		CHECK(st.lines_ahead == 1, "the frame's lines resolved ahead (%" PRIu64 ")", st.lines_ahead);
+
+		struct bt_dump_stacks s;
+		memset(&s, 0, sizeof(s));
+		REQUIRE(bt_stack_table_snapshot(t, &s) == 0, "a snapshot");
+		CHECK(bt_symbolize(z, &s, 0) == 0, "symbolized");
+		int found = 0;
+		for (uint64_t i = 0; i < s.nlines; i++)
+			found |= s.lines[i].file && strstr(s.lines[i].file, "test_symbol_cache.c") != NULL;
+		CHECK(found, "the dump has the frame's source line (%" PRIu64 " lines)", s.nlines);
+		bt_symbolizer_stats(z, &st);
+		CHECK(st.dump_units == 0, "the dump decoded no DWARF unit itself (%" PRIu64 ")", st.dump_units);
+		bt_stack_snapshot_free(&s);
+	}
+	bt_symbolizer_free(z);
+	bt_stack_table_free(t);
+	kill(p, SIGKILL);
+	waitpid(p, NULL, 0);
+}
+
 int main(void)
 {
 	if (geteuid() != 0) {
@@ -168,5 +213,6 @@ int main(void)
 		return 0;
 	}
 	RUN(test_deleted_before_first_frame);
+	RUN(test_lines_ahead);
 	return h_done();
 }

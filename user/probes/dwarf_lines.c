@@ -61,6 +61,7 @@ struct bt_dwarf {
 	size_t nur;
 	struct dem *dem;
 	size_t ndem, demcap; /* demcap: power of two */
+	uint64_t indexed;    /* units indexed so far (bt_dwarf_units_indexed) */
 };
 
 /* ---- ranges --------------------------------------------------------------- */
@@ -416,6 +417,7 @@ static struct unit *unit_indexed(struct bt_dwarf *dw, size_t i)
 	u->fns = v.r;
 	u->nfns = v.n;
 	u->indexed = 1;
+	dw->indexed++;
 	return u;
 }
 
@@ -424,6 +426,11 @@ static struct unit *unit_indexed(struct bt_dwarf *dw, size_t i)
 static int scope_tag(int tag)
 {
 	return tag == DW_TAG_inlined_subroutine || tag == DW_TAG_lexical_block || tag == DW_TAG_subprogram;
+}
+
+uint64_t bt_dwarf_units_indexed(const struct bt_dwarf *dw)
+{
+	return dw ? dw->indexed : 0;
 }
 
 int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out, int max, uint64_t *entry)

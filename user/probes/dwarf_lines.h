@@ -34,4 +34,7 @@ struct bt_src_line {
  * *entry: the link-time entry address of the outermost function, 0
  * unknown. */
 int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out, int max, uint64_t *entry);
+/* Units whose functions and lines a lookup has decoded so far (the first
+ * lookup in a unit pays for it; the next ones only search). */
+uint64_t bt_dwarf_units_indexed(const struct bt_dwarf *dw);
 #endif

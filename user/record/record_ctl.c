@@ -158,6 +158,11 @@ static void print_symbols(struct recorder *r, FILE *out)
 		" not loaded yet, %" PRIu64 " closed for room; %s of %s (--symbol-cache)\n",
 		c.files, c.loaded - c.evicted, c.failed, c.files - (c.loaded - c.evicted) - c.failed, c.evicted,
 		format_size(c.bytes, a, sizeof(a)), format_size(c.max_bytes, b, sizeof(b)));
+	if (r->o->no_source_lines)
+		return;
+	fprintf(out, "source lines: %" PRIu64 " frame addresses resolved ahead of the dumps, %" PRIu64
+		" not (more new frames than the queue holds); %" PRIu64 " DWARF units the dumps decoded themselves\n",
+		c.lines_ahead, c.lines_dropped, c.dump_units);
 }
 
 static void print_stacks(struct recorder *r, FILE *out)

@@ -55,6 +55,11 @@ struct bt_stack_table {
 	uint32_t holds, holds_old; /* dumps holding the table; of those, begun by doom_seq */
 	uint64_t pass_seq, doom_seq;
 	uint64_t overflow, unresolved, reclaimed, frames;
+	/* the user frames of new stacks, for the symbol loader (a ring of
+	 * BT_NEW_FRAMES_MAX; NULL until bt_stack_table_keep_new_frames) */
+	struct bt_frame_ref *newf;
+	uint32_t newf_head, newf_n;
+	uint64_t newf_dropped;
 };
 
 struct bt_stack_table *bt_stack_table_new(uint32_t max_stacks)
@@ -108,6 +113,7 @@ void bt_stack_table_free(struct bt_stack_table *t)
 	free(t->doomed);
 	free(t->fresh);
 	free(t->scratch);
+	free(t->newf);
 	bt_mapcap_free(t->maps);
 	pthread_mutex_destroy(&t->lock);
 	free(t);
@@ -333,6 +339,52 @@ void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_
 	}
 }
 
+/* Under lock: a user frame of a new stack, queued for the symbol loader;
+ * the oldest goes when the ring is full (counted). */
+static void keep_new_frame(struct bt_stack_table *t, uint32_t map, uint64_t off)
+{
+	if (t->newf_n == BT_NEW_FRAMES_MAX) {
+		t->newf_head = (t->newf_head + 1) % BT_NEW_FRAMES_MAX;
+		t->newf_n--;
+		t->newf_dropped++;
+	}
+	t->newf[(t->newf_head + t->newf_n++) % BT_NEW_FRAMES_MAX] = (struct bt_frame_ref){ map, off };
+}
+
+int bt_stack_table_keep_new_frames(struct bt_stack_table *t)
+{
+	struct bt_frame_ref *r = calloc(BT_NEW_FRAMES_MAX, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	pthread_mutex_lock(&t->lock);
+	if (t->newf)
+		free(r);
+	else
+		t->newf = r;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+size_t bt_stack_table_take_frames(struct bt_stack_table *t, struct bt_frame_ref *out, size_t max, size_t *left,
+				  uint64_t *dropped)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	while (n < max && t->newf_n) {
+		out[n++] = t->newf[t->newf_head];
+		t->newf_head = (t->newf_head + 1) % BT_NEW_FRAMES_MAX;
+		t->newf_n--;
+	}
+	if (left)
+		*left = t->newf_n;
+	if (dropped)
+		*dropped = t->newf_dropped;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
 void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_def *d, uint32_t len)
 {
 	uint32_t nf = d->nframes, id, user = !!(d->flags & BT_STACKDEF_USER), unresolved = 0;
@@ -374,6 +426,8 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 				unresolved++;
 		}
 		fr[k] = (struct bt_dump_frame){ .map = map, .sym = 0, .off = off };
+		if (user && t->newf && map != BT_DMAP_NONE)
+			keep_new_frame(t, map, bt_frame_lookup_off(off, k));
 	}
 	struct entry *e = &t->e[id - 1];
 	e->tgid = user ? d->h.tgid : 0;

@@ -82,6 +82,22 @@ struct bt_stack_counts {
 	uint64_t frames;    /* frames held by the stacks in the table */
 };
 void bt_stack_table_counts(struct bt_stack_table *t, struct bt_stack_counts *c);
+/* A user frame as the symbol loader resolves it: map id and the file
+ * offset looked up (a return address's call site, bt_frame_lookup_off). */
+struct bt_frame_ref {
+	uint32_t map;
+	uint64_t off;
+};
+#define BT_NEW_FRAMES_MAX 65536u /* frames waiting for the loader at most (1 MiB) */
+/* From now on the user frames of each stack defined wait for
+ * bt_stack_table_take_frames (the symbol loader resolves their source
+ * lines before any dump asks): at most BT_NEW_FRAMES_MAX, the oldest
+ * dropped past that (counted). 0 or -ENOMEM. */
+int bt_stack_table_keep_new_frames(struct bt_stack_table *t);
+/* Up to max waiting frames moved into out, oldest first; their count.
+ * *left (if not NULL): frames still waiting; *dropped: dropped so far. */
+size_t bt_stack_table_take_frames(struct bt_stack_table *t, struct bt_frame_ref *out, size_t max, size_t *left,
+				  uint64_t *dropped);
 /* Mapped files in the table (map ids 1..n), and how many of them a frame
  * has landed in (*tried, if not NULL): every executable mapping of a
  * process is known once its maps are read, but only those are opened. */

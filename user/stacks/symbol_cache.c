@@ -34,6 +34,9 @@
 #include "util.h"
 
 #define POLL_MS 100 /* how soon a new file of the table is seen */
+#define WARM_BATCH 512      /* new frames taken from the table at a time */
+#define WARM_SLOTS (1u << 17) /* addresses remembered as resolved (1 MiB; forgotten when 3/4 full) */
+#define PEND_MAX 65536u     /* frames kept back until their file is loaded */
 
 enum { E_QUEUED, E_LOADING, E_READY, E_FAILED, E_EVICTED };
 
@@ -70,6 +73,14 @@ struct bt_symcache {
 	struct bt_kallsyms *ks;
 	int ks_tried;
 	uint64_t stamp, bytes, loaded, failed, evicted;
+	/* source lines resolved ahead of the dumps (warm_lines) */
+	uint64_t *warmed;          /* (map, off) keys looked up; 0 empty (the thread's) */
+	size_t nwarmed;
+	struct bt_frame_ref *pend; /* frames whose file is not loaded yet (the thread's) */
+	size_t npend;
+	uint64_t lines_ahead, lines_dropped; /* under lock */
+	uint64_t dump_units, hold_units;     /* under lock: units dumps decoded themselves */
+	uint64_t table_dropped;              /* the table's dropped count last seen */
 	pthread_t th;
 };
 
@@ -323,6 +334,90 @@ static void evict(struct bt_symcache *c, size_t keep)
 	}
 }
 
+/* ---- source lines ahead of the dumps ----------------------------------------
+ * A frame's source lines cost DWARF work the first time its unit is met
+ * (its line table and functions decoded, its pages read): done here, at
+ * the loader's priority, for every user frame of every new stack once its
+ * file is loaded, so that a dump only searches what is decoded. Best
+ * effort: a dump still decodes what is not (within its time bound). */
+
+static int warmed_add(struct bt_symcache *c, uint64_t key)
+{
+	if (!c->warmed && !(c->warmed = calloc(WARM_SLOTS, sizeof(*c->warmed))))
+		return 0;
+	if (c->nwarmed >= WARM_SLOTS / 4 * 3) { /* full: forget (a lookup again costs little) */
+		memset(c->warmed, 0, WARM_SLOTS * sizeof(*c->warmed));
+		c->nwarmed = 0;
+	}
+	uint32_t i = (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 47) & (WARM_SLOTS - 1);
+	while (c->warmed[i]) {
+		if (c->warmed[i] == key)
+			return 0;
+		i = (i + 1) & (WARM_SLOTS - 1);
+	}
+	c->warmed[i] = key;
+	c->nwarmed++;
+	return 1;
+}
+
+/* One frame: looked up in its file's DWARF (under lock: a dump's lookups
+ * share the decoder), or kept back while its file is not loaded. */
+static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
+{
+	uint64_t key = ((uint64_t)fr->map << 40) | (fr->off & ((1ull << 40) - 1)), vaddr, entry;
+	struct bt_src_line out[16];
+
+	pthread_mutex_lock(&c->lock);
+	uint32_t ei = fr->map >= 1 && fr->map <= c->nmap ? c->by_map[fr->map - 1] : 0;
+	struct entry *e = ei ? &c->e[ei - 1] : NULL;
+	if (!e || e->state == E_QUEUED || e->state == E_LOADING) {
+		if (c->npend < PEND_MAX)
+			c->pend[c->npend++] = *fr;
+		else
+			c->lines_dropped++;
+	} else if (e->state == E_READY && e->f.ef && e->f.dw && warmed_add(c, key) &&
+		   bt_elf_offset_to_vaddr(e->f.ef, fr->off, &vaddr) == 0) {
+		bt_dwarf_lookup(e->f.dw, vaddr, out, 16, &entry);
+		c->lines_ahead++;
+	}
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* The frames kept back, then the table's new ones, until none is left. */
+static void warm_lines(struct bt_symcache *c)
+{
+	struct bt_frame_ref fr[WARM_BATCH];
+	size_t n, left;
+	uint64_t dropped;
+
+	if (!c->pend && !(c->pend = malloc(PEND_MAX * sizeof(*c->pend))))
+		return;
+	n = c->npend;
+	c->npend = 0;
+	for (size_t i = 0; i < n; i++) /* kept back again if still not loaded */
+		warm_one(c, &c->pend[i]);
+	do {
+		n = bt_stack_table_take_frames(c->t, fr, WARM_BATCH, &left, &dropped);
+		for (size_t i = 0; i < n; i++)
+			warm_one(c, &fr[i]);
+	} while (left && !quitting(c));
+	pthread_mutex_lock(&c->lock);
+	c->lines_dropped += dropped - c->table_dropped;
+	c->table_dropped = dropped;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Under lock: units decoded in every loaded file so far. */
+static uint64_t units_indexed(struct bt_symcache *c)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < c->ne; i++)
+		if (c->e[i].state == E_READY)
+			n += bt_dwarf_units_indexed(c->e[i].f.dw);
+	return n;
+}
+
 /* Under lock: the thread has nothing left (every file of the table that
  * holds a frame seen and tried, kallsyms tried once stacks exist). */
 static int caught_up(struct bt_symcache *c)
@@ -396,6 +491,18 @@ static void *loader_main(void *arg)
 		if (pick == SIZE_MAX) {
 			struct timespec ts;
 
+			if (c->source_lines) { /* nothing to load: the new frames' lines */
+				pthread_mutex_unlock(&c->lock);
+				warm_lines(c);
+				pthread_mutex_lock(&c->lock);
+				int queued = 0;
+				for (size_t i = 0; i < c->ne && !queued; i++)
+					queued = c->e[i].state == E_QUEUED;
+				if (queued && !c->quit) { /* wanted again meanwhile (a dump's) */
+					pthread_mutex_unlock(&c->lock);
+					continue;
+				}
+			}
 			if (caught_up(c))
 				pthread_cond_broadcast(&c->idle); /* settle returns */
 			if (c->quit) {
@@ -448,6 +555,9 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 		return NULL;
 	c->t = t;
 	c->source_lines = source_lines;
+	/* the frames whose lines are resolved ahead (without: a dump decodes them) */
+	if (source_lines && bt_stack_table_keep_new_frames(t))
+		bt_warn("out of memory: source lines are resolved when a dump asks");
 	c->max_bytes = max_bytes ? max_bytes : BT_SYMCACHE_DEFAULT_BYTES;
 	if (debug_dirs && !(c->debug_dirs = strdup(debug_dirs))) {
 		free(c);
@@ -490,6 +600,8 @@ void bt_symcache_free(struct bt_symcache *c)
 	free(c->e);
 	free(c->by_map);
 	free(c->waiting);
+	free(c->warmed);
+	free(c->pend);
 	free(c->debug_dirs);
 	pthread_cond_destroy(&c->idle);
 	pthread_cond_destroy(&c->cond);
@@ -532,10 +644,12 @@ void bt_symcache_hold(struct bt_symcache *c)
 {
 	pthread_mutex_lock(&c->lock);
 	c->stamp++;
+	c->hold_units = units_indexed(c);
 }
 
 void bt_symcache_release(struct bt_symcache *c)
 {
+	c->dump_units += units_indexed(c) - c->hold_units; /* nothing is evicted under the hold */
 	pthread_mutex_unlock(&c->lock);
 }
 
@@ -571,6 +685,7 @@ struct bt_kallsyms *bt_symcache_kallsyms(struct bt_symcache *c, int *pending)
 void bt_symcache_stats(struct bt_symcache *c, struct bt_symcache_stats *out)
 {
 	pthread_mutex_lock(&c->lock);
-	*out = (struct bt_symcache_stats){ c->ne, c->loaded, c->failed, c->evicted, c->bytes, c->max_bytes };
+	*out = (struct bt_symcache_stats){ c->ne, c->loaded, c->failed, c->evicted, c->bytes, c->max_bytes,
+					   c->lines_ahead, c->dump_units, c->lines_dropped };
 	pthread_mutex_unlock(&c->lock);
 }
