@@ -7,6 +7,10 @@
  *   instr      -finstrument-functions + libbtrace (with or without a recorder)
  *   pg         -pg, no libbtrace (for `uftrace record`)
  *   manual     -DMANUAL: BTRACE_BEGIN/END around each call's body + libbtrace
+ *   hooks0     -finstrument-functions -DHOOKS=0, no libbtrace: hooks that
+ *              return at once (the floor the compiler's call sets)
+ *   hooksclk   -DHOOKS=1: hooks that read the TSC and store it with the
+ *              function (the floor of any timed record of a call)
  *
  *   func_bench [-n N] [-r REPS] [-w] [-t]
  *     -w  wait (up to 5 s) for a recorder to attach first; fail without one
@@ -24,6 +28,30 @@
 #include <x86intrin.h>
 
 static long calls;
+
+#ifdef HOOKS
+#define NOINSTR_ __attribute__((no_instrument_function))
+#if HOOKS
+__thread uint64_t hook_ts, hook_fn; /* not static: the stores stay */
+#define HOOK_BODY                                  \
+	do {                                       \
+		hook_ts = __rdtsc();               \
+		hook_fn = (uint64_t)(uintptr_t)fn; \
+	} while (0)
+#else
+#define HOOK_BODY (void)fn
+#endif
+NOINSTR_ void __cyg_profile_func_enter(void *fn, void *site)
+{
+	(void)site;
+	HOOK_BODY;
+}
+NOINSTR_ void __cyg_profile_func_exit(void *fn, void *site)
+{
+	(void)site;
+	HOOK_BODY;
+}
+#endif
 
 #define NOINSTR __attribute__((no_instrument_function))
 
