@@ -14,7 +14,8 @@
 #   - its child process runs exited_work() and exits before the dump;
 # and the dump, read after the binary is gone, names all of those and gives
 # their source lines from the binary's DWARF (file:line, mix_step() inlined
-# into spin_until()). A second short recorder with --max-stacks 2 shows the
+# into spin_until()), resolved by the loader ahead of the dump (ctl status
+# counts them). A second short recorder with --max-stacks 2 shows the
 # overflow counted; a third the stacks of a probe's hits; a fourth a
 # stripped copy whose symbols and lines come from a separate debug file
 # (--debug-dir), still shown once that file is gone; a fifth the clang
@@ -58,6 +59,12 @@ run_workload 2 10 30 || not_ok "workload runs" "$(cat "$T_TMP/sw.out" 2>/dev/nul
 st=$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1)
 echo "$st" | grep -qE '^stacks: [1-9][0-9]* distinct \(max 16384\), sampling 997 Hz, [1-9][0-9]* samples; lost: 0 table full' &&
 	ok "ctl status: the stack table, samples and stack losses" || not_ok "ctl status stacks" "$st"
+# the loader resolves the new frames' source lines before a dump asks
+if wait_for 20 sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -qE '^source lines: [1-9][0-9]* frame addresses resolved ahead'"; then
+	ok "ctl status: source lines resolved ahead of the dumps"
+else
+	not_ok "source lines resolved ahead" "$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1 | grep -E '^(symbols|source lines):')"
+fi
 rec_stop "$REC_PID"
 dump=$(ls "$out"/*.btd 2>/dev/null | head -1)
 [ -n "$dump" ] && ok "dump written" || { not_ok "dump written" "$(cat "$T_TMP/rec.log")"; finish; exit; }
