@@ -71,7 +71,7 @@ WORK_BINS  := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORK_SRCS)) \
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS  := $(patsubst tests/fuzz/%.c,$(OUT)/tests/%,$(FUZZ_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
-BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(filter-out bench/func_bench.c,$(BENCH_SRCS))) $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg hooks0 hooksclk)
+BENCH_BINS := $(patsubst bench/%.c,$(OUT)/bench/%,$(filter-out bench/func_bench.c,$(BENCH_SRCS))) $(addprefix $(OUT)/bench/func_bench_,plain instr manual pg hooks0 hooksclk hooksflag)
 EXAMPLE_BINS := $(patsubst examples/%.c,$(OUT)/examples/%,$(wildcard examples/*.c))
 
 .PHONY: all tool tests benches test bench clean deps check-deps run
@@ -279,10 +279,12 @@ $(OUT)/bench/func_bench_manual: bench/func_bench.c $(OUT)/libbtrace.a user/lib/b
 $(OUT)/bench/func_bench_pg: bench/func_bench.c | $(OUT)/bench
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -pg $< -o $@
-# The floors of a hook: the compiler's call alone, and a call that reads the TSC.
+# The floors of a hook: the compiler's call alone (0), a call that reads the
+# TSC (clk), a call that tests whether it is on (flag).
 $(OUT)/bench/func_bench_hooks%: bench/func_bench.c | $(OUT)/bench
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -finstrument-functions -DHOOKS=$(if $(filter clk,$*),1,0) $< -o $@
+	$(Q)$(CC) $(FUNC_BENCH_CFLAGS) -DNO_BTRACE -finstrument-functions \
+		-DHOOKS=$(if $(filter clk,$*),1,$(if $(filter flag,$*),2,0)) $< -o $@
 
 $(OUT)/bench/%: bench/%.c $(OUT)/libbtrace-tool.a $(wildcard bench/*.h) $(SKELS) | $(OUT)/bench
 	$(call msg,CC,$@)

@@ -11,6 +11,8 @@
  *              return at once (the floor the compiler's call sets)
  *   hooksclk   -DHOOKS=1: hooks that read the TSC and store it with the
  *              function (the floor of any timed record of a call)
+ *   hooksflag  -DHOOKS=2: hooks that load a flag and branch past a call
+ *              (the floor of any hook that can be off)
  *
  *   func_bench [-n N] [-r REPS] [-w] [-t]
  *     -w  wait (up to 5 s) for a recorder to attach first; fail without one
@@ -31,7 +33,18 @@ static long calls;
 
 #ifdef HOOKS
 #define NOINSTR_ __attribute__((no_instrument_function))
-#if HOOKS
+#if HOOKS == 2
+int hook_on; /* never set: not static, so every hook loads it */
+__attribute__((noinline)) NOINSTR_ void hook_slow(void *fn)
+{
+	__asm__ volatile("" ::"r"(fn) : "memory");
+}
+#define HOOK_BODY                                                         \
+	do {                                                              \
+		if (__builtin_expect(__atomic_load_n(&hook_on, __ATOMIC_RELAXED), 0)) \
+			hook_slow(fn);                                    \
+	} while (0)
+#elif HOOKS
 __thread uint64_t hook_ts, hook_fn; /* not static: the stores stay */
 #define HOOK_BODY                                  \
 	do {                                       \
