@@ -180,6 +180,9 @@ $(call stress_test,funcs,$(APP_STRESS_SRCS) user/dump/func_batch.c,-lpthread,-fi
 $(call stress_test,triggers,user/triggers/triggers.c user/dump/trigger_spec.c user/util.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 # The stack table: drain, dumps and status at once over a real buffer.
 $(call stress_test,stacks,user/stacks/stack_table.c $(BUF_SRCS),$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
+# The symbol loader: a flood of new stacks, dumps naming them, status reads.
+$(call stress_test,symbols,user/stacks/symbol_cache.c user/stacks/stack_table.c user/stacks/stack_symbols.c \
+	user/stacks/stack_srclines.c user/stacks/mapping_capture.c user/probes/dwarf_lines.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 
 $(OUT)/examples/%: examples/%.c $(OUT)/libbtrace.a user/lib/btrace.h
 	$(call msg,CC,$@)

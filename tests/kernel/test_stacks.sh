@@ -60,7 +60,7 @@ st=$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1)
 echo "$st" | grep -qE '^stacks: [1-9][0-9]* distinct \(max 16384\), sampling 997 Hz, [1-9][0-9]* samples; lost: 0 table full' &&
 	ok "ctl status: the stack table, samples and stack losses" || not_ok "ctl status stacks" "$st"
 # the loader resolves the new frames' source lines before a dump asks
-if wait_for 20 sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -qE '^source lines: [1-9][0-9]* frame addresses resolved ahead'"; then
+if wait_for 20 sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -qE '^source lines: [1-9][0-9]* lookups ahead of the dumps'"; then
 	ok "ctl status: source lines resolved ahead of the dumps"
 else
 	not_ok "source lines resolved ahead" "$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1 | grep -E '^(symbols|source lines):')"

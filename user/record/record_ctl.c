@@ -160,8 +160,8 @@ static void print_symbols(struct recorder *r, FILE *out)
 		format_size(c.bytes, a, sizeof(a)), format_size(c.max_bytes, b, sizeof(b)));
 	if (r->o->no_source_lines)
 		return;
-	fprintf(out, "source lines: %" PRIu64 " frame addresses resolved ahead of the dumps, %" PRIu64
-		" not (more new frames than the queue holds); %" PRIu64 " DWARF units the dumps decoded themselves\n",
+	fprintf(out, "source lines: %" PRIu64 " lookups ahead of the dumps, %" PRIu64
+		" new frames not looked up (more than the queue holds); %" PRIu64 " DWARF units the dumps decoded themselves\n",
 		c.lines_ahead, c.lines_dropped, c.dump_units);
 }
 

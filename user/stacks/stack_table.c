@@ -539,6 +539,22 @@ size_t bt_stack_table_nmaps(struct bt_stack_table *t, size_t *tried)
 	return n;
 }
 
+size_t bt_stack_table_tried_first(struct bt_stack_table *t, uint32_t *maps, size_t n)
+{
+	size_t nf, k = 0;
+
+	pthread_mutex_lock(&t->lock);
+	const struct bt_mapfile *f = bt_mapcap_files(t->maps, &nf);
+	for (size_t i = 0; i < n; i++)
+		if (maps[i] >= 1 && maps[i] <= nf && (f[maps[i] - 1].flags & BT_MAPFILE_TRIED)) {
+			uint32_t m = maps[i];
+			maps[i] = maps[k];
+			maps[k++] = m;
+		}
+	pthread_mutex_unlock(&t->lock);
+	return k;
+}
+
 int bt_stack_table_map_copy(struct bt_stack_table *t, uint32_t map, struct bt_dump_map *m, char *path, size_t pathlen,
 			    int *fd)
 {

@@ -98,6 +98,9 @@ int bt_stack_table_keep_new_frames(struct bt_stack_table *t);
  * *left (if not NULL): frames still waiting; *dropped: dropped so far. */
 size_t bt_stack_table_take_frames(struct bt_stack_table *t, struct bt_frame_ref *out, size_t max, size_t *left,
 				  uint64_t *dropped);
+/* Of the n map ids in maps, those a frame has landed in are moved to the
+ * front (the order is not kept); their count. One lock for all. */
+size_t bt_stack_table_tried_first(struct bt_stack_table *t, uint32_t *maps, size_t n);
 /* Mapped files in the table (map ids 1..n), and how many of them a frame
  * has landed in (*tried, if not NULL): every executable mapping of a
  * process is known once its maps are read, but only those are opened. */

@@ -4,9 +4,10 @@
  * in the background (see symbol_cache.h).
  *
  * Locking: `lock` guards the entries, the map-id index and the counters.
- * The thread takes it only to pick a file and to publish or evict one,
- * never while reading a file; a dump holds it for its lookups, so an entry
- * it got is neither evicted nor freed under it. Entries are keyed by
+ * The thread takes it to pick a file and to publish or evict one, never
+ * while reading a file, and for one source-line lookup at a time (see
+ * warm_lines); a dump holds it for its lookups, so an entry it got is
+ * neither evicted nor freed under it. Entries are keyed by
  * build-id (device and inode for files without one): two processes, or two
  * paths, of one build share one.
  */
@@ -35,6 +36,7 @@
 
 #define POLL_MS 100 /* how soon a new file of the table is seen */
 #define WARM_BATCH 512      /* new frames taken from the table at a time */
+#define WARM_PASS 8192      /* ... and looked up in one pass at most, between loads */
 #define WARM_SLOTS (1u << 17) /* addresses remembered as resolved (1 MiB; forgotten when 3/4 full) */
 #define PEND_MAX 65536u     /* frames kept back until their file is loaded */
 
@@ -81,6 +83,7 @@ struct bt_symcache {
 	uint64_t lines_ahead, lines_dropped; /* under lock */
 	uint64_t dump_units, hold_units;     /* under lock: units dumps decoded themselves */
 	uint64_t table_dropped;              /* the table's dropped count last seen */
+	_Atomic int want;                    /* dumps waiting for or holding the lock */
 	pthread_t th;
 };
 
@@ -293,8 +296,8 @@ static void scan_maps(struct bt_symcache *c)
 	}
 	if (tried == c->tried_seen)
 		return;
-	size_t k = 0;
-	for (size_t i = 0; i < c->nwaiting; i++) {
+	size_t nt = bt_stack_table_tried_first(c->t, c->waiting, c->nwaiting), k = 0;
+	for (size_t i = 0; i < nt; i++) {
 		uint32_t map = c->waiting[i];
 
 		if (bt_stack_table_map_copy(c->t, map, &m, path, sizeof(path), &fd) == 0) {
@@ -306,7 +309,9 @@ static void scan_maps(struct bt_symcache *c)
 		}
 		c->waiting[k++] = map;
 	}
-	c->nwaiting = k;
+	/* the ones still without a frame follow those kept */
+	memmove(c->waiting + k, c->waiting + nt, (c->nwaiting - nt) * sizeof(*c->waiting));
+	c->nwaiting = k + (c->nwaiting - nt);
 	if (!oom) {
 		pthread_mutex_lock(&c->lock);
 		c->tried_seen = tried;
@@ -337,9 +342,14 @@ static void evict(struct bt_symcache *c, size_t keep)
 /* ---- source lines ahead of the dumps ----------------------------------------
  * A frame's source lines cost DWARF work the first time its unit is met
  * (its line table and functions decoded, its pages read): done here, at
- * the loader's priority, for every user frame of every new stack once its
- * file is loaded, so that a dump only searches what is decoded. Best
- * effort: a dump still decodes what is not (within its time bound). */
+ * the loader's priority, for the user frames of new stacks once their file
+ * is loaded, so that a dump only searches what is decoded. Best effort: a
+ * dump still decodes what is not (within its time bound). The lookups hold
+ * the lock (a dump's share the decoder), one at a time, and give way to a
+ * dump that wants it (`want`); a pass does a bounded amount, then the
+ * thread goes back to the files, so a flood of new stacks cannot keep it
+ * from loading them. What a unit's decoding allocates counts against
+ * --symbol-cache. */
 
 static int warmed_add(struct bt_symcache *c, uint64_t key)
 {
@@ -360,8 +370,15 @@ static int warmed_add(struct bt_symcache *c, uint64_t key)
 	return 1;
 }
 
-/* One frame: looked up in its file's DWARF (under lock: a dump's lookups
- * share the decoder), or kept back while its file is not loaded. */
+/* A dump waits for the lock: the lookups stop for it. Relaxed: a hint,
+ * the lock orders what matters (pairs with bt_symcache_hold/release). */
+static int dump_wants(struct bt_symcache *c)
+{
+	return atomic_load_explicit(&c->want, memory_order_relaxed) != 0;
+}
+
+/* One frame: looked up in its file's DWARF, or kept back while its file
+ * is not loaded. */
 static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
 {
 	uint64_t key = ((uint64_t)fr->map << 40) | (fr->off & ((1ull << 40) - 1)), vaddr, entry;
@@ -377,34 +394,55 @@ static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
 			c->lines_dropped++;
 	} else if (e->state == E_READY && e->f.ef && e->f.dw && warmed_add(c, key) &&
 		   bt_elf_offset_to_vaddr(e->f.ef, fr->off, &vaddr) == 0) {
+		uint64_t u0 = bt_dwarf_units_indexed(e->f.dw), h0 = heap_bytes();
+
 		bt_dwarf_lookup(e->f.dw, vaddr, out, 16, &entry);
 		c->lines_ahead++;
+		if (bt_dwarf_units_indexed(e->f.dw) != u0) { /* a unit decoded: its memory is the file's */
+			uint64_t h1 = heap_bytes(), grew = h1 > h0 ? h1 - h0 : 0;
+
+			e->bytes += grew;
+			c->bytes += grew;
+			evict(c, ei - 1);
+		}
 	}
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The frames kept back, then the table's new ones, until none is left. */
-static void warm_lines(struct bt_symcache *c)
+/* The frames kept back, then the table's new ones: at most WARM_PASS of
+ * them, or until a dump wants the lock or the recorder stops. 1 if frames
+ * are left. */
+static int warm_lines(struct bt_symcache *c)
 {
 	struct bt_frame_ref fr[WARM_BATCH];
-	size_t n, left;
+	size_t n, left = 0, done = 0;
 	uint64_t dropped;
 
 	if (!c->pend && !(c->pend = malloc(PEND_MAX * sizeof(*c->pend))))
-		return;
+		return 0;
 	n = c->npend;
 	c->npend = 0;
-	for (size_t i = 0; i < n; i++) /* kept back again if still not loaded */
+	for (size_t i = 0; i < n; i++) { /* kept back again if still not loaded */
+		if (dump_wants(c) || quitting(c)) { /* the rest stays kept back */
+			memmove(c->pend + c->npend, c->pend + i, (n - i) * sizeof(*c->pend));
+			c->npend += n - i;
+			return 1;
+		}
 		warm_one(c, &c->pend[i]);
+	}
 	do {
+		if (dump_wants(c) || quitting(c))
+			return 1;
 		n = bt_stack_table_take_frames(c->t, fr, WARM_BATCH, &left, &dropped);
 		for (size_t i = 0; i < n; i++)
 			warm_one(c, &fr[i]);
-	} while (left && !quitting(c));
-	pthread_mutex_lock(&c->lock);
-	c->lines_dropped += dropped - c->table_dropped;
-	c->table_dropped = dropped;
-	pthread_mutex_unlock(&c->lock);
+		done += n;
+		pthread_mutex_lock(&c->lock);
+		c->lines_dropped += dropped - c->table_dropped;
+		c->table_dropped = dropped;
+		pthread_mutex_unlock(&c->lock);
+	} while (left && done < WARM_PASS);
+	return left != 0;
 }
 
 /* Under lock: units decoded in every loaded file so far. */
@@ -493,12 +531,11 @@ static void *loader_main(void *arg)
 
 			if (c->source_lines) { /* nothing to load: the new frames' lines */
 				pthread_mutex_unlock(&c->lock);
-				warm_lines(c);
+				int more = warm_lines(c);
 				pthread_mutex_lock(&c->lock);
-				int queued = 0;
-				for (size_t i = 0; i < c->ne && !queued; i++)
-					queued = c->e[i].state == E_QUEUED;
-				if (queued && !c->quit) { /* wanted again meanwhile (a dump's) */
+				/* frames left, or files to load since (new, or a dump's
+				 * wanted again): no wait, unless a dump wants the lock */
+				if ((more || !caught_up(c)) && !c->quit && !dump_wants(c)) {
 					pthread_mutex_unlock(&c->lock);
 					continue;
 				}
@@ -555,9 +592,6 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 		return NULL;
 	c->t = t;
 	c->source_lines = source_lines;
-	/* the frames whose lines are resolved ahead (without: a dump decodes them) */
-	if (source_lines && bt_stack_table_keep_new_frames(t))
-		bt_warn("out of memory: source lines are resolved when a dump asks");
 	c->max_bytes = max_bytes ? max_bytes : BT_SYMCACHE_DEFAULT_BYTES;
 	if (debug_dirs && !(c->debug_dirs = strdup(debug_dirs))) {
 		free(c);
@@ -577,6 +611,10 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 		free(c);
 		return NULL;
 	}
+	/* the frames whose lines are resolved ahead (without: a dump decodes
+	 * them); once the thread runs, so none pile up for nobody */
+	if (source_lines && bt_stack_table_keep_new_frames(t))
+		bt_warn("out of memory: source lines are looked up when a dump asks");
 	return c;
 }
 
@@ -642,6 +680,8 @@ void bt_symcache_boost(struct bt_symcache *c, int on)
 
 void bt_symcache_hold(struct bt_symcache *c)
 {
+	/* Relaxed: a hint to the lookups ahead (dump_wants), which give way. */
+	atomic_fetch_add_explicit(&c->want, 1, memory_order_relaxed);
 	pthread_mutex_lock(&c->lock);
 	c->stamp++;
 	c->hold_units = units_indexed(c);
@@ -651,6 +691,7 @@ void bt_symcache_release(struct bt_symcache *c)
 {
 	c->dump_units += units_indexed(c) - c->hold_units; /* nothing is evicted under the hold */
 	pthread_mutex_unlock(&c->lock);
+	atomic_fetch_sub_explicit(&c->want, 1, memory_order_relaxed); /* pairs with bt_symcache_hold */
 }
 
 int bt_symcache_get(struct bt_symcache *c, uint32_t map, const struct bt_symfile **out)

@@ -67,9 +67,9 @@ void bt_symcache_boost(struct bt_symcache *c, int on);
 
 struct bt_symcache_stats {
 	uint64_t files, loaded, failed, evicted, bytes, max_bytes;
-	uint64_t lines_ahead;   /* frame addresses whose source lines were resolved before any dump asked */
+	uint64_t lines_ahead;   /* source-line lookups of new frames done before any dump asked */
 	uint64_t dump_units;    /* DWARF units dumps had to decode themselves */
-	uint64_t lines_dropped; /* new frames not resolved ahead (more came than the queue holds) */
+	uint64_t lines_dropped; /* new frames not looked up ahead (more came than the queue holds) */
 };
 void bt_symcache_stats(struct bt_symcache *c, struct bt_symcache_stats *out);
 #endif
