@@ -35,7 +35,7 @@
 #include "stack_table.h"
 #include "symbol_cache.h"
 
-#define SETTLE_MS 3000
+#define SETTLE_MS 10000 /* a starved loader never loads it; TSan on a busy machine is slow */
 #define NFRAMES 16
 
 #define SF(i)                                                  \
