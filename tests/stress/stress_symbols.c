@@ -34,6 +34,7 @@
 #include "stack_symbols.h"
 #include "stack_table.h"
 #include "symbol_cache.h"
+#include "self_maps.h"
 
 #define SETTLE_MS 10000 /* a starved loader never loads it; TSan on a busy machine is slow */
 #define NFRAMES 16
@@ -70,58 +71,6 @@ static double now_s(void)
 }
 
 /* File offset of addr in this process's mapping of /proc/self/exe, -1 if none. */
-/* This binary's executable mapping into text_lo, text_hi. */
-static int exe_text(void)
-{
-	char line[4352], exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	FILE *f = fopen("/proc/self/maps", "re");
-
-	if (n <= 0 || !f) {
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	exe[n] = 0;
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long s, e;
-		char perms[8], path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %4095s", &s, &e, perms, path) == 4 && perms[2] == 'x' &&
-		    strcmp(path, exe) == 0) {
-			text_lo = s;
-			text_hi = e;
-		}
-	}
-	fclose(f);
-	return text_hi > text_lo + 64 ? 0 : -1;
-}
-
-static int64_t exe_offset(uintptr_t addr)
-{
-	char line[4352], exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	FILE *f = fopen("/proc/self/maps", "re");
-	int64_t off = -1;
-
-	if (n <= 0 || !f) {
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	exe[n] = 0;
-	while (off < 0 && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, pg;
-		char path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &s, &e, &pg, path) == 4 && addr >= s &&
-		    addr < e && strcmp(path, exe) == 0)
-			off = (int64_t)(addr - s + pg);
-	}
-	fclose(f);
-	return off;
-}
-
 static void define_user(uint64_t hash, const uint64_t *ips, uint32_t n)
 {
 	union {
@@ -238,22 +187,18 @@ int main(int argc, char **argv)
 	struct bt_symcache_stats st;
 
 	for (size_t i = 0; i < NFN; i++) {
-		int64_t o = exe_offset(fns[i].addr);
+		int64_t o = h_exe_offset(fns[i].addr);
 		if (o < 0) {
 			fprintf(stderr, "stress_symbols: no file offset of %s\n", fns[i].name);
 			return 1;
 		}
 		fn_off[i] = (uint64_t)o;
 	}
-	if (exe_text()) {
+	if (h_exe_text(&text_lo, &text_hi) || text_hi < text_lo + 64) {
 		fprintf(stderr, "stress_symbols: no executable mapping of this binary\n");
 		return 1;
 	}
-	child = fork();
-	if (child == 0) {
-		pause();
-		_exit(0);
-	}
+	child = h_paused_child();
 	t = bt_stack_table_new(1u << 16);
 	z = t ? bt_symbolizer_new(t, NULL, 1, 0) : NULL;
 	if (child < 0 || !z) {

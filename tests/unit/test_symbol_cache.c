@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "harness.h"
+#include "self_maps.h"
 #include "events.h"
 #include "stack_symbols.h"
 #include "stack_table.h"
@@ -42,32 +43,6 @@ __attribute__((noinline)) int sc_named_target(int x)
 {
 	__asm__ volatile("" ::: "memory");
 	return x * 3 + 1;
-}
-
-/* File offset of addr in this process's mapping of /proc/self/exe. */
-static int64_t exe_offset(uintptr_t addr)
-{
-	char line[4352], exe[4096];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	FILE *f = fopen("/proc/self/maps", "re");
-	int64_t off = -1;
-
-	if (n <= 0 || !f) {
-		if (f)
-			fclose(f);
-		return -1;
-	}
-	exe[n] = 0;
-	while (off < 0 && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, pg;
-		char path[4096] = "";
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &s, &e, &pg, path) == 4 &&
-		    addr >= s && addr < e && strcmp(path, exe) == 0)
-			off = (int64_t)(addr - s + pg);
-	}
-	fclose(f);
-	return off;
 }
 
 /* A user stack of tgid with one frame at ip, defined as the drain does. */
@@ -101,7 +76,7 @@ static const char *frame_name(const struct bt_dump_stacks *s, uint32_t id)
 static void test_deleted_before_first_frame(void)
 {
 	char dir[] = "/tmp/btrace-symcache-XXXXXX", copy[64];
-	int64_t off = exe_offset((uintptr_t)&sc_named_target);
+	int64_t off = h_exe_offset((uintptr_t)&sc_named_target);
 	size_t len;
 	unsigned char *img = h_read_file("/proc/self/exe", &len);
 
@@ -115,11 +90,7 @@ static void test_deleted_before_first_frame(void)
 	void *map = fd >= 0 ? mmap(NULL, len, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0) : MAP_FAILED;
 	REQUIRE(map != MAP_FAILED, "the copy mapped executable");
 	close(fd);
-	pid_t p = fork();
-	if (p == 0) {
-		pause();
-		_exit(0);
-	}
+	pid_t p = h_paused_child();
 	REQUIRE(p > 0, "a child");
 
 	struct bt_stack_table *t = bt_stack_table_new(64);
@@ -166,12 +137,8 @@ static void test_deleted_before_first_frame(void)
 
 static void test_lines_ahead(void)
 {
-	pid_t p = fork();
+	pid_t p = h_paused_child();
 
-	if (p == 0) {
-		pause();
-		_exit(0);
-	}
 	REQUIRE(p > 0, "a child");
 	struct bt_stack_table *t = bt_stack_table_new(64);
 	struct bt_symbolizer *z = t ? bt_symbolizer_new(t, NULL, 1, 0) : NULL;
