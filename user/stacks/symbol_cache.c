@@ -36,7 +36,7 @@
 
 #define POLL_MS 100 /* how soon a new file of the table is seen */
 #define WARM_BATCH 512      /* new frames taken from the table at a time */
-#define WARM_PASS 8192      /* ... and looked up in one pass at most, between loads */
+#define WARM_PASS_NS 20000000ull /* ... and looked up for this long at most, between loads */
 #define WARM_SLOTS (1u << 17) /* addresses remembered as resolved (1 MiB; forgotten when 3/4 full) */
 #define PEND_MAX 65536u     /* frames kept back until their file is loaded */
 
@@ -409,14 +409,14 @@ static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* The frames kept back, then the table's new ones: at most WARM_PASS of
- * them, or until a dump wants the lock or the recorder stops. 1 if frames
+/* The frames kept back, then the table's new ones: for WARM_PASS_NS at
+ * most, or until a dump wants the lock or the recorder stops. 1 if frames
  * are left. */
 static int warm_lines(struct bt_symcache *c)
 {
 	struct bt_frame_ref fr[WARM_BATCH];
-	size_t n, left = 0, done = 0;
-	uint64_t dropped;
+	size_t n, left = 0;
+	uint64_t dropped, end = bt_now_ns() + WARM_PASS_NS;
 
 	if (!c->pend && !(c->pend = malloc(PEND_MAX * sizeof(*c->pend))))
 		return 0;
@@ -436,12 +436,11 @@ static int warm_lines(struct bt_symcache *c)
 		n = bt_stack_table_take_frames(c->t, fr, WARM_BATCH, &left, &dropped);
 		for (size_t i = 0; i < n; i++)
 			warm_one(c, &fr[i]);
-		done += n;
 		pthread_mutex_lock(&c->lock);
 		c->lines_dropped += dropped - c->table_dropped;
 		c->table_dropped = dropped;
 		pthread_mutex_unlock(&c->lock);
-	} while (left && done < WARM_PASS);
+	} while (left && bt_now_ns() < end);
 	return left != 0;
 }
 
@@ -529,19 +528,24 @@ static void *loader_main(void *arg)
 		if (pick == SIZE_MAX) {
 			struct timespec ts;
 
+			int more = 0;
+
 			if (c->source_lines) { /* nothing to load: the new frames' lines */
 				pthread_mutex_unlock(&c->lock);
-				int more = warm_lines(c);
+				more = warm_lines(c);
 				pthread_mutex_lock(&c->lock);
-				/* frames left, or files to load since (new, or a dump's
-				 * wanted again): no wait, unless a dump wants the lock */
-				if ((more || !caught_up(c)) && !c->quit && !dump_wants(c)) {
-					pthread_mutex_unlock(&c->lock);
-					continue;
-				}
 			}
-			if (caught_up(c))
-				pthread_cond_broadcast(&c->idle); /* settle returns */
+			if (caught_up(c)) /* settle returns, frames left or not */
+				pthread_cond_broadcast(&c->idle);
+			int queued = 0;
+			for (size_t i = 0; i < c->ne && !queued; i++)
+				queued = c->e[i].state == E_QUEUED;
+			/* frames left, or a file queued since (a dump's wanted
+			 * again): no wait, unless a dump wants the lock */
+			if (c->source_lines && (more || queued) && !c->quit && !dump_wants(c)) {
+				pthread_mutex_unlock(&c->lock);
+				continue;
+			}
 			if (c->quit) {
 				pthread_mutex_unlock(&c->lock);
 				break;
