@@ -433,6 +433,13 @@ uint64_t bt_dwarf_units_indexed(const struct bt_dwarf *dw)
 	return dw ? dw->indexed : 0;
 }
 
+int bt_dwarf_decoded_at(const struct bt_dwarf *dw, uint64_t vaddr)
+{
+	const struct range *ur = dw ? range_find(dw->ur, dw->nur, vaddr) : NULL;
+
+	return !ur || dw->units[ur->die].indexed;
+}
+
 int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out, int max, uint64_t *entry)
 {
 	Dwarf_Die path[NEST_MAX], cu, fn;

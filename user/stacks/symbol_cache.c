@@ -394,11 +394,15 @@ static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
 			c->lines_dropped++;
 	} else if (e->state == E_READY && e->f.ef && e->f.dw && warmed_add(c, key) &&
 		   bt_elf_offset_to_vaddr(e->f.ef, fr->off, &vaddr) == 0) {
-		uint64_t u0 = bt_dwarf_units_indexed(e->f.dw), h0 = heap_bytes();
+		/* Memory is measured only around a unit's first lookup: mallinfo2
+		 * walks the heap (24 us on a fragmented one), a search does not
+		 * allocate. */
+		int cold = !bt_dwarf_decoded_at(e->f.dw, vaddr);
+		uint64_t u0 = bt_dwarf_units_indexed(e->f.dw), h0 = cold ? heap_bytes() : 0;
 
 		bt_dwarf_lookup(e->f.dw, vaddr, out, 16, &entry);
 		c->lines_ahead++;
-		if (bt_dwarf_units_indexed(e->f.dw) != u0) { /* a unit decoded: its memory is the file's */
+		if (cold && bt_dwarf_units_indexed(e->f.dw) != u0) { /* a unit decoded: its memory is the file's */
 			uint64_t h1 = heap_bytes(), grew = h1 > h0 ? h1 - h0 : 0;
 
 			e->bytes += grew;
