@@ -71,12 +71,24 @@ static int hold_reservation(void)
 	struct bt_app_shm *s = (struct bt_app_shm *)base;
 	struct bt_app_meta *meta = (struct bt_app_meta *)(base + s->meta_off);
 	struct bt_app_core *cores = (struct bt_app_core *)(base + s->cores_off);
-	int cpu = sched_getcpu();
+	/* Held on the CPU the thread's last event went to: pinned for the
+	 * event and the hold, or a migration between them finds a CPU with
+	 * no block (seen under TCG: no block was stuck, 0 skips). */
+	cpu_set_t old, one;
+	int cpu = sched_getcpu(), pinned = 0;
+	if (cpu >= 0 && sched_getaffinity(0, sizeof(old), &old) == 0) {
+		CPU_ZERO(&one);
+		CPU_SET(cpu, &one);
+		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
+	}
+	BTRACE_INSTANT("hold"); /* this CPU has a block now */
+	cpu = sched_getcpu();
 	uint64_t cw = atomic_load(&cores[(uint32_t)(cpu < 0 ? 0 : cpu) % s->ncores].cur);
-	if (!cw)
-		return -1;
-	atomic_fetch_add(&meta[(uint32_t)cw].alloc, bt_app_entry_size(3));
-	return 0;
+	if (cw)
+		atomic_fetch_add(&meta[(uint32_t)cw].alloc, bt_app_entry_size(3));
+	if (pinned)
+		sched_setaffinity(0, sizeof(old), &old);
+	return cw ? 0 : -1;
 }
 
 static void *writer(void *arg)
@@ -169,7 +181,6 @@ int main(int argc, char **argv)
 	while (go && access(go, F_OK) != 0)
 		usleep(10000);
 	if (stuck) {
-		BTRACE_INSTANT("warmup"); /* this CPU has a block now */
 		if (hold_reservation() < 0)
 			fprintf(stderr, "app_stress: no buffer to hold a reservation in\n");
 	}
