@@ -36,6 +36,7 @@ run_one() {
 	local pid=$!
 	T_PIDS+=("$pid")
 	wait_for 30 grep -q phases-done "$log"
+	diag "$n: $(grep -h 'attached after\|no recorder' "$log")"
 	ctl dump -o "$T_TMP/$n-mid.btd" >/dev/null 2>&1
 	touch "$T_TMP/$n.stop"
 	wait "$pid"
@@ -46,7 +47,7 @@ run_one() {
 	"$BT" report "$T_TMP/$n-after.btd" >"$T_TMP/$n-after.txt" 2>&1
 	check "$n: dump while it runs: every call once, nested, named, nap on the kernel's timeline" \
 		python3 "$CHECK" "$T_TMP/$n-mid.txt" "$log" mid ||
-		diag "$(head -12 "$T_TMP/$n-mid.txt"; echo "lines naming fib: $(grep -c fib "$T_TMP/$n-mid.txt")"; "$BT" report --stats "$T_TMP/$n-mid.btd" | head -70)"
+		diag "$(cat "$log"; tail -30 "$LOG"; head -12 "$T_TMP/$n-mid.txt"; echo "lines naming fib: $(grep -c fib "$T_TMP/$n-mid.txt")"; "$BT" report --stats "$T_TMP/$n-mid.btd" | head -70)"
 	check "$n: dump after it exited: the same, names from the mappings kept" \
 		python3 "$CHECK" "$T_TMP/$n-after.txt" "$log" after
 	check "$n: the exited app's dump says so" \

@@ -180,10 +180,13 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	btrace_init("app_funcs");
-	for (int i = 0; i < 2000 && !btrace_attached(); i++)
+	int waited = 0;
+	for (; waited < 2000 && !btrace_attached(); waited++)
 		usleep(10000);
 	if (!btrace_attached())
 		fprintf(stderr, "app_funcs: no recorder (running untraced)\n");
+	else
+		printf("attached after %d ms\n", waited * 10);
 	if (attached) {
 		FILE *f = fopen(attached, "w");
 		if (f)
