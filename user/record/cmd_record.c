@@ -151,7 +151,7 @@ static const struct argp_option options[] = {
 	{ "unwind-mem", OPT_UNWIND_MEM, "SIZE", 0,
 	  "Memory for the unwind tables user stacks are walked with (compiled from each binary's .eh_frame, "
 	  "so code without frame pointers shows its callers); binaries beyond it use frame pointers, counted "
-	  "(default 0: off, frame pointers only; 32M holds a busy machine's binaries)", 1 },
+	  "(default 32M; 0: frame pointers only)", 1 },
 	{ "unwind-cache", OPT_UNWIND_CACHE, "DIR", 0,
 	  "Keep compiled unwind tables here by build-id, so each binary's are compiled once per machine, not "
 	  "at each start (default " BT_UNWIND_CACHE_DIR ", at most 256 MiB, least recently used go first; "

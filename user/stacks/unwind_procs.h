@@ -13,7 +13,7 @@
 #define BTRACE_UNWIND_PROCS_H
 #include <stdint.h>
 
-#define BT_DEFAULT_UNWIND_MEM 0 /* off by default until a test_funcs loss under TCG is understood (docs/unwinding.md) */
+#define BT_DEFAULT_UNWIND_MEM (32ull << 20) /* 4 M rows: a busy machine's binaries take a few MiB */
 
 struct bt_unwinder_stats {
 	uint64_t binaries;     /* binaries with a table */
