@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_dump_stacks.c - the stack table of a dump (section STCK,
- * user/dump/dump_stacks.c): a round trip through a whole dump file (events
- * naming stacks, mappings, symbols, counters), and hostile sections refused
- * with one line: every length, count, index and string offset is checked.
+ * test_dump_stacks.c - the stack table of a dump (section STKP, and STCK
+ * from earlier recorders; user/dump/dump_stacks.c): a round trip through a
+ * whole dump file (events naming stacks, mappings, symbols, counters), and
+ * hostile sections of both forms refused with one line: every length,
+ * count, varint, index and string offset is checked.
  *
  * The source lines (section SLOC, user/dump/dump_srclocs.c) the same way,
  * and their text under a stack (a return address looked up one byte back).
@@ -201,7 +202,7 @@ static void test_dangling_id_refused(void)
 	snprintf(path, sizeof(path), "%s/notable.btd", tmpdir);
 	REQUIRE(write_dump(path, 1, 0) == 0, "write");
 	d = bt_dump_open(path, err, sizeof(err));
-	CHECK(!d && strstr(err, "no STCK section"), "err: %s", d ? "(opened)" : err);
+	CHECK(!d && strstr(err, "no stack table"), "err: %s", d ? "(opened)" : err);
 	bt_dump_close(d);
 }
 
@@ -289,20 +290,144 @@ static void refused_all(const uint8_t *p, int64_t len, const struct damage *dm, 
 	}
 }
 
+static int decode_fixed(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen)
+{
+	return bt_dump_stacks_decode(p, len, 0, s, err, errlen);
+}
+
+static int decode_packed(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen)
+{
+	return bt_dump_stacks_decode(p, len, 1, s, err, errlen);
+}
+
+/* Decoded exactly as the fixture: every stack and frame. */
+static void check_like_fixture(const struct bt_dump_stacks *o, const char *what)
+{
+	int same = o->nstacks == 3 && o->nframes == 5 && o->nsyms == 3 && o->nmaps == 2;
+	for (uint32_t i = 0; same && i < 3; i++)
+		same = o->stacks[i].tgid == stacks[i].tgid && o->stacks[i].kind == stacks[i].kind &&
+		       o->stacks[i].flags == stacks[i].flags && o->stacks[i].nframes == stacks[i].nframes &&
+		       o->stacks[i].first == stacks[i].first;
+	for (uint32_t i = 0; same && i < 5; i++)
+		same = o->frames[i].map == frames[i].map && o->frames[i].sym == frames[i].sym &&
+		       o->frames[i].off == frames[i].off;
+	for (uint32_t i = 0; same && i < 3; i++)
+		same = strcmp(o->syms[i].name, syms[i].name) == 0 && o->syms[i].start == syms[i].start;
+	CHECK(same, "%s: decoded as encoded", what);
+}
+
+/* STCK, as earlier recorders wrote it: still read, hostile ones refused. */
 static void test_hostile_sections(void)
 {
 	struct bt_dump_stacks s = fixture();
 	uint8_t *p = NULL;
-	int64_t len = bt_dump_stacks_encode(&s, &p);
+	int64_t len = bt_dump_stacks_encode(&s, 0, &p);
 	REQUIRE(len > (int64_t)STRTAB, "encode: %lld", (long long)len);
 	struct bt_dump_stacks out;
 	char err[256];
 	memset(&out, 0, sizeof(out));
-	CHECK(bt_dump_stacks_decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
+	CHECK(decode_fixed(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
+	check_like_fixture(&out, "STCK");
 	bt_dump_stacks_release(&out);
-	refused_all(p, len, damages, sizeof(damages) / sizeof(damages[0]), bt_dump_stacks_decode, 0,
+	refused_all(p, len, damages, sizeof(damages) / sizeof(damages[0]), decode_fixed, 0,
 		    "corrupt dump: stack table: ");
 	free(p);
+}
+
+/* STKP: the fixture's stream, byte by byte (P_STREAM + k):
+ *  0 tgid 0, 1 kind|flags<<1 0, 2 nframes 2,
+ *  3 sym 1 relative, 4 +0x10; 5 absolute no symbol, 6 map 0, 7-16 off,
+ * 17-18 tgid 4242, 19 user|truncated 3, 20 nframes 3,
+ * 21 sym 2 relative, 22 +0x30; 23 sym 3 relative, 24 +0x10;
+ * 25 absolute no symbol, 26-30 map BT_DMAP_NONE, 31-35 off,
+ * 36 tgid 0, 37 user|undefined 5, 38 nframes 0. */
+#define P_HDR 40u
+#define P_MAPS (P_HDR + COUNTERS)
+#define P_SYMS (P_MAPS + 2 * 48u)
+#define P_STREAM (P_SYMS + 3 * 24u)
+#define P_STREAM_LEN 39u
+
+static const struct damage p_damages[] = {
+	{ "short", "shorter than its header", 0, 0, 0, -1 },
+	{ "one byte less", "its counts need", 0, 0, 0, 1 },
+	{ "huge stack count", "counts out of range", 0, 1u << 30, 4, 0 },
+	{ "more frames than the stream can hold", "counts out of range", 16, 1u << 20, 8, 0 },
+	{ "stream longer than the section", "its counts need", 32, P_STREAM_LEN + 1, 8, 0 },
+	{ "map path past the string table", "mapping 0: bad path offset", P_MAPS, 1u << 20, 4, 0 },
+	{ "symbol name past the string table", "symbol 1: bad name offset", P_SYMS + 24, 1u << 20, 4, 0 },
+	{ "stack flags", "stack 1: bad kind 0, flags 0x8", P_STREAM + 1, 0x10, 1, 0 },
+	{ "frames past the header's", "stack 2: bad kind", 16, 4, 8, 0 },
+	{ "symbol past the table", "stack 1 frame 0: cut short or a number out of range", P_STREAM + 3, 9 << 1, 1, 0 },
+	{ "relative frame without a symbol", "stack 1 frame 0: cut short", P_STREAM + 3, 0, 1, 0 },
+	{ "user symbol in a kernel stack", "stack 1 frame 0: mapping 1 or symbol 2", P_STREAM + 3, 2 << 1, 1, 0 },
+	{ "offset over 64 bits", "stack 1 frame 1: cut short", P_STREAM + 16, 0x02, 1, 0 },
+	{ "map over 32 bits", "stack 2 frame 2: cut short", P_STREAM + 30, 0x1f, 1, 0 },
+	{ "user map in the table's range", "stack 2 frame 2: mapping 3", P_STREAM + 26, 3, 5, 0 },
+	{ "a number that never ends", "stack 3: cut short", P_STREAM + 38, 0x80, 1, 0 },
+	{ "stream left over", "3 bytes of stacks left over", 0, 2, 4, 0 },
+	{ "string table without NUL", "not NUL-terminated", 0, 0, 0, -2 },
+};
+
+static void test_packed(void)
+{
+	struct bt_dump_stacks s = fixture(), out;
+	uint8_t *p = NULL, *f = NULL;
+	char err[256];
+	int64_t len = bt_dump_stacks_encode(&s, 1, &p), flen = bt_dump_stacks_encode(&s, 0, &f);
+	REQUIRE(len > (int64_t)P_STREAM, "encode: %lld", (long long)len);
+	uint64_t slen;
+	memcpy(&slen, p + 32, 8);
+	CHECK(slen == P_STREAM_LEN && p[P_STREAM + 4] == 0x10 && p[P_STREAM + 22] == 0x30,
+	      "the stream as laid out above (%llu bytes)", (unsigned long long)slen);
+	CHECK(len < flen, "packed %lld bytes, fixed %lld", (long long)len, (long long)flen);
+	memset(&out, 0, sizeof(out));
+	CHECK(decode_packed(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
+	check_like_fixture(&out, "STKP");
+	bt_dump_stacks_release(&out);
+	refused_all(p, len, p_damages, sizeof(p_damages) / sizeof(p_damages[0]), decode_packed, 0,
+		    "corrupt dump: stack table: ");
+	/* each format's payload refused as the other */
+	memset(&out, 0, sizeof(out));
+	CHECK(decode_fixed(p, (uint64_t)len, &out, err, sizeof(err)) == -EBADMSG, "STKP read as STCK refused");
+	memset(&out, 0, sizeof(out));
+	CHECK(decode_packed(f, (uint64_t)flen, &out, err, sizeof(err)) == -EBADMSG, "STCK read as STKP refused");
+	/* a dump's stacks may skip frames of the pool (stack_symbols.c drops
+	 * the recorder's own and those past a thread's root): written from
+	 * each stack's first, read back contiguous */
+	struct bt_dump_frame pool[7] = { { 1, 0, 0x999 }, frames[0], frames[1], { 1, 0, 0x998 },
+					 frames[2], frames[3], frames[4] };
+	struct bt_dump_stack gap[3];
+	memcpy(gap, stacks, sizeof(gap));
+	gap[0].first = 1;
+	gap[1].first = 4;
+	gap[2].first = 7;
+	s.frames = pool;
+	s.stacks = gap;
+	uint8_t *g = NULL;
+	int64_t glen = bt_dump_stacks_encode(&s, 1, &g);
+	memset(&out, 0, sizeof(out));
+	CHECK(glen > 0 && decode_packed(g, (uint64_t)glen, &out, err, sizeof(err)) == 0, "gaps: decode: %s",
+	      glen > 0 ? err : "encode failed");
+	if (out.stacks)
+		check_like_fixture(&out, "stacks with gaps in the pool");
+	bt_dump_stacks_release(&out);
+	free(g);
+	s.frames = frames;
+	s.stacks = stacks;
+	/* the encoder refuses what the decoder would read otherwise */
+	struct bt_dump_frame bad = frames[2];
+	bad.map = 2; /* symbol 2 is in mapping 1 */
+	struct bt_dump_frame fr2[5];
+	memcpy(fr2, frames, sizeof(fr2));
+	fr2[2] = bad;
+	s.frames = fr2;
+	uint8_t *q = NULL;
+	CHECK(bt_dump_stacks_encode(&s, 1, &q) == -EINVAL && !q, "a frame off its symbol's mapping refused");
+	s.frames = frames;
+	s.nframes = 6;
+	CHECK(bt_dump_stacks_encode(&s, 1, &q) == -EINVAL && !q, "stacks not adding up to nframes refused");
+	free(p);
+	free(f);
 }
 
 /* SLOC payload offsets of the fixture's encoding. */
@@ -400,18 +525,32 @@ static void test_hostile_names(void)
 	bt_dump_close(d);
 }
 
+/* A dump an earlier recorder wrote (STCK, committed as a fuzzer seed):
+ * still opens, its stacks as the fixture's. */
+static void test_earlier_dump(void)
+{
+	char err[256];
+	struct bt_dump *d = bt_dump_open("tests/fuzz/seeds/fuzz_dump/seed-stacks.btd", err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	REQUIRE(s, "no stack table");
+	check_like_fixture(s, "an STCK dump");
+	bt_dump_close(d);
+}
+
 static void write_seeds(const char *dir)
 {
 	char path[600];
 	mkdir(dir, 0755);
-	snprintf(path, sizeof(path), "%s/seed-stacks.btd", dir);
+	/* (seed-stacks*.btd are STCK, from before STKP: kept as they are) */
+	snprintf(path, sizeof(path), "%s/seed-stkp.btd", dir);
 	if (write_dump(path, 1, 1))
 		fprintf(stderr, "seed %s failed\n", path);
-	snprintf(path, sizeof(path), "%s/seed-stacks-dangling.btd", dir);
+	snprintf(path, sizeof(path), "%s/seed-stkp-dangling.btd", dir);
 	if (write_dump(path, 9, 1))
 		fprintf(stderr, "seed %s failed\n", path);
 	hostile_names(1);
-	snprintf(path, sizeof(path), "%s/seed-stacks-hostile-names.btd", dir);
+	snprintf(path, sizeof(path), "%s/seed-stkp-hostile-names.btd", dir);
 	if (write_dump(path, 1, 1))
 		fprintf(stderr, "seed %s failed\n", path);
 	hostile_names(0);
@@ -430,6 +569,8 @@ int main(void)
 	RUN(test_round_trip);
 	RUN(test_dangling_id_refused);
 	RUN(test_hostile_sections);
+	RUN(test_packed);
+	RUN(test_earlier_dump);
 	RUN(test_hostile_srclocs);
 	RUN(test_hostile_names);
 	char cmd[300];

@@ -68,7 +68,7 @@ int bt_dump_sink_apps(struct bt_dump_sink *s, const struct bt_dump_app *apps, si
 /* Function names of application `app`, after the table (AFUN). */
 int bt_dump_sink_app_funcs(struct bt_dump_sink *s, uint32_t app, const struct bt_func_name *f, size_t n);
 
-/* The stack table (section STCK, dump_stacks.h), after every block: every
+/* The stack table (section STKP, dump_stacks.h), after every block: every
  * stack id a stored event names is in it. */
 struct bt_dump_stacks;
 int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st);
@@ -238,7 +238,7 @@ const uint64_t *bt_dump_rb_emitted(const struct bt_dump *d);
 const struct bt_prog_miss *bt_dump_prog_misses(const struct bt_dump *d, size_t *n);
 /* Sum of their misses. */
 uint64_t bt_dump_prog_misses_total(const struct bt_dump *d);
-/* The stack table (STCK); NULL if the dump has none. */
+/* The stack table (STKP, or STCK from earlier recorders); NULL if the dump has none. */
 const struct bt_dump_stacks *bt_dump_stacks(const struct bt_dump *d);
 /* Entries skipped because their type is newer than this reader (type >= BT_EV_MAX). */
 uint64_t bt_dump_unknown_events(const struct bt_dump *d);

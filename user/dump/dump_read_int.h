@@ -49,7 +49,7 @@ struct bt_dump {
 	size_t ntriggers;
 	struct bt_trigger_fired *fired;
 	size_t nfired;
-	struct bt_dump_stacks stacks; /* STCK section */
+	struct bt_dump_stacks stacks; /* STKP section (STCK from earlier recorders) */
 	int seen_stacks;
 	int seen_srclocs; /* SLOC sections */
 };

@@ -509,9 +509,11 @@ int btd_parse_body(struct bt_dump *d, char *err, size_t errlen)
 			}
 			break;
 		case BTD_SEC_STACKS:
+		case BTD_SEC_STACKS_PACKED:
 			if (d->seen_stacks++)
 				r = PFAIL(&p, "corrupt dump: two stack tables");
-			else if ((r = bt_dump_stacks_decode(pl, s.len, &d->stacks, err, errlen)) != 0)
+			else if ((r = bt_dump_stacks_decode(pl, s.len, s.type == BTD_SEC_STACKS_PACKED, &d->stacks, err,
+							    errlen)) != 0)
 				errno = -r;
 			break;
 		case BTD_SEC_SRCLOCS:
@@ -552,7 +554,7 @@ int btd_parse_body(struct bt_dump *d, char *err, size_t errlen)
 			if (id[k] && id[k] != BT_STACK_LOST && id[k] > d->stacks.nstacks)
 				return PFAIL(&p, "corrupt dump: %s event names stack %u, the stack table has %u%s",
 					     bt_event_name(ev->type), id[k], d->stacks.nstacks,
-					     d->seen_stacks ? "" : " (no STCK section)");
+					     d->seen_stacks ? "" : " (no stack table)");
 			/* (a stack whose frames never arrived has no kind: counted
 			 * as undefined, shown as such) */
 			if (id[k] && id[k] != BT_STACK_LOST &&

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * dump_stacks.h - the call-stack table of a dump (section STCK,
- * docs/dump-format.md): stacks, their frames as (mapping, offset, symbol),
+ * dump_stacks.h - the call-stack table of a dump (section STKP, or STCK
+ * from earlier recorders: docs/dump-format.md): stacks, their frames as (mapping, offset, symbol),
  * the mappings (path, build-id, device, inode), the symbols every frame
  * references (names resolved when the dump was written, so a dump read on
  * another machine or after the binary is gone still shows them), and the
@@ -123,11 +123,14 @@ struct bt_dump_stacks {
 	size_t nowned;
 };
 
-/* Encode into a malloc'd payload (*out); its length, or -errno. */
-int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, uint8_t **out);
-/* Decode and validate a payload into a zeroed s: 0, or -EBADMSG with one
- * line in err (-ENOMEM). */
-int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
+/* Encode into a malloc'd payload (*out): packed, section STKP (what a dump
+ * gets), else STCK's fixed records (what earlier recorders wrote). Its
+ * length, or -errno (-EINVAL: stacks or frames that do not add up). */
+int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, int packed, uint8_t **out);
+/* Decode and validate a payload (STKP if packed, else STCK) into a zeroed
+ * s: 0, or -EBADMSG with one line in err (-ENOMEM). */
+int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_dump_stacks *s, char *err,
+			  size_t errlen);
 void bt_dump_stacks_release(struct bt_dump_stacks *s);
 
 /* The decoders' refusal: "corrupt dump: PART: ..." into err; -EBADMSG. */
@@ -149,7 +152,7 @@ static inline uint64_t bt_frame_lookup_off(uint64_t off, uint32_t f_index)
 }
 
 /* SLOC <-> s's locs and lines (dump_srclocs.c). Encode: a malloc'd payload
- * in *out, its length, or -errno. Decode into s, whose STCK is already
+ * in *out, its length, or -errno. Decode into s, whose stack table is already
  * decoded (mapping indices are checked against it): 0 (a version this
  * reader does not know is skipped: no lines), or -EBADMSG with one line in
  * err. */

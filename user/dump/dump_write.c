@@ -446,11 +446,11 @@ int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
 {
 	struct zout *zo = s->c.zo;
 	uint8_t *p = NULL;
-	int64_t len = bt_dump_stacks_encode(st, &p);
+	int64_t len = bt_dump_stacks_encode(st, 1, &p);
 
 	if (len < 0)
 		return (int)len;
-	section_begin(zo, BTD_SEC_STACKS, 0, (uint64_t)len);
+	section_begin(zo, BTD_SEC_STACKS_PACKED, 0, (uint64_t)len);
 	body_put(zo, p, (size_t)len);
 	body_pad(zo, (uint64_t)len);
 	free(p);
@@ -776,7 +776,7 @@ static int put_tables(struct dump_job *j)
 }
 
 /* The captured kernel blocks (BLCK), the application buffers (ABLK...),
- * the stack table (STCK); then END with what was kept and lost. */
+ * the stack table (STKP); then END with what was kept and lost. */
 static int put_contents(struct dump_job *j)
 {
 	const struct bt_dump_args *a = j->a;

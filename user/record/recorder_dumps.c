@@ -47,7 +47,7 @@
 #define LINES_TRIGGER_NS (100ull * 1000000)
 #define LINES_OTHER_NS (1000ull * 1000000)
 
-/* The dump's STCK section: the stack table as it is now (every stack an
+/* The dump's stack table section: the stack table as it is now (every stack an
  * event in the blocks already written names), the kernel side's counters,
  * names for every frame. Under dump_serial (the symbolizer's caches). */
 static int write_stacks(void *ctx, struct bt_dump_sink *sink)

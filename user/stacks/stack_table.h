@@ -6,7 +6,7 @@
  * offset) at record time (mapping_capture.h). Bounded by --max-stacks; a
  * stack met when the table is full is counted and its events say
  * BT_STACK_LOST. Lives outside the block buffer (like the task table) and
- * goes whole into every dump (section STCK, stack_symbols.h).
+ * goes whole into every dump (section STKP, stack_symbols.h).
  *
  * The drain thread adds; a dump copies the table under the lock.
  *
