@@ -35,10 +35,14 @@ CTL=$T_TMP/ctl.sock
 names_of() { nm "$LUADIR/cyg/lua" | awk '$2 ~ /^[tT]$/ { print $1, $3 }' | sort -u; }
 names_of >"$T_TMP/syms"
 
+# Both builds run as argv[0] "lua": Lua keeps its program name as a string,
+# and a path of another length moves its collector's steps, and with them
+# how many strings it creates (3191 to 3216 createstrobj calls seen for
+# three paths of the same build): the checkout's path failed this test.
 # The counter, 4 runs: the functions whose count moves are set aside.
 cc -O2 -shared -fPIC -o "$T_TMP/count.so" tests/kernel/funcs_lua/count_hooks.c
 for i in 1 2 3 4; do
-	COUNT_HOOKS_OUT=$T_TMP/cnt$i LD_PRELOAD=$T_TMP/count.so "$LUADIR/cyg/lua" "$WORK" "$ROUNDS" >"$T_TMP/cnt$i.out"
+	(COUNT_HOOKS_OUT=$T_TMP/cnt$i LD_PRELOAD=$T_TMP/count.so exec -a lua "$LUADIR/cyg/lua" "$WORK" "$ROUNDS") >"$T_TMP/cnt$i.out"
 	awk 'NR == FNR { n[$1] = $2; next }
 	     { k = $1; if (k in n) c[n[k]] += $2 } END { for (f in c) print f, c[f] }' \
 		"$T_TMP/syms" "$T_TMP/cnt$i" | sort >"$T_TMP/ref$i"
@@ -60,7 +64,7 @@ fi
 run_one() {
 	local n=$1 load=${2:-0} lp=""
 	[ "$load" -gt 0 ] && { build/bench/syscall_loop -t "$load" -d 60 >/dev/null 2>&1 & lp=$!; T_PIDS+=("$lp"); }
-	(BTRACE_CTL=$CTL BTRACE_WAIT_MS=10000 exec "$LUADIR/btrace/lua" "$WORK" "$ROUNDS" >"$T_TMP/$n.out" 2>"$T_TMP/$n.err") &
+	(BTRACE_CTL=$CTL BTRACE_WAIT_MS=10000 exec -a lua "$LUADIR/btrace/lua" "$WORK" "$ROUNDS" >"$T_TMP/$n.out" 2>"$T_TMP/$n.err") &
 	local p=$!
 	wait "$p"
 	local st=$?
