@@ -357,12 +357,14 @@ static const struct damage p_damages[] = {
 	{ "symbol name past the string table", "symbol 1: bad name offset", P_SYMS + 24, 1u << 20, 4, 0 },
 	{ "stack flags", "stack 1: bad kind 0, flags 0x8", P_STREAM + 1, 0x10, 1, 0 },
 	{ "frames past the header's", "stack 2: bad kind", 16, 4, 8, 0 },
-	{ "symbol past the table", "stack 1 frame 0: cut short or a number out of range", P_STREAM + 3, 9 << 1, 1, 0 },
-	{ "relative frame without a symbol", "stack 1 frame 0: cut short", P_STREAM + 3, 0, 1, 0 },
+	{ "symbol past the table", "stack 1 frame 0: symbol beyond the table", P_STREAM + 3, 9 << 1, 1, 0 },
+	{ "relative frame without a symbol", "stack 1 frame 0: symbol beyond the table, or relative to none",
+	  P_STREAM + 3, 0, 1, 0 },
 	{ "user symbol in a kernel stack", "stack 1 frame 0: mapping 1 or symbol 2", P_STREAM + 3, 2 << 1, 1, 0 },
 	{ "offset over 64 bits", "stack 1 frame 1: cut short", P_STREAM + 16, 0x02, 1, 0 },
 	{ "map over 32 bits", "stack 2 frame 2: cut short", P_STREAM + 30, 0x1f, 1, 0 },
-	{ "user map in the table's range", "stack 2 frame 2: mapping 3", P_STREAM + 26, 3, 5, 0 },
+	{ "user map past the table", "stack 2 frame 2: mapping 3", P_STREAM + 26, 3, 5, 0 },
+	{ "frames the stacks do not hold", "stacks hold 5 frames, the header says 6", 16, 6, 8, 0 },
 	{ "a number that never ends", "stack 3: cut short", P_STREAM + 38, 0x80, 1, 0 },
 	{ "stream left over", "3 bytes of stacks left over", 0, 2, 4, 0 },
 	{ "string table without NUL", "not NUL-terminated", 0, 0, 0, -2 },
@@ -386,6 +388,13 @@ static void test_packed(void)
 	bt_dump_stacks_release(&out);
 	refused_all(p, len, p_damages, sizeof(p_damages) / sizeof(p_damages[0]), decode_packed, 0,
 		    "corrupt dump: stack table: ");
+	/* what it decodes to has the body's bound (2 bytes a frame become 16) */
+	setenv("BTRACE_DUMP_MAX_BODY", "100", 1);
+	memset(&out, 0, sizeof(out));
+	CHECK(decode_packed(p, (uint64_t)len, &out, err, sizeof(err)) == -EBADMSG && strstr(err, "MiB decoded") &&
+		      !out.stacks,
+	      "over BTRACE_DUMP_MAX_BODY decoded: %s", err);
+	unsetenv("BTRACE_DUMP_MAX_BODY");
 	/* each format's payload refused as the other */
 	memset(&out, 0, sizeof(out));
 	CHECK(decode_fixed(p, (uint64_t)len, &out, err, sizeof(err)) == -EBADMSG, "STKP read as STCK refused");

@@ -79,7 +79,7 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_TRIGGERS BTD_FOURCC('T', 'R', 'I', 'G') /* optional: older readers skip it */
 #define BTD_SEC_PROG_MISSES BTD_FOURCC('P', 'M', 'I', 'S') /* optional: older readers skip it */
 #define BTD_SEC_STACKS BTD_FOURCC('S', 'T', 'C', 'K') /* optional: older readers skip it; no longer written */
-#define BTD_SEC_STACKS_PACKED BTD_FOURCC('S', 'T', 'K', 'P') /* optional: the stack table, packed */
+#define BTD_SEC_STACKS_PACKED BTD_FOURCC('S', 'T', 'K', 'P') /* the stack table, packed; marked required */
 #define BTD_SEC_SRCLOCS BTD_FOURCC('S', 'L', 'O', 'C') /* optional: source lines of the stacks' frames, after them */
 #define BTD_SEC_APP_FUNCS BTD_FOURCC('A', 'F', 'U', 'N') /* optional: older readers skip it */
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */

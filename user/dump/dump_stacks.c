@@ -62,7 +62,9 @@ static uint8_t *put_varint(uint8_t *o, uint64_t v)
  * symbol) and off. A symbol's frames take its map. */
 static int64_t pack_stream(const struct bt_dump_stacks *s, uint8_t **out)
 {
-	uint8_t *p = malloc(8ull * s->nstacks + 20 * s->nframes + 1), *o = p;
+	/* at most: a stack 5 + 1 + 5 bytes (kind and flags checked below), a
+	 * frame 5 + 5 + 10 */
+	uint8_t *p = malloc(13ull * s->nstacks + 20 * s->nframes + 1), *o = p;
 	uint64_t total = 0;
 
 	if (!p)
@@ -72,7 +74,7 @@ static int64_t pack_stream(const struct bt_dump_stacks *s, uint8_t **out)
 		/* (frames[] may hold more than nframes: a stack's `first` can
 		 * skip frames a dump left out, stack_symbols.c) */
 		total += k->nframes;
-		if (total > s->nframes) {
+		if (total > s->nframes || k->kind > BT_STACK_USER || (k->flags & ~BT_STACK_F_ALL)) {
 			free(p);
 			return -EINVAL;
 		}
@@ -154,6 +156,15 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, int packed, uint8_
 	if (packed) {
 		PUT(stream, (size_t)slen);
 	} else {
+		uint64_t total = 0;
+		for (uint32_t i = 0; i < s->nstacks; i++)
+			total += s->stacks[i].nframes;
+		if (total != s->nframes) { /* would write past p */
+			free(p);
+			p = NULL;
+			ret = -EINVAL;
+			goto out;
+		}
 		for (uint32_t i = 0; i < s->nstacks; i++) {
 			struct rstack r = { s->stacks[i].tgid, s->stacks[i].kind, s->stacks[i].flags,
 					    s->stacks[i].nframes, 0 };
@@ -252,7 +263,8 @@ static int next_stack(const uint8_t *rstacks, struct stream *r, uint32_t i, stru
 }
 
 /* The next frame: STCK's record at index fi, or STKP's next (its map and
- * absolute offset worked out from its symbol). */
+ * absolute offset worked out from its symbol). -1: a number cut short or
+ * too wide; -2: a symbol beyond the table or a relative frame without one. */
 static int next_frame(const uint8_t *rframes, struct stream *r, uint64_t fi, const struct bt_dump_stacks *s,
 		      struct bt_dump_frame *fr)
 {
@@ -261,8 +273,10 @@ static int next_frame(const uint8_t *rframes, struct stream *r, uint64_t fi, con
 		return 0;
 	}
 	uint64_t v = get_varint(r), sym = v >> 1;
-	if (r->bad || sym > s->nsyms || (!(v & 1) && !sym))
+	if (r->bad)
 		return -1;
+	if (sym > s->nsyms || (!(v & 1) && !sym))
+		return -2; /* a symbol beyond the table, or relative to none */
 	const struct bt_dump_sym *y = sym ? &s->syms[sym - 1] : NULL;
 	uint64_t map = y ? y->map : get_varint(r), off = get_varint(r);
 	if (r->bad || map > UINT32_MAX || (!(v & 1) && off > UINT64_MAX - y->start))
@@ -288,6 +302,12 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_
 	    (packed && (h.stream_len > (1ull << 40) || 3ull * h.nstacks + 2 * h.nframes > h.stream_len)))
 		return bad(err, errlen, "counts out of range (%u stacks, %u mappings, %u symbols, %" PRIu64 " frames)",
 			   h.nstacks, h.nmaps, h.nsyms, h.nframes);
+	/* A packed frame of 2 bytes is 16 decoded: the body's bound does not
+	 * cover what it decodes to, so that has the same bound of its own. */
+	uint64_t decoded = sizeof(*s->frames) * h.nframes + sizeof(*s->stacks) * (uint64_t)h.nstacks, most;
+	if (packed && decoded > (most = bt_dump_body_max()))
+		return bad(err, errlen, "%u stacks and %" PRIu64 " frames take %" PRIu64 " MiB decoded, more than %" PRIu64
+			   " MiB (BTRACE_DUMP_MAX_BODY)", h.nstacks, h.nframes, decoded >> 20, most >> 20);
 	uint64_t body = packed ? h.stream_len
 			       : sizeof(struct rstack) * (uint64_t)h.nstacks + sizeof(struct bt_dump_frame) * h.nframes;
 	uint64_t need = hlen + 8ull * h.ncounters + sizeof(struct rmap) * (uint64_t)h.nmaps +
@@ -357,8 +377,11 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_
 		s->stacks[i] = (struct bt_dump_stack){ k.tgid, k.kind, k.flags, k.nframes, first };
 		for (uint32_t f = 0; f < k.nframes; f++) {
 			struct bt_dump_frame fr;
-			if (next_frame(rframes, rs, first + f, s, &fr) < 0) {
-				r = bad(err, errlen, "stack %u frame %u: cut short or a number out of range", i + 1, f);
+			int nr = next_frame(rframes, rs, first + f, s, &fr);
+			if (nr < 0) {
+				r = bad(err, errlen, "stack %u frame %u: %s", i + 1, f,
+					nr == -2 ? "symbol beyond the table, or relative to none"
+						 : "cut short or a number out of range");
 				goto fail;
 			}
 			int ok = k.kind == BT_STACK_KERNEL ? fr.map == BT_DMAP_KERNEL

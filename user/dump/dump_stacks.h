@@ -133,6 +133,11 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_
 			  size_t errlen);
 void bt_dump_stacks_release(struct bt_dump_stacks *s);
 
+/* The most a reader takes into memory for a dump's body, and for a packed
+ * stack table's decoded stacks and frames: 1 GiB (BTRACE_DUMP_MAX_BODY),
+ * never more than MemAvailable (dump_open.c). */
+uint64_t bt_dump_body_max(void);
+
 /* The decoders' refusal: "corrupt dump: PART: ..." into err; -EBADMSG. */
 __attribute__((format(printf, 4, 5))) int bt_dump_corrupt(char *err, size_t errlen, const char *part,
 							   const char *fmt, ...);

@@ -450,7 +450,9 @@ int bt_dump_sink_stacks(struct bt_dump_sink *s, const struct bt_dump_stacks *st)
 
 	if (len < 0)
 		return (int)len;
-	section_begin(zo, BTD_SEC_STACKS_PACKED, 0, (uint64_t)len);
+	/* Required: a reader that knows only STCK would skip it and then call
+	 * every stack event and SLOC corrupt; it says "needs a newer" instead. */
+	section_begin(zo, BTD_SEC_STACKS_PACKED, BTD_SEC_F_REQUIRED, (uint64_t)len);
 	body_put(zo, p, (size_t)len);
 	body_pad(zo, (uint64_t)len);
 	free(p);
