@@ -37,7 +37,7 @@
  * it (docs/security.md); never above the memory available. */
 #define DUMP_BODY_MAX_DEFAULT (1ull << 30)
 
-uint64_t bt_dump_body_max(void)
+static uint64_t body_max(void)
 {
 	const char *e = getenv("BTRACE_DUMP_MAX_BODY");
 	uint64_t v = DUMP_BODY_MAX_DEFAULT, avail = bt_mem_available();
@@ -141,7 +141,7 @@ static int check_header(const uint8_t *data, uint64_t file_len, unsigned flags, 
 	    (h->compression == BTD_COMP_ZLIB && h->body_raw_len / ZLIB_MAX_RATIO > h->body_len) ||
 	    h->body_raw_len > SIZE_MAX / 2)
 		return HFAIL("body of %" PRIu64 " bytes, %" PRIu64 " uncompressed)", h->body_len, h->body_raw_len);
-	uint64_t max = bt_dump_body_max();
+	uint64_t max = body_max();
 	if (h->body_raw_len > max) {
 		char s1[32], s2[32];
 		return btd_rerr(err, errlen, EFBIG,
@@ -164,6 +164,7 @@ static struct bt_dump *dump_new(const struct btd_header *h, uint64_t file_len, c
 	struct bt_dump *d = calloc(1, sizeof(*d));
 	if (!d)
 		return btd_rerr(err, errlen, ENOMEM, "out of memory");
+	d->body_max = body_max();
 	struct bt_dump_header *o = &d->hdr;
 	o->version = h->version;
 	o->ncpus = h->ncpus;

@@ -17,6 +17,7 @@
 
 struct bt_dump {
 	struct bt_dump_header hdr;
+	uint64_t body_max; /* what the reader takes into memory (dump_open.c): the body, and a packed stack table's decoded form */
 	uint8_t *body; /* uncompressed body (owned) */
 	uint64_t body_len;
 	struct bt_task *tasks;

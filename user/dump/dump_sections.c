@@ -512,8 +512,8 @@ int btd_parse_body(struct bt_dump *d, char *err, size_t errlen)
 		case BTD_SEC_STACKS_PACKED:
 			if (d->seen_stacks++)
 				r = PFAIL(&p, "corrupt dump: two stack tables");
-			else if ((r = bt_dump_stacks_decode(pl, s.len, s.type == BTD_SEC_STACKS_PACKED, &d->stacks, err,
-							    errlen)) != 0)
+			else if ((r = bt_dump_stacks_decode(pl, s.len, s.type == BTD_SEC_STACKS_PACKED, d->body_max,
+							    &d->stacks, err, errlen)) != 0)
 				errno = -r;
 			break;
 		case BTD_SEC_SRCLOCS:

@@ -285,8 +285,8 @@ static int next_frame(const uint8_t *rframes, struct stream *r, uint64_t fi, con
 	return 0;
 }
 
-int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_dump_stacks *s, char *err,
-			  size_t errlen)
+int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, uint64_t decoded_max, struct bt_dump_stacks *s,
+			  char *err, size_t errlen)
 {
 	struct hdr h = { 0 };
 	uint32_t hlen = packed ? HDR_PACKED : HDR_FIXED;
@@ -304,10 +304,10 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_
 			   h.nstacks, h.nmaps, h.nsyms, h.nframes);
 	/* A packed frame of 2 bytes is 16 decoded: the body's bound does not
 	 * cover what it decodes to, so that has the same bound of its own. */
-	uint64_t decoded = sizeof(*s->frames) * h.nframes + sizeof(*s->stacks) * (uint64_t)h.nstacks, most;
-	if (packed && decoded > (most = bt_dump_body_max()))
+	uint64_t decoded = sizeof(*s->frames) * h.nframes + sizeof(*s->stacks) * (uint64_t)h.nstacks;
+	if (packed && decoded > decoded_max)
 		return bad(err, errlen, "%u stacks and %" PRIu64 " frames take %" PRIu64 " MiB decoded, more than %" PRIu64
-			   " MiB (BTRACE_DUMP_MAX_BODY)", h.nstacks, h.nframes, decoded >> 20, most >> 20);
+			   " MiB (BTRACE_DUMP_MAX_BODY)", h.nstacks, h.nframes, decoded >> 20, decoded_max >> 20);
 	uint64_t body = packed ? h.stream_len
 			       : sizeof(struct rstack) * (uint64_t)h.nstacks + sizeof(struct bt_dump_frame) * h.nframes;
 	uint64_t need = hlen + 8ull * h.ncounters + sizeof(struct rmap) * (uint64_t)h.nmaps +

@@ -128,15 +128,12 @@ struct bt_dump_stacks {
  * length, or -errno (-EINVAL: stacks or frames that do not add up). */
 int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, int packed, uint8_t **out);
 /* Decode and validate a payload (STKP if packed, else STCK) into a zeroed
- * s: 0, or -EBADMSG with one line in err (-ENOMEM). */
-int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, struct bt_dump_stacks *s, char *err,
-			  size_t errlen);
+ * s: 0, or -EBADMSG with one line in err (-ENOMEM). decoded_max bounds
+ * STKP's decoded stacks and frames (2 bytes of it can become 16): the
+ * reader's body bound, BTRACE_DUMP_MAX_BODY (dump_open.c). */
+int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, uint64_t decoded_max, struct bt_dump_stacks *s,
+			  char *err, size_t errlen);
 void bt_dump_stacks_release(struct bt_dump_stacks *s);
-
-/* The most a reader takes into memory for a dump's body, and for a packed
- * stack table's decoded stacks and frames: 1 GiB (BTRACE_DUMP_MAX_BODY),
- * never more than MemAvailable (dump_open.c). */
-uint64_t bt_dump_body_max(void);
 
 /* The decoders' refusal: "corrupt dump: PART: ..." into err; -EBADMSG. */
 __attribute__((format(printf, 4, 5))) int bt_dump_corrupt(char *err, size_t errlen, const char *part,
