@@ -52,8 +52,9 @@ struct bt_stack_table {
 	/* under lock */
 	struct entry *e;     /* [max] */
 	uint32_t n, live;
-	uint32_t holds, holds_old; /* dumps holding the table; of those, begun by doom_seq */
-	uint64_t pass_seq, doom_seq;
+	uint32_t holds, holds_old; /* dumps holding the table; of those, begun before the last doom */
+	uint64_t hold_epoch; /* a hold's token: bumped by each doom */
+	uint64_t doom_epoch; /* hold_epoch from the last doom on: tokens below it began before it */
 	uint64_t overflow, unresolved, reclaimed, frames;
 	/* the user frames of new stacks, for the symbol loader (a ring of
 	 * BT_NEW_FRAMES_MAX; NULL until bt_stack_table_keep_new_frames) */
@@ -203,7 +204,7 @@ void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_
 uint64_t bt_stack_table_hold(struct bt_stack_table *t)
 {
 	pthread_mutex_lock(&t->lock);
-	uint64_t token = t->pass_seq;
+	uint64_t token = t->hold_epoch;
 	t->holds++;
 	pthread_mutex_unlock(&t->lock);
 	return token;
@@ -213,8 +214,8 @@ void bt_stack_table_release(struct bt_stack_table *t, uint64_t token)
 {
 	pthread_mutex_lock(&t->lock);
 	t->holds--;
-	if (token <= t->doom_seq)
-		t->holds_old--; /* it began before the doomed were doomed */
+	if (token < t->doom_epoch)
+		t->holds_old--; /* it began before the doomed were doomed: counted by doom() */
 	pthread_mutex_unlock(&t->lock);
 }
 
@@ -286,7 +287,12 @@ static void doom(struct bt_stack_table *t, uint64_t g)
 	/* Dumps holding the table now may have copied events of the doomed;
 	 * those that begin later cannot (the events are overwritten). */
 	pthread_mutex_lock(&t->lock);
-	t->doom_seq = t->pass_seq;
+	/* A new epoch: a hold that begins from here on has not copied their
+	 * events. (The pass count was used before, and a dump that began
+	 * after the doom in the same pass was taken for an old one: its
+	 * release took holds_old below zero, which wrapped, and nothing was
+	 * ever freed again.) */
+	t->doom_epoch = ++t->hold_epoch;
 	t->holds_old = t->holds;
 	pthread_mutex_unlock(&t->lock);
 	if (nh)
@@ -302,9 +308,6 @@ void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_
 	pthread_mutex_unlock(&t->lock);
 	if (!t->reclaim)
 		return;
-	pthread_mutex_lock(&t->lock);
-	t->pass_seq++;
-	pthread_mutex_unlock(&t->lock);
 	/* Referenced before their frames came and still without: the kernel
 	 * may think it sent them (a hash freed while its event was in
 	 * flight). Forgotten, the next occurrence sends the frames. */
