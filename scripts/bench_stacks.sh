@@ -330,7 +330,7 @@ for prog in python3 perl sqlite3; do
 	UNW[$prog]="$bt $pgs $pds"
 	echo "complete stacks, $prog: btrace-bpf ${bt% *}% (of ${bt#* } samples), perf -g $pgs%, perf --call-graph dwarf $pds%"
 done
-unw_mem=$(sed -n 's/.*tables: \([0-9]*\) binaries, \([0-9]*\) of [0-9]* rows.*/\1 \2/p' "$TMP/unw_status" 2>/dev/null)
+unw_mem=$(sed -n 's/.*tables: \([0-9]*\) binaries ([^)]*), \([0-9]*\) of [0-9]* rows.*/\1 \2/p' "$TMP/unw_status" 2>/dev/null)
 read -r unw_bins unw_rows <<<"${unw_mem:-0 0}"
 nprocs=$(ls -d /proc/[0-9]* | wc -l)
 echo "unwind tables for the $nprocs processes running: $unw_bins binaries, $unw_rows rows = $((unw_rows * 8 / 1024)) KiB"
