@@ -262,11 +262,13 @@ static void damage(uint8_t *p, uint64_t *len, const struct damage *dm)
 		memcpy(p + dm->off, &dm->val, dm->width);
 }
 
+typedef int (*stacks_decoder)(const uint8_t *, uint64_t, struct bt_dump_stacks *, char *, size_t);
+
 /* Each damage of the encoded section p refused by decode with its line
  * (after `prefix`), nothing kept; the decoded table starts with nmaps
  * mappings (SLOC is checked against them). */
 static void refused_all(const uint8_t *p, int64_t len, const struct damage *dm, size_t n,
-			int (*decode)(const uint8_t *, uint64_t, struct bt_dump_stacks *, char *, size_t), uint32_t nmaps,
+			stacks_decoder decode, uint32_t nmaps,
 			const char *prefix)
 {
 	struct bt_dump_stacks out;
@@ -316,6 +318,21 @@ static void check_like_fixture(const struct bt_dump_stacks *o, const char *what)
 	CHECK(same, "%s: decoded as encoded", what);
 }
 
+/* The fixture's encoding p decodes as the fixture (form `what`), and each
+ * damage of it is refused. */
+static void clean_then_hostile(const uint8_t *p, int64_t len, stacks_decoder decode, const char *what,
+			       const struct damage *dm, size_t n)
+{
+	struct bt_dump_stacks out;
+	char err[256];
+
+	memset(&out, 0, sizeof(out));
+	CHECK(decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "%s: clean decode: %s", what, err);
+	check_like_fixture(&out, what);
+	bt_dump_stacks_release(&out);
+	refused_all(p, len, dm, n, decode, 0, "corrupt dump: stack table: ");
+}
+
 /* STCK, as earlier recorders wrote it: still read, hostile ones refused. */
 static void test_hostile_sections(void)
 {
@@ -323,14 +340,7 @@ static void test_hostile_sections(void)
 	uint8_t *p = NULL;
 	int64_t len = bt_dump_stacks_encode(&s, 0, &p);
 	REQUIRE(len > (int64_t)STRTAB, "encode: %lld", (long long)len);
-	struct bt_dump_stacks out;
-	char err[256];
-	memset(&out, 0, sizeof(out));
-	CHECK(decode_fixed(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
-	check_like_fixture(&out, "STCK");
-	bt_dump_stacks_release(&out);
-	refused_all(p, len, damages, sizeof(damages) / sizeof(damages[0]), decode_fixed, 0,
-		    "corrupt dump: stack table: ");
+	clean_then_hostile(p, len, decode_fixed, "STCK", damages, sizeof(damages) / sizeof(damages[0]));
 	free(p);
 }
 
@@ -382,12 +392,7 @@ static void test_packed(void)
 	CHECK(slen == P_STREAM_LEN && p[P_STREAM + 4] == 0x10 && p[P_STREAM + 22] == 0x30,
 	      "the stream as laid out above (%llu bytes)", (unsigned long long)slen);
 	CHECK(len < flen, "packed %lld bytes, fixed %lld", (long long)len, (long long)flen);
-	memset(&out, 0, sizeof(out));
-	CHECK(decode_packed(p, (uint64_t)len, &out, err, sizeof(err)) == 0, "clean decode: %s", err);
-	check_like_fixture(&out, "STKP");
-	bt_dump_stacks_release(&out);
-	refused_all(p, len, p_damages, sizeof(p_damages) / sizeof(p_damages[0]), decode_packed, 0,
-		    "corrupt dump: stack table: ");
+	clean_then_hostile(p, len, decode_packed, "STKP", p_damages, sizeof(p_damages) / sizeof(p_damages[0]));
 	/* what it decodes to has the body's bound (2 bytes a frame become 16):
 	 * 5 frames and 3 stacks take 152 bytes */
 	memset(&out, 0, sizeof(out));
