@@ -89,6 +89,15 @@ else
 	check "dump 1: per-CPU sequences start at 0 (nothing overwritten yet)" grep -q "starts at the first event" "$S1"
 fi
 check "dump 1: timestamps ordered per CPU" ts_ordered_per_cpu "$R1"
+# The drain fills each block's tail with the records that fit (drain.c:
+# flush_batch): padding is what no record fits, under 2% of the blocks
+# (whole 256-byte batches left ~5%).
+read -r nb npad <<<"$(sed -n 's/^ *buffer blocks: \([0-9]*\) used,.* \([0-9]*\) padding bytes.*/\1 \2/p' "$S1")"
+if [ "${nb:-0}" -ge 8 ] && [ "$((npad * 50))" -lt "$((nb * 4096))" ]; then
+	ok "dump 1: padding $npad bytes in $nb blocks (under 2%)"
+else
+	not_ok "dump 1: padding ${npad:-?} bytes in ${nb:-?} blocks (2% or more, or too few blocks)" "$(grep 'buffer blocks' "$S1")"
+fi
 check "dump 1: reason is signal" grep -q "reason signal, dump #1" "$S1"
 
 # ---- more work, a second dump holds the newer events ----------------------

@@ -285,6 +285,39 @@ static void test_padding(void)
 	bt_buffer_destroy(b);
 }
 
+/* bt_room(): the payload the next entry takes without padding the block. */
+static void test_room(void)
+{
+	uint32_t bs = 1024, maxp = BT_MAX_PAYLOAD(bs);
+	struct bt_buffer *b = mk(64 * bs, 0, bs, 2, 4, 0);
+	struct bt_stats s;
+
+	REQUIRE(b, "create");
+	CHECK(bt_room(b, 0) == maxp, "no block yet: room %u, expected %u", bt_room(b, 0), maxp);
+	CHECK(bt_room(b, 2) == 0, "core out of range: room %u", bt_room(b, 2));
+	REQUIRE(put(b, 0, 1, 100) == 0, "write");
+	uint32_t room = bt_room(b, 0), want = maxp - ((100 + BT_ENTRY_HDR + 7) & ~7u);
+	CHECK(room == want, "after 100 bytes: room %u, expected %u", room, want);
+	CHECK(bt_room(b, 1) == maxp, "another core's room changed: %u", bt_room(b, 1));
+	REQUIRE(put(b, 0, 2, room) == 0, "write the room");
+	bt_buffer_stats(b, &s);
+	CHECK(s.padding_bytes == 0, "the room was not all usable: %lu padding bytes",
+	      (unsigned long)s.padding_bytes);
+	CHECK(bt_room(b, 0) == maxp, "full block: room %u, expected a new block's %u", bt_room(b, 0), maxp);
+	REQUIRE(put(b, 0, 3, 101) == 0, "write");
+	room = bt_room(b, 0);
+	REQUIRE(put(b, 0, 4, room + 1) == 0, "write one byte over the room");
+	bt_buffer_stats(b, &s);
+	CHECK(s.padding_bytes == room + BT_ENTRY_HDR, "one byte over the room: %lu padding bytes, expected %u",
+	      (unsigned long)s.padding_bytes, room + BT_ENTRY_HDR);
+	struct collect c = read_all(b, NULL);
+	CHECK(c.n == 4 && c.bad == 0, "n=%zu bad=%d", c.n, c.bad);
+	CHECK(c.n == 4 && c.v[0].block_pos == c.v[1].block_pos && c.v[2].block_pos != c.v[3].block_pos,
+	      "entries not in the blocks the room promised");
+	free(c.v);
+	bt_buffer_destroy(b);
+}
+
 /* Block closing: a slow core's partial block is closed A positions later. */
 static void test_closing_lagging_block(void)
 {
@@ -580,6 +613,7 @@ int main(void)
 	RUN(test_wraparound);
 	RUN(test_exact_fit_and_too_large);
 	RUN(test_padding);
+	RUN(test_room);
 	RUN(test_closing_lagging_block);
 	RUN(test_read_active_block);
 	RUN(test_unpublished_position);

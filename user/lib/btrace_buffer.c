@@ -405,6 +405,26 @@ void bt_commit(struct bt_buffer *b, struct bt_reservation *res)
 	atomic_fetch_add_explicit(&mt->conf, (1u << b->cbits) + res->size_, memory_order_release);
 }
 
+uint32_t bt_room(const struct bt_buffer *cb, uint32_t core)
+{
+	struct bt_buffer *b = (struct bt_buffer *)cb; /* atomics loads need non-const */
+	uint32_t whole = BT_MAX_PAYLOAD(b->bsize), left;
+	uint64_t cw, a;
+
+	if (core >= b->ncores)
+		return 0;
+	/* Acquire: pairs with the release CAS in advance(), as in bt_reserve(). */
+	cw = atomic_load_explicit(&b->cores[core].cur, memory_order_acquire);
+	if (cw == CORE_NONE)
+		return whole;
+	/* Relaxed: a hint; bt_reserve()'s add decides where the entry goes. */
+	a = atomic_load_explicit(&b->meta[CW_META(cw)].alloc, memory_order_relaxed);
+	if (RND(a) != RND(cw) || POS(a) >= b->bsize)
+		return whole;
+	left = (b->bsize - POS(a)) & ~7u; /* entries take 8-aligned sizes */
+	return left > BT_ENTRY_HDR ? left - BT_ENTRY_HDR : whole;
+}
+
 int bt_write(struct bt_buffer *b, uint32_t core, const void *data, uint32_t len)
 {
 	struct bt_reservation r;

@@ -136,6 +136,14 @@ struct bt_reservation {
 int bt_reserve(struct bt_buffer *b, uint32_t core, uint32_t len, struct bt_reservation *r);
 void bt_commit(struct bt_buffer *b, struct bt_reservation *r);
 
+/* Payload bytes the next entry for `core` can take without padding the
+ * core's current block and moving on: BT_MAX_PAYLOAD when that block is
+ * (nearly) full or there is none, as the entry then starts a new one. A
+ * hint for a core's only writer splitting what it writes at the block's
+ * end; with several writers another may take the room first (the entry
+ * then goes to the next block, as it would have). */
+uint32_t bt_room(const struct bt_buffer *b, uint32_t core);
+
 /* Speculatively read every retained block, oldest position first, handing a
  * private copy of each valid block to cb. A non-zero return from cb stops the
  * walk and is returned. Blocks overwritten during the read are dropped and

@@ -138,23 +138,46 @@ static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_
 }
 
 /* Write the batch being filled into the buffer: one entry, one reservation. */
-static void flush_batch(struct bt_drain *d)
+/* Write records [first, first + n) of the batch: its bytes [off, off + len). */
+static void write_batch_part(struct bt_drain *d, uint32_t off, uint32_t len, uint32_t first, uint32_t n)
 {
-	if (!d->bcount)
-		return;
-	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
-		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + d->bcount,
+	if (bt_write(d->l->buf, d->bcore, d->batch + off, len) == 0) {
+		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 		/* Events not stored are not reported: their seqs make the gap. */
-		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, d->bcount);
+		bt_live_add(d->l->live, d->bcore, d->bseq + first, d->bts + first, n);
 		/* Within the pass too: one pass over full rings can write more
 		 * than the whole buffer, which the compressor must follow. */
 		if (d->l->cold)
 			bt_cold_nudge(d->l->cold, bt_buffer_blocks_used(d->l->buf), d->nblocks);
 	} else
-		atomic_store_explicit(&d->rejected,
-				      atomic_load_explicit(&d->rejected, memory_order_relaxed) + d->bcount,
+		atomic_store_explicit(&d->rejected, atomic_load_explicit(&d->rejected, memory_order_relaxed) + n,
 				      memory_order_relaxed);
+}
+
+static void flush_batch(struct bt_drain *d)
+{
+	uint32_t off = 0, n = 0;
+
+	if (!d->bcount)
+		return;
+	/* The records that fit the tail of the core's block go there, the
+	 * rest to the next block: a whole batch that does not fit would leave
+	 * the tail as padding, half a batch a block on average (~5% of the
+	 * buffer with 4 KiB blocks). The drain is its cores' only writer. */
+	uint32_t room = bt_room(d->l->buf, d->bcore);
+	if (room < d->blen) {
+		uint32_t at = 0, rlen;
+		const uint8_t *rec;
+
+		while (bt_compact_batch_next(d->batch, d->blen, &at, &rec, &rlen) == 1 && at <= room) {
+			off = at;
+			n++;
+		}
+		if (n)
+			write_batch_part(d, 0, off, 0, n);
+	}
+	write_batch_part(d, off, d->blen - off, n, d->bcount - n);
 	d->blen = d->bcount = 0;
 }
 
