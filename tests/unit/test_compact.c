@@ -32,13 +32,13 @@ static void test_narrow_sizes(void)
 	sc.h.tgid = 40; /* a thread: tgid stored */
 	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 28, "a thread's sys_exit: 28 bytes");
 	sc.ret = 0x7f0012345678ll; /* a pointer: wide */
-	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 16 + 4 + 16, "wide sys_exit keeps 64 bits");
+	CHECK(roundtrip(&sc, sizeof(sc), 1, 200000000, dec) == 16 + 4 + 4 + 16, "wide sys_exit keeps 64 bits (and its length)");
 	struct bt_ev_sched_switch sw = { .h = { .ts_ns = 5, .seq = 1, .tid = 9, .tgid = 9, .cpu = 0,
 						.type = BT_EV_SCHED_SWITCH },
 					 .prev_tid = 9, .next_tid = 0, .prev_state = 0x402, .prev_prio = 120, .next_prio = 139 };
 	CHECK(roundtrip(&sw, sizeof(sw), 0, 10, dec) == 28, "sched_switch stored in 28 bytes");
 	sw.prev_state = 0x10000;
-	CHECK(roundtrip(&sw, sizeof(sw), 0, 10, dec) == 16 + 16, "odd prev_state: wide");
+	CHECK(roundtrip(&sw, sizeof(sw), 0, 10, dec) == 16 + 4 + 16, "odd prev_state: wide");
 	struct bt_ev_uprobe up = { .h = { .ts_ns = 77, .seq = 3, .tid = 5, .tgid = 4, .type = BT_EV_UPROBE_ENTRY },
 				   .probe_id = 2, .nargs = 6, .args = { 1, 2, 3, 4, 5, 6 } };
 	CHECK(roundtrip(&up, sizeof(up), 0, 100, dec) == 16 + 4 + sizeof(up) - 24, "other types: ABI payload");
@@ -48,7 +48,7 @@ static void test_narrow_sizes(void)
 	smp.h.tgid = 5;
 	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 24, "a thread's cpu_sample: 24 bytes");
 	smp.ustack = 0xffff; /* a real id that looks like the lost marker */
-	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 16 + 4 + 8, "stack id 0xffff: wide");
+	CHECK(roundtrip(&smp, sizeof(smp), 0, 100, dec) == 16 + 4 + 4 + 8, "stack id 0xffff: wide");
 	struct bt_ev_offcpu off = { .h = { .ts_ns = 9, .seq = 4, .tid = 6, .tgid = 6, .type = BT_EV_OFFCPU },
 				    .kstack = 0xfffe, .ustack = 0, .offcpu_ns = 123456789012ull };
 	CHECK(roundtrip(&off, sizeof(off), 0, 100, dec) == 28, "offcpu stored in 28 bytes");
@@ -56,7 +56,7 @@ static void test_narrow_sizes(void)
 				  .kstack = 1, .ustack = 2, .wakee = 77 };
 	CHECK(roundtrip(&wk, sizeof(wk), 0, 100, dec) == 24, "waker stored in 24 bytes");
 	wk.reserved = 1;
-	CHECK(roundtrip(&wk, sizeof(wk), 0, 100, dec) == 16 + 16, "a non-zero reserved word is kept: wide");
+	CHECK(roundtrip(&wk, sizeof(wk), 0, 100, dec) == 16 + 4 + 16, "a non-zero reserved word is kept: wide");
 }
 
 static void test_every_type_roundtrips(void)
@@ -137,11 +137,11 @@ static void test_malformed(void)
 
 static void test_batches(void)
 {
-	uint8_t batch[BT_BATCH_MAX + BT_BATCH_REC_HDR + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
 	uint32_t blen = 0, n = 0;
 	struct bt_ev_syscall sc = { .h = { .ts_ns = 1000, .tid = 7, .tgid = 7, .type = BT_EV_SYS_ENTER }, .id = 39 };
 	/* fill a batch the way the drain does */
-	while (blen + BT_BATCH_REC_HDR + 24 <= BT_BATCH_MAX) {
+	while (blen + 24 <= BT_BATCH_MAX) {
 		sc.h.seq = n;
 		sc.h.type = n % 2 ? BT_EV_SYS_EXIT : BT_EV_SYS_ENTER;
 		sc.ret = n % 2 ? (int64_t)n : 0;
@@ -161,23 +161,62 @@ static void test_batches(void)
 		got++;
 	}
 	CHECK(r == 0 && got == n, "all %u events back (%u), clean end", n, got);
-	/* a length running past the entry is malformed, never followed */
-	uint32_t bad = 200;
-	memcpy(batch, &bad, 4);
+	CHECK(blen == n / 2 * 44 + n % 2 * 20, "%u events in %u bytes: 20 a sys_enter, 24 a sys_exit", n, blen);
+	/* a form running past the entry is malformed, never followed */
 	off = 0;
-	CHECK(bt_compact_batch_next(batch, 24, &off, &rec, &rlen) == -1, "overlong record refused");
-	bad = 3;
-	memcpy(batch, &bad, 4);
+	CHECK(bt_compact_batch_next(batch, 16, &off, &rec, &rlen) == -1, "form cut short by the entry's end refused");
 	off = 0;
-	CHECK(bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == -1, "record shorter than a header refused");
+	CHECK(bt_compact_batch_next(batch, 2, &off, &rec, &rlen) == -1, "truncated header refused");
+	batch[7] = 0x3f; /* type 63: no size known */
 	off = 0;
-	CHECK(bt_compact_batch_next(batch, 2, &off, &rec, &rlen) == -1, "truncated length refused");
+	CHECK(bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == -1, "unknown type refused");
+	/* a WIDE form's own length is checked against the entry */
+	struct bt_ev_syscall w = { .h = { .ts_ns = 1, .tid = 7, .tgid = 7, .type = BT_EV_SYS_EXIT }, .id = 1,
+				   .ret = 0x7f0012345678ll };
+	uint32_t k = bt_compact_batch_put(batch, &w.h, sizeof(w));
+	REQUIRE(k == 16 + 4 + 16, "wide encode: %u", k);
+	uint32_t plen = 200;
+	memcpy(batch + 16, &plen, 4);
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, k, &off, &rec, &rlen) == -1, "WIDE length past the entry refused");
+	plen = 0xffffffffu;
+	memcpy(batch + 16, &plen, 4);
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, k, &off, &rec, &rlen) == -1, "WIDE length overflowing refused");
+	plen = 8; /* shorter than a sys_exit's payload: within the entry, refused by decode */
+	memcpy(batch + 16, &plen, 4);
+	off = 0;
+	CHECK(bt_compact_batch_next(batch, k, &off, &rec, &rlen) == 1 && rlen == 28 &&
+		      bt_compact_decode(rec, rlen, 0, 10, dec) == 0,
+	      "WIDE payload shorter than its type's: refused");
+}
+
+/* An event longer than its type's ABI size (trailing words): WIDE, with
+ * its length, and back whole. */
+static void test_variable_length(void)
+{
+	uint8_t ev[BT_EVENT_MAX] = { 0 }, st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	struct bt_ev_uprobe up = { .h = { .ts_ns = 77, .seq = 3, .tid = 5, .tgid = 5, .type = BT_EV_UPROBE_ENTRY },
+				   .probe_id = 2, .nargs = 1, .args = { 9 } };
+	uint32_t base = bt_event_min_size(BT_EV_UPROBE_ENTRY);
+
+	memcpy(ev, &up, sizeof(up));
+	for (uint32_t k = base; k < base + 16; k++)
+		ev[k] = (uint8_t)(k * 7);
+	for (uint32_t extra = 0; extra <= 16; extra += 8) {
+		uint32_t len = base + extra, n = bt_compact_encode((struct bt_event_hdr *)ev, len, st);
+		uint32_t want = 16 + (extra ? 4 : 0) + len - 24;
+		CHECK(n == want, "uprobe of %u bytes stored in %u, expected %u", len, n, want);
+		CHECK(bt_compact_decode(st, n, 0, 100, dec) == len && memcmp(dec, ev, len) == 0,
+		      "uprobe of %u bytes round-trips", len);
+	}
 }
 
 int main(void)
 {
 	RUN(test_batches);
 	RUN(test_narrow_sizes);
+	RUN(test_variable_length);
 	RUN(test_every_type_roundtrips);
 	RUN(test_time_epochs);
 	RUN(test_malformed);

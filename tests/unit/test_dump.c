@@ -122,7 +122,7 @@ static void init_probes(void)
 /* Write an ABI event into the buffer the way the drain does: stored form. */
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
-	uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
+	uint8_t batch[BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
 	uint32_t n = bt_compact_batch_put(batch, ev, len);
 	return n ? bt_write(b, core, batch, n) : -EINVAL;
 }

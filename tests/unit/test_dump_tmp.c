@@ -120,7 +120,7 @@ static void test_killed_writer(void)
 						  .cpu = (uint16_t)(i & 1), .type = BT_EV_SYS_ENTER } };
 		x = x * 1103515245u + 12345u;
 		e.id = (int64_t)(x >> 3);
-		uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+		uint8_t batch[BT_COMPACT_MAX];
 		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e));
 		bt_write(b, e.h.cpu, batch, n);
 	}

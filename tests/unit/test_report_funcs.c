@@ -123,7 +123,7 @@ static void test_gap(void)
 		e.h.seq = (uint32_t)i;
 		e.h.type = BT_EV_SCHED_SWITCH;
 		e.next_tid = TID;
-		uint8_t batch[BT_BATCH_REC_HDR + BT_COMPACT_MAX];
+		uint8_t batch[BT_COMPACT_MAX];
 		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e));
 		CHECK(n && bt_write(k, 0, batch, n) == 0, "kernel event");
 	}

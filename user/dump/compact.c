@@ -108,19 +108,22 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *ou
 			n += 4 + tail;
 			goto done;
 		}
-	} else {
-		/* no narrow form: the ABI payload as is, not WIDE */
+	} else if (plen == bt_event_min_size(type) - sizeof(*ev)) {
+		/* no narrow form: the ABI payload as is, sized by its type */
 		if (n + plen > BT_COMPACT_MAX)
 			return 0;
 		memcpy(p, payload, plen);
 		n += plen;
 		goto done;
 	}
+	/* WIDE: the ABI payload after its length (a narrow form's values did
+	 * not fit, or the event is longer than its type: arguments) */
 	flags |= F_WIDE;
-	if (n + plen > BT_COMPACT_MAX)
+	if (n + 4 + plen > BT_COMPACT_MAX)
 		return 0;
-	memcpy(p, payload, plen);
-	n += plen;
+	memcpy(p, &plen, 4);
+	memcpy(p + 4, payload, plen);
+	n += 4 + plen;
 done:;
 	struct chdr h = { .ts_tf = (ev->ts_ns & TS_MASK) | (uint64_t)(type | flags) << TS_BITS, .seq = ev->seq,
 			  .tid = ev->tid };
@@ -128,6 +131,50 @@ done:;
 	if (flags & F_TGID)
 		memcpy(o + HDR, &ev->tgid, 4);
 	return n;
+}
+
+/* Payload bytes of a type's form without WIDE: its narrow form, or for a
+ * type without one its ABI payload. */
+static uint32_t fixed_payload(uint32_t type)
+{
+	if (type == BT_EV_SYS_ENTER)
+		return 4;
+	if (type == BT_EV_SYS_EXIT)
+		return 8;
+	if (type == BT_EV_SCHED_SWITCH)
+		return 12;
+	if (is_stack_event(type))
+		return 4 + stack_tail(type);
+	return bt_event_min_size(type) - (uint32_t)sizeof(struct bt_event_hdr);
+}
+
+/* Size of the stored form at in, from its own header (forms carry no
+ * length: type and flags give it, WIDE forms hold their payload's), when
+ * it fits in avail bytes; 0 if malformed. */
+static uint32_t form_size(const uint8_t *in, uint32_t avail)
+{
+	struct chdr h;
+	uint32_t tf, n = HDR, plen;
+
+	if (avail < HDR)
+		return 0;
+	memcpy(&h, in, sizeof(h));
+	tf = (uint32_t)(h.ts_tf >> TS_BITS);
+	if (!bt_event_is_kernel(tf & TYPE_MASK))
+		return 0;
+	if (tf & F_TGID)
+		n += 4;
+	if (tf & F_WIDE) {
+		if (avail < n + 4)
+			return 0;
+		memcpy(&plen, in + n, 4);
+		if (plen > BT_COMPACT_MAX)
+			return 0;
+		n += 4 + plen;
+	} else {
+		n += fixed_payload(tf & TYPE_MASK);
+	}
+	return n <= avail && n <= BT_COMPACT_MAX ? n : 0;
 }
 
 /* The time nearest ref with these low 56 bits (events written while a dump
@@ -159,12 +206,10 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 	const uint8_t *i = in;
 	struct chdr h;
 	struct bt_event_hdr *ev = out;
-	if (len < HDR || len > BT_COMPACT_MAX)
+	if (form_size(in, len) != len) /* also a known kernel type */
 		return 0;
 	memcpy(&h, i, sizeof(h));
 	uint32_t tf = (uint32_t)(h.ts_tf >> TS_BITS), type = tf & TYPE_MASK, n = HDR;
-	if (!bt_event_is_kernel(type))
-		return 0;
 	memset(out, 0, BT_EVENT_MAX);
 	ev->ts_ns = full_ts(h.ts_tf & TS_MASK, ref_ts);
 	ev->seq = h.seq;
@@ -178,6 +223,8 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 		memcpy(&ev->tgid, i + n, 4);
 		n += 4;
 	}
+	if (tf & F_WIDE)
+		n += 4; /* its length: form_size() checked it */
 	const uint8_t *p = i + n;
 	uint32_t rest = len - n, need = bt_event_min_size(type);
 	if (!(tf & F_WIDE) && (type == BT_EV_SYS_ENTER || type == BT_EV_SYS_EXIT)) {
@@ -226,25 +273,23 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 
 uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len)
 {
-	uint32_t n = bt_compact_encode(ev, len, at + BT_BATCH_REC_HDR);
-	if (!n)
-		return 0;
-	memcpy(at, &n, sizeof(n));
-	return BT_BATCH_REC_HDR + ((n + 3) & ~3u);
+	uint32_t n = bt_compact_encode(ev, len, at), r = (n + 3) & ~3u;
+
+	memset(at + n, 0, r - n);
+	return r;
 }
 
 int bt_compact_batch_next(const uint8_t *ent, uint32_t elen, uint32_t *off, const uint8_t **rec, uint32_t *rlen)
 {
-	uint32_t len;
+	uint32_t n;
+
 	if (*off >= elen)
 		return 0;
-	if (elen - *off < BT_BATCH_REC_HDR)
+	n = form_size(ent + *off, elen - *off);
+	if (!n || ((n + 3) & ~3u) > elen - *off)
 		return -1;
-	memcpy(&len, ent + *off, sizeof(len));
-	if (len < HDR || len > BT_COMPACT_MAX || len > elen - *off - BT_BATCH_REC_HDR)
-		return -1;
-	*rec = ent + *off + BT_BATCH_REC_HDR;
-	*rlen = len;
-	*off += BT_BATCH_REC_HDR + ((len + 3) & ~3u);
+	*rec = ent + *off;
+	*rlen = n;
+	*off += (n + 3) & ~3u;
 	return 1;
 }

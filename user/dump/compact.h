@@ -11,8 +11,11 @@
  *   u32 seq
  *   u32 tid
  *   u32 tgid                      only if it differs from tid (flag TGID)
+ *   u32 payload length            only with flag WIDE
  *   payload                       narrow forms below, else the ABI payload
  *
+ * A form has no length of its own: its type and flags give it (a narrow
+ * form, or a type's ABI payload), and a WIDE form holds its payload's.
  * The CPU is not stored: the drain writes CPU c's events into buffer core c,
  * and the reader takes it from the block. Narrow forms (flag WIDE clear):
  *   sys_enter     s32 id
@@ -21,10 +24,12 @@
  *   stack events  u16 kstack, u16 ustack (0xffff = BT_STACK_LOST), then the
  *                 ABI fields after them without the reserved word: nothing
  *                 (cpu_sample), u64 offcpu_ns, u32 wakee, u32 probe_id
- * used when the values fit; otherwise (WIDE) the ABI payload is stored as is.
- * With the batch framing below a sys_enter/sys_exit pair takes 52 bytes (96
- * in the ABI with the buffer's entry headers), a sched_switch 32 (48), a CPU
- * sample 24, or 28 in a process's other threads (40). Timestamps: 56 bits of nanoseconds are
+ * used when the values fit; otherwise (WIDE) the ABI payload is stored as
+ * is, after its length. Types without a narrow form store their ABI payload
+ * (WIDE only when an event is longer than its type: a probe's arguments).
+ * A sys_enter/sys_exit pair takes 44 bytes (96 in the ABI with the buffer's
+ * entry headers), a sched_switch 28 (48), a CPU sample 20, or 24 in a
+ * process's other threads (40). Timestamps: 56 bits of nanoseconds are
  * 2.28 years; the reader takes the high bits from a reference time (the
  * dump's), valid for events younger than that.
  */
@@ -36,21 +41,23 @@
 
 #define BT_COMPACT_MAX 256 /* largest stored form; larger events are rejected */
 #define BT_EVENT_MAX 256   /* largest ABI event the decoder rebuilds */
+/* A dump writes an event in its ABI form with an 8-byte entry header: at
+ * most 2.5 times its stored form (a 20-byte sys_enter becomes 48 bytes),
+ * counted in halves. */
+#define BT_DUMP_GROWTH_X2 5
 
 /*
  * Batches: the drain writes the events of one CPU in batches of up to
  * BT_BATCH_MAX bytes, one buffer entry per batch (one reservation and one
- * confirmation per batch instead of per event, and a 4-byte length instead
- * of the buffer's 8-byte entry header per event):
- *   repeated: u32 len, len bytes of a stored event, zero padding to 4
+ * confirmation per batch instead of per event, and no per-event header):
+ *   repeated: a stored form, zero padding to 4
  * Stored forms are multiples of 4 bytes, so the padding is empty today.
  */
 #define BT_BATCH_MAX 256u
-#define BT_BATCH_REC_HDR 4u
 
-/* Append ev's record (length + stored form) at at, which has room for
- * BT_BATCH_REC_HDR + BT_COMPACT_MAX bytes. Returns the record's size, the
- * next record's offset from at; 0 if the event cannot be stored. */
+/* Append ev's stored form at at, which has room for BT_COMPACT_MAX bytes.
+ * Returns its size with padding, the next form's offset from at; 0 if the
+ * event cannot be stored. */
 uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len);
 
 /* Next stored event of a batch entry (ent, elen bytes) at *off: 1 with
