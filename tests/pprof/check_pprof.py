@@ -28,6 +28,13 @@ from collections import defaultdict
 failures = 0
 LABELS = ("[stack lost]", "[no stack]")
 SYM_VERSION = re.compile(r"@@?[A-Z][A-Za-z0-9_.]*$")
+NAME_MAX_SHOWN = 1024  # report shows a name's first 1024 bytes (report_stacks.c); pprof has it whole
+
+
+def shown(name):
+    """A name as report --profile shows it: a long C++ name (LLVM's run past 1 KiB) is cut."""
+    b = name.encode("utf-8", "surrogateescape")
+    return b[:NAME_MAX_SHOWN].decode("utf-8", "replace") if len(b) > NAME_MAX_SHOWN else name
 
 
 def result(ok, name, why=""):
@@ -161,7 +168,7 @@ def main(argv):
             bad.append("sample locations %s" % ids)
             continue
         # leaf first; each location's lines innermost first
-        names = [n for i in ids for n in locs[i]]
+        names = [shown(n) for i in ids for n in locs[i]]
         p = per[pid]
         p[0] += w
         if names and names[-1] == "[stack lost]":
