@@ -284,6 +284,16 @@ void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts)
 	}
 }
 
+void bt_cond_init_monotonic(pthread_cond_t *c)
+{
+	pthread_condattr_t ca;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
 void bt_thread_nice(int nice, const char *what)
 {
 	if (setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), nice))

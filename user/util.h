@@ -5,6 +5,7 @@
  */
 #ifndef BTRACE_UTIL_H
 #define BTRACE_UTIL_H
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -83,6 +84,8 @@ uint64_t bt_now_ns(void);      /* CLOCK_MONOTONIC */
 /* *ts = ns from now on clock clk: a deadline for pthread_cond_timedwait
  * on a condition variable of that clock. */
 void bt_deadline_after(clockid_t clk, uint64_t ns, struct timespec *ts);
+/* A condition variable whose timed waits take CLOCK_MONOTONIC deadlines. */
+void bt_cond_init_monotonic(pthread_cond_t *c);
 /* The calling thread at nice `nice` (below 0 needs CAP_SYS_NICE); on
  * failure "WHAT keeps normal priority: why" is logged (info), no more. */
 void bt_thread_nice(int nice, const char *what);

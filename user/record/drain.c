@@ -286,6 +286,12 @@ void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold)
 	l->cold = cold;
 }
 
+void bt_loader_set_pass_hook(struct bt_loader *l, bt_pass_hook fn, void *ctx)
+{
+	l->pass_hook = fn;
+	l->pass_ctx = ctx;
+}
+
 static void *drain_main(void *arg)
 {
 	struct bt_drain *d = arg;
@@ -324,6 +330,8 @@ static void *drain_main(void *arg)
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
 			bt_stack_table_pass(d->l->stacks, bs.blocks_used, window_blocks(d->l, &bs), bs.active);
 		apply_task_events(d, horizon);
+		if (d->l->pass_hook)
+			d->l->pass_hook(d->l->pass_ctx);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
 			pthread_mutex_lock(&d->lock);

@@ -143,6 +143,13 @@ void bt_loader_set_hook(struct bt_loader *l, bt_probe_hook fn, void *ctx);
 struct bt_cold;
 void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold);
 
+/* Called by the drain thread after each pass (the unwinder's kick: it
+ * sleeps until then instead of polling); fn NULL: none. Set before
+ * bt_loader_start(); what ctx points to must outlive the drain
+ * (bt_loader_stop). */
+typedef void (*bt_pass_hook)(void *ctx);
+void bt_loader_set_pass_hook(struct bt_loader *l, bt_pass_hook fn, void *ctx);
+
 /* Runs the kernel skipped of each of the recorder's tracepoint programs
  * (prog_misses.h), at most max; returns how many were written. */
 struct bt_prog_miss;

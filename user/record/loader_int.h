@@ -68,6 +68,8 @@ struct bt_loader {
 	unsigned ndrains;
 	struct bt_stack_table *stacks; /* NULL: no stacks */
 	struct bt_cold *cold;          /* NULL: no cold tier */
+	bt_pass_hook pass_hook; /* after each drain pass, NULL: none */
+	void *pass_ctx;
 	struct bpf_link **sample_links; /* [ncpus]: the sampling program on each CPU's clock */
 	int *sample_fds;                /* [ncpus] perf events, -1 none */
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */

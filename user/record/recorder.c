@@ -539,6 +539,12 @@ static int create_buffer(struct recorder *r)
 
 /* The BPF programs (opened and loaded, not yet draining), with the stack
  * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
+/* The drain's pass hook: the unwinder serves what the pass's samples asked for. */
+static void kick_unwinder(void *u)
+{
+	bt_unwinder_kick(u);
+}
+
 /* The unwinder's thread, when user stacks are walked with unwind tables. */
 static int start_unwinder(struct recorder *r)
 {
@@ -561,6 +567,7 @@ static int start_unwinder(struct recorder *r)
 		bt_warn("cannot start the unwinder: %s", strerror(errno));
 		return -1;
 	}
+	bt_loader_set_pass_hook(r->loader, kick_unwinder, r->unwinder);
 	return 0;
 }
 
@@ -878,6 +885,8 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o, struct 
 {
 	bt_ctl_stop(r->ctl);
 	recorder_triggers_stop(r);
+	if (r->loader)
+		bt_loader_stop(r->loader); /* the drain kicks the unwinder */
 	bt_unwinder_stop(r->unwinder); /* before its maps go with the loader */
 	stop_step(c, "stopping the unwinder");
 	bt_apps_destroy(r->apps); /* after the final dump: it holds their last events */

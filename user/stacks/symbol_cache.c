@@ -594,7 +594,6 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 				    uint64_t max_bytes)
 {
 	struct bt_symcache *c = calloc(1, sizeof(*c));
-	pthread_condattr_t ca;
 
 	if (!c)
 		return NULL;
@@ -606,11 +605,8 @@ struct bt_symcache *bt_symcache_new(struct bt_stack_table *t, const char *debug_
 		return NULL;
 	}
 	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_cond_init(&c->idle, &ca);
-	pthread_condattr_destroy(&ca);
+	bt_cond_init_monotonic(&c->cond);
+	bt_cond_init_monotonic(&c->idle);
 	if (pthread_create(&c->th, NULL, loader_main, c)) {
 		pthread_cond_destroy(&c->idle);
 		pthread_cond_destroy(&c->cond);

@@ -32,8 +32,10 @@
 #include "unwind_table.h"
 #include "elf_symbols.h"
 #include "trusted_file.h"
+#include "util.h"
 
-#define POLL_NS 10000000ull      /* requests looked at every 10 ms */
+#define POLL_NS 10000000ull      /* requests looked at every 10 ms without want_seq */
+#define KICK_WAIT_NS 1000000000ull /* with it, at most this long between looks without a kick */
 #define RELOAD_NS 100000000ull   /* a process re-read at most every 100 ms */
 #define MAX_PHDRS 8
 #define RECENT_SLOTS 4096u
@@ -57,8 +59,11 @@ struct bt_unwinder {
 	uint32_t max_rows;
 	pthread_t thread;
 	int started;
-	pthread_mutex_t lock; /* stats, ready */
+	pthread_mutex_t lock; /* stats, ready, kicked */
 	pthread_cond_t cond;
+	pthread_cond_t wake;  /* kicked or stop, for the worker */
+	int kicked;
+	uint64_t kicked_seq;  /* the kicking thread's */
 	atomic_int stop; /* set by bt_unwinder_stop; polled by the worker, also inside a table's build */
 	int ready;
 	struct bt_unwinder_stats st;
@@ -427,7 +432,6 @@ static void *worker(void *arg)
 	uint64_t seen = 0;
 	int more = 1;
 	while (!stopping(u)) {
-		struct timespec ts = { 0, (long)POLL_NS };
 		/* Acquire: pairs with the atomic add in bt_uw_ask() and
 		 * handle_unwind_exec(), made after the entry went into the map,
 		 * so a bump seen means its entry is there to walk. */
@@ -437,7 +441,19 @@ static void *worker(void *arg)
 			seen = seq;
 			more = serve_wants(u);
 		}
-		nanosleep(&ts, NULL);
+		if (more || !u->want_seq) { /* more queued than one look takes, or nothing to be kicked by */
+			struct timespec ts = { 0, (long)POLL_NS };
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		struct timespec dl;
+		bt_deadline_after(CLOCK_MONOTONIC, KICK_WAIT_NS, &dl);
+		pthread_mutex_lock(&u->lock);
+		while (!u->kicked && !stopping(u))
+			if (pthread_cond_timedwait(&u->wake, &u->lock, &dl) == ETIMEDOUT)
+				break;
+		u->kicked = 0;
+		pthread_mutex_unlock(&u->lock);
 	}
 	return NULL;
 }
@@ -462,6 +478,7 @@ struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_
 	u->st.max_rows = max_rows;
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_cond_init(&u->cond, NULL);
+	bt_cond_init_monotonic(&u->wake);
 	u->rows = mmap(NULL, (size_t)max_rows * sizeof(struct bt_unwind_row), PROT_READ | PROT_WRITE, MAP_SHARED,
 		       rows_fd, 0);
 	if (u->rows == MAP_FAILED) {
@@ -480,6 +497,7 @@ fail:
 	bt_unwind_cache_close(cache);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
+	pthread_cond_destroy(&u->wake);
 	free(u);
 	errno = e;
 	return NULL;
@@ -492,6 +510,7 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 	atomic_store_explicit(&u->stop, 1, memory_order_relaxed);
 	pthread_mutex_lock(&u->lock);
 	pthread_cond_broadcast(&u->cond); /* a bt_unwinder_wait_ready waiter */
+	pthread_cond_signal(&u->wake);    /* the worker */
 	pthread_mutex_unlock(&u->lock);
 	if (u->started)
 		pthread_join(u->thread, NULL);
@@ -500,7 +519,26 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 	free(u->bins);
 	pthread_mutex_destroy(&u->lock);
 	pthread_cond_destroy(&u->cond);
+	pthread_cond_destroy(&u->wake);
 	free(u);
+}
+
+void bt_unwinder_kick(struct bt_unwinder *u)
+{
+	uint64_t seq;
+
+	if (!u || !u->want_seq)
+		return;
+	/* Relaxed: only whether to wake; the worker's acquire load pairs with
+	 * the BPF side's add. */
+	seq = __atomic_load_n(u->want_seq, __ATOMIC_RELAXED);
+	if (seq == u->kicked_seq)
+		return;
+	u->kicked_seq = seq;
+	pthread_mutex_lock(&u->lock);
+	u->kicked = 1;
+	pthread_cond_signal(&u->wake);
+	pthread_mutex_unlock(&u->lock);
 }
 
 void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s)

@@ -42,6 +42,10 @@ struct bt_unwind_cache;
 struct bt_unwinder *bt_unwinder_start(int rows_fd, uint32_t max_rows, int procs_fd, int want_fd,
 				      const uint64_t *want_seq, struct bt_unwind_cache *cache);
 void bt_unwinder_stop(struct bt_unwinder *u);
+/* One thread at a time (the drain, after each pass; NULL-safe): wake the
+ * worker if the BPF side asked for processes since the last kick. Without
+ * kicks it looks every second. */
+void bt_unwinder_kick(struct bt_unwinder *u);
 /* Any thread. */
 void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s);
 /* Wait until the processes running at start are loaded (tests, benchmarks). */
