@@ -253,15 +253,20 @@ int main(int argc, char **argv)
 			}
 			continue;
 		}
-		w[k].pid = fork();
-		if (w[k].pid < 0) {
+		/* Not fork()'s value into w[k].pid: the mapping is shared, and the
+		 * child's 0 could land after the parent's pid, making the wait
+		 * below waitpid(0), which returns when any worker ends (the
+		 * heavy worker's count was then read before it was written). */
+		pid_t pid = fork();
+		if (pid < 0) {
 			perror("cmp_load: fork");
 			return 1;
 		}
-		if (w[k].pid == 0) {
+		if (pid == 0) {
 			worker_main(&w[k]);
 			_exit(0);
 		}
+		w[k].pid = pid;
 	}
 	usleep(20000); /* threads pinned and spinning on go */
 	start_ns = clock_ns(CLOCK_MONOTONIC);
@@ -272,8 +277,10 @@ int main(int argc, char **argv)
 	for (int k = 0; k < nw; k++) {
 		if (threads)
 			pthread_join(w[k].thread, NULL);
-		else
-			waitpid(w[k].pid, NULL, 0);
+		else if (waitpid(w[k].pid, NULL, 0) != w[k].pid) {
+			perror("cmp_load: waitpid");
+			return 1;
+		}
 		if (w[k].err) {
 			fprintf(stderr, "cmp_load: cannot pin a thread to CPU %d: %s\n", w[k].cpu,
 				strerror(w[k].err));

@@ -234,6 +234,10 @@ def analyze(events, truth):
             start = c.get("restart") or last_ts
         starts[cpu] = start
     wstart = max(starts.values()) if starts else 0
+    if starts and wstart == 0:
+        # no CPU lost anything: the window is the whole trace, from its
+        # first event (not from boot: that made a ratio of 57138x)
+        wstart = min(percpu[c]["first"] for c in starts)
     limit_cpu = max(starts, key=lambda k: starts[k]) if starts else -1
     wevents = sum(1 for e in events if e[2] != "lost" and e[1] >= wstart)
 
@@ -580,6 +584,10 @@ def cmd_selftest():
     # window: cpu 0 has a seq gap before ts 2000, cpu 1 starts at seq 0
     r = analyze(e, {})
     ok(r["window_start"] == 2000 and r["seq_missing"] == 1, "window after the newest seq gap")
+    # nothing lost on any CPU: the window is the whole trace, from its first event
+    r = analyze(list(parse_btrace(["# ncpus 2 events 3", "0 0 1000 16 77 39", "0 1 2000 17 77 39",
+                                   "1 0 1500 1 9 0"])), {})
+    ok(r["window_start"] == 1000 and r["window_s"] == 1000 / 1e9, "nothing lost: the window is the whole trace")
     # truth: a thread with calls 0..99, calls 40..49 missing and the last 2 missing
     ev = [(0, 1000 + i, "enter", 5, NR_GETPID if op_bit(i) else NR_GETPPID, None)
           for i in range(400) if not (140 <= i < 150) and i < 398]
