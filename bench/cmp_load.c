@@ -260,6 +260,11 @@ int main(int argc, char **argv)
 		pid_t pid = fork();
 		if (pid < 0) {
 			perror("cmp_load: fork");
+			/* the workers already forked spin on go: end them */
+			atomic_store_explicit(&stop_flag, 1, memory_order_relaxed);
+			atomic_store_explicit(&go, 1, memory_order_release);
+			for (int j = 0; j < k; j++)
+				waitpid(w[j].pid, NULL, 0);
 			return 1;
 		}
 		if (pid == 0) {

@@ -318,6 +318,25 @@ static void test_room(void)
 	bt_buffer_destroy(b);
 }
 
+/* bt_block_next on a corrupt entry size near 2^32: refused, never a step of
+ * 0 (the old 32-bit rounding returned the entry, or spun on a PAD, forever). */
+static void test_block_next_huge_size(void)
+{
+	uint8_t blk[256] = { 0 };
+	struct bt_block_view v = { .used = sizeof(blk), .data = blk };
+	struct bt_entry_hdr *e = (struct bt_entry_hdr *)(blk + BT_BLOCK_HDR);
+	uint32_t off = 0, len = 0;
+
+	e->size = 0xfffffff9u;
+	e->kind = BT_ENTRY_DATA;
+	CHECK(bt_block_next(&v, &off, &len) == NULL, "data entry of size 0x%x returned (len %u)", e->size, len);
+	off = 0;
+	e->kind = BT_ENTRY_PAD;
+	CHECK(bt_block_next(&v, &off, &len) == NULL, "pad entry of size 0x%x not refused", e->size);
+	off = UINT32_MAX - 4; /* a caller's offset past the block */
+	CHECK(bt_block_next(&v, &off, &len) == NULL, "offset past the block not refused");
+}
+
 /* Block closing: a slow core's partial block is closed A positions later. */
 static void test_closing_lagging_block(void)
 {
@@ -614,6 +633,7 @@ int main(void)
 	RUN(test_exact_fit_and_too_large);
 	RUN(test_padding);
 	RUN(test_room);
+	RUN(test_block_next_huge_size);
 	RUN(test_closing_lagging_block);
 	RUN(test_read_active_block);
 	RUN(test_unpublished_position);

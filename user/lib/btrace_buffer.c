@@ -691,13 +691,17 @@ const void *bt_block_next(const struct bt_block_view *v, uint32_t *off, uint32_t
 	for (;;) {
 		const struct bt_entry_hdr *e;
 		uint32_t o = *off ? *off : BT_BLOCK_HDR;
+		uint64_t step;
 
-		if (o + BT_ENTRY_HDR > v->used)
+		if (o > v->used || v->used - o < BT_ENTRY_HDR)
 			return NULL;
 		e = (const struct bt_entry_hdr *)(v->data + o);
-		if (e->size < BT_ENTRY_HDR || ((e->size + 7) & ~7u) > v->used - o)
+		/* In 64 bits: a size near 2^32 rounded in 32 would wrap to a step
+		 * of 0, and the walk would return the entry (a PAD: spin) forever. */
+		step = ((uint64_t)e->size + 7) & ~7ull;
+		if (e->size < BT_ENTRY_HDR || step > v->used - o)
 			return NULL; /* malformed: stop rather than walk garbage */
-		*off = o + ((e->size + 7) & ~7u);
+		*off = o + (uint32_t)step;
 		if (e->kind == BT_ENTRY_DATA) {
 			*len = e->size - BT_ENTRY_HDR;
 			return e + 1;

@@ -137,7 +137,6 @@ static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_
 	memcpy(&d->pending[d->npending++], h, len);
 }
 
-/* Write the batch being filled into the buffer: one entry, one reservation. */
 /* Write records [first, first + n) of the batch: its bytes [off, off + len). */
 static void write_batch_part(struct bt_drain *d, uint32_t off, uint32_t len, uint32_t first, uint32_t n)
 {
@@ -155,6 +154,8 @@ static void write_batch_part(struct bt_drain *d, uint32_t off, uint32_t len, uin
 				      memory_order_relaxed);
 }
 
+/* Write the batch being filled into the buffer: one entry, or two when
+ * its first records fit the tail of the core's block. */
 static void flush_batch(struct bt_drain *d)
 {
 	uint32_t off = 0, n = 0;

@@ -22,6 +22,7 @@
 #include "events.h"
 #include "btrace_buffer.h"
 #include "event_names.h"
+#include "cold_tier.h"
 #include "compact.h"
 #include "dump.h"
 #include "loader.h"
@@ -259,9 +260,16 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	bs = *bt_capture_stats(cap.kbuf);
 	bytes = bs.bytes_written + bs.padding_bytes;
 	if (!explicit_path && r->mgmt) {
-		/* At most the buffer's events in the dump's form and the task
-		 * table, uncompressed (the last dump's ratio scales it after). */
+		/* At most the buffer's events, and the cold tier's, in the dump's
+		 * form and the task table, uncompressed (the last dump's ratio
+		 * scales it after). */
 		uint64_t held = bytes < bs.size ? bytes : bs.size;
+		if (r->cold) {
+			struct bt_cold_stats cs;
+
+			bt_cold_stats(r->cold, &cs);
+			held += (uint64_t)cs.blocks * bs.block_size;
+		}
 		uint64_t raw = held / 2 * BT_DUMP_GROWTH_X2 + cap.ntasks * sizeof(*cap.tasks);
 
 		ret = bt_dump_mgmt_before(r->mgmt, raw, err, sizeof(err));
