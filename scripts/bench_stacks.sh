@@ -4,7 +4,7 @@
 #   sampling  CPU cost of sampling: two CPU-bound stack_workload_nofp processes
 #             (no frame pointers, ~8-frame stacks) for SECS seconds while
 #             `record -e power --sample HZ` runs, at the default 49 Hz and at
-#             999 Hz: the recorder's CPU time (/proc/PID/stat) plus the
+#             999 Hz: the recorder's CPU time (its threads' schedstat) plus the
 #             kernel's run time of handle_cpu_sample (kernel.bpf_stats_enabled),
 #             as % of one CPU, in the steady state from WARM_SECS after the
 #             workloads start (the one-time symbol loads before it are
@@ -109,6 +109,10 @@ rec_start() {
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# The recorder's CPU time in ns, summed over its threads' schedstat: exact run
+# time, where ticks (10 ms) charge a whole tick to a thread that wakes on the
+# timer (the drain every 20 ms), which made the 49 Hz figure swing 0.5-1.5%.
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
 prog_ns() { bpftool prog show name "$1" -j 2>/dev/null | python3 -c 'import json,sys
 d=json.load(sys.stdin); d=d if isinstance(d,list) else [d]; print(sum(p.get("run_time_ns",0) for p in d), sum(p.get("run_cnt",0) for p in d))'; }
 busy() { # N processes of the workload for SECS; their pids in BUSY
@@ -137,22 +141,22 @@ WARM_SECS=${WARM_SECS:-3}
 sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample warmup_pct"
 	local hz=$1 t0 t1 b0 c0 b1 c1 tw secs_was=$SECS
 	rec_start -e power --sample "$hz" --unwind-mem 64M -m 16M --no-final-dump
-	tw=$(cpu_ticks "$RPID")
+	tw=$(cpu_ns "$RPID")
 	SECS=$((secs_was + WARM_SECS))
 	busy
 	SECS=$secs_was
 	sleep "$WARM_SECS"
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
-	t0=$(cpu_ticks "$RPID")
+	t0=$(cpu_ns "$RPID")
 	sleep "$SECS"
 	read -r b1 c1 <<<"$(prog_ns handle_cpu_sample)"
-	t1=$(cpu_ticks "$RPID")
+	t1=$(cpu_ns "$RPID")
 	busy_wait
 	rec_stop
-	awk -v t="$((t1 - t0))" -v tck="$TCK" -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v s="$SECS" \
+	awk -v t="$((t1 - t0))" -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v s="$SECS" \
 		-v w="$((t0 - tw))" -v ws="$WARM_SECS" 'BEGIN {
-		r = t / tck / s * 100; k = b / 1e9 / s * 100
-		printf "%.3f %.3f %.3f %d %.0f %.1f\n", r + k, r, k, c, c ? b / c : 0, w / tck / ws * 100 }'
+		r = t / 1e9 / s * 100; k = b / 1e9 / s * 100
+		printf "%.3f %.3f %.3f %d %.0f %.1f\n", r + k, r, k, c, c ? b / c : 0, w / 1e9 / ws * 100 }'
 }
 for hz in 49 999; do
 	read -r tot rp kp ns nps wp <<<"$(sampling_cost $hz)"
