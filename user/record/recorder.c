@@ -537,8 +537,6 @@ static int create_buffer(struct recorder *r)
 	return 0;
 }
 
-/* The BPF programs (opened and loaded, not yet draining), with the stack
- * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
 /* The drain's pass hook: the unwinder serves what the pass's samples asked for. */
 static void kick_unwinder(void *u)
 {
@@ -571,6 +569,8 @@ static int start_unwinder(struct recorder *r)
 	return 0;
 }
 
+/* The BPF programs (opened and loaded, not yet draining), with the stack
+ * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
 static int open_loader(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
