@@ -143,7 +143,6 @@ static void print_prog_misses(struct recorder *r, FILE *out)
 	free(pm);
 }
 
-/* The stack table and every stack not taken or not stored. */
 /* What the background symbol loading has done (a dump names frames only
  * from loaded files). */
 static void print_symbols(struct recorder *r, FILE *out)
@@ -165,6 +164,7 @@ static void print_symbols(struct recorder *r, FILE *out)
 		c.lines_ahead, c.lines_dropped, c.dump_units);
 }
 
+/* The stack table and every stack not taken or not stored. */
 static void print_stacks(struct recorder *r, FILE *out)
 {
 	struct bt_stack_stats ks;
