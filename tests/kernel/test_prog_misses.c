@@ -38,7 +38,7 @@ static char tmpdir[256];
 static int store(struct bt_buffer *b, const struct bt_event_hdr *ev, uint32_t len)
 {
 	uint8_t batch[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
 	return n ? bt_write(b, ev->cpu, batch, n) : -EINVAL;
 }
 

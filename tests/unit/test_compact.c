@@ -13,10 +13,11 @@
 static uint32_t roundtrip(const void *ev, uint32_t len, uint32_t cpu, uint64_t ref, uint8_t *dec)
 {
 	uint8_t st[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_encode(ev, len, st);
+	struct bt_compact_prev prev = { 0 };
+	uint32_t n = bt_compact_encode(ev, len, NULL, st);
 	if (!n)
 		return 0;
-	uint32_t m = bt_compact_decode(st, n, cpu, ref, dec);
+	uint32_t m = bt_compact_decode(st, n, cpu, ref, &prev, dec);
 	return m == len && memcmp(ev, dec, len) == 0 ? n : 0;
 }
 
@@ -96,24 +97,71 @@ static void test_every_type_roundtrips(void)
 	}
 }
 
+/* Batches of random events where about half follow the one before (same
+ * thread, next seq, a little later): every one back, in order. */
+static void test_chains_roundtrip(void)
+{
+	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	struct bt_ev_syscall evs[64];
+	srand(11);
+	for (int round = 0; round < 2000; round++) {
+		struct bt_compact_prev prev = { 0 };
+		uint32_t blen = 0, n = 0, off = 0, rlen, got = 0;
+		const uint8_t *rec;
+		uint64_t ts = 1ull << 45;
+		uint32_t seq = (uint32_t)rand(), tid = 100, tgid = 100;
+
+		while (n < 64 && blen + BT_COMPACT_MAX <= sizeof(batch)) {
+			struct bt_ev_syscall *e = &evs[n];
+			int r = rand();
+			ts += r % 3 ? (uint64_t)(r % 5000) : (uint64_t)r << 4; /* now and then >= 2^24 */
+			seq += r % 7 ? 1 : 1 + (uint32_t)(r % 3);                /* gaps */
+			if (r % 11 == 0)
+				tid = 100 + (uint32_t)(r % 4), tgid = r % 2 ? tid : 100;
+			*e = (struct bt_ev_syscall){ .h = { .ts_ns = ts - (r % 13 == 0 ? 3 : 0), .seq = seq, .tid = tid,
+							    .tgid = tgid, .type = r % 2 ? BT_EV_SYS_EXIT : BT_EV_SYS_ENTER },
+						     .id = r % 400, .ret = r % 2 ? (r % 5 ? -(r % 30) : (int64_t)r << 20) : 0 };
+			uint32_t k = bt_compact_batch_put(batch + blen, &e->h, sizeof(*e), &prev);
+			REQUIRE(k, "encode");
+			blen += k;
+			n++;
+		}
+		prev = (struct bt_compact_prev){ 0 };
+		while (bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == 1) {
+			if (bt_compact_decode(rec, rlen, 0, ts + 10, &prev, dec) != sizeof(evs[0]) ||
+			    memcmp(dec, &evs[got], sizeof(evs[0])) != 0) {
+				CHECK(0, "round %d: event %u of %u not back as written", round, got, n);
+				return;
+			}
+			got++;
+		}
+		if (got != n) {
+			CHECK(0, "round %d: %u of %u events back", round, got, n);
+			return;
+		}
+	}
+	CHECK(1, "2000 batches of chained events round-trip");
+}
+
 static void test_time_epochs(void)
 {
 	uint8_t st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
 	const uint64_t E = 1ull << 56;
+	struct bt_compact_prev prev = { 0 };
 	struct bt_ev_irq irq = { .h = { .ts_ns = 3 * E - 10, .seq = 1, .tid = 0, .tgid = 0, .type = BT_EV_IRQ_ENTRY } };
-	uint32_t n = bt_compact_encode(&irq.h, sizeof(irq), st);
+	uint32_t n = bt_compact_encode(&irq.h, sizeof(irq), NULL, st);
 	REQUIRE(n, "encode");
 	/* the dump started just after the next 2^56 ns epoch began */
-	CHECK(bt_compact_decode(st, n, 0, 3 * E + 5, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E - 10,
+	CHECK(bt_compact_decode(st, n, 0, 3 * E + 5, &prev, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E - 10,
 	      "event from the previous epoch");
 	/* the event was written while the dump ran (newer than its reference) */
 	irq.h.ts_ns = 3 * E + 10;
-	n = bt_compact_encode(&irq.h, sizeof(irq), st);
-	CHECK(bt_compact_decode(st, n, 0, 3 * E - 5, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E + 10,
+	n = bt_compact_encode(&irq.h, sizeof(irq), NULL, st);
+	CHECK(bt_compact_decode(st, n, 0, 3 * E - 5, &prev, dec) && ((struct bt_event_hdr *)dec)->ts_ns == 3 * E + 10,
 	      "event a little newer than the reference, across an epoch");
 	uint64_t ts;
 	uint32_t seq, type;
-	CHECK(bt_compact_peek(st, n, 3 * E - 5, &ts, &seq, &type) && ts == 3 * E + 10 && seq == 1 &&
+	CHECK(bt_compact_peek(st, n, 3 * E - 5, &prev, &ts, &seq, &type) && ts == 3 * E + 10 && seq == 1 &&
 		      type == BT_EV_IRQ_ENTRY,
 	      "peek");
 }
@@ -121,31 +169,34 @@ static void test_time_epochs(void)
 static void test_malformed(void)
 {
 	uint8_t st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	struct bt_compact_prev prev = { 0 };
 	struct bt_ev_syscall sc = { .h = { .ts_ns = 1, .tid = 1, .tgid = 1, .type = BT_EV_SYS_EXIT }, .id = 1, .ret = 2 };
-	uint32_t n = bt_compact_encode(&sc.h, sizeof(sc), st);
+	uint32_t n = bt_compact_encode(&sc.h, sizeof(sc), NULL, st);
 	REQUIRE(n == 24, "encode");
 	for (uint32_t k = 0; k < n; k++)
-		CHECK(bt_compact_decode(st, k, 0, 10, dec) == 0, "truncated to %u bytes: refused", k);
-	CHECK(bt_compact_decode(st, n + 4, 0, 10, dec) == 0, "trailing bytes after a narrow form: refused");
-	st[7] = 0x3f; /* type 63 */
-	CHECK(bt_compact_decode(st, n, 0, 10, dec) == 0, "unknown type refused");
+		CHECK(bt_compact_decode(st, k, 0, 10, &prev, dec) == 0, "truncated to %u bytes: refused", k);
+	CHECK(bt_compact_decode(st, n + 4, 0, 10, &prev, dec) == 0, "trailing bytes after a narrow form: refused");
+	st[0] = (uint8_t)((st[0] & ~0x1fu) | BT_EV_APP_INSTANT); /* not a kernel type */
+	CHECK(bt_compact_decode(st, n, 0, 10, &prev, dec) == 0, "unknown type refused");
 	sc.h.type = BT_EV_APP_INSTANT;
-	CHECK(bt_compact_encode(&sc.h, sizeof(sc), st) == 0, "application types are not stored here");
+	CHECK(bt_compact_encode(&sc.h, sizeof(sc), NULL, st) == 0, "application types are not stored here");
 	sc.h.type = BT_EV_SYS_EXIT;
-	CHECK(bt_compact_encode(&sc.h, 20, st) == 0, "short ABI event refused");
+	CHECK(bt_compact_encode(&sc.h, 20, NULL, st) == 0, "short ABI event refused");
 }
 
 static void test_batches(void)
 {
 	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
 	uint32_t blen = 0, n = 0;
+	struct bt_compact_prev prev = { 0 };
 	struct bt_ev_syscall sc = { .h = { .ts_ns = 1000, .tid = 7, .tgid = 7, .type = BT_EV_SYS_ENTER }, .id = 39 };
-	/* fill a batch the way the drain does */
+	/* fill a batch the way the drain does: one thread's calls */
 	while (blen + 24 <= BT_BATCH_MAX) {
-		sc.h.seq = n;
+		sc.h.seq = 100 + n;
+		sc.h.ts_ns = 1000 + 333 * n;
 		sc.h.type = n % 2 ? BT_EV_SYS_EXIT : BT_EV_SYS_ENTER;
 		sc.ret = n % 2 ? (int64_t)n : 0;
-		uint32_t k = bt_compact_batch_put(batch + blen, &sc.h, sizeof(sc));
+		uint32_t k = bt_compact_batch_put(batch + blen, &sc.h, sizeof(sc), &prev);
 		REQUIRE(k, "encode");
 		blen += k;
 		n++;
@@ -153,27 +204,30 @@ static void test_batches(void)
 	uint32_t off = 0, rlen, got = 0;
 	const uint8_t *rec;
 	int r;
+	prev = (struct bt_compact_prev){ 0 };
 	while ((r = bt_compact_batch_next(batch, blen, &off, &rec, &rlen)) > 0) {
 		struct bt_ev_syscall *d = (struct bt_ev_syscall *)dec;
-		CHECK(bt_compact_decode(rec, rlen, 0, 2000, dec) == sizeof(*d) && d->h.seq == got &&
+		CHECK(bt_compact_decode(rec, rlen, 0, 1ull << 40, &prev, dec) == sizeof(*d) && d->h.seq == 100 + got &&
+			      d->h.ts_ns == 1000 + 333 * got && d->h.tid == 7 && d->h.tgid == 7 &&
 			      d->ret == (got % 2 ? (int64_t)got : 0),
 		      "event %u of the batch", got);
 		got++;
 	}
 	CHECK(r == 0 && got == n, "all %u events back (%u), clean end", n, got);
-	CHECK(blen == n / 2 * 44 + n % 2 * 20, "%u events in %u bytes: 20 a sys_enter, 24 a sys_exit", n, blen);
+	/* the first in full (20), then next-event forms: 8 a sys_enter, 12 a sys_exit */
+	CHECK(blen == 20 + n / 2 * 12 + (n - 1) / 2 * 8, "%u events in %u bytes: a pair in 20 after the first", n, blen);
 	/* a form running past the entry is malformed, never followed */
 	off = 0;
 	CHECK(bt_compact_batch_next(batch, 16, &off, &rec, &rlen) == -1, "form cut short by the entry's end refused");
 	off = 0;
 	CHECK(bt_compact_batch_next(batch, 2, &off, &rec, &rlen) == -1, "truncated header refused");
-	batch[7] = 0x3f; /* type 63: no size known */
+	batch[0] = (uint8_t)((batch[0] & ~0x1fu) | BT_EV_APP_INSTANT); /* no size known */
 	off = 0;
 	CHECK(bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == -1, "unknown type refused");
 	/* a WIDE form's own length is checked against the entry */
 	struct bt_ev_syscall w = { .h = { .ts_ns = 1, .tid = 7, .tgid = 7, .type = BT_EV_SYS_EXIT }, .id = 1,
 				   .ret = 0x7f0012345678ll };
-	uint32_t k = bt_compact_batch_put(batch, &w.h, sizeof(w));
+	uint32_t k = bt_compact_batch_put(batch, &w.h, sizeof(w), NULL);
 	REQUIRE(k == 16 + 4 + 16, "wide encode: %u", k);
 	uint32_t plen = 200;
 	memcpy(batch + 16, &plen, 4);
@@ -186,8 +240,9 @@ static void test_batches(void)
 	plen = 8; /* shorter than a sys_exit's payload: within the entry, refused by decode */
 	memcpy(batch + 16, &plen, 4);
 	off = 0;
+	prev = (struct bt_compact_prev){ 0 };
 	CHECK(bt_compact_batch_next(batch, k, &off, &rec, &rlen) == 1 && rlen == 28 &&
-		      bt_compact_decode(rec, rlen, 0, 10, dec) == 0,
+		      bt_compact_decode(rec, rlen, 0, 10, &prev, dec) == 0,
 	      "WIDE payload shorter than its type's: refused");
 }
 
@@ -204,20 +259,109 @@ static void test_variable_length(void)
 	for (uint32_t k = base; k < base + 16; k++)
 		ev[k] = (uint8_t)(k * 7);
 	for (uint32_t extra = 0; extra <= 16; extra += 8) {
-		uint32_t len = base + extra, n = bt_compact_encode((struct bt_event_hdr *)ev, len, st);
+		struct bt_compact_prev prev = { 0 };
+		uint32_t len = base + extra, n = bt_compact_encode((struct bt_event_hdr *)ev, len, NULL, st);
 		uint32_t want = 16 + (extra ? 4 : 0) + len - 24;
 		CHECK(n == want, "uprobe of %u bytes stored in %u, expected %u", len, n, want);
-		CHECK(bt_compact_decode(st, n, 0, 100, dec) == len && memcmp(dec, ev, len) == 0,
+		CHECK(bt_compact_decode(st, n, 0, 100, &prev, dec) == len && memcmp(dec, ev, len) == 0,
 		      "uprobe of %u bytes round-trips", len);
 	}
+}
+
+/* When an event is stored as the next after the one before it, and when in
+ * full: the same thread, the next seq, 0 to 2^24 - 1 ns later. */
+static void test_next_forms(void)
+{
+	struct bt_ev_syscall a = { .h = { .ts_ns = 5000, .seq = 9, .tid = 7, .tgid = 6, .type = BT_EV_SYS_ENTER },
+				   .id = 1 };
+	struct bt_ev_syscall b = a;
+	uint8_t st[BT_COMPACT_MAX];
+	struct bt_compact_prev prev;
+	static const struct {
+		const char *what;
+		uint64_t dts;
+		uint32_t dseq, tid, tgid, want;
+	} cases[] = {
+		{ "the next event of the thread: 8 bytes", 100, 1, 7, 6, 8 },
+		{ "at the same time", 0, 1, 7, 6, 8 },
+		{ "2^24 - 1 ns later", (1u << 24) - 1, 1, 7, 6, 8 },
+		{ "2^24 ns later: in full", 1u << 24, 1, 7, 6, 24 },
+		{ "a seq gap (a lost event): in full", 100, 2, 7, 6, 24 },
+		{ "the same seq (a duplicate): in full", 100, 0, 7, 6, 24 },
+		{ "another thread: in full", 100, 1, 8, 6, 24 },
+		{ "another process with the same tid: in full", 100, 1, 7, 5, 24 },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		prev = (struct bt_compact_prev){ 0 };
+		REQUIRE(bt_compact_encode(&a.h, sizeof(a), &prev, st) == 24, "first in full");
+		b.h.ts_ns = a.h.ts_ns + cases[i].dts;
+		b.h.seq = a.h.seq + cases[i].dseq;
+		b.h.tid = cases[i].tid;
+		b.h.tgid = cases[i].tgid;
+		CHECK(bt_compact_encode(&b.h, sizeof(b), &prev, st) == cases[i].want, "%s", cases[i].what);
+	}
+	prev = (struct bt_compact_prev){ 0 };
+	bt_compact_encode(&a.h, sizeof(a), &prev, st);
+	b.h.ts_ns = a.h.ts_ns - 1;
+	b.h.seq = a.h.seq + 1;
+	b.h.tid = 7;
+	b.h.tgid = 6;
+	CHECK(bt_compact_encode(&b.h, sizeof(b), &prev, st) == 24, "an earlier time (an interrupt's nested event): in full");
+}
+
+/* A next-event form is read only after the form it follows: first in an
+ * entry, or after a malformed form, it is refused, never placed after the
+ * wrong event. */
+static void test_next_needs_its_prev(void)
+{
+	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	struct bt_compact_prev prev = { 0 };
+	struct bt_ev_syscall sc = { .h = { .ts_ns = 1000, .seq = 1, .tid = 7, .tgid = 7, .type = BT_EV_SYS_EXIT },
+				    .id = 1, .ret = 2 };
+	uint32_t blen = 0, off = 0, rlen, got = 0;
+	const uint8_t *rec;
+	uint64_t ts;
+	uint32_t seq, type;
+
+	for (int i = 0; i < 3; i++, sc.h.seq++, sc.h.ts_ns += 10)
+		blen += bt_compact_batch_put(batch + blen, &sc.h, sizeof(sc), &prev);
+	REQUIRE(blen == 24 + 12 + 12, "a full form and two next ones (%u bytes)", blen);
+	prev = (struct bt_compact_prev){ 0 };
+	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a next-event form first: refused");
+	CHECK(bt_compact_peek(batch + 24, 12, 5000, &prev, &ts, &seq, &type) == 0, "peek refuses it too");
+	/* the first form's payload cut short: decode refuses it and the rest */
+	uint32_t bad = 0xdead0000u | BT_EV_SYS_EXIT | 0x40u; /* WIDE: a payload length follows */
+	memcpy(batch + 24, &bad, 4);
+	prev = (struct bt_compact_prev){ 0 };
+	CHECK(bt_compact_decode(batch, 24, 0, 5000, &prev, dec) == sizeof(sc), "the full form decodes");
+	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a malformed next form refused");
+	CHECK(bt_compact_decode(batch + 36, 12, 0, 5000, &prev, dec) == 0, "the next form after it refused too");
+	/* peek follows the chain as decode does */
+	blen = 0;
+	prev = (struct bt_compact_prev){ 0 };
+	sc.h.seq = 50;
+	sc.h.ts_ns = 7000;
+	for (int i = 0; i < 4; i++, sc.h.seq++, sc.h.ts_ns += 1000)
+		blen += bt_compact_batch_put(batch + blen, &sc.h, sizeof(sc), &prev);
+	prev = (struct bt_compact_prev){ 0 };
+	while (bt_compact_batch_next(batch, blen, &off, &rec, &rlen) == 1) {
+		CHECK(bt_compact_peek(rec, rlen, 1ull << 30, &prev, &ts, &seq, &type) && seq == 50 + got &&
+			      ts == 7000 + 1000 * got && type == BT_EV_SYS_EXIT,
+		      "peek %u: seq %u ts %llu", got, seq, (unsigned long long)ts);
+		got++;
+	}
+	CHECK(got == 4, "4 peeked");
 }
 
 int main(void)
 {
 	RUN(test_batches);
+	RUN(test_next_forms);
+	RUN(test_next_needs_its_prev);
 	RUN(test_narrow_sizes);
 	RUN(test_variable_length);
 	RUN(test_every_type_roundtrips);
+	RUN(test_chains_roundtrip);
 	RUN(test_time_epochs);
 	RUN(test_malformed);
 	return h_done();

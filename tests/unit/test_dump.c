@@ -123,7 +123,7 @@ static void init_probes(void)
 static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
 {
 	uint8_t batch[BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
-	uint32_t n = bt_compact_batch_put(batch, ev, len);
+	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
 	return n ? bt_write(b, core, batch, n) : -EINVAL;
 }
 

@@ -121,7 +121,7 @@ static void test_killed_writer(void)
 		x = x * 1103515245u + 12345u;
 		e.id = (int64_t)(x >> 3);
 		uint8_t batch[BT_COMPACT_MAX];
-		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e));
+		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e), NULL);
 		bt_write(b, e.h.cpu, batch, n);
 	}
 	uint64_t drops[2 * BT_GROUP_MAX] = { 0 };

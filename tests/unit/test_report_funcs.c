@@ -124,7 +124,7 @@ static void test_gap(void)
 		e.h.type = BT_EV_SCHED_SWITCH;
 		e.next_tid = TID;
 		uint8_t batch[BT_COMPACT_MAX];
-		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e));
+		uint32_t n = bt_compact_batch_put(batch, &e.h, sizeof(e), NULL);
 		CHECK(n && bt_write(k, 0, batch, n) == 0, "kernel event");
 	}
 	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",

@@ -12,18 +12,30 @@
 
 #define TS_BITS 56
 #define TS_MASK ((1ull << TS_BITS) - 1)
+#define DTS_BITS 24
 #define F_TGID 0x80u
 #define F_WIDE 0x40u
-#define TYPE_MASK 0x3fu
-#define HDR 16u
+#define F_NEXT 0x20u
+#define TYPE_MASK 0x1fu
+#define HDR 16u     /* a full header */
+#define HDR_NEXT 4u /* a next-event header */
 
-_Static_assert(BT_EV_MAX <= TYPE_MASK, "kernel types fit in 6 bits");
+_Static_assert(BT_EV_MAX <= TYPE_MASK + 1, "kernel types fit in 5 bits");
 
 struct chdr {
-	uint64_t ts_tf;
+	uint64_t tf_ts; /* type and flags (low byte), ts << 8 */
 	uint32_t seq;
 	uint32_t tid;
 };
+
+/* Whether ev may be stored as the next event after prev: same thread, the
+ * next seq, a little later. */
+static int is_next(const struct bt_compact_prev *prev, const struct bt_event_hdr *ev)
+{
+	return prev && prev->valid && ev->tid == prev->tid && ev->tgid == prev->tgid &&
+	       ev->seq == (uint32_t)(prev->seq + 1) && ev->ts_ns >= prev->ts &&
+	       ev->ts_ns - prev->ts < (1ull << DTS_BITS);
+}
 
 static int fits32(int64_t v)
 {
@@ -54,15 +66,17 @@ static uint32_t stack_tail(uint32_t type)
 	return type == BT_EV_OFFCPU ? 8u : type == BT_EV_CPU_SAMPLE ? 0u : 4u;
 }
 
-uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *out)
+uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev, void *out)
 {
 	uint8_t *o = out;
 	uint32_t type = ev->type, flags = 0, n;
 	if (len < sizeof(*ev) || !bt_event_is_kernel(type) || len < bt_event_min_size(type))
 		return 0;
-	if (ev->tgid != ev->tid)
+	if (is_next(prev, ev))
+		flags |= F_NEXT;
+	else if (ev->tgid != ev->tid)
 		flags |= F_TGID;
-	n = HDR + (flags & F_TGID ? 4u : 0u);
+	n = flags & F_NEXT ? HDR_NEXT : HDR + (flags & F_TGID ? 4u : 0u);
 	uint8_t *p = o + n;
 	const uint8_t *payload = (const uint8_t *)(ev + 1);
 	uint32_t plen = len - (uint32_t)sizeof(*ev);
@@ -124,12 +138,18 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, void *ou
 	memcpy(p, &plen, 4);
 	memcpy(p + 4, payload, plen);
 	n += 4 + plen;
-done:;
-	struct chdr h = { .ts_tf = (ev->ts_ns & TS_MASK) | (uint64_t)(type | flags) << TS_BITS, .seq = ev->seq,
-			  .tid = ev->tid };
-	memcpy(o, &h, sizeof(h));
-	if (flags & F_TGID)
-		memcpy(o + HDR, &ev->tgid, 4);
+done:
+	if (flags & F_NEXT) {
+		uint32_t w = (uint32_t)(ev->ts_ns - prev->ts) << 8 | type | flags;
+		memcpy(o, &w, 4);
+	} else {
+		struct chdr h = { .tf_ts = (ev->ts_ns & TS_MASK) << 8 | type | flags, .seq = ev->seq, .tid = ev->tid };
+		memcpy(o, &h, sizeof(h));
+		if (flags & F_TGID)
+			memcpy(o + HDR, &ev->tgid, 4);
+	}
+	if (prev)
+		*prev = (struct bt_compact_prev){ ev->ts_ns, ev->seq, ev->tid, ev->tgid, 1 };
 	return n;
 }
 
@@ -153,17 +173,14 @@ static uint32_t fixed_payload(uint32_t type)
  * it fits in avail bytes; 0 if malformed. */
 static uint32_t form_size(const uint8_t *in, uint32_t avail)
 {
-	struct chdr h;
-	uint32_t tf, n = HDR, plen;
+	uint32_t tf, n, plen;
 
-	if (avail < HDR)
+	if (avail < HDR_NEXT)
 		return 0;
-	memcpy(&h, in, sizeof(h));
-	tf = (uint32_t)(h.ts_tf >> TS_BITS);
-	if (!bt_event_is_kernel(tf & TYPE_MASK))
+	tf = in[0];
+	if (!bt_event_is_kernel(tf & TYPE_MASK) || (tf & F_NEXT && tf & F_TGID))
 		return 0;
-	if (tf & F_TGID)
-		n += 4;
+	n = tf & F_NEXT ? HDR_NEXT : HDR + (tf & F_TGID ? 4u : 0u);
 	if (tf & F_WIDE) {
 		if (avail < n + 4)
 			return 0;
@@ -189,40 +206,68 @@ static uint64_t full_ts(uint64_t ts56, uint64_t ref)
 	return ts;
 }
 
-int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, uint64_t *ts, uint32_t *seq, uint32_t *type)
+/* The header of the stored form at in (len bytes, its whole size) into
+ * ev's time, seq, thread and type, prev advanced to it; the header's size,
+ * 0 if malformed (a next-event form needs a valid prev; a malformed form
+ * leaves prev invalid, so the forms after it in the entry are refused too). */
+static uint32_t read_header(const uint8_t *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev,
+			    struct bt_event_hdr *ev)
 {
-	struct chdr h;
-	if (len < HDR)
+	uint32_t tf, n;
+
+	if (form_size(in, len) != len) { /* also a known kernel type */
+		prev->valid = 0;
 		return 0;
-	memcpy(&h, in, sizeof(h));
-	*ts = full_ts(h.ts_tf & TS_MASK, ref_ts);
-	*seq = h.seq;
-	*type = (uint32_t)(h.ts_tf >> TS_BITS) & TYPE_MASK;
-	return bt_event_is_kernel(*type);
+	}
+	tf = in[0];
+	if (tf & F_NEXT) {
+		uint32_t w;
+
+		if (!prev->valid)
+			return 0;
+		memcpy(&w, in, 4);
+		ev->ts_ns = prev->ts + (w >> 8);
+		ev->seq = prev->seq + 1;
+		ev->tid = prev->tid;
+		ev->tgid = prev->tgid;
+		n = HDR_NEXT;
+	} else {
+		struct chdr h;
+
+		memcpy(&h, in, sizeof(h));
+		ev->ts_ns = full_ts(h.tf_ts >> 8, ref_ts);
+		ev->seq = h.seq;
+		ev->tid = h.tid;
+		ev->tgid = h.tid;
+		n = HDR;
+		if (tf & F_TGID) {
+			memcpy(&ev->tgid, in + n, 4);
+			n += 4;
+		}
+	}
+	ev->type = (uint16_t)(tf & TYPE_MASK);
+	*prev = (struct bt_compact_prev){ ev->ts_ns, ev->seq, ev->tid, ev->tgid, 1 };
+	return n;
 }
 
-uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, void *out)
+int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
+		    uint32_t *seq, uint32_t *type)
 {
-	const uint8_t *i = in;
-	struct chdr h;
-	struct bt_event_hdr *ev = out;
-	if (form_size(in, len) != len) /* also a known kernel type */
+	struct bt_event_hdr h;
+
+	if (!read_header(in, len, ref_ts, prev, &h))
 		return 0;
-	memcpy(&h, i, sizeof(h));
-	uint32_t tf = (uint32_t)(h.ts_tf >> TS_BITS), type = tf & TYPE_MASK, n = HDR;
-	memset(out, 0, BT_EVENT_MAX);
-	ev->ts_ns = full_ts(h.ts_tf & TS_MASK, ref_ts);
-	ev->seq = h.seq;
-	ev->tid = h.tid;
-	ev->tgid = h.tid;
-	ev->cpu = (uint16_t)cpu;
-	ev->type = (uint16_t)type;
-	if (tf & F_TGID) {
-		if (len < n + 4)
-			return 0;
-		memcpy(&ev->tgid, i + n, 4);
-		n += 4;
-	}
+	*ts = h.ts_ns;
+	*seq = h.seq;
+	*type = h.type;
+	return 1;
+}
+
+/* The payload after a header of n bytes (read_header) into the ABI event. */
+static uint32_t decode_payload(const uint8_t *i, uint32_t len, uint32_t n, void *out)
+{
+	struct bt_event_hdr *ev = out;
+	uint32_t tf = i[0], type = ev->type;
 	if (tf & F_WIDE)
 		n += 4; /* its length: form_size() checked it */
 	const uint8_t *p = i + n;
@@ -271,9 +316,25 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
 	return (uint32_t)sizeof(*ev) + rest;
 }
 
-uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len)
+uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, struct bt_compact_prev *prev,
+			   void *out)
 {
-	uint32_t n = bt_compact_encode(ev, len, at), r = (n + 3) & ~3u;
+	struct bt_event_hdr *ev = out;
+	uint32_t n;
+
+	memset(out, 0, BT_EVENT_MAX);
+	n = read_header(in, len, ref_ts, prev, ev);
+	ev->cpu = (uint16_t)cpu;
+	if (n)
+		n = decode_payload(in, len, n, out);
+	if (!n)
+		prev->valid = 0; /* the forms after it cannot be placed */
+	return n;
+}
+
+uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev)
+{
+	uint32_t n = bt_compact_encode(ev, len, prev, at), r = (n + 3) & ~3u;
 
 	memset(at + n, 0, r - n);
 	return r;

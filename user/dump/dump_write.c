@@ -297,6 +297,7 @@ struct ev_iter {
 	uint32_t off;       /* next buffer entry */
 	const uint8_t *ent; /* current batch entry, NULL: take the next entry */
 	uint32_t elen, eoff;
+	struct bt_compact_prev prev; /* the entry's last decoded event */
 };
 
 static const void *next_event(struct blk_ctx *c, struct ev_iter *it, uint32_t *len)
@@ -309,7 +310,7 @@ static const void *next_event(struct blk_ctx *c, struct ev_iter *it, uint32_t *l
 			uint32_t rlen;
 			int k = bt_compact_batch_next(it->ent, it->elen, &it->eoff, &rec, &rlen);
 			if (k > 0) {
-				uint32_t n = bt_compact_decode(rec, rlen, it->blk->core, c->ref_ts, c->ev);
+				uint32_t n = bt_compact_decode(rec, rlen, it->blk->core, c->ref_ts, &it->prev, c->ev);
 				if (n) {
 					*len = n;
 					return c->ev;
@@ -323,6 +324,7 @@ static const void *next_event(struct blk_ctx *c, struct ev_iter *it, uint32_t *l
 		}
 		it->ent = bt_block_next(it->blk, &it->off, &it->elen);
 		it->eoff = 0;
+		it->prev = (struct bt_compact_prev){ 0 };
 		if (!it->ent)
 			return NULL;
 	}

@@ -137,14 +137,19 @@ static void task_event(struct bt_drain *d, const struct bt_event_hdr *h, uint32_
 	memcpy(&d->pending[d->npending++], h, len);
 }
 
-/* Write records [first, first + n) of the batch: its bytes [off, off + len). */
-static void write_batch_part(struct bt_drain *d, uint32_t off, uint32_t len, uint32_t first, uint32_t n)
+/* Write the batch being filled into the buffer: one entry, which the batch
+ * was sized to fit in the core's block (batch_start). */
+static void flush_batch(struct bt_drain *d)
 {
-	if (bt_write(d->l->buf, d->bcore, d->batch + off, len) == 0) {
+	uint32_t n = d->bcount;
+
+	if (!n)
+		return;
+	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
 		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + n,
 				      memory_order_relaxed);
 		/* Events not stored are not reported: their seqs make the gap. */
-		bt_live_add(d->l->live, d->bcore, d->bseq + first, d->bts + first, n);
+		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, n);
 		/* Within the pass too: one pass over full rings can write more
 		 * than the whole buffer, which the compressor must follow. */
 		if (d->l->cold)
@@ -152,34 +157,25 @@ static void write_batch_part(struct bt_drain *d, uint32_t off, uint32_t len, uin
 	} else
 		atomic_store_explicit(&d->rejected, atomic_load_explicit(&d->rejected, memory_order_relaxed) + n,
 				      memory_order_relaxed);
+	d->blen = d->bcount = 0;
 }
 
-/* Write the batch being filled into the buffer: one entry, or two when
- * its first records fit the tail of the core's block. */
-static void flush_batch(struct bt_drain *d)
+/* A tail of a block smaller than this is left as padding: a batch there
+ * would hold two or three events for an 8-byte entry header. */
+#define TAIL_MIN 32u
+
+/* Start a batch of CPU core's events: at most what the core's block still
+ * takes, so the batch is one entry there and never split (a next-event
+ * form needs the form before it in its entry). A batch that does not fit
+ * would leave the tail as padding, half a batch a block on average (~5% of
+ * the buffer with 4 KiB blocks). The drain is its cores' only writer. */
+static void batch_start(struct bt_drain *d, uint32_t core)
 {
-	uint32_t off = 0, n = 0;
+	uint32_t room = bt_room(d->l->buf, core);
 
-	if (!d->bcount)
-		return;
-	/* The records that fit the tail of the core's block go there, the
-	 * rest to the next block: a whole batch that does not fit would leave
-	 * the tail as padding, half a batch a block on average (~5% of the
-	 * buffer with 4 KiB blocks). The drain is its cores' only writer. */
-	uint32_t room = bt_room(d->l->buf, d->bcore);
-	if (room < d->blen) {
-		uint32_t at = 0, rlen;
-		const uint8_t *rec;
-
-		while (bt_compact_batch_next(d->batch, d->blen, &at, &rec, &rlen) == 1 && at <= room) {
-			off = at;
-			n++;
-		}
-		if (n)
-			write_batch_part(d, 0, off, 0, n);
-	}
-	write_batch_part(d, off, d->blen - off, n, d->bcount - n);
-	d->blen = d->bcount = 0;
+	d->bcore = core;
+	d->bcap = room >= TAIL_MIN && room < d->batch_limit ? room : d->batch_limit;
+	d->bprev = (struct bt_compact_prev){ 0 };
 }
 
 /* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
@@ -243,18 +239,22 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	 * CPU, which is how readers get the CPU back. */
 	if (d->bcount && (h->cpu != d->bcore || d->bcount == BATCH_EVENTS_MAX))
 		flush_batch(d);
-	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len);
-	if (!rec || rec > d->batch_limit) {
+	if (!d->bcount)
+		batch_start(d, h->cpu);
+	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len, &d->bprev);
+	if (rec && d->blen + rec > d->bcap) {
+		/* Does not fit: write the batch, start the next with it (a full
+		 * header now: it is the first of its entry). */
+		flush_batch(d);
+		batch_start(d, h->cpu);
+		rec = bt_compact_batch_put(d->batch, h, (uint32_t)len, &d->bprev);
+		if (rec > d->bcap) /* not even alone in the tail: the next block */
+			d->bcap = d->batch_limit;
+	}
+	if (!rec || rec > d->bcap) {
 		bump(&d->rejected); /* cannot happen with a block of 256 bytes or more */
 	} else {
-		if (d->blen + rec > d->batch_limit) {
-			/* Does not fit: write the batch, start the next with it. */
-			uint8_t *r = d->batch + d->blen;
-			flush_batch(d);
-			memmove(d->batch, r, rec);
-		}
 		d->blen += rec;
-		d->bcore = h->cpu;
 		d->bseq[d->bcount] = h->seq;
 		d->bts[d->bcount] = h->ts_ns;
 		d->bcount++;

@@ -132,11 +132,12 @@ static int oldest_cb(const struct bt_block_view *v, void *arg)
 
 	while ((ent = bt_block_next(v, &off, &len))) {
 		uint32_t roff = 0, rlen, seq, type;
+		struct bt_compact_prev prev = { 0 };
 		const uint8_t *rec;
 		uint64_t ts;
 
 		while (bt_compact_batch_next(ent, len, &roff, &rec, &rlen) == 1)
-			if (bt_compact_peek(rec, rlen, o->ref, &ts, &seq, &type) && ts && ts < o->ts)
+			if (bt_compact_peek(rec, rlen, o->ref, &prev, &ts, &seq, &type) && ts && ts < o->ts)
 				o->ts = ts;
 	}
 	return 0;

@@ -22,8 +22,9 @@
 /* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
 _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
 
-/* Stored events are at least 16 bytes: a batch holds no more. */
-#define BATCH_EVENTS_MAX (BT_BATCH_MAX / 16)
+/* Stored events are at least 8 bytes (a next-event sys_enter): a batch
+ * holds no more. */
+#define BATCH_EVENTS_MAX (BT_BATCH_MAX / 8)
 
 struct bt_drain {
 	struct bt_loader *l;
@@ -31,6 +32,8 @@ struct bt_drain {
 	/* The batch being filled (compact.h): events of one CPU, drain thread only. */
 	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX];
 	uint32_t blen, bcount, bcore;
+	uint32_t bcap;        /* the batch's bytes at most: what the core's block still takes */
+	struct bt_compact_prev bprev; /* the batch's last event (next-event forms) */
 	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
 	uint32_t nblocks;     /* the buffer's blocks at the last pass (the cold tier's nudge) */
 	/* seq and time of the batch's events, for the live window (live_window.h) */
