@@ -358,8 +358,8 @@ def cmd_table(argv):
     out = []
     out.append("| workload | budget | tracer | window s | window events | window % of retained "
                "| retained events | B/event | calls retained | missing in window | tracer losses "
-               "| count check | CPU us/call | tracer CPU % | reps |")
-    out.append("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|")
+               "| count check | CPU us/call | tracer CPU % | start-up CPU ms | reps |")
+    out.append("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|--:|")
     summary = []
     for (wl, b) in sorted(groups, key=lambda x: (x[0] != "skewed", x[1])):
         g = groups[(wl, b)]
@@ -372,9 +372,10 @@ def cmd_table(argv):
                 continue
             cost = med([r.get("cpu_us_per_call") for r in rs])
             tcpu = med([r.get("tracer_cpu_pct") for r in rs])
+            scpu = med([r.get("startup_cpu_ms") for r in rs])
             if tool == "none":
                 out.append(f"| {wl} | {b} MiB | {NAMES[tool]} | | | | | | | | | calls {fmt(med([r['calls'] for r in rs]), '{:.0f}')} "
-                           f"| {fmt(cost)} | | {len(rs)} |")
+                           f"| {fmt(cost)} | | | {len(rs)} |")
                 continue
             ws = med([r["window_s"] for r in rs])
             we = med([r["window_events"] for r in rs])
@@ -389,7 +390,7 @@ def cmd_table(argv):
             out.append(f"| {wl} | {b} MiB | {NAMES[tool]} | {fmt(ws, '{:.4f}')} | {fmt(we, '{:.0f}')} "
                        f"| {fmt(share, '{:.1f}')} | {fmt(ev, '{:.0f}')} | {fmt(bpe, '{:.1f}')} "
                        f"| {fmt(calls, '{:.0f}')} | {miss} | {losses} | {check} "
-                       f"| {fmt(cost)} (+{fmt(extra)}) | {fmt(tcpu, '{:.1f}')} | {len(rs)} |")
+                       f"| {fmt(cost)} (+{fmt(extra)}) | {fmt(tcpu, '{:.1f}')} | {fmt(scpu, '{:.1f}')} | {len(rs)} |")
             if tool != "ftrace" and fw:
                 ratios = [r["window_s"] / f["window_s"] for r, f in
                           zip(sorted(rs, key=lambda r: r["rep"]), sorted(g["ftrace"], key=lambda r: r["rep"]))

@@ -2,7 +2,7 @@
 # compare_tracers.sh - btrace-bpf against ftrace and perf on the real kernel at
 # equal memory: the latest continuous (gap-free) window each keeps, checked
 # call by call against the workload's own count. `make bench-compare` runs it;
-# `make bench` does not (it takes about 10 minutes).
+# `make bench` does not (it takes about 17 minutes).
 #
 #   workloads  bench/cmp_load, paced getpid()/getppid() calls whose pattern
 #              numbers every call (decoded by scripts/compare_analyze.py):
@@ -24,6 +24,9 @@
 #              perf        perf record --overwrite -a -m (B / CPUs / 4 KiB pages)
 #                          -k mono, read at the end (SIGINT)
 #              no tracer   the baseline of the CPU cost
+#   The workload starts SETTLE seconds after the tracer: its one-time work
+#   (btrace-bpf loads the running binaries' symbols and unwind tables, perf
+#   its maps) is reported apart, as start-up CPU, not spread over the calls.
 #   Every repetition runs every (workload, budget, tracer) once, the tracer
 #   order rotated; medians over the repetitions.
 #
@@ -34,7 +37,7 @@
 #            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
 #   TOOLS ("none btrace-lz4 btrace-zstd btrace ftrace perf"), COLD_PCT (75), SECS (4), RATE (250000 calls/s per busy
-#   CPU), RING (512K, btrace-bpf's BPF rings in total).
+#   CPU), RING (512K, btrace-bpf's BPF rings in total), SETTLE (3 s; 0.3 with --quick).
 # Results: one JSON line per run in the work directory's results.jsonl, the
 # tables on stdout and into BENCHMARKS.md between <!-- compare:begin --> and
 # <!-- compare:end -->, the figure docs/compare-last-n.png (gnuplot).
@@ -57,7 +60,7 @@ while [ $# -gt 0 ]; do
 	esac
 done
 if [ "$quick" -eq 1 ]; then
-	REPS=${REPS:-1} BUDGETS=${BUDGETS:-8} SECS=${SECS:-2}
+	REPS=${REPS:-1} BUDGETS=${BUDGETS:-8} SECS=${SECS:-2} SETTLE=${SETTLE:-0.3}
 fi
 REPS=${REPS:-3}
 BUDGETS=${BUDGETS:-8 32}
@@ -67,6 +70,7 @@ COLD_PCT=${COLD_PCT:-75}
 SECS=${SECS:-4}
 RATE=${RATE:-250000}
 RING=${RING:-512K}
+SETTLE=${SETTLE:-3}
 LIGHT_PERIOD_US=1000 LIGHT_CALLS=8
 
 BT=build/btrace-bpf LOAD=build/bench/cmp_load EVD=build/bench/btd_events
@@ -149,7 +153,7 @@ stop_wait()
 one_run()
 {
 	local tool=$1 wl=$2 b=$3 rep=$4 d=$TMP/run-$1-$2-$3-$4
-	local per_cpu_kb=$((b * 1024 / NCPU)) t0 t1 p0=0 p1=0 rc load_out
+	local per_cpu_kb=$((b * 1024 / NCPU)) t0 t1 p0=0 p1=0 ps=0 rc load_out
 	mkdir -p "$d"
 	TR_PID=''
 	case "$tool" in
@@ -189,7 +193,8 @@ one_run()
 		;;
 	none) ;;
 	esac
-	sleep 0.3
+	[ -n "$TR_PID" ] && ps=$(proc_ns "$TR_PID")
+	sleep "$SETTLE"
 	[ -n "$TR_PID" ] && p0=$(proc_ns "$TR_PID")
 	t0=$(date +%s%N)
 	load_out=$("$LOAD" -m "$wl" -d "$SECS" -r "$RATE" -p $LIGHT_PERIOD_US -l $LIGHT_CALLS -o "$d/truth")
@@ -210,7 +215,8 @@ one_run()
 	cpu_us=$(awk -v w="$wl_us" -v p="$((p1 - p0))" -v c="$calls" 'BEGIN { printf "%.4f", (w + p / 1000) / c }')
 	tr_pct=$(awk -v p="$((p1 - p0))" -v t="$((t1 - t0))" 'BEGIN { printf "%.2f", p / t * 100 }')
 	local meta=(--meta "workload=$wl" --meta "budget_mib=$b" --meta "rep=$rep" --meta "calls=$calls"
-		--meta "cpu_us_per_call=$cpu_us" --meta "tracer_cpu_pct=$tr_pct")
+		--meta "cpu_us_per_call=$cpu_us" --meta "tracer_cpu_pct=$tr_pct"
+		--meta "startup_cpu_ms=$(awk -v p="$((p0 - ps))" 'BEGIN { printf "%.1f", p / 1e6 }')")
 	local losses=''
 	case "$tool" in
 	none)
@@ -301,7 +307,7 @@ if [ "$write_md" -eq 1 ]; then
 		echo "## Tracer comparison on the real kernel: latest continuous window at equal memory"
 		echo ""
 		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} BUDGETS=\"$BUDGETS\""
-		echo "SECS=$SECS RATE=$RATE RING=$RING; about 10 minutes; not part of \`make bench\`)."
+		echo "SECS=$SECS RATE=$RATE RING=$RING; about 17 minutes; not part of \`make bench\`)."
 		echo "Run $START_DATE on kernel $KERNEL, $NCPU CPUs ($CPU), perf $PERF_VER; tree $COMMIT."
 		echo ""
 		cat "$ROOT/scripts/compare_method.md"

@@ -69,8 +69,8 @@ static uint32_t stack_tail(uint32_t type)
 uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev, void *out)
 {
 	uint8_t *o = out;
-	uint32_t type = ev->type, flags = 0, n;
-	if (len < sizeof(*ev) || !bt_event_is_kernel(type) || len < bt_event_min_size(type))
+	uint32_t type = ev->type, flags = 0, n, min;
+	if (len < sizeof(*ev) || !bt_event_is_kernel(type) || len < (min = bt_event_min_size(type)))
 		return 0;
 	if (is_next(prev, ev))
 		flags |= F_NEXT;
@@ -115,14 +115,14 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct b
 		uint16_t k, u;
 		if (type == BT_EV_WAKER || type == BT_EV_PROBE_STACK)
 			memcpy(&resv, (const uint8_t *)ev + len - 4, 4);
-		if (len == bt_event_min_size(type) && !resv && stack16(s->kstack, &k) && stack16(s->ustack, &u)) {
+		if (len == min && !resv && stack16(s->kstack, &k) && stack16(s->ustack, &u)) {
 			memcpy(p, &k, 2);
 			memcpy(p + 2, &u, 2);
 			memcpy(p + 4, s + 1, tail);
 			n += 4 + tail;
 			goto done;
 		}
-	} else if (plen == bt_event_min_size(type) - sizeof(*ev)) {
+	} else if (plen == min - sizeof(*ev)) {
 		/* no narrow form: the ABI payload as is, sized by its type */
 		if (n + plen > BT_COMPACT_MAX)
 			return 0;
@@ -336,7 +336,8 @@ uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32
 {
 	uint32_t n = bt_compact_encode(ev, len, prev, at), r = (n + 3) & ~3u;
 
-	memset(at + n, 0, r - n);
+	if (r != n) /* forms are whole words today */
+		memset(at + n, 0, r - n);
 	return r;
 }
 
