@@ -336,6 +336,17 @@ static void test_next_needs_its_prev(void)
 	CHECK(bt_compact_decode(batch, 24, 0, 5000, &prev, dec) == sizeof(sc), "the full form decodes");
 	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a malformed next form refused");
 	CHECK(bt_compact_decode(batch + 36, 12, 0, 5000, &prev, dec) == 0, "the next form after it refused too");
+	/* a next form whose header reads but whose payload does not: a WIDE
+	 * sys_exit of 4 bytes (its type needs 16); the next form after it is
+	 * refused too */
+	uint32_t w[3] = { 10u << 8 | BT_EV_SYS_EXIT | 0x60u, 4, 0 }; /* NEXT | WIDE, length, payload */
+	uint8_t good[12];
+	memcpy(good, batch + 36, 12);
+	memcpy(batch + 24, w, 12);
+	prev = (struct bt_compact_prev){ 0 };
+	CHECK(bt_compact_decode(batch, 24, 0, 5000, &prev, dec) == sizeof(sc), "the full form decodes");
+	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a next form with a short payload refused");
+	CHECK(bt_compact_decode(good, 12, 0, 5000, &prev, dec) == 0, "a good next form after it refused too");
 	/* peek follows the chain as decode does */
 	blen = 0;
 	prev = (struct bt_compact_prev){ 0 };
