@@ -329,9 +329,10 @@ static void test_next_needs_its_prev(void)
 	prev = (struct bt_compact_prev){ 0 };
 	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a next-event form first: refused");
 	CHECK(bt_compact_peek(batch + 24, 12, 5000, &prev, &ts, &seq, &type) == 0, "peek refuses it too");
-	/* the first form's payload cut short: decode refuses it and the rest */
-	uint32_t bad = 0xdead0000u | BT_EV_SYS_EXIT | 0x40u; /* WIDE: a payload length follows */
-	memcpy(batch + 24, &bad, 4);
+	/* the second form, a next one, with a WIDE length running past it:
+	 * decode refuses it and the next form after it */
+	uint32_t bad[2] = { 10u << 8 | BT_EV_SYS_EXIT | 0x60u, 200 }; /* NEXT | WIDE, a length */
+	memcpy(batch + 24, bad, 8);
 	prev = (struct bt_compact_prev){ 0 };
 	CHECK(bt_compact_decode(batch, 24, 0, 5000, &prev, dec) == sizeof(sc), "the full form decodes");
 	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a malformed next form refused");
@@ -347,6 +348,11 @@ static void test_next_needs_its_prev(void)
 	CHECK(bt_compact_decode(batch, 24, 0, 5000, &prev, dec) == sizeof(sc), "the full form decodes");
 	CHECK(bt_compact_decode(batch + 24, 12, 0, 5000, &prev, dec) == 0, "a next form with a short payload refused");
 	CHECK(bt_compact_decode(good, 12, 0, 5000, &prev, dec) == 0, "a good next form after it refused too");
+	/* peek checks the payload as decode does */
+	prev = (struct bt_compact_prev){ 0 };
+	CHECK(bt_compact_peek(batch, 24, 5000, &prev, &ts, &seq, &type) == 1, "peek: the full form");
+	CHECK(bt_compact_peek(batch + 24, 12, 5000, &prev, &ts, &seq, &type) == 0, "peek: the short payload refused");
+	CHECK(bt_compact_peek(good, 12, 5000, &prev, &ts, &seq, &type) == 0, "peek: the good next form after it too");
 	/* peek follows the chain as decode does */
 	blen = 0;
 	prev = (struct bt_compact_prev){ 0 };

@@ -250,19 +250,6 @@ static uint32_t read_header(const uint8_t *in, uint32_t len, uint64_t ref_ts, st
 	return n;
 }
 
-int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
-		    uint32_t *seq, uint32_t *type)
-{
-	struct bt_event_hdr h;
-
-	if (!read_header(in, len, ref_ts, prev, &h))
-		return 0;
-	*ts = h.ts_ns;
-	*seq = h.seq;
-	*type = h.type;
-	return 1;
-}
-
 /* The payload after a header of n bytes (read_header) into the ABI event. */
 static uint32_t decode_payload(const uint8_t *i, uint32_t len, uint32_t n, void *out)
 {
@@ -314,6 +301,25 @@ static uint32_t decode_payload(const uint8_t *i, uint32_t len, uint32_t n, void 
 		return 0;
 	memcpy((uint8_t *)out + sizeof(*ev), p, rest);
 	return (uint32_t)sizeof(*ev) + rest;
+}
+
+int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
+		    uint32_t *seq, uint32_t *type)
+{
+	uint8_t ev[BT_EVENT_MAX]; /* the payload is checked as decode checks it */
+	struct bt_event_hdr *h = (struct bt_event_hdr *)ev;
+	uint32_t n = read_header(in, len, ref_ts, prev, h);
+
+	if (n)
+		n = decode_payload(in, len, n, ev);
+	if (!n) {
+		prev->valid = 0; /* as in decode: the forms after it cannot be placed */
+		return 0;
+	}
+	*ts = h->ts_ns;
+	*seq = h->seq;
+	*type = h->type;
+	return 1;
 }
 
 uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, struct bt_compact_prev *prev,

@@ -97,8 +97,8 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct b
 uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, struct bt_compact_prev *prev,
 			   void *out);
 
-/* Time, sequence and type of a stored form without a full decode, after
- * prev's (advanced); 0 if malformed. */
+/* Time, sequence and type of a stored form, after prev's (advanced); 0 if
+ * malformed, checked as bt_compact_decode checks it (prev left invalid). */
 int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
 		    uint32_t *seq, uint32_t *type);
 #endif
