@@ -89,14 +89,19 @@ else
 	check "dump 1: per-CPU sequences start at 0 (nothing overwritten yet)" grep -q "starts at the first event" "$S1"
 fi
 check "dump 1: timestamps ordered per CPU" ts_ordered_per_cpu "$R1"
-# The drain fills each block's tail with the records that fit (drain.c:
-# flush_batch): padding is what no record fits, under 2% of the blocks
-# (whole 256-byte batches left ~5%).
-read -r nb npad <<<"$(sed -n 's/^ *buffer blocks: \([0-9]*\) used,.* \([0-9]*\) padding bytes.*/\1 \2/p' "$S1")"
-if [ "${nb:-0}" -ge 8 ] && [ "$((npad * 50))" -lt "$((nb * 4096))" ]; then
-	ok "dump 1: padding $npad bytes in $nb blocks (under 2%)"
+# The drain sizes each batch to the rest of its block (drain.c:
+# batch_start): padding is the tail no record fits, under 2% of the blocks
+# (whole 256-byte batches left ~5%). A block closed early (the dump closes
+# a core's open block, BTrace's closing) pads its rest by design: half a
+# block each (its mean) is allowed on top. With events this small, dump 1
+# has ~49 blocks and one closed block decides the check: measured 1.7-4.5
+# KB of padding, and 6.5-8.5 KB with batches not sized to the tail.
+read -r nb nclosed npad <<<"$(sed -n 's/^ *buffer blocks: \([0-9]*\) used, \([0-9]*\) closed early,.* \([0-9]*\) padding bytes.*/\1 \2 \3/p' "$S1")"
+diag "$(grep 'buffer blocks' "$S1")"
+if [ "${nb:-0}" -ge 8 ] && [ "$((npad * 50))" -lt "$((nb * 4096 + ${nclosed:-0} * 2048 * 50))" ]; then
+	ok "dump 1: padding $npad bytes in $nb blocks, $nclosed closed early (under 2% and half a block each)"
 else
-	not_ok "dump 1: padding ${npad:-?} bytes in ${nb:-?} blocks (2% or more, or too few blocks)" "$(grep 'buffer blocks' "$S1")"
+	not_ok "dump 1: padding ${npad:-?} bytes in ${nb:-?} blocks, ${nclosed:-?} closed early (2% or more beside those, or too few blocks)" "$(grep 'buffer blocks' "$S1")"
 fi
 check "dump 1: reason is signal" grep -q "reason signal, dump #1" "$S1"
 
