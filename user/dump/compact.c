@@ -208,17 +208,14 @@ static uint64_t full_ts(uint64_t ts56, uint64_t ref)
 
 /* The header of the stored form at in (len bytes, its whole size) into
  * ev's time, seq, thread and type, prev advanced to it; the header's size,
- * 0 if malformed (a next-event form needs a valid prev; a malformed form
- * leaves prev invalid, so the forms after it in the entry are refused too). */
+ * 0 if malformed (a next-event form needs a valid prev). */
 static uint32_t read_header(const uint8_t *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev,
 			    struct bt_event_hdr *ev)
 {
 	uint32_t tf, n;
 
-	if (form_size(in, len) != len) { /* also a known kernel type */
-		prev->valid = 0;
+	if (form_size(in, len) != len) /* also a known kernel type */
 		return 0;
-	}
 	tf = in[0];
 	if (tf & F_NEXT) {
 		uint32_t w;
@@ -303,19 +300,27 @@ static uint32_t decode_payload(const uint8_t *i, uint32_t len, uint32_t n, void 
 	return (uint32_t)sizeof(*ev) + rest;
 }
 
+/* Header and payload into out (BT_EVENT_MAX bytes); the ABI length, 0 if
+ * malformed, and then prev invalid: the forms after it cannot be placed. */
+static uint32_t decode_form(const uint8_t *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, void *out)
+{
+	uint32_t n = read_header(in, len, ref_ts, prev, out);
+
+	if (n)
+		n = decode_payload(in, len, n, out);
+	if (!n)
+		prev->valid = 0;
+	return n;
+}
+
 int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
 		    uint32_t *seq, uint32_t *type)
 {
 	uint8_t ev[BT_EVENT_MAX]; /* the payload is checked as decode checks it */
-	struct bt_event_hdr *h = (struct bt_event_hdr *)ev;
-	uint32_t n = read_header(in, len, ref_ts, prev, h);
+	const struct bt_event_hdr *h = (const struct bt_event_hdr *)ev;
 
-	if (n)
-		n = decode_payload(in, len, n, ev);
-	if (!n) {
-		prev->valid = 0; /* as in decode: the forms after it cannot be placed */
+	if (!decode_form(in, len, ref_ts, prev, ev))
 		return 0;
-	}
 	*ts = h->ts_ns;
 	*seq = h->seq;
 	*type = h->type;
@@ -325,17 +330,9 @@ int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_com
 uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t ref_ts, struct bt_compact_prev *prev,
 			   void *out)
 {
-	struct bt_event_hdr *ev = out;
-	uint32_t n;
-
 	memset(out, 0, BT_EVENT_MAX);
-	n = read_header(in, len, ref_ts, prev, ev);
-	ev->cpu = (uint16_t)cpu;
-	if (n)
-		n = decode_payload(in, len, n, out);
-	if (!n)
-		prev->valid = 0; /* the forms after it cannot be placed */
-	return n;
+	((struct bt_event_hdr *)out)->cpu = (uint16_t)cpu;
+	return decode_form(in, len, ref_ts, prev, out);
 }
 
 uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev)

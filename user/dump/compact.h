@@ -38,8 +38,8 @@
  * (WIDE only when an event is longer than its type: a probe's arguments).
  * A sys_enter/sys_exit pair takes 20 bytes as next events (44 with full
  * headers; 96 in the ABI with the buffer's entry headers), a sched_switch
- * 28 (48), a CPU sample 20, or 24 in a process's other threads (40). Timestamps: 56 bits of nanoseconds are
- * 2.28 years; the reader takes the high bits from a reference time (the
+ * 28 (48), a CPU sample 20, or 24 in a process's other threads (40).
+ * Timestamps: 56 bits of nanoseconds are 2.28 years; the reader takes the high bits from a reference time (the
  * dump's), valid for events younger than that.
  */
 #ifndef BTRACE_COMPACT_H
