@@ -43,6 +43,64 @@ struct {
 	__type(value, struct bt_cpu_state);
 } cpu_state SEC(".maps");
 
+/* ---- deferred sys_enter ------------------------------------------------------ *
+ *
+ * Most system calls return on the CPU they entered, with no other event of
+ * that CPU in between. sys_enter therefore only fills its CPU's slot
+ * (bt_cpu_state.sys, seq and time taken then); sys_exit, finding its own
+ * thread's enter there, takes it and emits both in one ring record
+ * (BT_RAW_SYS_PAIR): one reservation and one drain record a call instead of
+ * two. Every other event of the CPU first puts a held enter into the ring
+ * (bt_sys_flush, from bt_begin_at), so the ring keeps the CPU's order; so
+ * does sched_switch, recorded or not, when the thread blocks in its call
+ * (loader.c attaches it whenever system calls are recorded). What is held
+ * when a dump is taken or recording stops, the drain reads from the map and
+ * stores itself (drain.c: land_held_enters). */
+
+/* Put this CPU's held sys_enter, if any, into the ring (as the event it would
+ * have been). Taking it is an exchange: a program nesting here (an
+ * interrupt) may take it between our test and our take, never both. */
+static __always_inline void bt_sys_flush(struct bt_cpu_state *st)
+{
+	struct bt_ev_syscall *e = NULL;
+	__u32 cpu;
+	void *ring;
+
+	if (!st->sys.armed || !__sync_lock_test_and_set(&st->sys.armed, 0))
+		return;
+	cpu = bpf_get_smp_processor_id();
+	ring = bpf_map_lookup_elem(&rings, &cpu);
+	if (ring)
+		e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
+	if (!e) {
+		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 1);
+		return;
+	}
+	e->h.ts_ns = st->sys.ts_ns;
+	e->h.seq = st->sys.seq;
+	e->h.tid = st->sys.tid;
+	e->h.tgid = st->sys.tgid;
+	e->h.cpu = cpu;
+	e->h.type = BT_EV_SYS_ENTER;
+	e->id = st->sys.id;
+	e->ret = 0;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 1);
+}
+
+/* bt_sys_flush() for a program that emits nothing itself. */
+static __always_inline void bt_sys_flush_cpu(void)
+{
+	struct bt_cpu_state *st;
+	__u32 zero = 0;
+
+	if (bt_stopped)
+		return;
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (st)
+		bt_sys_flush(st);
+}
+
 /* ---- fast path ------------------------------------------------------------ */
 
 /* Whether the calling program runs with interrupts disabled (see the top). */
@@ -75,6 +133,7 @@ static __always_inline void *bt_begin_at(__u32 size, __u32 group, __u16 type, in
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return NULL;
+	bt_sys_flush(st);
 	if (irqs_off)
 		seq = st->seq++;
 	else
@@ -105,8 +164,9 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	return bt_begin_at(size, group, type, irqs_off, 0, stp, ringp);
 }
 
-static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
-				      int irqs_off)
+/* Submit ev, standing for n events of group. */
+static __always_inline void bt_commit_n(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
+					int irqs_off, __u64 n)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
@@ -115,9 +175,15 @@ static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *r
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(ev, flags);
 	if (irqs_off)
-		st->emitted[group]++;
+		st->emitted[group] += n;
 	else
-		__sync_fetch_and_add(&st->emitted[group], 1);
+		__sync_fetch_and_add(&st->emitted[group], n);
+}
+
+static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
+				      int irqs_off)
+{
+	bt_commit_n(ev, st, ring, group, irqs_off, 1);
 }
 
 #endif

@@ -72,6 +72,7 @@ enum bt_event_type {
 	 * (struct bt_raw_stacks) or into the stack table (struct bt_raw_stack_def). */
 	BT_RAW_STACKS = 48,
 	BT_RAW_STACK_DEF = 49,
+	BT_RAW_SYS_PAIR = 50, /* struct bt_raw_sys_pair: a sys_enter and its sys_exit */
 };
 
 /* Types the BPF side emits and the drain stores (not application events). */
@@ -229,6 +230,20 @@ struct bt_raw_stacks {
 #define BT_HASH_NONE 0
 #define BT_HASH_LOST 1
 
+/* A system call whose sys_enter was still held in its CPU's slot (struct
+ * bt_sys_pending) when its sys_exit ran: both events in one ring record, one
+ * reservation instead of two. h is the exit's (h.type = BT_RAW_SYS_PAIR);
+ * the drain stores a BT_EV_SYS_ENTER and a BT_EV_SYS_EXIT. */
+struct bt_raw_sys_pair {
+	struct bt_event_hdr h;
+	__s64 id;        /* the exit's system call number */
+	__s64 ret;
+	__u64 enter_ts;
+	__s64 enter_id;
+	__u32 enter_seq;
+	__u32 reserved;
+};
+
 /* A stack seen for the first time (h.type = BT_RAW_STACK_DEF, no seq taken:
  * h.seq is 0): nframes return addresses, innermost first. */
 #define BT_STACKDEF_USER 0x1      /* user stack of h.tgid (else kernel) */
@@ -299,11 +314,25 @@ struct bt_ev_app_funcs {
 	__u64 words[];
 };
 
+/* A sys_enter not yet in the ring (emit.bpf.h: deferred enters). The fields
+ * are written while armed is 0, armed set last; whoever takes it clears armed
+ * with an exchange, so a program nesting on the CPU never takes it twice. */
+struct bt_sys_pending {
+	__u64 ts_ns;
+	__s64 id;
+	__u32 seq;
+	__u32 tid;
+	__u32 tgid;
+	__u32 reserved;
+	__u64 armed; /* 1: held here (64 bits: clang 14's BPF atomics) */
+};
+
 /* Per-CPU state of the BPF side (a BPF_MAP_TYPE_PERCPU_ARRAY with one slot). */
 struct bt_cpu_state {
 	__u64 seq;                   /* next sequence number */
 	__u64 drops[BT_GROUP_MAX];   /* ring-buffer reservation failures per group */
 	__u64 emitted[BT_GROUP_MAX]; /* events submitted per group */
+	struct bt_sys_pending sys;   /* this CPU's deferred sys_enter */
 };
 
 #endif /* BTRACE_EVENTS_H */

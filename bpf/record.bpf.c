@@ -150,8 +150,13 @@ static __always_inline int bt_emit_switch(bool preempt, struct task_struct *prev
 	void *ring;
 
 	bt_check_sched_latency(next);
-	if (!record_switch || (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next)))
+	/* Not recorded (attached for system calls or a trigger only, or
+	 * filtered out): the enter of a call that blocks still goes into the
+	 * ring before the CPU runs another task. */
+	if (!record_switch || (bt_filtering() && !bt_task_match(prev) && !bt_task_match(next))) {
+		bt_sys_flush_cpu();
 		return 0;
+	}
 	e = bt_begin(sizeof(*e), BT_GROUP_SCHED, BT_EV_SCHED_SWITCH, BT_IRQS_OFF, &st, &ring);
 	if (!e)
 		return 0;
@@ -391,37 +396,94 @@ int BPF_PROG(handle_cpu_idle, unsigned int state, unsigned int cpu_id)
 
 /* ---- syscalls ------------------------------------------------------------------ */
 
-static __always_inline int bt_emit_syscall(__u16 type, __s64 id, __s64 ret)
+/* Whether the current task's system calls are recorded: not the recorder's
+ * own (the dump writer's writes above all would push the events it is
+ * dumping out of the buffer), and the filter. */
+static __always_inline bool bt_syscall_wanted(__u64 pid_tgid)
 {
-	struct bt_ev_syscall *e;
-	struct bt_cpu_state *st;
-	void *ring;
-
-	/* The recorder's own system calls (the dump writer's writes above all)
-	 * would push the events it is dumping out of the buffer. */
-	if (self_tgid && (bpf_get_current_pid_tgid() >> 32) == self_tgid)
-		return 0;
-	if (bt_filtering() && !bt_current_match())
-		return 0;
-	e = bt_begin(sizeof(*e), BT_GROUP_SYSCALLS, type, BT_IRQS_ON, &st, &ring);
-	if (!e)
-		return 0;
-	e->id = id;
-	e->ret = ret;
-	bt_commit(e, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON);
-	return 0;
+	if (self_tgid && (pid_tgid >> 32) == self_tgid)
+		return false;
+	return !bt_filtering() || bt_current_match();
 }
 
+/* sys_enter is held in the CPU's slot, not emitted (emit.bpf.h: deferred
+ * sys_enter); its seq and time are taken now. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 {
-	return bt_emit_syscall(BT_EV_SYS_ENTER, id, 0);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct bt_cpu_state *st;
+	__u32 zero = 0;
+
+	if (!bt_syscall_wanted(pid_tgid) || bt_stopped)
+		return 0;
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!st)
+		return 0;
+	bt_sys_flush(st); /* an enter whose exit never came here (exit, exec, a migration) */
+	st->sys.seq = (__u32)__sync_fetch_and_add(&st->seq, 1);
+	st->sys.ts_ns = bpf_ktime_get_boot_ns();
+	st->sys.id = id;
+	st->sys.tid = (__u32)pid_tgid;
+	st->sys.tgid = pid_tgid >> 32;
+	/* Armed last: a program nesting here sees a complete slot or none.
+	 * Pairs with the exchange in bt_sys_flush() and below. */
+	asm volatile("" ::: "memory");
+	st->sys.armed = 1;
+	return 0;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 {
-	return bt_emit_syscall(BT_EV_SYS_EXIT, bt_syscall_nr(regs), ret);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	struct bt_raw_sys_pair *p = NULL;
+	struct bt_ev_syscall *e;
+	struct bt_cpu_state *st;
+	__u32 zero = 0, cpu;
+	void *ring;
+
+	if (!bt_syscall_wanted(pid_tgid) || bt_stopped)
+		return 0;
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!st)
+		return 0;
+	if (st->sys.armed && st->sys.tid == (__u32)pid_tgid && __sync_lock_test_and_set(&st->sys.armed, 0)) {
+		/* Our own enter, taken: both in one record. */
+		__u64 seq = __sync_fetch_and_add(&st->seq, 1);
+
+		cpu = bpf_get_smp_processor_id();
+		ring = bpf_map_lookup_elem(&rings, &cpu);
+		if (ring)
+			p = bpf_ringbuf_reserve(ring, sizeof(*p), 0);
+		if (!p) {
+			__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2);
+			return 0;
+		}
+		p->h.ts_ns = bpf_ktime_get_boot_ns();
+		p->h.seq = (__u32)seq;
+		p->h.tid = (__u32)pid_tgid;
+		p->h.tgid = pid_tgid >> 32;
+		p->h.cpu = cpu;
+		p->h.type = BT_RAW_SYS_PAIR;
+		p->id = bt_syscall_nr(regs);
+		p->ret = ret;
+		p->enter_ts = st->sys.ts_ns;
+		p->enter_id = st->sys.id;
+		p->enter_seq = st->sys.seq;
+		p->reserved = 0;
+		bt_commit_n(p, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON, 2);
+		return 0;
+	}
+	/* No enter of ours held: it is in the ring already (bt_begin flushes
+	 * whatever is held). */
+	e = bt_begin(sizeof(*e), BT_GROUP_SYSCALLS, BT_EV_SYS_EXIT, BT_IRQS_ON, &st, &ring);
+	if (!e)
+		return 0;
+	e->id = bt_syscall_nr(regs);
+	e->ret = ret;
+	bt_commit(e, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON);
+	return 0;
 }
 
 /* bpf_probe_read_kernel() is a GPL-only helper. */

@@ -205,49 +205,23 @@ static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks
 	return 0;
 }
 
-static int drain_sample(void *ctx, void *data, size_t len)
+/* Into the batch of the event's CPU (compact.h), which is how readers get
+ * the CPU back. */
+static void drain_store(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t len)
 {
-	struct bt_drain *d = ctx;
-	const struct bt_event_hdr *h = data;
-
-	if (len < sizeof(*h) || len > UINT32_MAX || h->cpu >= d->l->ncpus) {
-		bump(&d->malformed);
-		return 0;
-	}
-	if (h->type == BT_RAW_STACK_DEF) {
-		/* The frames of a new stack: into the stack table, not the buffer. */
-		if (d->l->stacks)
-			bt_stack_table_define(d->l->stacks, data, (uint32_t)len);
-		return 0;
-	}
-	struct bt_ev_offcpu ev; /* the largest stack event */
-	if (h->type == BT_RAW_STACKS) {
-		if (!d->l->stacks || len < sizeof(struct bt_raw_stacks)) {
-			bump(&d->malformed);
-			return 0;
-		}
-		len = stack_event(d->l->stacks, data, &ev);
-		if (!len) {
-			bump(&d->malformed);
-			return 0;
-		}
-		h = &ev.h;
-	}
 	if (d->l->tasks && h->type >= BT_EV_PROCESS_FORK && h->type <= BT_EV_TASK_RENAME)
-		task_event(d, h, (uint32_t)len);
-	/* Stored compactly and in batches (compact.h); core = the event's
-	 * CPU, which is how readers get the CPU back. */
+		task_event(d, h, len);
 	if (d->bcount && (h->cpu != d->bcore || d->bcount == BATCH_EVENTS_MAX))
 		flush_batch(d);
 	if (!d->bcount)
 		batch_start(d, h->cpu);
-	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, (uint32_t)len, &d->bprev);
+	uint32_t rec = bt_compact_batch_put(d->batch + d->blen, h, len, &d->bprev);
 	if (rec && d->blen + rec > d->bcap) {
 		/* Does not fit: write the batch, start the next with it (a full
 		 * header now: it is the first of its entry). */
 		flush_batch(d);
 		batch_start(d, h->cpu);
-		rec = bt_compact_batch_put(d->batch, h, (uint32_t)len, &d->bprev);
+		rec = bt_compact_batch_put(d->batch, h, len, &d->bprev);
 		if (rec > d->bcap) /* not even alone in the tail: the next block */
 			d->bcap = d->batch_limit;
 	}
@@ -260,8 +234,74 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		d->bcount++;
 	}
 	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
-		d->l->hook(d->l->hook_ctx, h, (uint32_t)len);
+		d->l->hook(d->l->hook_ctx, h, len);
+}
+
+static int drain_sample(void *ctx, void *data, size_t len)
+{
+	struct bt_drain *d = ctx;
+	const struct bt_event_hdr *h = data;
+
+	if (len < sizeof(*h) || len > UINT32_MAX || h->cpu >= d->l->ncpus) {
+		bump(&d->malformed);
+		return 0;
+	}
+	switch (h->type) {
+	case BT_RAW_STACK_DEF:
+		/* The frames of a new stack: into the stack table, not the buffer. */
+		if (d->l->stacks)
+			bt_stack_table_define(d->l->stacks, data, (uint32_t)len);
+		return 0;
+	case BT_RAW_STACKS: {
+		struct bt_ev_offcpu ev; /* the largest stack event */
+
+		if (!d->l->stacks || len < sizeof(struct bt_raw_stacks) ||
+		    !(len = stack_event(d->l->stacks, data, &ev))) {
+			bump(&d->malformed);
+			return 0;
+		}
+		drain_store(d, &ev.h, (uint32_t)len);
+		return 0;
+	}
+	case BT_RAW_SYS_PAIR: {
+		struct bt_ev_syscall in, out;
+
+		if (len < sizeof(struct bt_raw_sys_pair)) {
+			bump(&d->malformed);
+			return 0;
+		}
+		bt_sys_pair_split(data, &in, &out);
+		if (!bt_sys_landed_dup(&d->landed, &in.h))
+			drain_store(d, &in.h, sizeof(in));
+		drain_store(d, &out.h, sizeof(out));
+		return 0;
+	}
+	case BT_EV_SYS_ENTER:
+		if (bt_sys_landed_dup(&d->landed, h))
+			return 0;
+		break;
+	}
+	drain_store(d, h, (uint32_t)len);
 	return 0;
+}
+
+/* The enters still held in the kernel's slots (sys_pairs.h), for a dump or
+ * the last pass: stored now, in the CPU's order (nothing of that CPU came
+ * after them). */
+static void land_held_enters(struct bt_drain *d)
+{
+	struct bt_ev_syscall *ev;
+	int n;
+
+	if (!(d->l->groups & (1u << BT_GROUP_SYSCALLS)) || !d->landed.cpu)
+		return;
+	ev = calloc(d->ring_count ? d->ring_count : 1, sizeof(*ev));
+	n = ev ? bt_sys_held_enters(&d->landed, bpf_map__fd(d->l->skel->maps.cpu_state), d->l->ncpus, ev) : -ENOMEM;
+	if (n < 0)
+		bt_warn("cannot read the system calls in progress: %s", strerror(-n));
+	for (int i = 0; i < n; i++)
+		drain_store(d, &ev[i].h, sizeof(ev[i]));
+	free(ev);
 }
 
 /* Nice level of the drain thread (see drain_main()). */
@@ -321,6 +361,8 @@ static void *drain_main(void *arg)
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
 		bt_rings_consume(d->rb, drain_sample, d);
+		if (req != d->flush_done) /* a dump: with the calls in progress */
+			land_held_enters(d);
 		flush_batch(d);
 		struct bt_stats bs;
 		bt_buffer_stats(d->l->buf, &bs);
@@ -342,6 +384,7 @@ static void *drain_main(void *arg)
 		}
 	}
 	bt_rings_consume(d->rb, drain_sample, d);
+	land_held_enters(d); /* the programs are detached: the slots stay as they are */
 	flush_batch(d);
 	apply_task_events(d, UINT64_MAX);
 	pthread_mutex_lock(&d->lock);
@@ -396,6 +439,11 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 		pthread_cond_init(&d->cond, NULL);
 		/* Without it task events are applied as they come (see the top). */
 		d->pending = malloc(BT_TASK_PENDING * sizeof(*d->pending));
+		ret = bt_sys_landed_init(&d->landed, d->ring_first, d->ring_count);
+		if (ret) {
+			bt_warn("out of memory");
+			goto fail;
+		}
 		ret = drain_open(d);
 		if (ret) {
 			bt_warn("cannot map the BPF ring buffers: %s", strerror(-ret));

@@ -62,6 +62,7 @@
 #include "loader.h"
 #include "loader_int.h"
 #include "kernel_features.h"
+#include "sys_pairs.h"
 #include "compact.h"
 #include "ringbuf.h"
 #include "live_window.h"
@@ -230,8 +231,10 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 				loadable |= 1u << d->group;
 			continue;
 		}
-		/* The sched-latency trigger is read in sched_switch, recorded or not. */
-		if (trig_switch && strncmp(name, "handle_sched_switch", 19) == 0)
+		/* The sched-latency trigger is read in sched_switch, recorded or
+		 * not; and a blocking system call's held enter is flushed there
+		 * (emit.bpf.h: deferred sys_enter). */
+		if ((trig_switch || (groups & (1u << BT_GROUP_SYSCALLS))) && strncmp(name, "handle_sched_switch", 19) == 0)
 			on = 1;
 
 		if (on && !tracepoint_exists(vmlinux, tp)) {
@@ -622,6 +625,7 @@ void bt_loader_stop(struct bt_loader *l)
 		free(d->pending);
 		d->pending = NULL;
 		d->npending = 0;
+		bt_sys_landed_free(&d->landed);
 	}
 }
 

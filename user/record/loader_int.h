@@ -13,6 +13,7 @@
 #include "events.h"
 #include "compact.h"
 #include "loader.h"
+#include "sys_pairs.h"
 
 #define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
 #define BT_TASK_PENDING 4096 /* task events held back per drain (see the top) */
@@ -47,6 +48,8 @@ struct bt_drain {
 	 * (drain thread only); NULL: applied as they come. */
 	struct bt_ev_task *pending;
 	size_t npending;
+	/* Enters stored from the kernel's slots (sys_pairs.h), drain thread only. */
+	struct bt_sys_landed landed;
 	/* Flush handshake (bt_loader_flush): under lock. */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;

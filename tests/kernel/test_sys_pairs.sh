@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# test_sys_pairs.sh - deferred sys_enter events (bpf/emit.bpf.h): a sys_enter
+# waits in its CPU's slot and usually leaves the kernel in one record with its
+# sys_exit. Nothing of that may show:
+#   1. under load (3x the CPUs busy; sched and irq events recorded too, so
+#      that other events often put a waiting enter into the ring), every call of a paced workload is in the
+#      final dump as an enter and an exit, as many as the workload made and as
+#      ftrace (a tracefs instance on the same raw_syscalls events) sees, with
+#      no seq gap and no duplicate;
+#   2. a dump taken while a call runs holds its enter (the drain reads the
+#      slots): dd, Debian's, reading 16 MiB blocks of /dev/zero (each read is
+#      ms on the CPU, nearly all of dd's time), recorded alone (-p), dumped 8 times; the enter
+#      is stored once, not again when the kernel emits it with its exit.
+# Needs root; prints TAP lines.
+# shellcheck disable=SC2015
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+need_root "deferred sys_enter tests"
+LOAD=build/bench/cmp_load
+[ -x "$LOAD" ] || { not_ok "build: $LOAD exists" "run make benches first"; finish; exit 1; }
+SOCK=$T_TMP/ctl.sock
+
+# count_calls REPORT TID: "enters exits" of getpid (39) and getppid (110) by TID
+count_calls() {
+	awk -v tid="$2" '
+		{ for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) break
+		  n = split($1, a, "-"); if (a[n] != tid) next
+		  # "sys_enter: getpid (NR 39)" or "sys_enter: NR 39", "sys_exit: ... = R"
+		  if ($(i + 2) == "sys_enter:" && $0 ~ /NR (39|110)\)?$/) e++
+		  if ($(i + 2) == "sys_exit:" && $0 ~ /NR (39|110)\)? = /) x++ }
+		END { printf "%d %d\n", e, x }' "$1"
+}
+
+# ---- 1. every call, under load, beside ftrace -------------------------------------------
+TR=/sys/kernel/tracing
+[ -d "$TR/instances" ] || mount -t tracefs nodev "$TR" 2>/dev/null
+INST=$TR/instances/bt_sys_pairs_$$
+FT=0
+if mkdir "$INST" 2>/dev/null; then
+	echo 32768 >"$INST/buffer_size_kb" && echo 1 >"$INST/events/raw_syscalls/sys_enter/enable" &&
+		echo 1 >"$INST/events/raw_syscalls/sys_exit/enable" && FT=1
+fi
+# Under an emulated CPU (qemu TCG, BT_TEST_EMULATED) everything is ~10x
+# slower: a lighter load, the same checks.
+NBUSY=6 RATE=20000
+[ -n "${BT_TEST_EMULATED:-}" ] && NBUSY=2 RATE=3000
+for _ in $(seq "$NBUSY"); do
+	sh -c 'while :; do :; done' &
+	T_PIDS+=("$!")
+done
+if rec_start "$T_TMP/rec1.log" -e sched,irq,syscalls -m 64M -o "$T_TMP/o1"; then
+	[ "$FT" = 1 ] && echo 1 >"$INST/tracing_on"
+	out=$("$LOAD" -m balanced -r "$RATE" -d 2 -o "$T_TMP/truth")
+	[ "$FT" = 1 ] && echo 0 >"$INST/tracing_on"
+	rec_stop "$REC_PID" INT 60
+	f=$(find "$T_TMP/o1" -name '*.btd' | head -1)
+	"$BT" report -e syscalls "$f" >"$T_TMP/r1.txt" 2>&1
+	"$BT" report --stats "$f" >"$T_TMP/s1.txt" 2>&1
+	[ "$FT" = 1 ] && cat "$INST/trace" >"$T_TMP/ftrace.txt"
+	diag "workload: $out"
+	while read -r _ _ tid _ _ ops; do
+		read -r e x <<<"$(count_calls "$T_TMP/r1.txt" "$tid")"
+		[ "$e" -eq "$ops" ] && [ "$x" -eq "$ops" ] && [ "$ops" -gt 500 ] &&
+			ok "thread $tid: $ops calls made, $e enters and $x exits recorded" ||
+			not_ok "thread $tid: $ops calls made, $e enters and $x exits recorded"
+		if [ "$FT" = 1 ]; then
+			# raw_syscalls: "sys_enter: NR 39 (...)", "sys_exit: NR 39 = ..."
+			fe=$(grep -E -- "-$tid +\[" "$T_TMP/ftrace.txt" | grep -cE "sys_enter: NR (39|110) ")
+			fx=$(grep -E -- "-$tid +\[" "$T_TMP/ftrace.txt" | grep -cE "sys_exit: NR (39|110) ")
+			[ "$fe" -eq "$e" ] && [ "$fx" -eq "$x" ] &&
+				ok "thread $tid: ftrace on the same run sees the same ($fe enters, $fx exits)" ||
+				not_ok "thread $tid: ftrace sees $fe enters, $fx exits; btrace-bpf $e, $x" \
+					"$(grep -E 'entries|overrun' "$INST/per_cpu/cpu0/stats" | tr '\n' ' ')"
+		fi
+	done < <(grep '^thread ' "$T_TMP/truth")
+	grep -q "seq gaps: 0 gaps, 0 events missing, 0 duplicates" "$T_TMP/s1.txt" &&
+		ok "under load: no seq gap, no duplicate" ||
+		not_ok "under load: seq gaps or duplicates" "$(grep -E 'seq gaps|reservation' "$T_TMP/s1.txt")"
+else
+	not_ok "recorder starts" "$(cat "$T_TMP/rec1.log")"
+fi
+[ -d "$INST" ] && rmdir "$INST" 2>/dev/null
+for p in "${T_PIDS[@]}"; do kill "$p" 2>/dev/null; done
+wait 2>/dev/null
+
+# ---- 2. a call in progress is in the dump, once --------------------------------------
+dd if=/dev/zero of=/dev/null bs=16M count=100000000 2>/dev/null &
+DD=$!
+T_PIDS+=("$DD")
+sleep 0.5
+if rec_start "$T_TMP/rec2.log" -e syscalls -p "$DD" -o "$T_TMP/o2" --ctl "$SOCK"; then
+	sleep 0.3
+	for i in 1 2 3 4 5 6 7 8; do
+		"$BT" ctl --ctl "$SOCK" dump >/dev/null 2>&1 || diag "ctl dump $i failed"
+		sleep 0.2
+	done
+	rec_stop "$REC_PID" INT 60
+	kill "$DD" 2>/dev/null
+	held=0 ndumps=0
+	for f in "$T_TMP"/o2/*.btd; do
+		grep -q '"reason": "ctl"' "$f.json" 2>/dev/null || continue
+		ndumps=$((ndumps + 1))
+		last=$("$BT" report -e syscalls "$f" | grep -E -- "-$DD +\[" | tail -1)
+		case "$last" in *"sys_enter: read "*) held=$((held + 1)) ;; esac
+	done
+	diag "$held of $ndumps dumps end with dd inside read()"
+	# dd is on the CPU inside read() >90% of the time; without the slots
+	# read at dump time only the reads preempted there would show.
+	[ "$ndumps" -eq 8 ] && [ "$held" -ge 6 ] && ok "dumps hold the enter of the read() in progress ($held of 8)" ||
+		not_ok "dumps hold the enter of the read() in progress: $held of $ndumps"
+	f=$(grep -l '"reason": "exit"' "$T_TMP"/o2/*.json | head -1)
+	f=${f%.json}
+	"$BT" report --stats "$f" >"$T_TMP/s2.txt" 2>&1
+	read -r e x <<<"$("$BT" report -e syscalls "$f" | awk -v dd="$DD" '$1 ~ "-" dd "$" && /sys_enter: read / { e++ }
+		$1 ~ "-" dd "$" && /sys_exit: read / { x++ } END { printf "%d %d\n", e, x }')"
+	grep -q "seq gaps: 0 gaps, 0 events missing, 0 duplicates" "$T_TMP/s2.txt" && [ "$e" -ge 10 ] &&
+		[ "$x" -ge $((e - 1)) ] && [ "$x" -le "$e" ] &&
+		ok "final dump: each read() once ($e enters, $x exits), no seq gap, no duplicate" ||
+		not_ok "final dump: $e read enters, $x exits" "$(grep 'seq gaps' "$T_TMP/s2.txt")"
+else
+	not_ok "recorder starts with -p dd" "$(cat "$T_TMP/rec2.log")"
+fi
+finish

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/*
+ * sys_pairs.c - deferred sys_enter events, the user side (sys_pairs.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/types.h>
+#include <bpf/bpf.h>
+#include "sys_pairs.h"
+
+void bt_sys_pair_split(const struct bt_raw_sys_pair *p, struct bt_ev_syscall *enter, struct bt_ev_syscall *exit)
+{
+	enter->h = p->h;
+	enter->h.type = BT_EV_SYS_ENTER;
+	enter->h.ts_ns = p->enter_ts;
+	enter->h.seq = p->enter_seq;
+	enter->id = p->enter_id;
+	enter->ret = 0;
+	exit->h = p->h;
+	exit->h.type = BT_EV_SYS_EXIT;
+	exit->id = p->id;
+	exit->ret = p->ret;
+}
+
+int bt_sys_landed_init(struct bt_sys_landed *l, uint32_t first, uint32_t count)
+{
+	l->first = first;
+	l->count = count;
+	l->cpu = calloc(count ? count : 1, sizeof(*l->cpu));
+	return l->cpu ? 0 : -ENOMEM;
+}
+
+void bt_sys_landed_free(struct bt_sys_landed *l)
+{
+	free(l->cpu);
+	l->cpu = NULL;
+}
+
+bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter)
+{
+	uint32_t i = enter->cpu - l->first;
+
+	if (!l->cpu || enter->cpu < l->first || i >= l->count || !l->cpu[i].valid)
+		return false;
+	if (l->cpu[i].seq != enter->seq || l->cpu[i].tid != enter->tid)
+		return false;
+	l->cpu[i].valid = false;
+	return true;
+}
+
+int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus, struct bt_ev_syscall *out)
+{
+	struct bt_cpu_state *v = calloc(2 * (size_t)ncpus, sizeof(*v));
+	__u32 key = 0;
+	int n = 0;
+
+	if (!l->cpu || l->first + l->count > ncpus)
+		return -EINVAL;
+	if (!v)
+		return -ENOMEM;
+	/* The kernel writes a slot while its CPU runs: read everything twice,
+	 * keep what did not change in between. */
+	if (bpf_map_lookup_elem(cpu_state_fd, &key, v) || bpf_map_lookup_elem(cpu_state_fd, &key, v + ncpus)) {
+		n = -errno;
+		free(v);
+		return n;
+	}
+	for (uint32_t i = 0; i < l->count; i++) {
+		uint32_t c = l->first + i;
+		const struct bt_sys_pending *a = &v[c].sys, *b = &v[ncpus + c].sys;
+
+		if (a->armed != 1 || memcmp(a, b, sizeof(*a)) != 0)
+			continue;
+		if (l->cpu[i].valid && l->cpu[i].seq == a->seq && l->cpu[i].tid == a->tid)
+			continue; /* stored by an earlier call */
+		struct bt_ev_syscall *e = &out[n++];
+		memset(e, 0, sizeof(*e));
+		e->h.ts_ns = a->ts_ns;
+		e->h.seq = a->seq;
+		e->h.tid = a->tid;
+		e->h.tgid = a->tgid;
+		e->h.cpu = (__u16)c;
+		e->h.type = BT_EV_SYS_ENTER;
+		e->id = a->id;
+		l->cpu[i].seq = a->seq;
+		l->cpu[i].tid = a->tid;
+		l->cpu[i].valid = true;
+	}
+	free(v);
+	return n;
+}
