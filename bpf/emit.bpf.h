@@ -164,13 +164,16 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	return bt_begin_at(size, group, type, irqs_off, 0, stp, ringp);
 }
 
-/* Submit ev, standing for n events of group. */
+/* Submit ev, standing for n events of group, the last of which has ev's
+ * seq: the fill is checked when one of their seqs is a multiple of 64 (a
+ * pair's exit seq is always odd when its enter's is even: testing the exit
+ * alone would never wake the drain). */
 static __always_inline void bt_commit_n(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
 					int irqs_off, __u64 n)
 {
 	__u64 flags = BPF_RB_NO_WAKEUP;
 
-	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) == 0 &&
+	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) < n &&
 	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
 		flags = BPF_RB_FORCE_WAKEUP;
 	bpf_ringbuf_submit(ev, flags);

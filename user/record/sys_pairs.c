@@ -37,26 +37,38 @@ void bt_sys_landed_free(struct bt_sys_landed *l)
 	l->cpu = NULL;
 }
 
+/* The index of (seq, tid) among CPU i's landed enters, or -1. */
+static int landed_find(const struct bt_sys_landed *l, uint32_t i, uint32_t seq, uint32_t tid)
+{
+	for (int k = 0; k < BT_SYS_LANDED_MAX; k++)
+		if (l->cpu[i].valid[k] && l->cpu[i].seq[k] == seq && l->cpu[i].tid[k] == tid)
+			return k;
+	return -1;
+}
+
 bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter)
 {
 	uint32_t i = enter->cpu - l->first;
+	int k;
 
-	if (!l->cpu || enter->cpu < l->first || i >= l->count || !l->cpu[i].valid)
+	if (!l->cpu || enter->cpu < l->first || i >= l->count)
 		return false;
-	if (l->cpu[i].seq != enter->seq || l->cpu[i].tid != enter->tid)
+	k = landed_find(l, i, enter->seq, enter->tid);
+	if (k < 0)
 		return false;
-	l->cpu[i].valid = false;
+	l->cpu[i].valid[k] = false;
 	return true;
 }
 
 int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus, struct bt_ev_syscall *out)
 {
-	struct bt_cpu_state *v = calloc(2 * (size_t)ncpus, sizeof(*v));
+	struct bt_cpu_state *v;
 	__u32 key = 0;
 	int n = 0;
 
 	if (!l->cpu || l->first + l->count > ncpus)
 		return -EINVAL;
+	v = calloc(2 * (size_t)ncpus, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	/* The kernel writes a slot while its CPU runs: read everything twice,
@@ -72,7 +84,7 @@ int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus
 
 		if (a->armed != 1 || memcmp(a, b, sizeof(*a)) != 0)
 			continue;
-		if (l->cpu[i].valid && l->cpu[i].seq == a->seq && l->cpu[i].tid == a->tid)
+		if (landed_find(l, i, a->seq, a->tid) >= 0)
 			continue; /* stored by an earlier call */
 		struct bt_ev_syscall *e = &out[n++];
 		memset(e, 0, sizeof(*e));
@@ -83,9 +95,11 @@ int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus
 		e->h.cpu = (__u16)c;
 		e->h.type = BT_EV_SYS_ENTER;
 		e->id = a->id;
-		l->cpu[i].seq = a->seq;
-		l->cpu[i].tid = a->tid;
-		l->cpu[i].valid = true;
+		uint32_t k = l->cpu[i].next;
+		l->cpu[i].next = (k + 1) % BT_SYS_LANDED_MAX;
+		l->cpu[i].seq[k] = a->seq;
+		l->cpu[i].tid[k] = a->tid;
+		l->cpu[i].valid[k] = true;
 	}
 	free(v);
 	return n;

@@ -17,12 +17,17 @@
 /* The enter and the exit a pair record stands for. */
 void bt_sys_pair_split(const struct bt_raw_sys_pair *p, struct bt_ev_syscall *enter, struct bt_ev_syscall *exit);
 
-/* Enters stored from the slots, one per CPU of a drain's range. */
+/* Enters stored from the slots and not yet seen in the ring: the last
+ * BT_SYS_LANDED_MAX of each CPU of a drain's range. More than one: an enter
+ * stored for one dump may still be on its way through the ring when the
+ * next dump stores its CPU's next one. */
+#define BT_SYS_LANDED_MAX 4
 struct bt_sys_landed {
 	uint32_t first, count;
 	struct {
-		uint32_t seq, tid;
-		bool valid;
+		uint32_t seq[BT_SYS_LANDED_MAX], tid[BT_SYS_LANDED_MAX];
+		bool valid[BT_SYS_LANDED_MAX];
+		uint32_t next; /* the slot the next one takes (the oldest) */
 	} *cpu;
 };
 
