@@ -57,6 +57,19 @@ struct {
  * when a dump is taken or recording stops, the drain reads from the map and
  * stores itself (drain.c: land_held_enters). */
 
+/* Submit flags for a record standing for n events, the last with seq seq:
+ * the ring's fill is checked when one of their seqs is a multiple of 64 (a
+ * pair's exit seq is odd whenever its enter's is even; with calls that
+ * block, flushed enters take the even seqs: every kind of record must
+ * check, over all its seqs, or the drain is never woken early). */
+static __always_inline __u64 bt_submit_flags(void *ring, __u32 seq, __u32 n)
+{
+	if (wakeup_bytes && (seq & BT_WAKEUP_CHECK_MASK) < n &&
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
 /* Put this CPU's held sys_enter, if any, into the ring (as the event it would
  * have been). Taking it is an exchange: a program nesting here (an
  * interrupt) may take it between our test and our take, never both. */
@@ -73,6 +86,8 @@ static __always_inline void bt_sys_flush(struct bt_cpu_state *st)
 	if (ring)
 		e = bpf_ringbuf_reserve(ring, sizeof(*e), 0);
 	if (!e) {
+		/* Counted even if user space stored this enter for a dump from
+		 * the slot already: drops may then exceed the seq gaps by one. */
 		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 1);
 		return;
 	}
@@ -84,7 +99,7 @@ static __always_inline void bt_sys_flush(struct bt_cpu_state *st)
 	e->h.type = BT_EV_SYS_ENTER;
 	e->id = st->sys.id;
 	e->ret = 0;
-	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+	bpf_ringbuf_submit(e, bt_submit_flags(ring, e->h.seq, 1));
 	__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 1);
 }
 
@@ -133,7 +148,9 @@ static __always_inline void *bt_begin_at(__u32 size, __u32 group, __u16 type, in
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return NULL;
+#ifndef BT_EMIT_NO_SYS_FLUSH
 	bt_sys_flush(st);
+#endif
 	if (irqs_off)
 		seq = st->seq++;
 	else
@@ -164,19 +181,11 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	return bt_begin_at(size, group, type, irqs_off, 0, stp, ringp);
 }
 
-/* Submit ev, standing for n events of group, the last of which has ev's
- * seq: the fill is checked when one of their seqs is a multiple of 64 (a
- * pair's exit seq is always odd when its enter's is even: testing the exit
- * alone would never wake the drain). */
+/* Submit ev, standing for n events of group, the last of which has ev's seq. */
 static __always_inline void bt_commit_n(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
 					int irqs_off, __u64 n)
 {
-	__u64 flags = BPF_RB_NO_WAKEUP;
-
-	if (wakeup_bytes && (((struct bt_event_hdr *)ev)->seq & BT_WAKEUP_CHECK_MASK) < n &&
-	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		flags = BPF_RB_FORCE_WAKEUP;
-	bpf_ringbuf_submit(ev, flags);
+	bpf_ringbuf_submit(ev, bt_submit_flags(ring, ((struct bt_event_hdr *)ev)->seq, n));
 	if (irqs_off)
 		st->emitted[group] += n;
 	else

@@ -124,6 +124,12 @@ const volatile __u32 max_args = BT_MAX_UARGS; /* upper limit on captured argumen
 
 /* `rings` is replaced by record's array of per-CPU rings (bpf_map__reuse_fd),
  * or by one that user/probes/uprobes.c makes (see bt_uprobes_open). */
+/* Uprobe programs may run preemptibly (migration disabled only): one taken
+ * off the CPU between taking a held sys_enter and reading it could read
+ * another task's. They never flush: a thread hitting a uprobe is not inside
+ * a system call, and the enter of another thread on this CPU was flushed
+ * when that thread was switched out (emit.bpf.h: deferred sys_enter). */
+#define BT_EMIT_NO_SYS_FLUSH
 #include "emit.bpf.h"
 #include "stacks_emit.bpf.h"
 

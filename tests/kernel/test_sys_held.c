@@ -7,6 +7,8 @@
  *   - an enter held in a slot is read once per CPU and remembered: read
  *     again, it is not returned twice; its later ring copy (alone or in a
  *     pair) is recognized as a duplicate exactly once;
+ *   - a copy that comes through the ring between the read and the take is
+ *     stored from the ring, and the candidate dropped;
  *   - four enters landed for successive dumps are all
  *     recognized when their ring copies come late, in any order;
  *   - an empty slot, or a drain's range outside the map, lands nothing.
@@ -67,6 +69,14 @@ static void test_pair_split(void)
 	      (long long)out.ret);
 }
 
+/* Steps 1 and 3 with nothing coming through the ring in between. */
+static int land(struct bt_sys_landed *l, struct bt_ev_syscall *ev)
+{
+	int n = bt_sys_held_read(l, map_fd, (uint32_t)ncpus);
+
+	return n < 0 ? n : bt_sys_held_take(l, ev);
+}
+
 static void test_land_once(void)
 {
 	__u32 seq[512] = { 0 };
@@ -79,13 +89,13 @@ static void test_land_once(void)
 	seq[0] = 41;
 	armed[0] = 1;
 	REQUIRE(set_slots(seq, armed) == 0, "map update");
-	int n = bt_sys_held_enters(&l, map_fd, (uint32_t)ncpus, ev);
+	int n = land(&l, ev);
 	CHECK(n == 1, "held enters %d, want 1 (CPU 0 only)", n);
 	if (n == 1)
 		CHECK(ev[0].h.seq == 41 && ev[0].h.cpu == 0 && ev[0].h.tid == 100 && ev[0].h.type == BT_EV_SYS_ENTER &&
 			      ev[0].h.ts_ns == 1041 && ev[0].id == 39,
 		      "landed enter: seq %u cpu %u tid %u", ev[0].h.seq, ev[0].h.cpu, ev[0].h.tid);
-	n = bt_sys_held_enters(&l, map_fd, (uint32_t)ncpus, ev);
+	n = land(&l, ev);
 	CHECK(n == 0, "the same held enter read again: %d returned, want 0", n);
 	/* Its ring copy comes: a duplicate once, then no longer. */
 	struct bt_event_hdr h = { .seq = 41, .tid = 100, .cpu = 0, .type = BT_EV_SYS_ENTER };
@@ -97,8 +107,30 @@ static void test_land_once(void)
 	/* Emptied slot: nothing. */
 	armed[0] = 0;
 	REQUIRE(set_slots(seq, armed) == 0, "map update");
-	n = bt_sys_held_enters(&l, map_fd, (uint32_t)ncpus, ev);
+	n = land(&l, ev);
 	CHECK(n == 0, "empty slots: %d returned", n);
+	bt_sys_landed_free(&l);
+}
+
+/* The kernel emits a candidate's enter while the rings are consumed again
+ * (step 2): the ring's copy is stored, in its place, and not the candidate. */
+static void test_candidate_in_ring(void)
+{
+	__u32 seq[512] = { 0 };
+	int armed[512] = { 0 };
+	struct bt_sys_landed l;
+	struct bt_ev_syscall ev[512];
+
+	REQUIRE(bt_sys_landed_init(&l, 0, (uint32_t)ncpus) == 0, "init");
+	seq[0] = 77;
+	armed[0] = 1;
+	REQUIRE(set_slots(seq, armed) == 0, "map update");
+	CHECK(bt_sys_held_read(&l, map_fd, (uint32_t)ncpus) == 1, "one candidate");
+	struct bt_event_hdr h = { .seq = 77, .tid = 100, .cpu = 0, .type = BT_EV_SYS_ENTER };
+	CHECK(!bt_sys_landed_dup(&l, &h), "its ring copy is to be stored");
+	int n = bt_sys_held_take(&l, ev);
+	CHECK(n == 0, "then the candidate is not: %d taken", n);
+	CHECK(!bt_sys_landed_dup(&l, &h), "nor is anything remembered");
 	bt_sys_landed_free(&l);
 }
 
@@ -117,7 +149,7 @@ static void test_late_copies(void)
 		seq[0] = 200 + (__u32)k;
 		armed[0] = 1;
 		REQUIRE(set_slots(seq, armed) == 0, "map update");
-		int n = bt_sys_held_enters(&l, map_fd, (uint32_t)ncpus, ev);
+		int n = land(&l, ev);
 		CHECK(n == 1 && ev[0].h.seq == 200 + (__u32)k, "dump %d: %d landed", k, n);
 	}
 	for (int k = LATE - 1; k >= 0; k--) {
@@ -133,7 +165,8 @@ static void test_bad_range(void)
 	struct bt_ev_syscall ev[4];
 
 	REQUIRE(bt_sys_landed_init(&l, (uint32_t)ncpus, 2) == 0, "init");
-	CHECK(bt_sys_held_enters(&l, map_fd, (uint32_t)ncpus, ev) == -EINVAL, "a range past the map's CPUs");
+	CHECK(bt_sys_held_read(&l, map_fd, (uint32_t)ncpus) == -EINVAL, "a range past the map's CPUs");
+	CHECK(bt_sys_held_take(&l, ev) == 0, "nothing to take");
 	struct bt_event_hdr h = { .seq = 1, .tid = 1, .cpu = 0, .type = BT_EV_SYS_ENTER };
 	CHECK(!bt_sys_landed_dup(&l, &h), "an enter of a CPU outside the range");
 	bt_sys_landed_free(&l);
@@ -155,6 +188,7 @@ int main(void)
 	}
 	RUN(test_pair_split);
 	RUN(test_land_once);
+	RUN(test_candidate_in_ring);
 	RUN(test_late_copies);
 	RUN(test_bad_range);
 	close(map_fd);

@@ -286,8 +286,8 @@ static int drain_sample(void *ctx, void *data, size_t len)
 }
 
 /* The enters still held in the kernel's slots (sys_pairs.h), for a dump or
- * the last pass: stored now, in the CPU's order (nothing of that CPU came
- * after them). */
+ * the last pass: read, the rings consumed again (what their CPUs emitted
+ * before the read goes first), then stored. */
 static void land_held_enters(struct bt_drain *d)
 {
 	struct bt_ev_syscall *ev;
@@ -295,10 +295,14 @@ static void land_held_enters(struct bt_drain *d)
 
 	if (!(d->l->groups & (1u << BT_GROUP_SYSCALLS)) || !d->landed.cpu)
 		return;
-	ev = calloc(d->ring_count ? d->ring_count : 1, sizeof(*ev));
-	n = ev ? bt_sys_held_enters(&d->landed, bpf_map__fd(d->l->skel->maps.cpu_state), d->l->ncpus, ev) : -ENOMEM;
+	n = bt_sys_held_read(&d->landed, bpf_map__fd(d->l->skel->maps.cpu_state), d->l->ncpus);
 	if (n < 0)
 		bt_warn("cannot read the system calls in progress: %s", strerror(-n));
+	if (n <= 0)
+		return;
+	bt_rings_consume(d->rb, drain_sample, d);
+	ev = calloc(d->ring_count, sizeof(*ev));
+	n = ev ? bt_sys_held_take(&d->landed, ev) : 0;
 	for (int i = 0; i < n; i++)
 		drain_store(d, &ev[i].h, sizeof(ev[i]));
 	free(ev);

@@ -37,11 +37,12 @@ void bt_sys_landed_free(struct bt_sys_landed *l)
 	l->cpu = NULL;
 }
 
-/* The index of (seq, tid) among CPU i's landed enters, or -1. */
+/* The entry of (seq, tid) among CPU i's, or -1. */
 static int landed_find(const struct bt_sys_landed *l, uint32_t i, uint32_t seq, uint32_t tid)
 {
 	for (int k = 0; k < BT_SYS_LANDED_MAX; k++)
-		if (l->cpu[i].valid[k] && l->cpu[i].seq[k] == seq && l->cpu[i].tid[k] == tid)
+		if (l->cpu[i].state[k] != BT_LANDED_FREE && l->cpu[i].ev[k].h.seq == seq &&
+		    l->cpu[i].ev[k].h.tid == tid)
 			return k;
 	return -1;
 }
@@ -56,11 +57,12 @@ bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter
 	k = landed_find(l, i, enter->seq, enter->tid);
 	if (k < 0)
 		return false;
-	l->cpu[i].valid[k] = false;
-	return true;
+	bool stored = l->cpu[i].state[k] == BT_LANDED_STORED;
+	l->cpu[i].state[k] = BT_LANDED_FREE; /* the kernel emits an enter once */
+	return stored;
 }
 
-int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus, struct bt_ev_syscall *out)
+int bt_sys_held_read(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus)
 {
 	struct bt_cpu_state *v;
 	__u32 key = 0;
@@ -85,8 +87,12 @@ int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus
 		if (a->armed != 1 || memcmp(a, b, sizeof(*a)) != 0)
 			continue;
 		if (landed_find(l, i, a->seq, a->tid) >= 0)
-			continue; /* stored by an earlier call */
-		struct bt_ev_syscall *e = &out[n++];
+			continue; /* known from an earlier read */
+		uint32_t k = l->cpu[i].next;
+		struct bt_ev_syscall *e = &l->cpu[i].ev[k];
+
+		l->cpu[i].next = (k + 1) % BT_SYS_LANDED_MAX;
+		l->cpu[i].state[k] = BT_LANDED_CANDIDATE;
 		memset(e, 0, sizeof(*e));
 		e->h.ts_ns = a->ts_ns;
 		e->h.seq = a->seq;
@@ -95,12 +101,21 @@ int bt_sys_held_enters(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus
 		e->h.cpu = (__u16)c;
 		e->h.type = BT_EV_SYS_ENTER;
 		e->id = a->id;
-		uint32_t k = l->cpu[i].next;
-		l->cpu[i].next = (k + 1) % BT_SYS_LANDED_MAX;
-		l->cpu[i].seq[k] = a->seq;
-		l->cpu[i].tid[k] = a->tid;
-		l->cpu[i].valid[k] = true;
+		n++;
 	}
 	free(v);
+	return n;
+}
+
+int bt_sys_held_take(struct bt_sys_landed *l, struct bt_ev_syscall *out)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; l->cpu && i < l->count; i++)
+		for (int k = 0; k < BT_SYS_LANDED_MAX; k++)
+			if (l->cpu[i].state[k] == BT_LANDED_CANDIDATE && n < (int)l->count) {
+				l->cpu[i].state[k] = BT_LANDED_STORED;
+				out[n++] = l->cpu[i].ev[k];
+			}
 	return n;
 }
