@@ -53,9 +53,11 @@ struct {
  * two. Every other event of the CPU first puts a held enter into the ring
  * (bt_sys_flush, from bt_begin_at), so the ring keeps the CPU's order; so
  * does sched_switch, recorded or not, when the thread blocks in its call
- * (loader.c attaches it whenever system calls are recorded). What is held
- * when a dump is taken or recording stops, the drain reads from the map and
- * stores itself (drain.c: land_held_enters). */
+ * (loader.c attaches it whenever system calls are recorded). Uprobe
+ * programs do not (uprobe.bpf.c: BT_EMIT_NO_SYS_FLUSH): they may be
+ * preempted, and their thread is not inside a call. What is held when a
+ * dump is taken or recording stops, the drain reads from the map and stores
+ * itself, after what its CPU emitted before (sys_pairs.h). */
 
 /* Submit flags for a record standing for n events, the last with seq seq:
  * the ring's fill is checked when one of their seqs is a multiple of 64 (a
