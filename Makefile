@@ -78,8 +78,9 @@ EXAMPLE_BINS := $(patsubst examples/%.c,$(OUT)/examples/%,$(wildcard examples/*.
 all: tool tests
 
 tool: $(OUT)/btrace-bpf
-# The real-kernel tests drive their load with build/bench/syscall_loop.
-tests: $(UNIT_BINS) $(STRESS_BINS) $(WORK_BINS) $(FUZZ_BINS) $(EXAMPLE_BINS) $(OUT)/bench/syscall_loop
+# The real-kernel tests drive their load with build/bench/syscall_loop and
+# build/bench/cmp_load (test_sys_pairs: paced calls of known count).
+tests: $(UNIT_BINS) $(STRESS_BINS) $(WORK_BINS) $(FUZZ_BINS) $(EXAMPLE_BINS) $(OUT)/bench/syscall_loop $(OUT)/bench/cmp_load
 benches: $(BENCH_BINS)
 
 # Dependencies are installed on demand (idempotent; a no-op when present).
