@@ -39,6 +39,20 @@ count_calls() {
 		END { printf "%d %d\n", e, x }' "$1"
 }
 
+# check_gaps DIR REASON: sets n (dumps in DIR, only those of REASON unless it
+# is empty) and bad (each one with a seq gap or duplicate, and its counts)
+check_gaps() {
+	local f st
+	bad='' n=0
+	for f in "$1"/*.btd; do
+		[ -z "$2" ] || grep -q "\"reason\": \"$2\"" "$f.json" 2>/dev/null || continue
+		n=$((n + 1))
+		st=$("$BT" report --stats "$f" 2>&1)
+		grep -q "seq gaps: 0 gaps, 0 events missing, 0 duplicates" <<<"$st" ||
+			bad="$bad $(basename "$f"): $(grep -E 'seq gaps|reservation failures' <<<"$st" | tr '\n' ' ')"
+	done
+}
+
 # ---- 1. every call, under load, beside ftrace -------------------------------------------
 TR=/sys/kernel/tracing
 [ -d "$TR/instances" ] || mount -t tracefs nodev "$TR" 2>/dev/null
@@ -120,14 +134,7 @@ if [ -z "${BT_TEST_EMULATED:-}" ]; then
 		done
 		wait "$LP"
 		rec_stop "$REC_PID" INT 60
-		bad='' n=0
-		for f in "$T_TMP"/o4/*.btd; do
-			grep -q '"reason": "ctl"' "$f.json" 2>/dev/null || continue
-			n=$((n + 1))
-			st=$("$BT" report --stats "$f" 2>&1)
-			grep -q "seq gaps: 0 gaps, 0 events missing, 0 duplicates" <<<"$st" ||
-				bad="$bad $(basename "$f"): $(grep -E 'seq gaps|reservation failures' <<<"$st" | tr '\n' ' ')"
-		done
+		check_gaps "$T_TMP/o4" ctl
 		[ "$n" -eq 5 ] && [ -z "$bad" ] && ok "5 dumps under 250k calls/s: no seq gap, no duplicate" ||
 			not_ok "$n dumps under 250k calls/s: seq gaps or duplicates" "$bad"
 	else
@@ -190,13 +197,7 @@ if rec_start "$T_TMP/rec5.log" -e syscalls --comm dd -m 16M -o "$T_TMP/o5" --ctl
 		sleep 0.05
 	done
 	rec_stop "$REC_PID" INT 60
-	bad='' n=0
-	for f in "$T_TMP"/o5/*.btd; do
-		n=$((n + 1))
-		st=$("$BT" report --stats "$f" 2>&1)
-		grep -q "seq gaps: 0 gaps, 0 events missing, 0 duplicates" <<<"$st" ||
-			bad="$bad $(basename "$f"): $(grep -E 'seq gaps|reservation failures' <<<"$st" | tr '\n' ' ')"
-	done
+	check_gaps "$T_TMP/o5" ""
 	[ "$n" -ge 30 ] && [ -z "$bad" ] && ok "$n dumps of two dd: no seq gap, no duplicate" ||
 		not_ok "$n dumps of two dd: seq gaps or duplicates" "$bad"
 else
