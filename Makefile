@@ -11,8 +11,9 @@
 #                                                   one folder per subsystem,
 #                                                   docs/architecture.md)
 #   Every user/ folder is on the include path: sources include "name.h". A folder
-#   uses only the folders below it (util < lib < dump < probes < ctl, triggers,
-#   stacks, apps, dumpdir < record < report < export < main):
+#   uses only the folders below it (util < lib < coldtier < dump < dumpread <
+#   dumpwrite < probes < ctl, triggers, stacks, apps, dumpdir < record < report <
+#   export < perfetto, json, pprof < convert < main):
 #   scripts/check_layout.py, run by `make test`, checks that, that no files
 #   include or call each other in a circle, and that docs/architecture.md names
 #   every C file.
@@ -37,7 +38,7 @@ USER_DIRS  := user $(patsubst %/,%,$(sort $(dir $(wildcard user/*/*.c user/*/*.h
 CPPFLAGS += $(addprefix -I,$(USER_DIRS)) -Ibpf -I$(OUT) -Iskeletons
 DEPFLAGS  = -MMD -MP
 # capstone: instruction boundaries of probed functions (user/probes/insn_bounds.c);
-# libcrypto: the sha256 of dump manifests (user/dump/manifest.c);
+# libcrypto: the sha256 of dump manifests (user/dumpwrite/manifest.c);
 # libdw: source lines and inlined calls of stack frames (user/probes/dwarf_lines.c);
 # liblz4, libzstd: the cold tier's codecs (user/coldtier/cold_tier.c)
 LDLIBS_BPF := -lbpf -ldw -lelf -lcapstone -lz -llz4 -lzstd -lcrypto -lpthread -lm
@@ -56,7 +57,9 @@ TEST_SKELS := $(patsubst tests/progs/%.bpf.c,skeletons/%.skel.h,$(wildcard tests
 SKELS      := $(TOOL_SKELS) $(TEST_SKELS)
 LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_HDRS   := $(wildcard user/lib/*.h)
-LIB_OBJS   := $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRCS))
+# The base layer's parts libbtrace needs (libc only: applications link them).
+LIB_UTIL   := user/util/clocks.c user/util/errors.c user/util/fd_pass.c
+LIB_OBJS   := $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRCS) $(LIB_UTIL))
 USER_SRCS  := $(wildcard user/*.c) $(filter-out $(LIB_SRCS),$(wildcard user/*/*.c))
 USER_HDRS  := $(wildcard user/*.h user/*/*.h)
 USER_OBJS  := $(patsubst user/%.c,$(OUT)/user/%.o,$(USER_SRCS))
@@ -65,7 +68,7 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c tests/kernel/test_*.c)
 UNIT_BINS  := $(patsubst %.c,$(OUT)/tests/%,$(notdir $(UNIT_SRCS)))
 STRESS_SRCS:= $(wildcard tests/stress/stress_*.c)
 STRESS_BINS:= $(foreach s,$(patsubst tests/stress/%.c,$(OUT)/tests/%,$(STRESS_SRCS)),$(s) $(s).tsan $(s).asan)
-WORK_SRCS  := $(wildcard tests/workloads/*.c)
+WORK_SRCS  := $(filter-out tests/workloads/funcs_plugin.c,$(wildcard tests/workloads/*.c)) # the plugin is a library
 WORK_BINS  := $(patsubst tests/workloads/%.c,$(OUT)/tests/%,$(WORK_SRCS)) \
 	      $(patsubst tests/workloads/%.cc,$(OUT)/tests/%,$(wildcard tests/workloads/*.cc))
 FUZZ_SRCS  := $(wildcard tests/fuzz/fuzz_*.c)
@@ -113,8 +116,12 @@ skeletons/%.skel.h: $(OUT)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< > $@.tmp && mv $@.tmp $@
 
 # ---- user space ---------------------------------------------------------------
-# libbtrace needs only its own headers and bpf/events.h (no libbpf, no skeletons).
+# libbtrace and the base layer need only their own headers and bpf/events.h
+# (no libbpf, no skeletons).
 $(OUT)/user/lib/%.o: user/lib/%.c
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
+$(OUT)/user/util/%.o: user/util/%.c
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -127,7 +134,8 @@ $(OUT)/user/%.o: user/%.c | $(TOOL_SKELS)
 	$(call msg,CC,$@)
 	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o $(OUT)/user/lib/btrace_capture.o
+$(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o $(OUT)/user/lib/btrace_capture.o \
+			   $(OUT)/user/lib/app_shm.o
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
@@ -168,8 +176,9 @@ $(OUT)/tests/stress_$(1)$(if $(filter plain,$(2)),,.$(2)): tests/stress/stress_$
 endef
 stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v),$(2),$(3),$(4))))
 
-BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c
-APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/apps/app_reader.c $(BUF_SRCS)
+BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c $(LIB_UTIL)
+APP_SHM_SRCS    := user/lib/app_shm.c
+APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/lib/app_early.c user/apps/app_reader.c user/apps/copy_pool.c $(APP_SHM_SRCS) $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)
 # The cold tier compressing behind full-speed writers while dumps read both tiers.
 $(call stress_test,cold,$(BUF_SRCS) user/coldtier/cold_tier.c,-llz4 -lzstd -lpthread)
@@ -178,7 +187,7 @@ $(call stress_test,app,$(APP_STRESS_SRCS),-lpthread)
 # Function tracing: the test itself is instrumented.
 $(call stress_test,funcs,$(APP_STRESS_SRCS) user/dump/func_batch.c,-lpthread,-finstrument-functions)
 # The trigger thread; the rest of the tool (the BPF side it never loads) from the archive.
-$(call stress_test,triggers,user/triggers/triggers.c user/dump/trigger_spec.c user/util.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
+$(call stress_test,triggers,user/triggers/triggers.c user/dump/trigger_spec.c user/util/util.c,$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 # The stack table: drain, dumps and status at once over a real buffer.
 $(call stress_test,stacks,user/stacks/stack_table.c $(BUF_SRCS),$(OUT)/libbtrace-tool.a $(LDLIBS_BPF))
 # The symbol loader: a flood of new stacks, dumps naming them, status reads.
@@ -200,6 +209,21 @@ $(OUT)/tests/app_funcs_clang: tests/workloads/app_funcs.c $(OUT)/libbtrace.a use
 tests: $(OUT)/tests/app_funcs_clang
 # Calls a small function at full speed (dump capture test and benchmark).
 $(OUT)/tests/app_funcs_spin: tests/workloads/app_funcs_spin.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
+
+# longjmp and a dlopen'ed library (test_funcs_edge.sh): the library has the
+# hooks too and finds them in the program (exported: -rdynamic).
+$(OUT)/tests/app_funcs_edge: tests/workloads/app_funcs_edge.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -finstrument-functions -rdynamic $< $(OUT)/libbtrace.a -lpthread -ldl -o $@
+$(OUT)/tests/funcs_plugin.so: tests/workloads/funcs_plugin.c | $(OUT)/tests
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -O1 -fno-inline -finstrument-functions -fPIC -shared $< -o $@
+tests: $(OUT)/tests/funcs_plugin.so
+
+# A child's first calls after fork and exec (test_fork_burst.sh).
+$(OUT)/tests/app_fork_burst: tests/workloads/app_fork_burst.c $(OUT)/libbtrace.a user/lib/btrace.h | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline -finstrument-functions $< $(OUT)/libbtrace.a -lpthread -o $@
 
@@ -253,7 +277,7 @@ $(OUT)/tests/%: tests/workloads/%.c | $(OUT)/tests
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -O1 -fno-inline $< -lpthread -o $@
 
-$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) $(BUF_SRCS) $(USER_HDRS) | $(OUT)/tests $(SKELS)
+$(OUT)/tests/fuzz_%: tests/fuzz/fuzz_%.c $(filter-out user/main.c,$(USER_SRCS)) $(BUF_SRCS) $(APP_SHM_SRCS) $(USER_HDRS) | $(OUT)/tests $(SKELS)
 	$(call msg,FUZZ,$@)
 	$(Q)$(CLANG) $(CPPFLAGS) -std=gnu11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined $< $(filter user/%.c,$^) $(LDLIBS_BPF) -o $@
 
@@ -308,6 +332,13 @@ bench: check-deps
 test-kernels: check-deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)scripts/test-kernels.sh
+
+# Restart, kill -9 and upgrade of the service under a real systemd: a guest
+# booted with systemd as init on Debian's 6.1 kernel (scripts/test-systemd.sh).
+.PHONY: test-systemd
+test-systemd: check-deps
+	$(Q)$(MAKE) --no-print-directory tool
+	$(Q)scripts/test-systemd.sh
 
 # btrace-bpf against ftrace and perf at equal memory on the real kernel
 # (scripts/compare_tracers.sh, about 17 minutes; not part of `make bench`).

@@ -73,6 +73,8 @@ enum bt_event_type {
 	BT_RAW_STACKS = 48,
 	BT_RAW_STACK_DEF = 49,
 	BT_RAW_SYS_PAIR = 50, /* struct bt_raw_sys_pair: a sys_enter and its sys_exit */
+	BT_RAW_STACK_COPY = 51, /* struct bt_raw_stack_copy: a user stack's bytes where its walk stopped */
+	BT_RAW_PY_CODE = 52,  /* struct bt_raw_py_code: a Python code object's names, once */
 };
 
 /* Types the BPF side emits and the drain stores (not application events). */
@@ -173,9 +175,15 @@ struct bt_ev_app {
  * names its stacks by id in the dump's stack table (section STCK): 0 = no
  * stack of that kind (a kernel thread has no user stack; the user stack of a
  * sample taken in the kernel of a task is there), BT_STACK_LOST = the stack
- * could not be taken or stored (counted in the STCK section's counters).
+ * could not be taken or stored (counted in the STCK section's counters),
+ * BT_STACK_RECLAIMED = it was taken, but the table was full and gave its
+ * entry to a newer stack before the dump (only in dumps: the recorder's
+ * buffer never holds it).
  */
 #define BT_STACK_LOST 0xffffffffu
+#define BT_STACK_RECLAIMED 0xfffffffeu
+/* Neither a stack nor none: no frames in the table. */
+#define BT_STACK_ID_GONE(id) ((id) >= BT_STACK_RECLAIMED)
 #define BT_MAX_FRAMES 127 /* perf's default kernel.perf_event_max_stack */
 
 /* record --sample: a timer sample of the running thread. */
@@ -249,13 +257,100 @@ struct bt_raw_sys_pair {
 #define BT_STACKDEF_USER 0x1      /* user stack of h.tgid (else kernel) */
 #define BT_STACKDEF_FULL 0x2      /* BT_MAX_FRAMES frames: may be cut short */
 #define BT_STACKDEF_CUT 0x4       /* the unwinder stopped before the outermost frame
-				   * (bt_stack_stats' unw_* say why) */
+				   * (bt_stack_stats' unw_* count why; bits 8..15 say
+				   * it for this stack: enum bt_stack_cut) */
+#define BT_STACKDEF_FILES 0x8     /* ips holds nframes struct bt_stack_frame_file (the unwinder's):
+				   * each frame with the file the BPF side found it in */
+#define BT_STACKDEF_COPY 0x10      /* the walk stopped at a binary whose table was not built yet: a
+				   * BT_RAW_STACK_COPY of the same hash follows, the recorder
+				   * finishes the walk from it (the hash is this event's alone) */
+#define BT_STACKDEF_WHY_SHIFT 8
+#define BT_STACKDEF_WHY(flags) (((flags) >> BT_STACKDEF_WHY_SHIFT) & 0xff)
+/* Why an unwinder walk ended before the outermost frame. */
+enum bt_stack_cut {
+	BT_CUT_UNKNOWN = 0,   /* not said (an older recorder) */
+	BT_CUT_NO_PROC = 1,   /* the process's mappings were not known yet: the leaf only */
+	BT_CUT_NO_MAP = 2,    /* an address in no executable mapping */
+	BT_CUT_ANON = 3,      /* anonymous executable memory (JIT code) */
+	BT_CUT_SIGNAL = 4,    /* a signal frame */
+	BT_CUT_BAD_FRAME = 5, /* an unreadable stack word or an invalid frame */
+	BT_CUT_NO_TABLE = 6,  /* a binary with no table yet (being built, or refused) */
+	BT_CUT_REASONS = 7,
+};
+#define BT_STACKDEF_CUT_BY(why) (BT_STACKDEF_CUT | ((__u32)(why) << BT_STACKDEF_WHY_SHIFT))
 struct bt_raw_stack_def {
 	struct bt_event_hdr h;
 	__u64 hash;
 	__u32 nframes;
 	__u32 flags;
 	__u64 ips[]; /* nframes */
+};
+
+/* A bounded copy of a user stack where the BPF walk stopped for a table not
+ * built yet (as perf's --call-graph dwarf copies 8 KiB at each sample): the
+ * recorder walks on from it in user space once the table is published
+ * (user/stacks/stack_copies.c). h.type = BT_RAW_STACK_COPY, h.seq 0; it
+ * follows the BT_RAW_STACK_DEF of `hash` (flag BT_STACKDEF_COPY) in the
+ * same ring. At most BT_STACK_COPY_RATE per CPU per 100 ms. */
+#define BT_STACK_COPY_BYTES 8192 /* stack bytes from sp (perf's default --call-graph dwarf size) */
+#define BT_STACK_COPY_RATE 64    /* copies per CPU per 100 ms; past it the stack stays cut (counted) */
+#define BT_STACK_COPY_YOUNG_NS (5ull * 1000000000ull) /* only processes younger: an older one's later
+						       * samples walk whole once the table is in */
+struct bt_raw_stack_copy {
+	struct bt_event_hdr h;
+	__u64 hash;       /* the definition it finishes */
+	__u64 pc, sp, bp; /* registers of the frame the walk stopped at */
+	__u32 nframes;    /* the definition's frames; the last is pc's */
+	__u16 nmaps;      /* the process's executable mappings that follow */
+	__u16 len;        /* stack bytes from sp that follow them */
+	__u8 data[];      /* nmaps struct bt_unwind_map (bpf/unwind.h), then the len bytes */
+};
+
+/* A user frame as the BPF unwinder found it: the file it is in, as the
+ * kernel knows it, so the recorder names it even after the process is
+ * gone. dev_off: BT_FRAME_NO_FILE (not in a file, or not known), else the
+ * file's s_dev (low 32 bits) and the ip's file offset (high 32 bits); the
+ * vDSO is the file { 0, 0 }. */
+struct bt_stack_frame_file {
+	__u64 ip;
+	__u64 ino;
+	__u64 dev_off;
+};
+#define BT_FRAME_NO_FILE (~0ull)
+
+/* A Python frame among a user stack's frames (bpf/python_frames.bpf.h):
+ * ip = BT_FRAME_PY_BIT | 63 bits of a hash of the code object's address,
+ * of its generation (a hash of its name and file pointers and first line:
+ * a code object allocated later at the same address is another) and of
+ * the offset of the instruction it runs, dev_off BT_FRAME_NO_FILE: one key
+ * per place in the code, named with its line. */
+#define BT_FRAME_PY_BIT (1ull << 63)
+
+/* bt_raw_py_code.flags */
+#define BT_PY_CODE_NO_NAME 1u   /* co_qualname unreadable */
+#define BT_PY_CODE_NO_FILE 2u   /* co_filename unreadable */
+#define BT_PY_CODE_NO_INSTR 4u  /* the instruction or the line table unknown: the first line */
+#define BT_PY_CODE_LT_CUT 8u    /* the line table is longer than linetable[] */
+#define BT_PY_CODE_LT_310 16u   /* 3.10's line table (pairs), else 3.11+'s locations */
+#define BT_PY_LT_LEN 1024       /* line table bytes read */
+
+/* A place in a code object met for the first time by a stack of process
+ * h.tgid (h.type = BT_RAW_PY_CODE, no seq): its names and the code's line
+ * table, read while the process lives, so its frames are named, with the
+ * line being run (computed by the recorder: user/stacks/py_lines.c),
+ * after it exits. Sent once per (tgid, key) while py_code_seen
+ * remembers it. */
+struct bt_raw_py_code {
+	struct bt_event_hdr h;
+	__u64 key;       /* the frames' ip (BT_FRAME_PY_BIT set) */
+	__u32 line;      /* co_firstlineno */
+	__u32 flags;     /* BT_PY_CODE_* */
+	__s32 instr;     /* byte offset in the code of the instruction run (< 0: not started) */
+	__u16 lt_len;    /* bytes of linetable read */
+	__u16 pad;
+	char name[96];   /* co_qualname, NUL-terminated (BT_PY_NAME_LEN) */
+	char file[160];  /* co_filename (BT_PY_FILE_LEN) */
+	__u8 linetable[BT_PY_LT_LEN]; /* co_linetable's first lt_len bytes */
 };
 
 /* Per-CPU counters of stacks not taken (a PERCPU_ARRAY, one slot). */
@@ -270,11 +365,29 @@ struct bt_stack_stats {
 	__u64 unw_walks;   /* walks of processes whose mappings were loaded */
 	__u64 unw_no_proc; /* stacks of processes not loaded yet: the leaf only */
 	__u64 unw_no_map;  /* walks ended at an address in no executable mapping */
-	__u64 unw_anon;    /* ... in anonymous code (JIT) */
+	__u64 unw_anon;    /* frames in anonymous code (JIT): frame pointers followed */
 	__u64 unw_signal;  /* ... at a signal frame */
 	__u64 unw_bad;     /* ... at unreadable stack or an invalid frame */
 	__u64 unw_fp;      /* frames with no unwind row: frame pointers followed */
 	__u64 unw_no_table;/* frames of binaries without a table (memory bound, no .eh_frame) */
+	__u64 unw_pending; /* walks ended at a file whose table was not built yet */
+	__u64 unw_maps_new;/* executable mappings the kernel made, kept in the process's entry */
+	__u64 unw_maps_full;/* ... dropped: the process had BT_UNWIND_MAPS already */
+	__u64 unw_execs;   /* processes given a fresh entry at exec */
+	__u64 unw_execs_full;/* ... not: the per-process map was full */
+	__u64 unw_copies;  /* stacks copied where a walk stopped at a table not built yet */
+	__u64 unw_copy_rate;/* ... not copied: over BT_STACK_COPY_RATE (the stack stays cut) */
+	__u64 unw_copy_drops;/* ... copied, but the copy did not fit in the ring */
+	__u64 unw_copy_old;/* ... not copied: a process older than BT_STACK_COPY_YOUNG_NS */
+	/* Python frames (bpf/python_frames.bpf.h), of stacks with a frame in
+	 * a CPython interpreter's _PyEval_EvalFrameDefault */
+	__u64 py_walks;    /* stacks whose Python frames were read */
+	__u64 py_frames;   /* Python frames put in stacks */
+	__u64 py_unknown;  /* ... not read: an interpreter version without offsets */
+	__u64 py_no_thread;/* ... not read: no thread state of the thread found */
+	__u64 py_unreadable;/* walks cut by unreadable interpreter memory */
+	__u64 py_cut;      /* walks cut at BT_PY_MAX_FRAMES or BT_MAX_FRAMES */
+	__u64 py_code_drops;/* code objects' names that did not fit in the ring (frames unnamed) */
 };
 
 /* Value of offcpu_pending (key: tid): a task switched out sleeping, its
@@ -334,5 +447,39 @@ struct bt_cpu_state {
 	__u64 emitted[BT_GROUP_MAX]; /* events submitted per group */
 	struct bt_sys_pending sys;   /* this CPU's deferred sys_enter */
 };
+
+/*
+ * The layouts user space, the BPF programs and dumps on disk share: a field
+ * added, removed or moved changes a size here first (a compile error on
+ * both sides), then docs/dump-format.md and the dump version where a dump
+ * stores the struct.
+ */
+#define BT_ABI_SIZE(s, n) _Static_assert(sizeof(struct s) == (n), #s " layout (bpf/events.h)")
+BT_ABI_SIZE(bt_event_hdr, 24);
+BT_ABI_SIZE(bt_ev_sched_switch, 40);
+BT_ABI_SIZE(bt_ev_sched_wakeup, 32);
+BT_ABI_SIZE(bt_ev_sched_migrate, 32);
+BT_ABI_SIZE(bt_ev_task, 48);
+BT_ABI_SIZE(bt_ev_irq, 32);
+BT_ABI_SIZE(bt_ev_power, 32);
+BT_ABI_SIZE(bt_ev_syscall, 40);
+BT_ABI_SIZE(bt_ev_uprobe, 96);
+BT_ABI_SIZE(bt_ev_app, 32);
+BT_ABI_SIZE(bt_ev_sample, 32);
+BT_ABI_SIZE(bt_ev_offcpu, 40);
+BT_ABI_SIZE(bt_ev_waker, 40);
+BT_ABI_SIZE(bt_ev_probe_stack, 40);
+BT_ABI_SIZE(bt_raw_stacks, 56);
+BT_ABI_SIZE(bt_raw_sys_pair, 64);
+BT_ABI_SIZE(bt_raw_stack_def, 40);
+BT_ABI_SIZE(bt_raw_stack_copy, 64);
+BT_ABI_SIZE(bt_stack_frame_file, 24);
+BT_ABI_SIZE(bt_stack_stats, 240);
+BT_ABI_SIZE(bt_raw_py_code, 24 + 16 + 8 + 96 + 160 + BT_PY_LT_LEN);
+BT_ABI_SIZE(bt_offcpu_pending, 24);
+BT_ABI_SIZE(bt_ev_app_funcs, 56);
+BT_ABI_SIZE(bt_sys_pending, 40);
+BT_ABI_SIZE(bt_cpu_state, 144);
+#undef BT_ABI_SIZE
 
 #endif /* BTRACE_EVENTS_H */

@@ -47,6 +47,27 @@ struct {
 
 /* ---- CPU sampling ------------------------------------------------------------ */
 
+#ifdef BT_WITH_UNWIND
+/* A sample's user half (the unwind walk, Python frames) is a program of
+ * its own, tail-called, so each half has the verifier's whole budget:
+ * index 0 is handle_cpu_sample_user, put there by the loader. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sample_tail SEC(".maps");
+
+/* The kernel half's hash, per CPU, for the user half to emit (a sample
+ * does not nest into itself on a CPU). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} sample_khash SEC(".maps");
+#endif
+
 /* Attached by the loader to a software CPU clock per CPU (record --sample).
  * The timer runs in hard interrupt context: irqs off. Idle is not sampled. */
 SEC("perf_event")
@@ -61,10 +82,43 @@ int handle_cpu_sample(struct bpf_perf_event_data *ctx)
 		return 0;
 	ss->samples++;
 	kh = bt_stack_take(ctx, BT_STK_SLOT_SAMPLE, 0, ss);
+#ifdef BT_WITH_UNWIND
+	if (unwind_on) {
+		__u32 zero = 0;
+		__u64 *slot = bpf_map_lookup_elem(&sample_khash, &zero);
+
+		if (slot) {
+			*slot = kh;
+			bpf_tail_call(ctx, &sample_tail, 0);
+		}
+		/* not run: the user stack is lost, counted */
+		__sync_fetch_and_add(&ss->user_err, 1);
+		bt_stacks_emit(BT_EV_CPU_SAMPLE, kh, BT_HASH_LOST, 0, 0, 0, 0, BT_IRQS_OFF);
+		return 0;
+	}
+#endif
 	uh = bt_stack_take(ctx, BT_STK_SLOT_SAMPLE, 1, ss);
 	bt_stacks_emit(BT_EV_CPU_SAMPLE, kh, uh, 0, 0, 0, 0, BT_IRQS_OFF);
 	return 0;
 }
+
+#ifdef BT_WITH_UNWIND
+/* The user half of a sample (see sample_tail), never attached. */
+SEC("perf_event")
+int handle_cpu_sample_user(struct bpf_perf_event_data *ctx)
+{
+	struct bt_stack_stats *ss = bt_stack_stats_get();
+	__u32 zero = 0;
+	__u64 *kh = bpf_map_lookup_elem(&sample_khash, &zero);
+	__u64 uh;
+
+	if (!ss || !kh)
+		return 0;
+	uh = bt_stack_take(ctx, BT_STK_SLOT_SAMPLE, 1, ss);
+	bt_stacks_emit(BT_EV_CPU_SAMPLE, *kh, uh, 0, 0, 0, 0, BT_IRQS_OFF);
+	return 0;
+}
+#endif
 
 /* ---- off-CPU: called by the sched_switch programs ---------------------------- */
 

@@ -25,7 +25,16 @@ struct bt_stack_buf {
 	__u64 hash;
 	__u32 nframes;
 	__u32 flags;
-	__u64 ips[BT_MAX_FRAMES];
+	__u64 ips[BT_MAX_FRAMES * 3]; /* BT_STACKDEF_FILES: struct bt_stack_frame_file each */
+	__u64 stop[3]; /* not sent: pc, sp, bp where the unwinder stopped */
+	/* not sent: frames the unwinder found in a CPython interpreter's
+	 * _PyEval_EvalFrameDefault (bit i: frame i), the interpreter's file and
+	 * the bias from its ELF addresses to the process's (python_frames.bpf.h) */
+	__u64 pymask[2];
+	__u64 pybias;
+	__u64 pyino;
+	__u32 pydev;
+	__u32 pypad;
 };
 #define BT_STACKDEF_HDR 40u
 
@@ -61,7 +70,9 @@ static __always_inline struct bt_stack_stats *bt_stack_stats_get(void)
 }
 
 #ifdef BT_WITH_UNWIND
+#include "python_frames.bpf.h"
 #include "unwind_walk.bpf.h"
+#include "stack_copy.bpf.h"
 #endif
 
 /* The hash of the current task's kernel (user = 0) or user stack, its frames
@@ -71,7 +82,7 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 {
 	struct bt_stack_buf *b;
 	__u64 h, pid_tgid, v = 0;
-	__u32 cpu, nf, i, seen = 1;
+	__u32 cpu, nf, i, st, seen = 1;
 	void *ring;
 	long n;
 
@@ -80,11 +91,15 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 		return BT_HASH_LOST;
 	b->flags = 0;
 #ifdef BT_WITH_UNWIND
-	if (user && unwind_on)
-		n = bt_unwind_user(b, slot, ss, &b->flags) * 8;
-	else
+	if (user && unwind_on) {
+		b->pymask[0] = b->pymask[1] = 0;
+		n = bt_unwind_user(b, slot, ss, &b->flags);
+		if (py_frames_on && n > 0 && (b->pymask[0] | b->pymask[1]))
+			n = bt_py_frames(slot, (__u32)n);
+		n *= 8;
+	} else
 #endif
-		n = bpf_get_stack(ctx, b->ips, sizeof(b->ips), user ? BPF_F_USER_STACK : 0);
+		n = bpf_get_stack(ctx, b->ips, BT_MAX_FRAMES * 8, user ? BPF_F_USER_STACK : 0);
 	if (n < 0) {
 		if (user)
 			__sync_fetch_and_add(&ss->user_err, 1);
@@ -95,22 +110,35 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 	nf = (__u32)n / 8;
 	if (nf == 0)
 		return BT_HASH_NONE;
+#ifdef BT_WITH_UNWIND
+	if ((b->flags & BT_STACKDEF_COPY) && !bt_stack_copy_budget())
+		b->flags &= ~BT_STACKDEF_COPY; /* stays cut, counted */
+#else
+	b->flags &= ~BT_STACKDEF_COPY;
+#endif
 	if (nf > BT_MAX_FRAMES)
 		nf = BT_MAX_FRAMES;
 	pid_tgid = bpf_get_current_pid_tgid();
 	h = 0xcbf29ce484222325ull;
 	if (user)
 		h = (h ^ ((pid_tgid >> 32) << 1 | 1)) * 0x100000001b3ull;
+	st = (b->flags & BT_STACKDEF_FILES) ? 3 : 1;
 	for (i = 0; i < BT_MAX_FRAMES; i++) {
-		if (i >= nf)
+		__u32 k = i * st;
+
+		barrier_var(k);
+		if (i >= nf || k >= BT_MAX_FRAMES * 3)
 			break;
-		h = (h ^ b->ips[i]) * 0x100000001b3ull;
+		h = (h ^ b->ips[k]) * 0x100000001b3ull;
 	}
 	h = (h ^ b->flags) * 0x100000001b3ull; /* a cut stack is another stack */
 	h ^= h >> 31;
 	if (h <= BT_HASH_LOST)
 		h += 2;
-	if (bpf_map_lookup_elem(&stack_seen, &h))
+	if (b->flags & BT_STACKDEF_COPY)
+		/* This event's own stack: its copy finishes it alone. */
+		h = (h ^ (bpf_ktime_get_ns() << 8 | bpf_get_smp_processor_id())) * 0x100000001b3ull | 2;
+	else if (bpf_map_lookup_elem(&stack_seen, &h))
 		return h;
 	cpu = bpf_get_smp_processor_id();
 	ring = bpf_map_lookup_elem(&rings, &cpu);
@@ -123,10 +151,16 @@ static __always_inline __u64 bt_stack_take(void *ctx, __u32 slot, int user, stru
 	b->hash = h;
 	b->nframes = nf;
 	b->flags |= (user ? BT_STACKDEF_USER : 0) | (nf == BT_MAX_FRAMES ? BT_STACKDEF_FULL : 0);
-	if (!ring || bpf_ringbuf_output(ring, b, BT_STACKDEF_HDR + (__u64)nf * 8, BPF_RB_NO_WAKEUP)) {
+	if (!ring || bpf_ringbuf_output(ring, b, BT_STACKDEF_HDR + (__u64)nf * 8 * st, BPF_RB_NO_WAKEUP)) {
 		__sync_fetch_and_add(&ss->def_drops, 1);
 		return BT_HASH_LOST;
 	}
+#ifdef BT_WITH_UNWIND
+	if (b->flags & BT_STACKDEF_COPY) {
+		bt_stack_copy_send(h, slot, nf);
+		return h;
+	}
+#endif
 	bpf_map_update_elem(&stack_seen, &h, &seen, BPF_ANY);
 	(void)v;
 	return h;

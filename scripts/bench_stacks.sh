@@ -11,6 +11,10 @@
 #             reported apart). Beside it, at 999 Hz, the slowdown of a fixed
 #             CPU-bound job (sha256 of 1 GiB per CPU) under btrace-bpf and
 #             under `perf record -F 999 -g -a`, interleaved with no tracing.
+#             The BPF share includes the unwinder's mmap and exec hooks;
+#             apart: mmap+munmap loops (bench/mmap_loop: executable file
+#             pages, the hook's full path, and anonymous ones) and
+#             fork+exec of /bin/true, with a recorder at 49 Hz and without.
 #   bytes     bytes per stored sample: buffer bytes written / events (nearly
 #             all samples) of a dump at 999 Hz, then with the stack table
 #             amortized: after SECS (a window that has not wrapped yet), and
@@ -112,9 +116,24 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # The recorder's CPU time in ns, summed over its threads' schedstat: exact run
 # time, where ticks (10 ms) charge a whole tick to a thread that wakes on the
 # timer (the drain every 20 ms), which made the 49 Hz figure swing 0.5-1.5%.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%d\n", s }'; }
-prog_ns() { bpftool prog show name "$1" -j 2>/dev/null | python3 -c 'import json,sys
-d=json.load(sys.stdin); d=d if isinstance(d,list) else [d]; print(sum(p.get("run_time_ns",0) for p in d), sum(p.get("run_cnt",0) for p in d))'; }
+cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+# NAME's run time and runs, over this recorder's programs only (those
+# using a map RPID holds): the machine may run other recorders, whose
+# programs have the same names
+prog_ns() { bpftool prog show -j 2>/dev/null | python3 -c 'import json,sys
+d=json.load(sys.stdin); maps=set(int(x) for x in sys.argv[2:])
+d=[p for p in d if p.get("name")==sys.argv[1] and maps & set(p.get("map_ids",[]))]
+print(sum(p.get("run_time_ns",0) for p in d), sum(p.get("run_cnt",0) for p in d))' "$1" \
+	$(grep -h '^map_id:' /proc/"${RPID:-0}"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -u); }
+# the unwinder's mmap and exec hooks (bpf/unwind_walk.bpf.h): run time, runs
+hooks_ns() {
+	local a b t=0 c=0
+	for p in handle_unwind_mmap handle_unwind_exec handle_unwind_exec_maps; do
+		read -r a b <<<"$(prog_ns "$p")"
+		t=$((t + ${a:-0})) c=$((c + ${b:-0}))
+	done
+	echo "$t $c"
+}
 busy() { # N processes of the workload for SECS; their pids in BUSY
 	BUSY=()
 	for _ in $(seq "$NCPU"); do
@@ -139,7 +158,7 @@ md ""
 # sample); that work is reported apart, as the recorder's CPU in those seconds.
 WARM_SECS=${WARM_SECS:-3}
 sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample warmup_pct"
-	local hz=$1 t0 t1 b0 c0 b1 c1 tw secs_was=$SECS
+	local hz=$1 t0 t1 b0 c0 b1 c1 h0 h1 tw secs_was=$SECS
 	rec_start -e power --sample "$hz" --unwind-mem 64M -m 16M --no-final-dump
 	tw=$(cpu_ns "$RPID")
 	SECS=$((secs_was + WARM_SECS))
@@ -147,15 +166,19 @@ sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample warmup
 	SECS=$secs_was
 	sleep "$WARM_SECS"
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
+	read -r h0 _ <<<"$(hooks_ns)"
 	t0=$(cpu_ns "$RPID")
 	sleep "$SECS"
 	read -r b1 c1 <<<"$(prog_ns handle_cpu_sample)"
+	read -r h1 _ <<<"$(hooks_ns)"
 	t1=$(cpu_ns "$RPID")
 	busy_wait
 	rec_stop
-	awk -v t="$((t1 - t0))" -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v s="$SECS" \
+	# BPF: the sample program and the unwinder's mmap/exec hooks (the
+	# machine's other processes map and exec meanwhile: they count too)
+	awk -v t="$((t1 - t0))" -v b="$((b1 - b0))" -v c="$((c1 - c0))" -v s="$SECS" -v h="$((h1 - h0))" \
 		-v w="$((t0 - tw))" -v ws="$WARM_SECS" 'BEGIN {
-		r = t / 1e9 / s * 100; k = b / 1e9 / s * 100
+		r = t / 1e9 / s * 100; k = (b + h) / 1e9 / s * 100
 		printf "%.3f %.3f %.3f %d %.0f %.1f\n", r + k, r, k, c, c ? b / c : 0, w / 1e9 / ws * 100 }'
 }
 for hz in 49 999; do
@@ -164,8 +187,48 @@ for hz in 49 999; do
 	eval "S_$hz=\"$tot $rp $kp $ns $nps $wp\""
 done
 read -r tot49 _ <<<"$S_49"
+
+# the unwinder's hooks on a loop of mmaps (executable: a code mapping
+# recorded; anonymous: the early exit) and of execs, without and with a
+# recorder at 49 Hz, interleaved, the fastest of REPS; the hooks' own run
+# time per call from bpf_stats
+ML=$PWD/build/bench/mmap_loop
+MMAP_N=${MMAP_N:-200000}
+EXEC_N=${EXEC_N:-300}
+[ "$quick" -eq 1 ] && MMAP_N=50000 EXEC_N=100
+execs() { # ns per fork+exec of /bin/true
+	local t0 t1
+	t0=$(date +%s%N)
+	for _ in $(seq "$EXEC_N"); do /bin/true; done
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / EXEC_N))
+}
+declare -A HK
+if [ -x "$ML" ]; then
+	for _ in $(seq "$REPS"); do
+		for mode in exec anon; do HK[none_$mode]+="$("$ML" $mode "$MMAP_N" /bin/true | awk '{ print $5 }') "; done
+		HK[none_fork]+="$(execs) "
+		rec_start -e power --sample 49 --unwind-mem 64M -m 16M --no-final-dump
+		read -r m0 n0 <<<"$(prog_ns handle_unwind_mmap)"
+		for mode in exec anon; do HK[rec_$mode]+="$("$ML" $mode "$MMAP_N" /bin/true | awk '{ print $5 }') "; done
+		read -r m1 n1 <<<"$(prog_ns handle_unwind_mmap)"
+		read -r e0 f0 <<<"$(hooks_ns)"
+		HK[rec_fork]+="$(execs) "
+		read -r e1 f1 <<<"$(hooks_ns)"
+		rec_stop
+		HK[mmap_bpf]+="$(((m1 - m0) / ((n1 - n0) ? (n1 - n0) : 1))) "
+		# per exec: the exec programs plus the mmaps ld.so makes for it
+		HK[exec_bpf]+="$(((e1 - e0) / EXEC_N)) "
+	done
+	for k in none_exec none_anon none_fork rec_exec rec_anon rec_fork mmap_bpf exec_bpf; do
+		eval "HK_$k=$(echo "${HK[$k]}" | tr ' ' '\n' | grep . | sort -n | head -1)"
+	done
+	echo "hooks: mmap+munmap exec ${HK_none_exec} -> ${HK_rec_exec} ns, anon ${HK_none_anon} -> ${HK_rec_anon} ns (mmap hook ${HK_mmap_bpf} ns a run); fork+exec ${HK_none_fork} -> ${HK_rec_fork} ns (hooks ${HK_exec_bpf} ns an exec)"
+fi
 awk -v t="$tot49" 'BEGIN { exit !(t <= 1.0) }' && echo "PASS default sampling (49 Hz) <= 1% of a CPU: ${tot49}%" ||
 	echo "FAIL default sampling (49 Hz) > 1% of a CPU: ${tot49}%"
+
+[ -n "${ONLY_COST:-}" ] && exit 0 # the sampling cost and the hooks only (no BENCHMARKS.md)
 
 # slowdown of a fixed job: none / btrace 999 / perf 999, interleaved
 job() { # seconds for sha256 of 1 GiB on every CPU
@@ -284,23 +347,8 @@ echo "perf bench sched pipe (usecs/op, best of $REPS): none $p_none, record -e s
 
 # ---- unwinding: complete stacks on packaged programs, table memory -----------------
 W=$TMP/w
-mkdir -p "$W"
-cat >"$W/loop.py" <<'PY'
-import sys, time
-def leaf(n):
-    s = 0
-    for i in range(n):
-        s += i * i
-    return s
-t = time.time()
-while time.time() - t < float(sys.argv[1]):
-    leaf(10000)
-PY
-cat >"$W/re.pl" <<'PL'
-my $s = "ab" x 1000; my $t = time; my $n = 0;
-while (time - $t < $ARGV[0]) { $n += () = $s =~ /a(b)/g; }
-PL
-echo 'WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c LIMIT 400000000) SELECT sum(x) FROM c;' >"$W/rec.sql"
+. tests/workloads/packaged_inputs.sh
+packaged_inputs "$W"
 # perf_complete FILE: % of samples whose callchain reaches __libc_start_call_main
 perf_complete() {
 	perf script -i "$1" -F ip,sym 2>/dev/null | awk 'BEGIN { RS = "" } { n++; if ($0 ~ /__libc_start_call_main/) c++ }
@@ -414,8 +462,10 @@ read -r t49 r49 k49 n49 ns49 w49 <<<"$S_49"
 read -r t999 r999 k999 n999 ns999 w999 <<<"$S_999"
 md "| measure | btrace-bpf | baseline |"
 md "|---|---|---|"
-md "| sampling cost at the default 49 Hz, 2 busy CPUs, % of one CPU (steady state: ${SECS}s from ${WARM_SECS}s after the workloads start) | ${t49}% (recorder ${r49}%, BPF ${k49}%; ${ns49} ns per sample) | target <= 1% |"
+md "| sampling cost at the default 49 Hz, 2 busy CPUs, % of one CPU (steady state: ${SECS}s from ${WARM_SECS}s after the workloads start; BPF: the sample program and the unwinder's mmap/exec hooks) | ${t49}% (recorder ${r49}%, BPF ${k49}%; ${ns49} ns per sample) | target <= 1% |"
 md "| the recorder in the ${WARM_SECS}s before: one-time loads of the symbol files (the machine's and the workload's binaries) and kernel symbols | ${w49}% of a CPU at 49 Hz, ${w999}% at 999 Hz | per new binary, not per sample |"
+[ -n "${HK_none_exec:-}" ] && md "| the unwinder's mmap hook (sys_exit_mmap), mmap+munmap of a file's page, ns (recorder at 49 Hz vs none; fastest of $REPS x $MMAP_N) | executable: ${HK_rec_exec} (none ${HK_none_exec}); anonymous: ${HK_rec_anon} (none ${HK_none_anon}); the hook's run ${HK_mmap_bpf} ns | |"
+[ -n "${HK_none_fork:-}" ] && md "| the exec hooks (sched_process_exec, and ld.so's mmaps), fork+exec of /bin/true from bash, us | $((HK_rec_fork / 1000)) (none $((HK_none_fork / 1000))); the hooks' run ${HK_exec_bpf} ns an exec | |"
 md "| sampling cost at 999 Hz, % of one CPU | ${t999}% (recorder ${r999}%, BPF ${k999}%; ${ns999} ns per sample) | |"
 md "| fixed CPU job (sha256, 1 GiB per CPU) under sampling at 999 Hz | ${j_bt}s ($(slow "$j_bt")) | none ${j_none}s; perf record -F 999 -g -a ${j_perf:-n/a}s ($(slow "$j_perf")) |"
 md "| bytes per stored sample (999 Hz), a whole ${FULL_SIZE} window (${FULL_SECS}s) | ${fbps} B; ${fbps_all} B with the stack table (target <= 32) | perf.data: ${perf_bps} B per sample |"

@@ -14,10 +14,16 @@ Checks, one TAP line each:
     a.c and a.h are two files, but the two modules need each other;
   - every edge goes down or sideways in LAYERS: a folder uses only folders
     listed before it (and itself), never one that uses it;
-  - record's five subsystems (SIBLINGS) never use each other: record
-    composes them;
+  - record's six subsystems (SIBLINGS) never use each other: record
+    composes them; nor do the output formats (FORMATS): convert composes them;
+  - no folder under user/ holds more than MAX_C_FILES C files;
   - every C file under user/, bpf/ and tests/progs/ is named in
-    docs/architecture.md (the map a newcomer reads must not miss a file).
+    docs/architecture.md (the map a newcomer reads must not miss a file);
+  - every function docs/architecture.md names exists: `file.c: func` in
+    that file, `func()` and `bt_...`-style names somewhere in user/ or bpf/
+    (a renamed function must not leave the map pointing nowhere);
+  - every path docs/architecture.md names (user/..., bpf/..., tests/...) exists
+    (a moved file must not leave the map pointing to its old folder).
 Usage: scripts/check_layout.py [ROOT]   (exit status 1 on a failure)
 """
 import os
@@ -27,30 +33,37 @@ import sys
 
 # Bottom first. A path belongs to the first layer with a prefix it starts with.
 LAYERS = [
-    ("util", ("user/util.",        # strict parsing, error strings, clocks
-              "user/log.",         # diagnostics with a severity (bt_err, bt_warn, ...)
+    ("util", ("user/util/",        # the base layer: parsing, errors, clocks, logging,
+                                   # hash maps, per-thread tables, atomic files, JSON strings
               "user/version.h",    # the version (VERSION, mk/dist.mk)
-              "user/atomic_file.", # whole files written atomically
-              "user/json_str.",    # UTF-8 checks, JSON string literals
               "user/commands.h")), # the subcommands' prototypes (main calls, folders define)
     ("lib", ("user/lib/",)),       # libbtrace: block buffer, in-process API
     ("coldtier", ("user/coldtier/",)), # compressed blocks behind the buffer (lz4/zstd)
-    ("dump", ("user/dump/",)),     # dump format, writer, reader, event names
+    ("dump", ("user/dump/",)),     # the dump format and its coding: events, stacks, names, sections
+    ("dumpread", ("user/dumpread/",)), # the validating reader, filters, analysis
+    ("dumpwrite", ("user/dumpwrite/",)), # the writer and the manifest (read back)
     ("probes", ("user/probes/",)), # kernel features, probe specs, ELF/DWARF, attaching
-    # record's five subsystems: none uses another, record composes them.
+    # record's six subsystems: none uses another, record composes them.
     ("ctl", ("user/ctl/",)),       # control socket, `ctl`, --config files, sd_notify
     ("triggers", ("user/triggers/",)), # trigger thread and its BPF programs
     ("stacks", ("user/stacks/",)), # stack table, mapping capture, symbolization
     ("apps", ("user/apps/",)),     # in-process tracing: registry, reader, app-func watch
     ("dumpdir", ("user/dumpdir/",)), # dump directory: quota, rotation, --on-dump
+    ("handover", ("user/handover/",)), # the buffer in a memfd that outlives the recorder
     ("record", ("user/record/",)), # the composer: loader, drain, tasks, recorder
     ("report", ("user/report/",)), # `report`
-    ("export", ("user/export/",)), # `convert`: Perfetto, JSON
+    ("export", ("user/export/",)), # what every output format shares: pre-pass, names, losses, sinks
+    # the output formats: none uses another, convert composes them.
+    ("perfetto", ("user/perfetto/",)), # Perfetto protobuf traces
+    ("json", ("user/json/",)),     # Chrome JSON traces
+    ("pprof", ("user/pprof/",)),   # pprof profiles
+    ("convert", ("user/convert/",)), # `convert`: a dump to a file in one of the formats
     ("main", ("user/",)),          # main.c
 ]
 
 # Layers side by side: none of them may use another (record composes them).
-SIBLINGS = ("ctl", "triggers", "stacks", "apps", "dumpdir")
+SIBLINGS = ("ctl", "triggers", "stacks", "apps", "dumpdir", "handover")
+FORMATS = ("perfetto", "json", "pprof")
 
 # The page that must name every C file (its table, one line per file).
 ARCHITECTURE = "docs/architecture.md"
@@ -97,18 +110,26 @@ def symbol_graph(root):
         objs += [os.path.join(d, f) for f in files if f.endswith(".o")]
     if not objs:
         return None
-    defined, used = {}, {}
+    srcs = {}
     for o in sorted(objs):
         src = "user/" + os.path.relpath(o, os.path.join(root, "build", "user"))[:-2] + ".c"
-        if not os.path.exists(os.path.join(root, src)):
-            continue  # a stale object of a file that moved
-        res = subprocess.run(["nm", "--defined-only", "-g", o], capture_output=True, text=True, check=True)
-        for line in res.stdout.splitlines():
-            parts = line.split()
-            if len(parts) == 3:
-                defined.setdefault(parts[2], src)
-        res = subprocess.run(["nm", "-u", o], capture_output=True, text=True, check=True)
-        used[src] = {line.split()[-1] for line in res.stdout.splitlines() if line.strip()}
+        if os.path.exists(os.path.join(root, src)):
+            srcs[o] = src  # else a stale object of a file that moved
+    # Two nm runs over every object (-A: "object:..." per line), not two
+    # per object: 340 runs took minutes on a loaded machine.
+    defined, used = {}, {src: set() for src in srcs.values()}
+    objs = sorted(srcs)
+    res = subprocess.run(["nm", "-A", "--defined-only", "-g"] + objs, capture_output=True, text=True, check=True)
+    for line in res.stdout.splitlines():
+        obj, _, rest = line.partition(":")
+        parts = rest.split()
+        if obj in srcs and len(parts) == 3:
+            defined.setdefault(parts[2], srcs[obj])
+    res = subprocess.run(["nm", "-A", "-u"] + objs, capture_output=True, text=True, check=True)
+    for line in res.stdout.splitlines():
+        obj, _, rest = line.partition(":")
+        if obj in srcs and rest.strip():
+            used[srcs[obj]].add(rest.split()[-1])
     g = {}
     for src, syms in used.items():
         g[src] = {defined[s] for s in syms if s in defined and defined[s] != src}
@@ -164,22 +185,41 @@ def upward(g):
     return bad
 
 
-def across_siblings(g):
+def across_siblings(g, group=SIBLINGS):
     bad = []
     for a in sorted(g):
         for b in sorted(g[a]):
             la, lb = LAYERS[layer(a)][0], LAYERS[layer(b)][0]
-            if la != lb and la in SIBLINGS and lb in SIBLINGS:
+            if la != lb and la in group and lb in group:
                 bad.append("%s -> %s (%s uses %s)" % (a, b, la, lb))
     return bad
 
 
+MAX_C_FILES = 15  # a folder past this is cut along its seams (issue 37)
+
+
+def oversized(root):
+    big = []
+    for d, _, files in os.walk(os.path.join(root, "user")):
+        n = sum(f.endswith(".c") for f in files)
+        if n > MAX_C_FILES:
+            big.append("%s: %d C files" % (os.path.relpath(d, root), n))
+    return big
+
+
+def read_doc(root):
+    """The architecture page's text, None if it cannot be read."""
+    try:
+        with open(os.path.join(root, ARCHITECTURE), encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def unmapped(root):
     """C files the architecture page does not name (by file name)."""
-    try:
-        with open(os.path.join(root, ARCHITECTURE), encoding="utf-8") as fh:
-            text = fh.read()
-    except OSError:
+    text = read_doc(root)
+    if text is None:
         return None
     named = set(re.findall(r"[A-Za-z0-9_.]+\.c\b", text))
     missing = []
@@ -189,6 +229,54 @@ def unmapped(root):
                 if f.endswith(".c") and f not in named:
                     missing.append(os.path.relpath(os.path.join(d, f), root))
     return sorted(missing)
+
+
+DOC_FILE_FUNC = re.compile(r"`([\w/.-]+\.[ch]): (\w+)`")
+DOC_CALL = re.compile(r"`(\w+)\(\)`")
+DOC_NAME = re.compile(r"`((?:bt|btd|recorder|pf|jx)_\w+)`")
+
+
+def stale_doc_names(root):
+    """Functions the architecture page names that no longer exist."""
+    doc = read_doc(root)
+    if doc is None:
+        return None
+    text = {}
+    for d in ("user", "bpf", os.path.join("tests", "progs")):
+        for dirpath, _, files in os.walk(os.path.join(root, d)):
+            for name in files:
+                if name.endswith((".c", ".h")):
+                    path = os.path.join(dirpath, name)
+                    with open(path, errors="replace") as f:
+                        text[os.path.relpath(path, root)] = f.read()
+    everything = "\n".join(text.values())
+    bad = []
+    for file, func in DOC_FILE_FUNC.findall(doc):
+        hits = [p for p in text if p == file or p.endswith("/" + file)]
+        if not hits:
+            bad.append("%s: no such file (for %s)" % (file, func))
+        elif not any(re.search(r"\b%s\s*\(" % re.escape(func), text[p]) for p in hits):
+            bad.append("%s: no function %s" % (file, func))
+    for name in sorted(set(DOC_CALL.findall(doc)) | set(DOC_NAME.findall(doc))):
+        if not re.search(r"\b%s\b" % re.escape(name), everything):
+            bad.append("%s: named, found nowhere in user/, bpf/" % name)
+    return bad
+
+
+DOC_PATH = re.compile(r"(?<![\w/.-])((?:user|bpf|tests|scripts|docs|dist|debian|man|mk|bench)/[\w/.*-]+)")
+
+
+def stale_doc_paths(root):
+    """Paths the architecture page names that do not exist (NAME is a placeholder)."""
+    doc = read_doc(root)
+    if doc is None:
+        return None
+    bad = set()
+    for p in DOC_PATH.findall(doc):
+        p = p.rstrip(".")
+        if "NAME" not in p and "*" not in p and not os.path.exists(os.path.join(root, p)):
+            bad.add(p)
+    return sorted(bad)
 
 
 def main():
@@ -213,12 +301,22 @@ def main():
     check(not bad, "no include reaches up a layer (%s)" % " < ".join(l[0] for l in LAYERS), bad)
     bad = across_siblings(inc)
     check(not bad, "record's subsystems include none of each other (%s)" % ", ".join(SIBLINGS), bad)
+    bad = across_siblings(inc, FORMATS)
+    check(not bad, "the output formats include none of each other (%s)" % ", ".join(FORMATS), bad)
+    big = oversized(root)
+    check(not big, "no folder under user/ holds more than %d C files" % MAX_C_FILES, big)
     missing = unmapped(root)
     if missing is None:
         check(False, "%s exists" % ARCHITECTURE)
     else:
         check(not missing, "%s names every C file under %s" % (ARCHITECTURE, ", ".join(MAPPED_DIRS)),
               ["not named: " + m for m in missing])
+    stale = stale_doc_names(root)
+    if stale is not None:
+        check(not stale, "every function %s names exists where it says" % ARCHITECTURE, stale)
+    stale = stale_doc_paths(root)
+    if stale is not None:
+        check(not stale, "every path %s names exists" % ARCHITECTURE, ["no such path: " + p for p in stale])
     sym = symbol_graph(root)
     if sym is None:
         print("ok %d - symbol graph # SKIP nothing built (make first)" % (n + 1))
@@ -231,6 +329,8 @@ def main():
         check(not bad, "no function call reaches up a layer", bad)
         bad = across_siblings(sym)
         check(not bad, "record's subsystems call none of each other", bad)
+        bad = across_siblings(sym, FORMATS)
+        check(not bad, "the output formats call none of each other", bad)
     return 1 if failed else 0
 
 

@@ -302,7 +302,7 @@ def analyze(events, truth):
 def cmd_run(argv):
     import argparse
     ap = argparse.ArgumentParser(prog="compare_analyze.py run")
-    ap.add_argument("--tool", required=True, choices=["btrace", "btrace-cold", "btrace-lz4", "btrace-zstd", "ftrace", "perf"])
+    ap.add_argument("--tool", required=True, choices=["btrace", "btrace-default", "btrace-cold", "btrace-lz4", "btrace-zstd", "ftrace", "perf"])
     ap.add_argument("--trace", required=True)
     ap.add_argument("--truth", required=True)
     ap.add_argument("--clock-offset", type=int, default=0, help="ns added to perf times")
@@ -330,9 +330,9 @@ def cmd_run(argv):
 
 # ---- tables and plot
 
-TOOLS = ["btrace-zstd", "btrace-lz4", "btrace-cold", "btrace", "ftrace", "perf"]
-NAMES = {"btrace": "btrace-bpf, no cold tier", "btrace-cold": "btrace-bpf (cold tier)",
-         "btrace-lz4": "btrace-bpf, cold tier lz4", "btrace-zstd": "btrace-bpf, cold tier zstd", "ftrace": "ftrace",
+TOOLS = ["btrace-default", "btrace-zstd", "btrace-lz4", "btrace-cold", "btrace", "ftrace", "perf"]
+NAMES = {"btrace-default": "btrace-bpf, default (tier within 1% CPU)", "btrace": "btrace-bpf, no cold tier", "btrace-cold": "btrace-bpf (cold tier)",
+         "btrace-lz4": "btrace-bpf, cold tier lz4 unbounded", "btrace-zstd": "btrace-bpf, cold tier zstd unbounded", "ftrace": "ftrace",
          "perf": "perf --overwrite", "none": "no tracer"}
 
 

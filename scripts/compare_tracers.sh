@@ -36,7 +36,7 @@
 #   --results FILE  no runs: tables, figure and BENCHMARKS.md from the
 #            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
-#   TOOLS ("none btrace-lz4 btrace-zstd btrace ftrace perf"), COLD_PCT (75), SECS (4), RATE (250000 calls/s per busy
+#   TOOLS ("none btrace-default btrace-lz4 btrace-zstd btrace ftrace perf"), COLD_PCT (75), SECS (4), RATE (250000 calls/s per busy
 #   CPU), RING (512K, btrace-bpf's BPF rings in total), SETTLE (3 s; 0.3 with --quick).
 # Results: one JSON line per run in the work directory's results.jsonl, the
 # tables on stdout and into BENCHMARKS.md between <!-- compare:begin --> and
@@ -65,7 +65,7 @@ fi
 REPS=${REPS:-3}
 BUDGETS=${BUDGETS:-8 32}
 WORKLOADS=${WORKLOADS:-skewed balanced}
-TOOLS=${TOOLS:-none btrace-lz4 btrace-zstd btrace ftrace perf}
+TOOLS=${TOOLS:-none btrace-default btrace-lz4 btrace-zstd btrace ftrace perf}
 COLD_PCT=${COLD_PCT:-75}
 SECS=${SECS:-4}
 RATE=${RATE:-250000}
@@ -157,12 +157,13 @@ one_run()
 	mkdir -p "$d"
 	TR_PID=''
 	case "$tool" in
-	btrace|btrace-cold|btrace-lz4|btrace-zstd)
+	btrace|btrace-default|btrace-cold|btrace-lz4|btrace-zstd)
 		local ring_kb cold=(--cold-tier off)
 		case "$tool" in
+		btrace-default) cold=() ;; # the tier as shipped: on, within its CPU budget
 		btrace-cold) cold=(--cold-tier "$COLD_PCT" --cold-codec "${COLD_CODEC:-lz4}") ;;
-		btrace-lz4) cold=(--cold-tier "$COLD_PCT" --cold-codec lz4) ;;
-		btrace-zstd) cold=(--cold-tier "$COLD_PCT" --cold-codec zstd) ;;
+		btrace-lz4) cold=(--cold-tier "$COLD_PCT" --cold-codec lz4 --cold-cpu off) ;;
+		btrace-zstd) cold=(--cold-tier "$COLD_PCT" --cold-codec zstd --cold-cpu off) ;;
 		esac
 		case "$RING" in
 		*K) ring_kb=${RING%K} ;;

@@ -48,6 +48,7 @@ PKGS=(
 	sqlite3               # test_unwind: a packaged program without frame pointers (recursive query)
 	linux-perf            # test_unwind: the top function against perf --call-graph dwarf on the same run
 	libc6-dbg             # test_unwind: names __libc_start_call_main, where complete user stacks end
+	golang-go             # go tool pprof reads the pprof exports (tests/pprof/check_gopprof.py)
 )
 
 # Benchmarks only (--bench): comparison tracers and load generators.

@@ -8,6 +8,9 @@
 # /config (written by the host script) sets REPO, TESTS, SKIP_TESTS, ACCEL
 # (tcg: the guest's CPUs are emulated; tests with timing bounds on code run
 # between two events widen them, see BT_TEST_EMULATED) and TEST_ENV.
+# With MODE=systemd (scripts/test-systemd.sh) it runs no tests itself: it
+# writes the unit that runs scripts/test-systemd-guest.sh and hands PID 1
+# to systemd on the same root (switch_root), booted into that unit.
 /bin/busybox --install -s /bin
 export PATH=/bin
 
@@ -54,6 +57,33 @@ mount -t cgroup2 cgroup2 $R/sys/fs/cgroup
 mkdir -p $R/run/results
 mount --bind /results $R/run/results
 hostname test-kernels
+
+if [ "${MODE:-}" = systemd ]; then
+	say "kernel $(uname -r), $(nproc) CPUs; systemd as init, scripts/test-systemd-guest.sh in $REPO"
+	# The boot's only job (systemd.unit= on the kernel's command line):
+	# the test, then the guest powers off whatever its result.
+	mkdir -p $R/etc/systemd/system
+	cat >$R/etc/systemd/system/btrace-systemd-test.service <<EOF
+[Unit]
+Description=btrace-bpf under systemd: restart, kill -9, upgrade
+SuccessAction=poweroff-force
+FailureAction=poweroff-force
+
+[Service]
+Type=oneshot
+TimeoutStartSec=infinity
+Environment=BT_TEST_EMULATED=$([ "${ACCEL:-}" = tcg ] && echo 1)
+WorkingDirectory=$REPO
+ExecStart=$REPO/scripts/test-systemd-guest.sh /run/results
+EOF
+	# A host that is a container (docker's /.dockerenv) would make
+	# systemd believe it runs in one: it would ignore the kernel's
+	# command line (systemd.unit=). Hidden in the overlay only.
+	rm -f $R/.dockerenv $R/run/.containerenv
+	umount /results # its bind under /run stays
+	exec switch_root /newroot /lib/systemd/systemd
+	die "switch_root to systemd failed"
+fi
 
 say "kernel $(uname -r), $(nproc) CPUs; running TESTS='$TESTS' in $REPO"
 # The tests run chrooted in the host's tree; output to the results share and,

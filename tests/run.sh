@@ -10,6 +10,8 @@ cd "$(dirname "$0")/.."
 B=build/tests
 pass=0 fail=0 skip=0
 failed_names=()
+times=() # "SECONDS NAME" per program, for the slowest ten at the end
+t_start=$SECONDS
 filter=${TESTS:-.}
 skip_filter=${SKIP_TESTS:-}
 export STRESS_SECONDS=${STRESS_SECONDS:-4}
@@ -26,8 +28,18 @@ run_one() { # name timeout cmd...
 	local log; log=$(mktemp)
 	printf '== %s\n' "$name"
 	local t0=$SECONDS
-	timeout --kill-after=10 "$to" "$@" >"$log" 2>&1
-	local rc=$? p f s
+	# timeout leads a process group of its own: what the program leaves
+	# running (a load generator whose wrapper was killed) is killed with
+	# it, and named, rather than loading every test after it.
+	timeout --kill-after=10 "$to" "$@" >"$log" 2>&1 </dev/null &
+	local tpid=$!
+	wait "$tpid"
+	local rc=$? p f s left
+	left=$(pgrep -g "$tpid" -l 2>/dev/null | awk '{ printf "%s%s", (n++ ? ", " : ""), $2 }')
+	if [ -n "$left" ]; then
+		echo "# left running, killed: $left" >>"$log"
+		kill -KILL -- "-$tpid" 2>/dev/null
+	fi
 	p=$(grep -cE '^ok [0-9]+' "$log" | tr -d ' ')
 	s=$(grep -cE '^ok [0-9]+.*# SKIP' "$log" | tr -d ' ')
 	f=$(grep -cE '^not ok [0-9]+' "$log" | tr -d ' ')
@@ -46,6 +58,7 @@ run_one() { # name timeout cmd...
 	fi
 	# How long each program took (the kernel matrix lists the slowest).
 	printf '   (%ss)\n' "$((SECONDS - t0))"
+	times+=("$((SECONDS - t0)) $name")
 	rm -f "$log"
 }
 
@@ -86,6 +99,11 @@ for t in "$B"/fuzz_*; do
 	rm -rf "$corpus"
 done
 
+# Where the time goes (docs/testing.md keeps the list of a full run).
+if [ ${#times[@]} -gt 1 ]; then
+	echo "slowest of ${#times[@]} programs ($((SECONDS - t_start))s in all):"
+	printf '%s\n' "${times[@]}" | sort -rn | head -10 | awk '{ printf "  %4ds  %s\n", $1, $2 }'
+fi
 if [ ${#failed_names[@]} -gt 0 ]; then
 	echo "failed: ${failed_names[*]}"
 fi

@@ -81,7 +81,7 @@ static void walk(struct bt_dump *d)
 	bt_dump_report(d, 1, devnull);
 	/* call stacks: every frame's text, the profile, the folded stacks */
 	for (size_t i = 0; i < n; i++)
-		bt_print_event_stacks(devnull, d, ev[i].ev);
+		bt_print_event_stacks(devnull, d, ev[i].ev, (int)(i & 1));
 	struct bt_stack_filter sf = { 0 };
 	bt_report_profile(d, &sf, devnull);
 	bt_report_folded(d, &sf, devnull);

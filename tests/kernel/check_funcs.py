@@ -83,12 +83,15 @@ def expect(tid, name, want):
         err(f'tid {tid}: {got} calls of {name}, expected {want}')
 
 
-# fib: main's thread; exactly 21891 calls, depth up to 20 below main
+# fib: main's thread; exactly 21891 calls, 20 deep below run_all, which
+# is at 1 when main's entry was recorded (the program writes from its
+# first call when a recorder listens as it starts), else at 0
 fib = info['fib']
 expect(fib, 'fib', 21891)
 maxd = max((d for ts, k, nm, d in ev[fib] if nm == 'fib'), default=-1)
-if maxd != 20:
-    err(f'fib: deepest call at depth {maxd}, expected 20 (main at 0)')
+main_in = any(k == 'func_entry' and nm == 'main' for ts, k, nm, d in ev[fib])
+if maxd != 20 + main_in:
+    err(f'fib: deepest call at depth {maxd}, expected {20 + main_in} (main {"at 0" if main_in else "not entered"})')
 if len(info['pool']) != 16:
     err(f'{len(info["pool"])} pool threads in the log')
 for tid, k in info['pool'].items():
@@ -138,9 +141,12 @@ try:
         #    Under TCG the host may also deschedule the vCPU's thread
         #    between the switch and the clock read, which the guest never
         #    sees as a switch (576 us seen with a second guest running):
-        #    5 ms there, still an order and not a coincidence.
+        #    5 ms there, still an order and not a coincidence. This VM's
+        #    own host does the same to it: 55-134 us on a quiet machine
+        #    (2026-12-02, the same binaries that had passed at 50 before):
+        #    1 ms natively, a twentieth of the nap.
         emulated = bool(os.environ.get('BT_TEST_EMULATED'))
-        lim = 50 if not emulated else 5000
+        lim = 1000 if not emulated else 5000
         k_away, k_back = so - t0u, t1u - si
         if not (-1 <= k_away <= lim):
             err(f'nap: switched away {k_away} us after now_ns() read the clock (want 0..{lim}, kernel clock)')

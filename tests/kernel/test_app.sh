@@ -235,6 +235,17 @@ if rec_start "$LOG" -o "$OUT" -e sched --ctl "$CTL"; then
 	check "app-resize too small: clear error" grep -q "too small" <<<"$out"
 	out=$(ctl app-resize banana 2>&1)
 	check "app-resize bad size: usage" grep -q "usage: app-resize SIZE" <<<"$out"
+	# A recorder that does not answer (stopped): the app writes into its
+	# own early buffer, which is not the recorder's, so btrace_attached()
+	# stays 0 (it said 1, and test_app's stuck-block check then held a
+	# reservation in a buffer nobody had yet: 0 skips, under load).
+	kill -STOP "$REC_PID"
+	"$APP" -t 1 -n 10 -w 1 >"$T_TMP/unanswered.log" 2>&1
+	rc=$?
+	kill -CONT "$REC_PID"
+	check "a recorder that has not answered: btrace_attached() is 0 (exit $rc)" \
+		grep -q "no recorder attached after 1s" "$T_TMP/unanswered.log"
+	check "once it answers, an app attaches" run_with_timeout 30 "$APP" -t 1 -n 10 -w 10
 	rec_stop "$REC_PID" INT
 fi
 finish

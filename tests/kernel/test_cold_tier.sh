@@ -42,8 +42,9 @@ record() {
 
 # ---- side by side: no tier, lz4, zstd, ftrace -----------------------------------
 d_off=$(record off --cold-tier off)
-d_lz4=$(record lz4 --cold-tier 75)
-d_zstd=$(record zstd --cold-tier 75 --cold-codec zstd)
+# unbounded (--cold-cpu off): these compare what each codec keeps, not the budget (test_cold_budget)
+d_lz4=$(record lz4 --cold-tier 75 --cold-codec lz4 --cold-cpu off)
+d_zstd=$(record zstd --cold-tier 75 --cold-codec zstd --cold-cpu off)
 w_off=$(window_events "$d_off") w_lz4=$(window_events "$d_lz4") w_zstd=$(window_events "$d_zstd")
 e_off=$(retained_events "$d_off") e_lz4=$(retained_events "$d_lz4") e_zstd=$(retained_events "$d_zstd")
 diag "history at $BUDGET: $e_off events without the tier, $e_lz4 with lz4, $e_zstd with zstd"
@@ -52,7 +53,11 @@ diag "latest continuous window at $BUDGET: $w_off events without the tier, $w_lz
 # the compressor (or the drain) shows gaps, counted and checked below.
 busy=""
 for d in "$d_off" "$d_lz4" "$d_zstd"; do
-	[ "$(seq_gaps "$d")" = 0 ] || busy="$busy $(basename "$(dirname "$d")"): $(seq_gaps "$d") seq gaps, $(tier_gaps "$d") tier gaps;"
+	# a tier gap shows as no seq gap: the dump leaves out that CPU's older
+	# tier blocks (the window loses its oldest end), so the history is short
+	tg=$(tier_gaps "$d") # empty without a tier
+	{ [ "$(seq_gaps "$d")" = 0 ] && [ "${tg:-0}" = 0 ]; } ||
+		busy="$busy $(basename "$(dirname "$d")"): $(seq_gaps "$d") seq gaps, $(tier_gaps "$d") tier gaps;"
 done
 if [ -n "$busy" ]; then
 	skip "history comparisons" "a run lost blocks on a busy machine:$busy"
@@ -122,7 +127,9 @@ rec_start "$T_TMP/ctl.log" -e syscalls -m 8M --cold-tier 50 --ctl "$SOCK" -o "$T
 workload
 st=$("$BT" ctl --ctl "$SOCK" status 2>&1)
 # sizes in KiB from status: the buffer's and the tier's add up to the budget
-sizes() { awk '/^buffer: / && !b { b = $2 * ($3 ~ /^MiB/ ? 1024 : 1) } /^cold tier: / { c = $4 * ($5 ~ /^MiB/ ? 1024 : 1) } END { printf "%d %d", b, c }'; }
+# (status's buffer line gives the whole budget, then its raw part)
+sizes() { awk '/^buffer: / && !b { for (i = 1; i < NF; i++) if ($i == "part") b = $(i + 1) * ($(i + 2) ~ /^MiB/ ? 1024 : 1) }
+	/^cold tier: / { c = $4 * ($5 ~ /^MiB/ ? 1024 : 1) } END { printf "%d %d", b, c }'; }
 read -r b c <<<"$(sizes <<<"$st")"
 [ "$b" -gt 3500 ] && [ "$c" -gt 3500 ] && [ $((b + c)) -gt 8000 ] && [ $((b + c)) -le 8192 ] &&
 	ok "ctl status: buffer $b KiB + cold tier $c KiB = the 8 MiB budget" || not_ok "ctl status ($b + $c KiB)" "$st"

@@ -65,7 +65,7 @@ grep -q "^latest continuous window: " "$T_TMP/last.out" && [ "$worst" -lt $LIMIT
 	not_ok "status latency" "slowest ${worst} ms; $(head -5 "$T_TMP/last.out")"
 
 # A client that connects and says nothing holds its connection for the
-# server's 5 s request timeout; others are served meanwhile: a status within
+# server's 2 s first-byte timeout; others are served meanwhile: a status within
 # LIMIT_MS proves it (a server serving one client at a time answers after the
 # timeout). The client says when it is connected (python starts slowly under
 # emulation) and stays until killed. The resize reallocates 192 MiB: under
@@ -94,8 +94,10 @@ kill $SILENT 2>/dev/null
 wait $SILENT 2>/dev/null
 
 # A dump of the full buffer (zlib 6: seconds) is being written while a
-# status is answered; a resize waits for the dump (the buffer cannot swap
-# memory a dump reads) and then succeeds.
+# status is answered; a resize waits for the dump's copy of the buffer only
+# (the buffer cannot swap memory a dump copies), not for the dump: it
+# answers while the dump is still being written (it used to wait for the
+# whole dump, 9.7 s with the cold tier), and the dump is whole.
 ctl dump -o "$T_TMP/big.btd" >"$T_TMP/dump.out" 2>&1 &
 DUMP=$!
 sleep 0.3
@@ -105,14 +107,19 @@ s_during=0
 kill -0 $DUMP 2>/dev/null && s_during=1
 rms=$(timed_ctl resize 128M)
 rout=$(cat "$T_TMP/last.out")
+r_during=0
+kill -0 $DUMP 2>/dev/null && r_during=1
 wait $DUMP
 drc=$?
 diag "status answered in ${sms} ms, resize in ${rms} ms"
 [ $s_during = 1 ] && echo "$sout" | grep -q "^buffer: 192 MiB" && echo "$sout" | grep -q "^dumps: " &&
 	[ "$sms" -lt $DUMP_LIMIT_MS ] && ok "status answered while a dump was being written (${sms} ms)" ||
 	not_ok "status during a dump" "during=$s_during ${sms} ms: $sout"
-echo "$rout" | grep -q "^resized 192 MiB -> 128 MiB" && ok "resize during a dump waits for it and succeeds" ||
+echo "$rout" | grep -q "^resized 192 MiB -> 128 MiB" && ok "resize during a dump succeeds" ||
 	not_ok "resize during a dump" "$rout"
+[ $s_during = 1 ] && [ $r_during = 1 ] && [ "$rms" -lt $RESIZE_LIMIT_MS ] &&
+	ok "resize during a dump answered in ${rms} ms, before the dump ended" ||
+	not_ok "resize during a dump is prompt" "${rms} ms (bound ${RESIZE_LIMIT_MS}), dump still running after it: $r_during (and after the status: $s_during)"
 [ $drc -eq 0 ] && "$BT" report --stats "$T_TMP/big.btd" >"$T_TMP/big.stats" 2>&1 && ok "the dump is complete and readable" ||
 	not_ok "dump during resize" "ctl dump exit $drc: $(cat "$T_TMP/dump.out"); report: $(tail -3 "$T_TMP/big.stats" 2>/dev/null); $(free -m | sed -n 2p)"
 

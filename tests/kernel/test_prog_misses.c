@@ -23,6 +23,7 @@
 #include <bpf/libbpf.h>
 #include "events.h"
 #include "harness.h"
+#include "dump_fixture.h"
 #include "btrace_buffer.h"
 #include "compact.h"
 #include "dump.h"
@@ -35,20 +36,13 @@
 #define NCPUS 2
 static char tmpdir[256];
 
-static int store(struct bt_buffer *b, const struct bt_event_hdr *ev, uint32_t len)
-{
-	uint8_t batch[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
-	return n ? bt_write(b, ev->cpu, batch, n) : -EINVAL;
-}
-
 static void put_switch(struct bt_buffer *b, uint32_t cpu, uint32_t seq, uint64_t ts, uint32_t prev, uint32_t next)
 {
 	struct bt_ev_sched_switch e = {
 		.h = { .ts_ns = ts, .seq = seq, .tid = prev, .tgid = prev, .cpu = (uint16_t)cpu, .type = BT_EV_SCHED_SWITCH },
 		.prev_tid = prev, .next_tid = next, .prev_prio = 120, .next_prio = 120,
 	};
-	store(b, &e.h, sizeof(e));
+	fx_store(b, e.h.cpu, &e.h, sizeof(e));
 }
 
 /* A dump of b with the given program table; its report --stats text in *rep. */

@@ -21,7 +21,7 @@ if [ ! -x "$BT" ] || [ ! -x "$TB/pingpong" ]; then
 fi
 
 # Path of dump N announced in a recorder log ("dump N written to PATH (...)").
-dump_path() { sed -n "s/^btrace-bpf: dump $2 written to \([^ ]*\) .*/\1/p" "$1"; }
+dump_path() { sed -n "s/^btrace-bpf record: dump $2 written to \([^ ]*\) .*/\1/p" "$1"; }
 count() { grep -c -e "$1" "$2"; }
 # Newest event time (seconds column) of a report.
 last_ts() { awk '$0 ~ /\]/ { for (i = 1; i <= NF; i++) if ($i ~ /^\[[0-9]+\]$/) { t = $(i + 1); sub(":", "", t) } } END { print t }' "$1"; }
@@ -151,7 +151,7 @@ done
 check "storm: no dump failed" bash -c "! grep -q 'dump failed' '$LOG'"
 st=$(stray_files "$OUT")
 [ -z "$st" ] && ok "no temporary file left behind" || not_ok "no temporary file left behind" "$st"
-DF=$(grep "(exit," "$LOG" | sed -n 's/^btrace-bpf: dump [0-9]* written to \([^ ]*\) .*/\1/p')
+DF=$(grep "(exit," "$LOG" | sed -n 's/^btrace-bpf record: dump [0-9]* written to \([^ ]*\) .*/\1/p')
 if [ -n "$DF" ] && "$BT" report --stats "$DF" | grep -q "reason exit"; then
 	ok "SIGINT writes a final dump"
 else
@@ -266,14 +266,14 @@ expect_error "bad --compress rejected" 2 "invalid --compress" "$BT" record -z 10
 expect_error "bad -e rejected" 2 "invalid --events 'sched,bogus'" "$BT" record -e sched,bogus -o "$EO"
 expect_error "bad --duration rejected" 2 "invalid --duration" "$BT" record --duration 5x -o "$EO"
 expect_error "bad --block-size rejected" 2 "invalid --block-size" "$BT" record -b 3000 -o "$EO"
-expect_error "-p of no process rejected" 1 "no process with pid" "$BT" record -p 999999999 -o "$EO"
+expect_error "-p of no process rejected" 2 "no process with pid" "$BT" record -p 999999999 -o "$EO"
 check "no output directory created by rejected options" test ! -e "$EO"
 touch "$T_TMP/afile"
-expect_error "output dir under a file: clear error" 1 "cannot create output directory .*-o DIR" \
+expect_error "output dir under a file: clear error" 2 "cannot create output directory .*-o DIR" \
 	"$BT" record -o "$T_TMP/afile/traces"
 if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
 	mkdir -p "$T_TMP/ro"
-	expect_error "read-only output dir: clear error" 1 "output directory .* is not writable.*-o DIR" \
+	expect_error "read-only output dir: clear error" 2 "output directory .* is not writable.*-o DIR" \
 		unshare -m bash -c "mount -t tmpfs -o ro none '$T_TMP/ro' && exec '$BT' record -o '$T_TMP/ro'"
 	expect_error "kernel without BTF: clear error" 1 "no BTF.*CONFIG_DEBUG_INFO_BTF" \
 		unshare -m bash -c "mount -t tmpfs none /sys/kernel/btf && exec '$BT' record -o '$T_TMP/nobtf'"

@@ -4,7 +4,9 @@
 # path too long for a socket or already taken (refused before anything is
 # loaded), temporaries of a recorder killed mid-dump (removed by the next
 # recorder, a live recorder's never), and SIGUSR1 requests merged into a
-# pending dump (counted in status). Needs root; prints TAP lines.
+# pending dump (counted in status), and each class of configuration error
+# against the unit's restart policy (exit 2, FILE:LINE, nothing loaded).
+# Needs root; prints TAP lines.
 # shellcheck disable=SC2015
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -27,6 +29,38 @@ r=$(run_with_timeout 60 "$BT" record -e sched -o "$T_TMP/nodir1" --ctl "$T_TMP/c
 rc=$?
 [ $rc -ne 0 ] && [ ! -e "$T_TMP/nodir1" ] && ok "failed uprobe attach: no output directory left behind" ||
 	not_ok "failed invocation created its output directory" "rc=$rc: $r"
+
+# ---- configuration errors under the unit's restart policy ----------------------------
+# Restart=on-failure restarts every exit but those of RestartPreventExitStatus:
+# each class of configuration error must exit with one of those, name the
+# key and FILE:LINE, load nothing (no libbpf line at -v -v) and leave nothing.
+UNIT=dist/btrace-bpf.service.in
+policy=$(sed -n 's/^Restart=//p' "$UNIT")
+prevent=$(sed -n 's/^RestartPreventExitStatus=//p' "$UNIT")
+restarts() { [ "$policy" = on-failure ] && [ "$1" -ne 0 ] && [[ " $prevent " != *" $1 "* ]]; }
+CFG=$T_TMP/policy.conf
+while IFS='|' read -r key value; do
+	# the command line overrides the file: -o and --ctl only where the file has none
+	printf 'events = sched\n# the next line is wrong\n%s = %s\n' "$key" "$value" >"$CFG"
+	[ "$key" = output-dir ] || echo "output-dir = $T_TMP/nodir-$key" >>"$CFG"
+	[ "$key" = ctl ] || echo "ctl = $T_TMP/cp.sock" >>"$CFG"
+	r=$(run_with_timeout 60 "$BT" record -v -v --config "$CFG" --no-final-dump -d 2s 2>&1)
+	rc=$?
+	[ "$key" = output-dir ] && left=$value || left=$T_TMP/nodir-$key
+	! restarts $rc && echo "$r" | grep -q "$CFG:3: $key: " && ! echo "$r" | grep -q libbpf &&
+		[ ! -e "$left" ] && [ ! -e "$T_TMP/cp.sock" ] &&
+		ok "$key = $value: exit $rc (not restarted: RestartPreventExitStatus=$prevent), $CFG:3 named, nothing loaded or left" ||
+		not_ok "$key = $value under Restart=$policy" "rc=$rc: $(echo "$r" | grep -v 'libbpf: ' | head -3); libbpf lines: $(echo "$r" | grep -c libbpf)"
+done <<EOF_CASES
+buffer-size|1T
+app-buffer-size|1T
+max-size|1T
+uprobe|$T_TMP/no-such-binary:main
+trigger|func:$T_TMP/no-such-binary:main>1ms
+pid|999999999
+ctl|/etc/passwd
+output-dir|/proc/btrace-nodir
+EOF_CASES
 
 # ---- --ctl too long: refused, not truncated -----------------------------------------
 LONG=$T_TMP/$(printf 'x%.0s' $(seq 1 120)).sock

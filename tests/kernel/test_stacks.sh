@@ -6,7 +6,8 @@
 # One recorder watches build/tests/stack_workload (tests/workloads/stack_workload.c,
 # frame pointers) run from a private copy that is deleted while it runs:
 #   - its "cpu" thread spends 70% of its CPU in hot_a(), 30% in hot_b():
-#     the sampled shares must be within 5 points of that;
+#     the sampled shares must be within 5 points of that (three standard
+#     deviations of the share when fewer than 760 samples came);
 #   - its reader blocks in wait_for_input() on a pipe for a time it measures:
 #     the off-CPU time of stacks through wait_for_input within 10% of it;
 #   - its writer wakes the reader from release_reader(): a waker event for
@@ -80,12 +81,17 @@ read -r blocked_us reader_tid <<<"$(awk '/^blocked_us/ {print $2, $4}' "$WL_OUT"
 
 # 70/30: samples through hot_a vs hot_b under cpu_main (the child's hot_a is not in it)
 share=$(awk '/;cpu_main;/ { n = $NF; if ($0 ~ /;hot_a;|;hot_a$|;hot_a /) a += n; else if ($0 ~ /;hot_b;|;hot_b$|;hot_b /) b += n }
-	END { if (a + b < 200) print "few:" a + b; else printf "%.1f\n", 100 * a / (a + b) }' "$T_TMP/folded")
-diag "hot_a share of the cpu thread's samples: $share% (truth 70%)"
-if [[ $share =~ ^[0-9.]+$ ]] && awk -v s="$share" 'BEGIN { exit !(s >= 65 && s <= 75) }'; then
-	ok "sampled shares: hot_a $share%, within 5 points of 70%"
+	END { if (a + b < 200) print "few:" a + b; else printf "%.1f %d\n", 100 * a / (a + b), a + b }' "$T_TMP/folded")
+# Within 5 points, or three standard deviations of a share counted over n
+# samples where fewer came (a loaded or emulated machine: 200 samples
+# scatter by 3.2 points; 6.1 under TCG saw 64.8%).
+read -r share nsamp <<<"$share"
+tol=$(awk -v n="${nsamp:-0}" 'BEGIN { t = n > 0 ? 300 * sqrt(0.21 / n) : 0; printf "%.1f\n", (t > 5 ? t : 5) }')
+diag "hot_a share of the cpu thread's samples: $share% of ${nsamp:-?} (truth 70%, +- $tol)"
+if [[ $share =~ ^[0-9.]+$ ]] && awk -v s="$share" -v t="$tol" 'BEGIN { exit !(s >= 70 - t && s <= 70 + t) }'; then
+	ok "sampled shares: hot_a $share%, within $tol points of 70%"
 else
-	not_ok "sampled shares: hot_a $share%, want 70 +- 5" "$(head -20 "$T_TMP/folded")"
+	not_ok "sampled shares: hot_a $share%, want 70 +- $tol" "$(head -20 "$T_TMP/folded")"
 	# why the workload's frames may be unnamed: the symbol loader's account and the recorder's
 	diag "$(sed -n '/call stacks:/,/^$/p' "$T_TMP/stats" | head -20)"
 	diag "$(tail -20 "$T_TMP/rec.log")"

@@ -166,14 +166,17 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --trigger 'ctl,name=late,after
 	# the 'now' hits' dumps written (none pending): only the stop's dump comes after
 	wait_for 30 sh -c "'$BT' ctl --ctl '$CTL' status | grep -q '^  now: .* + 0 pending\$'" ||
 		diag "'now' hits still pending: $(ctl status | grep '^  now:')"
-	before=$(find "$D" -name '*.btd' | wc -l)
+	find "$D" -name '*.btd' | sort >"$T_TMP/before.list"
+	before=$(wc -l <"$T_TMP/before.list")
 	t0=$(date +%s%N)
 	rec_stop "$REC_PID" INT 30
 	ms=$((($(date +%s%N) - t0) / 1000000))
 	[ "$ms" -lt 5000 ] && ok "stop with hits pending: exited in $ms ms (< 5 s)" ||
 		not_ok "stop within 5 s" "$ms ms; $(tail -5 "$LOG")"
 	after=$(find "$D" -name '*.btd' | wc -l)
-	final=$(find "$D" -name '*.btd' | sort | tail -1)
+	# the stop's dump: the one not there before (by name, a trigger's
+	# dump of the same moment may sort after it)
+	final=$(find "$D" -name '*.btd' | sort | comm -13 "$T_TMP/before.list" - | tail -1)
 	# the 'now' hits may have had a dump or two before the stop; the stop adds exactly one
 	[ $((after - before)) -eq 1 ] && ok "stop: exactly one dump written after SIGINT" ||
 		not_ok "stop: one final dump" "$before dumps before, $after after; $(tail -5 "$LOG")"
@@ -211,7 +214,8 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --sample 99 -m 16M --trigger '
 		CP+=($!)
 	done
 	wait "${CP[@]}"
-	before=$(find "$D" -name '*.btd' | wc -l)
+	find "$D" -name '*.btd' | sort >"$T_TMP/before.list"
+	before=$(wc -l <"$T_TMP/before.list")
 	t0=$(date +%s%N)
 	rec_stop "$REC_PID" INT 30
 	ms=$((($(date +%s%N) - t0) / 1000000))
@@ -225,7 +229,9 @@ if rec_start "$LOG" -o "$D" --ctl "$CTL" -e sched --sample 99 -m 16M --trigger '
 	[ $((after - before)) -ge 1 ] && [ $((after - before)) -le 3 ] &&
 		ok "stop with the queue full: $((after - before)) dump(s) after the count (in progress, pending, final)" ||
 		not_ok "stop with the queue full: 1 to 3 dumps after SIGINT" "$before before, $after after"
-	final=$(find "$D" -name '*.btd' | sort | tail -1)
+	# the stop's dump: the one not there before (by name, a trigger's
+	# dump of the same moment may sort after it)
+	final=$(find "$D" -name '*.btd' | sort | comm -13 "$T_TMP/before.list" - | tail -1)
 	nexit=0
 	for f in "$D"/*.btd; do "$BT" report --stats "$f" | grep -q "reason exit" && nexit=$((nexit + 1)); done
 	[ "$nexit" -eq 1 ] && ok "stop with the queue full: exactly one final dump" ||

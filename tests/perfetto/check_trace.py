@@ -20,6 +20,17 @@ Options:
   --app-slices N        matched application BEGIN/END pairs expected
   --func-slices N       function calls (-finstrument-functions) drawn as slices
   --func-open N         calls open at the dump's end: closed there and marked
+  --begun-before N      calls and app slices open at the window's start: drawn
+                        from it (before every other event of their track),
+                        marked begun_before_window
+  --switch-chain        every sched_switch's prev_pid is its CPU's previous
+                        next_pid (trace processor's mismatched_sched_switch_tids)
+  --tree-tids A,B,...   (perfetto) the ProcessTree lists exactly these threads
+  --closed-at-exit N    calls and app slices open at their thread's exit: they
+                        end exactly at one of its sched_process_exit events
+  --closed-at-last N    calls and app slices open on a thread that died without
+                        its exit in the dump: closed at its last event (marked
+                        closed_at_thread_last_event), no event of the thread after
   --func-deep-markers N slices standing for the calls below 511 open ones
                         (trace processor keeps 512 levels; an END whose category
                         differs from its BEGIN's, or a BEGIN below 512 open
@@ -28,6 +39,8 @@ Options:
   --triggers N          trigger hits that caused the dump (N = 0 or 1): an instant
                         "trigger ..." on the global "triggers" track and one on
                         the thread it names (JSON: cat btrace_trigger, metadata.trigger)
+  --chart-begun-before N (with --stacks) call chart frames of threads' first
+                        samples drawn from the window's start (begun_before_window)
   --stacks-lost N       (with --stacks) samples whose stack is lost or missing:
                         their callstack starts with a labelled frame
   --offcpu-blocks N     (json, with --stacks) off-CPU samples expected
@@ -54,8 +67,8 @@ Perfetto output is decoded with `protoc --decode=perfetto.protos.Trace PROTO`
 (a .gz file is gunzipped first). Checks, each printed as "ok"/"FAIL" with a
 reason: event counts per type; every tid in an event has a name in the
 ProcessTree; event timestamps never decrease per CPU; uprobe slices nest per
-thread track (every end closes the innermost open begin, none left open
-but application slices marked open_at_dump_end); application events on
+thread track (every end closes the innermost open begin, none left open:
+trace_processor would give it dur -1); application events on
 their thread's "app events" track, counters on counter tracks under a
 process track, a LOST instant per per-thread app seq gap; the importer's
 rules for TrackDescriptors (one thread descriptor per tid and one process
@@ -68,11 +81,14 @@ on the bundles of CPUs with gaps). JSON output: the same counts (cat split
 on ','), thread names from "M" events for every thread used, CPU run slices
 that never overlap per CPU, uprobe/syscall slices that nest per thread, loss
 counters in "metadata" and a btrace_loss slice per gap, application B/E
-pairs that match per thread (B left open only with open_at_dump_end) and a
-btrace_app_loss instant per app gap. Exit 1 if any fails.
+pairs that match per thread (no B without its E: a slice open at the dump's
+end or at its thread's exit is an X, as trace_processor would otherwise
+leave it at dur -1) and a btrace_app_loss instant per app gap. Exit 1 if
+any fails.
 """
 import gzip
 import json
+import math
 import os
 import re
 import subprocess
@@ -103,72 +119,9 @@ def result(ok, name, why=""):
         print("FAIL - %s%s" % (name, (": " + why) if why else ""))
 
 
-# ---- protoc text format ------------------------------------------------------
-
-def unquote(s):
-    # protoc prints strings C-escaped: \", \\, \n, octal \ooo
-    out = bytearray()
-    i = 1
-    b = s.encode("utf-8", "surrogateescape")
-    end = len(b) - 1
-    while i < end:
-        c = b[i]
-        if c == 0x5C and i + 1 < end:
-            n = b[i + 1]
-            if 0x30 <= n <= 0x37:
-                j = i + 1
-                v = 0
-                while j < end and j < i + 4 and 0x30 <= b[j] <= 0x37:
-                    v = v * 8 + (b[j] - 0x30)
-                    j += 1
-                out.append(v & 0xFF)
-                i = j
-                continue
-            m = {ord("n"): 10, ord("t"): 9, ord("r"): 13, ord("'"): 39, ord('"'): 34, ord("\\"): 92}
-            out.append(m.get(n, n))
-            i += 2
-            continue
-        out.append(c)
-        i += 1
-    return out.decode("utf-8", "replace")
-
-
-def parse_text(lines):
-    """protoc text output -> nested dicts of lists (field -> [values])."""
-    root = defaultdict(list)
-    stack = [root]
-    for raw in lines:
-        line = raw.strip()
-        if not line:
-            continue
-        if line == "}":
-            stack.pop()
-            continue
-        if line.endswith("{"):
-            name = line[:-1].strip()
-            child = defaultdict(list)
-            stack[-1][name].append(child)
-            stack.append(child)
-            continue
-        name, _, val = line.partition(":")
-        val = val.strip()
-        if val.startswith('"'):
-            v = unquote(val)
-        else:
-            try:
-                v = int(val)
-            except ValueError:
-                try:
-                    v = float(val)
-                except ValueError:
-                    v = val  # enum name
-        stack[-1][name.strip()].append(v)
-    return root
-
-
-def one(msg, field, default=None):
-    v = msg.get(field)
-    return v[0] if v else default
+# protoc's text format: tests/protoc_text.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from protoc_text import one, parse_text, unquote  # noqa: E402
 
 
 def decode_perfetto(path, proto):
@@ -341,6 +294,8 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     lost_cpus = set()
     clocks = set()
     uts = None
+    exits = defaultdict(set)  # tid -> times of its sched_process_exit
+    sched_last = {}  # tid -> (kind, time) of its last ftrace event
 
     described = defaultdict(list)  # uuid -> every TrackDescriptor given for it
     for idx, pk in enumerate(packets):
@@ -383,6 +338,10 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 k = kinds[0]
                 counts[k] += 1
                 body = ev[k][0]
+                if k == "sched_process_exit":
+                    exits[one(ev, "pid")].add(ts)
+                if ts >= sched_last.get(one(ev, "pid"), (None, -1))[1]:
+                    sched_last[one(ev, "pid")] = (k, ts)
                 for f in TID_FIELDS.get(k, []):
                     payload_tids.add(one(body, f))
                 if k == "sched_switch":
@@ -510,8 +469,18 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
     apairs = 0
     fpairs = 0
     fclosed = 0
+    fexit = 0  # function calls closed at their thread's exit (convert counts them as open too)
     too_deep = 0
-    last_event_ts = max((t for t, _, te in track_events if "func" in te.get("categories", [])), default=0)
+    fa_events = [(t, te) for t, _, te in track_events if {"func", "app"} & set(te.get("categories", []))]
+    last_event_ts = max((t for t, _ in fa_events), default=0)
+    first_ts = {}  # track -> its first event
+    for t, te in fa_events:
+        u = one(te, "track_uuid")
+        first_ts[u] = min(first_ts.get(u, t), t)
+    ebefore = 0
+    eclosed = 0
+    elast = 0
+    last_closed = []  # (tid, ts) of slices closed at a dead thread's last event
     for ts, idx, te in sorted(track_events, key=lambda x: (x[0], x[1])):
         uuid = one(te, "track_uuid")
         typ = one(te, "type")
@@ -524,9 +493,19 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
             bad.append("%s at depth %d on %s at %s: trace processor drops it" %
                        (typ, len(stacks[uuid]), uuid, ts))
         if typ == "TYPE_SLICE_BEGIN":
-            is_open = any(one(a, "name") == "open_at_dump_end" for a in te.get("debug_annotations", []))
-            # a function call open at the dump's end is closed there
-            stacks[uuid].append((ts, "func" if is_open and "func" in cats else is_open, cats))
+            anns = {one(a, "name") for a in te.get("debug_annotations", [])}
+            # a call or app slice open at the dump's end (or its thread's
+            # exit) is closed there; one open at the window's start drawn
+            # from it, before every other event of its track
+            is_open = ("open" if "open_at_dump_end" in anns else "exit" if "closed_at_thread_exit" in anns
+                       else "last" if "closed_at_thread_last_event" in anns else "")
+            if "begun_before_window" in anns and {"func", "app"} & set(cats):
+                ebefore += 1
+                counts["func_entry" if "func" in cats else "app_begin"] -= 1  # its entry is not in the window
+                if ts > first_ts.get(uuid, ts):
+                    bad.append("slice begun before the window at %s after the first event %s of %s" %
+                               (ts, first_ts[uuid], uuid))
+            stacks[uuid].append((ts, is_open, cats, "begun_before_window" in anns))
         elif typ == "TYPE_SLICE_END":
             if not stacks[uuid]:
                 bad.append("end without begin at %s on %s" % (ts, uuid))
@@ -536,34 +515,43 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
                 bad.append("END of category %s at %s on %s does not match its BEGIN's %s" %
                            (cats, ts, uuid, stacks[uuid][-1][2]))
             else:
-                b, is_open, _ = stacks[uuid].pop()
+                b, is_open, _, before = stacks[uuid].pop()
                 if b > ts:
                     bad.append("slice ends before it begins (%s > %s)" % (b, ts))
-                if is_open == "func":
-                    fclosed += 1
+                if is_open == "open":
+                    fclosed += "func" in cats
                     if ts < last_event_ts:
-                        bad.append("function call open at the dump's end closed at %s (last event %s) on %s" %
+                        bad.append("slice open at the dump's end closed at %s (last event %s) on %s" %
                                    (ts, last_event_ts, uuid))
-                elif is_open:
-                    bad.append("slice marked open_at_dump_end ends at %s on %s" % (ts, uuid))
+                elif is_open == "exit":
+                    eclosed += 1
+                    fexit += "func" in cats
+                    tid = (thread_of(tracks, uuid) or (None, None))[1]
+                    if ts not in exits.get(tid, ()):
+                        bad.append("slice closed_at_thread_exit ends at %s, not at an exit of tid %s (%s)" %
+                                   (ts, tid, sorted(exits.get(tid, ()))[:3]))
+                elif is_open == "last":
+                    elast += 1
+                    fexit += "func" in cats
+                    last_closed.append(((thread_of(tracks, uuid) or (None, None))[1], ts))
                 marker = any(one(a, "name") == "calls_not_drawn" for a in te.get("debug_annotations", []))
                 too_deep += marker
-                if "func" in cats and is_open == "func":
-                    counts["func_exit"] -= 1  # closed by the dump's end: no exit in the dump
-                elif "func" in cats and not marker:
+                if is_open:
+                    counts["func_exit" if "func" in cats else "app_end"] -= 1  # closed: no exit in the dump
+                elif "func" in cats and not marker and not before:
                     fpairs += 1
                 if "uprobe" in cats:
                     pairs += 1
                 if "uretprobe" in cats:
                     rpairs += 1
-                if "app" in cats:
+                if "app" in cats and not is_open and not before:
                     apairs += 1
     if print_counts:
         print(",".join("%s=%d" % (k, counts[k]) for k in EVENT_TYPES if counts[k]))
         return
     check_counts(counts, expect)
-    # a slice the application had not ended at dump time stays open
-    left = {u: s for u, s in stacks.items() if any(not o or o == "func" for _, o, _ in s)}
+    # every slice ends (an open one would have dur -1 in trace processor)
+    left = {u: s for u, s in stacks.items() if s}
     if left:
         bad.append("slices never ended on tracks %s" % list(left)[:5])
     result(not bad, "track event slices nest on every track (%d uprobe slices, %d app slices)" % (pairs, apairs),
@@ -584,8 +572,58 @@ def check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices=
         result(too_deep == opt["func_deep_markers"], "depth markers (calls below 511 levels): %d" %
                opt["func_deep_markers"], "found %d" % too_deep)
     if opt.get("func_open") is not None:
-        result(fclosed == opt["func_open"], "calls open at the dump's end, closed there: %d" % opt["func_open"],
-               "found %d" % fclosed)
+        result(fclosed + fexit == opt["func_open"],
+               "calls open at the dump's end, closed there (or at their thread's exit): %d" % opt["func_open"],
+               "found %d + %d at an exit" % (fclosed, fexit))
+    if opt.get("begun_before") is not None:
+        result(ebefore == opt["begun_before"], "calls and app slices drawn from the window's start: %d" %
+               opt["begun_before"], "found %d" % ebefore)
+    if opt.get("closed_at_exit") is not None:
+        result(eclosed == opt["closed_at_exit"], "calls and app slices closed at their thread's exit: %d" %
+               opt["closed_at_exit"], "found %d" % eclosed)
+    # closed at a dead thread's last event: at an event of the thread (a
+    # switch to or from it, its ftrace event, a BEGIN or instant on its
+    # tracks, or an END there that is not one of these closings), and
+    # nothing of the thread after it
+    after = []
+    if last_closed:
+        dead = {tid for tid, _ in last_closed}
+        moments = defaultdict(set)
+        for sws in sched_switches(trace).values():
+            for sw in sws:
+                for tid in (sw[1], sw[4]) if len(sw) > 4 else ():
+                    if tid in dead:
+                        moments[tid].add(sw[0])
+        for tid in dead:
+            if tid in sched_last:
+                moments[tid].add(sched_last[tid][1])
+        closings = defaultdict(int)
+        for tid, cts in last_closed:
+            closings[(tid, cts)] += 1
+        ends = defaultdict(int)
+        for t, _, te in track_events:
+            tid = (thread_of(tracks, one(te, "track_uuid")) or (0, 0))[1]
+            if tid not in dead:
+                continue
+            if one(te, "type") == "TYPE_SLICE_END":
+                ends[(tid, t)] += 1
+            else:
+                moments[tid].add(t)
+        for (tid, t), n in ends.items():
+            if n > closings.get((tid, t), 0):
+                moments[tid].add(t)
+        for tid, cts in set(last_closed):
+            later = [t for t in moments[tid] if t > cts]
+            if later:
+                after.append("tid %s closed at %s, its event at %s" % (tid, cts, min(later)))
+            elif cts not in moments[tid]:
+                after.append("tid %s closed at %s, not at an event of it (last %s)" %
+                             (tid, cts, max(moments[tid], default=None)))
+    result(not after, "slices closed at a dead thread's last event: at one, none of its events after",
+           "; ".join(after[:3]))
+    if opt.get("closed_at_last") is not None:
+        result(elast == opt["closed_at_last"], "calls and app slices closed at a dead thread's last event: %d" %
+               opt["closed_at_last"], "found %d" % elast)
     result(not app_bad, "application events on their tracks", "; ".join(app_bad[:5]))
     if app_gaps is not None:
         result(app_loss == app_gaps, "a LOST instant per app per-thread seq gap (%d)" % app_gaps,
@@ -707,6 +745,24 @@ def sched_switches(trace):
     return out
 
 
+def check_switch_chain(trace):
+    # trace_processor's mismatched_sched_switch_tids: a full switch whose
+    # prev_pid is not the CPU's previous next_pid (an import error)
+    bad = []
+    n = 0
+    for cpu, evs in sched_switches(trace).items():
+        last = None
+        for e in evs:
+            if len(e) != 6:
+                continue
+            n += 1
+            if last is not None and e[1] != last:
+                bad.append("cpu %s at %s: prev_pid %s after next_pid %s" % (cpu, e[0], e[1], last))
+            last = e[4]
+    result(not bad, "every switch's prev_pid is its CPU's previous next_pid (%d switches)" % n,
+           "; ".join(bad[:5]))
+
+
 def check_counts(counts, expect):
     if expect is None:
         return
@@ -719,13 +775,69 @@ def check_counts(counts, expect):
            (total, len([k for k in expect if expect[k]])), "; ".join(bad))
 
 
+class Num(float):
+    """A JSON number that keeps its text (the checks below read the digits)."""
+    def __new__(cls, text):
+        v = float.__new__(cls, text)
+        v.text = text
+        return v
+
+
+def llround(x):
+    return math.floor(x + 0.5) if x >= 0 else -math.floor(-x + 0.5)
+
+
+def us_text_ns(t):
+    """Exact ns of a microsecond text with at most 3 decimals, else None."""
+    m = re.match(r"^(\d+)(?:\.(\d{1,3}))?$", t)
+    return int(m.group(1)) * 1000 + int((m.group(2) or "").ljust(3, "0")) if m else None
+
+
+def check_json_numbers(evs, samples):
+    """Timestamps exact to the ns in the shortest form ("7000001", ".25", never
+    ".000" or ".250"); a duration read by both kinds of reader ends at the
+    same place (trace processor: ts_ns + llround(dur * 1000); Chrome and
+    speedscope: ts + dur in doubles, which must be that end's double) in the
+    shortest such text (no "%.kf" with fewer decimals would do)."""
+    bad_ts, bad_dur, ndur = [], [], 0
+    for e in list(evs) + list(samples):
+        if "ts" not in e:
+            continue
+        t = getattr(e["ts"], "text", None) or str(e["ts"])
+        ns = us_text_ns(t)
+        if ns is None or re.search(r"\.\d*0$", t):
+            bad_ts.append(t)
+            continue
+        if "dur" not in e:
+            continue
+        ndur += 1
+        dt = getattr(e["dur"], "text", None) or str(e["dur"])
+        x = float(dt)
+        end_ns = ns + llround(x * 1000.0)
+        a, b = ns / 1000.0, end_ns / 1000.0
+        if a + x != b:
+            bad_dur.append("ts %s dur %s: Chrome ends at %r, trace processor at %d ns" % (t, dt, a + x, end_ns))
+            continue
+        d = b - a
+        for k in range(10):
+            c = "%.*f" % (k, d)
+            if a + float(c) == b and llround(float(c) * 1000.0) == end_ns - ns:
+                if len(c) < len(dt):
+                    bad_dur.append("ts %s dur %s: %s says the same" % (t, dt, c))
+                break
+    result(not bad_ts, "timestamps exact to the ns in the shortest form (%d)" % (len(evs) + len(samples)),
+           ", ".join(bad_ts[:5]))
+    result(not bad_dur, "durations end where both readers agree, in the shortest text (%d)" % ndur,
+           "; ".join(bad_dur[:3]))
+
+
 def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
     with open(path, "rb") as f:
         data = f.read()
     if data[:2] == b"\x1f\x8b":
         data = gzip.decompress(data)
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = json.loads(data.decode("utf-8"), parse_float=Num)
     except (ValueError, UnicodeDecodeError) as e:
         result(False, "the JSON parses", str(e))
         return
@@ -733,6 +845,7 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     result(isinstance(evs, list), "the JSON parses, traceEvents is a list (%d events)" % len(evs or []))
     if not isinstance(evs, list):
         return
+    check_json_numbers(evs, doc.get("samples") or [])
     counts = defaultdict(int)
     tnames = {}
     pnames = {}
@@ -790,8 +903,6 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
                 app_pairs += 1
                 if b["ts"] > e["ts"] or b["name"] != e["name"]:
                     app_bad.append("E %s closes B %s" % (e, b))
-                if (b.get("args") or {}).get("open_at_dump_end"):
-                    app_bad.append("B marked open_at_dump_end is ended: %s" % b)
         if "tid" in e and ph != "C":
             used.add(e["tid"])
         if ph == "X":
@@ -848,17 +959,57 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     if opt.get("func_open") is not None:
         fo = [e for e in evs if e.get("cat") == "func_entry" and e.get("ph") == "X"]
         end = max((e["ts"] + e.get("dur", 0) for e in evs if "ts" in e and e.get("ph") != "M"), default=0)
-        ok = all((e.get("args") or {}).get("open_at_dump_end") and e["ts"] + e["dur"] >= end - 1e-3 for e in fo)
+        # open at the dump's end: lasting to it; or closed at the thread's exit
+        ok = all(((e.get("args") or {}).get("open_at_dump_end") and e["ts"] + e["dur"] >= end - 1e-3) or
+                 (e.get("args") or {}).get("closed_at_thread_exit") or
+                 (e.get("args") or {}).get("closed_at_thread_last_event") for e in fo)
         result(len(fo) == opt["func_open"] and ok,
                "calls open at the dump's end, lasting to it: %d" % opt["func_open"],
                "found %d: %s" % (len(fo), fo[:2]))
+    # calls and slices open at the window's start: from it (no event of the
+    # thread before it); closed at a thread's exit: end at its exit instant
+    first = min((e["ts"] for e in evs if e.get("ph") not in ("M", None) and "ts" in e and e.get("pid") != CPU_PID),
+                default=0)
+    tid_exits = defaultdict(set)
+    for e in evs:
+        if e.get("cat") == "sched_process_exit":
+            tid_exits[e.get("tid")].add(e["ts"])
+    before = [e for e in evs if (e.get("args") or {}).get("begun_before_window")]
+    wrong = [e for e in before if e.get("ph") != "X" or e["ts"] > first]
+    atexit = [e for e in evs if (e.get("args") or {}).get("closed_at_thread_exit")]
+    wrong += [e for e in atexit if e.get("ph") != "X" or
+              not any(abs(e["ts"] + e["dur"] - t) < 1e-3 for t in tid_exits.get(e.get("tid"), ()))]
+    result(not wrong, "slices begun before the window start at it, those closed at a thread's exit end there",
+           "; ".join(str(e) for e in wrong[:3]))
+    # closed at the last event of a thread that died without its exit in
+    # the dump: they end exactly at the thread's last moment in the trace
+    # (its own events, and its runs on the CPU tracks)
+    atlast = [e for e in evs if (e.get("args") or {}).get("closed_at_thread_last_event")]
+    tid_last = defaultdict(float)
+    for e in evs:
+        a = e.get("args") or {}
+        if e.get("ph") in ("M", None) or "ts" not in e or a.get("closed_at_thread_last_event"):
+            continue
+        tid = a.get("tid") if e.get("pid") == CPU_PID else e.get("tid")
+        if tid is not None:
+            tid_last[tid] = max(tid_last[tid], e["ts"] + (e.get("dur", 0) if e.get("ph") == "X" else 0))
+    late = [e for e in atlast if e.get("ph") != "X" or abs(e["ts"] + e["dur"] - tid_last[e.get("tid")]) > 1e-3]
+    result(not late, "slices closed at a dead thread's last event end there, none of its events after",
+           "; ".join(str(e) for e in late[:3]))
+    if opt.get("closed_at_last") is not None:
+        result(len(atlast) == opt["closed_at_last"], "calls and app slices closed at a dead thread's last event: %d" %
+               opt["closed_at_last"], "found %d" % len(atlast))
+    if opt.get("begun_before") is not None:
+        result(len(before) == opt["begun_before"], "calls and app slices drawn from the window's start: %d" %
+               opt["begun_before"], "found %d" % len(before))
+    if opt.get("closed_at_exit") is not None:
+        result(len(atexit) == opt["closed_at_exit"], "calls and app slices closed at their thread's exit: %d" %
+               opt["closed_at_exit"], "found %d" % len(atexit))
     if opt.get("unmatched") is not None:
         n = sum(1 for e in evs if e.get("cat") in ("uprobe", "uretprobe") and (e.get("args") or {}).get("unmatched"))
         result(n == opt["unmatched"], "uprobe events flagged unmatched: %d" % opt["unmatched"], "found %d" % n)
     for key, st in app_stacks.items():
-        for b in st:
-            if not (b.get("args") or {}).get("open_at_dump_end"):
-                app_bad.append("B never ended: %s" % b)
+        app_bad += ["B never ended: %s" % b for b in st]
     result(not app_bad, "application B/E match per thread (%d pairs)" % app_pairs, "; ".join(app_bad[:5]))
     if app_slices is not None:
         result(app_pairs == app_slices, "app slices: %d" % app_slices, "found %d" % app_pairs)
@@ -965,7 +1116,8 @@ LABELS = ("[stack lost]", "[no stack]")
 SYM_VERSION = re.compile(r"@@?[A-Z][A-Za-z0-9_.]*$")
 
 
-def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None, nlost=None):
+def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line=None, inlined=None, nlost=None,
+                          chart_before=None):
     packets = trace.get("packet", [])
     names, frames, stacks, maps, srcs = {}, {}, {}, set(), {}
     mpaths, kmaps = {}, []
@@ -973,6 +1125,7 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
     cleared = set()
     samples = bad = labelled = 0
     why = []
+    sampled = []  # (ts, tid, seq, callstack iid) of each CPU sample
     for pk in packets:
         seq = one(pk, "trusted_packet_sequence_id", 0)
         flags = one(pk, "sequence_flags", 0)
@@ -1005,6 +1158,7 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
         for ps in pk.get("perf_sample", []):
             samples += 1
             iid = one(ps, "callstack_iid")
+            sampled.append((one(pk, "timestamp", 0), one(ps, "tid", 0), seq, iid))
             fids = stacks.get(seq, {}).get(iid) or [None]
             fr = frames.get(seq, {}).get(fids[0])
             labelled += fr is not None and names[seq].get(fr[0]) in LABELS
@@ -1055,21 +1209,30 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
         result(labelled == nlost, "stacks: %d samples whose stack is lost or missing, labelled %s" % (nlost, LABELS),
                "found %d" % labelled)
     # call chart and off-CPU tracks
-    tracks = {}
+    tracks, tds = {}, {}
     for pk in packets:
         for td in pk.get("track_descriptor", []):
             tracks[one(td, "uuid")] = one(td, "name", "")
+            tds[one(td, "uuid")] = td
     evs = []
     for idx, pk in enumerate(packets):
         for te in pk.get("track_event", []):
             evs.append((one(pk, "timestamp", 0), idx, te))
     evs.sort(key=lambda e: (e[0], e[1]))
     depth, chart_names, offcpu_names, nest_bad = defaultdict(int), set(), set(), []
+    before, seen = 0, set()
     for ts, _, te in evs:
         tn = tracks.get(one(te, "track_uuid"), "")
         t = one(te, "type")
         if tn == "call chart (samples)":
             u = one(te, "track_uuid")
+            # frames of a thread's first sample drawn from the window's
+            # start: before anything else on the thread's chart
+            if any(one(a, "name") == "begun_before_window" for a in te.get("debug_annotations", [])):
+                before += 1
+                if u in seen and depth[u] == 0:
+                    nest_bad.append("chart slice begun before the window at %d after other slices of %x" % (ts, u))
+            seen.add(u)
             if t == "TYPE_SLICE_BEGIN":
                 depth[u] += 1
                 chart_names.add(one(te, "name", ""))
@@ -1080,6 +1243,10 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
         elif tn == "off-CPU (stacks)" and t == "TYPE_SLICE_BEGIN":
             offcpu_names.add(one(te, "name", ""))
     open_left = [u for u, d in depth.items() if d]
+    if chart_before is not None:
+        result(before == chart_before, "stacks: %d call chart frames drawn from the window's start" % chart_before,
+               "found %d" % before)
+    check_chart_vs_samples(evs, tracks, tds, sampled, stacks, frames, names)
     result(not nest_bad and not open_left and (nsamples == 0 or chart_names),
            "stacks: call chart slices nest and all end (%d names)" % len(chart_names),
            "; ".join(nest_bad[:3]) + (" open at the end: %d tracks" % len(open_left) if open_left else ""))
@@ -1112,6 +1279,47 @@ def check_perfetto_stacks(trace, nsamples, func=None, offcpu_func=None, src_line
         result(any(frs) and fn in chart_names, "stacks: %s inlined in a callstack and in the call chart" % fn,
                "%d frames named so, %d inlined; in the call chart: %s%s" %
                (len(frs), sum(frs), fn in chart_names, hint))
+
+
+def check_chart_vs_samples(evs, tracks, tds, sampled, stacks, frames, names):
+    """The call chart is drawn from the samples: right after a thread's
+    sample, the chart slices open on its track are the sample's callstack,
+    bottom first, name for name (an unnamed frame "[unknown] (PATH)" where
+    the flame graph names it "[unknown]"; a label such as "[stack lost]" as
+    the flame graph has it; past 511 levels the last is "[deeper frames]")."""
+    chart_tid = {}
+    for u, n in tracks.items():
+        if n == "call chart (samples)":
+            th = thread_of(tds, u)
+            if th:
+                chart_tid[u] = th[1]
+    by_ts = defaultdict(list)
+    for ts, tid, seq, iid in sampled:
+        by_ts[ts].append((tid, seq, iid))
+    open_, bad, checked, i = defaultdict(list), [], 0, 0
+    for ts in sorted(by_ts):
+        while i < len(evs) and evs[i][0] <= ts:
+            te = evs[i][2]
+            u = one(te, "track_uuid")
+            if u in chart_tid:
+                if one(te, "type") == "TYPE_SLICE_BEGIN":
+                    open_[chart_tid[u]].append(one(te, "name", ""))
+                elif one(te, "type") == "TYPE_SLICE_END" and open_[chart_tid[u]]:
+                    open_[chart_tid[u]].pop()
+            i += 1
+        for tid, seq, iid in by_ts[ts]:
+            want = [names.get(seq, {}).get(frames.get(seq, {}).get(f, (None,))[0], "?")
+                    for f in stacks.get(seq, {}).get(iid, [])]
+            if len(want) > 511:
+                want = want[:510] + ["[deeper frames]"]
+            got = open_[tid]
+            checked += 1
+            if len(got) != len(want) or any(g != w and not (w == "[unknown]" and g.startswith("[unknown] ("))
+                                            for g, w in zip(got, want)):
+                bad.append("tid %d at %d: chart %s, sample %s" % (tid, ts, [g[:40] for g in got[-4:]],
+                                                                 [w[:40] for w in want[-4:]]))
+    result(not bad, "stacks: the call chart at each of %d samples is the sample's callstack" % checked,
+           "%d differ; %s" % (len(bad), "; ".join(bad[:3])))
 
 
 def srcs_declared(trace):
@@ -1167,7 +1375,8 @@ def main(argv):
             same = argv[i + 1]
             i += 2
         elif a in ("--uretprobe-slices", "--unmatched", "--func-slices", "--func-open", "--func-deep-markers",
-                   "--stacks-lost", "--offcpu-blocks"):
+                   "--stacks-lost", "--offcpu-blocks", "--begun-before", "--closed-at-exit",
+                   "--closed-at-last", "--chart-begun-before"):
             opt[a[2:].replace("-", "_")] = int(argv[i + 1])
             i += 2
         elif a == "--stacks":
@@ -1188,6 +1397,12 @@ def main(argv):
         elif a == "--counts":
             print_counts = True
             i += 1
+        elif a == "--switch-chain":
+            opt["switch_chain"] = True
+            i += 1
+        elif a == "--tree-tids":
+            opt["tree_tids"] = sorted(int(t) for t in argv[i + 1].split(","))
+            i += 2
         else:
             print("unknown option %s" % a)
             return 2
@@ -1197,10 +1412,18 @@ def main(argv):
             check_perfetto(trace, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
             if same:
                 check_same_sched(trace, same, proto)
+            if opt.get("switch_chain"):
+                check_switch_chain(trace)
+            if opt.get("tree_tids") is not None:
+                tids = sorted(one(t, "tid") for pk in trace.get("packet", []) for pt in pk.get("process_tree", [])
+                              for t in pt.get("threads", []))
+                result(tids == opt["tree_tids"], "the ProcessTree lists only threads %s" % opt["tree_tids"],
+                       "found %s" % tids[:20])
             if triggers is not None:
                 check_perfetto_triggers(trace, triggers)
             if nstacks is not None:
-                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined, opt.get("stacks_lost"))
+                check_perfetto_stacks(trace, nstacks, stack_func, offcpu_func, src_line, inlined, opt.get("stacks_lost"),
+                                      opt.get("chart_begun_before"))
     else:
         check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices, app_gaps, opt)
         if nstacks is not None:

@@ -11,7 +11,8 @@ against tests/pprof/profile.proto. REPORT is report --profile's output (with
 --offcpu: report --profile --offcpu). Checks, each "ok"/"FAIL": the profile
 is well formed as pprof reads it (every index of the string table, every
 location, function and mapping id resolves, ids are not 0, one value per
-sample type, the period type and period); per process (label pid) the total
+sample type, the period type and period; no mapping but the first without a
+location: go tool pprof drops those as it reads, so only the file shows them); per process (label pid) the total
 weight equals the report's, the samples under a "[stack lost]" root equal
 its "N with a stack lost", and every function the report lists has the same
 self and total share (one decimal, as printed; names without symbol
@@ -24,6 +25,14 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from protoc_text import one as first, parse_text  # noqa: E402
+
+
+def one(m, f, d=0):
+    return first(m, f, d)
+
 
 failures = 0
 LABELS = ("[stack lost]", "[no stack]")
@@ -44,38 +53,6 @@ def result(ok, name, why=""):
     else:
         failures += 1
         print("FAIL - " + name + (": " + why if why else ""))
-
-
-def parse_text(lines):
-    root = defaultdict(list)
-    stack = [root]
-    for raw in lines:
-        line = raw.strip()
-        if not line:
-            continue
-        if line == "}":
-            stack.pop()
-            continue
-        if line.endswith("{"):
-            child = defaultdict(list)
-            stack[-1][line[:-1].strip()].append(child)
-            stack.append(child)
-            continue
-        name, _, val = line.partition(":")
-        val = val.strip()
-        if val.startswith('"'):
-            v = bytes(val[1:-1], "utf-8").decode("unicode_escape")
-        elif val in ("true", "false"):
-            v = val == "true"
-        else:
-            v = int(val)
-        stack[-1][name.strip()].append(v)
-    return root
-
-
-def one(m, f, d=0):
-    v = m.get(f)
-    return v[0] if v else d
 
 
 def decode(path, proto):
@@ -133,7 +110,9 @@ def main(argv):
     pt = prof.get("period_type", [{}])[0]
     result((s(one(pt, "type")), s(one(pt, "unit"))) == want[1] and one(prof, "period") > 0,
            "period type %s, period %d" % (want[1], one(prof, "period")))
-    funcs = {one(f, "id"): s(one(f, "name")) for f in prof.get("function", [])}
+    # a Python frame's function has the file "[py]"; report names it "NAME [py]"
+    funcs = {one(f, "id"): s(one(f, "name")) + (" [py]" if s(one(f, "filename", 0)) == "[py]" else "")
+             for f in prof.get("function", [])}
     maps = {one(m, "id"): m for m in prof.get("mapping", [])}
     locs = {}
     for l in prof.get("location", []):
@@ -149,6 +128,13 @@ def main(argv):
         bad.append("an id 0")
     for m in maps.values():
         s(one(m, "filename")), s(one(m, "build_id"))
+    # go tool pprof drops unused mappings as it reads, so only the file
+    # itself shows them: every mapping but the first (the main binary, or
+    # the anonymous one) is some location's
+    used = {one(l, "mapping_id") for l in prof.get("location", [])}
+    mids = [one(m, "id") for m in prof.get("mapping", [])]
+    unused = [s(one(maps[i], "filename")) or "(no file)" for i in mids[1:] if i not in used]
+    result(not unused, "%d mappings, each a location's (but the first)" % len(mids), "unused: " + ", ".join(unused[:8]))
     period = one(prof, "period")
     per = defaultdict(lambda: [0, 0, defaultdict(int), defaultdict(int)])  # weight, lost, self, total
     for smp in prof.get("sample", []):

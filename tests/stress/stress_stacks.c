@@ -12,6 +12,10 @@
  * while a retained event names it would show other frames), that no event
  * is torn (check); and that stacks were reclaimed at all. Stacks lost
  * because the table was full while dumps held it are shown, not failed.
+ * Two rounds: a table larger than the window (freed as the window moves
+ * on), then one smaller (full: the stacks named longest ago give way while
+ * events still name them, and the dump's births must call those events
+ * reclaimed, never give them the frames of the id's next stack).
  *
  * usage: stress_stacks [SECONDS (default $STRESS_SECONDS, else 2)] [DUMPERS];
  * prints one summary line.
@@ -30,12 +34,14 @@
 struct ev {
 	uint64_t hash;
 	uint32_t id, check;
+	uint64_t ts;  /* the drain's event count */
+	uint32_t cpu, pad;
 };
 
 static struct bt_buffer *buf;
 static struct bt_stack_table *tab;
 static atomic_int stop;
-static _Atomic uint64_t dumps, verified, bad, torn;
+static _Atomic uint64_t dumps, verified, bad, torn, reclaimed_refs;
 
 static uint32_t check_of(uint64_t h, uint32_t id)
 {
@@ -82,14 +88,16 @@ static void *drain(void *arg)
 		/* Its definition each time, as the kernel resends a stack the
 		 * table had it forget: an undefined id is then always a bug. */
 		define(h);
-		struct ev e = { h, bt_stack_table_ref(tab, h), 0 };
+		uint32_t cpu = (uint32_t)(i / 64 % 2);
+		bt_stack_table_note(tab, cpu, i + 1);
+		struct ev e = { h, bt_stack_table_ref(tab, h), 0, i + 1, cpu, 0 };
 		e.check = check_of(e.hash, e.id);
 		if (e.id == BT_STACK_LOST)
 			++*lost;
-		bt_write(buf, (uint32_t)(i / 64 % 2), &e, sizeof(e));
+		bt_write(buf, cpu, &e, sizeof(e));
 		if (++i % 5 == 0) {
 			bt_buffer_stats(buf, &bs);
-			bt_stack_table_pass(tab, bs.blocks_used, bs.nblocks, bs.active);
+			bt_stack_table_pass(tab, bs.blocks_used, bs.nblocks, UINT64_MAX, bs.active);
 		}
 	}
 	return NULL;
@@ -135,16 +143,18 @@ static void *dumper(void *arg)
 		c.n = 0;
 		memset(&s, 0, sizeof(s));
 		uint64_t token = bt_stack_table_hold(tab);
+		struct bt_stack_births *b = bt_stack_table_births(tab);
 		bt_read(buf, collect, &c, &rst);
 		int r = bt_stack_table_snapshot(tab, &s);
 		bt_stack_table_release(tab, token);
-		if (r)
+		if (r || !b)
 			abort();
 		for (size_t i = 0; i < c.n; i++) {
 			const struct ev *e = &c.e[i];
-			if (e->id == BT_STACK_LOST)
+			uint32_t id = bt_stack_births_id(b, e->id, e->cpu, e->ts);
+			if (id == BT_STACK_LOST || id == BT_STACK_RECLAIMED)
 				continue;
-			const struct bt_dump_stack *k = e->id && e->id <= s.nstacks ? &s.stacks[e->id - 1] : NULL;
+			const struct bt_dump_stack *k = id && id <= s.nstacks ? &s.stacks[id - 1] : NULL;
 			if (!k || (k->flags & BT_STACK_F_UNDEFINED) || k->nframes != 3 ||
 			    s.frames[k->first].off != e->hash || s.frames[k->first + 1].off != ~e->hash) {
 				if (nb++ < 3)
@@ -154,6 +164,8 @@ static void *dumper(void *arg)
 			}
 		}
 		bt_stack_snapshot_free(&s);
+		atomic_fetch_add_explicit(&reclaimed_refs, bt_stack_births_reclaimed(b), memory_order_relaxed);
+		bt_stack_births_free(b);
 		atomic_fetch_add_explicit(&bad, nb, memory_order_relaxed);
 		atomic_fetch_add_explicit(&verified, c.n, memory_order_relaxed);
 		atomic_fetch_add_explicit(&dumps, 1, memory_order_relaxed);
@@ -179,22 +191,20 @@ static void *status(void *arg)
 	return NULL;
 }
 
-int main(int argc, char **argv)
+/* One round of secs with a table of max stacks; 0 if it held. */
+static int round_of(uint32_t max, double secs, int ndump)
 {
-	const char *env = getenv("STRESS_SECONDS");
-	double secs = argc > 1 ? atof(argv[1]) : env ? atof(env) : 2;
-	int ndump = argc > 2 ? atoi(argv[2]) : 2;
 	struct bt_config cfg = { .size = 128 * 512, .block_size = 512, .ncores = 2, .active = 8 };
-	struct bt_stack_reclaim_ops ops = { forget, held, NULL };
+	struct bt_stack_reclaim_ops ops = { forget, held, NULL, 2 };
 	pthread_t d, st, dd[8];
 	uint64_t lost = 0;
 	struct bt_stack_counts c;
 
-	if (ndump < 1 || ndump > 8)
-		ndump = 2;
+	atomic_store(&stop, 0);
+	dumps = verified = bad = torn = reclaimed_refs = 0;
 	buf = bt_buffer_create(&cfg, NULL, 0);
-	/* a window: 128 blocks x ~20 events / 4 events per stack ~ 640 stacks */
-	tab = bt_stack_table_new(4096);
+	/* a window: 128 blocks x ~15 events / 4 events per stack ~ 480 stacks */
+	tab = bt_stack_table_new(max);
 	if (!buf || !tab)
 		return 2;
 	bt_stack_table_set_reclaim(tab, &ops);
@@ -211,13 +221,28 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ndump; i++)
 		pthread_join(dd[i], NULL);
 	bt_stack_table_counts(tab, &c);
-	int fail = bad || torn || !c.reclaimed || !verified;
-	printf("stress_stacks: %s: %llu dumps verified %llu events, %llu wrong frames, %llu torn; table: %llu stacks, "
-	       "%llu reclaimed, %llu lost (table full)\n",
-	       fail ? "FAIL" : "ok", (unsigned long long)dumps, (unsigned long long)verified, (unsigned long long)bad,
-	       (unsigned long long)torn, (unsigned long long)c.stacks, (unsigned long long)c.reclaimed,
+	/* a full table must have evicted, and its dumps seen reclaimed ids */
+	int full = max < 480;
+	int fail = bad || torn || !c.reclaimed || !verified || (full && (!c.evicted || !reclaimed_refs));
+	printf("stress_stacks: %s: table of %u: %llu dumps verified %llu events, %llu wrong frames, %llu torn, %llu "
+	       "said reclaimed; table: %llu stacks, %llu reclaimed (%llu while full), %llu lost (table full)\n",
+	       fail ? "FAIL" : "ok", max, (unsigned long long)dumps, (unsigned long long)verified,
+	       (unsigned long long)bad, (unsigned long long)torn, (unsigned long long)reclaimed_refs,
+	       (unsigned long long)c.stacks, (unsigned long long)c.reclaimed, (unsigned long long)c.evicted,
 	       (unsigned long long)lost);
 	bt_stack_table_free(tab);
 	bt_buffer_destroy(buf);
 	return fail;
+}
+
+int main(int argc, char **argv)
+{
+	const char *env = getenv("STRESS_SECONDS");
+	double secs = argc > 1 ? atof(argv[1]) : env ? atof(env) : 2;
+	int ndump = argc > 2 ? atoi(argv[2]) : 2;
+
+	if (ndump < 1 || ndump > 8)
+		ndump = 2;
+	int fail = round_of(4096, secs / 2, ndump);
+	return round_of(256, secs / 2, ndump) || fail;
 }

@@ -54,8 +54,10 @@ done
 # Every shared library the binary needs comes from a declared dependency.
 dpkg-deb -x "$DEB" "$T_TMP/x"
 undeclared=""
+MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)
 for so in $(objdump -p "$T_TMP/x/usr/bin/btrace-bpf" | awk '/NEEDED/ { print $2 }'); do
-	p=$(dpkg -S "*/$so" 2>/dev/null | head -1 | cut -d: -f1)
+	# The host's architecture's copy: libm.so.6 is in libc6-i386 too (lib32)
+	p=$(dpkg -S "*/$so" 2>/dev/null | awk -v ma="/$MULTIARCH/" 'index($0, ma) { print; exit }' | cut -d: -f1)
 	[ -n "$p" ] && echo "$dep" | grep -q "\b$p\b" || undeclared="$undeclared $so($p)"
 done
 [ -z "$undeclared" ] && ok "every NEEDED library of the binary is in a declared package" ||

@@ -19,7 +19,7 @@ CTL=$T_TMP/ctl.sock
 MNT=$T_TMP/full
 ALL_DUMPS=() # every dump checked against its manifest at the end
 
-dump_path() { sed -n "s/^btrace-bpf: dump $2 written to \([^ ]*\) .*/\1/p" "$1"; }
+dump_path() { sed -n "s/^btrace-bpf record: dump $2 written to \([^ ]*\) .*/\1/p" "$1"; }
 ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
 events_recorded() { ctl status 2>/dev/null | sed -n 's/^events: \([0-9]*\) recorded.*/\1/p'; }
 cleanup_mnt() { mountpoint -q "$MNT" && umount "$MNT"; }
@@ -35,8 +35,13 @@ f=$(find "$T_TMP/cfg" -name '*.btd' 2>/dev/null | head -1)
 [ $rc -eq 0 ] && [ -n "$f" ] && ok "record --config dist/btrace-bpf.conf runs and dumps" ||
 	not_ok "record --config (exit $rc)" "$(cat "$T_TMP/cfg.log")"
 [ -n "$f" ] && ALL_DUMPS+=("$f")
-"$BT" report --stats "$f" 2>/dev/null | grep -q "^buffer:     4.0 MiB" &&
-	ok "the command line overrides the file (-m 4M over buffer-size = 64M)" ||
+# -m is the raw part plus the cold tier's (split 25/75 by default): their sum
+mib() { awk '{ v = $1; if ($2 ~ /^KiB/) v /= 1024; if ($2 ~ /^GiB/) v *= 1024; printf "%.3f\n", v }'; }
+st_cfg=$("$BT" report --stats "$f" 2>/dev/null)
+raw=$(sed -n 's/^buffer: *\([0-9.]* [KMG]iB\).*/\1/p' <<<"$st_cfg" | mib)
+cold=$(sed -n 's/^cold tier: *[a-z0-9:-]*, \([0-9.]* [KMG]iB\):.*/\1/p' <<<"$st_cfg" | mib)
+awk -v r="${raw:-0}" -v c="${cold:-0}" 'BEGIN { t = r + c; exit !(t > 3.8 && t < 4.2) }' &&
+	ok "the command line overrides the file (-m 4M over buffer-size = 64M: $raw MiB raw + ${cold:-0} MiB tier)" ||
 	not_ok "buffer size of the --config run" "$("$BT" report --stats "$f" 2>&1 | grep ^buffer)"
 printf 'events = sched\nbufer-size = 4M\n' >"$T_TMP/bad1.conf"
 out=$("$BT" record --config "$T_TMP/bad1.conf" --no-ctl -d 1s 2>&1)
@@ -88,8 +93,8 @@ else
 	not_ok "journal priorities" "$(cat "$J")"
 fi
 run_with_timeout 30 "$BT" record -o "$T_TMP/j2" --no-ctl -m 4M -d 300ms 2>"$T_TMP/plain.log"
-grep -q '^btrace-bpf: dump 1 written to' "$T_TMP/plain.log" && ! grep -q '^<' "$T_TMP/plain.log" &&
-	ok "stderr redirected elsewhere: plain 'btrace-bpf: ' lines" || not_ok "plain log" "$(cat "$T_TMP/plain.log")"
+grep -q '^btrace-bpf record: dump 1 written to' "$T_TMP/plain.log" && ! grep -q '^<' "$T_TMP/plain.log" &&
+	ok "stderr redirected elsewhere: plain 'btrace-bpf record: ' lines" || not_ok "plain log" "$(cat "$T_TMP/plain.log")"
 if [ "$(head -1 "$T_TMP/notify.log" 2>/dev/null | grep -c 'READY=1')" -eq 1 ] &&
 	grep -q 'STOPPING=1' "$T_TMP/notify.log"; then
 	ok "sd_notify: READY=1 once recording, STOPPING=1 at stop"
@@ -117,7 +122,8 @@ touch -d 2020-01-02 "$OLD" "$OLD.json"
 done) >"$T_TMP/samples" &
 SAMPLER=$!
 LOG=$T_TMP/quota.log
-if rec_start "$LOG" -o "$Q" -m 2M --ctl "$CTL" --dump-every 150ms --min-dump-interval 50ms \
+# (--cold-tier 0: dumps of the raw 2 MiB alone, the sizes LIMIT is set for)
+if rec_start "$LOG" -o "$Q" -m 2M --cold-tier 0 --ctl "$CTL" --dump-every 150ms --min-dump-interval 50ms \
 	--max-dump-bytes $LIMIT; then
 	"$TB/pingpong" -n 200000 -c $PIN -a bt-q1 -b bt-q2 >/dev/null 2>&1 &
 	PP=$!

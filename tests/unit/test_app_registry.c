@@ -10,9 +10,15 @@
  *   - a registrant that exited while another process holds its connection
  *     is shown exited, not live;
  *   - a counter the application writes in its shared memory is bounded
- *     where shown.
+ *     where shown;
+ *   - a buffer passed with the registration (a forked child's own, issue
+ *     36): a valid one is read behind the recorder's; a pipe, a file, a
+ *     memfd sealed already, a bad header, a size that is not its
+ *     geometry's and one larger than allowed are refused, counted
+ *     (early_refused=1), and the registration still answered.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -26,13 +32,14 @@
 #include "harness.h"
 #include "app_registry.h"
 #include "app_shm.h"
+#include "dump.h"
 
 static struct bt_apps_config base_cfg(void)
 {
 	return (struct bt_apps_config){ .buffer_size = 64 << 10, .block_size = 1024, .ncores = 2, .max_apps = 8 };
 }
 
-static char *status_of(struct bt_apps *r)
+__attribute__((noinline)) static char *status_of(struct bt_apps *r)
 {
 	char *buf = NULL;
 	size_t len = 0;
@@ -44,7 +51,15 @@ static char *status_of(struct bt_apps *r)
 
 /* Register pid as NAME; our end of its connection in *mine, the buffer
  * the recorder handed over in *buf_fd (-1 if none). */
+static int reg_early(struct bt_apps *r, uint32_t pid, const char *name, int funcs, int early, int *mine,
+		     int *buf_fd);
 static int reg_kind(struct bt_apps *r, uint32_t pid, const char *name, int funcs, int *mine, int *buf_fd)
+{
+	return reg_early(r, pid, name, funcs, -1, mine, buf_fd);
+}
+
+static int reg_early(struct bt_apps *r, uint32_t pid, const char *name, int funcs, int early, int *mine,
+		     int *buf_fd)
 {
 	int sv[2];
 	char line[64];
@@ -57,7 +72,7 @@ static int reg_kind(struct bt_apps *r, uint32_t pid, const char *name, int funcs
 
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
 		return -1;
-	bt_apps_register(r, sv[1], pid, name, funcs);
+	bt_apps_register(r, sv[1], pid, name, funcs, early, 0);
 	*mine = sv[0];
 	*buf_fd = -1;
 	if (recvmsg(sv[0], &mh, 0) <= 0 || strncmp(line, "ok", 2))
@@ -200,6 +215,107 @@ static void test_registrant_exited(void)
 	bt_apps_destroy(r);
 }
 
+/* A memfd with a valid header of this geometry (data bytes), or -1. */
+static int early_memfd(uint32_t bsize, uint64_t data, uint32_t ncores, uint64_t extra, unsigned seals)
+{
+	uint32_t A, N;
+	uint64_t mo, co, dof;
+	char why[128];
+	int fd = memfd_create("early", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || bt_app_geometry(data, bsize, ncores, &A, &N, why, sizeof(why)))
+		return -1;
+	uint64_t total = bt_app_shm_layout(bsize, A, N, ncores, &mo, &co, &dof);
+	if (ftruncate(fd, (off_t)(total + extra)) < 0)
+		return -1;
+	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED)
+		return -1;
+	bt_app_shm_init(base, bsize, A, N, ncores, (uint32_t)getpid());
+	munmap(base, total);
+	if (seals)
+		fcntl(fd, F_ADD_SEALS, seals);
+	return fd;
+}
+
+static void test_early_buffers(void)
+{
+	struct bt_apps_config c = base_cfg();
+	char err[256], path[] = "/tmp/btrace-early-XXXXXX";
+	struct bt_apps *r = bt_apps_create(&c, err, sizeof(err));
+	REQUIRE(r, "create: %s", err);
+	int pfd[2], file = mkstemp(path);
+	REQUIRE(pipe(pfd) == 0 && file >= 0, "pipe, file");
+	unlink(path);
+	CHECK(ftruncate(file, 1 << 20) == 0, "ftruncate");
+	struct {
+		const char *what;
+		int fd, refused;
+	} cases[] = {
+		{ "a valid memfd of another block size", early_memfd(4096, 64 << 10, 3, 0, 0), 0 },
+		{ "a pipe", pfd[0], 1 },
+		{ "a regular file", file, 1 },
+		{ "a memfd sealed already", early_memfd(1024, 64 << 10, 2, 0, F_SEAL_SEAL), 1 },
+		{ "a size its geometry does not have", early_memfd(1024, 64 << 10, 2, 4096, 0), 1 },
+		{ "larger than the recorder gives", early_memfd(1024, 8ull << 20, 2, 0, 0), 1 },
+		{ "a bad header", memfd_create("zero", MFD_CLOEXEC | MFD_ALLOW_SEALING), 1 },
+	};
+	CHECK(ftruncate(cases[6].fd, 1 << 20) == 0, "ftruncate");
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int mc, mb;
+		uint32_t pid = 1000 + (uint32_t)i;
+		int got = reg_early(r, pid, "early", 1, cases[i].fd, &mc, &mb);
+		char *st = status_of(r), want[96], line[512] = "";
+		snprintf(want, sizeof(want), "app %u early live", pid);
+		const char *at = strstr(st, want);
+		if (at)
+			snprintf(line, sizeof(line), "%.*s", (int)strcspn(at, "\n"), at);
+		free(st);
+		int refused = strstr(line, "early_refused=1") != NULL;
+		int two = strstr(line, "buffers=2") != NULL;
+		CHECK(got == 0 && line[0] && refused == cases[i].refused && two == !cases[i].refused,
+		      "%s: registered, %s: %s", cases[i].what, cases[i].refused ? "refused, counted" : "read too", line);
+		close(mc);
+		if (mb >= 0)
+			close(mb);
+	}
+	/* The refusals are in a dump too (issue 36: only ctl status said so):
+	 * the early_refused counter of each application's row. */
+	struct bt_apps_capture *cap = bt_apps_capture(r);
+	REQUIRE(cap, "capture");
+	char dpath[] = "/tmp/btrace-early-dump-XXXXXX", out[600];
+	int dfd = mkstemp(dpath);
+	REQUIRE(dfd >= 0, "mkstemp");
+	close(dfd);
+	struct bt_config kc = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
+	struct bt_buffer *k = bt_buffer_create(&kc, err, sizeof(err));
+	REQUIRE(k, "buffer: %s", err);
+	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .dump_seq = 1, .reason = "ctl",
+				     .groups_enabled = 1, .write_apps = bt_apps_capture_write, .apps_ctx = cap };
+	int wr = bt_dump_write(k, &info, NULL, dpath, 1, out, sizeof(out), NULL, err, sizeof(err));
+	CHECK(wr == 0, "dump: %s", err);
+	struct bt_dump *d = wr == 0 ? bt_dump_open(dpath, err, sizeof(err)) : NULL;
+	CHECK(d, "open: %s", err);
+	size_t na = 0, seen = 0;
+	const struct bt_dump_app *apps = d ? bt_dump_apps(d, &na) : NULL;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		for (size_t j = 0; j < na; j++)
+			if (apps[j].pid == 1000 + i) {
+				seen++;
+				CHECK(apps[j].counters[BT_APPC_EARLY_REFUSED] == (uint64_t)cases[i].refused,
+				      "%s: early_refused %llu in the dump", cases[i].what,
+				      (unsigned long long)apps[j].counters[BT_APPC_EARLY_REFUSED]);
+			}
+	CHECK(seen == sizeof(cases) / sizeof(cases[0]), "every application in the dump (%zu)", seen);
+	if (d)
+		bt_dump_close(d);
+	unlink(dpath);
+	bt_buffer_destroy(k);
+	bt_apps_capture_free(cap);
+	close(pfd[1]);
+	bt_apps_destroy(r);
+}
+
 int main(void)
 {
 	signal(SIGPIPE, SIG_IGN);
@@ -207,5 +323,6 @@ int main(void)
 	RUN(test_funcs_default);
 	RUN(test_one_process_floods);
 	RUN(test_registrant_exited);
+	RUN(test_early_buffers);
 	return h_done();
 }

@@ -3,7 +3,9 @@
  * test_cold_tier.c - the cold tier, deterministic: one writer, pumps at
  * chosen moments. What the two tiers return together is exactly what was
  * written, oldest history included, for both codecs; the tier drops its
- * oldest groups first; a writer outrunning the pump is counted as gaps;
+ * oldest groups first; a writer outrunning the pump is counted as gaps, and
+ * reads leave out what is older than the hole (never a hole in the middle);
+ * blocks the budget does not pay to compress are kept uncompressed;
  * resizing keeps the newest groups; bad configurations are refused.
  */
 #include <errno.h>
@@ -143,15 +145,18 @@ static void test_lz4(void) { test_codec(BT_CODEC_LZ4); }
 static void test_zstd(void) { test_codec(BT_CODEC_ZSTD); }
 
 /* The writer laps the buffer between two pumps: the blocks it overwrote are
- * gone, and that shows as a gap in the tier and in the joined read. */
+ * gone, and that is counted as a gap in the tier; a read leaves out the
+ * tier's blocks older than the hole (counted), so the joined read is one
+ * gap-free run that lost only its oldest end. */
 static void test_outrun(void)
 {
 	struct bt_cold_config cc = { .size = 16 * HOT, .codec = BT_CODEC_LZ4 };
 	struct bt_buffer *b = new_buf();
 	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	struct bt_cold_read_stats rs;
 	struct bt_cold_stats st;
 	struct seen s;
-	uint64_t seq = 0;
+	uint64_t seq = 0, from = 0;
 
 	REQUIRE(b && c, "setup");
 	write_n(b, &seq, HOT / sizeof(struct rec), NULL, 0);
@@ -159,10 +164,98 @@ static void test_outrun(void)
 	write_n(b, &seq, 3 * HOT / sizeof(struct rec), NULL, 0); /* no pump: laps the buffer */
 	bt_cold_pump(c, b);
 	bt_cold_stats(c, &st);
-	joined(b, c, &s);
+	memset(&s, 0, sizeof(s));
+	CHECK(bt_cold_read(c, collect, &s, &rs, &from) == 0 && bt_read_range(b, from, 0, collect, &s, NULL) == 0,
+	      "joined read");
 	CHECK(st.gaps == 1, "one chain break counted (%llu)", (unsigned long long)st.gaps);
-	CHECK(s.gaps == 1 && s.last == seq - 1 && !s.order_bad, "the joined read shows that one gap (%llu)",
-	      (unsigned long long)s.gaps);
+	CHECK(s.gaps == 0 && s.first > 0 && s.last == seq - 1 && !s.order_bad,
+	      "the joined read has no hole: entries %llu..%llu, %llu gaps", (unsigned long long)s.first,
+	      (unsigned long long)s.last, (unsigned long long)s.gaps);
+	CHECK(rs.blocks_cut > 0 && rs.blocks_read > 0, "the blocks older than the hole left out and counted (%llu cut, %llu read)",
+	      (unsigned long long)rs.blocks_cut, (unsigned long long)rs.blocks_read);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
+/* The hole between the tier and the buffer, which no pump saw (a dump
+ * before the next pass): the capture's oldest block names a previous one
+ * the tier does not end on. Read as a dump reads (a snapshot joined to a
+ * capture), the tier's blocks of that core are left out, not a hole shown;
+ * unjoined, the same read shows the hole (so the case is real). */
+static void test_join(void)
+{
+	struct bt_cold_config cc = { .size = 16 * HOT, .codec = BT_CODEC_ZSTD, .level = 1 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	struct bt_capture *cap;
+	struct bt_cold_snap *snap;
+	struct bt_read_stats crs;
+	uint64_t seq = 0, join[NCORES];
+	struct seen s;
+
+	REQUIRE(b && c, "setup");
+	write_n(b, &seq, HOT / sizeof(struct rec), NULL, 0);
+	bt_cold_pump(c, b);
+	write_n(b, &seq, 3 * HOT / sizeof(struct rec), NULL, 0); /* laps the buffer; no pump since */
+	cap = bt_capture(b, &crs);
+	REQUIRE(cap, "capture");
+
+	snap = bt_cold_snap_take(c, bt_capture_oldest_pos(cap), NULL, 0);
+	REQUIRE(snap, "snapshot");
+	memset(&s, 0, sizeof(s));
+	bt_cold_snap_read(snap, collect, &s, NULL);
+	bt_capture_read(cap, collect, &s);
+	CHECK(bt_cold_snap_info(snap)->blocks > 0 && s.gaps == 1, "unjoined: the tier's %llu blocks, then a hole (%llu gaps)",
+	      (unsigned long long)bt_cold_snap_info(snap)->blocks, (unsigned long long)s.gaps);
+	bt_cold_snap_free(snap);
+
+	bt_capture_first_prev(cap, join, NCORES);
+	snap = bt_cold_snap_take(c, bt_capture_oldest_pos(cap), join, NCORES);
+	REQUIRE(snap, "snapshot");
+	memset(&s, 0, sizeof(s));
+	bt_cold_snap_read(snap, collect, &s, NULL);
+	bt_capture_read(cap, collect, &s);
+	CHECK(s.gaps == 0 && s.first > 0 && s.last == seq - 1 && !s.order_bad,
+	      "joined to the capture: no hole (entries %llu..%llu, %llu gaps)", (unsigned long long)s.first,
+	      (unsigned long long)s.last, (unsigned long long)s.gaps);
+	CHECK(bt_cold_snap_info(snap)->blocks == 0 && bt_cold_snap_info(snap)->blocks_cut > 0,
+	      "the tier's blocks before the hole left out and counted (%llu)",
+	      (unsigned long long)bt_cold_snap_info(snap)->blocks_cut);
+	bt_cold_snap_free(snap);
+	bt_capture_free(cap);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
+/* A budget that pays for no compression: every block is stored as it is,
+ * the window as whole as with compression, and the counts say so. */
+static void test_raw(void)
+{
+	struct bt_cold_config cc = { .size = 16 * HOT, .codec = BT_CODEC_ZSTD, .level = -1 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	struct bt_cold_stats st;
+	uint32_t raw = 0, total = 0;
+	struct seen s;
+	uint64_t seq = 0;
+
+	REQUIRE(b && c, "setup");
+	for (int i = 0; i < 40; i++) {
+		uint32_t r = 0;
+
+		write_n(b, &seq, HOT / 8 / sizeof(struct rec), NULL, 0);
+		bt_cold_pump_upto(c, b, BT_NO_POS, 0, &r);
+		raw += r;
+	}
+	bt_cold_stats(c, &st);
+	joined(b, c, &s);
+	total = (uint32_t)st.blocks_in;
+	CHECK(raw > 0 && raw == total && st.blocks_raw == total && st.blocks_held_raw == st.blocks,
+	      "no compression paid for: %u of %u blocks stored uncompressed, %llu held so", raw, total,
+	      (unsigned long long)st.blocks_held_raw);
+	CHECK(s.gaps == 0 && s.first == 0 && s.last == seq - 1 && !s.order_bad,
+	      "uncompressed, the window is whole: entries %llu..%llu", (unsigned long long)s.first,
+	      (unsigned long long)s.last);
 	bt_cold_destroy(c);
 	bt_buffer_destroy(b);
 }
@@ -244,6 +337,8 @@ int main(void)
 	RUN(test_lz4);
 	RUN(test_zstd);
 	RUN(test_outrun);
+	RUN(test_join);
+	RUN(test_raw);
 	RUN(test_nudge);
 	RUN(test_config);
 	return h_done();

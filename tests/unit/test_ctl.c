@@ -5,9 +5,12 @@
  * lines while it runs (so a client waits for a long dump by the recorder's
  * liveness, not by a fixed deadline), bt_ctl_request hides them from its
  * output (but not a reply line "." after the first), a quick request's
- * reply has none, and a client that leaves mid-request harms nothing.
+ * reply has none, and a client that leaves mid-request harms nothing;
+ * idle clients never lock a request out (first-byte timeout, their slots
+ * taken), "busy" is said as such, and the client's timeout holds.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,7 +111,7 @@ static void client_prints(const char *line, const char *want)
 	int r;
 
 	REQUIRE(out, "memstream");
-	r = bt_ctl_request(sock, line, out, why, sizeof(why));
+	r = bt_ctl_request(sock, line, 0, out, why, sizeof(why));
 	fclose(out);
 	CHECK(r == 0, "%s: request: %d %s", line, r, why);
 	CHECK(buf && strcmp(buf, want) == 0, "%s: output '%s'", line, buf ? buf : "");
@@ -142,6 +145,112 @@ static void test_client_leaves(void)
 	CHECK(strcmp(reply, "hello back\nok\n") == 0, "reply after a client left: '%s'", reply);
 }
 
+static int connect_raw(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	if (fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Twenty clients that connect and say nothing (and four that send half a
+ * line) hold more than every slot: a request is still answered at once,
+ * each silent client is told why it was dropped. */
+#define NIDLE 24
+static void test_idle_clients_do_not_lock_out(void)
+{
+	int fds[NIDLE];
+	char reply[256];
+	double t0;
+	ssize_t n;
+
+	for (int i = 0; i < NIDLE; i++) {
+		fds[i] = connect_raw();
+		REQUIRE(fds[i] >= 0, "connect %d", i);
+		if (i >= 20)
+			REQUIRE(write(fds[i], "sta", 3) == 3, "write");
+	}
+	usleep(300 * 1000); /* older than the server's eviction threshold */
+	t0 = now_s();
+	client_prints("hello", "hello back\n");
+	CHECK(now_s() - t0 < 1.5, "hello behind %d idle clients took %.2f s", NIDLE, now_s() - t0);
+	n = read(fds[0], reply, sizeof(reply) - 1);
+	reply[n > 0 ? n : 0] = 0;
+	CHECK(strstr(reply, "error: ") != NULL, "the oldest idle client was told: '%s'", reply);
+	for (int i = 0; i < NIDLE; i++)
+		close(fds[i]);
+}
+
+/* A client that sends nothing is dropped after the first-byte timeout. */
+static void test_silent_client_dropped(void)
+{
+	int fd = connect_raw();
+	char reply[256];
+	double t0 = now_s();
+	ssize_t n;
+
+	REQUIRE(fd >= 0, "connect");
+	n = read(fd, reply, sizeof(reply) - 1);
+	reply[n > 0 ? n : 0] = 0;
+	CHECK(strstr(reply, "no request line in time") && now_s() - t0 < 4,
+	      "silent client after %.1f s: '%s'", now_s() - t0, reply);
+	close(fd);
+}
+
+static void *slow_request(void *arg)
+{
+	char reply[256];
+
+	(void)arg;
+	raw_request("sleep 4", reply, sizeof(reply));
+	return NULL;
+}
+
+/* Sixteen requests running: a seventeenth is "busy", said so when the
+ * client's timeout ends first, answered once a slot frees otherwise; a
+ * request longer than --timeout is given up in time. */
+static void test_busy_and_timeout(void)
+{
+	pthread_t t[16];
+	char *buf = NULL, why[256] = "";
+	size_t len = 0;
+	FILE *out = open_memstream(&buf, &len);
+	double t0;
+	int r;
+
+	REQUIRE(out, "memstream");
+	for (int i = 0; i < 16; i++)
+		REQUIRE(pthread_create(&t[i], NULL, slow_request, NULL) == 0, "thread");
+	usleep(1500 * 1000); /* all sixteen running, even on a loaded machine */
+	r = bt_ctl_request(sock, "hello", 1, out, why, sizeof(why));
+	CHECK(r == 1 && strstr(why, "busy"), "with 16 requests running: %d '%s'", r, why);
+	t0 = now_s();
+	r = bt_ctl_request(sock, "hello", 10, out, why, sizeof(why));
+	CHECK(r == 0 && now_s() - t0 < 8, "asked again until a slot freed: %d '%s' after %.1f s", r, why,
+	      now_s() - t0);
+	for (int i = 0; i < 16; i++)
+		pthread_join(t[i], NULL);
+	t0 = now_s();
+	r = bt_ctl_request(sock, "sleep 4", 1, out, why, sizeof(why));
+	CHECK(r == -ETIME && strstr(why, "after 1 s") && now_s() - t0 < 2.5, "timeout 1 s: %d '%s' after %.1f s", r,
+	      why, now_s() - t0);
+	fclose(out);
+	free(buf);
+}
+
 int main(void)
 {
 	char err[256];
@@ -160,6 +269,9 @@ int main(void)
 	RUN(test_client_skips_keepalives);
 	RUN(test_reply_dots_kept);
 	RUN(test_client_leaves);
+	RUN(test_idle_clients_do_not_lock_out);
+	RUN(test_silent_client_dropped);
+	RUN(test_busy_and_timeout);
 	bt_ctl_stop(s);
 	rmdir(dir);
 	return h_nfail_tests != 0;

@@ -27,6 +27,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "harness.h"
+#include "dump_fixture.h"
 #include "btrace_buffer.h"
 #include "dump.h"
 #include "compact.h"
@@ -37,16 +38,6 @@
 #define NCPUS 2
 
 static char tmpdir[256];
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
-
-static void rm_rf(const char *p)
-{
-	nftw(p, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 static int count_dir(const char *dir, char *first, size_t len)
 {
@@ -85,18 +76,6 @@ static struct bt_buffer *make_buffer(size_t size)
 
 /* ---- synthetic events ------------------------------------------------------ */
 
-union any_ev {
-	struct bt_event_hdr h;
-	struct bt_ev_sched_switch sw;
-	struct bt_ev_sched_wakeup wk;
-	struct bt_ev_sched_migrate mg;
-	struct bt_ev_task tk;
-	struct bt_ev_irq irq;
-	struct bt_ev_power pw;
-	struct bt_ev_syscall sc;
-	struct bt_ev_uprobe up;
-};
-
 static const struct bt_task test_tasks[] = {
 	{ .tid = 1, .tgid = 1, .comm = "systemd" },
 	{ .tid = 1234, .tgid = 1234, .comm = "pingpong" },
@@ -117,14 +96,6 @@ static void init_probes(void)
 	snprintf(test_probes[1].spec, sizeof(test_probes[1].spec), "libc:malloc%%return");
 	snprintf(test_probes[1].binary, sizeof(test_probes[1].binary), "/usr/lib/x86_64-linux-gnu/libc.so.6");
 	snprintf(test_probes[1].func, sizeof(test_probes[1].func), "malloc");
-}
-
-/* Write an ABI event into the buffer the way the drain does: stored form. */
-static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
-{
-	uint8_t batch[BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
-	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
-	return n ? bt_write(b, core, batch, n) : -EINVAL;
 }
 
 /* Event i of type t on cpu with seq; returns its size. Deterministic. */
@@ -205,7 +176,7 @@ static uint64_t fill(struct bt_buffer *b, uint32_t n, uint64_t t0)
 			union any_ev e;
 			uint32_t type = 1 + (i + c) % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, i, t0 + (uint64_t)i * 1000 + c * 7);
-			if (store(b, c, &e.h, len) == 0)
+			if (fx_store(b, c, &e.h, len) == 0)
 				w++;
 		}
 	}
@@ -477,7 +448,7 @@ static void test_dump_gap(void)
 			if (c == 1 && i >= 100 && i < 110)
 				continue;
 			uint32_t len = make_event(&e, BT_EV_SYS_EXIT, c, i, 5000000000ull + i * 1000000ull + c);
-			REQUIRE(store(b, c, &e.h, len) == 0, "write");
+			REQUIRE(fx_store(b, c, &e.h, len) == 0, "write");
 		}
 	snprintf(dir, sizeof(dir), "%s/gap", tmpdir);
 	struct bt_dump_info info = make_info();
@@ -536,22 +507,22 @@ static void test_report_format(void)
 	e.sw.next_tid = 1235;
 	e.sw.prev_state = 1;
 	e.sw.next_prio = 120;
-	REQUIRE(store(b, 1, &e.h, sizeof(e.sw)) == 0, "write");
+	REQUIRE(fx_store(b, 1, &e.h, sizeof(e.sw)) == 0, "write");
 	make_event(&e, BT_EV_SOFTIRQ_ENTRY, 0, 1, t + 1000);
 	e.h.tid = 0;
-	REQUIRE(store(b, 0, &e.h, sizeof(e.irq)) == 0, "write");
+	REQUIRE(fx_store(b, 0, &e.h, sizeof(e.irq)) == 0, "write");
 	make_event(&e, BT_EV_UPROBE_RETURN, 1, 2, t + 2000);
 	e.h.tid = 9999; /* not in the task table */
-	REQUIRE(store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
+	REQUIRE(fx_store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
 	make_event(&e, BT_EV_SCHED_SWITCH, 0, 2, t + 3000);
 	e.h.tid = 0;
 	e.sw.prev_tid = 0;
 	e.sw.prev_state = 0;
 	e.sw.next_tid = 1;
-	REQUIRE(store(b, 0, &e.h, sizeof(e.sw)) == 0, "write");
+	REQUIRE(fx_store(b, 0, &e.h, sizeof(e.sw)) == 0, "write");
 	make_event(&e, BT_EV_UPROBE_ENTRY, 1, 3, t + 4000);
 	e.h.tid = 1234;
-	REQUIRE(store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
+	REQUIRE(fx_store(b, 1, &e.h, sizeof(e.up)) == 0, "write");
 	snprintf(dir, sizeof(dir), "%s/fmt", tmpdir);
 	struct bt_dump_info info = make_info();
 	REQUIRE(bt_dump_write(b, &info, dir, NULL, 9, path, sizeof(path), NULL, err, sizeof(err)) == 0, "%s", err);
@@ -874,7 +845,7 @@ static void *writer(void *arg)
 			union any_ev e;
 			uint32_t type = 1 + seq[c] % (BT_EV_KERNEL_MAX - 1);
 			uint32_t len = make_event(&e, type, c, seq[c], t++);
-			store(b, c, &e.h, len);
+			fx_store(b, c, &e.h, len);
 			seq[c]++;
 		}
 	}
@@ -996,7 +967,7 @@ static void test_cli(void)
 				continue;
 			uint32_t type = i % 2 ? BT_EV_SYS_ENTER : BT_EV_SCHED_SWITCH;
 			uint32_t len = make_event(&e, type, c, i, 10000000000ull + i * 1000000ull + c);
-			REQUIRE(store(b, c, &e.h, len) == 0, "write");
+			REQUIRE(fx_store(b, c, &e.h, len) == 0, "write");
 		}
 	snprintf(dir, sizeof(dir), "%s/cli", tmpdir);
 	struct bt_dump_info info = make_info();
@@ -1070,7 +1041,7 @@ static void test_cli(void)
 	const char *c1[] = { cut, NULL };
 	CHECK(run_report(c1, &out, &errs) == 1 && out[0] == '\0', "truncated exit");
 	char want[800];
-	snprintf(want, sizeof(want), "btrace-bpf: %s: truncated dump (file ends at %zu of %zu bytes)\n", cut, len - 100, len);
+	snprintf(want, sizeof(want), "btrace-bpf report: %s: truncated dump (file ends at %zu of %zu bytes)\n", cut, len - 100, len);
 	CHECK(!strcmp(errs, want), "message '%s' want '%s'", errs, want);
 	free(out), free(errs);
 	f = fopen(cut, "wb");
@@ -1100,7 +1071,7 @@ static void write_seeds(const char *dir)
 				if (k == 2 && c == 1 && i >= 8 && i < 11)
 					continue;
 				uint32_t len = make_event(&e, 1 + (i * NCPUS + c) % (BT_EV_KERNEL_MAX - 1), c, i, 1000000 + i * 1000 + c);
-				store(b, c, &e.h, len);
+				fx_store(b, c, &e.h, len);
 			}
 		struct bt_dump_info info = make_info();
 		snprintf(path, sizeof(path), "%s/seed-%s-%d.btd", dir, k % 2 ? "zlib" : "raw", k);
@@ -1233,7 +1204,7 @@ int main(void)
 	const char *seeds = getenv("BTRACE_WRITE_SEEDS");
 	if (seeds) {
 		write_seeds(seeds);
-		rm_rf(tmpdir);
+		fx_rm_rf(tmpdir);
 		return 0;
 	}
 	RUN(test_roundtrip_uncompressed);
@@ -1250,6 +1221,6 @@ int main(void)
 	RUN(test_concurrent);
 	RUN(test_cli);
 	RUN(test_app_sections);
-	rm_rf(tmpdir);
+	fx_rm_rf(tmpdir);
 	return h_done();
 }

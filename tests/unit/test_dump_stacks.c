@@ -21,6 +21,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "harness.h"
+#include "dump_fixture.h"
 #include "btrace_buffer.h"
 #include "compact.h"
 #include "dump.h"
@@ -87,13 +88,6 @@ static int write_fixture_stacks(void *ctx, struct bt_dump_sink *sink)
 	return bt_dump_sink_stacks(sink, &s);
 }
 
-static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
-{
-	uint8_t batch[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
-	return n ? bt_write(b, core, batch, n) : -EINVAL;
-}
-
 /* A dump with 4 CPU samples naming (kstack, ustack) = (1, 2), one lost
  * user stack, and the fixture's table; kstack_of_last sets the last
  * sample's kernel stack id (to make it dangle). */
@@ -112,7 +106,7 @@ static int write_dump(const char *path, uint32_t kstack_of_last, int with_table)
 		struct bt_ev_sample e = { .h = { .ts_ns = 1000000 + i, .seq = i, .tid = 4242, .tgid = 4242, .cpu = 0,
 						 .type = BT_EV_CPU_SAMPLE },
 					  .kstack = i == 3 ? kstack_of_last : 1, .ustack = i == 2 ? BT_STACK_LOST : 2 };
-		if (store(b, 0, &e.h, sizeof(e)))
+		if (fx_store(b, 0, &e.h, sizeof(e)))
 			return -EIO;
 	}
 	struct bt_dump_info info = { .ncpus = NCPUS, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = &task,
@@ -162,7 +156,7 @@ static void test_round_trip(void)
 	char *txt = NULL;
 	size_t tl = 0;
 	FILE *m = open_memstream(&txt, &tl);
-	bt_print_stack(m, s, 2, "|");
+	bt_print_stack(m, s, 2, "|", 0);
 	fclose(m);
 	CHECK(txt && strstr(txt, "|[inlined] inner_fn app.c:12\n|hot_a+0x30 (app) app.c:40\n|ns::f(int)+0x10 (libx.so.1) x.cc:7\n"),
 	      "stack text:\n%s", txt ? txt : "");
@@ -528,7 +522,7 @@ static void test_hostile_names(void)
 	FILE *m = open_memstream(&buf, &len);
 	bt_report_profile(d, &f, m);
 	bt_report_folded(d, &f, m);
-	bt_print_stack(m, bt_dump_stacks(d), 2, "|");
+	bt_print_stack(m, bt_dump_stacks(d), 2, "|", 0);
 	fclose(m);
 	int raw = 0, forged = 0;
 	for (size_t i = 0; i < len; i++) {
@@ -554,6 +548,93 @@ static void test_earlier_dump(void)
 	bt_dump_close(d);
 }
 
+/* Why a stack was cut (STKW) and how frames are spelled: a versioned
+ * symbol without its version (kept by --stacks -v), an address outside
+ * every file as "[unknown] (anonymous)", "[truncated: no mapping]" under
+ * --stacks and as the outermost frame of --folded and --profile. */
+static void reasons(int on)
+{
+	stacks[1].flags = (uint16_t)(BT_STACK_F_TRUNCATED | (on ? BT_STACK_F_WHY(BT_WHY_NO_MAP) : 0));
+	syms[2].name = on ? "ns::f(int)@@GLIBC_2.17" : "ns::f(int)";
+}
+
+static void test_truncation_reasons(void)
+{
+	char path[300], err[256], *buf = NULL;
+	size_t len = 0;
+	struct bt_stack_filter f = { 0 };
+
+	snprintf(path, sizeof(path), "%s/reasons.btd", tmpdir);
+	reasons(1);
+	int w = write_dump(path, 1, 1);
+	/* STKP keeps only the flags an earlier reader knows */
+	struct bt_dump_stacks fx = fixture(), out = { 0 };
+	uint8_t *p = NULL;
+	int64_t plen = bt_dump_stacks_encode(&fx, 1, &p);
+	CHECK(plen > 0 && bt_dump_stacks_decode(p, (uint64_t)plen, 1, 1 << 20, &out, err, sizeof(err)) == 0 &&
+		      out.stacks[1].flags == BT_STACK_F_TRUNCATED,
+	      "STKP alone: flags 0x%x", out.nstacks > 1 ? out.stacks[1].flags : 0);
+	free(p);
+	/* STKW: clean, then damaged (nothing changed when refused) */
+	int64_t wlen = bt_dump_stackwhy_encode(&fx, &p);
+	reasons(0);
+	REQUIRE(w == 0 && wlen == 16, "write, %lld bytes of reasons", (long long)wlen);
+	CHECK(bt_dump_stackwhy_decode(p, 16, &out, err, sizeof(err)) == 0 &&
+		      out.stacks[1].flags == (BT_STACK_F_TRUNCATED | BT_STACK_F_WHY(BT_WHY_NO_MAP)),
+	      "STKW decoded: %s", err);
+	out.stacks[1].flags = BT_STACK_F_TRUNCATED;
+	static const struct {
+		uint32_t at, val;
+		const char *what;
+	} dm[] = { { 8, 0, "stack 0" }, { 8, 4, "stack beyond the table" }, { 12, 0, "reason 0" },
+		   { 12, 256, "reason over 255" }, { 4, 2, "count over the length" } };
+	for (size_t i = 0; i < sizeof(dm) / sizeof(dm[0]); i++) {
+		uint8_t q[16];
+		memcpy(q, p, 16);
+		memcpy(q + dm[i].at, &dm[i].val, 4);
+		CHECK(bt_dump_stackwhy_decode(q, 16, &out, err, sizeof(err)) == -EBADMSG &&
+			      strstr(err, "truncation reasons") && out.stacks[1].flags == BT_STACK_F_TRUNCATED,
+		      "%s refused: %s", dm[i].what, err);
+	}
+	uint8_t q[16];
+	memcpy(q, p, 16);
+	q[0] = 2; /* a newer version: skipped */
+	CHECK(bt_dump_stackwhy_decode(q, 16, &out, err, sizeof(err)) == 0 && out.stacks[1].flags == BT_STACK_F_TRUNCATED,
+	      "a newer STKW skipped");
+	free(p);
+	bt_dump_stacks_release(&out);
+	char wb[32];
+	CHECK(!strcmp(bt_stack_why_text(BT_WHY_NO_ROOT, wb, sizeof(wb)), "walk ended early") &&
+		      !strcmp(bt_stack_why_text(200, wb, sizeof(wb)), "reason 200") && !bt_stack_why_text(0, wb, 32),
+	      "reason texts");
+	CHECK(bt_sym_name_len("clock_nanosleep@@GLIBC_2.17") == 15 && bt_sym_name_len("memcpy@GLIBC_2.2.5") == 6 &&
+		      bt_sym_name_len("a@b") == 3 && bt_sym_name_len("f@@GLIBC 2") == 10,
+	      "versions stripped, other '@' kept");
+
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	const struct bt_dump_stacks *s = bt_dump_stacks(d);
+	CHECK(s->stacks[1].flags == (BT_STACK_F_TRUNCATED | BT_STACK_F_WHY(BT_WHY_NO_MAP)) && s->stacks[0].flags == 0,
+	      "the dump's reasons: 0x%x 0x%x", s->stacks[1].flags, s->stacks[0].flags);
+	FILE *m = open_memstream(&buf, &len);
+	bt_print_stack(m, s, 2, "|", 0);
+	bt_print_stack(m, s, 2, "v|", 1);
+	bt_report_folded(d, &f, m);
+	bt_report_profile(d, &f, m);
+	bt_report_stack_stats(d, m);
+	fclose(m);
+	CHECK(buf && strstr(buf, "    truncated stacks by reason: 1 no mapping\n"), "--stats: %s", buf ? buf : "");
+	CHECK(buf && strstr(buf, "|ns::f(int)+0x10 (libx.so.1) x.cc:7\n|[unknown] (anonymous) 0x7fff0000\n"
+				 "|[truncated: no mapping]\n") &&
+		      strstr(buf, "v|ns::f(int)@@GLIBC_2.17+0x10 (libx.so.1+0x2210) x.cc:7\n") &&
+		      strstr(buf, "\napp;[truncated: no mapping];[unknown] (anonymous);ns::f(int);hot_a;inner_fn_[i];") &&
+		      strstr(buf, "%  [truncated: no mapping]\n") && !strstr(buf, "\n|ns::f(int)@@") &&
+		      !strstr(buf, ";ns::f(int)@@"),
+	      "--stacks, -v, --folded, --profile:\n%s", buf ? buf : "");
+	free(buf);
+	bt_dump_close(d);
+}
+
 static void write_seeds(const char *dir)
 {
 	char path[600];
@@ -570,6 +651,55 @@ static void write_seeds(const char *dir)
 	if (write_dump(path, 1, 1))
 		fprintf(stderr, "seed %s failed\n", path);
 	hostile_names(0);
+	reasons(1);
+	snprintf(path, sizeof(path), "%s/seed-stkw.btd", dir);
+	if (write_dump(path, 1, 1))
+		fprintf(stderr, "seed %s failed\n", path);
+	reasons(0);
+}
+
+/* UNWL: the binaries that lost their table round trip; damaged lengths,
+ * counts and a second section are refused, a newer version skipped. */
+static void test_lost_tables(void)
+{
+	struct bt_dump_unwlost lost[2] = { { "/usr/bin/hostile", "more FDEs than any real program has" },
+					   { "/opt/x\033[2J", "--unwind-mem full (its table is over the 10 rows left)" } };
+	struct bt_dump_stacks in = { .nlost = 2, .lost = lost }, out = { 0 }, none = { 0 };
+	char err[256] = "";
+	uint8_t *p = NULL;
+	int64_t len = bt_dump_unwlost_encode(&in, &p);
+
+	uint8_t *q0 = NULL;
+	CHECK(bt_dump_unwlost_encode(&none, &q0) == 0 && !q0, "nothing lost: no section");
+	REQUIRE(len == 8 + (4 + 16 + 35) + (4 + 10 + 54), "encoded %lld bytes", (long long)len);
+	CHECK(bt_dump_unwlost_decode(p, (uint64_t)len, &out, err, sizeof(err)) == 0 && out.nlost == 2 &&
+		      !strcmp(out.lost[0].path, "/usr/bin/hostile") && !strcmp(out.lost[1].why, lost[1].why),
+	      "decoded: %s", err);
+	CHECK(bt_dump_unwlost_decode(p, (uint64_t)len, &out, err, sizeof(err)) == -EBADMSG, "a second one refused");
+	bt_dump_stacks_release(&out);
+	static const struct {
+		uint32_t at, val;
+		uint64_t len;
+		const char *what;
+	} dm[] = { { 4, 0, 0, "count 0" }, { 4, 65, 0, "count over 64" }, { 4, 3, 0, "count over the entries" },
+		   { 8, 0xffff, 0, "path length past the end" }, { 0, 1, 5, "cut inside the header" },
+		   { 0, 1, 20, "cut inside an entry" } };
+	for (size_t i = 0; i < sizeof(dm) / sizeof(dm[0]); i++) {
+		uint8_t q[256];
+		struct bt_dump_stacks o = { 0 };
+		memcpy(q, p, (size_t)len);
+		if (dm[i].len == 0)
+			memcpy(q + dm[i].at, &dm[i].val, dm[i].at == 8 ? 2 : 4);
+		CHECK(bt_dump_unwlost_decode(q, dm[i].len ? dm[i].len : (uint64_t)len, &o, err, sizeof(err)) ==
+				      -EBADMSG &&
+			      !o.lost,
+		      "%s refused: %s", dm[i].what, err);
+	}
+	uint8_t q[256];
+	memcpy(q, p, (size_t)len);
+	q[0] = 2; /* a newer writer's version */
+	CHECK(bt_dump_unwlost_decode(q, (uint64_t)len, &out, err, sizeof(err)) == 0 && !out.lost, "version 2 skipped");
+	free(p);
 }
 
 int main(void)
@@ -589,6 +719,8 @@ int main(void)
 	RUN(test_earlier_dump);
 	RUN(test_hostile_srclocs);
 	RUN(test_hostile_names);
+	RUN(test_truncation_reasons);
+	RUN(test_lost_tables);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmpdir);
 	if (system(cmd))

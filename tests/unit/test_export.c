@@ -38,11 +38,13 @@
 #include <linux/types.h>
 #include "events.h"
 #include "harness.h"
+#include "dump_fixture.h"
 #include "btrace_buffer.h"
 #include "dump.h"
 #include "compact.h"
 #include "event_names.h"
 #include "export.h"
+#include "event_filter.h"
 #include "pbwriter.h"
 #include "commands.h"
 #include "util.h"
@@ -56,11 +58,6 @@ static char dump_path[512];
 static struct bt_dump *D;
 static int have_protoc, have_python;
 static char root[512]; /* repository root (where tests/perfetto is) */
-
-static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
-{
-	return remove(p);
-}
 
 static int count_dir(const char *dir, const char *prefix)
 {
@@ -97,18 +94,6 @@ static int run_cmd(const char *cmd, char *out, size_t outlen)
 }
 
 /* ---- the synthetic dump ------------------------------------------------------ */
-
-union any_ev {
-	struct bt_event_hdr h;
-	struct bt_ev_sched_switch sw;
-	struct bt_ev_sched_wakeup wk;
-	struct bt_ev_sched_migrate mg;
-	struct bt_ev_task tk;
-	struct bt_ev_irq irq;
-	struct bt_ev_power pw;
-	struct bt_ev_syscall sc;
-	struct bt_ev_uprobe up;
-};
 
 static struct bt_task tasks[] = {
 	{ .tid = 1, .tgid = 1, .comm = "systemd" },
@@ -157,14 +142,6 @@ struct gen {
 	uint64_t written, failed;
 };
 
-/* Kernel events go into the recorder's buffer in their stored form (compact.h). */
-static int store(struct bt_buffer *b, uint32_t core, const struct bt_event_hdr *ev, uint32_t len)
-{
-	uint8_t batch[BT_COMPACT_MAX]; /* a batch of one event (compact.h) */
-	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
-	return n ? bt_write(b, core, batch, n) : -EINVAL;
-}
-
 static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uint32_t tid, uint32_t len)
 {
 	e->h.ts_ns = (g->ts += 1000);
@@ -173,7 +150,7 @@ static void put(struct gen *g, union any_ev *e, uint32_t type, uint32_t cpu, uin
 	e->h.tgid = tid == 101 ? 100 : tid;
 	e->h.cpu = (uint16_t)cpu;
 	e->h.type = (uint16_t)type;
-	if (store(g->b, cpu, &e->h, len) == 0)
+	if (fx_store(g->b, cpu, &e->h, len) == 0)
 		g->written++;
 	else
 		g->failed++;
@@ -715,6 +692,10 @@ static void test_gzip(void)
 	CHECK(gunzip_equals(pf_gz, pf_path), "gzip perfetto output inflates to the plain output");
 	convert(js_gz, BT_EXPORT_JSON, 1, 0, &st);
 	CHECK(gunzip_equals(js_gz, js_path), "gzip json output inflates to the plain output");
+	/* the text a reader holds (what the 512 MiB warning weighs): the plain size */
+	struct stat sb;
+	CHECK(stat(js_path, &sb) == 0 && st.raw_bytes == (uint64_t)sb.st_size && st.bytes < st.raw_bytes,
+	      "gzip json: %" PRIu64 " bytes of text, %" PRIu64 " written", st.raw_bytes, st.bytes);
 	if (have_protoc && have_python)
 		CHECK(checker("perfetto", pf_gz, D, EXPECT_UPROBE_PAIRS) == 0, "checker reads the gzip file");
 }
@@ -735,7 +716,8 @@ static void test_json(void)
 	t[n] = '\0';
 	const char *want[] = {
 		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":100,\"tid\":101,\"args\":{\"name\":\"app-worker\"}}",
-		"\"args\":{\"name\":\"we\\\"ird\\\\\\u0001\\ufffd\"}", /* quote, backslash, control, bad byte */
+		/* report's escapes (\\, \x01, \xff), then JSON's (\", \\) */
+		"\"args\":{\"name\":\"we\\\"ird\\\\\\\\\\\\x01\\\\xff\"}",
 		"\"args\":{\"name\":\"caf\xc3\xa9\"}",                   /* valid UTF-8 as is */
 		"{\"ph\":\"X\",\"name\":\"handle_request\",\"cat\":\"uprobe,uretprobe\"",
 		"\"args\":{\"arg1\":\"0x40\",\"arg2\":\"0xdeadbeef\",\"ret\":1439746208,\"ret_hex\":\"0x55d0c8a0\"",
@@ -754,7 +736,7 @@ static void test_json(void)
 		/* the dump-info pseudo-thread is not CPU 0's (0x7fff0000) */
 		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147442688,\"args\":{\"name\":\"btrace-bpf\"}}",
 		"{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":2147418112,\"tid\":2147418112,\"args\":{\"name\":\"CPU 0\"}}",
-		"{\"ph\":\"i\",\"name\":\"btrace-bpf dump info\",\"cat\":\"btrace\",\"ts\":5000001.000,\"pid\":2147418112,\"tid\":2147442688",
+		"{\"ph\":\"i\",\"name\":\"btrace-bpf dump info\",\"cat\":\"btrace\",\"ts\":5000001,\"pid\":2147418112,\"tid\":2147442688",
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		CHECK(strstr(t, want[i]), "json has: %s", want[i]);
@@ -1001,7 +983,7 @@ static void test_one_ended_probes(void)
 	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
 	t[n] = '\0';
 	const char *jwant[] = {
-		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.500,\"pid\":100,\"tid\":100,"
+		"{\"ph\":\"X\",\"name\":\"sleep\",\"cat\":\"uretprobe\",\"ts\":9000001.5,\"pid\":100,\"tid\":100,"
 		"\"dur\":0.5,\"args\":{\"ret\":7,\"ret_hex\":\"0x7\",\"duration_ns\":500}}",
 		"{\"ph\":\"i\",\"name\":\"args6\",\"cat\":\"uprobe\"",
 		"{\"ph\":\"i\",\"name\":\"sleep (return, not timed)\",\"cat\":\"uretprobe\"",
@@ -1032,6 +1014,17 @@ struct appgen {
 	uint32_t seq[3]; /* per thread 501, 502, 100 */
 	int failed;
 };
+
+/* The kernel and application buffers of a generated dump (size bytes each,
+ * 4 KiB blocks, 2 cores); 0, or -1 with err set. */
+static int appgen_open(struct appgen *g, size_t size, char *err, size_t errlen)
+{
+	struct bt_config cfg = { .size = size, .block_size = 4096, .ncores = 2 };
+	*g = (struct appgen){ .ts = 7000000000ull };
+	g->k = bt_buffer_create(&cfg, err, errlen);
+	g->a = bt_buffer_create(&cfg, err, errlen);
+	return g->k && g->a ? 0 : -1;
+}
 
 static void app_ev(struct appgen *g, uint32_t tid, uint32_t type, uint32_t name, int nargs, int64_t a0, int64_t a1,
 		   int64_t a2)
@@ -1065,7 +1058,7 @@ static void app_switch(struct appgen *g, uint32_t prev, uint32_t next)
 	e.prev_tid = prev;
 	e.next_tid = next;
 	e.prev_prio = e.next_prio = 120;
-	if (store(g->k, 0, &e.h, sizeof(e)) != 0)
+	if (fx_store(g->k, 0, &e.h, sizeof(e)) != 0)
 		g->failed++;
 }
 
@@ -1081,7 +1074,7 @@ static void app_uprobe(struct appgen *g, uint32_t tid, uint32_t type, uint32_t p
 	e.probe_id = probe;
 	if (type == BT_EV_UPROBE_RETURN)
 		e.duration_ns = 2000, e.ret = 42;
-	if (store(g->k, 0, &e.h, sizeof(e)) != 0)
+	if (fx_store(g->k, 0, &e.h, sizeof(e)) != 0)
 		g->failed++;
 }
 
@@ -1104,7 +1097,7 @@ static int app_write_apps(void *ctx, struct bt_dump_sink *s)
 /* Expected from the scenario below. */
 #define APP_SLICES 3
 #define APP_OPEN 1
-#define APP_UNMATCHED 3
+#define APP_UNMATCHED 2
 #define APP_INSTANTS 2
 #define APP_COUNTERS 2
 #define APP_GAPS 1
@@ -1113,18 +1106,16 @@ static int app_write_apps(void *ctx, struct bt_dump_sink *s)
 
 static int make_app_dump(const char *path)
 {
-	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
 	char err[256], out[512];
-	struct appgen g = { .ts = 7000000000ull };
-	g.k = bt_buffer_create(&cfg, err, sizeof(err));
-	g.a = bt_buffer_create(&cfg, err, sizeof(err));
-	if (!g.k || !g.a) {
+	struct appgen g;
+	if (appgen_open(&g, 1u << 20, err, sizeof(err))) {
 		fprintf(stderr, "  bt_buffer_create: %s\n", err);
 		return -1;
 	}
 	app_switch(&g, 0, 501);
 	/* tid 501 */
-	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its BEGIN is older than the dump */
+	app_ev(&g, 501, BT_EV_APP_END, 0, 0, 0, 0, 0);                /* its BEGIN is older than the dump:
+								 * drawn from the dump's start */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 1, 0, 0);         /* work { */
 	app_ev(&g, 501, BT_EV_APP_INSTANT, N_TICK, 3, 7, -8, 9);      /*   tick */
 	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 1, 2, 0, 0);         /*   work { */
@@ -1174,6 +1165,9 @@ static void check_app_stats(const char *what, const struct bt_export_stats *st, 
 	CHECK(st->app_gaps == APP_GAPS && st->app_missing == APP_MISSING && st->app_dropped == APP_DROPPED,
 	      "%s: app gaps %" PRIu64 " missing %" PRIu64 " dropped %" PRIu64, what, st->app_gaps, st->app_missing,
 	      st->app_dropped);
+	CHECK(st->encl_apps == 1 && st->encl_funcs == 0 && st->closed_at_exit == 0,
+	      "%s: app slices begun before the dump %" PRIu64 ", calls %" PRIu64 ", closed at an exit %" PRIu64, what,
+	      st->encl_apps, st->encl_funcs, st->closed_at_exit);
 }
 
 static void test_app_events(void)
@@ -1204,7 +1198,8 @@ static void test_app_events(void)
 	/* the shown events per type: the dump's, less the one of another process's thread */
 	const char *expect = "sched_switch=4,uprobe=1,uretprobe=1,app_begin=5,app_end=5,app_instant=2,app_counter=2";
 	char args[1024];
-	snprintf(args, sizeof(args), "--expect '%s' --gaps 0 --app-slices %d --app-gaps %d --uprobe-slices 1", expect,
+	snprintf(args, sizeof(args),
+		 "--expect '%s' --gaps 0 --app-slices %d --app-gaps %d --uprobe-slices 1 --begun-before 1", expect,
 		 APP_SLICES, APP_GAPS);
 	if (have_python && have_protoc)
 		CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output (see above)");
@@ -1233,7 +1228,8 @@ static void test_app_events(void)
 			"bool_value: true\nname: \"open_at_dump_end\"\n",
 			"categories: \"btrace\"\nname: \"LOST 2 events\"\n",
 			"uint_value: 1\nname: \"loss.app_seq_gaps\"\n",
-			"uint_value: 2\nname: \"loss.app_unmatched_ends\"\n",
+			"uint_value: 1\nname: \"loss.app_unmatched_ends\"\n",
+			"bool_value: true\nname: \"begun_before_window\"\n",
 			"uint_value: 2\nname: \"loss.app.500.seq_missing\"\n",
 			"uint_value: 2\nname: \"loss.app.500.blocks_bad\"\n",
 			"uint_value: 7\nname: \"loss.app.500.app_dropped\"\n",
@@ -1258,6 +1254,9 @@ static void test_app_events(void)
 		"{\"ph\":\"i\",\"name\":\"end (no begin)\",\"cat\":\"app_end\"",
 		"{\"ph\":\"i\",\"name\":\"work (begin, no end)\",\"cat\":\"app_begin\"",
 		"\"open_at_dump_end\":true",
+		/* the slice its first END closes, from the dump's first event */
+		"{\"ph\":\"X\",\"name\":\"slice begun before the window\",\"cat\":\"app_end\",\"ts\":7000001,\"pid\":500,\"tid\":501,"
+		"\"dur\":1,\"args\":{\"begun_before_window\":true}}",
 		"{\"ph\":\"i\",\"name\":\"LOST 2 events\",\"cat\":\"btrace_app_loss\"",
 		"\"loss.app.500.blocks_bad\":2,",
 		"\"loss.app.500.app_dropped\":7,",
@@ -1274,23 +1273,9 @@ static void test_app_events(void)
 /* One function batch of tid 501 (1 ns per tick): words[i] = kind, function. */
 static void func_batch(struct appgen *g, uint32_t seq, const unsigned *kind, const uint64_t *fn, int n)
 {
-	union { struct bt_ev_app_funcs f; uint8_t raw[sizeof(struct bt_ev_app_funcs) + 8 * 64]; } u;
-	memset(&u, 0, sizeof(u));
-	u.f.h.ts_ns = g->ts += 1000;
-	u.f.h.seq = seq;
-	u.f.h.tid = 501;
-	u.f.h.tgid = APP_PID;
-	u.f.h.cpu = 1;
-	u.f.h.type = BT_EV_APP_FUNCS;
-	u.f.tsc0 = 1000000;
-	u.f.addr0 = 0x401000;
-	u.f.mult_q32 = 1ull << 32;
-	u.f.count = u.f.cap = (uint32_t)n;
-	for (int i = 0; i < n; i++)
-		u.f.words[i] = (i ? 100u : 0u) | (uint64_t)kind[i] << 32 | (uint64_t)(int64_t)(fn[i] - 0x401000) << 34;
-	g->ts += 100u * (uint64_t)n;
-	if (bt_write(g->a, 1, &u, (uint32_t)(sizeof(u.f) + 8u * (uint32_t)n)) != 0)
+	if (fx_func_batch(g->a, g->ts += 1000, seq, 501, APP_PID, kind, fn, n) != 0)
 		g->failed++;
+	g->ts += 100u * (uint64_t)n;
 }
 
 static int funcs_write_apps(void *ctx, struct bt_dump_sink *s)
@@ -1301,9 +1286,10 @@ static int funcs_write_apps(void *ctx, struct bt_dump_sink *s)
 	return r < 0 ? r : bt_dump_sink_apps(s, &app, 1);
 }
 
-/* An exit whose entry is before the window (dropped, counted), a matched
- * call, two calls whose exits fall in a seq gap (instants), an exit after
- * the gap (dropped), a call open at the end (closed there, marked). */
+/* An exit whose entry is before the window (drawn from its start, marked),
+ * a matched call, two calls whose exits fall in a seq gap (instants), an
+ * exit after the gap (dropped), a call open at the end (closed there,
+ * marked). */
 static void test_func_edges(void)
 {
 	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
@@ -1311,11 +1297,8 @@ static void test_func_edges(void)
 	snprintf(path, sizeof(path), "%s/funcs.btd", tmpdir);
 	snprintf(pf, sizeof(pf), "%s/funcs.perfetto-trace", tmpdir);
 	snprintf(js, sizeof(js), "%s/funcs.json", tmpdir);
-	struct bt_config cfg = { .size = 1u << 20, .block_size = 4096, .ncores = 2 };
-	struct appgen g = { .ts = 7000000000ull };
-	g.k = bt_buffer_create(&cfg, err, sizeof(err));
-	g.a = bt_buffer_create(&cfg, err, sizeof(err));
-	REQUIRE(g.k && g.a, "buffers: %s", err);
+	struct appgen g;
+	REQUIRE(appgen_open(&g, 1u << 20, err, sizeof(err)) == 0, "buffers: %s", err);
 	app_switch(&g, 0, 501);
 	const unsigned k1[] = { X, E, E, X, E };
 	const uint64_t f1[] = { 0x401000, 0x401100, 0x401200, 0x401200, 0x401200 };
@@ -1340,13 +1323,16 @@ static void test_func_edges(void)
 		struct bt_export_stats st;
 		o.format = json ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO;
 		CHECK(bt_export_file(d, json ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
-		CHECK(st.func_slices == 1 && st.func_open == 1 && st.func_unmatched == 2 && st.func_exits_dropped == 2,
-		      "%s: calls %" PRIu64 " open %" PRIu64 " exit lost %" PRIu64 " exits without entry %" PRIu64,
+		CHECK(st.func_slices == 1 && st.func_open == 1 && st.func_unmatched == 2 && st.func_exits_dropped == 1 &&
+			      st.encl_funcs == 1,
+		      "%s: calls %" PRIu64 " open %" PRIu64 " exit lost %" PRIu64 " exits without entry %" PRIu64
+		      " begun before %" PRIu64,
 		      json ? "json" : "perfetto", st.func_slices, st.func_open, st.func_unmatched,
-		      st.func_exits_dropped);
+		      st.func_exits_dropped, st.encl_funcs);
 	}
 	/* shown: 5 entries (2 matched or open, 2 instants... 1 open), 1 exit */
-	const char *args = "--expect sched_switch=2,func_entry=4,func_exit=1 --func-slices 1 --func-open 1 --app-gaps 1";
+	const char *args = "--expect sched_switch=2,func_entry=4,func_exit=2 --func-slices 1 --func-open 1 --app-gaps 1 "
+			   "--begun-before 1";
 	if (have_python && have_protoc)
 		CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output (see above)");
 	if (have_python)
@@ -1357,7 +1343,7 @@ static void test_func_edges(void)
 	t[n] = '\0';
 	CHECK(strstr(t, "{\"ph\":\"i\",\"name\":\"0x401200 (entry, exit lost)\",\"cat\":\"func_entry\""),
 	      "json: the call whose exit fell in the gap is an instant");
-	CHECK(strstr(t, "\"loss.app_func_exits_without_entry\":2"), "json: exits without entry counted");
+	CHECK(strstr(t, "\"loss.app_func_exits_without_entry\":1"), "json: exits without entry counted");
 	free(t);
 	bt_dump_close(d);
 }
@@ -1373,11 +1359,8 @@ static void test_func_deep(void)
 	char path[600], pf[600], err[256], out[512];
 	snprintf(path, sizeof(path), "%s/deep.btd", tmpdir);
 	snprintf(pf, sizeof(pf), "%s/deep.perfetto-trace", tmpdir);
-	struct bt_config cfg = { .size = 4u << 20, .block_size = 4096, .ncores = 2 };
-	struct appgen g = { .ts = 7000000000ull };
-	g.k = bt_buffer_create(&cfg, err, sizeof(err));
-	g.a = bt_buffer_create(&cfg, err, sizeof(err));
-	REQUIRE(g.k && g.a, "buffers: %s", err);
+	struct appgen g;
+	REQUIRE(appgen_open(&g, 4u << 20, err, sizeof(err)) == 0, "buffers: %s", err);
 	app_switch(&g, 0, 501);
 	unsigned kind[2 * DEEP];
 	uint64_t fn[2 * DEEP];
@@ -1410,6 +1393,283 @@ static void test_func_deep(void)
 	if (have_python && have_protoc)
 		CHECK(check_file("perfetto", pf, "--func-slices 510 --func-open 1 --func-deep-markers 1") == 0,
 		      "checker passes on the perfetto output (see above)");
+	bt_dump_close(d);
+}
+
+static int run_tool(int (*cmd)(int, char **), char *name, char *const *args, int nargs, char *errout, size_t errlen,
+		    const char *stdout_path);
+
+/* A kernel event: thread tid exits. */
+static void app_exit(struct appgen *g, uint32_t tid)
+{
+	struct bt_ev_task e = { 0 };
+	e.h.ts_ns = (g->ts += 1000);
+	e.h.seq = g->kseq++;
+	e.h.tid = e.tid = tid;
+	e.h.tgid = e.tgid = APP_PID;
+	e.h.type = BT_EV_PROCESS_EXIT;
+	if (fx_store(g->k, 0, &e.h, sizeof(e)) != 0)
+		g->failed++;
+}
+
+/* A deep call cut by --time, its thread dying inside the window: the app
+ * slice "work", main, rec and rec begin before the window; a leaf call
+ * and the inner rec end in it; main, the outer rec and "work" are open when
+ * the thread exits, before the dump's end. With the window: 4 drawn from
+ * its start (entry times kept), 3 closed at the exit; without: 3 closed
+ * at the exit, nothing begun before. */
+static void test_func_window(void)
+{
+	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
+	char path[600], pf[600], js[600], err[256], out[512], win[64];
+	snprintf(path, sizeof(path), "%s/window.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/window.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/window.json", tmpdir);
+	struct appgen g;
+	REQUIRE(appgen_open(&g, 1u << 20, err, sizeof(err)) == 0, "buffers: %s", err);
+	app_switch(&g, 0, 501);
+	const unsigned k1[] = { E, E, E, E, X };
+	const uint64_t f1[] = { 0x401000, 0x401100, 0x401100, 0x401200, 0x401200 };
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 0, 0, 0, 0);
+	func_batch(&g, g.seq[0]++, k1, f1, 5);
+	app_switch(&g, 501, 502);
+	uint64_t t0 = g.ts + 500; /* the window's start */
+	app_switch(&g, 502, 100);             /* a task of another process */
+	app_switch(&g, 100, 501);
+	const unsigned k2[] = { E, X, X };
+	const uint64_t f2[] = { 0x401200, 0x401200, 0x401100 };
+	func_batch(&g, g.seq[0]++, k2, f2, 3);
+	app_exit(&g, 501);
+	app_switch(&g, 501, 0);
+	struct bt_dump_info info = {
+		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = app_tasks,
+		.ntasks = sizeof(app_tasks) / sizeof(app_tasks[0]), .dump_seq = 1, .reason = "ctl",
+		.groups_enabled = 1, .write_apps = funcs_write_apps, .apps_ctx = g.a,
+	};
+	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.k);
+	bt_buffer_destroy(g.a);
+	REQUIRE(r >= 0 && !g.failed, "write a dump with function batches: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_event_filter flt = { 0 };
+	snprintf(win, sizeof(win), "@%" PRIu64 ".%09" PRIu64 "..", t0 / 1000000000u, t0 % 1000000000u);
+	REQUIRE(bt_filter_parse_time_range(&flt, win) == 0, "parse %s", win);
+	for (int windowed = 1; windowed >= 0; windowed--) {
+		struct bt_export_opts o = { .compact_sched = 1, .filter = windowed ? &flt : NULL };
+		for (int json = 0; json < 2; json++) {
+			struct bt_export_stats st;
+			o.format = json ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO;
+			CHECK(bt_export_file(d, json ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+			uint64_t want_calls = windowed ? 1 : 3, want_before = windowed ? 3 : 0;
+			CHECK(st.func_slices == want_calls && st.encl_funcs == want_before &&
+				      st.encl_apps == (uint64_t)windowed && st.closed_at_exit == 3 &&
+				      st.func_exits_dropped == 0 && st.func_open == (windowed ? 0 : 2),
+			      "%s%s: calls %" PRIu64 " begun before %" PRIu64 "+%" PRIu64 " closed at the exit %" PRIu64
+			      " exits without entry %" PRIu64 " open %" PRIu64,
+			      json ? "json" : "perfetto", windowed ? " --time" : "", st.func_slices, st.encl_funcs,
+			      st.encl_apps, st.closed_at_exit, st.func_exits_dropped, st.func_open);
+		}
+		char args[256];
+		snprintf(args, sizeof(args), "--func-slices %d --begun-before %d --closed-at-exit 3", windowed ? 1 : 3,
+			 windowed ? 4 : 0);
+		if (have_python && have_protoc)
+			CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output%s (see above)",
+			      windowed ? " of the window" : "");
+		if (have_python)
+			CHECK(check_file("json", js, args) == 0, "checker passes on the json output%s (see above)",
+			      windowed ? " of the window" : "");
+		if (!windowed)
+			continue;
+		size_t n = 0;
+		char *t = (char *)h_read_file(js, &n);
+		REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+		t[n] = '\0';
+		char want[160], us[32];
+		int ul = snprintf(us, sizeof(us), "%" PRIu64 ".%03" PRIu64, t0 / 1000, t0 % 1000);
+		while (us[ul - 1] == '0' || us[ul - 1] == '.') /* the shortest form: 7000005.5 */
+			if (us[--ul] == '.') {
+				us[ul] = '\0';
+				break;
+			} else {
+				us[ul] = '\0';
+			}
+		snprintf(want, sizeof(want), "{\"ph\":\"X\",\"name\":\"0x401000\",\"cat\":\"func\",\"ts\":%s,", us);
+		CHECK(strstr(t, want), "json: main drawn from the window's start: %s", want);
+		CHECK(strstr(t, "\"begun_before_window\":true,\"began_ns\":7000003000,\"closed_at_thread_exit\":true"),
+		      "json: main's real start kept, closed at its thread's exit");
+		free(t);
+	}
+	bt_filter_free(&flt);
+
+	/* -p 501: a Perfetto trace of that thread alone, its CPU's chain whole
+	 * (the switches between 502 and 100 left out: idle between) */
+	struct bt_event_filter pflt = { 0 };
+	REQUIRE(bt_filter_parse_pids(&pflt, "501") == 0, "parse -p 501");
+	struct bt_export_opts po = { .format = BT_EXPORT_PERFETTO, .filter = &pflt };
+	for (int compact = 0; compact < 2; compact++) {
+		po.compact_sched = compact;
+		CHECK(bt_export_file(d, pf, &po, NULL, err, sizeof(err)) == 0, "convert -p 501: %s", err);
+		if (have_python && have_protoc)
+			CHECK(check_file("perfetto", pf, "--switch-chain --tree-tids 501 --closed-at-exit 3") == 0,
+			      "checker passes on the -p 501 perfetto output%s (see above)", compact ? " (compact)" : "");
+	}
+	bt_filter_free(&pflt);
+	bt_dump_close(d);
+
+	/* report's listing of the window: main and both recs before its first line of 501 */
+	char outp[700], rerr[1024];
+	char *args[] = { "--time", win, path };
+	snprintf(outp, sizeof(outp), "%s/window.txt", tmpdir);
+	CHECK(run_tool(cmd_report, "report", args, 3, rerr, sizeof(rerr), outp) == 0, "report --time: %s", rerr);
+	size_t n = 0;
+	char *t = (char *)h_read_file(outp, &n);
+	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", outp);
+	t[n] = '\0';
+	for (char *l = t, *e; (e = strchr(l, '\n')); l = e + 1)
+		printf("#   %.*s\n", (int)(e - l), l);
+	const char *main_l = strstr(t, "func_entry: 0x401000 [begun before the window, at 7.000003]\n");
+	const char *rec_l = strstr(t, "func_entry:     0x401100 [begun before the window, at 7.000003]\n");
+	const char *leaf_l = strstr(t, "func_entry:       0x401200\n");
+	CHECK(main_l && rec_l && leaf_l && main_l < rec_l && rec_l < leaf_l,
+	      "report --time lists the enclosing calls first, at their depths");
+	free(t);
+}
+
+/* ns as the JSON writes microseconds: the shortest exact form (7000005.5). */
+static const char *short_us(uint64_t ns, char *buf, size_t len)
+{
+	int n = snprintf(buf, len, "%" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+	while (n > 0 && buf[n - 1] == '0')
+		buf[--n] = '\0';
+	if (n > 0 && buf[n - 1] == '.')
+		buf[--n] = '\0';
+	return buf;
+}
+
+/* A kernel event of tid (tgid APP_PID): TASK_RENAME to comm. */
+static void app_rename(struct appgen *g, uint32_t tid, const char *comm)
+{
+	struct bt_ev_task e = { 0 };
+	e.h.ts_ns = (g->ts += 1000);
+	e.h.seq = g->kseq++;
+	e.h.tid = e.tid = tid;
+	e.h.tgid = e.tgid = APP_PID;
+	e.h.type = BT_EV_TASK_RENAME;
+	snprintf(e.comm, sizeof(e.comm), "%s", comm);
+	if (fx_store(g->k, 0, &e.h, sizeof(e)) != 0)
+		g->failed++;
+}
+
+/* A crash: thread 501 dies inside a deep call, its sched_process_exit not
+ * in the dump (overwritten), the task table saying it exited; the dump goes
+ * on after it. The app slice "work", main and the outer rec are open at its
+ * death: closed at its last event (the switch away from it), marked
+ * closed_at_thread_last_event, never drawn to the dump's end. Cut by
+ * --time, the same with those and the inner rec (4) drawn from the window's start; a window
+ * ending before the death keeps them open to its end, one after it draws
+ * none of them (501 died before it). Thread 503, not in
+ * the task table, renamed before the window and running in it: named in
+ * the window's JSON. */
+static void test_func_died(void)
+{
+	enum { E = BT_FREC_ENTRY, X = BT_FREC_EXIT };
+	char path[600], pf[600], js[600], err[256], out[512], win[64], early[96], late[64];
+	snprintf(path, sizeof(path), "%s/died.btd", tmpdir);
+	snprintf(pf, sizeof(pf), "%s/died.perfetto-trace", tmpdir);
+	snprintf(js, sizeof(js), "%s/died.json", tmpdir);
+	struct appgen g;
+	REQUIRE(appgen_open(&g, 1u << 20, err, sizeof(err)) == 0, "buffers: %s", err);
+	app_switch(&g, 0, 501);
+	const unsigned k1[] = { E, E, E, E, X };
+	const uint64_t f1[] = { 0x401000, 0x401100, 0x401100, 0x401200, 0x401200 };
+	app_ev(&g, 501, BT_EV_APP_BEGIN, N_WORK, 0, 0, 0, 0);
+	func_batch(&g, g.seq[0]++, k1, f1, 5);
+	app_rename(&g, 503, "w503");
+	app_switch(&g, 501, 502);
+	uint64_t t0 = g.ts + 500; /* the window's start */
+	app_switch(&g, 502, 503);
+	app_switch(&g, 503, 501);
+	const unsigned k2[] = { E, X, X };
+	const uint64_t f2[] = { 0x401200, 0x401200, 0x401100 };
+	func_batch(&g, g.seq[0]++, k2, f2, 3);
+	uint64_t t_mid = g.ts; /* before its death */
+	app_switch(&g, 501, 0); /* its last event */
+	uint64_t t_last = g.ts;
+	app_switch(&g, 0, 100);
+	app_switch(&g, 100, 0);
+	struct bt_task dtasks[sizeof(app_tasks) / sizeof(app_tasks[0])];
+	memcpy(dtasks, app_tasks, sizeof(dtasks));
+	dtasks[2].exit_ts = t_last + 300; /* 501: exited, its exit event not in the dump */
+	struct bt_dump_info info = {
+		.ncpus = 2, .ngroups = BT_GROUP_MAX, .tasks = dtasks, .ntasks = sizeof(dtasks) / sizeof(dtasks[0]),
+		.dump_seq = 1, .reason = "trigger", .groups_enabled = 1, .write_apps = funcs_write_apps, .apps_ctx = g.a,
+	};
+	int r = bt_dump_write(g.k, &info, NULL, path, 1, out, sizeof(out), NULL, err, sizeof(err));
+	bt_buffer_destroy(g.k);
+	bt_buffer_destroy(g.a);
+	REQUIRE(r >= 0 && !g.failed, "write a dump with function batches: %s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "open it: %s", err);
+	struct bt_event_filter flt = { 0 }, eflt = { 0 }, lflt = { 0 };
+	snprintf(win, sizeof(win), "@%" PRIu64 ".%09" PRIu64 "..", t0 / 1000000000u, t0 % 1000000000u);
+	REQUIRE(bt_filter_parse_time_range(&flt, win) == 0, "parse %s", win);
+	snprintf(early, sizeof(early), "@%" PRIu64 ".%09" PRIu64 "..@%" PRIu64 ".%09" PRIu64, t0 / 1000000000u,
+		 t0 % 1000000000u, t_mid / 1000000000u, t_mid % 1000000000u);
+	REQUIRE(bt_filter_parse_time_range(&eflt, early) == 0, "parse %s", early);
+	uint64_t t_after = t_last + 500;
+	snprintf(late, sizeof(late), "@%" PRIu64 ".%09" PRIu64 "..", t_after / 1000000000u, t_after % 1000000000u);
+	REQUIRE(bt_filter_parse_time_range(&lflt, late) == 0, "parse %s", late);
+	/* the whole dump, --time from t0, --time t0..t_mid, --time after the death */
+	for (int run = 0; run < 4; run++) {
+		struct bt_export_opts o = { .compact_sched = 1,
+					    .filter = run == 1 ? &flt : run == 2 ? &eflt : run == 3 ? &lflt : NULL };
+		const char *what = run == 0 ? "" : run == 1 ? " --time" : run == 2 ? " --time ending before the death"
+								      : " --time after the death";
+		for (int json = 0; json < 2; json++) {
+			struct bt_export_stats st;
+			o.format = json ? BT_EXPORT_JSON : BT_EXPORT_PERFETTO;
+			CHECK(bt_export_file(d, json ? js : pf, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+			/* after the death: nothing of 501 drawn (it died before the window) */
+			CHECK(st.closed_at_last == (run < 2 ? 3u : 0u) && st.closed_at_exit == 0 &&
+				      st.encl_funcs + st.encl_apps == (run == 1 || run == 2 ? 4u : 0u),
+			      "%s%s: closed at the last event %" PRIu64 " at an exit %" PRIu64 " begun before %" PRIu64
+			      "+%" PRIu64,
+			      json ? "json" : "perfetto", what, st.closed_at_last, st.closed_at_exit, st.encl_funcs,
+			      st.encl_apps);
+		}
+		char args[256];
+		snprintf(args, sizeof(args), "--begun-before %d --closed-at-exit 0 --closed-at-last %d",
+			 run == 1 || run == 2 ? 4 : 0,
+			 run < 2 ? 3 : 0);
+		if (have_python && have_protoc)
+			CHECK(check_file("perfetto", pf, args) == 0, "checker passes on the perfetto output%s (see above)",
+			      what);
+		if (have_python)
+			CHECK(check_file("json", js, args) == 0, "checker passes on the json output%s (see above)", what);
+		size_t n = 0;
+		char *t = (char *)h_read_file(js, &n);
+		REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
+		t[n] = '\0';
+		if (run < 2) {
+			/* main: from its entry (7.000003) or the window's start, to 501's last switch */
+			char want[200], us[32], dur[64];
+			uint64_t from = run ? t0 : 7000003000ull;
+			snprintf(want, sizeof(want), "\"name\":\"0x401000\",\"cat\":\"%s\",\"ts\":%s,",
+				 run ? "func" : "func_entry", short_us(from, us, sizeof(us)));
+			const char *m = strstr(t, want);
+			snprintf(dur, sizeof(dur), "\"dur\":%s,", short_us(t_last - from, us, sizeof(us)));
+			CHECK(m && strstr(m, dur) && strstr(m, dur) < strchr(m, '}'), "json: main %s ends at 501's last event (%s)",
+			      want, dur);
+		}
+		/* 503 renamed before the window, not in the task table */
+		CHECK(run == 3 || strstr(t, "\"name\":\"thread_name\",\"pid\":500,\"tid\":503,\"args\":{\"name\":\"w503\"}"),
+		      "json%s: thread 503 named by its rename", what);
+		free(t);
+	}
+	bt_filter_free(&flt);
+	bt_filter_free(&eflt);
+	bt_filter_free(&lflt);
 	bt_dump_close(d);
 }
 
@@ -1674,7 +1934,7 @@ static void test_cmd(void)
 	struct bt_dump *d2 = bt_dump_open(bad, e2, sizeof(e2));
 	CHECK(!d2, "the damaged dump is refused by the reader");
 	bt_dump_close(d2);
-	snprintf(want, sizeof(want), "btrace-bpf: %s: %s\n", bad, e2);
+	snprintf(want, sizeof(want), "btrace-bpf convert: %s: %s\n", bad, e2);
 	char out[700];
 	snprintf(out, sizeof(out), "%s/bad.perfetto-trace", tmpdir);
 	char *a3[] = { "-o", out, bad };
@@ -1746,7 +2006,31 @@ static void test_large(void)
 	snprintf(out, sizeof(out), "%s/large.json", tmpdir);
 	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
 	CHECK(r == 0, "convert json: %s", err);
-	printf("# large: json %" PRIu64 " bytes\n", st.bytes);
+	printf("# large: json %" PRIu64 " bytes (%.1f per event)\n", st.bytes, (double)st.bytes / (double)nev);
+	CHECK(st.json_fit_from_ns == 0, "json under the limit: no window suggested");
+	/* Past a (lowered) limit: the window suggested fits, and is no much
+	 * smaller than the limit (the hint is the latest start that fits). */
+	uint64_t full = st.raw_bytes, lim = full / 5;
+	o.json_max = lim;
+	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	char fit[64];
+	bt_export_json_fit_arg(&st, fit, sizeof(fit));
+	CHECK(r == 0 && st.json_fit_from_ns && fit[0] == '@', "json past %" PRIu64 " bytes: --time %s suggested (%s)",
+	      lim, fit, err);
+	struct bt_event_filter ff = { 0 };
+	CHECK(bt_filter_parse_time_range(&ff, fit) == 0, "convert's --time parses %s", fit);
+	o.filter = &ff;
+	r = bt_export_file(d, out, &o, &st, err, sizeof(err));
+	printf("# large: json %" PRIu64 " bytes, limit %" PRIu64 ": --time %s gives %" PRIu64 " bytes (%.0f%%)\n", full,
+	       lim, fit, st.raw_bytes, 100.0 * (double)st.raw_bytes / (double)lim);
+	CHECK(r == 0 && st.raw_bytes <= lim && st.raw_bytes >= lim - lim / 6 && st.json_fit_from_ns == 0,
+	      "json of --time %s: %" PRIu64 " bytes, within the limit %" PRIu64 " and above 5/6 of it", fit,
+	      st.raw_bytes, lim);
+	if (have_python)
+		CHECK(check_file("json", out, "") == 0, "checker passes on the json of the window (see above)");
+	bt_filter_free(&ff);
+	o.filter = NULL;
+	o.json_max = 0;
 	o.format = BT_EXPORT_PERFETTO;
 	o.compact_sched = 1;
 	snprintf(out, sizeof(out), "%s/large-compact.perfetto-trace", tmpdir);
@@ -1855,6 +2139,8 @@ int main(void)
 	RUN(test_app_events);
 	RUN(test_func_edges);
 	RUN(test_func_deep);
+	RUN(test_func_window);
+	RUN(test_func_died);
 	RUN(test_report_escapes);
 	RUN(test_json_runs);
 	RUN(test_one_ended_probes);
@@ -1867,7 +2153,7 @@ int main(void)
 
 	bt_dump_close(D);
 	if (!getenv("KEEP_TMP"))
-		nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+		fx_rm_rf(tmpdir);
 	else
 		printf("# files kept in %s\n", tmpdir);
 	return h_done();

@@ -19,8 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <linux/types.h>
+#include <zlib.h>
 #include "events.h"
 #include "harness.h"
+#include "dump_fixture.h"
 #include "btrace_buffer.h"
 #include "compact.h"
 #include "dump.h"
@@ -34,10 +36,13 @@
 static char tmpdir[256], root[512];
 static int have_tools; /* python3 and protoc */
 
-/* libc with a build-id, the application; the kernel. */
-static struct bt_dump_map maps[2] = {
+/* libc with a build-id, the application; the kernel; a library of process
+ * 200 only, without symbols; one no stack uses. */
+static struct bt_dump_map maps[4] = {
 	{ "/usr/lib/x86_64-linux-gnu/libc.so.6", 0, 0x801, 11, { 0xab, 0xcd, 0xef, 0x01 }, 4 },
 	{ "/usr/bin/app", 0, 0x801, 12, { 0 }, 0 },
+	{ "/opt/x/libfoo.so.1", 0, 0x801, 13, { 0 }, 0 },
+	{ "/usr/lib/libunused.so", 0, 0x801, 14, { 0 }, 0 },
 };
 static struct bt_dump_sym syms[4] = {
 	{ "schedule", BT_DMAP_KERNEL, 0xffffffff81000000ull, 0x100 },
@@ -48,18 +53,23 @@ static struct bt_dump_sym syms[4] = {
 /* main at 0x1200 is the innermost frame of stack 3 (looked up at 0x1200)
  * and a caller in stack 2 (a return address: looked up at 0x11ff), on two
  * different lines: one rel_pc for both would merge them in trace processor. */
-static struct bt_dump_frame frames[5] = {
+static struct bt_dump_frame frames[8] = {
 	{ BT_DMAP_KERNEL, 1, 0xffffffff81000010ull },
 	{ 2, 3, 0x1310 },
 	{ 2, 2, 0x1200 },
 	{ 2, 2, 0x1200 },
 	{ 1, 4, 0x2010 },
+	{ 3, 0, 0x500 },  /* unnamed frames of two libraries: two functions */
+	{ 1, 0, 0x3000 },
+	{ 1, 0, 0x3100 },
 };
-static struct bt_dump_stack stacks[4] = {
+static struct bt_dump_stack stacks[6] = {
 	{ 0, BT_STACK_KERNEL, 0, 1, 0 },
 	{ 100, BT_STACK_USER, 0, 2, 1 },   /* leaf_fn <- main */
 	{ 100, BT_STACK_USER, 0, 2, 3 },   /* main <- memcpy */
 	{ 100, BT_STACK_USER, BT_STACK_F_UNDEFINED, 0, 5 },
+	{ 200, BT_STACK_USER, 0, 2, 5 },   /* libfoo <- libc, unnamed */
+	{ 200, BT_STACK_USER, 0, 1, 7 },   /* libc, unnamed */
 };
 static struct bt_dump_srcloc locs[3] = {
 	{ 2, 1, 0x11ff, 0 },
@@ -75,26 +85,21 @@ static struct bt_dump_srcline lines[4] = {
 
 static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 {
-	struct bt_dump_stacks s = { .nstacks = 4, .nmaps = 2, .nsyms = 4, .nframes = 5, .stacks = stacks,
+	struct bt_dump_stacks s = { .nstacks = 6, .nmaps = 4, .nsyms = 4, .nframes = 8, .stacks = stacks,
 				    .frames = frames, .maps = maps, .syms = syms, .nlocs = 3, .nlines = 4,
 				    .locs = locs, .lines = lines };
 	(void)ctx;
-	s.counters[BT_STKC_STACKS] = 4;
+	s.counters[BT_STKC_STACKS] = 6;
 	s.counters[BT_STKC_SAMPLE_HZ] = 99;
 	s.counters[BT_STKC_OVERFLOW] = 2;
 	return bt_dump_sink_stacks(sink, &s);
 }
 
-static int store(struct bt_buffer *b, const struct bt_event_hdr *ev, uint32_t len)
-{
-	uint8_t batch[BT_COMPACT_MAX];
-	uint32_t n = bt_compact_batch_put(batch, ev, len, NULL);
-	return n ? bt_write(b, 0, batch, n) : -EINVAL;
-}
-
-/* The samples: (kernel, user) stack ids; 4 of them have a stack lost or none. */
-static const uint32_t samples[][2] = {
-	{ 1, 2 }, { 0, 3 }, { 1, 2 }, { 1, BT_STACK_LOST }, { 0, 0 }, { BT_STACK_LOST, BT_STACK_LOST }, { 0, 4 },
+/* The samples: (kernel, user) stack ids, process; 4 of them have a stack
+ * lost or none. */
+static const uint32_t samples[][3] = {
+	{ 1, 2, 100 }, { 0, 3, 100 }, { 1, 2, 100 }, { 1, BT_STACK_LOST, 100 }, { 0, 0, 100 },
+	{ BT_STACK_LOST, BT_STACK_LOST, 100 }, { 0, 4, 100 }, { 0, 5, 200 }, { 0, 6, 200 }, { 0, 5, 200 },
 };
 #define NSAMPLES (sizeof(samples) / sizeof(samples[0]))
 #define NLOST 4
@@ -105,16 +110,19 @@ static int write_dump(const char *path)
 	char err[256];
 	struct bt_buffer *b = bt_buffer_create(&cfg, err, sizeof(err));
 	uint64_t drops[2 * BT_GROUP_MAX] = { 0 };
-	struct bt_task tasks[] = { { .tid = 100, .tgid = 100, .comm = "app" }, { .tid = 101, .tgid = 100, .comm = "app-w" } };
+	struct bt_task tasks[] = { { .tid = 100, .tgid = 100, .comm = "app\x1b[2J" } /* a hostile name */,
+				   { .tid = 101, .tgid = 100, .comm = "app-w" },
+				   { .tid = 200, .tgid = 200, .comm = "other" } };
 	uint32_t seq = 0;
 	uint64_t ts = 1000000000ull;
 	if (!b)
 		return -ENOMEM;
 	for (size_t i = 0; i < NSAMPLES; i++) {
-		struct bt_ev_sample e = { .h = { .ts_ns = ts += 10000000, .seq = seq++, .tid = 100, .tgid = 100,
+		struct bt_ev_sample e = { .h = { .ts_ns = ts += 10000000, .seq = seq++, .tid = samples[i][2],
+						 .tgid = samples[i][2],
 						 .type = BT_EV_CPU_SAMPLE },
 					  .kstack = samples[i][0], .ustack = samples[i][1] };
-		if (store(b, &e.h, sizeof(e)))
+		if (fx_store(b, 0, &e.h, sizeof(e)))
 			return -EIO;
 	}
 	struct bt_ev_offcpu o = { .h = { .ts_ns = ts += 1000000, .seq = seq++, .tid = 100, .tgid = 100,
@@ -123,10 +131,10 @@ static int write_dump(const char *path)
 	struct bt_ev_waker w = { .h = { .ts_ns = ts += 1000000, .seq = seq++, .tid = 100, .tgid = 100,
 					.type = BT_EV_WAKER },
 				 .kstack = 1, .ustack = 3, .wakee = 101 };
-	if (store(b, &o.h, sizeof(o)) || store(b, &w.h, sizeof(w)))
+	if (fx_store(b, 0, &o.h, sizeof(o)) || fx_store(b, 0, &w.h, sizeof(w)))
 		return -EIO;
 	struct bt_dump_info info = { .ncpus = 2, .ngroups = BT_GROUP_MAX, .rb_drops = drops, .tasks = tasks,
-				     .ntasks = 2, .dump_seq = 1, .reason = "test",
+				     .ntasks = 3, .dump_seq = 1, .reason = "test",
 				     .groups_enabled = 1u << BT_GROUP_STACKS, .write_stacks = write_stacks };
 	int r = bt_dump_write(b, &info, NULL, path, 0, NULL, 0, NULL, err, sizeof(err));
 	if (r)
@@ -160,12 +168,15 @@ static void test_perfetto(void)
 	struct bt_export_stats st;
 	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
 	CHECK(st.samples_no_stack == NLOST, "%" PRIu64 " samples without a stack counted", st.samples_no_stack);
+	/* process 200's thread, first sampled 70 ms after the dump's start,
+	 * has no function stream: its first stack (2 frames) drawn from there */
+	CHECK(st.encl_frames == 2, "%" PRIu64 " call chart frames drawn from the dump's start", st.encl_frames);
 	bt_dump_close(d);
 	if (!have_tools)
 		return;
 	snprintf(cmd, sizeof(cmd),
 		 "python3 " CHECKER " perfetto '%s' --stacks %zu --stacks-lost %d --stack-func main --offcpu-func leaf_fn "
-		 "--inlined inl_helper --src-line main:main.c --src-line inl_helper:leaf.h",
+		 "--inlined inl_helper --src-line main:main.c --src-line inl_helper:leaf.h --chart-begun-before 2",
 		 out, NSAMPLES, NLOST);
 	CHECK(run(cmd) == 0, "checker passes (see above)");
 }
@@ -217,6 +228,81 @@ static void test_pprof(void)
 	bt_dump_close(d);
 }
 
+/* pprof as go tool pprof shows it (tests/pprof/check_gopprof.py): the
+ * whole dump (two processes) has no main binary, -p 100 has app's and none
+ * of the other process's mappings; an unnamed frame of each library is a
+ * function of its own; labels; --process-root; the losses as comments. */
+static void test_pprof_go(void)
+{
+	static const struct {
+		const char *pids, *time;
+		int root;
+		const char *want;
+	} runs[] = {
+		{ NULL, NULL, 0, "--no-file --processes 2 --top '[unknown] (libfoo.so.1)' --top '[unknown] (libc.so.6)' "
+				 "--no-mapping libunused.so --comment 'loss.stacks.table_full: 2$' "
+				 "--comment '4 of 10 CPU samples with a stack lost'" },
+		{ "100", NULL, 0, "--file app --processes 1 --no-mapping libfoo.so.1 --no-mapping libunused.so" },
+		{ NULL, NULL, 1, "--no-file --roots 2" },
+		/* samples 4 and 5 alone: no user frame in app, which is still the
+		 * profile's own binary (its other stacks in the dump pass through it) */
+		{ "100", "@1.035..@1.055", 0, "--file app --processes 1 --no-mapping libc.so.6" },
+	};
+	char out[400], cmd[2048], err[256];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+	REQUIRE(d, "open: %s", err);
+	for (size_t k = 0; k < sizeof(runs) / sizeof(runs[0]); k++) {
+		struct bt_event_filter f = { 0 };
+		REQUIRE(!runs[k].pids || bt_filter_parse_pids(&f, runs[k].pids) == 0, "filter");
+		REQUIRE(!runs[k].time || bt_filter_parse_time_range(&f, runs[k].time) == 0, "--time");
+		struct bt_export_opts o = { .format = BT_EXPORT_PPROF, .filter = &f, .process_root = runs[k].root };
+		snprintf(out, sizeof(out), "%s/go%zu.pb.gz", tmpdir, k);
+		CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
+		bt_filter_free(&f);
+		if (!have_tools)
+			continue;
+		snprintf(cmd, sizeof(cmd), "python3 tests/pprof/check_gopprof.py '%s' %s", out, runs[k].want);
+		int r = run(cmd);
+		if (r == 77) {
+			printf("# SKIP go tool pprof: go not installed\n");
+			break;
+		}
+		CHECK(r == 0, "go tool pprof reads profile %zu right (see above)", k);
+	}
+	bt_dump_close(d);
+}
+
+/* A thread named with an escape sequence: every format writes the name as
+ * report does ("app\x1b[2J"), never the raw ESC that a terminal printing
+ * it (trace_processor's shell, go tool pprof -top) would obey. */
+static void test_names_escaped(void)
+{
+	static const int fmts[] = { BT_EXPORT_PERFETTO, BT_EXPORT_JSON, BT_EXPORT_PPROF };
+	static const char *const want[] = { "app\\x1b[2J", "app\\\\x1b[2J", "app\\x1b[2J" };
+	char out[400], err[256], buf[1 << 16];
+	struct bt_dump *d = bt_dump_open(dump_path, err, sizeof(err));
+
+	REQUIRE(d, "open: %s", err);
+	for (int k = 0; k < 3; k++) {
+		struct bt_export_opts o = { .format = fmts[k] };
+		struct bt_export_stats st;
+		gzFile f;
+		int n;
+
+		snprintf(out, sizeof(out), "%s/esc%d.out", tmpdir, k);
+		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
+		f = gzopen(out, "rb"); /* pprof is gzipped; the others are read as they are */
+		REQUIRE(f, "open %s", out);
+		n = gzread(f, buf, sizeof(buf));
+		gzclose(f);
+		REQUIRE(n > 0 && n < (int)sizeof(buf), "read %s: %d bytes", out, n);
+		CHECK(!memmem(buf, (size_t)n, "app\x1b", 4), "format %d: the raw name in the output", k);
+		CHECK(memmem(buf, (size_t)n, want[k], strlen(want[k])) != NULL, "format %d: no '%s' in the output", k,
+		      want[k]);
+	}
+	bt_dump_close(d);
+}
+
 /* convert --time A..B --pid P: the shared event filter (report's) picks the
  * events every format writes: samples 3 to 5 of 7 (10 ms apart). */
 static void test_filter(void)
@@ -234,9 +320,14 @@ static void test_filter(void)
 		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
 		CHECK(st.events == 3 && st.per_type[BT_EV_CPU_SAMPLE] == 3, "format %d: %" PRIu64 " events in the window", k,
 		      st.events);
+		/* Perfetto: the first sample's 4 frames (main, leaf_fn, inl_helper
+		 * inlined in it, schedule) drawn from the window's start, 5 ms
+		 * before it */
+		CHECK(st.encl_frames == (k ? 0u : 4u), "format %d: %" PRIu64 " call chart frames from the window's start", k,
+		      st.encl_frames);
 		if (have_tools && k < 2) {
-			snprintf(cmd, sizeof(cmd), "python3 " CHECKER " %s '%s' --stacks 3 --stacks-lost 2",
-				 k ? "json" : "perfetto", out);
+			snprintf(cmd, sizeof(cmd), "python3 " CHECKER " %s '%s' --stacks 3 --stacks-lost 2%s",
+				 k ? "json" : "perfetto", out, k ? "" : " --chart-begun-before 4");
 			CHECK(run(cmd) == 0, "checker passes on the window (see above)");
 		}
 	}
@@ -282,8 +373,10 @@ int main(void)
 	}
 	RUN(test_perfetto);
 	RUN(test_pprof);
+	RUN(test_pprof_go);
 	RUN(test_json);
 	RUN(test_filter);
+	RUN(test_names_escaped);
 	char cmd[600];
 	if (!getenv("KEEP_TMP")) {
 		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);

@@ -54,8 +54,8 @@ echo "$out" | grep -q '^<3>no recorder with pid 999999999' && ok "ctl of no reco
 	not_ok "ctl of no recorder" "$out"
 
 # On a terminal or a file (no JOURNAL_STREAM), the same line reads
-# "btrace-bpf: ...".
+# "btrace-bpf ctl: ...": it names the subcommand.
 out=$(env -u JOURNAL_STREAM "$BT" ctl --pid 999999999 status 2>&1 >/dev/null)
-[ "$out" = "btrace-bpf: no recorder with pid 999999999 (no /run/btrace-bpf/999999999.sock)" ] &&
-	ok "without the journal a line starts with btrace-bpf:" || not_ok "plain line" "$out"
+[ "$out" = "btrace-bpf ctl: no recorder with pid 999999999 (no /run/btrace-bpf/999999999.sock)" ] &&
+	ok "without the journal a line starts with btrace-bpf ctl:" || not_ok "plain line" "$out"
 finish

@@ -71,7 +71,7 @@ static void check_seed(const char *seed, int want_apps)
 	snprintf(cmd, sizeof(cmd), SEEDS "%s", seed);
 	REQUIRE(copy(cmd, dump) == 0, "copy %s", seed);
 	snprintf(man, sizeof(man), "%s.json", dump);
-	int r = bt_manifest_write(dump, NULL, NULL, err, sizeof(err));
+	int r = bt_manifest_write(dump, NULL, NULL, NULL, err, sizeof(err));
 	REQUIRE(r == 0, "%s: %s", seed, err);
 
 	size_t len;
@@ -115,7 +115,7 @@ static void check_seed(const char *seed, int want_apps)
 	if (ntasks) {
 		struct bt_manifest_trigger trig = { .spec = "/usr/bin/x:oops", .tid = t[0].tid, .ts_ns = 1234 };
 		struct bt_manifest_recorder rec = { .dumps_written = 3, .dumps_skipped_space = 1 };
-		REQUIRE(bt_manifest_write(dump, &trig, &rec, err, sizeof(err)) == 0, "%s", err);
+		REQUIRE(bt_manifest_write(dump, NULL, &trig, &rec, err, sizeof(err)) == 0, "%s", err);
 		free(json);
 		json = (char *)h_read_file(man, &len);
 		json = realloc(json, len + 1);
@@ -148,10 +148,10 @@ static void test_damaged_dump_has_no_manifest(void)
 	REQUIRE(truncate(dump, 1000) == 0, "truncate");
 	snprintf(man, sizeof(man), "%s.json", dump);
 	int before = entries(dir);
-	int r = bt_manifest_write(dump, NULL, NULL, err, sizeof(err));
+	int r = bt_manifest_write(dump, NULL, NULL, NULL, err, sizeof(err));
 	CHECK(r < 0 && strstr(err, "does not read back"), "%d %s", r, err);
 	CHECK(access(man, F_OK) != 0 && entries(dir) == before, "nothing written");
-	r = bt_manifest_write("/nonexistent/btrace-x.btd", NULL, NULL, err, sizeof(err));
+	r = bt_manifest_write("/nonexistent/btrace-x.btd", NULL, NULL, NULL, err, sizeof(err));
 	CHECK(r == -ENOENT && strstr(err, "cannot read"), "%d %s", r, err);
 }
 

@@ -10,7 +10,13 @@
  *     copied, with its build-id; its symbols are those of the image;
  *   - an address in anonymous executable memory (JIT code) is known to
  *     have no file: the maps are not read again for every such frame, as
- *     they are (at most every 200 ms) for an address outside them.
+ *     they are (at most every 200 ms) for an address outside them;
+ *   - a stack taken before an exec (its process's maps no longer hold any
+ *     of its frames) is named from its parent's maps, whether its fork is
+ *     applied after it (the same drain pass) or before; junk is not;
+ *   - a deleted binary first met in a forked child's frame is opened
+ *     through a mapping of it (the child's, or its parent's once the
+ *     child is gone), not kept by its path, which opens nothing.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -18,12 +24,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/types.h>
 #include "harness.h"
+#include "events.h"
 #include "mapping_capture.h"
+#include "stack_table.h"
 
 static pid_t child(void)
 {
@@ -249,6 +261,121 @@ static void test_young_read_again_by_tick(void)
 	bt_mapcap_free(m);
 }
 
+/* A user stack of tgid with frames ips, defined in t; its id. */
+static uint32_t define(struct bt_stack_table *t, uint32_t tgid, uint64_t hash, const uint64_t *ips, uint32_t n)
+{
+	union {
+		struct bt_raw_stack_def d;
+		uint8_t b[sizeof(struct bt_raw_stack_def) + 8 * 4];
+	} u = { .d = { .h = { .tgid = tgid, .tid = tgid, .type = BT_RAW_STACK_DEF }, .hash = hash, .nframes = n,
+		       .flags = BT_STACKDEF_USER } };
+	memcpy(u.d.ips, ips, 8ull * n);
+	bt_stack_table_define(t, &u.d, (uint32_t)(sizeof(u.d) + 8ull * n));
+	return bt_stack_table_ref(t, hash);
+}
+
+/* Whether every frame of stack id is in a file. */
+static int named(struct bt_stack_table *t, uint32_t id, uint64_t *pre_exec)
+{
+	struct bt_dump_stacks s = { 0 };
+	int all = 0;
+	if (bt_stack_table_snapshot(t, &s) == 0 && id >= 1 && id <= s.nstacks) {
+		const struct bt_dump_stack *k = &s.stacks[id - 1];
+		all = k->nframes > 0;
+		for (uint32_t f = 0; f < k->nframes; f++)
+			all &= s.frames[k->first + f].map != BT_DMAP_NONE;
+		*pre_exec = s.counters[BT_STKC_PRE_EXEC];
+	}
+	bt_stack_snapshot_free(&s);
+	return all;
+}
+
+static void test_pre_exec_named_from_parent(void)
+{
+	struct bt_stack_table *t = bt_stack_table_new(64);
+	pid_t c = fork();
+	if (c == 0)
+		_exit(0);
+	waitpid(c, NULL, 0); /* gone, as a short child is when its stacks are named */
+	uint64_t ips[2] = { (uint64_t)(uintptr_t)&getpid, (uint64_t)(uintptr_t)&define + 4 };
+	char *heap = malloc(64);
+	uint64_t junk[2] = { (uint64_t)(uintptr_t)heap, ips[1] }, pre = 0;
+	REQUIRE(t && c > 0 && heap, "table, child");
+	uint32_t a = define(t, (uint32_t)c, 0x1000, ips, 2);
+	uint32_t j = define(t, (uint32_t)c, 0x1001, junk, 2);
+	CHECK(!named(t, a, &pre) && pre == 0, "before its fork is known: unnamed");
+	struct bt_ev_task fork_ev = { .h = { .type = BT_EV_PROCESS_FORK, .tgid = (uint32_t)getpid(),
+					     .tid = (uint32_t)getpid() },
+				      .tid = (uint32_t)c, .tgid = (uint32_t)c };
+	bt_stack_table_task_event(t, &fork_ev.h);
+	CHECK(named(t, a, &pre) && pre == 1, "its fork applied after it: named from the parent's maps (%llu)",
+	      (unsigned long long)pre);
+	CHECK(!named(t, j, &pre), "a stack with a frame in no file of the parent either: left unnamed");
+	uint64_t ips2[2] = { ips[0] + 1, ips[1] };
+	uint32_t b = define(t, (uint32_t)c, 0x1002, ips2, 2);
+	CHECK(named(t, b, &pre) && pre == 2, "its fork applied before it: named at once (%llu)", (unsigned long long)pre);
+	free(heap);
+	bt_stack_table_free(t);
+}
+
+/* A deleted file mapped by us, known from our maps, not opened yet. */
+static void *deleted_exe(char *path, size_t len, struct stat *st)
+{
+	int fd, ok;
+	void *p;
+
+	snprintf(path, len, "/tmp/test_mapcap.XXXXXX");
+	fd = mkstemp(path);
+	if (fd < 0)
+		return NULL;
+	ok = ftruncate(fd, 4096) == 0 && fstat(fd, st) == 0;
+	p = ok ? map_exe(fd) : NULL;
+	close(fd);
+	unlink(path);
+	return p;
+}
+
+/* The first frame in a deleted binary comes from a forked child whose maps
+ * were never read (its parent's were: the file is known): it is opened
+ * through the child's mapping; and for a child already gone, through its
+ * parent's. Kept by path only, a deleted file has no symbols for anyone
+ * (kernel/test_stacks: the workload's child ran first, every frame of the
+ * binary '[unknown]'). */
+static void test_deleted_first_in_child(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint32_t me = (uint32_t)getpid();
+	char pa[64], pb[64];
+	struct stat sa, sb;
+	void *a = deleted_exe(pa, sizeof(pa), &sa), *b = deleted_exe(pb, sizeof(pb), &sb);
+	uint64_t off;
+	size_t n;
+
+	REQUIRE(m && a && b, "mapcap and two deleted executable mappings");
+	pid_t c1 = child(), c2 = child();
+	REQUIRE(c1 > 0 && c2 > 0, "two children");
+	CHECK(bt_mapcap_resolve(m, me, (uint64_t)(uintptr_t)&getpid, &off) != BT_MAP_NONE, "our maps read");
+	uint32_t da = (uint32_t)(major(sa.st_dev) << 20 | minor(sa.st_dev)), db = (uint32_t)(major(sb.st_dev) << 20 | minor(sb.st_dev));
+	uint32_t ia = bt_mapcap_resolve_file(m, (uint32_t)c1, da, sa.st_ino);
+	const struct bt_mapfile *f = bt_mapcap_files(m, &n);
+	REQUIRE(ia != BT_MAP_NONE && ia <= n, "the child's frame in it resolves (%u)", ia);
+	CHECK((f[ia - 1].flags & BT_MAPFILE_DELETED) && f[ia - 1].fd >= 0,
+	      "a deleted file first met in a child whose maps were not read: opened through its mapping (fd %d)",
+	      f[ia - 1].fd);
+	bt_mapcap_forked(m, (uint32_t)c2, me);
+	reap(c2);
+	bt_mapcap_exited(m, (uint32_t)c2);
+	uint32_t ib = bt_mapcap_resolve_file(m, (uint32_t)c2, db, sb.st_ino);
+	f = bt_mapcap_files(m, &n);
+	REQUIRE(ib != BT_MAP_NONE && ib <= n, "the gone child's frame resolves (%u)", ib);
+	CHECK(f[ib - 1].fd >= 0, "first met in a child already gone: opened through its parent's mapping (fd %d)",
+	      f[ib - 1].fd);
+	reap(c1);
+	munmap(a, 4096);
+	munmap(b, 4096);
+	bt_mapcap_free(m);
+}
+
 int main(void)
 {
 	RUN(test_exited_keeps_maps);
@@ -257,6 +384,8 @@ int main(void)
 	RUN(test_jit_code_no_reread);
 	RUN(test_young_maps_reread);
 	RUN(test_young_read_again_by_tick);
+	RUN(test_pre_exec_named_from_parent);
+	RUN(test_deleted_first_in_child);
 	printf("# %d passed, %d failed\n", h_ntests - h_nfail_tests, h_nfail_tests);
 	return h_nfail_tests != 0;
 }

@@ -24,7 +24,9 @@
 struct ev {
 	uint64_t hash;
 	uint32_t id, pad;
+	uint64_t ts;
 };
+static uint64_t clock_ns; /* the events' time */
 
 /* The kernel side. */
 static uint64_t forgot[1 << 16];
@@ -69,7 +71,7 @@ struct rig {
 static int rig_new(struct rig *r, uint32_t max_stacks)
 {
 	struct bt_config c = { .size = 64 * 256, .block_size = 256, .ncores = 1, .active = 16 };
-	struct bt_stack_reclaim_ops ops = { t_forget, t_held, NULL };
+	struct bt_stack_reclaim_ops ops = { t_forget, t_held, NULL, 1 };
 
 	memset(r, 0, sizeof(*r));
 	nforgot = 0;
@@ -109,7 +111,8 @@ static void define(struct rig *r, uint64_t hash)
 /* An event naming hash, stored; its id. */
 static uint32_t event(struct rig *r, uint64_t hash)
 {
-	struct ev e = { hash, bt_stack_table_ref(r->t, hash), 0 };
+	bt_stack_table_note(r->t, 0, ++clock_ns);
+	struct ev e = { hash, bt_stack_table_ref(r->t, hash), 0, clock_ns };
 
 	bt_write(r->buf, 0, &e, sizeof(e));
 	return e.id;
@@ -118,7 +121,7 @@ static uint32_t event(struct rig *r, uint64_t hash)
 static void pass(struct rig *r)
 {
 	bt_buffer_stats(r->buf, &r->bs);
-	bt_stack_table_pass(r->t, r->bs.blocks_used, r->bs.nblocks, r->bs.active);
+	bt_stack_table_pass(r->t, r->bs.blocks_used, r->bs.nblocks, UINT64_MAX, r->bs.active);
 }
 
 struct events {
@@ -145,8 +148,10 @@ static int collect_block(const struct bt_block_view *blk, void *ctx)
 }
 
 struct verdict {
-	uint64_t events, bad, undefined, lost;
+	uint64_t events, bad, undefined, lost, reclaimed;
+	uint64_t tail_gone; /* of the last TAIL events read: without their stack */
 };
+#define TAIL 40
 
 /* A dump's order: hold, read the buffer, (the drain goes on: a pass),
  * snapshot the table, release. Every event's id must give its own hash. */
@@ -159,6 +164,7 @@ static struct verdict verify(struct rig *r)
 
 	memset(&s, 0, sizeof(s));
 	uint64_t token = bt_stack_table_hold(r->t);
+	struct bt_stack_births *b = bt_stack_table_births(r->t);
 	bt_read(r->buf, collect_block, &c, &rst);
 	for (int i = 0; i < 3; i++) { /* the drain goes on meanwhile: nothing may be freed */
 		for (int k = 0; k < 40; k++) {
@@ -171,25 +177,33 @@ static struct verdict verify(struct rig *r)
 	if (bt_stack_table_snapshot(r->t, &s) == 0) {
 		for (size_t i = 0; i < c.n; i++) {
 			const struct ev *e = &c.e[i];
+			uint32_t id = bt_stack_births_id(b, e->id, 0, e->ts);
+			int tail = i + TAIL >= c.n;
 			v.events++;
-			if (e->id == BT_STACK_LOST) {
-				v.lost++;
+			v.tail_gone += tail && BT_STACK_ID_GONE(id);
+			if (id == BT_STACK_LOST || id == BT_STACK_RECLAIMED) {
+				v.lost += id == BT_STACK_LOST;
+				v.reclaimed += id == BT_STACK_RECLAIMED;
 				continue;
 			}
-			if (!e->id || e->id > s.nstacks) {
+			if (!id || id > s.nstacks) {
 				v.bad++;
 				continue;
 			}
-			const struct bt_dump_stack *k = &s.stacks[e->id - 1];
-			if (k->flags & BT_STACK_F_UNDEFINED)
+			const struct bt_dump_stack *k = &s.stacks[id - 1];
+			if (k->flags & BT_STACK_F_UNDEFINED) {
 				v.undefined++;
-			else if (!k->nframes || s.frames[k->first].off != e->hash)
+				v.tail_gone += tail;
+			} else if (!k->nframes || s.frames[k->first].off != e->hash)
 				v.bad++;
 		}
 		bt_stack_snapshot_free(&s);
 	} else
 		v.bad = UINT64_MAX;
 	bt_stack_table_release(r->t, token);
+	if (!b)
+		v.bad = UINT64_MAX;
+	bt_stack_births_free(b);
 	free(c.e);
 	return v;
 }
@@ -199,11 +213,11 @@ static uint64_t counter(struct rig *r, int which)
 	struct bt_stack_counts c;
 
 	bt_stack_table_counts(r->t, &c);
-	return which == 0 ? c.stacks : which == 1 ? c.overflow : which == 2 ? c.reclaimed : c.frames;
+	return which == 0 ? c.stacks : which == 1 ? c.overflow : which == 2 ? c.reclaimed : which == 4 ? c.evicted : c.frames;
 }
 
 /* 20,000 events naming 5,000 stacks in turn through a table of 512 and a
- * buffer whose window holds ~600 events (~150 stacks): without reclamation
+ * buffer whose window holds ~450 events (~110 stacks): without reclamation
  * the table is full after 512 stacks. With it: nothing lost, and every
  * retained event names its own frames, checked at many points. */
 static void follows_window(int dumps_between_passes)
@@ -233,11 +247,12 @@ static void follows_window(int dumps_between_passes)
 			checks += v.events;
 		}
 	}
-	CHECK(checks > 10000, "verified %lu events", (unsigned long)checks);
+	CHECK(checks > 7000, "verified %lu events", (unsigned long)checks);
 	CHECK(bad == 0, "%lu retained events name frames not theirs", (unsigned long)bad);
 	CHECK(undefined == 0, "%lu retained events name undefined stacks", (unsigned long)undefined);
 	CHECK(lost == 0 && counter(&r, 1) == 0, "lost %lu, overflow %lu", (unsigned long)lost,
 	      (unsigned long)counter(&r, 1));
+	CHECK(counter(&r, 4) == 0, "evicted %lu from a table larger than the window", (unsigned long)counter(&r, 4));
 	CHECK(counter(&r, 2) > 4000, "reclaimed %lu", (unsigned long)counter(&r, 2));
 	CHECK(counter(&r, 0) <= 512 && counter(&r, 3) == 2 * counter(&r, 0), "stacks %lu frames %lu",
 	      (unsigned long)counter(&r, 0), (unsigned long)counter(&r, 3));
@@ -255,6 +270,51 @@ static void test_follows_window(void)
 static void test_follows_window_dumps_between(void)
 {
 	follows_window(1);
+}
+
+/* A table smaller than the window (96 stacks; the window names ~110):
+ * full long before the window moves on. The stacks named longest ago give
+ * way; the newest events all keep their stacks, nothing is lost, and an
+ * event whose stack was freed says reclaimed, never shows the frames its
+ * id went to. */
+static void test_full_keeps_newest(void)
+{
+	struct rig r;
+	uint64_t bad = 0, undefined = 0, lost = 0, reclaimed = 0, tail_gone = 0, checks = 0, held_overflow = 0;
+
+	REQUIRE(rig_new(&r, 96) == 0, "rig");
+	for (uint32_t i = 0; i < 6000; i++) {
+		uint64_t h = 0x5000 + i / 4;
+		if (i % 4 == 0)
+			define(&r, h);
+		event(&r, h);
+		if (i % 5 == 4)
+			pass(&r);
+		if (i % 499 == 498) {
+			uint64_t o = counter(&r, 1);
+			struct verdict v = verify(&r);
+			/* nothing is freed while held: its own new stacks may not fit */
+			held_overflow += counter(&r, 1) - o;
+			bad += v.bad;
+			undefined += v.undefined;
+			lost += v.lost;
+			reclaimed += v.reclaimed;
+			tail_gone += v.tail_gone;
+			checks += v.events;
+		}
+	}
+	CHECK(checks > 3000, "verified %lu events", (unsigned long)checks);
+	CHECK(bad == 0, "%lu events name frames not theirs", (unsigned long)bad);
+	CHECK(tail_gone == 0, "%lu of the newest events without their stack", (unsigned long)tail_gone);
+	CHECK(lost == 0 && counter(&r, 1) == held_overflow && undefined == 0,
+	      "lost %lu, overflow %lu (%lu while held), undefined %lu", (unsigned long)lost,
+	      (unsigned long)counter(&r, 1), (unsigned long)held_overflow, (unsigned long)undefined);
+	CHECK(reclaimed > checks / 8, "only %lu of %lu events say reclaimed", (unsigned long)reclaimed,
+	      (unsigned long)checks);
+	CHECK(counter(&r, 4) > 1000 && counter(&r, 4) <= counter(&r, 2), "evicted %lu, reclaimed %lu",
+	      (unsigned long)counter(&r, 4), (unsigned long)counter(&r, 2));
+	CHECK(counter(&r, 0) <= 96, "stacks %lu", (unsigned long)counter(&r, 0));
+	rig_free(&r);
 }
 
 /* Without the kernel side (no ops), nothing is reclaimed: the table fills
@@ -320,8 +380,9 @@ static void test_kept_while_held(void)
 	CHECK(run_until_reclaimed(&r, 0xabc, 300) > 0, "not freed once the kernel side could be read");
 	rig_free(&r);
 
-	/* a dump that began before 0xabc was doomed keeps it; one that began
-	 * after does not (its events were overwritten before it read) */
+	/* any dump holding the table keeps it (its births and its copy of the
+	 * table must stay true: a full table frees stacks events still name),
+	 * also one that began after it was doomed */
 	REQUIRE(rig_new(&r, 256) == 0, "rig");
 	define(&r, 0xabc);
 	REQUIRE(event(&r, 0xabc) == 1, "first id");
@@ -330,8 +391,9 @@ static void test_kept_while_held(void)
 	CHECK(was_forgotten(0xabc), "doomed meanwhile");
 	uint64_t later = bt_stack_table_hold(r.t);
 	bt_stack_table_release(r.t, token);
-	CHECK(run_until_reclaimed(&r, 0xabc, 300) > 0, "kept by a dump that began after it was doomed");
+	CHECK(run_until_reclaimed(&r, 0xabc, 5) == 0, "freed during a dump that began after it was doomed");
 	bt_stack_table_release(r.t, later);
+	CHECK(run_until_reclaimed(&r, 0xabc, 5) > 0, "kept once no dump holds the table");
 	rig_free(&r);
 }
 
@@ -418,6 +480,7 @@ int main(void)
 {
 	RUN(test_follows_window);
 	RUN(test_follows_window_dumps_between);
+	RUN(test_full_keeps_newest);
 	RUN(test_off_fills);
 	RUN(test_kept_while_held);
 	RUN(test_named_while_doomed);

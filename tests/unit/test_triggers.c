@@ -144,7 +144,8 @@ static void test_section_roundtrip(void)
 	struct bt_dump_trigger t[2] = {
 		{ .name = "lat", .cond = "sched-latency>5ms", .kind = BT_TRIG_SCHED_LATENCY, .threshold_ns = 5000000,
 		  .after_ns = 1, .limit_ns = 2,
-		  .st = { .hits = 10, .dumps = 3, .skipped = 6, .lost = 1, .merged = 2, .limited = 4, .dropped = 1 } },
+		  .st = { .hits = 10, .dumps = 3, .skipped = 6, .lost = 1, .merged = 2, .limited = 4, .dropped = 1 },
+		  .unnamed = 7 },
 		{ .name = "manual", .cond = "ctl", .kind = BT_TRIG_CTL },
 	};
 	struct bt_trigger_fired f = { .trig = 1, .kind = BT_TRIG_CTL, .ts_ns = 11, .seen_ns = 12, .due_ns = 13,
@@ -157,12 +158,13 @@ static void test_section_roundtrip(void)
 	char err[256];
 	int64_t len = bt_dump_triggers_encode(t, 2, &f, 1, &p);
 
-	REQUIRE(len == 16 + 2 * 288 + 280, "len %lld", (long long)len);
+	REQUIRE(len == 16 + 2 * 296 + 280, "len %lld", (long long)len);
 	REQUIRE(bt_dump_triggers_decode(p, (uint64_t)len, &tt, &nt, &ff, &nf, err, sizeof(err)) == 0, "%s", err);
 	CHECK(nt == 2 && nf == 1, "counts");
 	CHECK(!strcmp(tt[0].name, "lat") && !strcmp(tt[0].cond, "sched-latency>5ms") && tt[0].st.hits == 10 &&
 	      tt[0].st.dumps == 3 && tt[0].st.skipped == 6 && tt[0].st.lost == 1 && tt[0].limit_ns == 2 &&
-	      tt[0].st.merged == 2 && tt[0].st.limited == 4 && tt[0].st.dropped == 1 && tt[0].st.pending == 0,
+	      tt[0].st.merged == 2 && tt[0].st.limited == 4 && tt[0].st.dropped == 1 && tt[0].st.pending == 0 &&
+	      tt[0].unnamed == 7 && tt[1].unnamed == 0,
 	      "trigger 0");
 	CHECK(ff[0].trig == 1 && ff[0].ts_ns == 11 && ff[0].due_ns == 13 && ff[0].value == 14 && ff[0].aux == -1 &&
 	      ff[0].tid == 16 && ff[0].cpu == 18 && !strcmp(ff[0].name, "manual"), "hit");
@@ -184,11 +186,26 @@ static void test_section_roundtrip(void)
 		free(ff);
 		free(o);
 	}
+	{ /* a 288-byte record (before unnamed): read whole, unnamed 0 */
+		size_t olen = 16 + 288;
+		uint8_t *o = calloc(1, olen);
+		struct btd_trig_head oh = { .ntriggers = 1, .trig_size = 288, .nfired = 0, .fired_size = 280 };
+		struct btd_trigger ot = { .hits = 9, .dumps = 2, .merged = 3, .limited = 4, .unnamed = 5 };
+
+		memcpy(o, &oh, sizeof(oh));
+		memcpy(o + 16, &ot, 288);
+		REQUIRE(bt_dump_triggers_decode(o, olen, &tt, &nt, &ff, &nf, err, sizeof(err)) == 0, "%s", err);
+		CHECK(tt[0].st.merged == 3 && tt[0].st.limited == 4 && tt[0].unnamed == 0, "288-byte record: unnamed %lu",
+		      (unsigned long)tt[0].unnamed);
+		free(tt);
+		free(ff);
+		free(o);
+	}
 	/* damaged: short, longer than its counts, a hit naming no trigger, huge counts */
 	CHECK(bt_dump_triggers_decode(p, 8, &tt, &nt, &ff, &nf, err, sizeof(err)) == -EINVAL, "short");
 	CHECK(bt_dump_triggers_decode(p, (uint64_t)len - 1, &tt, &nt, &ff, &nf, err, sizeof(err)) == -EINVAL,
 	      "truncated");
-	((struct btd_fired *)(p + 16 + 2 * 288))->trig = 2;
+	((struct btd_fired *)(p + 16 + 2 * 296))->trig = 2;
 	CHECK(bt_dump_triggers_decode(p, (uint64_t)len, &tt, &nt, &ff, &nf, err, sizeof(err)) == -EINVAL &&
 	      strstr(err, "names trigger 2"), "%s", err);
 	((struct btd_trig_head *)p)->ntriggers = 100000;

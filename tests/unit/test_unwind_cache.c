@@ -8,13 +8,17 @@
  * followed; a directory that is not ours is not used; past the budget the
  * least recently used tables go, and nothing that is not ours is touched.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -218,17 +222,22 @@ static void test_not_ours(void)
 	char err[256] = "";
 	REQUIRE(chmod(dir, 0777) == 0, "chmod");
 	struct bt_unwind_cache *c = bt_unwind_cache_open(dir, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
-	CHECK(!c && strstr(err, "not ours"), "a directory others can write is not used: %s", err);
+	CHECK(!c && strstr(err, "mode 777, open to its group or others") && !strstr(err, "owned by"),
+	      "a directory others can write is not used: %s", err);
 	bt_unwind_cache_close(c);
 	REQUIRE(chmod(dir, 0755) == 0, "chmod");
 	c = bt_unwind_cache_open(dir, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
-	CHECK(!c && strstr(err, "not ours"), "a directory others can read (a shared one, /var/cache) is not used: %s", err);
+	/* (the message says the mode, not the owner: issue 43) */
+	CHECK(!c && strstr(err, "mode 755, open to its group or others") && strstr(err, "must be 0700") &&
+		      !strstr(err, "owned by"),
+	      "a directory others can read (a shared one, /var/cache) is not used: %s", err);
 	bt_unwind_cache_close(c);
 	chmod(dir, 0700);
 	if (geteuid() == 0) {
 		REQUIRE(chown(dir, 65534, 65534) == 0, "chown");
 		c = bt_unwind_cache_open(dir, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
-		CHECK(!c && strstr(err, "not ours"), "another user's directory is not used: %s", err);
+		CHECK(!c && strstr(err, "owned by uid 65534, not by the recorder's uid 0"),
+		      "another user's directory is not used: %s", err);
 		bt_unwind_cache_close(c);
 		CHECK(chown(dir, 0, 0) == 0, "chown back");
 	}
@@ -327,6 +336,42 @@ static void test_budget(void)
 	bt_unwind_cache_close(c);
 }
 
+/* A full disk (a file size limit here: the same EFBIG/ENOSPC from write):
+ * the store fails, leaves no temporary, and is counted with its errno. */
+static void test_store_failure_counted(void)
+{
+	struct bt_unwind_cache *c = open_cache(BT_UNWIND_CACHE_BUDGET);
+	struct rlimit old, lim = { .rlim_cur = 1024, .rlim_max = RLIM_INFINITY };
+	uint8_t bid[20];
+	int err = -1, r;
+	DIR *d;
+	struct dirent *e;
+	int tmps = 0;
+
+	REQUIRE(c, "cache");
+	REQUIRE(R.n * sizeof(*R.rows) > 2048, "a table larger than the limit (%u rows)", R.n);
+	CHECK(bt_unwind_cache_failures(c, &err) == 0 && err == 0, "none failed yet");
+	memcpy(bid, BID, 20);
+	bid[19] = 0x42;
+	signal(SIGXFSZ, SIG_IGN);
+	REQUIRE(getrlimit(RLIMIT_FSIZE, &old) == 0 && setrlimit(RLIMIT_FSIZE, &lim) == 0, "set RLIMIT_FSIZE");
+	r = bt_unwind_cache_store(c, bid, 20, SRC, &R);
+	setrlimit(RLIMIT_FSIZE, &old);
+	signal(SIGXFSZ, SIG_DFL);
+	CHECK(r == -EFBIG, "the store failed: %d", r);
+	CHECK(bt_unwind_cache_failures(c, &err) == 1 && err == EFBIG, "counted: %" PRIu64 " (errno %d)",
+	      bt_unwind_cache_failures(c, NULL), err);
+	CHECK(bt_unwind_cache_store(c, bid, 20, SRC, &R) == 0 && bt_unwind_cache_failures(c, NULL) == 1,
+	      "a store that works is not counted");
+	d = opendir(dir);
+	while (d && (e = readdir(d)))
+		tmps += strncmp(e->d_name, ".uw-tmp-", 8) == 0 && strcmp(e->d_name, ".uw-tmp-2-fresh.uw");
+	if (d)
+		closedir(d);
+	CHECK(tmps == 0, "no temporary left behind (%d besides test_budget's)", tmps);
+	bt_unwind_cache_close(c);
+}
+
 int main(void)
 {
 	char cmd[256];
@@ -342,6 +387,7 @@ int main(void)
 	RUN(test_file_not_ours);
 	RUN(test_not_ours);
 	RUN(test_budget);
+	RUN(test_store_failure_counted);
 	bt_unwind_rows_free(&R);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
 	if (system(cmd))

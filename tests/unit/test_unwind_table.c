@@ -4,14 +4,18 @@
  * (user/stacks/unwind_table.c), on this test's own binary: rows sorted,
  * a function's entry has CFA = rsp + 8, a function that pushed registers
  * saves rbp below the CFA or leaves it, _start is the outermost frame, the
- * PLT gets its rule; garbage is refused without a crash.
+ * PLT gets its rule; OpenSSL's forms (CFA on another register, CFA read
+ * from the frame: tests/cfa_forms.h) get theirs; garbage is refused
+ * without a crash.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include "cfa_forms.h"
 #include "harness.h"
 #include "unwind_table.h"
 
@@ -101,6 +105,32 @@ static void test_plt(void)
 	CHECK(plt >= 1, "no PLT row");
 }
 
+/* OpenSSL's assembly: CFA = r11 + 8 in cfa_reg_spin's loop; CFA =
+ * *(rsp + 40) + 16 at cfa_deref_call's call, rbp saved at CFA - 16. */
+static void test_openssl_forms(void)
+{
+	const struct bt_unwind_row *r = row_at(elf_addr(cfa_reg_loop));
+	REQUIRE(r, "a row for cfa_reg_spin");
+	CHECK(BT_UROW_KIND(r->kind) == BT_UROW_REG && BT_UROW_REGNO(r->kind) == 11 && r->cfa_off8 == 1,
+	      "cfa_reg_spin: kind %d on register %d, off %d (want CFA = r11 + 8)", BT_UROW_KIND(r->kind),
+	      BT_UROW_REGNO(r->kind), r->cfa_off8 * 8);
+	r = row_at(elf_addr(cfa_deref_ret) - 1); /* the call, as a return address is looked up */
+	REQUIRE(r, "a row for cfa_deref_call");
+	CHECK(BT_UROW_KIND(r->kind) == BT_UROW_DEREF && BT_UROW_REGNO(r->kind) == 7 &&
+		      BT_UROW_DEREF_OFF8(r->cfa_off8) == 5 && BT_UROW_DEREF_ADD8(r->cfa_off8) == 2 && r->bp_off8 == -2,
+	      "cfa_deref_call: kind %d on register %d, off %d, add %d, rbp at CFA%+d (want *(rsp + 40) + 16, CFA-16)",
+	      BT_UROW_KIND(r->kind), BT_UROW_REGNO(r->kind), BT_UROW_DEREF_OFF8(r->cfa_off8) * 8,
+	      BT_UROW_DEREF_ADD8(r->cfa_off8) * 8, r->bp_off8 * 8);
+	CHECK(R.unsupported == 0, "%u ranges of this program's rules not followed", R.unsupported);
+	/* the encoding's corners: offsets below the register, the largest add */
+	uint16_t c = BT_UROW_DEREF_ENC(-1, 63);
+	CHECK(BT_UROW_DEREF_OFF8(c) == -1 && BT_UROW_DEREF_ADD8(c) == 63, "-8/504 decoded as %d/%d",
+	      BT_UROW_DEREF_OFF8(c) * 8, BT_UROW_DEREF_ADD8(c) * 8);
+	c = BT_UROW_DEREF_ENC(-512, 0);
+	CHECK(BT_UROW_DEREF_OFF8(c) == -512 && BT_UROW_DEREF_ADD8(c) == 0, "-4096 decoded as %d",
+	      BT_UROW_DEREF_OFF8(c) * 8);
+}
+
 static void test_garbage(void)
 {
 	static char junk[4096];
@@ -114,6 +144,35 @@ static void test_garbage(void)
 		elf_end(e);
 	e = elf_memory((char *)"not an elf", 10);
 	CHECK(!e || bt_unwind_rows_build(e, NULL, &r, NULL) < 0, "text accepted");
+	if (e)
+		elf_end(e);
+}
+
+/* A file whose PT_GNU_EH_FRAME declares more FDEs than any program has
+ * (a sparse file can claim gigabytes): refused before anything is read. */
+static void test_huge_refused(void)
+{
+	static char img[4096];
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)img;
+	Elf64_Phdr *ph = (Elf64_Phdr *)(img + sizeof(*eh));
+	struct bt_unwind_rows r;
+
+	memcpy(eh->e_ident, ELFMAG, SELFMAG);
+	eh->e_ident[EI_CLASS] = ELFCLASS64;
+	eh->e_ident[EI_DATA] = ELFDATA2LSB;
+	eh->e_ident[EI_VERSION] = EV_CURRENT;
+	eh->e_type = ET_DYN;
+	eh->e_machine = EM_X86_64;
+	eh->e_version = EV_CURRENT;
+	eh->e_phoff = sizeof(*eh);
+	eh->e_ehsize = sizeof(*eh);
+	eh->e_phentsize = sizeof(*ph);
+	eh->e_phnum = 1;
+	ph->p_type = PT_GNU_EH_FRAME;
+	ph->p_offset = 1024;
+	ph->p_filesz = 1ull << 30; /* 1 GiB: 134 M FDEs' worth */
+	Elf *e = elf_memory(img, sizeof(img));
+	CHECK(e && bt_unwind_rows_build(e, NULL, &r, NULL) == -EFBIG, "a 1 GiB .eh_frame_hdr not refused");
 	if (e)
 		elf_end(e);
 }
@@ -183,7 +242,9 @@ int main(void)
 	RUN(test_start_is_outermost);
 	RUN(test_saved_rbp);
 	RUN(test_plt);
+	RUN(test_openssl_forms);
 	RUN(test_garbage);
+	RUN(test_huge_refused);
 	RUN(test_debug_frame);
 	bt_unwind_rows_free(&R);
 	return h_done();

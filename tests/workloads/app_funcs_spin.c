@@ -8,9 +8,14 @@
  *   -t N     N spinning threads (default 1)
  *   -w MS    once, MS milliseconds into the spin, the main thread calls
  *            slow_call(), which sleeps 5 ms (an app-func trigger's target)
+ *   -r N     N rounds (test_trigger_busy.sh): every -g MS (default 600) the
+ *            main thread writes the instant "mark" (value 2k) then calls
+ *            slow_call(); -g MS later the instant "mark" (2k+1) then
+ *            BTRACE_TRIGGER("stall"); -s is then the time after the rounds
  *   -f FILE  created once attached;  -S FILE  exit once it exists
  * Prints "spinning PID", "slow TID T0 T1" (CLOCK_BOOTTIME around the
- * sleep) and "stopped CALLS" when every thread stopped calling.
+ * sleep), "stall K T" (before the trigger) and "stopped CALLS" when every
+ * thread stopped calling.
  */
 #include "btrace.h"
 
@@ -55,15 +60,19 @@ static void slow_call(long *t0, long *t1)
 int main(int argc, char **argv)
 {
 	const char *attached = NULL, *stopfile = NULL;
-	long spin_ms = 2000, slow_ms = -1;
+	long spin_ms = 2000, slow_ms = -1, rounds = 0, gap_ms = 600;
 	int opt, nthreads = 1;
-	while ((opt = getopt(argc, argv, "s:t:w:f:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:t:w:r:g:f:S:")) != -1) {
 		if (opt == 's')
 			spin_ms = atol(optarg);
 		else if (opt == 't')
 			nthreads = atoi(optarg);
 		else if (opt == 'w')
 			slow_ms = atol(optarg);
+		else if (opt == 'r')
+			rounds = atol(optarg);
+		else if (opt == 'g')
+			gap_ms = atol(optarg);
 		else if (opt == 'f')
 			attached = optarg;
 		else if (opt == 'S')
@@ -93,6 +102,19 @@ int main(int argc, char **argv)
 		slow_call(&s0, &s1);
 		printf("slow %ld %ld %ld\n", (long)syscall(SYS_gettid), s0, s1);
 	}
+	for (long k = 0; k < rounds; k++) {
+		long s0, s1;
+		usleep((useconds_t)gap_ms * 1000);
+		BTRACE_INSTANT("mark", 2 * k);
+		slow_call(&s0, &s1);
+		printf("slow %ld %ld %ld\n", (long)syscall(SYS_gettid), s0, s1);
+		usleep((useconds_t)gap_ms * 1000);
+		BTRACE_INSTANT("mark", 2 * k + 1);
+		printf("stall %ld %ld\n", k, now_ns());
+		BTRACE_TRIGGER("stall");
+	}
+	if (rounds)
+		t0 = now_ns();
 	while (now_ns() - t0 < spin_ms * 1000000L)
 		usleep(1000);
 	stop = 1;

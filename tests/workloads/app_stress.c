@@ -47,6 +47,13 @@ static long nthreads = 64, nevents = 2000, pause_us;
 static int die_mid_write;
 static pthread_barrier_t start;
 
+/* The recorder's buffer, not the one a process writes in before the
+ * recorder answers (app_early.c: memfd "btrace-app-early"). */
+static int recorders_buffer(const char *line)
+{
+	return strstr(line, "btrace-app") && !strstr(line, "btrace-app-early");
+}
+
 /* Our shared buffer, found the way a debugger would: its mapping. */
 static uint8_t *buffer_base(void)
 {
@@ -54,7 +61,7 @@ static uint8_t *buffer_base(void)
 	char line[512];
 	unsigned long lo = 0, hi;
 	while (f && fgets(line, sizeof(line), f))
-		if (strstr(line, "btrace-app") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+		if (recorders_buffer(line) && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
 			break;
 	if (f)
 		fclose(f);
@@ -123,7 +130,7 @@ static int scribble(void)
 	srand(1);
 	while (f && fgets(line, sizeof(line), f)) {
 		unsigned long lo, hi;
-		if (!strstr(line, "btrace-app") || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+		if (!recorders_buffer(line) || sscanf(line, "%lx-%lx", &lo, &hi) != 2)
 			continue;
 		for (unsigned long p = lo; p < hi; p += 8) {
 			/* keep a few blocks intact: the recorder must still take valid ones */
@@ -181,8 +188,14 @@ int main(int argc, char **argv)
 	while (go && access(go, F_OK) != 0)
 		usleep(10000);
 	if (stuck) {
-		if (hold_reservation() < 0)
+		/* The recorder's buffer may have no block for this CPU yet. */
+		int tries = 0;
+		while (hold_reservation() < 0 && ++tries < 100)
+			usleep(10000);
+		if (tries == 100) {
 			fprintf(stderr, "app_stress: no buffer to hold a reservation in\n");
+			return 1;
+		}
 	}
 	pthread_t *th = calloc((size_t)nthreads, sizeof(*th));
 	pthread_barrier_init(&start, NULL, (unsigned)nthreads);

@@ -83,6 +83,7 @@ static int capture_row(struct bt_apps *r, struct app *a, struct cap_app *ca)
 	d->counters[BT_APPC_RESIZES] = a->resizes;
 	d->counters[BT_APPC_BUFFER_SIZE] = a->bufs[0].data_size;
 	d->counters[BT_APPC_NAMES_BAD] = a->names_bad;
+	d->counters[BT_APPC_EARLY_REFUSED] = a->early_refused != 0;
 	if (a->nnames) {
 		ca->names = malloc((size_t)a->nnames * BTD_APP_NAME_LEN);
 		if (!ca->names)

@@ -12,6 +12,8 @@
  * followed.
  */
 #include "app_reader.h"
+#include "clocks.h"
+#include "copy_pool.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -34,62 +36,6 @@
 #ifndef NO_TSAN
 #define NO_TSAN
 #endif
-
-int bt_app_geometry(uint64_t size, uint32_t bsize, uint32_t ncores, uint32_t *A, uint32_t *N, char *err,
-		    size_t errlen)
-{
-	if (bsize < BT_MIN_BLOCK_SIZE || bsize > BT_MAX_BLOCK_SIZE || (bsize & (bsize - 1))) {
-		snprintf(err, errlen, "application block size %u: must be a power of two from %u to %u", bsize,
-			 BT_MIN_BLOCK_SIZE, BT_MAX_BLOCK_SIZE);
-		return -EINVAL;
-	}
-	if (ncores == 0 || ncores > BT_APP_MAX_CORES) {
-		snprintf(err, errlen, "%u CPUs: application buffers support 1 to %u", ncores, BT_APP_MAX_CORES);
-		return -EINVAL;
-	}
-	/* A: many threads per CPU are preempted inside blocks; 32 open blocks
-	 * per CPU keep positions available (skipping) with dozens of them. */
-	uint64_t blocks = size / bsize;
-	uint64_t a = 32ull * ncores;
-	if (a > blocks / BT_APP_MIN_BLOCKS_PER_META)
-		a = blocks / BT_APP_MIN_BLOCKS_PER_META;
-	if (a < ncores || a == 0) {
-		snprintf(err, errlen, "application buffer of %llu bytes is too small: needs at least %llu (2 blocks of %u bytes per CPU)",
-			 (unsigned long long)size, (unsigned long long)2ull * ncores * bsize, bsize);
-		return -EINVAL;
-	}
-	uint64_t n = blocks / a * a;
-	if (n > UINT32_MAX) {
-		snprintf(err, errlen, "application buffer of %llu bytes is too large", (unsigned long long)size);
-		return -EINVAL;
-	}
-	*A = (uint32_t)a;
-	*N = (uint32_t)n;
-	return 0;
-}
-
-void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid)
-{
-	struct bt_app_shm *s = base;
-	uint64_t mo, co, dof;
-	s->magic = BT_APP_SHM_MAGIC;
-	s->version = BT_APP_SHM_VERSION;
-	s->block_size = bsize;
-	s->active = A;
-	s->nblocks = N;
-	s->ncores = ncores;
-	s->pid = pid;
-	s->total_size = bt_app_shm_layout(bsize, A, N, ncores, &mo, &co, &dof);
-	s->meta_off = mo;
-	s->cores_off = co;
-	s->data_off = dof;
-	atomic_store_explicit(&s->global, A, memory_order_relaxed); /* round 1 first: round 0 = "never used" */
-	struct bt_app_meta *m = (struct bt_app_meta *)((uint8_t *)base + mo);
-	for (uint32_t i = 0; i < A; i++) {
-		atomic_store_explicit(&m[i].alloc, BT_APP_RP(0, bsize), memory_order_relaxed);
-		atomic_store_explicit(&m[i].conf, BT_APP_RP(0, bsize), memory_order_relaxed);
-	}
-}
 
 /* The application writes these bytes concurrently: a racy copy by design,
  * validated afterwards (the seqlock-style re-check below). */
@@ -401,13 +347,6 @@ NO_TSAN static void bulk_copy(void *dst, const void *src, size_t n)
 }
 #endif
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /* Copy blocks m0..m1-1 of slot `slot` (consecutive) and decide what each
  * may give (see btrace_capture.c for the sequence). */
 static void capture_slot(struct bt_app_capture *cap, const struct bt_app_meta *metas, const uint8_t *data,
@@ -530,17 +469,17 @@ int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
 	cap->v = *v;
 	cap->v.base = NULL;
 	cap->len = (size_t)v->N * v->bsize;
-	/* Populated now: the copy must not stop on a page fault per 4 KiB. */
-	cap->data = mmap(NULL, cap->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	/* Kept from an earlier dump when it can be (copy_pool.c: a new
+	 * mapping's first writes cost 30x the copy); every byte of it is
+	 * written by the passes below. */
+	cap->data = bt_copy_pool_get(cap->len);
 	cap->blk = calloc(v->N ? v->N : 1, sizeof(*cap->blk));
-	if (cap->data == MAP_FAILED || !cap->blk) {
-		if (cap->data == MAP_FAILED)
-			cap->data = NULL;
+	if (!cap->data || !cap->blk) {
 		bt_app_capture_release(cap);
 		return -ENOMEM;
 	}
 	bt_app_shm_layout(v->bsize, v->A, v->N, v->ncores, &mo, &co, &dof);
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = bt_now_ns();
 	/* A copy outrun by the writer (this thread preempted mid-copy on a
 	 * busy machine) is taken again at once: the next pass usually runs
 	 * through. At most BT_APP_CAPTURE_TRIES; the last one is kept, its
@@ -551,7 +490,7 @@ int bt_app_capture(const struct bt_app_view *v, struct bt_app_capture *cap)
 			break;
 	}
 	drop_islands(cap);
-	cap->copy_ns = mono_ns() - t0;
+	cap->copy_ns = bt_now_ns() - t0;
 	return 0;
 }
 
@@ -583,8 +522,7 @@ int bt_app_capture_read(const struct bt_app_capture *cap, bt_block_cb cb, void *
 
 void bt_app_capture_release(struct bt_app_capture *cap)
 {
-	if (cap->data)
-		munmap(cap->data, cap->len);
+	bt_copy_pool_put(cap->data, cap->len);
 	free(cap->blk);
 	memset(cap, 0, sizeof(*cap));
 }

@@ -31,14 +31,6 @@ struct bt_app_read_stats {
 	uint64_t entries;      /* events in delivered blocks */
 };
 
-/* Geometry for a buffer of about `size` bytes of data: block size, A and N.
- * 0 or -EINVAL (message in err). */
-int bt_app_geometry(uint64_t size, uint32_t block_size, uint32_t ncores, uint32_t *A, uint32_t *N, char *err,
-		    size_t errlen);
-
-/* Write a fresh header and zeroed state into base (size bytes, zero-filled). */
-void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid);
-
 /* Deliver every valid block, oldest position first (see bt_block_view; data
  * points at a private copy valid during the callback). cb may stop the walk
  * by returning non-zero, which is returned. */

@@ -26,6 +26,7 @@
 #include "func_batch.h"
 #include "func_names.h"
 #include "util.h"
+#include "fd_pass.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +38,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <linux/magic.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -91,23 +95,57 @@ static int buf_create(struct bt_apps *r, uint64_t size, uint32_t pid, struct abu
 	return 0;
 }
 
-/* Send a line with an fd attached to its first byte. */
-static int send_fd_line(int c, const char *line, int fd, int flags)
+/* A buffer the application made itself before it registered (a forked
+ * child writes from its first call, app_shm.h) and passed with its
+ * registration. Untrusted like its contents: it must be a memfd we can
+ * seal against shrinking (our mapping can then never fault), its header's
+ * geometry valid, its size what that geometry needs and at most the
+ * largest buffer we give (or BT_APP_EARLY_SIZE). Read from our own copy
+ * of the geometry from then on. Takes fd. */
+static int buf_adopt(struct bt_apps *r, int fd, uint32_t pid, struct abuf *out, char *why, size_t whylen)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = { .iov_base = (void *)line, .iov_len = strlen(line) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf,
-			     .msg_controllen = sizeof(cm.buf) };
-	struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
-	h->cmsg_level = SOL_SOCKET;
-	h->cmsg_type = SCM_RIGHTS;
-	h->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(h), &fd, sizeof(int));
-	ssize_t w = sendmsg(c, &mh, MSG_NOSIGNAL | flags);
-	return w == (ssize_t)iov.iov_len ? 0 : -1;
+	struct bt_app_shm h;
+	struct statfs sf;
+	struct stat st;
+	uint64_t mo, co, dof, total, largest = r->cfg.funcs_buffer_size > r->cfg.buffer_size
+							   ? r->cfg.funcs_buffer_size : r->cfg.buffer_size;
+	const char *bad = NULL;
+
+	if (fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		bad = "not a memfd";
+	else if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		bad = "cannot be sealed";
+	else if (fstat(fd, &st) < 0 || pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h))
+		bad = "unreadable";
+	else if (h.magic != BT_APP_SHM_MAGIC || h.version != BT_APP_SHM_VERSION || h.block_size < BT_MIN_BLOCK_SIZE ||
+		 h.block_size > BT_MAX_BLOCK_SIZE || (h.block_size & (h.block_size - 1)) || h.ncores == 0 ||
+		 h.ncores > BT_APP_MAX_CORES || h.active == 0 || h.nblocks % h.active ||
+		 h.nblocks / h.active < BT_APP_MIN_BLOCKS_PER_META)
+		bad = "not an application buffer";
+	else if ((uint64_t)h.nblocks * h.block_size > (largest > BT_APP_EARLY_SIZE ? largest : BT_APP_EARLY_SIZE))
+		bad = "larger than the buffers this recorder gives";
+	else if ((total = bt_app_shm_layout(h.block_size, h.active, h.nblocks, h.ncores, &mo, &co, &dof)) !=
+		 (uint64_t)st.st_size)
+		bad = "its size does not match its geometry";
+	if (bad) {
+		snprintf(why, whylen, "the buffer passed with the registration is %s", bad);
+		close(fd);
+		return -EINVAL;
+	}
+	void *base = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
+	if (base == MAP_FAILED) {
+		int err = -errno;
+		snprintf(why, whylen, "cannot map the buffer passed with the registration: %s", strerror(-err));
+		close(fd);
+		return err;
+	}
+	*out = (struct abuf){
+		.v = { .base = base, .size = total, .bsize = h.block_size, .A = h.active, .N = h.nblocks,
+		       .R = h.nblocks / h.active, .ncores = h.ncores, .pid = pid },
+		.fd = fd,
+		.data_size = (uint64_t)h.nblocks * h.block_size,
+	};
+	return 0;
 }
 
 static void app_free(struct app *a)
@@ -174,6 +212,14 @@ static void app_line(struct bt_apps *r, struct app *a, char *line)
 	if (strncmp(line, "rename ", 7) == 0 && line[7]) {
 		/* btrace_init(NAME) after the library registered with its comm */
 		snprintf(a->name, sizeof(a->name), "%.15s", line + 7);
+		return;
+	}
+	if (strcmp(line, "maps") == 0) {
+		/* it loaded or unloaded a library: its mappings now, while it
+		 * lives (a dump after it exits names functions from these) */
+		if (a->fnames)
+			bt_func_names_refresh(a->fnames);
+		a->maps_reads++;
 		return;
 	}
 	if (strncmp(line, "trigger ", 8) == 0 || strncmp(line, "slice ", 6) == 0) {
@@ -331,6 +377,8 @@ static void mark_dead_gone(struct bt_apps *r)
 	}
 }
 
+#define IO_NICE (-10) /* the drain's (BT_DRAIN_NICE) */
+
 static void *io_thread(void *arg)
 {
 	struct bt_apps *r = arg;
@@ -338,6 +386,11 @@ static void *io_thread(void *arg)
 	struct app **who = NULL;
 	size_t cap = 0;
 	uint64_t last_watch = 0, last_alive = 0;
+	/* Application triggers pass here (their lines, the app-func watcher):
+	 * the drain's priority, so a load of busy loops does not hold a hit
+	 * for tens of ms while the application overwrites its call. */
+	if (r->cfg.trigger || r->cfg.nfwatch)
+		bt_thread_nice(IO_NICE, "application I/O thread");
 	for (;;) {
 		pthread_mutex_lock(&r->lock);
 		if (r->stop) {
@@ -413,7 +466,7 @@ static void wake(struct bt_apps *r)
 /* Every registered application may hold a buffer of `size` (exited ones
  * too, for the post-mortem dump, which copies them all): the largest one
  * is bounded, and so are all of them together by the memory there is. */
-static int check_buffer_total(uint64_t size, uint32_t max_apps, char *why, size_t whylen)
+int bt_apps_check_size(uint64_t size, uint32_t max_apps, char *why, size_t whylen)
 {
 	uint64_t avail = bt_mem_available();
 	char s1[32], s2[32];
@@ -445,7 +498,7 @@ struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size
 		errno = EINVAL;
 		return NULL;
 	}
-	if ((e = check_buffer_total(fsize > cfg->buffer_size ? fsize : cfg->buffer_size,
+	if ((e = bt_apps_check_size(fsize > cfg->buffer_size ? fsize : cfg->buffer_size,
 				    cfg->max_apps ? cfg->max_apps : 64, err, errlen))) {
 		errno = -e;
 		return NULL;
@@ -512,9 +565,16 @@ static void forget_older(struct bt_apps *r, uint32_t pid)
 		}
 }
 
-void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs)
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs, int early_fd,
+		      uint32_t parent)
 {
 	char why[256];
+	struct abuf early = { .fd = -1 };
+
+	/* Its own buffer first, outside the lock (a few system calls). One
+	 * we cannot take loses what the process wrote before our answer: it
+	 * is registered without it, the refusal counted (early_refused). */
+	int early_refused = early_fd >= 0 && buf_adopt(r, early_fd, pid, &early, why, sizeof(why)) < 0;
 	pthread_mutex_lock(&r->lock);
 	/* A process registers once; a second registration replaces the first
 	 * (the library reconnects after the recorder restarted, or after an exec). */
@@ -533,6 +593,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 				victim = i;
 		if (victim == SIZE_MAX) {
 			pthread_mutex_unlock(&r->lock);
+			buf_release(&early);
 			reply_error(c, "error: %s\n", "too many traced applications (raise --max-apps)");
 			return;
 		}
@@ -547,6 +608,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 		if (na)
 			r->apps = na;
 		pthread_mutex_unlock(&r->lock);
+		buf_release(&early);
 		reply_error(c, "error: %s\n", "out of memory");
 		return;
 	}
@@ -557,14 +619,24 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 	    0) {
 		free(a);
 		pthread_mutex_unlock(&r->lock);
+		buf_release(&early);
 		reply_error(c, "error: %s\n", why);
 		return;
 	}
 	a->nbufs = 1;
+	a->early_refused = (uint32_t)early_refused;
+	if (early.fd >= 0) /* behind ours, as a resized buffer: dumped until ours has been filled once */
+		a->bufs[a->nbufs++] = early;
 	a->pid = pid;
 	a->conn = c;
 	a->registered_ts = bt_boottime_ns();
 	a->fnames = bt_func_names_new((int)pid);
+	/* A forked child that ran and exited before we got here: the
+	 * address space it had is its parent's, if that registered. */
+	for (size_t i = 0; parent && a->fnames && i < r->napps; i++)
+		if (r->apps[i]->pid == parent && r->apps[i]->fnames &&
+		    bt_func_names_inherit(a->fnames, r->apps[i]->fnames) == 0)
+			break;
 	a->reg = r;
 	if (r->cfg.nfwatch) {
 		struct bt_func_watch_cfg wc = { .n = r->cfg.nfwatch, .names = r->cfg.fwatch_names,
@@ -573,18 +645,24 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 		a->fw = bt_func_watch_new(&wc); /* out of memory: its calls are not watched, as status says */
 	}
 	snprintf(a->name, sizeof(a->name), "%.15s", name && *name ? name : "app");
-	if (send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
-		app_free(a);
-		pthread_mutex_unlock(&r->lock);
-		return;
+	if (bt_send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
+		if (a->nbufs < 2) {
+			app_free(a);
+			pthread_mutex_unlock(&r->lock);
+			return;
+		}
+		/* Gone before our answer (a short child), having written in its
+		 * own buffer: kept as exited, with the names it sent. */
+		bt_app_drain_input(r, a);
+		app_gone(a);
 	}
-	for (size_t i = 0; i < r->cfg.nwatch; i++) {
+	for (size_t i = 0; i < r->cfg.nwatch && a->conn >= 0; i++) {
 		char line[128];
 		int n = snprintf(line, sizeof(line), "watch %" PRIu64 " %s\n", r->cfg.watch_ns[i], r->cfg.watch_names[i]);
 
 		/* a fresh socket: room for a few short lines; a failure only
 		 * loses this application's slice triggers, counted */
-		if (n <= 0 || (size_t)n >= sizeof(line) || send(c, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
+		if (n <= 0 || (size_t)n >= sizeof(line) || send(a->conn, line, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) != n)
 			a->names_bad++;
 	}
 	r->apps[r->napps++] = a;
@@ -598,7 +676,7 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 	int n = 0, err = bt_app_geometry(size, r->cfg.block_size, r->cfg.ncores, &A, &N, why, whylen);
 	if (err)
 		return err;
-	if ((err = check_buffer_total(size, r->cfg.max_apps, why, whylen)))
+	if ((err = bt_apps_check_size(size, r->cfg.max_apps, why, whylen)))
 		return err;
 	pthread_mutex_lock(&r->lock);
 	r->cfg.buffer_size = r->cfg.funcs_buffer_size = size; /* for every application from now on */
@@ -611,7 +689,7 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 		if (err)
 			break;
 		/* Never block on an application that does not read its socket. */
-		if (send_fd_line(a->conn, "buffer\n", nb.fd, MSG_DONTWAIT) < 0) {
+		if (bt_send_fd_line(a->conn, "buffer\n", nb.fd, MSG_DONTWAIT) < 0) {
 			buf_release(&nb);
 			continue;
 		}
@@ -654,6 +732,10 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 			" dropped=%" PRIu64 "%s", a->pid, bt_escape_text(a->name, sizeof(a->name), en, sizeof(en)),
 			a->conn >= 0 ? "live" : "exited", a->bufs[0].data_size, a->nbufs, a->nnames,
 			bt_app_names_lost(a, bt_app_names_interned(a)), dropped, bogus ? "(implausible: the application's word)" : "");
+		if (a->early_refused)
+			fprintf(out, " early_refused=1"); /* its calls before registering are lost */
+		if (a->maps_reads)
+			fprintf(out, " maps_reads=%" PRIu64, a->maps_reads);
 		if (r->cfg.nfwatch && a->fw) {
 			struct bt_func_watch_stats ws;
 			bt_func_watch_stats(a->fw, &ws);

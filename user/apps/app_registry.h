@@ -45,13 +45,23 @@ struct bt_apps_config {
 
 struct bt_apps;
 
+/* Whether max_apps buffers of size fit: at most BT_APP_BUFFER_MAX each, all
+ * together in the memory available (bt_apps_create checks it too; a
+ * recorder asks before it loads anything). 0, or -errno with why. */
+int bt_apps_check_size(uint64_t size, uint32_t max_apps, char *why, size_t whylen);
 struct bt_apps *bt_apps_create(const struct bt_apps_config *cfg, char *err, size_t errlen);
 /* Closes every connection (applications see EOF and stop tracing). */
 void bt_apps_destroy(struct bt_apps *r);
 
 /* Control-socket hook for "app-register NAME": takes ownership of the
- * connection c of process pid and answers it (a buffer fd, or an error). */
-void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs);
+ * connection c of process pid and answers it (a buffer fd, or an error).
+ * early_fd (-1: none, else taken): the buffer the process wrote in before
+ * it registered (a forked child: btrace_app.c), validated, then read like
+ * a buffer left by a resize. parent (0: none): the process a forked child
+ * says it was forked from, whose mappings name its calls if it is gone
+ * before its own are read (only a registered application's). */
+void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, int funcs, int early_fd,
+		      uint32_t parent);
 
 /* Give every live application a new buffer of size bytes (new ones get it
  * too). Returns how many were resized, or -errno with a reason in why. */

@@ -36,6 +36,9 @@ struct app {
 	char (*names)[BTD_APP_NAME_LEN];
 	uint32_t nnames, names_cap;
 	uint64_t names_bad, resizes;
+	uint64_t maps_reads; /* "maps": its mappings read again (a library loaded) */
+	uint32_t early_refused;       /* its own buffer (app_registry.c: buf_adopt) refused: what it
+				       * wrote before registering is lost */
 	char line[LINE_MAX_APP];
 	size_t linelen;
 	struct bt_func_names *fnames; /* its mappings: function names survive its exit */

@@ -24,6 +24,8 @@
 #include "events.h"
 #include "func_batch.h"
 #include "func_names.h"
+#include "tid_table.h"
+#include "u64map.h"
 
 struct frame {
 	uint64_t addr, ts;
@@ -54,18 +56,11 @@ struct wrec {
 	uint32_t exit;
 };
 
-struct addr_mask {
-	uint64_t addr; /* 0: free slot */
-	uint32_t mask; /* watched functions it is (bit i: cfg entry i) */
-};
-
 struct bt_func_watch {
 	struct bt_func_watch_cfg cfg;
 	struct bt_func_watch_stats st;
-	struct wthr *thr;
-	size_t tcap, tn;
-	struct addr_mask *am;
-	size_t acap, an;
+	struct bt_tid_table threads; /* struct wthr */
+	struct bt_u64map am;         /* address -> the watched functions it is (bit i: cfg entry i) */
 	uint64_t last_addr; /* the last address looked up, and its mask */
 	uint32_t last_mask;
 	uint64_t *done, *ndone; /* complete positions taken: sorted; being built */
@@ -80,12 +75,6 @@ struct bt_func_watch {
 	int err;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	return x ^ (x >> 33);
-}
 
 int bt_func_watch_match(const char *name, const char *sym)
 {
@@ -96,8 +85,10 @@ int bt_func_watch_match(const char *name, const char *sym)
 struct bt_func_watch *bt_func_watch_new(const struct bt_func_watch_cfg *cfg)
 {
 	struct bt_func_watch *w = calloc(1, sizeof(*w));
-	if (w)
+	if (w) {
 		w->cfg = *cfg;
+		w->threads = (struct bt_tid_table)BT_TID_TABLE_INIT(struct wthr);
+	}
 	return w;
 }
 
@@ -105,10 +96,13 @@ void bt_func_watch_free(struct bt_func_watch *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->tcap; i++)
-		free(w->thr[i].st);
-	free(w->thr);
-	free(w->am);
+	for (size_t i = 0; i < w->threads.cap; i++) {
+		struct wthr *t = bt_tid_table_slot(&w->threads, i);
+		if (t)
+			free(t->st);
+	}
+	bt_tid_table_free(&w->threads);
+	bt_u64map_free(&w->am);
 	free(w->done);
 	free(w->ndone);
 	free(w->run);
@@ -123,31 +117,12 @@ void bt_func_watch_stats(const struct bt_func_watch *w, struct bt_func_watch_sta
 
 static struct wthr *thr_get(struct bt_func_watch *w, uint32_t tid)
 {
-	if (2 * (w->tn + 1) > w->tcap) {
-		size_t nc = w->tcap ? w->tcap * 2 : 64;
-		struct wthr *t = calloc(nc, sizeof(*t));
-		if (!t)
-			return NULL;
-		for (size_t i = 0; i < w->tcap; i++)
-			if (w->thr[i].tid) {
-				size_t k = mix(w->thr[i].tid) & (nc - 1);
-				while (t[k].tid)
-					k = (k + 1) & (nc - 1);
-				t[k] = w->thr[i];
-			}
-		free(w->thr);
-		w->thr = t;
-		w->tcap = nc;
-	}
-	size_t k = mix(tid) & (w->tcap - 1);
-	while (w->thr[k].tid && w->thr[k].tid != tid)
-		k = (k + 1) & (w->tcap - 1);
-	if (!w->thr[k].tid) {
-		w->thr[k].tid = tid;
-		w->thr[k].fresh = 1;
-		w->tn++;
-	}
-	return &w->thr[k];
+	int fresh;
+	struct wthr *t = bt_tid_table_get(&w->threads, tid, &fresh);
+
+	if (t && fresh)
+		t->fresh = 1;
+	return t;
 }
 
 /* The watched functions addr is (bit i: cfg.names[i]), resolved once. */
@@ -156,27 +131,12 @@ static uint32_t watched(struct bt_func_watch *w, uint64_t addr)
 	struct bt_func_names *names = w->names;
 	if (!addr)
 		return 0;
-	if (2 * (w->an + 1) > w->acap) {
-		size_t nc = w->acap ? w->acap * 2 : 256;
-		struct addr_mask *a = calloc(nc, sizeof(*a));
-		if (!a)
-			return 0; /* out of memory: not timed this time */
-		for (size_t i = 0; i < w->acap; i++)
-			if (w->am[i].addr) {
-				size_t k = mix(w->am[i].addr) & (nc - 1);
-				while (a[k].addr)
-					k = (k + 1) & (nc - 1);
-				a[k] = w->am[i];
-			}
-		free(w->am);
-		w->am = a;
-		w->acap = nc;
-	}
-	size_t k = mix(addr) & (w->acap - 1);
-	while (w->am[k].addr && w->am[k].addr != addr)
-		k = (k + 1) & (w->acap - 1);
-	if (w->am[k].addr)
-		return w->am[k].mask;
+	size_t known = w->am.n;
+	uint32_t *slot = bt_u64map_slot(&w->am, addr);
+	if (!slot)
+		return 0; /* out of memory: not timed this time */
+	if (w->am.n == known)
+		return *slot;
 	uint32_t m = 0;
 	const char *sym = names ? bt_func_names_get(names, addr) : NULL;
 	if (!sym && names && !w->refreshed) {
@@ -188,8 +148,7 @@ static uint32_t watched(struct bt_func_watch *w, uint64_t addr)
 	for (size_t i = 0; sym && i < w->cfg.n && i < 32; i++)
 		if (bt_func_watch_match(w->cfg.names[i], sym))
 			m |= 1u << i;
-	w->am[k] = (struct addr_mask){ addr, m };
-	w->an++;
+	*slot = m;
 	return m;
 }
 

@@ -2,7 +2,7 @@
 /*
  * cold_tier.c - the compressed cold tier (see cold_tier.h).
  *
- * Storage is one byte ring of groups, each [group_hdr | positions[n] |
+ * Storage is one byte ring of groups, each [group_hdr | block_meta[n] |
  * compressed bytes], 8-aligned, never straddling the ring's end; a deque of
  * descriptors keeps them in insertion order, so the oldest is dropped first
  * when room is needed:
@@ -19,6 +19,7 @@
  * groups it will deliver.
  */
 #include "cold_tier.h"
+#include "errors.h"
 
 #include <errno.h>
 #include <lz4.h>
@@ -32,6 +33,7 @@
 #include <zstd.h>
 
 #define GROUP_MAGIC 0x50524743u /* "CGRP" */
+#define GROUP_MAGIC_RAW 0x57524743u /* "CGRW": stored as is, the budget paid for no compression */
 #define MAX_GROUP_BLOCKS 64u
 
 struct group_hdr {
@@ -41,10 +43,18 @@ struct group_hdr {
 	uint32_t total; /* bytes the group takes in the ring, 8-aligned */
 };
 
+/* Each block's header, kept outside the compressed bytes: a read finds the
+ * cores' chains (and the holes in them) without decompressing. */
+struct block_meta {
+	uint64_t pos, prev_pos;
+	uint32_t core, pad;
+};
+
 struct gdesc {
 	size_t off;
 	uint32_t total, nblocks;
 	uint64_t min_pos, max_pos;
+	int raw; /* stored uncompressed (GROUP_MAGIC_RAW) */
 };
 
 struct bt_cold {
@@ -59,7 +69,7 @@ struct bt_cold {
 	uint64_t *early;        /* taken positions >= next_pos, sorted */
 	uint32_t nearly, early_cap;
 	uint8_t *pend;          /* [gblocks * bsize] raw blocks waiting for a group */
-	uint64_t pend_pos[MAX_GROUP_BLOCKS];
+	struct block_meta pend_meta[MAX_GROUP_BLOCKS];
 	uint32_t npend;
 	uint8_t *cbuf;          /* compression output */
 	size_t cbuf_cap;
@@ -81,18 +91,9 @@ struct bt_cold {
 	atomic_int kicked;      /* written under wlock; read outside it as a hint */
 	_Atomic uint64_t pump_used; /* blocks_used when the last pass began: a hint */
 	_Atomic uint64_t nudges;
+	uint64_t held_ns;       /* under lock: CLOCK_MONOTONIC of the last hold-back, 0 none */
 };
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 int bt_codec_parse(const char *s, enum bt_codec *out)
 {
@@ -120,7 +121,8 @@ static size_t group_max(const struct bt_cold *c)
 {
 	size_t raw = (size_t)c->gblocks * c->bsize;
 
-	return (sizeof(struct group_hdr) + c->gblocks * 8u + bound_for(c, raw) + 7) & ~(size_t)7;
+	return (sizeof(struct group_hdr) + c->gblocks * sizeof(struct block_meta) + bound_for(c, raw) + 7) &
+	       ~(size_t)7;
 }
 
 struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_size, char *err,
@@ -129,13 +131,13 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 	struct bt_cold *c;
 
 	if (cfg->codec != BT_CODEC_LZ4 && cfg->codec != BT_CODEC_ZSTD) {
-		set_err(err, errlen, "cold tier: unknown codec");
+		bt_errmsg(err, errlen, "cold tier: unknown codec");
 		errno = EINVAL;
 		return NULL;
 	}
 	if (cfg->group_blocks > MAX_GROUP_BLOCKS || block_size < BT_MIN_BLOCK_SIZE ||
 	    block_size > BT_MAX_BLOCK_SIZE) {
-		set_err(err, errlen, "cold tier: group of %u blocks (1..%u) of %u bytes", cfg->group_blocks,
+		bt_errmsg(err, errlen, "cold tier: group of %u blocks (1..%u) of %u bytes", cfg->group_blocks,
 			MAX_GROUP_BLOCKS, block_size);
 		errno = EINVAL;
 		return NULL;
@@ -151,7 +153,7 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 	c->gblocks = cfg->group_blocks ? cfg->group_blocks : 4;
 	c->size = cfg->size & ~(size_t)7;
 	if (c->size < group_max(c)) {
-		set_err(err, errlen, "cold tier: %zu bytes hold no group (%zu needed)", cfg->size, group_max(c));
+		bt_errmsg(err, errlen, "cold tier: %zu bytes hold no group (%zu needed)", cfg->size, group_max(c));
 		free(c);
 		errno = EINVAL;
 		return NULL;
@@ -183,7 +185,7 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 	c->st.oldest_pos = c->st.newest_pos = BT_NO_POS;
 	return c;
 nomem:
-	set_err(err, errlen, "cold tier: out of memory");
+	bt_errmsg(err, errlen, "cold tier: out of memory");
 	errno = ENOMEM;
 	return NULL;
 }
@@ -219,6 +221,8 @@ static void drop_oldest(struct bt_cold *c)
 	c->used -= g->total;
 	c->st.groups_evicted++;
 	c->st.blocks_evicted += g->nblocks;
+	if (g->raw)
+		c->st.blocks_held_raw -= g->nblocks;
 	c->qhead = (c->qhead + 1) % c->qcap;
 	c->qlen--;
 	if (!c->qlen)
@@ -311,6 +315,11 @@ void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks)
 	atomic_fetch_add_explicit(&c->nudges, 1, memory_order_relaxed);
 }
 
+void bt_cold_nudge_from(struct bt_cold *c, uint64_t blocks_used)
+{
+	atomic_store_explicit(&c->pump_used, blocks_used, memory_order_relaxed); /* hint: see bt_cold_nudge */
+}
+
 void bt_cold_wake(struct bt_cold *c)
 {
 	pthread_mutex_lock(&c->wlock);
@@ -348,7 +357,7 @@ int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns)
 static int compress_pend(struct bt_cold *c, size_t *clen)
 {
 	size_t raw = (size_t)c->npend * c->bsize;
-	uint8_t *dst = c->cbuf + sizeof(struct group_hdr) + c->npend * 8u;
+	uint8_t *dst = c->cbuf + sizeof(struct group_hdr) + c->npend * sizeof(struct block_meta);
 	size_t cap = c->cbuf_cap - (size_t)(dst - c->cbuf);
 
 	if (c->codec == BT_CODEC_LZ4) {
@@ -367,43 +376,62 @@ static int compress_pend(struct bt_cold *c, size_t *clen)
 	return 0;
 }
 
-static int flush_group(struct bt_cold *c)
+/* The pending blocks as one group: compressed if the pass may (zleft,
+ * the blocks its budget pays for), else stored as they are, which costs one
+ * copy (straight into the ring) and still keeps them past the buffer's
+ * overwrite: the window stays whole, only less of it compressed. */
+static int flush_group(struct bt_cold *c, uint32_t *zleft, uint32_t *stored_raw)
 {
 	struct group_hdr *h = (struct group_hdr *)c->cbuf;
+	size_t meta = c->npend * sizeof(struct block_meta);
 	struct gdesc g = { 0 };
 	size_t clen = 0, total;
-	int r;
+	int r, raw = *zleft < c->npend;
 
 	if (!c->npend)
 		return 0;
-	r = compress_pend(c, &clen);
-	if (r < 0)
-		return r;
-	total = (sizeof(*h) + c->npend * 8u + clen + 7) & ~(size_t)7;
-	h->magic = GROUP_MAGIC;
+	if (raw) {
+		clen = (size_t)c->npend * c->bsize;
+		*stored_raw += c->npend;
+	} else {
+		r = compress_pend(c, &clen);
+		if (r < 0)
+			return r;
+		*zleft -= c->npend;
+	}
+	total = (sizeof(*h) + meta + clen + 7) & ~(size_t)7;
+	h->magic = raw ? GROUP_MAGIC_RAW : GROUP_MAGIC;
 	h->nblocks = c->npend;
 	h->clen = (uint32_t)clen;
 	h->total = (uint32_t)total;
-	memcpy(c->cbuf + sizeof(*h), c->pend_pos, c->npend * 8u);
+	memcpy(c->cbuf + sizeof(*h), c->pend_meta, meta);
 	g.total = (uint32_t)total;
 	g.nblocks = c->npend;
-	g.min_pos = g.max_pos = c->pend_pos[0];
+	g.raw = raw;
+	g.min_pos = g.max_pos = c->pend_meta[0].pos;
 	for (uint32_t i = 1; i < c->npend; i++) {
-		if (c->pend_pos[i] < g.min_pos)
-			g.min_pos = c->pend_pos[i];
-		if (c->pend_pos[i] > g.max_pos)
-			g.max_pos = c->pend_pos[i];
+		if (c->pend_meta[i].pos < g.min_pos)
+			g.min_pos = c->pend_meta[i].pos;
+		if (c->pend_meta[i].pos > g.max_pos)
+			g.max_pos = c->pend_meta[i].pos;
 	}
 
 	pthread_mutex_lock(&c->lock);
 	g.off = ring_alloc(c, total);
-	memcpy(c->ring + g.off, c->cbuf, total);
+	if (raw) { /* header and meta from cbuf, the blocks from pend: one copy */
+		memcpy(c->ring + g.off, c->cbuf, sizeof(*h) + meta);
+		memcpy(c->ring + g.off + sizeof(*h) + meta, c->pend, clen);
+	} else {
+		memcpy(c->ring + g.off, c->cbuf, total);
+	}
 	r = q_push(c, &g);
 	if (r == 0) {
 		c->used += total;
 		c->st.blocks_in += c->npend;
 		c->st.raw_bytes_in += (uint64_t)c->npend * c->bsize;
 		c->st.stored_bytes_in += total;
+		c->st.blocks_raw += raw ? c->npend : 0;
+		c->st.blocks_held_raw += raw ? c->npend : 0;
 	}
 	refresh_span(c, g.max_pos);
 	pthread_mutex_unlock(&c->lock);
@@ -462,6 +490,9 @@ struct pump_pass {
 	struct bt_cold *c;
 	uint64_t max_seen, gaps;
 	int taken, err;
+	uint64_t before;     /* positions from here on are left in the buffer */
+	uint32_t zleft;      /* blocks the pass may still compress */
+	uint32_t stored_raw; /* blocks it stored as they are */
 };
 
 static int take_block(const struct bt_block_view *v, void *ctx)
@@ -471,10 +502,17 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 	uint32_t core = v->core > BT_MAX_CORES ? BT_MAX_CORES : v->core;
 	int r;
 
+	if (early_has(c, v->pos)) {
+		if (v->pos + 1 > p->max_seen)
+			p->max_seen = v->pos + 1;
+		return 0;
+	}
+	/* 1 stops the read: this block and the newer ones stay in the buffer
+	 * only, for a later pass (no copy of them in both tiers). */
+	if (v->pos >= p->before)
+		return 1;
 	if (v->pos + 1 > p->max_seen)
 		p->max_seen = v->pos + 1;
-	if (early_has(c, v->pos))
-		return 0;
 	/* A core's chain: this block names the core's previous one; if that
 	 * is not the one we took last, blocks between went unseen. */
 	if (c->last_of_core[core] && v->prev_pos != BT_NO_POS && v->prev_pos > c->last_of_core[core])
@@ -482,7 +520,7 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 	if (v->pos > c->last_of_core[core])
 		c->last_of_core[core] = v->pos;
 	memcpy(c->pend + (size_t)c->npend * c->bsize, v->data, c->bsize);
-	c->pend_pos[c->npend++] = v->pos;
+	c->pend_meta[c->npend++] = (struct block_meta){ .pos = v->pos, .prev_pos = v->prev_pos, .core = v->core };
 	p->taken++;
 	if (v->pos >= c->next_pos) {
 		r = early_add(c, v->pos);
@@ -490,7 +528,7 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 			return p->err = r;
 	}
 	if (c->npend == c->gblocks) {
-		r = flush_group(c);
+		r = flush_group(c, &p->zleft, &p->stored_raw);
 		if (r < 0)
 			return p->err = r;
 	}
@@ -507,7 +545,13 @@ static uint64_t thread_cpu_ns(void)
 
 int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 {
-	struct pump_pass p = { .c = c };
+	return bt_cold_pump_upto(c, b, BT_NO_POS, UINT32_MAX, NULL);
+}
+
+int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, uint32_t max_compressed,
+		      uint32_t *stored_raw)
+{
+	struct pump_pass p = { .c = c, .before = before, .zleft = max_compressed };
 	struct bt_read_stats rs;
 	uint64_t t0 = thread_cpu_ns(), next, settled;
 	struct bt_stats bs;
@@ -526,15 +570,17 @@ int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 	/* Not past a block still being written, nor past one handed out
 	 * and not yet published (a preempted writer): both come later. */
 	next = rs.first_busy < rs.first_unpublished ? rs.first_busy : rs.first_unpublished;
-	if (next == BT_NO_POS)
-		next = p.max_seen;
+	if (next == BT_NO_POS || (r > 0 && p.max_seen < next))
+		next = p.max_seen; /* stopped at `before` (r 1): the rest is for a later pass */
+	if (stored_raw)
+		*stored_raw = p.stored_raw;
 	if (next > c->next_pos)
 		c->next_pos = next;
 	early_prune(c);
 	settled = c->next_pos;
 	for (uint32_t i = 0; i < c->npend; i++)
-		if (c->pend_pos[i] < settled)
-			settled = c->pend_pos[i];
+		if (c->pend_meta[i].pos < settled)
+			settled = c->pend_meta[i].pos;
 
 	pthread_mutex_lock(&c->lock);
 	c->settled = settled;
@@ -548,8 +594,20 @@ int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 /* ---- reading -------------------------------------------------------------- */
 
 struct rd_block {
-	uint64_t pos;
-	uint32_t group, idx;
+	uint64_t pos, prev_pos;
+	uint32_t core, group, idx;
+};
+
+/* The tier's groups copied at one moment, and which of their blocks a
+ * read delivers (see bt_cold_snap_take). */
+struct bt_cold_snap {
+	enum bt_codec codec;
+	uint32_t bsize, gblocks;
+	uint8_t *copy;        /* the groups' bytes, oldest first */
+	size_t *goff;         /* [ng] each group's offset in copy */
+	struct rd_block *blk; /* delivered blocks, oldest position first */
+	size_t nblk;
+	struct bt_cold_snap_info info;
 };
 
 static int cmp_rd(const void *x, const void *y)
@@ -559,13 +617,20 @@ static int cmp_rd(const void *x, const void *y)
 	return a->pos < b->pos ? -1 : a->pos > b->pos;
 }
 
-static int decompress(const struct bt_cold *c, const uint8_t *g, uint8_t *out)
+static int decompress(const struct bt_cold_snap *s, const uint8_t *g, uint8_t *out)
 {
 	const struct group_hdr *h = (const struct group_hdr *)g;
-	const uint8_t *src = g + sizeof(*h) + h->nblocks * 8u;
-	size_t raw = (size_t)h->nblocks * c->bsize;
+	const uint8_t *src = g + sizeof(*h) + h->nblocks * sizeof(struct block_meta);
+	size_t raw = (size_t)h->nblocks * s->bsize;
 
-	if (c->codec == BT_CODEC_LZ4) {
+	if (h->magic == GROUP_MAGIC_RAW) {
+		if (h->clen != raw)
+			return -EIO;
+		memcpy(out, src, raw);
+		return 0;
+	}
+
+	if (s->codec == BT_CODEC_LZ4) {
 		int r = LZ4_decompress_safe((const char *)src, (char *)out, (int)h->clen, (int)raw);
 
 		return r == (int)raw ? 0 : -EIO;
@@ -575,42 +640,61 @@ static int decompress(const struct bt_cold *c, const uint8_t *g, uint8_t *out)
 	return !ZSTD_isError(r) && r == raw ? 0 : -EIO;
 }
 
-static int cold_read(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st,
-		     uint64_t *hot_from);
-
-int bt_cold_read(struct bt_cold *c, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st,
-		 uint64_t *hot_from)
+/* Per core, the position before which its blocks are left out: the block
+ * after the newest break in its chain (a block the pump never took), or
+ * everything when the chain does not reach the block after the tier
+ * (join[core]: that block's prev_pos). So the tier adds to each core's
+ * history only what joins it without a hole; what it leaves out is the
+ * oldest end, as if overwritten, and counted. Blocks sorted by position. */
+static void cut_holes(struct bt_cold_snap *s, const uint64_t *join, uint32_t njoin)
 {
-	return cold_read(c, BT_NO_POS, cb, ctx, st, hot_from);
-}
+	uint64_t *last = calloc(BT_MAX_CORES, sizeof(*last)), *from = calloc(BT_MAX_CORES, sizeof(*from));
+	size_t k = 0;
 
-int bt_cold_read_before(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *ctx, struct bt_read_stats *rs)
-{
-	struct bt_cold_read_stats cs;
-	int r = cold_read(c, before, cb, ctx, &cs, NULL);
-
-	if (rs) {
-		rs->blocks_read += cs.blocks_read;
-		rs->blocks_lost += cs.blocks_bad;
+	if (!last || !from) { /* no memory to check: deliver nothing rather than a hole */
+		s->info.blocks_cut += s->nblk;
+		s->nblk = 0;
+		goto out;
 	}
-	return r;
+	for (size_t i = 0; i < s->nblk; i++) {
+		const struct rd_block *b = &s->blk[i];
+
+		if (b->core >= BT_MAX_CORES)
+			continue; /* the resizer's internal blocks: no chain */
+		if (last[b->core] && b->prev_pos != BT_NO_POS && b->prev_pos > last[b->core])
+			from[b->core] = b->pos;
+		last[b->core] = b->pos;
+	}
+	for (uint32_t core = 0; join && core < njoin && core < BT_MAX_CORES; core++)
+		if (last[core] && join[core] != BT_NO_POS && join[core] > last[core])
+			from[core] = UINT64_MAX;
+	for (size_t i = 0; i < s->nblk; i++) {
+		const struct rd_block *b = &s->blk[i];
+
+		if (b->core < BT_MAX_CORES && b->pos < from[b->core]) {
+			s->info.blocks_cut++;
+			continue;
+		}
+		s->blk[k++] = *b;
+	}
+	s->nblk = k;
+out:
+	free(last);
+	free(from);
 }
 
-static int cold_read(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st,
-		     uint64_t *hot_from)
+struct bt_cold_snap *bt_cold_snap_take(struct bt_cold *c, uint64_t before, const uint64_t *join, uint32_t njoin)
 {
-	struct bt_cold_read_stats local = { 0 };
-	struct rd_block *blk = NULL;
-	size_t *goff = NULL, bytes = 0, nblk = 0;
-	uint8_t *copy = NULL, *raw = NULL;
-	uint32_t ng, cached = UINT32_MAX;
+	struct bt_cold_snap *s = calloc(1, sizeof(*s));
+	size_t bytes = 0, nblk = 0;
 	uint64_t settled;
-	int ret = 0, bad_group = -1;
+	uint32_t ng;
 
-	if (!st)
-		st = &local;
-	memset(st, 0, sizeof(*st));
-
+	if (!s)
+		return NULL;
+	s->codec = c->codec;
+	s->bsize = c->bsize;
+	s->gblocks = c->gblocks;
 	/* Under the lock: the groups' bytes, copied out in order. */
 	pthread_mutex_lock(&c->lock);
 	settled = c->settled;
@@ -619,70 +703,87 @@ static int cold_read(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *c
 	ng = c->qlen;
 	for (uint32_t i = 0; i < ng; i++)
 		bytes += q_at(c, i)->total;
-	copy = malloc(bytes ? bytes : 1);
-	goff = malloc((ng ? ng : 1) * sizeof(*goff));
-	if (copy && goff) {
+	s->copy = malloc(bytes ? bytes : 1);
+	s->goff = malloc((ng ? ng : 1) * sizeof(*s->goff));
+	if (s->copy && s->goff) {
 		size_t o = 0;
 
 		for (uint32_t i = 0; i < ng; i++) {
 			const struct gdesc *g = q_at(c, i);
 
-			memcpy(copy + o, c->ring + g->off, g->total);
-			goff[i] = o;
+			memcpy(s->copy + o, c->ring + g->off, g->total);
+			s->goff[i] = o;
 			o += g->total;
 			nblk += g->nblocks;
 		}
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (hot_from)
-		*hot_from = settled;
-	if (!copy || !goff) {
-		ret = -ENOMEM;
-		goto out;
+	s->info.hot_from = settled;
+	s->blk = s->copy && s->goff ? malloc((nblk ? nblk : 1) * sizeof(*s->blk)) : NULL;
+	if (!s->blk) {
+		bt_cold_snap_free(s);
+		return NULL;
 	}
-
-	blk = malloc((nblk ? nblk : 1) * sizeof(*blk));
-	raw = aligned_alloc(64, (size_t)c->gblocks * c->bsize);
-	if (!blk || !raw) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	nblk = 0;
 	for (uint32_t i = 0; i < ng; i++) {
-		const struct group_hdr *h = (const struct group_hdr *)(copy + goff[i]);
-		const uint64_t *pos = (const uint64_t *)(h + 1);
+		const struct group_hdr *h = (const struct group_hdr *)(s->copy + s->goff[i]);
+		const struct block_meta *m = (const struct block_meta *)(h + 1);
 
 		for (uint32_t k = 0; k < h->nblocks; k++) {
-			if (pos[k] >= settled) {
-				st->blocks_unsettled++;
+			if (m[k].pos >= settled) {
+				s->info.blocks_unsettled++;
 				continue;
 			}
-			blk[nblk].pos = pos[k];
-			blk[nblk].group = i;
-			blk[nblk].idx = k;
-			nblk++;
+			s->blk[s->nblk++] = (struct rd_block){ .pos = m[k].pos, .prev_pos = m[k].prev_pos,
+							       .core = m[k].core, .group = i, .idx = k };
 		}
 	}
-	qsort(blk, nblk, sizeof(*blk), cmp_rd);
+	qsort(s->blk, s->nblk, sizeof(*s->blk), cmp_rd);
+	cut_holes(s, join, njoin);
+	for (size_t i = 0; i < s->nblk; i++)
+		if (((const struct group_hdr *)(s->copy + s->goff[s->blk[i].group]))->magic == GROUP_MAGIC_RAW)
+			s->info.blocks_raw++;
+	s->info.blocks = s->nblk;
+	return s;
+}
 
-	for (size_t i = 0; i < nblk; i++) {
-		const uint8_t *g = copy + goff[blk[i].group];
+const struct bt_cold_snap_info *bt_cold_snap_info(const struct bt_cold_snap *s)
+{
+	return &s->info;
+}
+
+int bt_cold_snap_read(struct bt_cold_snap *s, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st)
+{
+	struct bt_cold_read_stats local = { 0 };
+	uint32_t cached = UINT32_MAX;
+	uint8_t *raw;
+	int ret = 0, bad_group = -1;
+
+	if (!st)
+		st = &local;
+	memset(st, 0, sizeof(*st));
+	st->blocks_unsettled = s->info.blocks_unsettled;
+	st->blocks_cut = s->info.blocks_cut;
+	raw = aligned_alloc(64, (size_t)s->gblocks * s->bsize);
+	if (!raw)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->nblk; i++) {
+		const uint8_t *g = s->copy + s->goff[s->blk[i].group];
 		const struct bt_block_hdr *bh;
 		struct bt_block_view v;
 
-		if (blk[i].group != cached) {
-			cached = blk[i].group;
-			bad_group = decompress(c, g, raw) < 0;
+		if (s->blk[i].group != cached) {
+			cached = s->blk[i].group;
+			bad_group = decompress(s, g, raw) < 0;
 		}
-		bh = (const struct bt_block_hdr *)(raw + (size_t)blk[i].idx * c->bsize);
-		if (bad_group || bh->pos != blk[i].pos) {
+		bh = (const struct bt_block_hdr *)(raw + (size_t)s->blk[i].idx * s->bsize);
+		if (bad_group || bh->pos != s->blk[i].pos) {
 			st->blocks_bad++;
 			continue;
 		}
 		v.pos = bh->pos;
 		v.prev_pos = bh->prev_pos;
 		v.core = bh->core;
-		v.used = c->bsize;
+		v.used = s->bsize;
 		v.complete = 1;
 		v.data = (const uint8_t *)bh;
 		st->blocks_read++;
@@ -690,12 +791,53 @@ static int cold_read(struct bt_cold *c, uint64_t before, bt_block_cb cb, void *c
 		if (ret)
 			break;
 	}
-out:
-	free(blk);
 	free(raw);
-	free(goff);
-	free(copy);
 	return ret;
+}
+
+void bt_cold_snap_free(struct bt_cold_snap *s)
+{
+	if (!s)
+		return;
+	free(s->blk);
+	free(s->goff);
+	free(s->copy);
+	free(s);
+}
+
+int bt_cold_read(struct bt_cold *c, bt_block_cb cb, void *ctx, struct bt_cold_read_stats *st,
+		 uint64_t *hot_from)
+{
+	struct bt_cold_snap *s = bt_cold_snap_take(c, BT_NO_POS, NULL, 0);
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	if (hot_from)
+		*hot_from = s->info.hot_from;
+	r = bt_cold_snap_read(s, cb, ctx, st);
+	bt_cold_snap_free(s);
+	return r;
+}
+
+uint64_t bt_cold_kept_from(struct bt_cold *c)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&c->lock);
+	v = c->settled;
+	/* every group: one with an early block may hold a lower position
+	 * than the group before it */
+	for (uint32_t i = 0; i < c->qlen; i++)
+		if (q_at(c, i)->min_pos < v)
+			v = q_at(c, i)->min_pos;
+	pthread_mutex_unlock(&c->lock);
+	return v;
+}
+
+size_t bt_cold_min_size(const struct bt_cold *c)
+{
+	return group_max(c);
 }
 
 int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen)
@@ -705,12 +847,12 @@ int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen)
 
 	size &= ~(size_t)7;
 	if (size < group_max(c)) {
-		set_err(err, errlen, "cold tier: %zu bytes hold no group (%zu needed)", size, group_max(c));
+		bt_errmsg(err, errlen, "cold tier: %zu bytes hold no group (%zu needed)", size, group_max(c));
 		return -EINVAL;
 	}
 	ring = malloc(size);
 	if (!ring) {
-		set_err(err, errlen, "cold tier: out of memory");
+		bt_errmsg(err, errlen, "cold tier: out of memory");
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&c->lock);
@@ -733,10 +875,58 @@ int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen)
 	return 0;
 }
 
-void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st)
+uint64_t bt_cold_only_blocks(const struct bt_cold_stats *cs, const struct bt_stats *bs)
+{
+	/* Positions count from 1, one per block used: the buffer holds the
+	 * newest nblocks of them. The tier holds its span nearly whole. */
+	uint64_t hot_oldest = bs->blocks_used > bs->nblocks ? bs->blocks_used - bs->nblocks + 1 : 1;
+	uint64_t in_both;
+
+	if (!cs->blocks || cs->newest_pos == BT_NO_POS || cs->newest_pos < hot_oldest)
+		return cs->blocks;
+	in_both = cs->newest_pos - hot_oldest + 1;
+	return cs->blocks > in_both ? cs->blocks - in_both : 0;
+}
+
+void bt_cold_budget_set(struct bt_cold *c, uint32_t ppm)
 {
 	pthread_mutex_lock(&c->lock);
+	c->st.budget_ppm = ppm;
+	pthread_mutex_unlock(&c->lock);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bt_cold_budget_held_back(struct bt_cold *c)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&c->lock);
+	c->st.held_back++;
+	c->held_ns = now;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void bt_cold_budget_copied(struct bt_cold *c, uint64_t cpu_ns)
+{
+	pthread_mutex_lock(&c->lock);
+	c->st.copy_ns += cpu_ns;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&c->lock);
 	*st = c->st;
+	st->held_back_ago_ns = c->held_ns ? now - c->held_ns : UINT64_MAX;
 	st->nudges = atomic_load_explicit(&c->nudges, memory_order_relaxed);
 	st->size = c->size;
 	st->codec = c->codec;

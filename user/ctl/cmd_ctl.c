@@ -15,6 +15,7 @@
 
 #include "commands.h"
 #include "ctl.h"
+#include "cli.h"
 #include "util.h"
 
 #define COMMANDS "status, dump, resize, app-resize, trigger, stop"
@@ -35,18 +36,22 @@ static const char doc[] =
 	"  sudo btrace-bpf ctl resize 256M      # large buffer for a critical phase\n"
 	"  sudo btrace-bpf ctl dump -o /tmp/launch.btd\n"
 	"  sudo btrace-bpf ctl --pid 1234 resize 16M\n"
-	"  sudo btrace-bpf ctl trigger manual   # record --trigger ctl,name=manual";
+	"  sudo btrace-bpf ctl trigger manual   # record --trigger ctl,name=manual\n"
+	"  sudo btrace-bpf ctl --timeout 20m dump   # a dump of a huge buffer on a slow machine";
 
 static const struct argp_option options[] = {
 	{ "pid", 'p', "PID", 0, "the recorder with this pid (socket " BT_CTL_DIR "/PID.sock)", 0 },
 	{ "ctl", 'c', "PATH", 0, "the recorder listening on PATH (record --ctl PATH)", 0 },
-	{ "help-short", 'h', NULL, OPTION_HIDDEN, "Same as --help", 0 },
+	{ "timeout", 't', "TIME", 0,
+	  "give up waiting for the reply after TIME, e.g. 30s, 10m (default 5m; the request may still run)", 0 },
+	BT_CLI_OPTION_H,
 	{ 0 },
 };
 
 struct ctl_args {
 	char path[PATH_MAX];
 	long pid;      /* --pid, 0: none */
+	unsigned timeout_s; /* --timeout; 0: BT_CTL_TIMEOUT_S */
 	char **cmd;    /* the command and its arguments: the rest of the line */
 	int ncmd;
 };
@@ -61,21 +66,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		long pid = strtol(arg, &end, 10);
 
 		if (*arg == 0 || *end || pid <= 0 || pid > INT_MAX)
-			argp_error(state, "bad pid '%s'", arg);
+			argp_error(state, "bad pid '%s': give the pid of a running recorder (pidof btrace-bpf)", arg);
 		a->pid = pid;
 		snprintf(a->path, sizeof(a->path), "%s/%ld.sock", BT_CTL_DIR, pid);
 		break;
 	}
-	case 'h':
-		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+	case 't': {
+		uint64_t ns;
+
+		if (parse_duration(arg, &ns) || ns < 1000000000ull || ns > 86400 * 1000000000ull)
+			argp_error(state, "bad --timeout '%s': give a time from 1s to 24h, e.g. 30s, 10m", arg);
+		a->timeout_s = (unsigned)(ns / 1000000000ull);
 		break;
+	}
 	case 'c':
 		a->pid = 0;
 		snprintf(a->path, sizeof(a->path), "%s", arg);
-		break;
-	case ARGP_KEY_INIT:
-		/* Usage errors at error priority under the journal (log.h). */
-		state->err_stream = bt_log_stream(BT_LOG_ERR);
 		break;
 	case ARGP_KEY_ARG:
 		/* The command: it and everything after it are its own (`dump -o
@@ -88,7 +94,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		argp_error(state, "missing command (" COMMANDS ")");
 		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return bt_cli_common_key(key, state);
 	}
 	return 0;
 }
@@ -116,7 +122,7 @@ static int find_socket(char *path, size_t len)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s", BT_CTL_DIR, e->d_name);
 		null = fopen("/dev/null", "w");
-		r = bt_ctl_request(p, "ping", null, why, sizeof(why));
+		r = bt_ctl_request(p, "ping", 10, null, why, sizeof(why));
 		if (null)
 			fclose(null);
 		if (r < 0 && r != -EACCES && r != -EPERM) {
@@ -149,7 +155,7 @@ static int usage_error(const char *fmt, const char *arg)
 	char msg[256];
 
 	snprintf(msg, sizeof(msg), fmt, arg);
-	bt_err("ctl: %s", msg);
+	bt_err("%s", msg);
 	return 2;
 }
 
@@ -157,15 +163,11 @@ int cmd_ctl(int argc, char **argv)
 {
 	struct argp argp = { options, parse_opt, "COMMAND [ARG...]", doc, NULL, NULL, NULL };
 	struct ctl_args a = { .path = "" };
-	char line[BT_CTL_MAX_LINE] = "", why[512] = "", *args0 = argv[0];
+	char line[BT_CTL_MAX_LINE] = "", why[512] = "";
 	const char *cmd;
 	int r, n;
 
-	argp_err_exit_status = 2;
-	/* argp names the program after argv[0]: "btrace-bpf ctl: ...". */
-	argv[0] = BT_PROG " ctl";
-	argp_parse(&argp, argc, argv, ARGP_IN_ORDER, NULL, &a);
-	argv[0] = args0;
+	bt_cli_parse(&argp, "ctl", argc, argv, ARGP_IN_ORDER, &a);
 	if (a.pid && access(a.path, F_OK)) {
 		bt_err("no recorder with pid %ld (no %s)", a.pid, a.path);
 		return 1;
@@ -184,8 +186,10 @@ int cmd_ctl(int argc, char **argv)
 		if (n != 2)
 			return usage_error("usage: %s NAME", cmd);
 	} else if (!strcmp(cmd, "dump")) {
-		if (!(n == 1 || (n == 3 && !strcmp(a.cmd[1], "-o"))))
-			return usage_error("usage: %s [-o FILE]", cmd);
+		const char *path;
+
+		if (bt_ctl_dump_args(n, a.cmd, &path))
+			return usage_error("%s", BT_CTL_DUMP_USAGE);
 	} else if (n != 1) {
 		return usage_error("%s takes no arguments", cmd);
 	}
@@ -199,7 +203,7 @@ int cmd_ctl(int argc, char **argv)
 	}
 	if (!a.path[0] && find_socket(a.path, sizeof(a.path)))
 		return 1;
-	r = bt_ctl_request(a.path, line, stdout, why, sizeof(why));
+	r = bt_ctl_request(a.path, line, a.timeout_s, stdout, why, sizeof(why));
 	if (r) {
 		bt_err("%s", why);
 		return 1;

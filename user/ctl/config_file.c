@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <sys/stat.h>
 #include "config_file.h"
+#include "errors.h"
 #include "trusted_file.h"
 
 #define MAX_LINE 4096
@@ -81,15 +82,6 @@ static int push(struct args *a, char *s)
 	return 0;
 }
 
-__attribute__((format(printf, 4, 5))) static int fail(char *err, size_t errlen, int e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -e;
-}
 
 static char *trim(char *s)
 {
@@ -144,25 +136,25 @@ static int open_trusted(const char *path, FILE **f, char *err, size_t errlen)
 	uid_t me = geteuid();
 
 	if (fd == -ENOEXEC)
-		return fail(err, errlen, EINVAL, "configuration %s is not a regular file", path);
+		return bt_errf(err, errlen, EINVAL, "configuration %s is not a regular file", path);
 	if (fd < 0)
-		return fail(err, errlen, -fd, "cannot read configuration %s: %s", path, strerror(-fd));
+		return bt_errf(err, errlen, -fd, "cannot read configuration %s: %s", path, strerror(-fd));
 	if (fstat(fd, &st) || (st.st_uid != me && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH))) {
 		close(fd);
-		return fail(err, errlen, EPERM,
+		return bt_errf(err, errlen, EPERM,
 			    "configuration %s may be changed by another user (owner uid %u, mode %03o): it must "
 			    "belong to root%s and be writable by its owner only (chmod go-w)",
 			    path, (unsigned)st.st_uid, (unsigned)(st.st_mode & 0777), me ? " or you" : "");
 	}
 	if (st.st_size > MAX_FILE) {
 		close(fd);
-		return fail(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
+		return bt_errf(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
 	}
 	*f = fdopen(fd, "r");
 	if (!*f) {
 		int e = errno;
 		close(fd);
-		return fail(err, errlen, e, "cannot read configuration %s: %s", path, strerror(e));
+		return bt_errf(err, errlen, e, "cannot read configuration %s: %s", path, strerror(e));
 	}
 	return 0;
 }
@@ -179,7 +171,7 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 	while (!ret && fgets(line, sizeof(line), f)) {
 		total += (long)strlen(line);
 		if (total > MAX_FILE) { /* grew since it was looked at */
-			ret = fail(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
+			ret = bt_errf(err, errlen, EFBIG, "configuration %s is larger than %d bytes", path, MAX_FILE);
 			break;
 		}
 		char *s, *eq, *name, *val = NULL, *arg;
@@ -189,7 +181,7 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 		lineno++;
 		nl = strlen(line);
 		if (nl > MAX_LINE && line[nl - 1] != '\n') {
-			ret = fail(err, errlen, EINVAL, "%s:%d: line longer than %d characters", path, lineno, MAX_LINE);
+			ret = bt_errf(err, errlen, EINVAL, "%s:%d: line longer than %d characters", path, lineno, MAX_LINE);
 			break;
 		}
 		s = trim(line);
@@ -205,17 +197,17 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 			name += 2; /* "--events = x" is what was meant */
 		kind = *name ? lookup(name, ctx) : BT_CFG_UNKNOWN;
 		if (kind == BT_CFG_UNKNOWN || !strcmp(name, "config")) {
-			ret = fail(err, errlen, EINVAL, "%s:%d: unknown option '%s' (see btrace-bpf record --help)", path,
+			ret = bt_errf(err, errlen, EINVAL, "%s:%d: unknown option '%s' (see btrace-bpf record --help)", path,
 				   lineno, name);
 			break;
 		}
 		if (val && unquote(val)) {
-			ret = fail(err, errlen, EINVAL, "%s:%d: %s: unbalanced quotes in '%s'", path, lineno, name, val);
+			ret = bt_errf(err, errlen, EINVAL, "%s:%d: %s: unbalanced quotes in '%s'", path, lineno, name, val);
 			break;
 		}
 		if (kind == BT_CFG_VALUE) {
 			if (!val || !*val) {
-				ret = fail(err, errlen, EINVAL, "%s:%d: %s needs a value: %s = VALUE", path, lineno, name,
+				ret = bt_errf(err, errlen, EINVAL, "%s:%d: %s needs a value: %s = VALUE", path, lineno, name,
 					   name);
 				break;
 			}
@@ -225,7 +217,7 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 			int t = val ? truth(val) : 1;
 
 			if (t < 0) {
-				ret = fail(err, errlen, EINVAL, "%s:%d: %s is a switch: give it alone, or = yes / no", path,
+				ret = bt_errf(err, errlen, EINVAL, "%s:%d: %s is a switch: give it alone, or = yes / no", path,
 					   lineno, name);
 				break;
 			}
@@ -238,10 +230,10 @@ static int read_file(const char *path, bt_cfg_lookup lookup, void *ctx, struct a
 		if (!ret)
 			ret = note_origin(a->n - 1, lineno);
 		if (ret)
-			fail(err, errlen, ENOMEM, "out of memory");
+			bt_errf(err, errlen, ENOMEM, "out of memory");
 	}
 	if (!ret && ferror(f))
-		ret = fail(err, errlen, EIO, "cannot read configuration %s: %s", path, strerror(errno));
+		ret = bt_errf(err, errlen, EIO, "cannot read configuration %s: %s", path, strerror(errno));
 	fclose(f);
 	return ret;
 }
@@ -273,7 +265,7 @@ int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int
 			break;
 		if (!strcmp(argv[i], "--config")) {
 			if (i + 1 >= argc)
-				return fail(err, errlen, EINVAL, "--config needs a FILE");
+				return bt_errf(err, errlen, EINVAL, "--config needs a FILE");
 			p = argv[i + 1];
 			skip = 1;
 		} else if (!strncmp(argv[i], "--config=", 9)) {
@@ -282,9 +274,9 @@ int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int
 		if (!p)
 			continue;
 		if (path)
-			return fail(err, errlen, EINVAL, "--config given twice");
+			return bt_errf(err, errlen, EINVAL, "--config given twice");
 		if (!*p)
-			return fail(err, errlen, EINVAL, "--config needs a FILE");
+			return bt_errf(err, errlen, EINVAL, "--config needs a FILE");
 		path = p;
 		cfg_at = i;
 		i += skip;
@@ -303,7 +295,7 @@ int bt_config_expand(int argc, char **argv, bt_cfg_lookup lookup, void *ctx, int
 	}
 	if (ret) {
 		if (ret == -ENOMEM)
-			fail(err, errlen, ENOMEM, "out of memory");
+			bt_errf(err, errlen, ENOMEM, "out of memory");
 		bt_config_free(a.n, a.v);
 		return ret;
 	}

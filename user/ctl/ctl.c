@@ -27,24 +27,32 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#define IO_TIMEOUT_MS 5000
+/* A client writes its request as it connects: one that sends nothing for
+ * FIRST_BYTE_MS, or not a whole line in REQUEST_LINE_MS, is dropped. */
+#define FIRST_BYTE_MS 2000
+#define REQUEST_LINE_MS 5000
+/* With every slot taken, a new connection takes the slot of the oldest
+ * client still without a request, connected at least this long. */
+#define EVICT_AFTER_MS 200
 #define KEEPALIVE_MS 2000
 #define KEEPALIVE_NS (KEEPALIVE_MS * 1000000ull)
 /* The client's bounds: no line (not even a keepalive: a recorder frozen,
- * or one from before keepalives) for SILENCE_S; a request running
- * REQUEST_S in all (a handler stuck while the recorder lives). */
+ * or one from before keepalives) for SILENCE_S; a request running its
+ * timeout in all (a handler stuck while the recorder lives). */
 #define SILENCE_S 120
-#define REQUEST_S 1800
+#define BUSY_RETRY_MS 100 /* "busy": every slot runs a request; asked again */
 #define NOTICE_S 10 /* on a terminal, say once that the recorder is at work */
 #define KEEPALIVE_LINE "."
 #define MAX_CLIENTS 16
-#define SEND_TIMEOUT_S 10 /* a reply the client does not read */
+#define SEND_TIMEOUT_S 2 /* a reply the client does not read */
 
 struct bt_ctl_server {
 	int fd;
@@ -56,6 +64,7 @@ struct bt_ctl_server {
 	int nclients;
 	int cfd[MAX_CLIENTS];        /* -1: free slot; shut down by bt_ctl_stop */
 	uint64_t next_alive[MAX_CLIENTS]; /* a request runs: its next keepalive (bt_now_ns); 0: none */
+	uint64_t waiting[MAX_CLIENTS]; /* no whole request yet: connected at (bt_now_ns); 0: has one */
 	bt_ctl_handler handler;
 	void *ctx;
 	bt_ctl_adopt_handler adopt; /* "app-register": keeps the connection */
@@ -151,6 +160,62 @@ static int read_line(int fd, char *buf, size_t max, int timeout_ms)
 
 /* ---- server ----------------------------------------------------------------- */
 
+/* One byte of the request, and the descriptor passed with it, if any
+ * (*fdp: the last one; any before it is closed). */
+static ssize_t read_byte(int fd, char *c, int *fdp)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { .iov_base = c, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.buf, .msg_controllen = sizeof(cm.buf) };
+	ssize_t r = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+	if (r > 0)
+		for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h; h = CMSG_NXTHDR(&mh, h))
+			if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
+			    h->cmsg_len == CMSG_LEN(sizeof(int))) {
+				if (*fdp >= 0)
+					close(*fdp);
+				memcpy(fdp, CMSG_DATA(h), sizeof(int));
+			}
+	return r;
+}
+
+/* The request line (without '\n'): its first byte within FIRST_BYTE_MS,
+ * all of it within REQUEST_LINE_MS, so a silent or trickling client frees
+ * its slot soon. -ETIMEDOUT, -EPIPE at EOF before the '\n', -E2BIG. A
+ * descriptor sent with the line (an application's own buffer, made before
+ * it registered: app_registry.c) goes to *fdp, else -1; the caller owns it. */
+static int read_request(int fd, char *buf, size_t max, int *fdp)
+{
+	uint64_t t0 = bt_now_ns();
+	size_t n = 0;
+
+	*fdp = -1;
+	while (n + 1 < max) {
+		int64_t left = (n ? REQUEST_LINE_MS : FIRST_BYTE_MS) - (int64_t)((bt_now_ns() - t0) / 1000000);
+		int err = left > 0 ? wait_fd(fd, POLLIN, (int)left) : -ETIMEDOUT;
+		ssize_t r;
+
+		if (err)
+			return err;
+		r = read_byte(fd, buf + n, fdp);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0) /* a line cut short (a client dropped) is not run */
+			return -EPIPE;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = 0;
+	return n + 1 >= max ? -E2BIG : 0;
+}
+
 /* -E2BIG if the line has more than BT_CTL_MAX_ARGS words (never cut). */
 static int split_args(char *line, char **argv)
 {
@@ -196,8 +261,10 @@ static int send_keepalives(struct bt_ctl_server *s)
 	return n;
 }
 
-/* Returns 1 if the connection was handed over (not to be closed here). */
-static int serve_one(struct bt_ctl_server *s, int c, int slot)
+/* Returns 1 if the connection was handed over (not to be closed here);
+ * a descriptor passed with the request goes to *passed (owned by the
+ * caller unless the handover took it: then -1). */
+static int serve_request(struct bt_ctl_server *s, int c, int slot, int *passed)
 {
 	char line[BT_CTL_MAX_LINE], why[512] = "", *argv[BT_CTL_MAX_ARGS + 1];
 	struct ucred cred;
@@ -213,7 +280,15 @@ static int serve_one(struct bt_ctl_server *s, int c, int slot)
 		write_str(c, "error: permission denied (run btrace-bpf ctl as root)\n");
 		return 0;
 	}
-	if (read_line(c, line, sizeof(line), IO_TIMEOUT_MS) < 0) {
+	ret = read_request(c, line, sizeof(line), passed);
+	pthread_mutex_lock(&s->clients_lock);
+	s->waiting[slot] = 0; /* from here on, not taken by a new connection */
+	pthread_mutex_unlock(&s->clients_lock);
+	if (ret == -ETIMEDOUT) {
+		write_str(c, "error: no request line in time (send the command as you connect)\n");
+		return 0;
+	}
+	if (ret < 0) {
 		write_str(c, "error: bad request\n");
 		return 0;
 	}
@@ -227,7 +302,8 @@ static int serve_one(struct bt_ctl_server *s, int c, int slot)
 			write_str(c, "error: this recorder does not take applications\n");
 			return 0;
 		}
-		s->adopt(s->adopt_ctx, c, (uint32_t)cred.pid, argc, argv);
+		s->adopt(s->adopt_ctx, c, (uint32_t)cred.pid, *passed, argc, argv);
+		*passed = -1;
 		return 1;
 	}
 	out = open_memstream(&reply, &rlen);
@@ -251,6 +327,16 @@ static int serve_one(struct bt_ctl_server *s, int c, int slot)
 	return 0;
 }
 
+static int serve_one(struct bt_ctl_server *s, int c, int slot)
+{
+	int passed = -1;
+	int adopted = serve_request(s, c, slot, &passed);
+
+	if (passed >= 0)
+		close(passed); /* only a registration takes one */
+	return adopted;
+}
+
 struct client {
 	struct bt_ctl_server *s;
 	int fd, slot;
@@ -264,6 +350,7 @@ static void *client_main(void *arg)
 
 	pthread_mutex_lock(&s->clients_lock);
 	s->cfd[cl->slot] = -1;
+	s->waiting[cl->slot] = 0;
 	if (!adopted)
 		close(cl->fd); /* under the lock: bt_ctl_stop never shuts down a reused number */
 	s->nclients--;
@@ -273,8 +360,50 @@ static void *client_main(void *arg)
 	return NULL;
 }
 
-/* Hand connection c to a thread of its own; refuse it when MAX_CLIENTS are
- * being served. */
+/* A free slot, under clients_lock. With none, the oldest client that has
+ * not sent a whole request (nothing unread either) after EVICT_AFTER_MS is
+ * shut down and its slot awaited: clients that connect and say nothing
+ * never lock out a request. -1 when every slot runs a request. */
+static int take_slot(struct bt_ctl_server *s)
+{
+	uint64_t now = bt_now_ns(), oldest = 0;
+	int victim = -1, pending;
+
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->cfd[i] < 0)
+			return i;
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (s->waiting[i] && now - s->waiting[i] >= EVICT_AFTER_MS * 1000000ull &&
+		    (!oldest || s->waiting[i] < oldest) && ioctl(s->cfd[i], FIONREAD, &pending) == 0 && !pending) {
+			oldest = s->waiting[i];
+			victim = i;
+		}
+	if (victim < 0)
+		return -1;
+	static const char bye[] = "error: no request while every control slot was taken\n";
+
+	(void)send(s->cfd[victim], bye, sizeof(bye) - 1, MSG_DONTWAIT | MSG_NOSIGNAL);
+	shutdown(s->cfd[victim], SHUT_RDWR); /* its thread sees EOF, frees the slot */
+	s->waiting[victim] = 0;
+	for (int tries = 0; tries < 20; tries++) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 50 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->clients_done, &s->clients_lock, &ts);
+		for (int i = 0; i < MAX_CLIENTS; i++)
+			if (s->cfd[i] < 0)
+				return i;
+	}
+	return -1;
+}
+
+/* Hand connection c to a thread of its own; refuse it when MAX_CLIENTS
+ * requests are being served. */
 static void dispatch(struct bt_ctl_server *s, int c)
 {
 	struct client *cl = malloc(sizeof(*cl));
@@ -287,17 +416,22 @@ static void dispatch(struct bt_ctl_server *s, int c)
 
 	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
 	pthread_mutex_lock(&s->clients_lock);
-	for (int i = 0; i < MAX_CLIENTS && slot < 0 && cl; i++)
-		if (s->cfd[i] < 0)
-			slot = i;
+	slot = cl ? take_slot(s) : -1;
 	if (slot >= 0) {
 		s->cfd[slot] = c;
+		s->waiting[slot] = bt_now_ns();
 		s->nclients++;
 	}
 	pthread_mutex_unlock(&s->clients_lock);
 	if (slot < 0) {
+		char drop[256];
+
 		free(cl);
-		write_str(c, "error: busy: too many control connections at once, try again\n");
+		write_str(c, "error: busy: every control slot runs a request, try again\n");
+		/* The request unread would reset the connection before the
+		 * client reads why: take what it sent. */
+		while (recv(c, drop, sizeof(drop), MSG_DONTWAIT) > 0)
+			;
 		close(c);
 		return;
 	}
@@ -372,6 +506,16 @@ static int socket_bound(const char *path)
 	}
 	fclose(f);
 	return found;
+}
+
+int bt_ctl_dump_args(int argc, char *const *argv, const char **path)
+{
+	*path = NULL;
+	if (argc == 3 && !strcmp(argv[1], "-o"))
+		*path = argv[2];
+	else if (argc != 1)
+		return -EINVAL;
+	return 0;
 }
 
 int bt_ctl_check_path(const char *path, char *err, size_t errlen)
@@ -552,7 +696,10 @@ void bt_ctl_stop(struct bt_ctl_server *s)
 
 /* ---- client ------------------------------------------------------------------ */
 
-int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, size_t whylen)
+/* One connection: 0 ok, 1 the recorder said error (why), 2 it said busy,
+ * or -errno. */
+static int request_once(const char *path, const char *line, uint64_t deadline, unsigned timeout_s, FILE *out,
+			char *why, size_t whylen)
 {
 	char buf[BT_CTL_MAX_LINE];
 	int fd = ctl_connect(path), err, replying = 0, noticed = 0;
@@ -569,20 +716,27 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	}
 	snprintf(buf, sizeof(buf), "%s\n", line);
 	err = write_all(fd, buf, strlen(buf));
+	/* A recorder that refused the connection (busy) closed it: its
+	 * reply may still be there to say why. */
+	if (err == -EPIPE || err == -ECONNRESET)
+		err = 0;
 	t0 = bt_now_ns();
 	while (!err) {
-		uint64_t ran_ms = (bt_now_ns() - t0) / 1000000;
+		uint64_t now = bt_now_ns(), ran_ms = (now - t0) / 1000000;
+		uint64_t left_ms = now < deadline ? (deadline - now) / 1000000 : 0;
 		int wait_ms = SILENCE_S * 1000;
 
 		/* A dump of a big buffer can take minutes: wait while the
-		 * recorder says it is at work, up to REQUEST_S. */
-		if (ran_ms >= REQUEST_S * 1000ull) {
+		 * recorder says it is at work, up to the timeout. */
+		if (!left_ms) {
 			err = -ETIME;
 			break;
 		}
-		if (REQUEST_S * 1000ull - ran_ms < (uint64_t)wait_ms)
-			wait_ms = (int)(REQUEST_S * 1000ull - ran_ms);
+		if (left_ms < (uint64_t)wait_ms)
+			wait_ms = (int)left_ms;
 		err = read_line(fd, buf, sizeof(buf), wait_ms);
+		if (err == -ETIMEDOUT && wait_ms < SILENCE_S * 1000)
+			err = -ETIME;
 		if (err)
 			break;
 		/* Keepalives come before the reply's first line only. */
@@ -601,14 +755,14 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 		if (strncmp(buf, "error: ", 7) == 0) {
 			(void)bt_errf(why, whylen, 0, "%s", buf + 7);
 			close(fd);
-			return 1;
+			return strncmp(buf + 7, "busy:", 5) == 0 ? 2 : 1;
 		}
 		fprintf(out, "%s\n", buf);
 	}
 	close(fd);
 	if (err == -ETIME)
-		(void)bt_errf(why, whylen, 0, "stopped waiting for %s after %d s at '%s' (the request may still run)",
-			      path, REQUEST_S, line);
+		(void)bt_errf(why, whylen, 0, "stopped waiting for %s after %u s at '%s' (the request may still run; "
+			      "ctl --timeout waits longer)", path, timeout_s, line);
 	else if (err == -ETIMEDOUT)
 		(void)bt_errf(why, whylen, 0, "no word from the recorder at %s for %d s (frozen or stopped); "
 			      "the request may still run", path, SILENCE_S);
@@ -617,4 +771,28 @@ int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, siz
 	else if (err)
 		(void)bt_errf(why, whylen, 0, "lost the connection to %s: %s", path, strerror(-err));
 	return err;
+}
+
+int bt_ctl_request(const char *path, const char *line, unsigned timeout_s, FILE *out, char *why, size_t whylen)
+{
+	uint64_t deadline;
+	int r;
+
+	if (!timeout_s)
+		timeout_s = BT_CTL_TIMEOUT_S;
+	deadline = bt_now_ns() + timeout_s * 1000000000ull;
+	/* Busy: every slot runs a request, each soon done; ask again. */
+	while ((r = request_once(path, line, deadline, timeout_s, out, why, whylen)) == 2 &&
+	       bt_now_ns() + BUSY_RETRY_MS * 1000000ull < deadline) {
+		struct timespec ts = { .tv_nsec = BUSY_RETRY_MS * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	if (r == 2) {
+		char b[512];
+
+		snprintf(b, sizeof(b), "%s", why);
+		(void)bt_errf(why, whylen, 0, "recorder at %s still %s after %u s", path, b, timeout_s);
+		return 1;
+	}
+	return r;
 }

@@ -4,7 +4,9 @@
  * (root-only, /run/btrace-bpf/<pid>.sock or --ctl PATH) that takes one
  * command line per connection and answers with text lines ending in a line
  * "ok" or "error: <why>", after lines "." every 2 s while the request runs
- * (keepalives). `btrace-bpf ctl` is the client.
+ * (keepalives). `btrace-bpf ctl` is the client. The request line must come
+ * as the client connects: a connection silent for 2 s is closed, and with
+ * every slot taken the oldest one without a request gives its slot up.
  */
 #ifndef BTRACE_CTL_H
 #define BTRACE_CTL_H
@@ -25,7 +27,9 @@ struct bt_ctl_server;
 /* A command that hands the connection over instead of answering it
  * (in-process tracing: the application keeps its connection open). */
 #define BT_CTL_ADOPT_CMD "app-register"
-typedef void (*bt_ctl_adopt_handler)(void *ctx, int fd, uint32_t peer_pid, int argc, char **argv);
+/* passed_fd: a descriptor sent with the request line (-1: none), the
+ * handler's to close. */
+typedef void (*bt_ctl_adopt_handler)(void *ctx, int fd, uint32_t peer_pid, int passed_fd, int argc, char **argv);
 
 /* Whether path can be used for a control socket, without changing
  * anything (a recorder checks before it attaches BPF): 0 nothing there, 1 a
@@ -33,6 +37,12 @@ typedef void (*bt_ctl_adopt_handler)(void *ctx, int fd, uint32_t peer_pid, int a
  * removes it), -errno with a message: too long (over 107 bytes, never
  * truncated), not a socket, a live recorder's or another program's socket. */
 int bt_ctl_check_path(const char *path, char *err, size_t errlen);
+
+/* The arguments of `dump` ("dump" or "dump -o FILE"), as the client checks
+ * them before sending and the recorder before acting: 0 with *path the FILE
+ * or NULL, -EINVAL otherwise. */
+#define BT_CTL_DUMP_USAGE "usage: dump [-o FILE]"
+int bt_ctl_dump_args(int argc, char *const *argv, const char **path);
 
 /* Listen on path (NULL: BT_CTL_DIR/<pid>.sock). A stale socket left by a
  * crashed recorder is removed; anything else there is an error (see
@@ -46,8 +56,16 @@ const char *bt_ctl_path(const struct bt_ctl_server *s);
 /* Stop the thread, close and unlink the socket. NULL is fine. */
 void bt_ctl_stop(struct bt_ctl_server *s);
 
+/* The client's wait for a reply by default: a dump of a 1 GiB buffer on a
+ * loaded machine takes minutes, a recorder frozen is told apart sooner by
+ * the silence of its keepalives. */
+#define BT_CTL_TIMEOUT_S 300
+
 /* Client side: send one command to a socket, copy the reply lines (without
- * the final status line) to out. Returns 0 (ok), 1 (the recorder said
- * error: message in why) or -errno (could not talk to it). */
-int bt_ctl_request(const char *path, const char *line, FILE *out, char *why, size_t whylen);
+ * the final status line) to out, waiting at most timeout_s (0:
+ * BT_CTL_TIMEOUT_S); a recorder busy with as many requests as it serves at
+ * once is asked again until then. Returns 0 (ok), 1 (the recorder said
+ * error, or stayed busy: message in why) or -errno (could not talk to it;
+ * -ETIME: no reply in time). */
+int bt_ctl_request(const char *path, const char *line, unsigned timeout_s, FILE *out, char *why, size_t whylen);
 #endif

@@ -7,6 +7,7 @@
  */
 #include "compact.h"
 #include "event_names.h"
+#include "btrace_buffer.h"
 
 #include <string.h>
 
@@ -357,4 +358,43 @@ int bt_compact_batch_next(const uint8_t *ent, uint32_t elen, uint32_t *off, cons
 	*rlen = n;
 	*off += (n + 3) & ~3u;
 	return 1;
+}
+
+struct span {
+	uint64_t ref, oldest, newest;
+};
+
+static int span_cb(const struct bt_block_view *v, void *arg)
+{
+	struct span *sp = arg;
+	uint32_t off = 0, len;
+	const uint8_t *ent;
+
+	while ((ent = bt_block_next(v, &off, &len))) {
+		uint32_t roff = 0, rlen, seq, type;
+		struct bt_compact_prev prev = { 0 };
+		const uint8_t *rec;
+		uint64_t ts;
+
+		while (bt_compact_batch_next(ent, len, &roff, &rec, &rlen) == 1) {
+			if (!bt_compact_peek(rec, rlen, sp->ref, &prev, &ts, &seq, &type) || !ts || ts > sp->ref)
+				continue;
+			if (ts < sp->oldest)
+				sp->oldest = ts;
+			if (ts > sp->newest)
+				sp->newest = ts;
+		}
+	}
+	return 0;
+}
+
+void bt_compact_capture_span(const struct bt_capture *c, uint64_t ref_ts, uint64_t *oldest, uint64_t *newest)
+{
+	struct span sp = { ref_ts, UINT64_MAX, 0 };
+
+	bt_capture_read(c, span_cb, &sp);
+	if (oldest)
+		*oldest = sp.oldest == UINT64_MAX ? 0 : sp.oldest;
+	if (newest)
+		*newest = sp.newest;
 }

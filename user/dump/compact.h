@@ -101,4 +101,10 @@ uint32_t bt_compact_decode(const void *in, uint32_t len, uint32_t cpu, uint64_t 
  * malformed, checked as bt_compact_decode checks it (prev left invalid). */
 int bt_compact_peek(const void *in, uint32_t len, uint64_t ref_ts, struct bt_compact_prev *prev, uint64_t *ts,
 		    uint32_t *seq, uint32_t *type);
+
+struct bt_capture;
+/* The oldest and newest event time among the compact forms of a captured
+ * buffer, at or before ref_ts (boot clock: later stamps are not
+ * believed); both 0 when it holds none. */
+void bt_compact_capture_span(const struct bt_capture *c, uint64_t ref_ts, uint64_t *oldest, uint64_t *newest);
 #endif

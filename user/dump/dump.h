@@ -14,6 +14,8 @@
 #include "probe_table.h" /* the PROB and PMIS sections' rows */
 #include "trigger_spec.h"
 
+struct bt_event_hdr; /* events.h */
+
 #define BT_DUMP_MAX_CPUS 4096
 
 /* Application buffers (in-process tracing, app_registry.c) in a dump. */
@@ -34,6 +36,7 @@ enum bt_app_counter {
 	BT_APPC_NAMES_BAD,    /* malformed name registrations ignored */
 	BT_APPC_NAMES_LOST,   /* names interned by the application never received: events show name#ID */
 	BT_APPC_BLOCKS_PARTIAL, /* dumped up to an entry never written (a writer mid-write or dead) */
+	BT_APPC_EARLY_REFUSED,  /* 1: the buffer it wrote in before registering was refused: those calls lost */
 	BT_APPC_MAX,
 };
 #define BT_APP_EXITED 0x1 /* bt_dump_app.flags: the process had exited at dump time */
@@ -80,6 +83,7 @@ struct bt_dump_trigger {
 	uint32_t kind;
 	uint64_t threshold_ns, after_ns, limit_ns;
 	struct bt_trigger_stats st;
+	uint64_t unnamed; /* this dump's hits of it not in its named hits (counted only) */
 };
 /* TRIG payload <-> tables (dump_triggers.c). encode: malloc'd payload in
  * *out, its length returned, -errno on failure. decode: 0, or -EINVAL with
@@ -103,7 +107,7 @@ struct bt_dump_info {
 	const struct bt_probe_desc *probes; size_t nprobes;
 	uint64_t dump_seq;         /* 1, 2, ... per recorder run */
 	uint64_t overlaps_dump;    /* dump_seq of the previous dump whose window may overlap, 0 none */
-	const char *reason;        /* "signal", "ctl", "trigger", "exit", "interval" */
+	const char *reason;        /* "signal", "ctl", "trigger", "exit", "interval"; handed: "restart", "upgrade", "recorder-died" */
 	uint64_t drain_events;     /* events the drain wrote into the buffer */
 	uint64_t drain_rejected;   /* events the buffer rejected */
 	uint32_t groups_enabled;   /* bitmask of enum bt_group */
@@ -118,6 +122,10 @@ struct bt_dump_info {
 	/* optional: writes the stack table (bt_dump_sink_stacks) */
 	int (*write_stacks)(void *ctx, struct bt_dump_sink *s);
 	void *stacks_ctx;
+	/* optional: rewrites each kernel event (decoded, len bytes) before it
+	 * is written: the stack ids of stacks reclaimed since (stack_table.h) */
+	void (*fix_event)(void *ctx, struct bt_event_hdr *ev, uint32_t len);
+	void *fix_ctx;
 };
 
 /* What bt_dump_write_capture writes, and where. */
@@ -132,6 +140,12 @@ struct bt_dump_args {
 	struct bt_read_stats *rst;        /* what was kept and lost, if not NULL */
 	char *err;                        /* one line on failure */
 	size_t errlen;
+	/* if not NULL: the dump's summary (bt_dump_summary), counted from the
+	 * body as it is written; NULL in it with a line in summary_err when
+	 * the body does not pass the reader's checks */
+	struct bt_dump **summary;
+	char *summary_err;
+	size_t summary_errlen;
 };
 /* Write a dump of a capture (as bt_dump_write below, which captures `buf`
  * itself). 0 or -errno with a message in a->err. */
@@ -190,10 +204,32 @@ struct bt_dump *bt_dump_open_mem(const void *data, size_t len, char *err, size_t
  * they are instead of one event per entry and exit: a reader that folds
  * them as it goes (report --functions) needs no memory per record. */
 #define BT_DUMP_OPEN_FUNC_BATCHES 0x2
+/* BT_DUMP_OPEN_APP_STREAM (a file only) keeps everything but the
+ * applications' blocks, which are checked and described, then read again
+ * from the file by each bt_dump_each_event: memory does not grow with the
+ * function records (report, report --stats). bt_dump_events() then holds
+ * the kernel's events only. */
+#define BT_DUMP_OPEN_APP_STREAM 0x4
 struct bt_dump *bt_dump_open_flags(const char *path, unsigned flags, char *err, size_t errlen);
 struct bt_dump *bt_dump_open_mem_flags(const void *data, size_t len, unsigned flags, char *err,
 				       size_t errlen);
 void bt_dump_close(struct bt_dump *d);
+
+/* Every event of d in time order (the order bt_dump_events() has), fn
+ * called on each until it returns non-zero (returned). Function batches are
+ * passed as their entries and exits (decode), or whole; events not in
+ * bt_dump_events() live until fn returns. For an APP_STREAM dump the
+ * kernel's events are merged with the application blocks read again, one
+ * at a time (-errno, message in err, if the file fails or changed). */
+struct bt_dump_event;
+typedef int (*bt_dump_event_fn)(const struct bt_dump_event *e, void *ctx);
+int bt_dump_each_event(const struct bt_dump *d, int decode, bt_dump_event_fn fn, void *ctx, char *err,
+		       size_t errlen);
+/* The times of the dump's first and last event, application records
+ * included; 0 without events. */
+void bt_dump_time_span(const struct bt_dump *d, uint64_t *first, uint64_t *last);
+/* 1: opened with BT_DUMP_OPEN_APP_STREAM. */
+int bt_dump_is_app_stream(const struct bt_dump *d);
 
 const struct bt_dump_header *bt_dump_header(const struct bt_dump *d);
 const struct bt_task *bt_dump_tasks(const struct bt_dump *d, size_t *n);      /* sorted by tid */
@@ -204,8 +240,30 @@ const struct bt_read_stats *bt_dump_read_stats(const struct bt_dump *d);
 /* The cold tier at dump start (LOSS counters); NULL when the recorder had none. */
 struct bt_dump_cold {
 	uint64_t size, codec, blocks_in, raw_bytes, stored_bytes, blocks_evicted, gaps, blocks_held, cpu_ns;
+	uint64_t blocks_raw, budget_ppm, held_back, held_ago_ns, hot_from; /* 0 in dumps before the budget */
+	/* 0 in dumps before them: held uncompressed now; the CPU of copy-only
+	 * passes; this dump's blocks from the tier, of them uncompressed, and
+	 * the tier blocks left out behind a hole in their CPU's chain */
+	uint64_t blocks_held_raw, copy_ns, dumped, dumped_raw, blocks_cut;
+	int has_parts; /* the five above were written */
+	/* What the dump holds from the tier: its blocks (below hot_from) */
+	uint64_t dump_blocks, dump_events, first_ts, last_ts; /* ts 0: none */
 };
 const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d);
+struct bt_seq_window;
+/* How much of the dump the cold tier gave: its events, and the seconds of
+ * the latest continuous window w that only its blocks cover (w's start up
+ * to the first event read from the buffer, when the window starts in the
+ * tier's). budget_bound: the budget held the tier back within
+ * BT_COLD_BOUND_RECENT_NS (2 s) before the dump. */
+struct bt_dump_cold_share {
+	uint64_t events, window_events; /* from the tier; all retained */
+	double share_events;            /* events / window_events */
+	double window_s, tier_window_s; /* the latest continuous window; of it, the tier's part */
+	double share_compressed;        /* of the tier's blocks in the dump, those compressed (0..1) */
+	int budget_bound;
+};
+void bt_dump_cold_share(const struct bt_dump *d, const struct bt_seq_window *w, struct bt_dump_cold_share *out);
 
 /* Events of the dump in time order across all blocks and CPUs (ties broken by
  * cpu, seq). Each is a pointer to a validated event (size >= its type's size). */
@@ -290,6 +348,50 @@ struct bt_seq_window {
  * percpu: [ncpus] or NULL. Returns 0 or -ENOMEM. */
 int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_window *w,
 		   struct bt_seq_cpu *percpu);
+
+/* The same over seq records kept without their events (a summary, below):
+ * r is put in time order first. */
+struct bt_seq_rec {
+	uint64_t ts;
+	uint32_t seq, cpu;
+};
+int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, struct bt_seq_window *w);
+
+/* ---- summaries: what a dump holds, counted without keeping its events ----
+ * (the manifest's reading, manifest.c). A summary is a struct bt_dump whose
+ * tables are all there (tasks, probes, losses, triggers, applications,
+ * blocks) but whose events are counted as they pass, never kept:
+ * bt_dump_events() gives none, the stack table and function names are not
+ * read. Memory: one section at a time plus 16 bytes per kernel event (the
+ * seq analysis), whatever the number of function records. */
+#define BT_DUMP_NTYPES 64 /* >= BT_EV_MAX (checked in dump_stream.c) */
+#define BT_DUMP_NGROUPS 8 /* >= BT_GROUP_MAX */
+struct bt_dump_summary {
+	uint64_t by_type[BT_DUMP_NTYPES];   /* events by type; function records by entry/exit */
+	uint64_t by_group[BT_DUMP_NGROUPS]; /* kernel events by group (of the dump's CPUs) */
+	uint64_t app_events;                /* application events, each function record one */
+	struct bt_seq_window w;             /* bt_seq_analyze of the kernel events */
+};
+/* The summary of a dump file: its body inflated a chunk at a time, every
+ * check of bt_dump_open made. NULL + errno + message as bt_dump_open. */
+struct bt_dump *bt_dump_open_summary(const char *path, char *err, size_t errlen);
+/* The counts of a summary; NULL for a dump opened whole, or a stream's
+ * summary before bt_dump_summary_finish. */
+const struct bt_dump_summary *bt_dump_summary(const struct bt_dump *d);
+/* The seq analysis of a stream's summary (the only step whose memory
+ * grows with the kernel events: the recorder runs it once its copies of
+ * the buffers are freed). 0 or -ENOMEM; bt_dump_open_summary has done it. */
+int bt_dump_summary_finish(struct bt_dump *d);
+/* A summary of a body as it is written (the writer's tee, dump_write.c):
+ * the raw body bytes in order, then the header once written. _put keeps
+ * the first error for _finish, which returns the summary (NULL + message on
+ * a body that does not parse) and frees the stream in any case. */
+struct bt_dump_stream;
+struct bt_dump_stream *bt_dump_stream_new(uint32_t ncpus, uint32_t ngroups);
+void bt_dump_stream_put(struct bt_dump_stream *s, const void *p, size_t n);
+struct bt_dump *bt_dump_stream_finish(struct bt_dump_stream *s, const void *btd_header, uint64_t file_size,
+				      char *err, size_t errlen);
+void bt_dump_stream_free(struct bt_dump_stream *s);
 
 /* Every seq gap: index (into ev) of the first event after the gap in seq
  * order, the CPU, the first missing seq and how many are missing. *out is

@@ -80,7 +80,9 @@ _Static_assert(sizeof(struct btd_header) == BTD_HEADER_SIZE, "dump header layout
 #define BTD_SEC_PROG_MISSES BTD_FOURCC('P', 'M', 'I', 'S') /* optional: older readers skip it */
 #define BTD_SEC_STACKS BTD_FOURCC('S', 'T', 'C', 'K') /* optional: older readers skip it; no longer written */
 #define BTD_SEC_STACKS_PACKED BTD_FOURCC('S', 'T', 'K', 'P') /* the stack table, packed; marked required */
+#define BTD_SEC_STACK_WHY BTD_FOURCC('S', 'T', 'K', 'W') /* optional: why truncated stacks were cut */
 #define BTD_SEC_SRCLOCS BTD_FOURCC('S', 'L', 'O', 'C') /* optional: source lines of the stacks' frames, after them */
+#define BTD_SEC_UNW_LOST BTD_FOURCC('U', 'N', 'W', 'L') /* optional: binaries that lost their unwind table, why */
 #define BTD_SEC_APP_FUNCS BTD_FOURCC('A', 'F', 'U', 'N') /* optional: older readers skip it */
 #define BTD_SEC_F_REQUIRED 0x1 /* a reader that does not know the type must refuse the file */
 
@@ -157,6 +159,17 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_COLD_GAPS,
 	BTD_CNT_COLD_BLOCKS_HELD,
 	BTD_CNT_COLD_CPU_NS,
+	BTD_CNT_COLD_BLOCKS_RAW,      /* of BLOCKS_IN, stored uncompressed: the CPU budget paid for no more */
+	BTD_CNT_COLD_BUDGET_PPM,      /* the compressor's CPU budget, ppm of one CPU; 0 none */
+	BTD_CNT_COLD_HELD_BACK,       /* passes the budget held back */
+	BTD_CNT_COLD_HELD_AGO_NS,     /* from the last of them to the dump's start; UINT64_MAX none */
+	BTD_CNT_COLD_HOT_FROM,        /* blocks below this position came from the tier */
+	/* later dumps: the tier's part of this dump, and its copies */
+	BTD_CNT_COLD_BLOCKS_HELD_RAW, /* of BLOCKS_HELD, stored uncompressed */
+	BTD_CNT_COLD_COPY_NS,         /* of CPU_NS, passes that only copied (past the budget) */
+	BTD_CNT_COLD_DUMPED,          /* blocks of this dump read from the tier */
+	BTD_CNT_COLD_DUMPED_RAW,      /* of them, stored uncompressed */
+	BTD_CNT_COLD_BLOCKS_CUT,      /* tier blocks left out: older than a hole in their CPU's chain */
 	BTD_NCOUNTERS
 };
 
@@ -235,8 +248,12 @@ struct btd_trigger {
 	/* added later (a record of BTD_TRIGGER_V1_SIZE has none): how each hit
 	 * ended, hits = dumps + merged + limited + dropped + pending */
 	uint64_t merged, limited, dropped, pending;
+	/* added later (BTD_TRIGGER_V2_SIZE has none): this dump's hits of the
+	 * trigger that its hit records do not name (a dump names 64) */
+	uint64_t unnamed;
 };
 #define BTD_TRIGGER_V1_SIZE 256 /* the record before merged..pending */
+#define BTD_TRIGGER_V2_SIZE 288 /* the record before unnamed */
 struct btd_fired {
 	uint32_t trig;          /* index into the trigger records */
 	uint32_t kind;          /* the trigger's kind, or ctl when `ctl trigger` fired it */
@@ -251,7 +268,7 @@ struct btd_fired {
 	char name[32];
 	char cond[160];
 };
-_Static_assert(sizeof(struct btd_trigger) == 288 && sizeof(struct btd_fired) == 280, "TRIG layout (docs/dump-format.md)");
+_Static_assert(sizeof(struct btd_trigger) == 296 && sizeof(struct btd_fired) == 280, "TRIG layout (docs/dump-format.md)");
 #define BTD_MAX_TRIGGERS 1024
 
 #define BTD_ENTRY_KIND 0x41544144u /* "DATA" */

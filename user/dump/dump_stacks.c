@@ -7,7 +7,8 @@
  * what earlier recorders wrote, is still read. The decoder trusts nothing:
  * counts are bounded by the bytes that hold them, the length must be exact,
  * every index and string offset is checked, so a hostile section is refused
- * with one line, never read past.
+ * with one line, never read past. STKW, after them, says why truncated
+ * stacks were cut (optional: earlier readers skip it).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -74,12 +75,13 @@ static int64_t pack_stream(const struct bt_dump_stacks *s, uint8_t **out)
 		/* (frames[] may hold more than nframes: a stack's `first` can
 		 * skip frames a dump left out, stack_symbols.c) */
 		total += k->nframes;
-		if (total > s->nframes || k->kind > BT_STACK_USER || (k->flags & ~BT_STACK_F_ALL)) {
+		/* (a reason in bits 8..15 goes to STKW) */
+		if (total > s->nframes || k->kind > BT_STACK_USER || (k->flags & ~BT_STACK_F_ALL & 0xff)) {
 			free(p);
 			return -EINVAL;
 		}
 		o = put_varint(o, k->tgid);
-		o = put_varint(o, (uint64_t)k->kind | (uint64_t)k->flags << 1);
+		o = put_varint(o, (uint64_t)k->kind | (uint64_t)(k->flags & BT_STACK_F_ALL) << 1);
 		o = put_varint(o, k->nframes);
 		for (uint32_t f = 0; f < k->nframes; f++) {
 			const struct bt_dump_frame *fr = &s->frames[k->first + f];
@@ -166,7 +168,7 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, int packed, uint8_
 			goto out;
 		}
 		for (uint32_t i = 0; i < s->nstacks; i++) {
-			struct rstack r = { s->stacks[i].tgid, s->stacks[i].kind, s->stacks[i].flags,
+			struct rstack r = { s->stacks[i].tgid, s->stacks[i].kind, s->stacks[i].flags & BT_STACK_F_ALL,
 					    s->stacks[i].nframes, 0 };
 			PUT(&r, sizeof(r));
 		}
@@ -216,6 +218,8 @@ void bt_dump_stacks_release(struct bt_dump_stacks *s)
 	free(s->locs);
 	free(s->lines);
 	free(s->loc_strtab);
+	free(s->lost);
+	free(s->lost_strtab);
 	for (size_t i = 0; i < s->nowned; i++)
 		free(s->owned[i]);
 	free(s->owned);
@@ -355,7 +359,8 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, uint64_t d
 	for (uint32_t i = 0; i < h.nsyms; i++) {
 		struct rsym y;
 		memcpy(&y, rsyms + i * sizeof(y), sizeof(y));
-		if (y.name_off >= h.strtab_len || (y.map != BT_DMAP_KERNEL && y.map > h.nmaps)) {
+		/* map NONE: JIT code named from a perf map, a Python function */
+		if (y.name_off >= h.strtab_len || (y.map != BT_DMAP_KERNEL && y.map != BT_DMAP_NONE && y.map > h.nmaps)) {
 			r = bad(err, errlen, "symbol %u: bad name offset or mapping %u", i, y.map);
 			goto fail;
 		}
@@ -409,4 +414,74 @@ int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, uint64_t d
 fail:
 	bt_dump_stacks_release(s);
 	return r;
+}
+
+/* ---- STKW: truncation reasons ---------------------------------------------- */
+
+#define STKW_VERSION 1
+struct whyhdr {
+	uint32_t version, count;
+};
+struct whyrec {
+	uint32_t id, why;
+};
+_Static_assert(sizeof(struct whyhdr) == 8 && sizeof(struct whyrec) == 8, "STKW record sizes");
+
+int64_t bt_dump_stackwhy_encode(const struct bt_dump_stacks *s, uint8_t **out)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < s->nstacks; i++)
+		n += BT_STACK_WHY(s->stacks[i].flags) != 0;
+	if (!n)
+		return 0;
+	uint64_t len = sizeof(struct whyhdr) + sizeof(struct whyrec) * (uint64_t)n;
+	uint8_t *p = malloc(len), *o = p;
+	if (!p)
+		return -ENOMEM;
+	struct whyhdr h = { STKW_VERSION, n };
+	memcpy(o, &h, sizeof(h));
+	o += sizeof(h);
+	for (uint32_t i = 0; i < s->nstacks; i++) {
+		struct whyrec w = { i + 1, BT_STACK_WHY(s->stacks[i].flags) };
+		if (!w.why)
+			continue;
+		memcpy(o, &w, sizeof(w));
+		o += sizeof(w);
+	}
+	*out = p;
+	return (int64_t)len;
+}
+
+int bt_dump_stackwhy_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen)
+{
+	struct whyhdr h;
+	uint32_t prev = 0;
+
+	if (len < sizeof(h))
+		return bt_dump_corrupt(err, errlen, "truncation reasons", "%" PRIu64 " bytes, shorter than its header",
+				       len);
+	memcpy(&h, p, sizeof(h));
+	if (h.version != STKW_VERSION)
+		return 0; /* a newer writer's: skipped like an unknown optional section */
+	if (len != sizeof(h) + sizeof(struct whyrec) * (uint64_t)h.count)
+		return bt_dump_corrupt(err, errlen, "truncation reasons", "%" PRIu64 " bytes for %u reasons", len,
+				       h.count);
+	/* checked whole first: a refused section changes no stack */
+	for (uint32_t i = 0; i < h.count; i++) {
+		struct whyrec w;
+		memcpy(&w, p + sizeof(h) + i * sizeof(w), sizeof(w));
+		if (w.id <= prev || w.id > s->nstacks || !w.why || w.why > 0xff)
+			return bt_dump_corrupt(err, errlen, "truncation reasons",
+					       "reason %u: stack %u (of %u, after %u) or reason %u out of range", i,
+					       w.id, s->nstacks, prev, w.why);
+		prev = w.id;
+	}
+	for (uint32_t i = 0; i < h.count; i++) {
+		struct whyrec w;
+		memcpy(&w, p + sizeof(h) + i * sizeof(w), sizeof(w));
+		struct bt_dump_stack *k = &s->stacks[w.id - 1];
+		k->flags = (uint16_t)((k->flags & BT_STACK_F_ALL) | BT_STACK_F_WHY(w.why));
+	}
+	return 0;
 }

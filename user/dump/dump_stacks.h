@@ -14,9 +14,46 @@
 
 #define BT_STACK_KERNEL 0
 #define BT_STACK_USER 1
-#define BT_STACK_F_TRUNCATED 0x1 /* may be cut short: depth limit, or the frame-pointer chain broke */
+#define BT_STACK_F_TRUNCATED 0x1 /* cut short: bits 8..15 say why (enum bt_stack_why) */
 #define BT_STACK_F_UNDEFINED 0x2 /* its frames never arrived, or a free id (no frames) */
-#define BT_STACK_F_ALL 0x3
+#define BT_STACK_F_ALL 0x3     /* the flags STKP and STCK store */
+/* Why a truncated stack was cut, in bits 8..15 of bt_dump_stack.flags:
+ * stored in section STKW, not in STKP's flags (an earlier reader refuses
+ * flags it does not know, and skips STKW). 1..6 are the BPF walker's
+ * (bpf/events.h enum bt_stack_cut), the others the recorder's. */
+#define BT_STACK_WHY_SHIFT 8
+#define BT_STACK_WHY(flags) (((unsigned)(flags) >> BT_STACK_WHY_SHIFT) & 0xffu)
+#define BT_STACK_F_WHY(why) ((uint16_t)((unsigned)(why) << BT_STACK_WHY_SHIFT))
+enum bt_stack_why {
+	BT_WHY_UNKNOWN = 0,   /* not said: a dump of an earlier recorder */
+	BT_WHY_NO_PROC = 1,   /* the process's mappings were not known yet: the leaf only */
+	BT_WHY_NO_MAP = 2,    /* an address in no executable mapping */
+	BT_WHY_ANON = 3,      /* anonymous executable memory (JIT code) */
+	BT_WHY_SIGNAL = 4,    /* a signal frame */
+	BT_WHY_BAD_FRAME = 5, /* an unreadable stack word or an invalid frame */
+	BT_WHY_NO_TABLE = 6,  /* a binary with no unwind table (being built, or refused) */
+	BT_WHY_DEPTH = 16,    /* the frame limit (BT_MAX_FRAMES) reached */
+	BT_WHY_NOT_CODE = 17, /* a frame-pointer walk reached an address that is no user code */
+	BT_WHY_NO_ROOT = 18,  /* the walk ended at a frame that is not a thread's start */
+	BT_WHY_COPY_SHORT = 19, /* walked on from a stack copy (a table built late), which ended first */
+};
+/* "no mapping", ...: what report's "[truncated: ...]" marker says; NULL for
+ * BT_WHY_UNKNOWN; a reason this reader does not know: "reason N" in buf. */
+const char *bt_stack_why_text(unsigned why, char *buf, size_t len);
+/* Length of a symbol name without its trailing ELF version ("@VER" or
+ * "@@VER", VER an upper-case letter then letters, digits, '_' and '.'):
+ * "clock_nanosleep@@GLIBC_2.17" is clock_nanosleep wherever a function is
+ * named; report --stacks -v keeps the version. */
+size_t bt_sym_name_len(const char *name);
+/* How an unnamed user address outside every file is spelled everywhere:
+ * "[unknown] (anonymous)". */
+#define BT_ANON_FRAME_NAME "[unknown] (anonymous)"
+/* A user frame with map BT_DMAP_NONE and this bit in off is a Python
+ * frame (bpf/python_frames.bpf.h): off is its code object's key, its
+ * symbol "qualname (file:first line)". As bpf/events.h says it. */
+#ifndef BT_FRAME_PY_BIT
+#define BT_FRAME_PY_BIT (1ull << 63)
+#endif
 
 #define BT_DMAP_KERNEL 0u         /* frame.map of kernel addresses (off = address) */
 #define BT_DMAP_NONE 0xffffffffu  /* a user address no file maps (off = address) */
@@ -66,13 +103,13 @@ enum bt_stack_counter {
 	BT_STKC_NO_KSYMS,      /* 1: /proc/kallsyms unreadable or its addresses hidden (no CAP_SYSLOG) */
 	BT_STKC_NOT_LOADED_FILES,  /* files (and kallsyms) still loading when the dump was written */
 	BT_STKC_NOT_LOADED_FRAMES, /* frames left unnamed for that reason */
-	BT_STKC_RECLAIMED,     /* stacks freed since no retained event named them (their ids reused) */
+	BT_STKC_RECLAIMED,     /* stacks freed (their ids reused): no retained event named them, or evicted */
 	BT_STKC_LINES_LATE,    /* frames left without source lines: the dump's DWARF time was spent */
 	/* the unwinder (docs/unwinding.md): why user stacks ended early, what its tables hold */
 	BT_STKC_UNW_WALKS,     /* user stacks walked with unwind tables */
 	BT_STKC_UNW_NO_PROC,   /* user stacks of processes not loaded yet: their leaf only, truncated */
 	BT_STKC_UNW_NO_MAP,    /* walks ended at an address in no executable mapping (truncated; never a frame) */
-	BT_STKC_UNW_ANON,      /* walks ended in anonymous code, JIT (truncated) */
+	BT_STKC_UNW_ANON,      /* frames in anonymous code, JIT (frame pointers followed; a bad one cuts: BT_WHY_ANON) */
 	BT_STKC_UNW_SIGNAL,    /* walks ended at a signal frame (truncated) */
 	BT_STKC_UNW_BAD,       /* walks ended at unreadable stack or an invalid frame (truncated) */
 	BT_STKC_UNW_FP,        /* frames without an unwind row: frame pointers followed */
@@ -84,6 +121,42 @@ enum bt_stack_counter {
 	BT_STKC_UNW_NO_EH,     /* binaries without a usable .eh_frame */
 	BT_STKC_UNW_PROCS_FULL,/* process loads refused: the per-process map was full */
 	BT_STKC_UNW_MAPS_DROP, /* executable mappings beyond the per-process bound */
+	BT_STKC_UNW_CACHE_FAILED, /* tables not stored in --unwind-cache (full disk, budget) */
+	BT_STKC_UNW_PENDING,   /* walks ended at a file whose table was being built (truncated) */
+	BT_STKC_UNW_FILES_UNOPENED, /* files the BPF side asked a table for that could not be opened */
+	/* a full table (stack_table.h): the stacks named longest ago give way */
+	BT_STKC_EVICTED,       /* of the reclaimed: freed while events in the buffer still named them */
+	BT_STKC_RECLAIMED_REFS,/* stack ids of this dump's events that say BT_STACK_RECLAIMED */
+	BT_STKC_PRE_EXEC,      /* user stacks taken before an exec, named from the parent's maps */
+	BT_STKC_UNW_REFUSED,   /* binaries whose table was refused: too many FDEs, or past the build budget */
+	BT_STKC_UNW_UNSUPPORTED,      /* rule ranges of the tables the walker cannot follow (frame pointers there) */
+	BT_STKC_UNW_UNSUPPORTED_BINS, /* binaries with any */
+	BT_STKC_UNW_LEAF_ROWS,        /* rows whose CFA register only the leaf frame has */
+	/* stacks copied where a walk stopped at a table not built yet (stack_copies.h) */
+	BT_STKC_COPY_TAKEN,    /* copies the BPF side sent */
+	BT_STKC_COPY_RATE,     /* walks not copied: over the rate bound (their stacks stay cut) */
+	BT_STKC_COPY_RING,     /* copies that did not fit in the ring buffer (stay cut) */
+	BT_STKC_COPY_DONE,     /* stacks walked on from their copy to the outermost frame */
+	BT_STKC_COPY_CUT,      /* ... walked on, but cut again (the copy ended, a bad frame...: their reason) */
+	BT_STKC_COPY_WAITING,  /* copies still waiting for a table when the dump was written (stay cut) */
+	BT_STKC_COPY_MEM,      /* copies dropped: the recorder's memory bound for them was reached (stay cut) */
+	BT_STKC_COPY_EXPIRED,  /* copies whose table never came: walked as far as the tables went */
+	BT_STKC_COPY_OLD,      /* walks not copied: a process older than 5 s (its later samples walk whole) */
+	/* anonymous code (JIT): its frames in the table's stacks (perf_maps.h) */
+	BT_STKC_JIT_NAMED,     /* named from their runtime's perf map (/tmp/perf-PID.map) */
+	BT_STKC_JIT_UNNAMED,   /* without an entry there (no map, a process gone before it was read) */
+	/* Python frames (bpf/python_frames.bpf.h) */
+	BT_STKC_PY_WALKS,      /* user stacks whose Python frames were read */
+	BT_STKC_PY_FRAMES,     /* Python frames put in stacks */
+	BT_STKC_PY_UNKNOWN,    /* stacks in an interpreter of a version without offsets: native frames only */
+	BT_STKC_PY_NO_THREAD,  /* stacks in an interpreter whose thread state was not found: native only */
+	BT_STKC_PY_UNREADABLE, /* Python walks cut by unreadable interpreter memory */
+	BT_STKC_PY_CUT,        /* Python walks cut at BT_PY_MAX_FRAMES or the stack's frame bound */
+	BT_STKC_PY_CODE_DROPS, /* code objects whose names did not fit in the ring */
+	BT_STKC_PY_NAMED,      /* the table's Python frames named */
+	BT_STKC_PY_UNNAMED,    /* ... not: their code's names never arrived ("[python code not interned]") */
+	BT_STKC_PY_INTERPS,    /* CPython interpreters found in the binaries */
+	BT_STKC_PY_UNKNOWN_BINS,/* ... of a version without offsets */
 	BT_STKC_MAX,
 };
 
@@ -116,6 +189,11 @@ struct bt_dump_stacks {
 	uint64_t nlines;
 	struct bt_dump_srcloc *locs;
 	struct bt_dump_srcline *lines;
+	/* binaries that lost their unwind table (UNWL, optional): refused or
+	 * over --unwind-mem, the latest ones, each with why */
+	uint32_t nlost;
+	struct bt_dump_unwlost { const char *path, *why; } *lost;
+	char *lost_strtab; /* decoded UNWL: lost's strings point into it */
 	/* owned storage */
 	char *strtab;   /* decoded: names and paths point into it */
 	char **owned;   /* or: strings to free one by one */
@@ -134,10 +212,26 @@ int64_t bt_dump_stacks_encode(const struct bt_dump_stacks *s, int packed, uint8_
 int bt_dump_stacks_decode(const uint8_t *p, uint64_t len, int packed, uint64_t decoded_max, struct bt_dump_stacks *s,
 			  char *err, size_t errlen);
 void bt_dump_stacks_release(struct bt_dump_stacks *s);
+/* STKW <-> the truncation reasons of s's stacks (bits 8..15 of their
+ * flags). Encode: a malloc'd payload in *out and its length, 0 (nothing
+ * out) when no stack has a reason, or -errno. Decode into s, whose stack
+ * table is already decoded: 0 (a version this reader does not know is
+ * skipped), or -EBADMSG with one line in err. */
+int64_t bt_dump_stackwhy_encode(const struct bt_dump_stacks *s, uint8_t **out);
+int bt_dump_stackwhy_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
 
 /* The decoders' refusal: "corrupt dump: PART: ..." into err; -EBADMSG. */
 __attribute__((format(printf, 4, 5))) int bt_dump_corrupt(char *err, size_t errlen, const char *part,
 							   const char *fmt, ...);
+
+/* UNWL <-> s's lost unwind tables (dump_unwlost.c). Encode: a malloc'd
+ * payload in *out and its length, 0 when none was lost, or -errno. Decode
+ * into s: 0 (a version this reader does not know is skipped), or -EBADMSG
+ * with one line in err. */
+#define BT_UNWLOST_MAX 64u
+#define BT_UNWLOST_STR_MAX 4096u
+int64_t bt_dump_unwlost_encode(const struct bt_dump_stacks *s, uint8_t **out);
+int bt_dump_unwlost_decode(const uint8_t *p, uint64_t len, struct bt_dump_stacks *s, char *err, size_t errlen);
 
 /* Validation bounds. */
 #define BT_STACKS_MAX_COUNT (1u << 24)
@@ -153,6 +247,14 @@ static inline uint64_t bt_frame_lookup_off(uint64_t off, uint32_t f_index)
 	return f_index && off ? off - 1 : off;
 }
 
+/* What runs a user frame outside every file, as shown beside its name:
+ * "python" (a Python frame: off has BT_FRAME_PY_BIT),
+ * "jit" (anonymous code named from a perf map); NULL for any other frame. */
+const char *bt_frame_origin(const struct bt_dump_stacks *s, const struct bt_dump_frame *f);
+/* A Python frame's name "hot (/tmp/x.py:12)" made its function's,
+ * "hot (/tmp/x.py)", in place (one function whichever line it runs);
+ * returns the line, 0 if the name has none (left as it is). */
+int bt_py_drop_line(char *name);
 /* SLOC <-> s's locs and lines (dump_srclocs.c). Encode: a malloc'd payload
  * in *out, its length, or -errno. Decode into s, whose stack table is already
  * decoded (mapping indices are checked against it): 0 (a version this

@@ -37,7 +37,8 @@ int64_t bt_dump_triggers_encode(const struct bt_dump_trigger *t, size_t nt, cons
 					 .after_ns = t[i].after_ns, .limit_ns = t[i].limit_ns, .hits = t[i].st.hits,
 					 .dumps = t[i].st.dumps, .skipped = t[i].st.skipped, .lost = t[i].st.lost,
 					 .merged = t[i].st.merged, .limited = t[i].st.limited,
-					 .dropped = t[i].st.dropped, .pending = t[i].st.pending };
+					 .dropped = t[i].st.dropped, .pending = t[i].st.pending,
+					 .unnamed = t[i].unnamed };
 
 		CPY(r.name, t[i].name);
 		CPY(r.cond, t[i].cond);
@@ -107,11 +108,12 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
 		t[i].st.dumps = r.dumps;
 		t[i].st.skipped = r.skipped;
 		t[i].st.lost = r.lost;
-		if (h.trig_size >= sizeof(r)) {
+		if (h.trig_size >= BTD_TRIGGER_V2_SIZE) {
 			t[i].st.merged = r.merged;
 			t[i].st.limited = r.limited;
 			t[i].st.dropped = r.dropped;
 			t[i].st.pending = r.pending;
+			t[i].unnamed = r.unnamed; /* zero in a V2 record (memset) */
 		} else { /* an older recorder: skipped were all rate-limited, lost dropped */
 			t[i].st.limited = r.skipped;
 			t[i].st.dropped = r.lost;

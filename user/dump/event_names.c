@@ -498,10 +498,14 @@ int bt_format_fields(char *buf, size_t len, const struct bt_event_hdr *ev, uint3
 		}
 		if (e->kstack == BT_STACK_LOST)
 			snprintf(k, sizeof(k), "lost");
+		else if (e->kstack == BT_STACK_RECLAIMED)
+			snprintf(k, sizeof(k), "reclaimed");
 		else
 			snprintf(k, sizeof(k), "%u", e->kstack);
 		if (e->ustack == BT_STACK_LOST)
 			snprintf(u, sizeof(u), "lost");
+		else if (e->ustack == BT_STACK_RECLAIMED)
+			snprintf(u, sizeof(u), "reclaimed");
 		else
 			snprintf(u, sizeof(u), "%u", e->ustack);
 		sb_printf(&s, "kstack=%s ustack=%s", k, u);

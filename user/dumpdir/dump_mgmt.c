@@ -89,8 +89,8 @@ int bt_dump_mgmt_before(struct bt_dump_mgmt *m, uint64_t raw_bytes, char *why, s
 	return r;
 }
 
-int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
-		       const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec)
+int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, const struct bt_dump *sum, int in_dir,
+		       const char *reason, const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec)
 {
 	struct bt_dump_dir_stats ds;
 	struct bt_hook_stats hs = { 0 };
@@ -106,7 +106,7 @@ int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, con
 	rec->dumps_removed_quota = ds.removed;
 	rec->on_dump_failed = hs.failed;
 	rec->on_dump_skipped = hs.skipped;
-	r = bt_manifest_write(path, trig, rec, err, sizeof(err));
+	r = bt_manifest_write(path, sum, trig, rec, err, sizeof(err));
 	have_manifest = r == 0;
 	if (r) {
 		pthread_mutex_lock(&m->lock);

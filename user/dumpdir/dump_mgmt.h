@@ -35,14 +35,15 @@ void bt_dump_mgmt_destroy(struct bt_dump_mgmt *m);
 int bt_dump_mgmt_before(struct bt_dump_mgmt *m, uint64_t raw_bytes, char *why, size_t whylen);
 
 /*
- * After a dump was written to path (auto-named: in_dir = 1). rec holds the
- * recorder's counters (the rest are filled in here); trig the trigger hit
- * for reason "trigger", else NULL. Returns 0, or -EFBIG if the dump was
+ * After a dump was written to path (auto-named: in_dir = 1). sum: its
+ * summary as the writer made it, for the manifest (NULL: the manifest reads
+ * the file). rec holds the recorder's counters (the rest are filled in
+ * here); trig the trigger hit for reason "trigger", else NULL. Returns 0, or -EFBIG if the dump was
  * removed at once for being larger than the quota (no command is run).
  * A manifest that cannot be written is logged and counted, not fatal.
  */
-int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, int in_dir, const char *reason,
-		       const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec);
+int bt_dump_mgmt_after(struct bt_dump_mgmt *m, const char *path, const struct bt_dump *sum, int in_dir,
+		       const char *reason, const struct bt_manifest_trigger *trig, struct bt_manifest_recorder *rec);
 
 /* Lines for `ctl status`. */
 void bt_dump_mgmt_status(struct bt_dump_mgmt *m, FILE *out);

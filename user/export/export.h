@@ -33,6 +33,9 @@ struct bt_export_opts {
 	int compact_sched;      /* perfetto: sched_switch as FtraceEventBundle.compact_sched */
 	uint32_t bundle_events; /* perfetto: max events per ftrace bundle packet; 0 = 1000 */
 	int offcpu;             /* pprof: the off-CPU blocks (time per stack) instead of the CPU samples */
+	int process_root;       /* pprof: a root frame per process, "NAME (PID)" */
+	uint64_t json_max;      /* json: the size past which a window that fits is worked out
+				 * (0: BT_JSON_OPEN_MAX; tests lower it) */
 	const struct bt_event_filter *filter; /* --time, --pid (event_filter.h); NULL: every event */
 	/* called every few thousand events and once at the end (done == total);
 	 * a non-zero return stops the conversion with -EINTR */
@@ -59,14 +62,34 @@ struct bt_export_stats {
 	uint64_t func_slices;          /* matched function entry/exit pairs */
 	uint64_t func_open;            /* calls open at the end of the dump: closed there, marked */
 	uint64_t func_unmatched;       /* entries whose exit is lost (instants) */
-	uint64_t func_exits_dropped;   /* exits whose entry is before the window: not drawn */
+	uint64_t func_exits_dropped;   /* exits whose entry is lost (a seq gap, a longjmp): not drawn */
+	uint64_t encl_funcs, encl_apps;/* calls / app slices open at the window's start, drawn from it */
+	uint64_t encl_lost;            /* such ones whose end fell in a seq gap: not drawn */
+	uint64_t encl_frames;          /* perfetto: call chart frames of a thread's first sample drawn
+					* from the window's start (no function stream to draw them from) */
+	uint64_t closed_at_exit;       /* calls and app slices open at their thread's exit, closed there */
+	uint64_t closed_at_last;       /* such open on a thread that died without its exit in the
+					* window: closed at its last event */
 	uint64_t func_too_deep;        /* perfetto: calls below 511 open ones, in a depth marker slice */
 	uint64_t samples_no_stack;     /* CPU samples whose stack is lost or missing (labelled) */
 	uint64_t app_dropped;          /* events of a thread of another process: not shown */
 	uint64_t triggers;             /* trigger hits marked (the hit that caused the dump) */
 	uint64_t bytes;                /* output bytes (compressed if gzip) */
+	uint64_t raw_bytes;            /* output bytes before compression (what a reader holds) */
+	/* json past json_max: the latest boot time (ns) from which the output
+	 * would fit (--time @T.., to the last event at json_last_ns), and its
+	 * estimated bytes; 0: none found */
+	uint64_t json_fit_from_ns, json_fit_bytes, json_last_ns;
 	size_t max_pending;            /* largest amount of encoded data held at once */
 };
+
+/* The largest JSON text a browser opens: V8's longest string is ~512 MiB
+ * (2^29 - 24 characters); Chrome's and Perfetto's UIs read the file as one. */
+#define BT_JSON_OPEN_MAX (512ull << 20)
+
+/* st->json_fit_from_ns as convert --time's argument, "@SECONDS.FRACTION.."
+ * (rounded up to the microsecond: never a larger window); "" without one. */
+void bt_export_json_fit_arg(const struct bt_export_stats *st, char *buf, size_t len);
 
 /* ---- exporters ----------------------------------------------------------- */
 int bt_export_perfetto(const struct bt_export_prep *p, struct bt_sink *out, const struct bt_export_opts *o,

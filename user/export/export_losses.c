@@ -76,15 +76,23 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	if (st) {
 		static const struct { int c; const char *k; } sl[] = {
 			{ BT_STKC_OVERFLOW, "loss.stacks.table_full" },
+			{ BT_STKC_RECLAIMED_REFS, "loss.stacks.reclaimed" },
+			{ BT_STKC_EVICTED, "loss.stacks.evicted_stacks" },
 			{ BT_STKC_DEF_DROPS, "loss.stacks.ring_full" },
 			{ BT_STKC_KERNEL_ERR, "loss.stacks.kernel_errors" },
 			{ BT_STKC_USER_ERR, "loss.stacks.user_errors" },
 			{ BT_STKC_UNDEFINED, "loss.stacks.frames_never_arrived" },
 			{ BT_STKC_TRUNCATED, "loss.stacks.truncated" },
 			{ BT_STKC_OFFCPU_NOMEM, "loss.stacks.offcpu_not_followed" },
+			{ BT_STKC_JIT_UNNAMED, "loss.stacks.jit_frames_unnamed" },
+			{ BT_STKC_PY_UNKNOWN, "loss.python.unknown_version" },
+			{ BT_STKC_PY_NO_THREAD, "loss.python.no_thread_state" },
+			{ BT_STKC_PY_UNREADABLE, "loss.python.unreadable" },
+			{ BT_STKC_PY_CUT, "loss.python.cut" },
+			{ BT_STKC_PY_CODE_DROPS, "loss.python.code_names_ring_full" },
+			{ BT_STKC_PY_UNNAMED, "loss.python.frames_unnamed" },
 			{ BT_STKC_UNW_NO_PROC, "loss.unwind.process_not_loaded" },
 			{ BT_STKC_UNW_NO_MAP, "loss.unwind.no_executable_mapping" },
-			{ BT_STKC_UNW_ANON, "loss.unwind.anonymous_code" },
 			{ BT_STKC_UNW_SIGNAL, "loss.unwind.signal_frame" },
 			{ BT_STKC_UNW_BAD, "loss.unwind.bad_frame" },
 			{ BT_STKC_UNW_NO_TABLE, "loss.unwind.frames_without_table" },
@@ -92,9 +100,20 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 			{ BT_STKC_UNW_NO_EH, "loss.unwind.binaries_without_eh_frame" },
 			{ BT_STKC_UNW_PROCS_FULL, "loss.unwind.processes_over_map" },
 			{ BT_STKC_UNW_MAPS_DROP, "loss.unwind.mappings_dropped" },
+			{ BT_STKC_UNW_CACHE_FAILED, "loss.unwind.cache_store_failed" },
+			{ BT_STKC_UNW_PENDING, "loss.unwind.table_being_built" },
+			{ BT_STKC_UNW_FILES_UNOPENED, "loss.unwind.files_not_opened" },
+			{ BT_STKC_UNW_REFUSED, "loss.unwind.binaries_refused" },
+			{ BT_STKC_UNW_UNSUPPORTED, "loss.unwind.rules_not_followed" },
+			{ BT_STKC_COPY_RATE, "loss.unwind.copies_over_rate" },
+			{ BT_STKC_COPY_RING, "loss.unwind.copies_ring_full" },
+			{ BT_STKC_COPY_MEM, "loss.unwind.copies_over_memory" },
+			{ BT_STKC_COPY_WAITING, "loss.unwind.copies_waiting" },
+			{ BT_STKC_COPY_OLD, "loss.unwind.copies_not_young" },
 		};
 		for (size_t i = 0; i < sizeof(sl) / sizeof(sl[0]); i++)
-			if (sl[i].c < BT_STKC_UNW_WALKS || st->counters[BT_STKC_UNW_MAX_ROWS])
+			if (sl[i].c < BT_STKC_UNW_WALKS || sl[i].c > BT_STKC_UNW_MAPS_DROP ||
+			    st->counters[BT_STKC_UNW_MAX_ROWS])
 				emit(ctx, sl[i].k, st->counters[sl[i].c]);
 	}
 	struct bt_switch_chain ch;
@@ -105,7 +124,7 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	 * keyed by pid (the process track carries the name) */
 	static const int app_loss[] = { BT_APPC_BLOCKS_BAD, BT_APPC_BLOCKS_LOST, BT_APPC_BLOCKS_BUSY,
 					BT_APPC_DROPPED,    BT_APPC_REJECTED,    BT_APPC_SKIPPED,
-					BT_APPC_NAMES_BAD,  BT_APPC_NAMES_LOST };
+					BT_APPC_NAMES_BAD,  BT_APPC_NAMES_LOST, BT_APPC_EARLY_REFUSED };
 	uint64_t gaps = 0, missing = 0;
 	for (size_t a = 0; a < p->napps; a++) {
 		gaps += p->app_gaps ? p->app_gaps[a] : 0;

@@ -77,6 +77,7 @@ int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p
 	p->ev = bt_dump_events(d, &p->nev);
 	if (f && bt_filter_active(f) && filter_events(p, f) < 0)
 		goto out;
+	p->pidf = f && f->npids ? f : NULL;
 	p->tasks = bt_dump_tasks(d, &p->ntasks);
 	p->probes = bt_dump_probes(d, &p->nprobes);
 	if (p->nev) {
@@ -84,8 +85,23 @@ int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p
 		p->last_ts = p->ev[p->nev - 1].ev->ts_ns;
 	}
 
-	if (bt_export_collect_threads(p) < 0)
+	p->win_end = UINT64_MAX;
+	if (f && bt_filter_active(f)) {
+		size_t n;
+		const struct bt_dump_event *all = bt_dump_events(d, &n);
+		struct bt_event_filter ff = *f;
+		if (n)
+			bt_filter_resolve(&ff, all[0].ev->ts_ns, all[n - 1].ev->ts_ns);
+		if (n && ff.t1)
+			p->win_end = ff.t1;
+	}
+	if (bt_export_collect_threads(p) < 0 || (f && bt_export_seed_enclosing(p, f) < 0))
 		goto out;
+	if (!p->win_start) { /* the dump's own start */
+		size_t n;
+		const struct bt_dump_event *all = bt_dump_events(d, &n);
+		p->win_start = n ? all[0].ev->ts_ns : 0;
+	}
 	size_t nu = 0;
 	for (size_t i = 0; i < p->nev; i++)
 		nu += bt_export_is_uprobe(p->ev[i].ev->type) && p->ev[i].ev->cpu < p->hdr->ncpus;
@@ -108,6 +124,7 @@ int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p
 	p->app_missing = calloc(p->napps ? p->napps : 1, sizeof(*p->app_missing));
 	if (!p->arole || !p->abegin || !p->aend || !p->app_gaps || !p->app_missing || bt_export_pair_apps(p) < 0)
 		goto out;
+	bt_export_encl_finish(p);
 
 	p->percpu = calloc(p->hdr->ncpus ? p->hdr->ncpus : 1, sizeof(*p->percpu));
 	if (!p->percpu)
@@ -136,9 +153,36 @@ void bt_export_prep_free(struct bt_export_prep *p)
 	free(p->app_gaps);
 	free(p->app_missing);
 	free(p->own_ev);
+	free(p->encl);
+	free(p->tends);
+	bt_u32map_free(&p->func_tids);
 	memset(p, 0, sizeof(*p));
 }
 
+
+int bt_export_is_exit(const struct bt_export_prep *p, size_t i)
+{
+	return i < p->nev && p->ev[i].ev->type == BT_EV_PROCESS_EXIT;
+}
+
+uint64_t bt_export_stack_open_from(const struct bt_export_prep *p, uint32_t tid, uint64_t ts)
+{
+	const struct bt_xthread *t = bt_export_thread(p, tid);
+	if (!tid || p->win_start >= ts || bt_u32map_get(&p->func_tids, tid, NULL) ||
+	    (t && t->born_ts && t->born_ts <= ts))
+		return 0;
+	return p->win_start;
+}
+
+int bt_export_selected(const struct bt_export_prep *p, uint32_t tid)
+{
+	if (!p->pidf)
+		return 1;
+	if (!tid)
+		return 0;
+	const struct bt_xthread *t = bt_export_thread(p, tid);
+	return bt_filter_pid_ok(p->pidf, tid) || (t && t->tgid && bt_filter_pid_ok(p->pidf, t->tgid));
+}
 
 const char *bt_export_probe_name(const struct bt_export_prep *p, uint32_t probe_id, char *buf, size_t len)
 {
@@ -169,6 +213,14 @@ const char *bt_export_func_name(const struct bt_export_prep *p, int32_t app, con
 		return n;
 	snprintf(buf, len, "0x%" PRIx64, a->nargs ? (uint64_t)a->args[0] : 0);
 	return buf;
+}
+
+const char *bt_export_encl_name(const struct bt_export_prep *p, const struct bt_encl *x, char *buf, size_t len)
+{
+	if (x->func)
+		return bt_export_func_name(p, x->app, x->ev, buf, len);
+	const char *n = bt_dump_app_event_name(p->d, x->app, x->ev->name_id);
+	return n ? n : "slice begun before the window"; /* an END carries no name */
 }
 
 void bt_export_uprobe_args(const struct bt_ev_uprobe *u, void (*emit)(void *ctx, const char *name, uint64_t v),

@@ -20,4 +20,12 @@ int bt_export_pair_uprobes(struct bt_export_prep *p);
 /* p->arole, abegin, aend, func_unwound, agaps, app_gaps, app_missing,
  * app_unmatched_ends, func_exits_dropped: 0 or -ENOMEM */
 int bt_export_pair_apps(struct bt_export_prep *p);
+/* p->encl seeded from the events before f's window (export_enclosing.c):
+ * the calls and slices open at its start. 0 or -ENOMEM */
+struct bt_event_filter;
+int bt_export_seed_enclosing(struct bt_export_prep *p, const struct bt_event_filter *f);
+/* One more enclosing entry (zeroed, tid set), NULL out of memory. */
+struct bt_encl *bt_export_encl_add(struct bt_export_prep *p);
+/* After pairing: end times, per thread outermost first. */
+void bt_export_encl_finish(struct bt_export_prep *p);
 #endif

@@ -76,6 +76,11 @@ static int add_event_threads(struct tcoll *tc, const struct bt_event_hdr *h)
 	case BT_EV_TASK_RENAME: {
 		const struct bt_ev_task *t = (const void *)h;
 		e |= tcoll_add(tc, t->tid, t->tgid);
+		uint32_t bi;
+		/* born (or its program replaced) in the window: its calls began there */
+		if (!e && (h->type == BT_EV_PROCESS_FORK || h->type == BT_EV_PROCESS_EXEC) &&
+		    bt_u32map_get(&tc->map, t->tid, &bi) && !tc->t[bi].born_ts)
+			tc->t[bi].born_ts = h->ts_ns;
 		/* a new process: its parent is the forking process */
 		if (!e && h->type == BT_EV_PROCESS_FORK && t->tid == t->tgid && t->tgid != h->tgid && h->tgid) {
 			uint32_t idx;
@@ -90,14 +95,18 @@ static int add_event_threads(struct tcoll *tc, const struct bt_event_hdr *h)
 	return e < 0 ? -ENOMEM : 0;
 }
 
-/* names: the task table's, else the last one events gave, else "<...>" */
+/* names: the task table's, else the last one events gave up to the
+ * window's end (those before convert --time's window too: a thread named
+ * before it keeps its name), else "<...>" */
 static int name_threads(const struct bt_export_prep *p, struct tcoll *tc)
 {
 	struct bt_namer *nm = bt_namer_new(NULL, 0);
+	size_t n;
+	const struct bt_dump_event *all = bt_dump_events(p->d, &n);
 	if (!nm)
 		return -ENOMEM;
-	for (size_t i = 0; i < p->nev; i++)
-		bt_namer_apply(nm, p->ev[i].ev, p->ev[i].len);
+	for (size_t i = 0; i < n && all[i].ev->ts_ns <= p->win_end; i++)
+		bt_namer_apply(nm, all[i].ev, all[i].len);
 	for (size_t i = 0; i < tc->n; i++) {
 		struct bt_xthread *t = &tc->t[i];
 		const struct bt_task *tk = bt_tasks_find(p->tasks, p->ntasks, t->tid);

@@ -132,29 +132,19 @@ void pbw_stringn(struct pbw *w, uint32_t field, const char *s, size_t maxlen)
 
 void pbw_utf8(struct pbw *w, uint32_t field, const char *s, size_t maxlen)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t n = s ? strnlen(s, maxlen) : 0, out = 0, i, l;
+	size_t n = s ? strnlen(s, maxlen) : 0;
+	char small[BT_ESCAPED_LEN(64)], *e = n <= 64 ? small : malloc(BT_ESCAPED_LEN(n));
 
-	for (i = 0; i < n; i += l ? l : 1)
-		out += (l = bt_utf8_seq_len(u + i, n - i)) ? l : 3;
-	if (out == n) {
-		pbw_bytes(w, field, s, n);
+	if (!e) {
+		w->err = -ENOMEM;
 		return;
 	}
-	if (reserve(w, 20 + out))
-		return;
-	put_tag(w, field, PBW_LEN);
-	put_varint(w, out);
-	for (i = 0; i < n; i += l ? l : 1) {
-		l = bt_utf8_seq_len(u + i, n - i);
-		if (l) {
-			memcpy(w->buf + w->len, u + i, l);
-			w->len += l;
-		} else {
-			memcpy(w->buf + w->len, "\xef\xbf\xbd", 3);
-			w->len += 3;
-		}
-	}
+	/* report's rule: a name with control bytes must not drive the
+	 * terminal of whoever prints it (trace_processor, go tool pprof) */
+	bt_escape_text(s, n, e, BT_ESCAPED_LEN(n));
+	pbw_bytes(w, field, e, strlen(e));
+	if (e != small)
+		free(e);
 }
 
 void pbw_begin(struct pbw *w, uint32_t field)

@@ -59,10 +59,11 @@ void pbw_string(struct pbw *w, uint32_t field, const char *s);
 /* At most maxlen bytes of s, stopping at a NUL (fixed-size comm fields). */
 void pbw_stringn(struct pbw *w, uint32_t field, const char *s, size_t maxlen);
 
-/* A string field that is always valid UTF-8 (as protobuf requires): at most
- * maxlen bytes of s, stopping at a NUL, each byte that does not start a
- * valid UTF-8 sequence replaced by U+FFFD. For names from the kernel (comm),
- * which are arbitrary bytes. */
+/* A name: at most maxlen bytes of s, stopping at a NUL, escaped as report
+ * escapes names (bt_escape_text: control characters and bytes that do not
+ * start valid UTF-8 as "\xNN", backslash doubled), so the field is valid
+ * UTF-8 (as protobuf requires) and prints safely. For names from the kernel
+ * (comm) and from programs' files, which are arbitrary bytes. */
 void pbw_utf8(struct pbw *w, uint32_t field, const char *s, size_t maxlen);
 
 /* Nested message (or packed repeated field): begin, write its fields, end. */

@@ -29,6 +29,7 @@ struct bt_sink {
 	size_t inlen;
 	uint8_t *zout; /* gzip: compressed output chunk */
 	uint64_t bytes;
+	uint64_t raw;  /* bytes given, before compression */
 };
 
 static int sink_out(struct bt_sink *s, const uint8_t *p, size_t n)
@@ -87,6 +88,7 @@ int bt_sink_write(struct bt_sink *s, const void *p, size_t n)
 	const uint8_t *b = p;
 	if (s->err)
 		return s->err;
+	s->raw += n;
 	if (!s->gzip && n >= SINK_BUF) { /* large: straight through */
 		if (s->inlen && sink_emit(s, s->in, s->inlen, Z_NO_FLUSH) < 0)
 			return s->err;
@@ -128,6 +130,11 @@ int bt_sink_printf(struct bt_sink *s, const char *fmt, ...)
 	int r = bt_sink_write(s, big, (size_t)n);
 	free(big);
 	return r;
+}
+
+uint64_t bt_sink_raw_bytes(const struct bt_sink *s)
+{
+	return s->raw;
 }
 
 int bt_sink_error(const struct bt_sink *s)

@@ -26,6 +26,7 @@
  */
 #ifndef BTRACE_APP_SHM_H
 #define BTRACE_APP_SHM_H
+#include <stddef.h>
 #include <stdint.h>
 #include <linux/types.h>
 #include "events.h"
@@ -38,6 +39,11 @@
 #define BT_APP_MAX_NAMES 65535  /* name ids 1..65535 */
 #define BT_APP_MAX_CORES 1024
 #define BT_APP_MIN_BLOCKS_PER_META 2 /* R >= 2: a reader can tell a reused block */
+/* The buffer a starting process writes in before the recorder answers its
+ * registration (app_early.c); recorders take early buffers up to this
+ * size even when theirs are smaller (app_registry.c: buf_adopt). */
+#define BT_APP_EARLY_SIZE (4ull << 20)
+#define BT_APP_EARLY_BLOCK 16384u
 
 #define BT_APP_RP(r, b) (((uint64_t)(uint32_t)(r) << 32) | (uint32_t)(b))
 #define BT_APP_RND(x) ((uint32_t)((x) >> 32))
@@ -79,6 +85,14 @@ struct bt_app_core {
 /* Library internal, for tests without a recorder (stress_app): write into
  * the buffer of this fd from now on (as a resize would). 0 or -EINVAL. */
 int btrace_attach_fd_(int fd);
+
+/* Geometry for a buffer of about `size` bytes of data: block size, A and N.
+ * 0 or -EINVAL (message in err). */
+int bt_app_geometry(uint64_t size, uint32_t block_size, uint32_t ncores, uint32_t *A, uint32_t *N, char *err,
+		    size_t errlen);
+
+/* Write a fresh header and zeroed state into base (size bytes, zero-filled). */
+void bt_app_shm_init(void *base, uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid);
 
 /* Offsets of a buffer with this geometry; returns the total size. */
 static inline uint64_t bt_app_shm_layout(uint32_t block_size, uint32_t active, uint32_t nblocks,

@@ -26,10 +26,12 @@ struct app_buf {
 	uint32_t rmask; /* R - 1 when R is a power of two (no division per event), else 0 */
 	size_t size;
 	int fd;
+	int early;             /* the process's own buffer, until the recorder's arrives (app_early.c) */
 	struct app_buf *older; /* buffers used before this one (kept mapped) */
 };
 
 #define BT_FPEND 64   /* records of signal handlers kept per thread until the hook they interrupted is done */
+#define BT_FRAMES 64  /* open calls whose frame address a thread keeps (longjmp: func_hooks.c) */
 #define SLICE_DEPTH 32 /* nested slices timed per thread for app:NAME>T (deeper: not timed) */
 struct tstate {
 	uint32_t tid, seq;            /* seq: shared by events and function records */
@@ -52,6 +54,13 @@ struct tstate {
 	uint32_t fpw, fpr;
 	uint64_t fpend_tk[BT_FPEND], fpend_fn[BT_FPEND];
 	uint8_t fpend_kind[BT_FPEND];
+	/* Open calls (func_hooks.c), to close the ones a longjmp abandoned:
+	 * fdepth of them, the outermost BT_FRAMES with the hook's frame
+	 * address and function. Hooks only (fbusy set), never a handler's
+	 * kept record. */
+	uint32_t fdepth;
+	uintptr_t fsp[BT_FRAMES];
+	uint64_t ffn[BT_FRAMES];
 };
 
 extern _Atomic(struct app_buf *) btrace_buf_ BT_HIDDEN;
@@ -88,10 +97,21 @@ static inline BT_NOINSTR uint64_t now_boot(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* btrace_funcs.c: measure the tick rate (connection thread, before the
- * first attach; sleeps ~10 ms once per process); turn the hooks on/off
- * with the buffer; close this thread's batch (an event takes a seq). */
-void btrace_funcs_calibrate_(void) BT_HIDDEN BT_NOINSTR;
+/* app_early.c: the writers' view of a mapped buffer whose header is
+ * checked (or ours); NULL when out of memory. */
+struct app_buf *btrace_buf_view_(void *base, size_t total, int fd) BT_HIDDEN;
+/* app_early.c: a buffer this process makes for itself to write in until
+ * the recorder's answer (a forked child: its parent's geometry; a process
+ * that starts: btrace_fresh_buffer_'s); NULL when it cannot be made. */
+struct app_buf *btrace_early_buffer_(uint32_t bsize, uint32_t A, uint32_t N, uint32_t ncores, uint32_t pid) BT_HIDDEN;
+struct app_buf *btrace_fresh_buffer_(uint32_t pid) BT_HIDDEN;
+
+/* btrace_funcs.c: measure the tick rate (before the first attach; sleeps
+ * ms once per process: 10 on the connection thread, 2 in a constructor
+ * that writes before registering, refined over each second after); turn
+ * the hooks on/off with the buffer; close this thread's batch (an event
+ * takes a seq). */
+void btrace_funcs_calibrate_(long ms) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_attached_(int on) BT_HIDDEN BT_NOINSTR;
 void btrace_funcs_break_(struct tstate *t) BT_HIDDEN BT_NOINSTR;
 extern int btrace_funcs_on_ BT_HIDDEN; /* the hooks' one test */

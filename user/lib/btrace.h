@@ -44,7 +44,10 @@ extern int btrace_on_;
 /* Optional: name the process in the recorder (default: its comm) and start
  * looking for a recorder now rather than at the first event. 0 or -errno. */
 int btrace_init(const char *app_name);
-/* 1 if events currently reach a recorder. */
+/* 1 if events currently go into a recorder's buffer: it has answered the
+ * registration. Before that, a process started while a recorder listens
+ * writes into a buffer of its own that the recorder adopts when it
+ * answers (0 meanwhile). */
 int btrace_attached(void);
 /* Intern a name (for names built at run time); returns its id (> 0), or 0 if
  * the table is full. The string is copied. */

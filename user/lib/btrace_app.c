@@ -29,8 +29,10 @@
 #include "app_shm.h"
 #include "app_write.h"
 #include "funcs_write.h"
+#include "fd_pass.h"
 
 #include <dirent.h>
+#include <link.h>
 #include <inttypes.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -70,6 +72,15 @@ static size_t outq_len, outq_cap;
 static int wake_fd = -1; /* eventfd: the queue is not empty */
 static long flush_delay_ms; /* BTRACE_TEST_FLUSH_DELAY_MS: tests hold the queue back */
 
+/* A forked child's registration, sent with its own buffer (early_register);
+ * the connection thread serves it instead of connecting. Set before that
+ * thread is created (pthread_create orders it), read only by it. */
+static int early_sock = -1;
+/* 1 from an early registration until the recorder answered it (the
+ * connection thread clears it): the recorder reads our mappings before
+ * it answers, so a process that exits sooner waits for it (early_exit). */
+static atomic_int early_pending;
+
 static pthread_once_t start_once = PTHREAD_ONCE_INIT;
 static char app_name[64];
 static int disabled;
@@ -81,6 +92,7 @@ static int atfork_set; /* handlers registered (start() runs again in a forked ch
  * nwatch (its partner: the acquire load in slice_end()); id is resolved
  * when the name is interned (relaxed: a late id only misses a slice). */
 #define MAX_WATCH 16
+#define OBJECTS_MS 100 /* how often a function-tracing process looks for libraries loaded */
 static struct watch {
 	char name[BT_APP_NAME_MAX + 1];
 	uint64_t ns;
@@ -276,6 +288,41 @@ static void send_name(uint32_t id)
 	queue_line(line, (size_t)n);
 }
 
+/* The loaded objects' generation (dl_iterate_phdr's adds + subs): it moves
+ * when a library is loaded or unloaded. 0 when the loader does not say. */
+static int objects_cb(struct dl_phdr_info *i, size_t size, void *arg)
+{
+	if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof(i->dlpi_subs))
+		*(unsigned long long *)arg = i->dlpi_adds + i->dlpi_subs;
+	return 1; /* the first object says it */
+}
+
+static unsigned long long objects_generation(void)
+{
+	unsigned long long g = 0;
+	dl_iterate_phdr(objects_cb, &g);
+	return g;
+}
+
+/* The generation when the registration line was made: the recorder reads
+ * our mappings when it takes that line. */
+static unsigned long long objects_gen;
+
+/* Connection thread: a library was loaded or unloaded since the last
+ * look: "maps" tells the recorder to read our mappings again now, while
+ * we live, so a dump after we exit still names the library's functions
+ * (it reads them only at registration otherwise). */
+static void note_objects(unsigned long long *gen)
+{
+	unsigned long long g = objects_generation();
+	if (g == *gen)
+		return;
+	*gen = g;
+	pthread_mutex_lock(&names_lock);
+	queue_line("maps\n", 5);
+	pthread_mutex_unlock(&names_lock);
+}
+
 /* Connection thread: send what the socket takes of the queue. Returns the
  * bytes still queued, or -1 when the connection is broken. */
 static ssize_t flush_queue(void)
@@ -468,27 +515,14 @@ static struct app_buf *map_buffer(int fd)
 	uint64_t total = bt_app_shm_layout(hdr.block_size, hdr.active, hdr.nblocks, hdr.ncores, &mo, &co, &dof);
 	if (total != hdr.total_size || mo != hdr.meta_off || co != hdr.cores_off || dof != hdr.data_off)
 		return NULL;
-	struct app_buf *b = calloc(1, sizeof(*b));
-	if (!b)
-		return NULL;
 	/* Populated: otherwise the first pass over the buffer takes a page
 	 * fault every few dozen events, inside them (~2.3 us each here). */
 	void *base = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (base == MAP_FAILED) {
-		free(b);
+	if (base == MAP_FAILED)
 		return NULL;
-	}
-	b->shm = base;
-	b->meta = (struct bt_app_meta *)((uint8_t *)base + mo);
-	b->cores = (struct bt_app_core *)((uint8_t *)base + co);
-	b->data = (uint8_t *)base + dof;
-	b->bsize = hdr.block_size;
-	b->A = hdr.active;
-	b->R = hdr.nblocks / hdr.active;
-	b->rmask = (b->R & (b->R - 1)) == 0 ? b->R - 1 : 0;
-	b->ncores = hdr.ncores;
-	b->size = total;
-	b->fd = fd;
+	struct app_buf *b = btrace_buf_view_(base, total, fd);
+	if (!b)
+		munmap(base, total);
 	return b;
 }
 
@@ -508,10 +542,10 @@ static void release_pages(struct app_buf *b)
 static struct app_buf *publish(struct app_buf *b)
 {
 	struct app_buf *old = atomic_load_explicit(&g_buf, memory_order_relaxed);
-	btrace_funcs_calibrate_(); /* once per process: ~10 ms */
 	b->older = old;
-	/* Release: pairs with the acquire load in write_event(): the mapping
-	 * and geometry are visible before the pointer. */
+	/* Release: pairs with the acquire loads in write_event() and
+	 * btrace_attached(): the mapping, geometry and early flag are
+	 * visible before the pointer. */
 	atomic_store_explicit(&g_buf, b, memory_order_release);
 	__atomic_store_n(&btrace_on_, 1, __ATOMIC_RELAXED);
 	btrace_funcs_attached_(1);
@@ -524,6 +558,7 @@ int btrace_attach_fd_(int fd)
 	if (!b)
 		return -EINVAL;
 	b->fd = -1; /* the caller owns it: a detach never punches it */
+	btrace_funcs_calibrate_(10);
 	publish(b);
 	return 0;
 }
@@ -566,37 +601,69 @@ static void detach(int s)
 	release_pages(b);
 }
 
-static void serve_recorder(int s)
+/* The registration line: " funcs" when the hooks are linked
+ * (func_hooks.c), " early" when a buffer of our own goes with it; a
+ * recorder before these ignores the words. */
+static void register_line(char *line, size_t max, int early, int forked)
 {
-	char line[256];
+	/* Not in a forked child's early registration (it may run where the
+	 * loader's lock is not to be taken): its first look sends "maps". */
+	if (btrace_funcs_linked_ && !early)
+		objects_gen = objects_generation();
+	char parent[32] = "";
+
+	/* A forked child may be gone before the recorder reads its
+	 * mappings: they are its parent's. */
+	if (forked)
+		snprintf(parent, sizeof(parent), " parent=%d", (int)getppid());
+	snprintf(line, max, "app-register %s%s%s%s\n", app_name, btrace_funcs_linked_ ? " funcs" : "",
+		 early ? " early" : "", parent);
+}
+
+/* Serve a recorder on socket s. early: s is a forked child's registration,
+ * sent with the buffer it writes in meanwhile (early_register()). */
+static void serve_recorder(int s, int early)
+{
+	char line[256] = "";
 	int fd = -1;
-	pthread_mutex_lock(&names_lock); /* app_name may be set by btrace_init() */
-	/* " funcs": the hooks are linked (func_hooks.c); a recorder before
-	 * this ignores the word. */
-	snprintf(line, sizeof(line), "app-register %s%s\n", app_name, btrace_funcs_linked_ ? " funcs" : "");
-	pthread_mutex_unlock(&names_lock);
-	if (send_all(s, line, strlen(line)) < 0 || recv_line(s, line, sizeof(line), &fd) <= 0 ||
-	    strcmp(line, "ok") != 0 || fd < 0) {
+	if (!early) {
+		pthread_mutex_lock(&names_lock); /* app_name may be set by btrace_init() */
+		register_line(line, sizeof(line), 0, 0);
+		pthread_mutex_unlock(&names_lock);
+	}
+	int answered = (early || send_all(s, line, strlen(line)) == 0) && recv_line(s, line, sizeof(line), &fd) > 0;
+	/* Release: pairs with the acquire load in early_exit(). */
+	atomic_store_explicit(&early_pending, 0, memory_order_release);
+	if (!answered || strcmp(line, "ok") != 0 || fd < 0) {
 		if (getenv("BTRACE_VERBOSE") && strncmp(line, "error", 5) == 0)
 			fprintf(stderr, "btrace: recorder refused registration: %s\n", line);
 		if (fd >= 0)
 			close(fd);
-		close(s);
+		if (early)
+			detach(s); /* what went into our own buffer is not traced */
+		else
+			close(s);
 		return;
 	}
 	struct app_buf *b = map_buffer(fd);
 	if (!b) {
 		close(fd);
-		close(s);
+		if (early)
+			detach(s);
+		else
+			close(s);
 		return;
 	}
-	/* Names first: every event the recorder can see names an id it knows. */
-	pthread_mutex_lock(&names_lock);
-	conn_fd = s;
-	outq_len = 0;
-	for (uint32_t id = 1; id <= nnames; id++)
-		send_name(id);
-	pthread_mutex_unlock(&names_lock);
+	/* Names first: every event the recorder can see names an id it knows
+	 * (an early registration sent them behind its line). */
+	if (!early) {
+		pthread_mutex_lock(&names_lock);
+		conn_fd = s;
+		outq_len = 0;
+		for (uint32_t id = 1; id <= nnames; id++)
+			send_name(id);
+		pthread_mutex_unlock(&names_lock);
+	}
 	ssize_t left;
 	while ((left = flush_queue()) > 0) {
 		struct pollfd pf = { .fd = s, .events = POLLOUT };
@@ -607,19 +674,31 @@ static void serve_recorder(int s)
 		detach(s);
 		return;
 	}
-	publish(b); /* nothing before it: a detach cleared g_buf */
+	btrace_funcs_calibrate_(10); /* once per process: ~10 ms */
+	/* Nothing before it (a detach cleared g_buf) but an early buffer,
+	 * which the recorder reads and frees from now on, as after a resize. */
+	struct app_buf *ebuf = publish(b);
 	pthread_mutex_lock(&names_lock);
 	note_names(b);
 	pthread_mutex_unlock(&names_lock);
+	if (ebuf && ebuf->fd >= 0) {
+		close(ebuf->fd);
+		ebuf->fd = -1;
+	}
 
+	/* Function records name code by address: a library loaded since the
+	 * registration is looked for every OBJECTS_MS while tracing functions. */
 	for (;;) {
 		struct pollfd pf[2] = { { .fd = s, .events = POLLIN | (left > 0 ? POLLOUT : 0) },
 					{ .fd = wake_fd, .events = POLLIN } };
-		if (poll(pf, 2, -1) < 0) {
+		int pr = poll(pf, 2, btrace_funcs_linked_ ? OBJECTS_MS : -1);
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
 			break;
 		}
+		if (btrace_funcs_linked_)
+			note_objects(&objects_gen);
 		if (pf[1].revents) {
 			uint64_t v;
 			ssize_t rd = read(wake_fd, &v, sizeof(v));
@@ -670,13 +749,59 @@ static void *conn_thread(void *arg)
 	if (retry < 10)
 		retry = 10;
 	for (;;) {
-		int s = connect_recorder();
+		int early = early_sock >= 0;
+		int s = early ? early_sock : connect_recorder();
+		early_sock = -1;
 		if (s >= 0)
-			serve_recorder(s);
+			serve_recorder(s, early);
 		struct timespec ts = { retry / 1000, (retry % 1000) * 1000000L };
 		nanosleep(&ts, NULL);
 	}
 	return NULL;
+}
+
+/* Under names_lock, before the process runs code of its own (a forked
+ * child of an attached parent: fork() has not returned; a process that
+ * starts: its constructor): a buffer to write in from the first call
+ * (made by make(), sizes in app_early.c), passed with the registration
+ * (the recorder reads it as a resize's older buffer), then the names
+ * behind it. Registration takes the recorder tens of ms; without this a
+ * child's first calls were lost, uncounted. 0, or -1 with nothing changed
+ * (no recorder listens, or no memory). */
+static int early_register(const struct app_buf *like)
+{
+	char line[256];
+	int s = connect_recorder();
+	uint32_t pid = (uint32_t)getpid();
+	struct app_buf *b;
+
+	if (s < 0)
+		return -1;
+	b = like ? btrace_early_buffer_(like->bsize, like->A, like->A * like->R, like->ncores, pid)
+		 : btrace_fresh_buffer_(pid);
+	register_line(line, sizeof(line), 1, like != NULL);
+	if (!b || bt_send_fd_line(s, line, b->fd, MSG_DONTWAIT) < 0 /* a fresh connection takes a line */) {
+		if (b) {
+			munmap(b->shm, b->size);
+			close(b->fd);
+			free(b);
+		}
+		close(s);
+		return -1;
+	}
+	conn_fd = s;
+	early_sock = s;
+	atomic_store_explicit(&early_pending, 1, memory_order_relaxed);
+	for (uint32_t id = 1; id <= nnames; id++)
+		send_name(id);
+	/* A process that starts with the hooks has no tick rate yet: a short
+	 * first measure (refined each second after) rather than the 10 ms the
+	 * connection thread takes (a forked child has its parent's). */
+	if (btrace_funcs_linked_)
+		btrace_funcs_calibrate_(2);
+	publish(b);
+	note_names(b);
+	return 0;
 }
 
 /* names_lock held across fork: the child's copy of the table is consistent. */
@@ -691,11 +816,18 @@ static void atfork_parent(void)
 }
 
 static void start(void);
+static void wait_attached(void);
 
 /* A forked child is traced as a process of its own (as uftrace does): it
- * registers with its own pid and gets a buffer of its own. */
+ * registers with its own pid and gets a buffer of its own. A child of an
+ * attached parent writes from its first call into a buffer it makes
+ * before fork() returns there (early_register), so nothing waits. Without
+ * a buffer (no recorder to connect to, no memory) it waits as main() does
+ * with BTRACE_WAIT_MS. */
 static void atfork_child(void)
 {
+	int was_attached = atomic_load_explicit(&g_buf, memory_order_relaxed) != NULL;
+
 	/* The child has no connection thread yet and must not write into its
 	 * parent's buffer: off until its own registration. */
 	__atomic_store_n(&btrace_on_, 0, __ATOMIC_RELAXED);
@@ -706,8 +838,8 @@ static void atfork_child(void)
 	/* Close what we inherited (the recorder would otherwise see the
 	 * parent's connection alive as long as this child lives); the
 	 * mappings stay, a thread of ours may not know yet. */
-	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_relaxed);
-	for (; b; b = b->older)
+	struct app_buf *parent = atomic_load_explicit(&g_buf, memory_order_relaxed);
+	for (struct app_buf *b = parent; b; b = b->older)
 		if (b->fd >= 0) {
 			close(b->fd);
 			b->fd = -1;
@@ -716,6 +848,10 @@ static void atfork_child(void)
 	if (conn_fd >= 0)
 		close(conn_fd);
 	conn_fd = -1;
+	/* The parent's early registration may not be served yet (it forked
+	 * at once): that socket is the parent's, just closed as conn_fd. */
+	early_sock = -1;
+	atomic_store_explicit(&early_pending, 0, memory_order_relaxed);
 	free(outq);
 	outq = NULL;
 	outq_len = outq_cap = 0;
@@ -726,10 +862,14 @@ static void atfork_child(void)
 	 * thread would take the child's wake-ups. */
 	if (wake_fd >= 0)
 		close(wake_fd);
-	wake_fd = -1;
+	wake_fd = disabled ? -1 : eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (was_attached && wake_fd >= 0 && !disabled)
+		early_register(parent);
 	pthread_mutex_unlock(&names_lock); /* held by atfork_prepare() */
 	if (!disabled)
 		pthread_once(&start_once, start);
+	if (was_attached)
+		wait_attached();
 }
 
 static void start(void)
@@ -766,6 +906,12 @@ static void start(void)
 		disabled = 1;
 		return;
 	}
+	/* With a recorder listening, write from the first call (a forked
+	 * child did already, in atfork_child). */
+	pthread_mutex_lock(&names_lock);
+	if (early_sock < 0 && !atomic_load_explicit(&g_buf, memory_order_relaxed))
+		early_register(NULL);
+	pthread_mutex_unlock(&names_lock);
 	if (!atfork_set) /* once: a child runs start() again */
 		pthread_atfork(atfork_prepare, atfork_parent, atfork_child);
 	atfork_set = 1;
@@ -801,7 +947,11 @@ int btrace_init(const char *name)
 
 int btrace_attached(void)
 {
-	return atomic_load_explicit(&g_buf, memory_order_relaxed) != NULL;
+	/* Acquire: pairs with the release store in publish(); early is
+	 * written before the buffer is. An early buffer is not the
+	 * recorder's: it may yet refuse the registration. */
+	struct app_buf *b = atomic_load_explicit(&g_buf, memory_order_acquire);
+	return b && !b->early;
 }
 
 /* BTRACE_WAIT_MS=N: the program starts (main runs) only once a recorder
@@ -823,6 +973,23 @@ static void wait_attached(void)
 		/* The hooks are on a moment after the buffer is in (publish()). */
 		if (btrace_attached() && (!funcs || __atomic_load_n(&btrace_funcs_on_, __ATOMIC_RELAXED)))
 			return;
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* A process that exits before the recorder answered its early
+ * registration: the names of its calls come from its mappings, which the
+ * recorder reads before it answers and cannot read once we are gone
+ * (exit() only: _exit and crashes do not wait). At most
+ * BTRACE_EXIT_WAIT_MS (default 250; 0: never). */
+__attribute__((destructor)) static void early_exit(void)
+{
+	const char *w = getenv("BTRACE_EXIT_WAIT_MS");
+	long ms = w ? atol(w) : 250;
+
+	/* Acquire: pairs with the release store in serve_recorder(). */
+	for (long i = 0; i < ms && atomic_load_explicit(&early_pending, memory_order_acquire); i++) {
 		struct timespec ts = { 0, 1000 * 1000 };
 		nanosleep(&ts, NULL);
 	}

@@ -53,6 +53,8 @@
  * never returned torn.
  */
 #include "btrace_buffer_int.h"
+#include "errors.h"
+#include "clocks.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -62,20 +64,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
-static void set_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- writers: padding and closing -------------------------------------- */
 
@@ -713,14 +706,30 @@ const void *bt_block_next(const struct bt_block_view *v, uint32_t *off, uint32_t
 
 /* ---- resize (4.4) -------------------------------------------------------- */
 
+/* Zero a file range: its pages go back to the kernel (a shared buffer's
+ * slot released, or a handed buffer reused). */
+static int punch(int fd, uint64_t off, uint64_t len)
+{
+	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ? -errno : 0;
+}
+
 static int map_slot(struct bt_buffer *b, uint32_t s, bool populate)
 {
 	/* Fresh zero pages over the reserved range. MAP_POPULATE backs them
 	 * now, in the kernel, so writers never page-fault on a new block; a
 	 * grow skips it (the kernel zeroes ~4 GB/s: 50 ms for 192 MiB) and
-	 * lets the pages fault in as the new blocks are first written. */
-	if (mmap(block_at(b, s * b->A), slot_bytes(b), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0), -1, 0) == MAP_FAILED)
+	 * lets the pages fault in as the new blocks are first written. A
+	 * shared buffer maps its file's range (zero: punched at create and
+	 * at each release). */
+	void *at = block_at(b, s * b->A), *p;
+
+	if (b->shm_fd >= 0)
+		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0),
+			 b->shm_fd, (off_t)(b->shm_data_off + (uint64_t)s * slot_bytes(b)));
+	else
+		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0), -1, 0);
+	if (p == MAP_FAILED)
 		return -errno;
 	b->mapped[s] = 1;
 	atomic_fetch_add_explicit(&b->nmapped, 1, memory_order_relaxed);
@@ -733,17 +742,15 @@ static int unmap_slot(struct bt_buffer *b, uint32_t s)
 	if (mmap(block_at(b, s * b->A), slot_bytes(b), PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0) == MAP_FAILED)
 		return -errno;
+	if (b->shm_fd >= 0) {
+		int e = punch(b->shm_fd, b->shm_data_off + (uint64_t)s * slot_bytes(b), slot_bytes(b));
+
+		if (e)
+			return e;
+	}
 	b->mapped[s] = 0;
 	atomic_fetch_sub_explicit(&b->nmapped, 1, memory_order_relaxed);
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
 static void pause_briefly(void)
@@ -766,7 +773,7 @@ static int wait_readers(struct bt_buffer *b, uint64_t deadline)
 
 			if (re == 0 || re >= e)
 				break;
-			if (now_ns() > deadline)
+			if (bt_now_ns() > deadline)
 				return -ETIMEDOUT;
 			pause_briefly();
 		}
@@ -827,7 +834,7 @@ static int publish_layout(struct bt_buffer *b, uint32_t R2, const uint16_t *add,
 			if ((GPOS(g) + b->A - 1) / b->A != r0 || GGEN(g) != gen)
 				break; /* a new round started: rebuild */
 		}
-		if (now_ns() > deadline)
+		if (bt_now_ns() > deadline)
 			return -ETIMEDOUT;
 	}
 }
@@ -867,7 +874,7 @@ static int retire_old_generation(struct bt_buffer *b, uint64_t P, uint64_t deadl
 			 * in-flight ones confirm. Never blocks them. */
 			if (close_round_before(b, mt, RND(cf) + 1))
 				atomic_fetch_add_explicit(&b->closed, 1, memory_order_relaxed);
-			if (now_ns() > deadline)
+			if (bt_now_ns() > deadline)
 				return -ETIMEDOUT;
 			pause_briefly();
 		}
@@ -905,7 +912,7 @@ size_t bt_round_size(const struct bt_buffer *b, size_t size)
 
 int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, size_t errlen)
 {
-	uint64_t budget = (uint64_t)(timeout_ms ? timeout_ms : 2000) * 1000000ull, deadline = now_ns() + budget;
+	uint64_t budget = (uint64_t)(timeout_ms ? timeout_ms : 2000) * 1000000ull, deadline = bt_now_ns() + budget;
 	uint32_t R, R2 = (uint32_t)(size / slot_bytes(b)), nadd = 0, ndrop = 0;
 	uint16_t *add = NULL, *drop = NULL;
 	uint8_t *taken = NULL;
@@ -913,17 +920,17 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 	int ret = 0;
 
 	if (size > b->max_size) {
-		set_err(err, errlen, "%zu bytes is over the maximum of %zu reserved at start (raise the maximum size)",
+		bt_errmsg(err, errlen, "%zu bytes is over the maximum of %zu reserved at start (raise the maximum size)",
 			size, b->max_size);
 		return -E2BIG;
 	}
 	if (R2 == 0) {
-		set_err(err, errlen, "%zu bytes is below the minimum of %zu (A=%u blocks of %u bytes)", size,
+		bt_errmsg(err, errlen, "%zu bytes is below the minimum of %zu (A=%u blocks of %u bytes)", size,
 			slot_bytes(b), b->A, b->bsize);
 		return -EINVAL;
 	}
 	if (atomic_flag_test_and_set_explicit(&b->resizing, memory_order_acquire)) {
-		set_err(err, errlen, "another resize is in progress");
+		bt_errmsg(err, errlen, "another resize is in progress");
 		return -EBUSY;
 	}
 	/* A shrink whose retire timed out left producers able to touch its
@@ -931,7 +938,7 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 	if (b->retire_unfinished) {
 		ret = retire_old_generation(b, b->retire_P, deadline);
 		if (ret) {
-			set_err(err, errlen, "a writer is still stalled inside a block of an earlier shrink; try again");
+			bt_errmsg(err, errlen, "a writer is still stalled inside a block of an earlier shrink; try again");
 			goto out;
 		}
 		b->retire_unfinished = false;
@@ -953,7 +960,7 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 			if (b->is_pending[s]) {
 				taken[s] = 1;
 			} else if ((ret = map_slot(b, s, false)) < 0) {
-				set_err(err, errlen, "cannot map %zu bytes: %s", slot_bytes(b), strerror(-ret));
+				bt_errmsg(err, errlen, "cannot map %zu bytes: %s", slot_bytes(b), strerror(-ret));
 				for (uint32_t i = 0; i < nadd; i++) /* never published */
 					if (!taken[add[i]])
 						unmap_slot(b, add[i]);
@@ -974,7 +981,7 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 	if (R2 != R) {
 		ret = publish_layout(b, R2, add, drop, &ndrop, deadline, &P);
 		if (ret) {
-			set_err(err, errlen, "the buffer advanced too fast to publish a new layout in time; try again");
+			bt_errmsg(err, errlen, "the buffer advanced too fast to publish a new layout in time; try again");
 			for (uint32_t i = 0; i < nadd; i++) /* never published: back to how it was */
 				if (taken[add[i]]) {
 					b->pending[b->npending++] = add[i];
@@ -991,20 +998,20 @@ int bt_resize(struct bt_buffer *b, size_t size, unsigned timeout_ms, char *err, 
 		}
 		if (ndrop) {
 			/* A fresh budget: publishing may have used some. */
-			ret = retire_old_generation(b, P, now_ns() + budget);
+			ret = retire_old_generation(b, P, bt_now_ns() + budget);
 			if (ret) {
 				b->retire_unfinished = true;
 				b->retire_P = P;
-				set_err(err, errlen,
+				bt_errmsg(err, errlen,
 					"a writer stalled inside a released block; the size changed, its memory is "
 					"released by the next resize");
 			}
 		}
 	}
 	if (ret == 0) {
-		ret = release_pending(b, now_ns() + budget);
+		ret = release_pending(b, bt_now_ns() + budget);
 		if (ret == -ETIMEDOUT)
-			set_err(err, errlen, "a reader (a dump in progress) kept the released memory; it is released by "
+			bt_errmsg(err, errlen, "a reader (a dump in progress) kept the released memory; it is released by "
 					     "the next resize");
 	}
 	if (ret == 0)
@@ -1019,26 +1026,31 @@ out:
 
 /* ---- create / destroy / stats -------------------------------------------- */
 
-struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen)
+/* The geometry of cfg, checked: block size, A, slots now and at most. */
+struct geometry {
+	uint32_t bsize, A, R, Rmax;
+	size_t sbytes;
+};
+
+static int check_geometry(const struct bt_config *cfg, struct geometry *g, char *err, size_t errlen)
 {
 	uint32_t bsize = cfg->block_size ? cfg->block_size : BT_DEFAULT_BLOCK_SIZE;
 	uint32_t ncores = cfg->ncores, A;
 	size_t sbytes, max_size;
-	struct bt_buffer *b;
-	uint32_t R, Rmax, start;
+	uint32_t R;
 
 	if (bsize < BT_MIN_BLOCK_SIZE || bsize > BT_MAX_BLOCK_SIZE || (bsize & (bsize - 1))) {
-		set_err(err, errlen, "block size %u must be a power of two between %u and %u", bsize,
+		bt_errmsg(err, errlen, "block size %u must be a power of two between %u and %u", bsize,
 			BT_MIN_BLOCK_SIZE, BT_MAX_BLOCK_SIZE);
-		goto inval;
+		return -EINVAL;
 	}
 	if (ncores == 0 || ncores > BT_MAX_CORES) {
-		set_err(err, errlen, "number of cores %u must be between 1 and %u", ncores, BT_MAX_CORES);
-		goto inval;
+		bt_errmsg(err, errlen, "number of cores %u must be between 1 and %u", ncores, BT_MAX_CORES);
+		return -EINVAL;
 	}
 	if (cfg->size == 0) {
-		set_err(err, errlen, "buffer size must be greater than zero");
-		goto inval;
+		bt_errmsg(err, errlen, "buffer size must be greater than zero");
+		return -EINVAL;
 	}
 	A = cfg->active;
 	if (A == 0) { /* default 16 x cores, the paper's sweet spot, if it fits */
@@ -1048,38 +1060,76 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 		if ((size_t)A * bsize > cfg->size)
 			A = (uint32_t)(cfg->size / bsize);
 		if (A < ncores) {
-			set_err(err, errlen, "buffer of %zu bytes holds %zu blocks of %u bytes, fewer than %u cores",
+			bt_errmsg(err, errlen, "buffer of %zu bytes holds %zu blocks of %u bytes, fewer than %u cores",
 				cfg->size, cfg->size / bsize, bsize, ncores);
-			goto inval;
+			return -EINVAL;
 		}
 	}
 	if (A == 0 || A > 0xffff) {
-		set_err(err, errlen, "active blocks %u must be between 1 and 65535", A);
-		goto inval;
+		bt_errmsg(err, errlen, "active blocks %u must be between 1 and 65535", A);
+		return -EINVAL;
 	}
 	sbytes = (size_t)A * bsize;
 	if (sbytes % (size_t)sysconf(_SC_PAGESIZE)) {
-		set_err(err, errlen, "A=%u blocks of %u bytes (%zu) must be a multiple of the page size %ld", A,
+		bt_errmsg(err, errlen, "A=%u blocks of %u bytes (%zu) must be a multiple of the page size %ld", A,
 			bsize, sbytes, sysconf(_SC_PAGESIZE));
-		goto inval;
+		return -EINVAL;
 	}
 	max_size = cfg->max_size ? cfg->max_size : cfg->size;
 	if (max_size < cfg->size) {
-		set_err(err, errlen, "maximum size %zu is below the size %zu", max_size, cfg->size);
-		goto inval;
+		bt_errmsg(err, errlen, "maximum size %zu is below the size %zu", max_size, cfg->size);
+		return -EINVAL;
 	}
 	R = (uint32_t)(cfg->size / sbytes);
 	if (R == 0) {
-		set_err(err, errlen, "buffer of %zu bytes is smaller than A=%u active blocks of %u bytes (%zu)",
+		bt_errmsg(err, errlen, "buffer of %zu bytes is smaller than A=%u active blocks of %u bytes (%zu)",
 			cfg->size, A, bsize, sbytes);
-		goto inval;
+		return -EINVAL;
 	}
 	if (max_size / sbytes > MAX_SLOTS) {
-		set_err(err, errlen, "maximum size %zu needs more than %u slots of %zu bytes (raise the block size)",
+		bt_errmsg(err, errlen, "maximum size %zu needs more than %u slots of %zu bytes (raise the block size)",
 			max_size, MAX_SLOTS, sbytes);
-		goto inval;
+		return -EINVAL;
 	}
-	Rmax = (uint32_t)(max_size / sbytes);
+	g->bsize = bsize;
+	g->A = A;
+	g->R = R;
+	g->Rmax = (uint32_t)(max_size / sbytes);
+	g->sbytes = sbytes;
+	return 0;
+}
+
+int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *max_size, char *err, size_t errlen)
+{
+	struct geometry g;
+	int e = check_geometry(cfg, &g, err, errlen);
+
+	if (e)
+		return e;
+	*A = g.A;
+	*max_size = (size_t)g.Rmax * g.sbytes;
+	return 0;
+}
+
+size_t bt_buffer_meta_bytes(uint32_t A)
+{
+	return sizeof(struct bt_meta) * A;
+}
+
+struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen)
+{
+	struct geometry g;
+	uint32_t ncores = cfg->ncores, A, bsize, R, Rmax, start;
+	size_t sbytes;
+	struct bt_buffer *b;
+
+	if (check_geometry(cfg, &g, err, errlen))
+		goto inval;
+	bsize = g.bsize;
+	A = g.A;
+	R = g.R;
+	Rmax = g.Rmax;
+	sbytes = g.sbytes;
 	start = cfg->start_round ? cfg->start_round : 1; /* position 0 marks a never-used block */
 
 	b = aligned_alloc(CACHELINE, (sizeof(*b) + CACHELINE - 1) / CACHELINE * CACHELINE);
@@ -1096,9 +1146,26 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	b->max_slots = Rmax;
 	b->max_size = (size_t)Rmax * sbytes;
 	b->prefault = cfg->prefault;
+	b->shm_fd = -1;
 	atomic_flag_clear(&b->resizing);
 	atomic_init(&b->epoch, 1);
-	b->meta = aligned_alloc(CACHELINE, sizeof(*b->meta) * A);
+	if (cfg->shm) {
+		/* The handed file is reused from zero: its old contents were
+		 * read (dumped) before (user/handover/). */
+		int e = punch(cfg->shm->fd, cfg->shm->data_off, b->max_size);
+		void *m = e ? MAP_FAILED : mmap(NULL, bt_buffer_meta_bytes(A), PROT_READ | PROT_WRITE, MAP_SHARED,
+						cfg->shm->fd, (off_t)cfg->shm->meta_off);
+
+		if (m == MAP_FAILED) {
+			bt_errmsg(err, errlen, "cannot map the shared buffer: %s", strerror(e ? -e : errno));
+			goto nomem_free;
+		}
+		b->meta = m;
+		b->shm_fd = cfg->shm->fd;
+		b->shm_data_off = cfg->shm->data_off;
+	} else {
+		b->meta = aligned_alloc(CACHELINE, sizeof(*b->meta) * A);
+	}
 	b->cores = aligned_alloc(CACHELINE, sizeof(*b->cores) * ncores);
 	b->mapped = calloc(Rmax, 1);
 	b->pending = calloc(Rmax, sizeof(*b->pending));
@@ -1119,7 +1186,7 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 	}
 	b->data = mmap(NULL, b->max_size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (b->data == MAP_FAILED) {
-		set_err(err, errlen, "cannot reserve %zu bytes of address space: %s", b->max_size, strerror(errno));
+		bt_errmsg(err, errlen, "cannot reserve %zu bytes of address space: %s", b->max_size, strerror(errno));
 		b->data = NULL;
 		goto nomem_free;
 	}
@@ -1127,7 +1194,7 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 		int e = map_slot(b, s, b->prefault);
 
 		if (e) {
-			set_err(err, errlen, "cannot map %zu bytes: %s", sbytes, strerror(-e));
+			bt_errmsg(err, errlen, "cannot map %zu bytes: %s", sbytes, strerror(-e));
 			goto nomem_free;
 		}
 		atomic_init(&b->layouts[0].order[s], (uint16_t)s);
@@ -1141,12 +1208,12 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 
 nomem_free:
 	if (err && !err[0])
-		set_err(err, errlen, "out of memory");
+		bt_errmsg(err, errlen, "out of memory");
 	bt_buffer_destroy(b);
 	errno = ENOMEM;
 	return NULL;
 nomem:
-	set_err(err, errlen, "out of memory");
+	bt_errmsg(err, errlen, "out of memory");
 	errno = ENOMEM;
 	return NULL;
 inval:
@@ -1166,7 +1233,10 @@ void bt_buffer_destroy(struct bt_buffer *b)
 	free(b->is_pending);
 	free(b->mapped);
 	free(b->cores);
-	free(b->meta);
+	if (b->shm_fd >= 0)
+		munmap(b->meta, bt_buffer_meta_bytes(b->A));
+	else
+		free(b->meta);
 	free(b);
 }
 

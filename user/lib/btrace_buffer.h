@@ -57,7 +57,18 @@ struct bt_entry_hdr {
 /* Largest payload bt_write() accepts for a given block size. */
 #define BT_MAX_PAYLOAD(block_size) ((block_size) - BT_BLOCK_HDR - BT_ENTRY_HDR)
 
+/* Where a buffer's state lives when it must outlive its process (the
+ * recorder's hand-over, user/handover/): the metadata words at meta_off
+ * and the data blocks at data_off of file fd (a memfd), mapped shared.
+ * The buffer zeroes both at create; the file must be that large. */
+struct bt_shm_place {
+	int fd;
+	uint64_t meta_off; /* page-aligned, bt_buffer_meta_bytes(A) bytes */
+	uint64_t data_off; /* page-aligned, max_size bytes */
+};
+
 struct bt_config {
+	const struct bt_shm_place *shm; /* NULL: private anonymous memory */
 	size_t size;          /* initial capacity in bytes (data blocks only) */
 	size_t max_size;      /* virtual reservation; 0 = same as size */
 	uint32_t block_size;  /* power of two, BT_MIN_BLOCK_SIZE..BT_MAX_BLOCK_SIZE; 0 = 4 KiB */
@@ -117,6 +128,12 @@ struct bt_buffer;
  * writes a one-line reason to err[0..errlen). */
 struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen);
 void bt_buffer_destroy(struct bt_buffer *b);
+
+/* The geometry bt_buffer_create(cfg) would choose: A and the reserved
+ * size; 0, or -EINVAL with a reason in err. */
+int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *max_size, char *err, size_t errlen);
+/* Bytes of the metadata words of A active blocks (bt_shm_place.meta_off). */
+size_t bt_buffer_meta_bytes(uint32_t A);
 
 /* Append one entry for `core`. Returns 0, -EMSGSIZE (entry can never fit a
  * block; counted), -EINVAL (core out of range), -EAGAIN (every candidate
@@ -180,6 +197,10 @@ int bt_capture_read(const struct bt_capture *c, bt_block_cb cb, void *ctx);
 /* The oldest position captured, BT_NO_POS if none (where a cold tier's
  * history ends: cold_tier.h). */
 uint64_t bt_capture_oldest_pos(const struct bt_capture *c);
+/* prev[core] = the prev_pos of each core's oldest captured block (the
+ * block a cold tier must end on to join it), BT_NO_POS if none, for cores
+ * 0..ncores-1. */
+void bt_capture_first_prev(const struct bt_capture *c, uint64_t *prev, uint32_t ncores);
 /* The counters at the capture, and how long the copy took (ns, reader
  * entry to exit; allocation not included). */
 const struct bt_stats *bt_capture_stats(const struct bt_capture *c);
@@ -187,6 +208,33 @@ const struct bt_stats *bt_capture_stats(const struct bt_capture *c);
 const struct bt_read_stats *bt_capture_read_stats(const struct bt_capture *c);
 uint64_t bt_capture_copy_ns(const struct bt_capture *c);
 void bt_capture_free(struct bt_capture *c);
+
+/* What bt_capture_salvage found in a dead buffer's memory. */
+struct bt_salvage_stats {
+	uint64_t blocks_used;    /* blocks with a position */
+	uint64_t blocks_kept;    /* handed to the capture */
+	uint64_t blocks_bad;     /* refused: core, round or position not believable */
+	uint64_t blocks_torn;    /* the open block of a round with a write in flight: kept to its confirmed bytes */
+	uint64_t blocks_dup;     /* a position seen twice: the later copy refused */
+	uint64_t entries_bad;    /* entries (event batches) refused by the caller's check (bt_capture_filter) */
+};
+/* A capture of a buffer whose writer is gone (it died or stopped), read
+ * from its shared memory (bt_shm_place) as untrusted input: meta and data
+ * as mapped, nblocks data blocks of bsize bytes, A metadata words. Every
+ * block is checked against its metadata word; what is refused is counted
+ * in ss, never read past its block. NULL with errno (EINVAL: bad geometry,
+ * ENOMEM). present: per slot of A blocks, 0 if it has no memory (never
+ * read: reading a hole of a memfd would allocate it), NULL all have.
+ * The capture's counters are zero but for the geometry: set them with
+ * bt_capture_set_stats. */
+struct bt_capture *bt_capture_salvage(const void *meta, const void *data, uint32_t bsize, uint32_t A,
+				      uint32_t ncores, uint32_t nblocks, const uint8_t *present,
+				      struct bt_salvage_stats *ss);
+void bt_capture_set_stats(struct bt_capture *c, const struct bt_stats *st);
+/* Turn every entry keep() refuses (returns 0) into padding: what a
+ * salvage's reader could not believe. Returns how many. */
+typedef int (*bt_entry_keep_cb)(const struct bt_block_view *blk, const void *ent, uint32_t len, void *ctx);
+uint64_t bt_capture_filter(struct bt_capture *c, bt_entry_keep_cb keep, void *ctx);
 
 /* Iterate data entries of a block view: returns the next payload or NULL.
  * *off starts at 0. Padding is skipped; a malformed block ends the walk. */

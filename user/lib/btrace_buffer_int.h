@@ -85,6 +85,8 @@ struct bt_buffer {
 	struct bt_core *cores;
 	struct bt_layout layouts[NLAYOUTS];
 	bool prefault;
+	int shm_fd;           /* -1: private memory; else meta and data live in this file */
+	uint64_t shm_data_off;
 
 	_Atomic uint64_t global __attribute__((aligned(CACHELINE)));
 

@@ -27,6 +27,7 @@
  * that was busy is retried on its own after the bulk pass.
  */
 #include "btrace_buffer_int.h"
+#include "clocks.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -59,14 +60,6 @@ struct bt_capture {
 	struct bt_read_stats rst;
 	uint64_t copy_ns;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The bulk copy of bytes writers may be changing; each block is validated
  * by its sequence word afterwards, so the race is intended. ThreadSanitizer
@@ -299,7 +292,7 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 	cur = GPOS(g) / b->A;
 	vs0 = n ? (uint32_t)((cur - base) % n) : 0;
 	m0 = (uint32_t)(GPOS(g) % b->A);
-	t0 = mono_ns();
+	t0 = bt_now_ns();
 	for (uint32_t k = 0; k <= n && n; k++) {
 		uint32_t vs = (vs0 + k) % n, lo = k == 0 ? m0 : 0, hi = k == n ? m0 : b->A;
 		size_t at = (size_t)(k % n) * b->A;
@@ -307,7 +300,7 @@ struct bt_capture *bt_capture(struct bt_buffer *b, struct bt_read_stats *st)
 		capture_slot(b, GPOS(g), slots[vs], lo, hi, c->data + (at << b->bshift), c->blk + at, p1, cf, al);
 	}
 	retry_busy(b, c);
-	c->copy_ns = mono_ns() - t0;
+	c->copy_ns = bt_now_ns() - t0;
 	bt_buffer_stats(b, &c->stats);
 	bt_reader_exit_(b, ri);
 	index_blocks(c, st);
@@ -340,6 +333,18 @@ uint64_t bt_capture_oldest_pos(const struct bt_capture *c)
 	return c->nvalid ? c->blk[c->order[0].i].pos : BT_NO_POS;
 }
 
+void bt_capture_first_prev(const struct bt_capture *c, uint64_t *prev, uint32_t ncores)
+{
+	for (uint32_t i = 0; i < ncores; i++)
+		prev[i] = BT_NO_POS;
+	for (uint32_t k = ncores ? c->nvalid : 0; k > 0; k--) { /* newest first: the oldest of a core wins */
+		const struct bt_block_hdr *h = (const struct bt_block_hdr *)(c->data + (size_t)c->order[k - 1].i * c->bsize);
+
+		if (h->core < ncores)
+			prev[h->core] = h->prev_pos;
+	}
+}
+
 const struct bt_stats *bt_capture_stats(const struct bt_capture *c)
 {
 	return &c->stats;
@@ -364,4 +369,141 @@ void bt_capture_free(struct bt_capture *c)
 	free(c->blk);
 	free(c->order);
 	free(c);
+}
+
+/* ---- salvage: a dead writer's buffer ------------------------------------ */
+
+/* How much of block d (its header's position p) a salvage keeps: as
+ * classify() judges a live block, from the metadata word of its round,
+ * except that nothing will ever confirm a write in flight now: an open
+ * block keeps the bytes confirmed (its entries are checked when read). */
+static int salvage_block(const struct bt_meta *meta, uint32_t bsize, uint32_t A, uint64_t p, struct cap_block *cb,
+			 struct bt_salvage_stats *ss)
+{
+	struct bt_meta *mt = (struct bt_meta *)&meta[p % A]; /* loads want it non-const */
+	uint32_t r = (uint32_t)(p / A), cbits = (uint32_t)__builtin_ctz(bsize) + 1;
+	/* Relaxed: the writer is gone; these words are data to check. */
+	uint64_t cf = atomic_load_explicit(&mt->conf, memory_order_relaxed);
+	uint64_t a = atomic_load_explicit(&mt->alloc, memory_order_relaxed);
+	uint32_t cbytes = (uint32_t)cf & ((1u << cbits) - 1);
+
+	if (RND(cf) == r && cbytes < bsize) {
+		if (cbytes < BT_BLOCK_HDR || (cbytes & 7))
+			return -1;
+		if (RND(a) != r || POS(a) != cbytes)
+			ss->blocks_torn++;
+		cb->used = cbytes;
+		cb->complete = 0;
+		return 0;
+	}
+	if ((RND(cf) == r && cbytes == bsize) || rnd_before(r, RND(cf))) {
+		cb->used = bsize;
+		cb->complete = 1;
+		return 0;
+	}
+	return -1; /* a round its metadata never reached */
+}
+
+struct bt_capture *bt_capture_salvage(const void *meta, const void *data, uint32_t bsize, uint32_t A,
+				      uint32_t ncores, uint32_t nblocks, const uint8_t *present,
+				      struct bt_salvage_stats *ss)
+{
+	struct bt_salvage_stats local;
+	struct bt_capture *c;
+	uint32_t nslots, ncopy = 0;
+
+	if (!ss)
+		ss = &local;
+	memset(ss, 0, sizeof(*ss));
+	if (bsize < BT_MIN_BLOCK_SIZE || bsize > BT_MAX_BLOCK_SIZE || (bsize & (bsize - 1)) || !A ||
+	    A > 0xffff || !ncores || ncores > BT_MAX_CORES || nblocks % A) {
+		errno = EINVAL;
+		return NULL;
+	}
+	nslots = nblocks / A;
+	for (uint32_t s = 0; s < nslots; s++)
+		ncopy += !present || present[s];
+	c = capture_alloc(ncopy * A, bsize);
+	if (!c)
+		return NULL;
+	uint64_t t0 = bt_now_ns();
+	uint32_t j = 0;
+	for (uint32_t d = 0; d < nblocks; d++) {
+		if (present && !present[d / A]) {
+			d += A - 1; /* a slot with no memory: never used */
+			continue;
+		}
+		const uint8_t *src = (const uint8_t *)data + ((size_t)d * bsize);
+		uint8_t *dst = c->data + ((size_t)j * bsize);
+		struct cap_block *cb = &c->blk[j++];
+		struct bt_block_hdr h;
+
+		memcpy(&h, src, sizeof(h));
+		cb->d = d;
+		if (!h.pos)
+			continue; /* never used (or released) */
+		ss->blocks_used++;
+		cb->pos = h.pos;
+		cb->state = BT_READ_LOST;
+		if (h.core >= ncores || salvage_block(meta, bsize, A, h.pos, cb, ss)) {
+			ss->blocks_bad++;
+			continue;
+		}
+		memcpy(dst, src, cb->used);
+		cb->state = BT_READ_OK;
+	}
+	c->copy_ns = bt_now_ns() - t0;
+	index_blocks(c, &c->rst);
+	c->rst.blocks_empty += (uint64_t)(nslots - ncopy) * A;
+	/* Two blocks with one position: only one can be true; keep the first. */
+	uint32_t k = 0;
+	for (uint32_t i = 0; i < c->nvalid; i++) {
+		if (k && c->order[k - 1].pos == c->order[i].pos) {
+			ss->blocks_dup++;
+			c->rst.blocks_read--;
+			continue;
+		}
+		c->order[k++] = c->order[i];
+	}
+	c->nvalid = k;
+	ss->blocks_kept = k;
+	c->rst.blocks_lost = ss->blocks_bad + ss->blocks_dup;
+	c->stats.block_size = bsize;
+	c->stats.nblocks = ncopy * A; /* the slots with memory: the buffer's size then */
+	c->stats.active = A;
+	c->stats.ncores = ncores;
+	c->stats.size = (size_t)ncopy * A * bsize;
+	c->stats.max_size = (size_t)nblocks * bsize;
+	return c;
+}
+
+void bt_capture_set_stats(struct bt_capture *c, const struct bt_stats *st)
+{
+	c->stats = *st;
+}
+
+uint64_t bt_capture_filter(struct bt_capture *c, bt_entry_keep_cb keep, void *ctx)
+{
+	uint64_t dropped = 0;
+
+	for (uint32_t k = 0; k < c->nvalid; k++) {
+		uint8_t *data = c->data + (size_t)c->order[k].i * c->bsize;
+		const struct cap_block *blk = &c->blk[c->order[k].i];
+		const struct bt_block_hdr *h = (const struct bt_block_hdr *)data;
+		struct bt_block_view v = {
+			.pos = blk->pos, .prev_pos = h->prev_pos, .core = h->core,
+			.used = blk->used, .complete = blk->complete, .data = data,
+		};
+		uint32_t off = 0, len;
+		const uint8_t *ent;
+
+		while ((ent = bt_block_next(&v, &off, &len)))
+			if (!keep(&v, ent, len, ctx)) {
+				/* The copy is ours: the entry becomes padding. */
+				((struct bt_entry_hdr *)(data + (ent - data) - BT_ENTRY_HDR))->kind = BT_ENTRY_PAD;
+				dropped++;
+			}
+	}
+	c->rst.entries -= dropped < c->rst.entries ? dropped : c->rst.entries;
+	return dropped;
 }

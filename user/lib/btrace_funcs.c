@@ -84,7 +84,7 @@ static BT_NOINSTR void set_rate(uint64_t m)
 	__atomic_store_n(&age_ticks, age, __ATOMIC_RELAXED);
 }
 
-void btrace_funcs_calibrate_(void)
+void btrace_funcs_calibrate_(long ms)
 {
 	const char *e = getenv("BTRACE_FUNCS");
 	if (e && strcmp(e, "0") == 0)
@@ -93,7 +93,7 @@ void btrace_funcs_calibrate_(void)
 		return;
 	uint64_t t0, n0, t1, n1;
 	pair(&t0, &n0);
-	struct timespec ts = { 0, 10 * 1000 * 1000 };
+	struct timespec ts = { 0, ms * 1000 * 1000 };
 	nanosleep(&ts, NULL);
 	pair(&t1, &n1);
 	bt_tick_rate_init(&rate, t0, n0, t1, n1);

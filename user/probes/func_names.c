@@ -90,6 +90,12 @@ int bt_func_names_refresh(struct bt_func_names *fn)
 	maps_free(fn->maps, fn->nmaps);
 	fn->maps = m;
 	fn->nmaps = n;
+	/* Addresses no mapping named before may be in a library loaded since */
+	size_t k = 0;
+	for (size_t i = 0; i < fn->ncache; i++)
+		if (fn->cache[i].name)
+			fn->cache[k++] = fn->cache[i];
+	fn->ncache = k;
 	return 0;
 }
 
@@ -101,6 +107,28 @@ struct bt_func_names *bt_func_names_new(int pid)
 	fn->pid = pid;
 	bt_func_names_refresh(fn);
 	return fn;
+}
+
+int bt_func_names_inherit(struct bt_func_names *fn, const struct bt_func_names *from)
+{
+	struct fmap *m;
+
+	if (fn->nmaps || !from || !from->nmaps)
+		return fn->nmaps ? 0 : -ESRCH;
+	m = calloc(from->nmaps, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < from->nmaps; i++) {
+		m[i] = from->maps[i];
+		m[i].path = strdup(from->maps[i].path);
+		if (!m[i].path) {
+			maps_free(m, i);
+			return -ENOMEM;
+		}
+	}
+	fn->maps = m;
+	fn->nmaps = from->nmaps;
+	return 0;
 }
 
 static struct ffile *file_get(struct bt_func_names *fn, const char *path)

@@ -6,6 +6,7 @@
  */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -27,6 +28,8 @@
 #include "dump_dir.h"
 #include "log.h"
 #include "cold_tier.h"
+#include "record_checks.h"
+#include "cli.h"
 
 /* A bad value from --config FILE is named by its FILE:LINE. */
 #define argp_error(state, ...) config_argp_error(state, __VA_ARGS__)
@@ -46,12 +49,53 @@ __attribute__((format(printf, 2, 3))) static void config_argp_error(const struct
 		(argp_error)(state, "%s", msg);
 }
 
+/* Where the option being parsed came from: "FILE:LINE" (malloc'd) if
+ * --config FILE gave it, else NULL. */
+static char *where_now(const struct argp_state *state)
+{
+	char buf[4200];
+	const char *w = bt_config_origin(state->next - 1, buf, sizeof(buf));
+
+	return w ? strdup(w) : NULL;
+}
+
+static void set_where(struct record_opts *o, enum record_key k, const struct argp_state *state)
+{
+	free(o->where[k]);
+	o->where[k] = where_now(state);
+}
+
+/* Grow a where array of n entries to n + 1, the new one w. 0 or -1. */
+static int push_where(char ***v, size_t n, char *w)
+{
+	char **nv = realloc(*v, (n + 1) * sizeof(*nv));
+
+	if (!nv) {
+		free(w);
+		return -1;
+	}
+	nv[n] = w;
+	*v = nv;
+	return 0;
+}
+
+/* --trigger-uprobe's, until it becomes a trigger (record()) */
+static char *trigger_uprobe_where;
+
 #define DEFAULT_BUFFER_SIZE (64ull << 20)
-/* The cold tier is off by default: it lengthens the window (lz4 1.4-1.5x,
- * zstd 3.3x at 75%) but costs ~60-130 ns of compression per event, more than
- * ftrace's whole cost, and on a saturated machine competes with the drain
- * (BENCHMARKS.md "The cold tier", make bench-compare, 2026-11-26). */
-#define DEFAULT_COLD_PCT 0
+/* The cold tier is on by default, within a CPU budget: 75% of --buffer-size
+ * keeps the older history in zstd level -1 groups of 16 blocks, the
+ * cheapest per event of the codecs measured at ~4.7x (43 ns an event
+ * against zstd-1's 48-55 and lz4's 31-36 at 2.7x; scripts/bench_cold_codec.sh,
+ * BENCHMARKS.md "The cold tier"). The compressor spends at most 1% of one
+ * CPU; what that does not pay for is kept uncompressed (cold_pump.c), so
+ * the window is never shorter than without the tier, and never has a hole
+ * in its middle (a read leaves out what is older than one: cold_tier.h). */
+#define DEFAULT_COLD_PCT 75
+#define DEFAULT_COLD_CODEC BT_CODEC_ZSTD
+#define DEFAULT_COLD_LEVEL (-1)
+#define DEFAULT_COLD_GROUP 16
+#define DEFAULT_COLD_CPU_PPM 10000 /* 1% of one CPU */
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
 #define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
@@ -92,12 +136,16 @@ enum {
 	OPT_MAX_STACKS,
 	OPT_DEBUG_DIR,
 	OPT_NO_SOURCE_LINES,
+	OPT_NO_PYTHON_FRAMES,
 	OPT_SYMBOL_CACHE,
 	OPT_USTACK,
 	OPT_UNWIND_MEM,
 	OPT_UNWIND_CACHE,
 	OPT_COLD_TIER,
 	OPT_COLD_CODEC,
+	OPT_COLD_CPU,
+	OPT_COLD_GROUP,
+	OPT_RESUME_FD,
 };
 
 /* On-CPU samples per second per CPU by default: a user and kernel stack
@@ -112,23 +160,30 @@ enum {
 static const struct argp_option options[] = {
 	{ "buffer-size", 'm', "SIZE", 0, "Flight-recorder buffer size, K/M/G suffixes (default 64M)", 0 },
 	{ "block-size", 'b', "SIZE", 0, "Buffer block size, a power of two from 256 to 64K (default 4K)", 0 },
-	{ "help-short", 'h', NULL, OPTION_HIDDEN, "Same as --help", 0 },
+	BT_CLI_OPTION_H,
 	{ "active-blocks", 'a', "N", 0, "Blocks open for writing at once (default 16 per CPU)", 0 },
 	{ "ring-size", OPT_RING_SIZE, "SIZE", 0,
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
 	{ "cold-tier", OPT_COLD_TIER, "PCT", 0,
-	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default off; "
-	  "75 keeps 1.5x (lz4) to 3.3x (zstd) the history for ~60-100 ns of CPU per event): the rest keeps "
-	  "the latest events raw", 0 },
+	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default 75, "
+	  "within --cold-cpu): the rest keeps the latest events raw", 0 },
 	{ "cold-codec", OPT_COLD_CODEC, "CODEC[:LEVEL]", 0,
-	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration) or zstd (denser; its level) "
-	  "(default lz4)", 0 },
+	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration, default 1) or zstd (denser; its level, "
+	  "default 1) (default zstd:-1)", 0 },
+	{ "cold-cpu", OPT_COLD_CPU, "PCT", 0,
+	  "CPU budget of the cold tier's compressor, in % of one CPU (0.01 to 100), or off for none "
+	  "(default 1): what it cannot compress within it is kept uncompressed, counted", 0 },
+	{ "cold-group", OPT_COLD_GROUP, "N", 0, "Blocks the cold tier compresses together, 1 to 64 (default 16)", 0 },
 	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
 	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
 	{ "no-final-dump", OPT_NO_FINAL_DUMP, NULL, 0, "Do not write a dump when stopping", 0 },
+	{ "resume-fd", OPT_RESUME_FD, "FD", 0,
+	  "Keep the buffer in the memory file FD, inherited: what it holds from a previous recorder is dumped "
+	  "first (an upgrade by exec, a parent that outlives recorders; under systemd the fd store does it)", 0 },
 	{ "events", 'e', "GROUPS", 0,
 	  "Event groups, comma-separated: sched, irq, power, syscalls, or all "
 	  "(default sched,irq,power)", 1 },
+	{ "event", 0, NULL, OPTION_ALIAS | OPTION_HIDDEN, NULL, 1 }, /* report's spelling */
 	{ "pid", 'p', "PID", 0, "Only events of process PID (its threads, as tgid)", 1 },
 	{ "comm", OPT_COMM, "NAME", 0, "Only events of tasks named NAME (at most 15 characters)", 1 },
 	{ "waking", OPT_WAKING, NULL, 0,
@@ -158,6 +213,9 @@ static const struct argp_option options[] = {
 	  "'none': compile at each start)", 1 },
 	{ "no-source-lines", OPT_NO_SOURCE_LINES, NULL, 0,
 	  "Dumps without the source lines and inlined calls of user frames (DWARF is then not read)", 1 },
+	{ "no-python-frames", OPT_NO_PYTHON_FRAMES, NULL, 0,
+	  "User stacks without the CPython frames read where _PyEval_EvalFrameDefault stands (native frames only)",
+	  1 },
 	{ "symbol-cache", OPT_SYMBOL_CACHE, "SIZE", 0,
 	  "Memory for the symbols and DWARF of the files stacks reference, loaded in the background before "
 	  "dumps need them (default 256M; least recently used files closed first)", 1 },
@@ -362,6 +420,24 @@ static int parse_codec(const char *arg, struct record_opts *o)
 	return 0;
 }
 
+/* --cold-cpu: "off" (0: no budget) or a percentage of one CPU, in ppm. */
+static int parse_cpu_share(const char *arg, uint32_t *ppm)
+{
+	char *end;
+	double v;
+
+	if (!strcmp(arg, "off")) {
+		*ppm = 0;
+		return 0;
+	}
+	errno = 0;
+	v = strtod(arg, &end);
+	if (errno || end == arg || *end || !(v >= 0.01 && v <= 100))
+		return -1;
+	*ppm = (uint32_t)(v * 10000 + 0.5);
+	return 0;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_opts *o = state->input;
@@ -373,9 +449,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		err = parse_size(arg, &o->buffer_size);
 		if (err)
 			size_error(state, "--buffer-size", arg, err);
-		break;
-	case 'h':
-		argp_state_help(state, stdout, ARGP_HELP_STD_HELP);
+		set_where(o, RK_BUFFER_SIZE, state);
 		break;
 	case 'b':
 		err = parse_size(arg, &o->block_size);
@@ -385,11 +459,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		    (o->block_size & (o->block_size - 1)))
 			argp_error(state, "invalid --block-size '%s': must be a power of two from "
 				   "256 to 64K, e.g. 4K", arg);
+		set_where(o, RK_BLOCK_SIZE, state);
 		break;
 	case 'a':
 		if (parse_uint(arg, UINT32_MAX, &v) || v == 0)
 			argp_error(state, "invalid --active-blocks '%s': give a positive whole number", arg);
 		o->active_blocks = v;
+		set_where(o, RK_ACTIVE_BLOCKS, state);
 		break;
 	case OPT_RING_SIZE:
 		err = parse_size(arg, &o->ring_size);
@@ -402,6 +478,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (!*arg)
 			argp_error(state, "invalid --output-dir '': give a directory");
 		o->output_dir = arg;
+		set_where(o, RK_OUTPUT_DIR, state);
 		break;
 	case 'z':
 		if (parse_uint(arg, 9, &v))
@@ -410,6 +487,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_NO_FINAL_DUMP:
 		o->final_dump = 0;
+		break;
+	case OPT_RESUME_FD:
+		if (parse_uint(arg, INT32_MAX, &v) || v < 3 || fcntl((int)v, F_GETFD) < 0)
+			argp_error(state, "invalid --resume-fd '%s': give an open file descriptor from 3 on", arg);
+		o->resume_fd = (int)v;
 		break;
 	case 'e':
 		if (parse_groups(arg, &o->groups))
@@ -420,6 +502,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (parse_uint(arg, UINT32_MAX, &v) || v == 0)
 			argp_error(state, "invalid --pid '%s': give a process id, e.g. -p 1234", arg);
 		o->filter_tgid = (uint32_t)v;
+		set_where(o, RK_PID, state);
 		break;
 	case OPT_COMM:
 		if (!*arg || strlen(arg) >= BT_COMM_LEN)
@@ -433,7 +516,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		size_t *n = key == 'u' ? &o->nuspecs : &o->nusdts;
 		const char **nv = realloc(*vec, (*n + 1) * sizeof(*nv));
 
-		if (!nv)
+		if (!nv || push_where(key == 'u' ? &o->uwhere : &o->udwhere, *n, where_now(state)))
 			argp_failure(state, 1, ENOMEM, "out of memory");
 		nv[(*n)++] = arg;
 		*vec = nv;
@@ -455,9 +538,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		err = parse_size(arg, &o->max_size);
 		if (err)
 			size_error(state, "--max-size", arg, err);
+		set_where(o, RK_MAX_SIZE, state);
 		break;
 	case OPT_CTL:
 		o->ctl_path = arg;
+		set_where(o, RK_CTL, state);
 		break;
 	case OPT_NO_CTL:
 		o->no_ctl = 1;
@@ -511,6 +596,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_SOURCE_LINES:
 		o->no_source_lines = 1;
 		break;
+	case OPT_NO_PYTHON_FRAMES:
+		o->no_python_frames = 1;
+		break;
 	case OPT_UNWIND_MEM:
 		if (strcmp(arg, "0") == 0)
 			o->unwind_mem = 0;
@@ -532,6 +620,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else if (parse_uint(arg, 90, &v))
 			argp_error(state, "invalid --cold-tier '%s': give a percentage from 0 to 90, or off", arg);
 		o->cold_pct = (uint32_t)v;
+		o->cold_given = 1;
+		break;
+	case OPT_COLD_CPU:
+		if (parse_cpu_share(arg, &o->cold_cpu_ppm))
+			argp_error(state, "invalid --cold-cpu '%s': give a percentage of one CPU from 0.01 to 100, or off", arg);
+		break;
+	case OPT_COLD_GROUP:
+		if (parse_uint(arg, 64, &v) || v == 0)
+			argp_error(state, "invalid --cold-group '%s': give a number of blocks from 1 to 64", arg);
+		o->cold_group = (uint32_t)v;
 		break;
 	case OPT_COLD_CODEC:
 		if (parse_codec(arg, o))
@@ -564,12 +662,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		err = parse_size(arg, &o->app_buffer_size);
 		if (err)
 			argp_error(state, "bad --app-buffer-size '%s': give a size like 4M", arg);
+		set_where(o, RK_APP_BUFFER_SIZE, state);
 		break;
 	case OPT_APP_BLOCK_SIZE:
 		err = parse_size(arg, &o->app_block_size);
 		if (err || o->app_block_size < BT_MIN_BLOCK_SIZE || o->app_block_size > BT_MAX_BLOCK_SIZE ||
 		    (o->app_block_size & (o->app_block_size - 1)))
 			argp_error(state, "bad --app-block-size '%s': a power of two from 256 to 64K", arg);
+		set_where(o, RK_APP_BLOCK_SIZE, state);
 		break;
 	case OPT_MAX_APPS: {
 		char *end;
@@ -577,6 +677,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (*arg == '-' || *end || na < 1 || na > 4096)
 			argp_error(state, "bad --max-apps '%s': give a number from 1 to 4096", arg);
 		o->max_apps = (uint32_t)na;
+		set_where(o, RK_MAX_APPS, state);
 		break;
 	}
 	case OPT_NO_APPS:
@@ -614,6 +715,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_TRIGGER_UPROBE:
 		o->trigger_spec = arg;
+		free(trigger_uprobe_where);
+		trigger_uprobe_where = where_now(state);
 		break;
 	case OPT_TRIGGER: {
 		struct bt_trigger_spec *nv = realloc(o->triggers, (o->ntriggers + 1) * sizeof(*nv));
@@ -624,21 +727,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		o->triggers = nv;
 		if (bt_trigger_parse(arg, &nv[o->ntriggers], e, sizeof(e)))
 			argp_error(state, "%s", e);
+		if (push_where(&o->twhere, o->ntriggers, where_now(state)))
+			argp_failure(state, 1, ENOMEM, "out of memory");
 		o->ntriggers++;
 		break;
 	}
 	case 'v':
 		o->verbose++;
 		break;
-	case ARGP_KEY_INIT:
-		/* Usage errors at error priority under the journal (log.h). */
-		state->err_stream = bt_log_stream(BT_LOG_ERR);
-		break;
 	case ARGP_KEY_ARG:
-		argp_error(state, "unexpected argument '%s'", arg);
+		argp_error(state, "unexpected argument '%s': record takes options only (see --help)", arg);
 		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return bt_cli_common_key(key, state);
 	}
 	return 0;
 }
@@ -650,11 +751,14 @@ static int record(int argc, char **args)
 	struct record_opts o = {
 		.buffer_size = DEFAULT_BUFFER_SIZE,
 		.cold_pct = DEFAULT_COLD_PCT,
-		.cold_codec = BT_CODEC_LZ4,
-		.cold_level = 1,
+		.cold_codec = DEFAULT_COLD_CODEC,
+		.cold_level = DEFAULT_COLD_LEVEL,
+		.cold_group = DEFAULT_COLD_GROUP,
+		.cold_cpu_ppm = DEFAULT_COLD_CPU_PPM,
 		.output_dir = DEFAULT_OUTPUT_DIR,
 		.groups = DEFAULT_GROUPS,
 		.final_dump = 1,
+		.resume_fd = -1,
 		.zlevel = DEFAULT_ZLEVEL,
 		.uargs = -1,
 		.keep_free = BT_KEEP_FREE_AUTO,
@@ -667,12 +771,12 @@ static int record(int argc, char **args)
 	char s1[32], s2[32], err[512];
 	int ret;
 
-	argp_err_exit_status = 2;
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
-	argp_parse(&argp, argc, args, 0, NULL, &o);
+	bt_cli_parse(&argp, "record", argc, args, 0, &o);
 	if (o.ustack && !o.nuspecs && !o.nusdts) {
-		bt_err("record: --ustack takes the stacks of -u/-U probe hits: give a probe");
-		return 2;
+		bt_err("--ustack takes the stacks of -u/-U probe hits: give a probe");
+		ret = 2;
+		goto out;
 	}
 	if (!o.max_size) {
 		/* 1G, but no more than the buffer can map (65534 slots of A
@@ -686,9 +790,11 @@ static int record(int argc, char **args)
 			o.max_size = o.buffer_size;
 	}
 	if (o.max_size < o.buffer_size) {
-		bt_err("--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
-			format_size(o.buffer_size, s2, sizeof(s2)));
-		return 2;
+		record_key_err(&o, o.where[RK_MAX_SIZE] ? RK_MAX_SIZE : RK_BUFFER_SIZE,
+			       "--max-size %s is below the buffer size %s", format_size(o.max_size, s1, sizeof(s1)),
+			       format_size(o.buffer_size, s2, sizeof(s2)));
+		ret = 2;
+		goto out;
 	}
 	if (o.trigger_spec) {
 		/* --trigger-uprobe SPEC is --trigger uprobe:SPEC with the
@@ -696,21 +802,28 @@ static int record(int argc, char **args)
 		struct bt_trigger_spec *nv = realloc(o.triggers, (o.ntriggers + 1) * sizeof(*nv));
 		char spec[600];
 
-		if (!nv) {
+		if (nv)
+			o.triggers = nv;
+		if (!nv || push_where(&o.twhere, o.ntriggers, trigger_uprobe_where)) {
+			trigger_uprobe_where = NULL;
 			bt_err("out of memory");
-			return 1;
+			ret = 1;
+			goto out;
 		}
-		o.triggers = nv;
+		trigger_uprobe_where = NULL;
 		snprintf(spec, sizeof(spec), "uprobe:%s", o.trigger_spec);
 		if (bt_trigger_parse(spec, &o.triggers[o.ntriggers], err, sizeof(err))) {
-			bt_err("--trigger-uprobe: %s", err);
-			return 2;
+			record_conf_err("trigger-uprobe", o.twhere[o.ntriggers], "--trigger-uprobe: %s", err);
+			free(o.twhere[o.ntriggers]);
+			ret = 2;
+			goto out;
 		}
 		o.ntriggers++;
 	}
 	if (bt_trigger_finish(o.triggers, o.ntriggers, o.trigger_delay_ns, o.min_dump_interval_ns, err, sizeof(err))) {
 		bt_err("%s", err);
-		return 2;
+		ret = 2;
+		goto out;
 	}
 	for (size_t i = 0; i < o.ntriggers; i++) {
 		/* A uprobe trigger is a probe like the others; its hits also go
@@ -720,15 +833,26 @@ static int record(int argc, char **args)
 		if (o.triggers[i].kind != BT_TRIG_UPROBE)
 			continue;
 		v = realloc(o.uspecs, (o.nuspecs + 1) * sizeof(*v));
-		if (!v) {
+		if (v)
+			o.uspecs = v;
+		if (!v || push_where(&o.uwhere, o.nuspecs,
+				     o.twhere[i] ? strdup(o.twhere[i]) : NULL)) {
 			bt_err("out of memory");
-			return 1;
+			ret = 1;
+			goto out;
 		}
-		o.uspecs = v;
 		o.uspecs[o.nuspecs++] = o.triggers[i].arg;
 	}
+	/* recorder_run frees uspecs and usdts */
 	ret = recorder_run(&o);
+	record_opts_free_where(&o);
 	free(o.triggers);
+	return ret;
+out:
+	record_opts_free_where(&o);
+	free(o.triggers);
+	free(o.uspecs);
+	free(o.usdts);
 	return ret;
 }
 
@@ -743,15 +867,13 @@ int cmd_record(int argc, char **argv)
 	 * back. Before any thread: setenv is not thread-safe. */
 	unsetenv("DEBUGINFOD_URLS");
 
+	bt_log_set_command("record");
 	/* --config FILE: its options first, then the command line's. */
 	if (bt_config_expand(argc, argv, config_lookup, NULL, &nargs, &args, err, sizeof(err))) {
 		bt_log(BT_LOG_ERR, "%s", err);
 		return 2;
 	}
-	/* argp names the program after argv[0]: "btrace-bpf record: ...". */
-	free(args[0]);
-	args[0] = strdup(BT_PROG " record");
-	ret = args[0] ? record(nargs, args) : 1;
+	ret = record(nargs, args);
 	bt_config_free(nargs, args);
 	return ret;
 }

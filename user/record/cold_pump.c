@@ -13,9 +13,28 @@
  * loader.c), which must never wait for it, above the workload, so a busy
  * machine does not starve it; a compressor that falls behind loses old
  * history only, and counts it.
+ *
+ * It takes the blocks of the buffer's older half only (older_half_end):
+ * the tier then holds no second copy of what the buffer still holds raw.
+ *
+ * The CPU budget (--cold-cpu, budget_ppm of one CPU; 0 unbounded): the
+ * thread earns credit at that share of the wall clock, kept up to BURST_MS
+ * of it, and pays for everything it does out of the thread's CPU clock (the
+ * same time /proc/PID/task/TID/stat shows). A pass compresses the groups
+ * the credit pays for at the cost per block measured so far, oldest first,
+ * and stores the rest as they are (a copy, ~1/50 of zstd's cost), so the
+ * window is never shorter than without a tier. With the credit overspent
+ * it still copies every block due, never compressing, and that CPU is kept
+ * out of the budget (shown apart: bt_cold_budget_copied): a tier that
+ * skipped blocks would leave holes in the middle of the window, which is
+ * worse than a copy's cost. Each pass that stored blocks raw is counted
+ * (bt_cold_budget_held_back): status and dumps say the budget held the tier
+ * back. A block the thread still misses (starved of CPU) is a counted gap,
+ * and reads leave out its core's older blocks (cold_tier.h).
  */
 #include "cold_pump.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -31,35 +50,143 @@
 #define MIN_MS 1
 #define MAX_MS 20
 #define NICE (-5)
+#define BURST_MS 250          /* credit kept at most: the budget of this much wall time */
+#define FIRST_BLOCK_NS 20000. /* a block's cost until one is measured (zstd-1, 4 KiB, loaded) */
 
 struct bt_cold_pump {
 	struct bt_cold *cold;
 	struct bt_buffer *buf;
+	uint32_t budget_ppm; /* of one CPU; 0 unbounded */
 	pthread_t thread;
 	atomic_int stop;
+	/* One pass at a time: the thread's, or a resize's catch-up
+	 * (bt_cold_pump_catch_up); the tier's pump state is single-threaded. */
+	pthread_mutex_t pass;
 };
+
+static uint64_t older_half_end(const struct bt_stats *bs);
+
+/* A pass of the pump, under its lock. */
+static int pump_pass(struct bt_cold_pump *p, uint64_t before, uint32_t zmax, uint32_t *stored_raw)
+{
+	int n;
+
+	pthread_mutex_lock(&p->pass);
+	n = bt_cold_pump_upto(p->cold, p->buf, before, zmax, stored_raw);
+	pthread_mutex_unlock(&p->pass);
+	return n;
+}
+
+int bt_cold_pump_catch_up(struct bt_cold_pump *p, uint64_t nblocks_after)
+{
+	struct bt_stats bs;
+
+	if (!p)
+		return 0;
+	uint32_t stored_raw = 0;
+	int n;
+
+	bt_buffer_stats(p->buf, &bs);
+	bs.nblocks = (uint32_t)nblocks_after;
+	/* Copies only: compressing a shrink's worth of blocks (tens of MiB)
+	 * would hold the resize for seconds on a loaded machine. */
+	n = pump_pass(p, older_half_end(&bs), 0, &stored_raw);
+	if (stored_raw)
+		bt_cold_budget_held_back(p->cold);
+	return n;
+}
+
+/* The budget's account, in ns of this thread's CPU time. */
+struct budget {
+	uint32_t ppm;
+	double credit, cap, block_ns;
+	uint64_t wall, cpu; /* when last settled: CLOCK_MONOTONIC, thread CPU */
+};
+
+static void budget_init(struct budget *bg, uint32_t ppm)
+{
+	bg->ppm = ppm;
+	bg->cap = (double)ppm * BURST_MS; /* ppm * 1e-6 * BURST_MS * 1e6 ns */
+	bg->credit = bg->cap;
+	bg->block_ns = FIRST_BLOCK_NS;
+	bg->wall = bt_now_ns();
+	bg->cpu = bt_thread_cpu_ns();
+}
+
+/* Earn for the wall time passed, pay for the CPU time used since last. */
+static void budget_settle(struct budget *bg)
+{
+	uint64_t wall = bt_now_ns(), cpu = bt_thread_cpu_ns();
+
+	bg->credit += (double)(wall - bg->wall) * bg->ppm / 1e6 - (double)(cpu - bg->cpu);
+	if (bg->credit > bg->cap)
+		bg->credit = bg->cap;
+	bg->wall = wall;
+	bg->cpu = cpu;
+}
+
+/* Blocks the credit pays to compress now. */
+static uint32_t budget_blocks(const struct budget *bg)
+{
+	double n = bg->credit / bg->block_ns;
+
+	return !bg->ppm ? UINT32_MAX : n <= 0 ? 0 : n > 1e6 ? 1000000u : (uint32_t)n;
+}
+
+/* The first position of the buffer's newer half: the pump takes the blocks
+ * below it, so the tier holds no copy of what the buffer still holds raw,
+ * and still has half a turn of the buffer to reach each block. */
+static uint64_t older_half_end(const struct bt_stats *bs)
+{
+	uint64_t half = bs->nblocks / 2;
+
+	return bs->blocks_used + 1 > half ? bs->blocks_used + 1 - half : 1;
+}
 
 static void *pump_main(void *arg)
 {
 	struct bt_cold_pump *p = arg;
 	struct bt_stats bs;
+	struct budget bg;
 	int warned = 0;
 
 	pthread_setname_np(pthread_self(), "btrace-cold");
 	bt_thread_nice(NICE, "cold tier thread");
 	bt_buffer_stats(p->buf, &bs);
-	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
+	budget_init(&bg, p->budget_ppm);
 	uint64_t last = bt_now_ns();
 	double rate = 0; /* blocks per ns, smoothed */
 
+	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
 	while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {
-		int n = bt_cold_pump(p->cold, p->buf);
+		uint32_t zmax = UINT32_MAX, stored_raw = 0;
+		int n;
+
+		bt_buffer_stats(p->buf, &bs); /* a resize changes nblocks */
+		if (bg.ppm) {
+			budget_settle(&bg);
+			zmax = budget_blocks(&bg); /* 0 overspent: copies only */
+		}
+		uint64_t cpu0 = bt_thread_cpu_ns();
+		n = pump_pass(p, older_half_end(&bs), zmax, &stored_raw);
 		uint64_t now = bt_now_ns(), sleep_ns = MAX_MS * 1000000ull;
 
 		if (n < 0 && !warned) {
 			bt_warn("cold tier: %s: older history is no longer compressed", strerror(-n));
 			warned = 1;
 		}
+		if (!zmax) { /* copies only: kept out of the budget, shown apart */
+			uint64_t spent = bt_thread_cpu_ns() - cpu0;
+
+			bg.cpu += spent;
+			bt_cold_budget_copied(p->cold, spent);
+		} else if (n > 0 && !stored_raw) { /* a pass that compressed all it took: the cost of a block */
+			double per = (double)(bt_thread_cpu_ns() - cpu0) / n;
+
+			bg.block_ns = 0.7 * bg.block_ns + 0.3 * (per > 100 ? per : 100);
+		}
+		if (stored_raw)
+			bt_cold_budget_held_back(p->cold);
 		if (n > 0 && now > last)
 			rate = 0.5 * rate + 0.5 * (double)n / (double)(now - last);
 		last = now;
@@ -70,14 +197,17 @@ static void *pump_main(void *arg)
 		if (sleep_ns < MIN_MS * 1000000ull)
 			sleep_ns = MIN_MS * 1000000ull;
 		bt_cold_wait(p->cold, sleep_ns); /* or less: the drain nudges (bt_cold_nudge) */
-		bt_buffer_stats(p->buf, &bs); /* a resize changes nblocks */
 	}
-	bt_cold_pump(p->cold, p->buf);
+	/* The last blocks of the older half, for the final dump (the newer
+	 * ones it reads from the buffer); outside the budget. */
+	bt_buffer_stats(p->buf, &bs);
+	pump_pass(p, older_half_end(&bs), UINT32_MAX, NULL);
 	return NULL;
 }
 
 /* Start the thread; NULL + message on failure. */
-static struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_buffer *buf, char *err, size_t errlen)
+static struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_buffer *buf, uint32_t budget_ppm,
+					       char *err, size_t errlen)
 {
 	struct bt_cold_pump *p = calloc(1, sizeof(*p));
 	int r;
@@ -88,9 +218,13 @@ static struct bt_cold_pump *bt_cold_pump_start(struct bt_cold *cold, struct bt_b
 	}
 	p->cold = cold;
 	p->buf = buf;
+	p->budget_ppm = budget_ppm;
+	pthread_mutex_init(&p->pass, NULL);
+	bt_cold_budget_set(cold, budget_ppm);
 	r = pthread_create(&p->thread, NULL, pump_main, p);
 	if (r) {
 		snprintf(err, errlen, "cold tier: cannot start its thread: %s", strerror(r));
+		pthread_mutex_destroy(&p->pass);
 		free(p);
 		return NULL;
 	}
@@ -105,6 +239,7 @@ void bt_cold_pump_stop(struct bt_cold_pump *p)
 	atomic_store_explicit(&p->stop, 1, memory_order_release);
 	bt_cold_wake(p->cold);
 	pthread_join(p->thread, NULL);
+	pthread_mutex_destroy(&p->pass);
 	free(p);
 }
 
@@ -113,21 +248,58 @@ uint64_t recorder_buffer_share(const struct record_opts *o, uint64_t budget)
 	return o->cold_pct ? budget / 100 * (100 - o->cold_pct) : budget;
 }
 
+void recorder_budget_now(struct recorder *r, struct recorder_budget *b)
+{
+	struct bt_stats bs;
+	struct bt_cold_stats cs = { 0 };
+
+	bt_buffer_stats(r->buf, &bs);
+	if (r->cold)
+		bt_cold_stats(r->cold, &cs);
+	b->raw = bs.size;
+	b->cold = cs.size;
+	b->size = bs.size + cs.size;
+	b->max = r->cold ? r->o->max_size : bs.max_size;
+}
+
+void recorder_budget_split(struct recorder *r, uint64_t total, uint64_t *raw, uint64_t *cold)
+{
+	struct bt_stats bs;
+
+	if (!r->cold) {
+		*raw = total;
+		*cold = 0;
+		return;
+	}
+	bt_buffer_stats(r->buf, &bs);
+	*raw = bt_round_size(r->buf, (size_t)recorder_buffer_share(r->o, total));
+	if (*raw > bs.max_size)
+		*raw = bs.max_size;
+	*cold = total > *raw ? total - *raw : 0;
+}
+
 int recorder_cold_start(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
-	struct bt_cold_config cc = { .codec = (enum bt_codec)o->cold_codec, .level = o->cold_level };
+	struct bt_cold_config cc = { .codec = (enum bt_codec)o->cold_codec, .level = o->cold_level,
+				      .group_blocks = o->cold_group };
 	struct bt_stats bs;
 	char err[256];
 
 	bt_buffer_stats(r->buf, &bs);
 	cc.size = o->buffer_size > bs.size ? (size_t)(o->buffer_size - bs.size) : 0;
 	r->cold = bt_cold_create(&cc, bs.block_size, err, sizeof(err));
+	if (!r->cold && !o->cold_given && errno == EINVAL) {
+		/* The default tier in a buffer too small for one group: record
+		 * without it rather than refuse to record. */
+		bt_warn("%s: recording without the cold tier (the buffer keeps its share only)", err);
+		return 0;
+	}
 	if (!r->cold) {
 		bt_warn("%s: give a larger --buffer-size or --cold-tier, or --cold-tier off", err);
 		return -1;
 	}
-	r->cold_pump = bt_cold_pump_start(r->cold, r->buf, err, sizeof(err));
+	r->cold_pump = bt_cold_pump_start(r->cold, r->buf, o->cold_cpu_ppm, err, sizeof(err));
 	if (!r->cold_pump) {
 		bt_warn("%s", err);
 		return -1;

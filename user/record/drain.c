@@ -34,6 +34,8 @@
 #include "prog_misses.h"
 #include "util.h"
 #include "stack_table.h"
+#include "stack_copies.h"
+#include "py_codes.h"
 #include "cold_tier.h"
 #include "record.skel.h"
 
@@ -187,6 +189,7 @@ static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks
 	memset(out, 0, sizeof(*out));
 	out->h = r->h;
 	out->h.type = r->ev_type;
+	bt_stack_table_note(t, r->h.cpu, r->h.ts_ns); /* before the refs: what a free's epoch covers */
 	s->kstack = bt_stack_table_ref(t, r->khash);
 	s->ustack = bt_stack_table_ref(t, r->uhash);
 	switch (r->ev_type) {
@@ -252,6 +255,16 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		if (d->l->stacks)
 			bt_stack_table_define(d->l->stacks, data, (uint32_t)len);
 		return 0;
+	case BT_RAW_PY_CODE:
+		/* A Python code object's names: kept to name its frames. */
+		if (d->l->stacks)
+			bt_pycodes_add(bt_stack_table_pycodes(d->l->stacks), data, (uint32_t)len);
+		return 0;
+	case BT_RAW_STACK_COPY:
+		/* A stack's bytes where its walk stopped: finished later. */
+		if (d->l->copies)
+			bt_stack_copies_add(d->l->copies, data, (uint32_t)len);
+		return 0;
 	case BT_RAW_STACKS: {
 		struct bt_ev_offcpu ev; /* the largest stack event */
 
@@ -314,18 +327,6 @@ static void land_held_enters(struct bt_drain *d)
 /* Blocks whose events may still be retained: the buffer's, and with a cold
  * tier the span of positions it holds (positions count at least every
  * block used, so the span bounds how far back its events reach). */
-static uint64_t window_blocks(const struct bt_loader *l, const struct bt_stats *bs)
-{
-	struct bt_cold_stats cs;
-
-	if (!l->cold)
-		return bs->nblocks;
-	bt_cold_stats(l->cold, &cs);
-	if (cs.oldest_pos == BT_NO_POS || cs.newest_pos == BT_NO_POS || cs.newest_pos < cs.oldest_pos)
-		return bs->nblocks;
-	return bs->nblocks + (cs.newest_pos - cs.oldest_pos + 1);
-}
-
 void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold)
 {
 	l->cold = cold;
@@ -375,7 +376,10 @@ static void *drain_main(void *arg)
 		if (d->l->cold) /* the compressor, before writers come round to these blocks */
 			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
-			bt_stack_table_pass(d->l->stacks, bs.blocks_used, window_blocks(d->l, &bs), bs.active);
+			bt_stack_table_pass(d->l->stacks, bs.blocks_used, bs.nblocks,
+					    d->l->cold ? bt_cold_kept_from(d->l->cold) : UINT64_MAX, bs.active);
+		/* copies whose tables came: before a dump copies the table */
+		bt_stack_copies_pass(d->l->copies, d->l->stacks, req != d->flush_done);
 		apply_task_events(d, horizon);
 		if (d->l->pass_hook)
 			d->l->pass_hook(d->l->pass_ctx);
@@ -425,9 +429,13 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 	if (!l->live && !(l->live = bt_live_new(l->ncpus)))
 		return -ENOMEM;
 	if (stacks) {
-		struct bt_stack_reclaim_ops ops = { stacks_forget, stacks_held, l };
+		struct bt_stack_reclaim_ops ops = { stacks_forget, stacks_held, l, l->ncpus };
 		bt_stack_table_set_reclaim(stacks, &ops); /* one drain: the table's only writer */
 	}
+	ret = bt_loader_copies_open(l);
+	if (ret)
+		bt_warn("stack copies off (stacks cut where a table is not built yet): %s", strerror(-ret));
+	ret = 0;
 	l->ndrains = 1;
 	for (unsigned i = 0; i < l->ndrains; i++) {
 		struct bt_drain *d = &l->drains[i];

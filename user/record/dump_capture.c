@@ -52,17 +52,32 @@ static void boost_off(struct boost *b)
 	b->on = 0;
 }
 
-int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, size_t errlen)
+struct bt_apps_capture *dump_capture_apps(struct recorder *r)
+{
+	struct boost bo = { 0 };
+
+	boost_on(&bo);
+	struct bt_apps_capture *c = bt_apps_capture(r->apps);
+	int e = errno;
+	boost_off(&bo);
+	errno = e;
+	return c;
+}
+
+int dump_capture_take(struct recorder *r, struct bt_apps_capture *apps, struct dump_capture *c, char *err,
+		      size_t errlen)
 {
 	size_t ncells = (size_t)r->ncpus * BT_GROUP_MAX;
 	struct boost bo = { 0 };
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	if (r->apps) {
-		boost_on(&bo);
-		c->apps = bt_apps_capture(r->apps);
-		boost_off(&bo);
+	if (apps) {
+		c->apps = apps;
+		c->apps_early = 1;
+		c->acopy_ns = bt_apps_capture_copy_ns(apps);
+	} else if (r->apps) {
+		c->apps = dump_capture_apps(r);
 		if (!c->apps) {
 			ret = -errno;
 			snprintf(err, errlen, "cannot copy the application buffers: %s", strerror(-ret));
@@ -89,9 +104,11 @@ int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, siz
 	ret = bt_loader_read_cpu_state(r->loader, c->drops, c->emitted, NULL);
 	if (ret)
 		bt_warn("cannot read the per-CPU loss counters: %s", strerror(-ret));
+	pthread_mutex_lock(&r->buf_swap); /* a resize waits for this copy only */
 	boost_on(&bo);
 	c->kbuf = bt_capture(r->buf, NULL);
 	boost_off(&bo);
+	pthread_mutex_unlock(&r->buf_swap);
 	if (!c->kbuf) {
 		ret = -errno;
 		snprintf(err, errlen, "cannot copy the buffer: %s", strerror(-ret));
@@ -120,33 +137,10 @@ void dump_capture_free(struct dump_capture *c)
 	memset(c, 0, sizeof(*c));
 }
 
-struct oldest {
-	uint64_t ref, ts;
-};
-
-static int oldest_cb(const struct bt_block_view *v, void *arg)
-{
-	struct oldest *o = arg;
-	uint32_t off = 0, len;
-	const uint8_t *ent;
-
-	while ((ent = bt_block_next(v, &off, &len))) {
-		uint32_t roff = 0, rlen, seq, type;
-		struct bt_compact_prev prev = { 0 };
-		const uint8_t *rec;
-		uint64_t ts;
-
-		while (bt_compact_batch_next(ent, len, &roff, &rec, &rlen) == 1)
-			if (bt_compact_peek(rec, rlen, o->ref, &prev, &ts, &seq, &type) && ts && ts < o->ts)
-				o->ts = ts;
-	}
-	return 0;
-}
-
 uint64_t dump_capture_oldest_ts(const struct dump_capture *c)
 {
-	struct oldest o = { bt_boottime_ns(), UINT64_MAX };
+	uint64_t oldest;
 
-	bt_capture_read(c->kbuf, oldest_cb, &o);
-	return o.ts == UINT64_MAX ? 0 : o.ts;
+	bt_compact_capture_span(c->kbuf, bt_boottime_ns(), &oldest, NULL);
+	return oldest;
 }

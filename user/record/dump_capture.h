@@ -26,10 +26,17 @@ struct dump_capture {
 	struct bt_drain_stats ds;
 	uint64_t kcopy_ns, acopy_ns;  /* how long the copies took */
 	uint64_t flush_ns;            /* waiting for the drain to empty the rings */
+	int apps_early;               /* apps copied at the trigger's hit, before the dump */
 };
 
-/* Take it. 0, or -errno with a reason in err (nothing left to free). */
-int dump_capture_take(struct recorder *r, struct dump_capture *c, char *err, size_t errlen);
+/* Take it; apps: the application buffers copied already (at a trigger's
+ * hit), taken over (freed on failure too), or NULL to copy them now.
+ * 0, or -errno with a reason in err (nothing left to free). */
+int dump_capture_take(struct recorder *r, struct bt_apps_capture *apps, struct dump_capture *c, char *err,
+		      size_t errlen);
+/* Every application buffer copied now, as a dump's capture does (a
+ * trigger's copy ahead of its dump); NULL with errno. */
+struct bt_apps_capture *dump_capture_apps(struct recorder *r);
 /* The time of the oldest kernel-side event the capture holds, 0 if none:
  * where the window starts (as report's analysis of the dump says). A pass
  * over the stored forms' headers, no decoding. */

@@ -70,6 +70,7 @@
 #include "util.h"
 #include "stack_table.h"
 #include "unwind.h"
+#include "unwind_procs.h"
 #include "cold_tier.h"
 #include "record.skel.h"
 
@@ -102,6 +103,8 @@ static const struct prog_desc {
 	{ "handle_unwind_fork", BT_GROUP_STACKS }, /* the unwinder's per-process map kept current */
 	{ "handle_unwind_exec", BT_GROUP_STACKS },
 	{ "handle_unwind_exit", BT_GROUP_STACKS },
+	{ "handle_unwind_exec_maps", BT_GROUP_STACKS }, /* the mappings the kernel makes */
+	{ "handle_unwind_mmap", BT_GROUP_STACKS },
 };
 #define NPROGS (sizeof(prog_descs) / sizeof(prog_descs[0]))
 
@@ -138,12 +141,14 @@ static const struct prog_desc *find_desc(const char *name)
 	return NULL;
 }
 
-/* "tp_btf/sched_switch" -> "sched_switch" */
+/* "tp_btf/sched_switch" -> "sched_switch"; "fentry/f" stays whole. */
 static const char *prog_tracepoint(const struct bpf_program *prog)
 {
 	const char *sec = bpf_program__section_name(prog);
 	const char *slash = sec ? strchr(sec, '/') : NULL;
 
+	if (sec && (strncmp(sec, "fentry/", 7) == 0 || strncmp(sec, "fexit/", 6) == 0))
+		return sec;
 	return slash ? slash + 1 : sec;
 }
 
@@ -151,6 +156,8 @@ static int tracepoint_exists(const struct btf *vmlinux, const char *tp)
 {
 	char name[128];
 
+	if (strchr(tp, '/')) /* "fentry/FUNC": a kernel function, not a tracepoint */
+		return btf__find_by_name_kind(vmlinux, strchr(tp, '/') + 1, BTF_KIND_FUNC) > 0;
 	snprintf(name, sizeof(name), "btf_trace_%s", tp);
 	return btf__find_by_name_kind(vmlinux, name, BTF_KIND_TYPEDEF) > 0;
 }
@@ -211,6 +218,8 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 		return -ENOENT;
 	}
 	variant = switch_variant(vmlinux);
+	/* The exec and mmap hooks read mappings with bpf_find_vma (5.17). */
+	int find_vma_ok = libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_find_vma, NULL) == 1;
 	bpf_object__for_each_program(prog, l->skel->obj) {
 		const char *name = bpf_program__name(prog);
 		const struct prog_desc *d = find_desc(name);
@@ -224,6 +233,11 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 			on = o->stacks_wakeup;
 		if (strncmp(name, "handle_unwind_", 14) == 0)
 			on = o->unwind_mem && (o->sample_hz || o->stacks_switch || o->stacks_wakeup);
+		if (strcmp(name, "handle_cpu_sample_user") == 0) {
+			/* tail-called by handle_cpu_sample (sample_tail), not attached */
+			bpf_program__set_autoload(prog, o->sample_hz != 0);
+			continue;
+		}
 		if (strcmp(name, "handle_cpu_sample") == 0) {
 			/* not a tracepoint: attached to perf events below */
 			bpf_program__set_autoload(prog, o->sample_hz != 0);
@@ -237,6 +251,16 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 		if ((trig_switch || (groups & (1u << BT_GROUP_SYSCALLS))) && strncmp(name, "handle_sched_switch", 19) == 0)
 			on = 1;
 
+		if (on && (strcmp(name, "handle_unwind_exec_maps") == 0 || strcmp(name, "handle_unwind_mmap") == 0)) {
+			/* Both or neither: without them exec drops the entry
+			 * and the recorder reads the new image from /proc. */
+			on = find_vma_ok;
+			if (!on && strcmp(name, "handle_unwind_mmap") == 0)
+				bt_info("this kernel has no bpf_find_vma: a new process's mappings are read from "
+					"/proc after its exec (its first stacks: the leaf only)");
+			bpf_program__set_autoload(prog, on);
+			continue;
+		}
 		if (on && !tracepoint_exists(vmlinux, tp)) {
 			if (strcmp(name, "handle_sched_switch_legacy") != 0) /* warned once */
 				bt_warn("tracepoint %s is not available in this kernel: its events are not recorded", tp);
@@ -266,8 +290,47 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 	return 0;
 }
 
+/* Every CPU's sampling link and perf event closed (those not opened are
+ * NULL and -1). */
+static void close_sampling(struct bt_loader *l)
+{
+	for (uint32_t c = 0; l->sample_links && c < l->ncpus; c++) {
+		bpf_link__destroy(l->sample_links[c]); /* NULL-safe */
+		l->sample_links[c] = NULL;
+		if (l->sample_fds[c] >= 0)
+			close(l->sample_fds[c]);
+		l->sample_fds[c] = -1;
+	}
+}
+
+/* perf_event_open refused by policy, not by a bad value: Debian's kernels
+ * default to kernel.perf_event_paranoid=3 (a Debian patch), which refuses
+ * it to anyone without CAP_SYS_ADMIN, and the packaged unit does not grant
+ * that. Recording goes on without CPU samples (the tracepoints attach
+ * without perf events), said once at start and in ctl status, rather than
+ * a service that never starts. Returns 1: sampling is off. */
+static int sampling_refused(struct bt_loader *l, uint32_t cpu, int e)
+{
+	char buf[16] = "";
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+		buf[strcspn(buf, "\n")] = 0;
+	}
+	close_sampling(l);
+	bt_warn("CPU sampling is off: the kernel refused its perf event on CPU %u (%s; "
+		"kernel.perf_event_paranoid=%s): set kernel.perf_event_paranoid=2, or grant CAP_SYS_ADMIN "
+		"(Debian's kernels refuse perf events at 3 without it); the other events are recorded",
+		cpu, strerror(e), buf[0] ? buf : "unknown");
+	l->sampling_refused = e;
+	return 1;
+}
+
 /* A software CPU clock per online CPU at hz samples per second, each
- * running handle_cpu_sample (perf's `-e cpu-clock -F hz -a`). */
+ * running handle_cpu_sample (perf's `-e cpu-clock -F hz -a`). Returns 0,
+ * 1 when sampling is refused by policy (sampling_refused), or -errno. */
 static int attach_sampling(struct bt_loader *l, uint32_t hz, char *err, size_t errlen)
 {
 	unsigned attached = 0;
@@ -294,6 +357,8 @@ static int attach_sampling(struct bt_loader *l, uint32_t hz, char *err, size_t e
 			int e = errno;
 			if (e == ENODEV || e == ENOENT)
 				continue; /* an offline CPU */
+			if (e == EACCES || e == EPERM)
+				return sampling_refused(l, c, e);
 			snprintf(err, errlen,
 				 "cannot open the sampling clock of CPU %u: %s%s", c, strerror(e),
 				 e == EINVAL ? " (is --sample above /proc/sys/kernel/perf_event_max_sample_rate?)" : "");
@@ -405,6 +470,7 @@ static int trig_armed(const struct bt_trig_conf *c, uint32_t kind)
 
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
 {
+	int unwind_hooks = 0; /* of handle_unwind_exec_maps and _mmap, attached */
 	struct bt_loader *l = calloc(1, sizeof(*l));
 	struct bpf_program *prog;
 	int ret, ncpus, trig_switch;
@@ -457,6 +523,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	if (o->unwind_mem && (o->sample_hz || o->stacks_switch || o->stacks_wakeup)) {
 		uint64_t rows = o->unwind_mem / sizeof(struct bt_unwind_row);
 		l->skel->rodata->unwind_on = 1;
+		l->skel->rodata->py_frames_on = o->python_frames != 0;
 		ret = bpf_map__set_max_entries(l->skel->maps.unwind_rows, (uint32_t)(rows < (1u << 30) ? rows : (1u << 30)));
 		if (ret) {
 			snprintf(err, errlen, "cannot size the unwind tables: %s", strerror(-ret));
@@ -492,20 +559,36 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 
 		if (!bpf_program__autoload(prog))
 			continue;
+		if (prog == l->skel->progs.handle_cpu_sample_user)
+			continue;
 		if (prog == l->skel->progs.handle_cpu_sample) {
-			ret = attach_sampling(l, o->sample_hz, err, errlen);
-			if (ret)
+			int zero = 0, tail = bpf_program__fd(l->skel->progs.handle_cpu_sample_user);
+
+			/* the user half, before the first sample */
+			if (bpf_map__update_elem(l->skel->maps.sample_tail, &zero, sizeof(zero), &tail, sizeof(tail), 0)) {
+				ret = -errno;
+				snprintf(err, errlen, "cannot set the sampling program's user half: %s", strerror(errno));
 				goto fail;
-			l->groups |= 1u << BT_GROUP_STACKS;
+			}
+			ret = attach_sampling(l, o->sample_hz, err, errlen);
+			if (ret < 0)
+				goto fail;
+			if (ret == 0)
+				l->groups |= 1u << BT_GROUP_STACKS;
+			ret = 0;
 			continue;
 		}
 		link = bpf_program__attach(prog);
 		if (!link) {
-			bt_warn("cannot attach to tracepoint %s: %s: its events are not recorded",
-				prog_tracepoint(prog), strerror(errno));
+			bt_warn("cannot attach to %s: %s: %s", prog_tracepoint(prog), strerror(errno),
+				strncmp(bpf_program__name(prog), "handle_unwind_", 14) == 0
+					? "new processes' mappings are read from /proc (their first stacks: the leaf only)"
+					: "its events are not recorded");
 			continue;
 		}
 		l->links[l->nlinks++] = link;
+		if (prog == l->skel->progs.handle_unwind_exec_maps || prog == l->skel->progs.handle_unwind_mmap)
+			unwind_hooks++;
 		d = find_desc(bpf_program__name(prog));
 		if (d && (o->groups & (1u << d->group)))
 			l->groups |= 1u << d->group;
@@ -515,6 +598,10 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		snprintf(err, errlen, "could not attach to any tracepoint (run with -v for details)");
 		goto fail;
 	}
+	/* Read by handle_unwind_exec: from now on the BPF side keeps the
+	 * entries across exec itself. */
+	if (unwind_hooks == 2 && l->skel->bss)
+		__atomic_store_n(&l->skel->bss->unwind_hooks_live, 1, __ATOMIC_RELAXED);
 	return l;
 fail:
 	bt_loader_destroy(l);
@@ -526,6 +613,11 @@ void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd
 {
 	*ring_fd = bpf_map__fd(l->skel->maps.trig_ring);
 	*counts_fd = bpf_map__fd(l->skel->maps.trig_counts);
+}
+
+int bt_loader_sampling_refused(const struct bt_loader *l)
+{
+	return l->sampling_refused;
 }
 
 uint32_t bt_loader_groups(const struct bt_loader *l)
@@ -563,16 +655,18 @@ int bt_loader_rings_fd(const struct bt_loader *l)
 	return bpf_map__fd(l->skel->maps.rings);
 }
 
-int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd,
-			 const uint64_t **want_seq)
+int bt_loader_unwind_fds(const struct bt_loader *l, struct bt_unwind_maps *m)
 {
 	if (!l->skel->rodata->unwind_on)
 		return -1;
-	*rows_fd = bpf_map__fd(l->skel->maps.unwind_rows);
-	*max_rows = bpf_map__max_entries(l->skel->maps.unwind_rows);
-	*procs_fd = bpf_map__fd(l->skel->maps.unwind_procs);
-	*want_fd = bpf_map__fd(l->skel->maps.unwind_want);
-	*want_seq = l->skel->bss ? (const uint64_t *)&l->skel->bss->unwind_want_seq : NULL;
+	m->rows_fd = bpf_map__fd(l->skel->maps.unwind_rows);
+	m->max_rows = bpf_map__max_entries(l->skel->maps.unwind_rows);
+	m->procs_fd = bpf_map__fd(l->skel->maps.unwind_procs);
+	m->want_fd = bpf_map__fd(l->skel->maps.unwind_want);
+	m->files_fd = bpf_map__fd(l->skel->maps.unwind_files);
+	m->fwant_fd = bpf_map__fd(l->skel->maps.unwind_fwant);
+	m->py_fd = bpf_map__fd(l->skel->maps.py_files);
+	m->want_seq = l->skel->bss ? (const uint64_t *)&l->skel->bss->unwind_want_seq : NULL;
 	return 0;
 }
 
@@ -599,13 +693,7 @@ void bt_loader_detach(struct bt_loader *l)
 	for (unsigned i = l->nlinks; i-- > 0;)
 		bpf_link__destroy(l->links[i]);
 	l->nlinks = 0;
-	for (uint32_t c = 0; l->sample_links && c < l->ncpus; c++) {
-		bpf_link__destroy(l->sample_links[c]); /* NULL-safe */
-		l->sample_links[c] = NULL;
-		if (l->sample_fds[c] >= 0)
-			close(l->sample_fds[c]);
-		l->sample_fds[c] = -1;
-	}
+	close_sampling(l);
 }
 
 void bt_loader_stop(struct bt_loader *l)
@@ -705,6 +793,22 @@ int bt_loader_read_stack_stats(const struct bt_loader *l, struct bt_stack_stats 
 		sum->unw_bad += v[c].unw_bad;
 		sum->unw_fp += v[c].unw_fp;
 		sum->unw_no_table += v[c].unw_no_table;
+		sum->unw_pending += v[c].unw_pending;
+		sum->unw_maps_new += v[c].unw_maps_new;
+		sum->unw_maps_full += v[c].unw_maps_full;
+		sum->unw_execs += v[c].unw_execs;
+		sum->unw_execs_full += v[c].unw_execs_full;
+		sum->unw_copies += v[c].unw_copies;
+		sum->unw_copy_rate += v[c].unw_copy_rate;
+		sum->unw_copy_drops += v[c].unw_copy_drops;
+		sum->unw_copy_old += v[c].unw_copy_old;
+		sum->py_walks += v[c].py_walks;
+		sum->py_frames += v[c].py_frames;
+		sum->py_unknown += v[c].py_unknown;
+		sum->py_no_thread += v[c].py_no_thread;
+		sum->py_unreadable += v[c].py_unreadable;
+		sum->py_cut += v[c].py_cut;
+		sum->py_code_drops += v[c].py_code_drops;
 	}
 	free(v);
 	return ret;
@@ -717,6 +821,7 @@ void bt_loader_destroy(struct bt_loader *l)
 	bt_loader_detach(l);
 	bt_loader_stop(l);
 	drains_destroy(l);
+	bt_loader_copies_close(l);
 	bt_live_free(l->live);
 	free(l->sample_links);
 	free(l->sample_fds);

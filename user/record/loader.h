@@ -49,6 +49,7 @@ struct bt_loader_opts {
 	uint64_t offcpu_min_ns;/* --offcpu-min */
 	uint32_t max_stacks;   /* sizes the kernel's table of stacks already sent */
 	uint64_t unwind_mem;   /* --unwind-mem: bytes of unwind rows; 0: user stacks by frame pointers */
+	int python_frames;     /* CPython frames read where the unwinder walks (not --no-python-frames) */
 	/* BT_TRIG_MAX trigger slots evaluated inside record's own programs
 	 * (bt_trig_bpf_record_conf), or NULL: none. An armed sched-latency
 	 * slot keeps sched_switch attached even when the sched group is off. */
@@ -74,6 +75,9 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 
 /* Groups that have at least one attached program (bitmask). */
 uint32_t bt_loader_groups(const struct bt_loader *l);
+/* The errno of CPU sampling refused by the kernel's policy (EACCES: Debian's
+ * perf_event_paranoid=3), recording going on without it; 0: none. */
+int bt_loader_sampling_refused(const struct bt_loader *l);
 /* Number of attached programs; ring buffer bytes in use, total over all CPUs
  * and per CPU; the fill of a CPU's ring that forces a wakeup. */
 unsigned bt_loader_nattached(const struct bt_loader *l);
@@ -93,8 +97,8 @@ void bt_loader_trig_maps(const struct bt_loader *l, int *ring_fd, int *counts_fd
 int bt_loader_cpu_state_fd(const struct bt_loader *l);
 /* The unwinder's maps (bpf/unwind_walk.bpf.h) for unwind_procs.h; -1 if
  * user stacks are walked by frame pointers. */
-int bt_loader_unwind_fds(const struct bt_loader *l, int *rows_fd, uint32_t *max_rows, int *procs_fd, int *want_fd,
-			 const uint64_t **want_seq);
+struct bt_unwind_maps;
+int bt_loader_unwind_fds(const struct bt_loader *l, struct bt_unwind_maps *m);
 /* The stack maps (stack_scratch, stack_seen, stack_stats), for the uprobe
  * programs' --ustack. */
 void bt_loader_stack_fds(const struct bt_loader *l, int fds[3]);
@@ -108,6 +112,10 @@ int bt_loader_start(struct bt_loader *l, struct bt_buffer *buf, struct bt_task_t
 /* The kernel side's stack counters summed over CPUs (events.h); 0 or -errno. */
 struct bt_stack_stats;
 int bt_loader_read_stack_stats(const struct bt_loader *l, struct bt_stack_stats *sum);
+
+/* The pending stack copies' counters (stack_copies.h; zeros: none). */
+struct bt_stack_copy_counts;
+void bt_loader_copy_counts(const struct bt_loader *l, struct bt_stack_copy_counts *c);
 
 /* Wait until every event submitted before the call is in the block buffer
  * and every task event among them in the task table (the drain thread

@@ -18,7 +18,7 @@
 #define BT_MAX_DRAINS 1 /* see loader.h: room for a drain thread per group of CPUs */
 #define BT_TASK_PENDING 4096 /* task events held back per drain (see the top) */
 /* The programs of record.bpf.c the loader knows (prog_descs in loader.c). */
-#define BT_LOADER_NPROGS 23
+#define BT_LOADER_NPROGS 25
 
 /* The per-CPU map value layout user space reads: 8-byte slots per CPU. */
 _Static_assert(sizeof(struct bt_cpu_state) % 8 == 0, "bt_cpu_state size");
@@ -73,14 +73,22 @@ struct bt_loader {
 	struct bt_drain drains[BT_MAX_DRAINS];
 	unsigned ndrains;
 	struct bt_stack_table *stacks; /* NULL: no stacks */
+	struct bt_stack_copies *copies; /* stack copies waiting for tables (loader_copies.c); NULL: none */
+	void *copy_rows;                /* the rows array mapped read-only for them */
+	size_t copy_rows_len;
 	struct bt_cold *cold;          /* NULL: no cold tier */
 	bt_pass_hook pass_hook; /* after each drain pass, NULL: none */
 	void *pass_ctx;
 	struct bpf_link **sample_links; /* [ncpus]: the sampling program on each CPU's clock */
 	int *sample_fds;                /* [ncpus] perf events, -1 none */
+	int sampling_refused;           /* errno of a perf event refused by policy, 0: none */
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
 	void *hook_ctx;
 	struct bt_live *live; /* what the buffer holds, for `ctl status` */
 };
 
+/* loader_copies.c: open with the drain (0 or -errno; nothing when no
+ * stacks are walked with tables), close after it stopped. */
+int bt_loader_copies_open(struct bt_loader *l);
+void bt_loader_copies_close(struct bt_loader *l);
 #endif

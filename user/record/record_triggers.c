@@ -14,7 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "app_registry.h"
 #include "btrace_buffer.h"
+#include "dump_capture.h"
 #include "dump.h"
 #include "loader.h"
 #include "recorder_state.h"
@@ -24,31 +26,95 @@
 
 /* Trigger thread (or the stop): f[0]'s delay is over, f[1..n) and
  * `unnamed` came during it. Into the pending dump: the dump thread takes it
- * whole when it starts one. */
+ * whole when it starts one.
+ *
+ * An application at full speed overwrites its buffer in a fraction of a
+ * second, and a dump queued behind another starts seconds later: the
+ * application buffers are copied at the pending dump's first hit, for it
+ * (dump_capture_apps). Hits after that copy would not be in it: they wait
+ * for the next dump (tq2), which copies at its own first hit; beyond that
+ * they merge into it. Three copies at most: the dump being written's and
+ * the two pending. While stopping, everything merges into the final dump,
+ * which copies at once. */
 static void on_trigger_dump(void *ctx, const struct bt_trigger_fired *f, size_t n, uint64_t unnamed)
 {
 	struct recorder *r = ctx;
-	struct recorder_hits *q = &r->tq;
+	struct bt_apps_capture *c = NULL;
 
+	if (!n)
+		return;
+	/* Only live applications overwrite their buffers: without one, the
+	 * dump copies at its start as it always did. */
+	size_t live = 0;
+	if (r->apps)
+		bt_apps_count(r->apps, &live);
 	pthread_mutex_lock(&r->lock);
+	struct recorder_hits *q = r->tq.apps && !r->hold_dumps ? &r->tq2 : &r->tq;
+	int want = live && !q->n && !r->hold_dumps;
+	pthread_mutex_unlock(&r->lock);
+	uint64_t t0 = bt_boottime_ns();
+	if (want) {
+		c = dump_capture_apps(r);
+		if (!c)
+			bt_warn("trigger %s: cannot copy the application buffers now (%s): copied when its dump starts",
+				f[0].name, strerror(errno));
+	}
+	pthread_mutex_lock(&r->lock);
+	/* Only this thread and the stop (after it) add hits: q is still the
+	 * queue chosen, unless the dump thread took tq meanwhile (then tq2
+	 * moved into it, or it was empty). */
+	if (q == &r->tq2 && !r->tq.apps)
+		q = &r->tq;
+	if (c && !q->n && !q->apps && !r->hold_dumps) {
+		q->apps = c;
+		q->apps_ns = bt_boottime_ns();
+		q->apps_t0 = t0;
+		c = NULL;
+	}
 	for (size_t k = 0; k < n; k++) {
 		if (q->n < RECORDER_HITS)
 			q->f[q->n++] = f[k];
 		else if (f[k].trig < BT_TRIG_MAX)
 			q->unnamed[f[k].trig]++; /* in the dump all the same, only counted */
 	}
-	if (n && f[0].trig < BT_TRIG_MAX)
+	if (f[0].trig < BT_TRIG_MAX)
 		q->unnamed[f[0].trig] += unnamed;
 	pthread_cond_signal(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+	bt_apps_capture_free(c); /* the dump thread or a stop came first */
+}
+
+/* b's hits merged into a (whose copy of the applications is kept). */
+static void hits_merge(struct recorder_hits *a, struct recorder_hits *b)
+{
+	for (size_t k = 0; k < b->n; k++) {
+		if (a->n < RECORDER_HITS)
+			a->f[a->n++] = b->f[k];
+		else if (b->f[k].trig < BT_TRIG_MAX)
+			a->unnamed[b->f[k].trig]++;
+	}
+	for (size_t i = 0; i < BT_TRIG_MAX; i++)
+		a->unnamed[i] += b->unnamed[i];
+	if (!a->apps) {
+		a->apps = b->apps;
+		a->apps_ns = b->apps_ns;
+		a->apps_t0 = b->apps_t0;
+		b->apps = NULL;
+	}
+	bt_apps_capture_free(b->apps);
+	memset(b, 0, sizeof(*b));
 }
 
 int recorder_triggers_take(struct recorder *r, struct recorder_hits *out)
 {
 	if (!r->tq.n)
 		return 0;
+	/* The final dump is for every hit still waiting. */
+	if (r->pending && strcmp(r->reason, "exit") == 0)
+		hits_merge(&r->tq, &r->tq2);
 	*out = r->tq;
-	memset(&r->tq, 0, sizeof(r->tq));
+	r->tq = r->tq2;
+	memset(&r->tq2, 0, sizeof(r->tq2));
 	return 1;
 }
 
@@ -176,6 +242,7 @@ int recorder_triggers_info(struct recorder *r, const struct bt_trigger_fired *f,
 			st->merged += e.merged[i];
 			st->skipped += e.merged[i];
 			st->pending -= e.n[i] < st->pending ? e.n[i] : st->pending;
+			t[i].unnamed = h->unnamed[i];
 		}
 		check_windows(r, h, oldest);
 	}
@@ -202,11 +269,11 @@ void recorder_triggers_status(struct recorder *r, FILE *out)
 
 		bt_triggers_stats(r->triggers, i, &st);
 		fprintf(out,
-			"  %s: %s, %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64 " skipped, %" PRIu64 " lost; %" PRIu64
-			" dumped + %" PRIu64 " merged + %" PRIu64 " rate-limited + %" PRIu64 " dropped + %" PRIu64
-			" pending\n",
-			s->name, s->cond, st.hits, st.dumps, st.skipped, st.lost, st.dumps, st.merged, st.limited, st.dropped,
-			st.pending);
+			"  %s: %s, %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64 " rate-limited, %" PRIu64
+			" merged, %" PRIu64 " lost in the kernel; %" PRIu64 " dumped + %" PRIu64 " merged + %" PRIu64
+			" rate-limited + %" PRIu64 " dropped + %" PRIu64 " pending\n",
+			s->name, s->cond, st.hits, st.dumps, st.limited, st.merged, st.lost, st.dumps, st.merged, st.limited,
+			st.dropped, st.pending);
 	}
 }
 

@@ -58,6 +58,7 @@
 #include "uprobes.h"
 #include "util.h"
 #include "recorder.h"
+#include "record_checks.h"
 #include "stack_table.h"
 #include "stack_symbols.h"
 #include "unwind_cache.h"
@@ -73,6 +74,7 @@
 #include "trigger_bpf.h"
 #include "cold_pump.h"
 #include "cold_tier.h"
+#include "handover.h"
 #define DEFAULT_APP_BUFFER_SIZE (4ull << 20)
 /* A program with the -finstrument-functions hooks: ~8.5 bytes per call
  * point, so 32 MiB (Hubble's default) holds ~3.9 million points, seconds
@@ -81,10 +83,22 @@
 #define DEFAULT_APP_BLOCK_SIZE (16u << 10)
 
 /* Control thread: an application registering for in-process tracing. */
-static void adopt_app(void *ctx, int fd, uint32_t pid, int argc, char **argv)
+static void adopt_app(void *ctx, int fd, uint32_t pid, int passed_fd, int argc, char **argv)
 {
 	struct recorder *r = ctx;
-	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "", argc > 2 && strcmp(argv[2], "funcs") == 0);
+	int funcs = 0;
+	unsigned long parent = 0;
+
+	/* "app-register NAME [funcs] [early] [parent=PID]": early with the
+	 * buffer the process wrote in before it registered passed along; a
+	 * forked child names its parent. */
+	for (int i = 2; i < argc; i++) {
+		funcs |= strcmp(argv[i], "funcs") == 0;
+		if (strncmp(argv[i], "parent=", 7) == 0)
+			parent = strtoul(argv[i] + 7, NULL, 10);
+	}
+	bt_apps_register(r->apps, fd, pid, argc > 1 ? argv[1] : "", funcs, passed_fd,
+			 parent <= UINT32_MAX ? (uint32_t)parent : 0);
 }
 
 /* ---- startup checks --------------------------------------------------------------- */
@@ -123,21 +137,22 @@ static int check_privileges(void)
  * read-only mounts); a missing one needs its nearest existing ancestor to
  * be a writable directory (created by create_output_dir once recording
  * starts). */
-static int check_output_dir(const char *dir)
+static int check_output_dir(const struct record_opts *o)
 {
+	const char *dir = o->output_dir;
 	char probe[PATH_MAX], up[PATH_MAX];
 	struct stat st;
 	int fd, ret;
 
 	if ((size_t)snprintf(up, sizeof(up), "%s", dir) >= sizeof(up)) {
-		bt_err("output directory name too long: %s", dir);
+		record_key_err(o, RK_OUTPUT_DIR, "output directory name too long: %s", dir);
 		return -ENAMETOOLONG;
 	}
 	while (stat(up, &st) < 0) {
 		char *slash;
 		if (errno != ENOENT && errno != ENOTDIR) { /* ENOTDIR: a file on the way, found below */
 			ret = -errno;
-			bt_err("cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
+			record_key_err(o, RK_OUTPUT_DIR, "cannot use output directory %s: %s: choose another with -o DIR", dir, strerror(errno));
 			return ret;
 		}
 		slash = strrchr(up, '/');
@@ -153,16 +168,22 @@ static int check_output_dir(const char *dir)
 			*slash = '\0';
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		bt_err("cannot create output directory %s: %s is not a directory: choose another with -o DIR", dir, up);
+		record_key_err(o, RK_OUTPUT_DIR, "cannot create output directory %s: %s is not a directory: choose another with -o DIR", dir, up);
 		return -ENOTDIR;
 	}
 	if (strcmp(up, dir) != 0) {
-		if (access(up, W_OK | X_OK) < 0) {
+		/* Root passes access() on /proc and on read-only mounts: a
+		 * directory made and removed at once says whether mkdir works. */
+		if ((size_t)snprintf(probe, sizeof(probe), "%s/" BT_DUMP_TMP_PREFIX "%d.probe.XXXXXX", up,
+				     (int)getpid()) >= sizeof(probe))
+			return -ENAMETOOLONG;
+		if (access(up, W_OK | X_OK) < 0 || !mkdtemp(probe)) {
 			ret = -errno;
-			bt_err("cannot create output directory %s in %s: %s: choose another with -o DIR", dir, up,
+			record_key_err(o, RK_OUTPUT_DIR, "cannot create output directory %s in %s: %s: choose another with -o DIR", dir, up,
 				strerror(errno));
 			return ret;
 		}
+		rmdir(probe);
 		return 0;
 	}
 	/* Named like a dump's temporary: if we die right here, the next
@@ -173,7 +194,7 @@ static int check_output_dir(const char *dir)
 	fd = mkstemp(probe);
 	if (fd < 0) {
 		ret = -errno;
-		bt_err("output directory %s is not writable: %s: choose another with -o DIR",
+		record_key_err(o, RK_OUTPUT_DIR, "output directory %s is not writable: %s: choose another with -o DIR",
 			dir, strerror(errno));
 		return ret;
 	}
@@ -342,6 +363,8 @@ static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len
 					h->tgid, NULL);
 }
 
+static void save_handover(struct recorder *r);
+
 static int run_loop(struct recorder *r, const sigset_t *waitmask)
 {
 	const struct record_opts *o = r->o;
@@ -380,6 +403,7 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 			atomic_store(&r->rate, (ds.events - rate_events) * 1000000000ull / (now - rate_t));
 			rate_events = ds.events;
 			rate_t = now;
+			save_handover(r);
 		}
 		check_automatic_dumps(r, now, &last_interval);
 		if (r->uprobes) {
@@ -432,7 +456,8 @@ static void install_signals(sigset_t *waitmask)
 }
 
 /* Checks a user will hit, cheapest and most likely first; -p THREAD_ID
- * becomes its process. 0, or -1 after saying why. */
+ * becomes its process. 0, or after saying why -1 (this machine cannot
+ * record) or -2 (a configuration error: RECORD_EXIT_CONFIG). */
 static int preflight_checks(struct record_opts *o)
 {
 	char err[512];
@@ -455,12 +480,12 @@ static int preflight_checks(struct record_opts *o)
 		ret = bt_proc_tgid((int)o->filter_tgid, &tgid, comm, sizeof(comm), tcomm, sizeof(tcomm), &perr);
 		if (ret) {
 			if (ret == -ESRCH)
-				bt_err("no process with pid %u: give the pid of a running process to -p",
-					o->filter_tgid);
+				record_key_err(o, RK_PID, "no process with pid %u: give the pid of a running process to -p",
+					       o->filter_tgid);
 			else
-				bt_err("-p %u: %s", o->filter_tgid, perr);
+				record_key_err(o, RK_PID, "-p %u: %s", o->filter_tgid, perr);
 			free(perr);
-			return -1;
+			return -2;
 		}
 		/* -p THREAD_ID: its process, all threads (events carry the tgid). */
 		if ((uint32_t)tgid != o->filter_tgid) {
@@ -471,21 +496,175 @@ static int preflight_checks(struct record_opts *o)
 	}
 	/* A --ctl that cannot work is found before anything is loaded. */
 	if (!o->no_ctl && o->ctl_path && bt_ctl_check_path(o->ctl_path, err, sizeof(err)) < 0) {
-		bt_err("%s", err[0] ? err : strerror(errno));
-		return -1;
+		record_key_err(o, RK_CTL, "%s", err[0] ? err : strerror(errno));
+		return -2;
 	}
-	if (check_output_dir(o->output_dir))
-		return -1;
+	if (check_output_dir(o))
+		return -2;
+	/* Probe targets are the likeliest to be wrong: found before BPF is loaded. */
+	if (record_check_probes(o))
+		return -2;
 	return 0;
 }
 
 /* The CPU count, the application geometry check, the block buffer and the
- * task table. 0, or -1 after saying why (what was made is freed by
+ * task table, before any BPF is loaded. 0, or after saying why -1, or -2
+ * for a size the options got wrong (what was made is freed by
  * recorder_teardown()). */
+/* ---- the buffer's hand-over (handover.h) ------------------------------------ */
+
+/* The memfd handed to this start (--resume-fd, or systemd's fd store),
+ * read as untrusted input into r->ho_found, first thing (its dump need
+ * not wait for the programs). A file that cannot be used is said and
+ * dropped: the buffer goes into new memory. */
+static void take_handover(struct recorder *r)
+{
+	int fd = r->o->resume_fd, from_store = 0;
+	char err[512], ferr[512];
+
+	if (fd < 0) {
+		fd = bt_sd_listen_fd(BT_HO_FDNAME);
+		from_store = fd >= 0;
+	}
+	if (fd < 0)
+		return;
+	r->handover = bt_handover_take(fd, &r->ho_found, ferr, sizeof(ferr), err, sizeof(err));
+	if (!r->handover) {
+		bt_warn("%s: recording into new memory", err);
+		close(fd);
+		if (from_store) /* or the next start is handed it again */
+			bt_sd_notify("FDSTOREREMOVE=1\nFDNAME=" BT_HO_FDNAME);
+	} else if (ferr[0]) {
+		bt_warn("%s: the previous recorder's history is lost", ferr);
+	}
+}
+
+/* The handed memfd (or a new one, under systemd or with --resume-fd)
+ * laid out for cfg, which then points the buffer at it. A failure leaves
+ * the buffer in private memory, said once. */
+static void place_handover(struct recorder *r, struct bt_config *cfg, struct bt_shm_place *place)
+{
+	char err[512];
+
+	if (!r->handover && (r->o->resume_fd >= 0 || getenv("NOTIFY_SOCKET"))) {
+		r->handover = bt_handover_new(err, sizeof(err));
+		if (!r->handover)
+			bt_warn("cannot keep the buffer for the next start: %s", err);
+	}
+	if (r->handover && bt_handover_prepare(r->handover, cfg, r->ncpus, place, err, sizeof(err))) {
+		bt_warn("cannot keep the buffer for the next start: %s", err);
+		bt_handover_close(r->handover);
+		r->handover = NULL;
+	}
+	if (r->handover)
+		cfg->shm = place;
+}
+
+/* Systemd keeps a copy of the memfd (FileDescriptorStoreMax= in the unit):
+ * given back at the next start after a restart, an upgrade or a crash.
+ * The same fd again (a restart) is recognized there as a duplicate. */
+static void store_handover(struct recorder *r)
+{
+	if (r->handover && bt_sd_notify_fd("FDSTORE=1\nFDNAME=" BT_HO_FDNAME, bt_handover_fd(r->handover)) < 0)
+		bt_warn("cannot hand the buffer to systemd's fd store: a restart starts empty");
+}
+
+/* Counters and task names into the handed memory (each second, and at
+ * stop): what a dump of it after this recorder names. */
+static void save_handover(struct recorder *r)
+{
+	struct bt_ho_counters c = { 0 };
+	struct bt_drain_stats ds;
+	struct bt_stats bs;
+	struct bt_task *t = NULL;
+	size_t n = 0;
+
+	if (!r->handover || !r->loader)
+		return;
+	bt_loader_drain_stats(r->loader, &ds);
+	bt_buffer_stats(r->buf, &bs);
+	c.saved_boot_ns = bt_boottime_ns();
+	c.drain_events = ds.events;
+	c.drain_rejected = ds.rejected;
+	c.entries_written = bs.entries_written;
+	c.bytes_written = bs.bytes_written;
+	c.padding_bytes = bs.padding_bytes;
+	c.blocks_used = bs.blocks_used;
+	c.ncpus = r->ncpus;
+	c.groups_enabled = bt_loader_groups(r->loader);
+	if (bt_tasks_snapshot(r->tasks, &t, &n))
+		n = 0;
+	bt_handover_save(r->handover, &c, t, n);
+	free(t);
+}
+
+/* What the previous recorder left, as a dump, before anything else is
+ * dumped; the gap between its newest event and this start said. */
+static void dump_handed(struct recorder *r)
+{
+	struct bt_ho_found *f = &r->ho_found;
+	char path[PATH_MAX], err[512];
+	uint64_t events = 0, t0 = bt_now_ns();
+
+	if (!f->kbuf)
+		return;
+	if (bt_handover_dump(f, r->o->output_dir, r->o->zlevel, path, sizeof(path), &events, err, sizeof(err))) {
+		bt_log(BT_LOG_ERR, "the history before this start (%s) is lost: the dump failed: %s", bt_ho_reason(f), err);
+	} else {
+		double gap = f->newest_ts && r->start_boot_ns > f->newest_ts ?
+				     (double)(r->start_boot_ns - f->newest_ts) / 1e9 : -1;
+
+		bt_log(BT_LOG_NOTICE, "history before this start (%s of recorder %u) written to %s in %.2fs: %" PRIu64
+		       " events; %" PRIu64 " blocks kept, %" PRIu64 " refused, %" PRIu64 " open blocks cut at their last "
+		       "confirmed entry, %" PRIu64 " event batches refused; gap since its newest event %.3fs%s", bt_ho_reason(f),
+		       f->pid, path, (double)(bt_now_ns() - t0) / 1e9, events, f->ss.blocks_kept,
+		       f->ss.blocks_bad + f->ss.blocks_dup, f->ss.blocks_torn, f->ss.entries_bad, gap,
+		       f->state == BT_HO_RUNNING ? " (events still in its BPF rings died with it, uncounted)" : "");
+		pthread_mutex_lock(&r->lock);
+		r->ndumps++;
+		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
+		snprintf(r->ho_summary, sizeof(r->ho_summary), "the history before this start (%s) in %s: %" PRIu64
+			 " events, %" PRIu64 " blocks and %" PRIu64 " event batches refused, %" PRIu64 " open blocks cut, "
+			 "gap %.3fs%s", bt_ho_reason(f), path, events, f->ss.blocks_bad + f->ss.blocks_dup,
+			 f->ss.entries_bad, f->ss.blocks_torn, gap,
+			 f->state == BT_HO_RUNNING ? ", events in its rings lost uncounted" : "");
+		pthread_mutex_unlock(&r->lock);
+	}
+	bt_ho_found_free(f);
+}
+
+/* The handed history's dump, beside the programs' loading: it is on disk
+ * seconds sooner than after it (the start of a busy machine is slow). */
+static void *handed_thread(void *arg)
+{
+	struct recorder *r = arg;
+	int ret = bt_mkdir_p(r->o->output_dir, 0700);
+
+	if (ret)
+		bt_log(BT_LOG_ERR, "the history before this start is lost: cannot create %s: %s", r->o->output_dir,
+		       strerror(-ret));
+	else
+		dump_handed(r);
+	bt_ho_found_free(&r->ho_found);
+	return NULL;
+}
+
+static void start_handed_dump(struct recorder *r)
+{
+	if (!r->ho_found.kbuf)
+		return;
+	if (pthread_create(&r->ho_thread, NULL, handed_thread, r)) {
+		dump_handed(r); /* no thread: now, before recording */
+		return;
+	}
+	r->ho_thread_on = 1;
+}
+
 static int create_buffer(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
 	struct bt_config cfg;
+	struct bt_shm_place place;
 	char err[512], s1[32], s2[32];
 	int ncpus = libbpf_num_possible_cpus();
 
@@ -495,21 +674,33 @@ static int create_buffer(struct recorder *r)
 	}
 	r->ncpus = (uint32_t)ncpus;
 	if (!o->no_ctl && !o->no_apps) {
+		uint64_t asize = o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE;
 		uint32_t aa, an;
-		if (bt_app_geometry(o->app_buffer_size ? o->app_buffer_size : DEFAULT_APP_BUFFER_SIZE,
-				    o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE, r->ncpus,
-				    &aa, &an, err, sizeof(err)) < 0) {
-			bt_err("--app-buffer-size: %s", err);
-			return -1;
+		int e;
+
+		if (bt_app_geometry(asize, o->app_block_size ? (uint32_t)o->app_block_size : DEFAULT_APP_BLOCK_SIZE,
+				    r->ncpus, &aa, &an, err, sizeof(err)) < 0) {
+			record_key_err(o, o->where[RK_APP_BUFFER_SIZE] || !o->where[RK_APP_BLOCK_SIZE] ? RK_APP_BUFFER_SIZE
+												: RK_APP_BLOCK_SIZE,
+				       "--app-buffer-size: %s", err);
+			return -2;
+		}
+		/* the size start_apps gives bt_apps_create, checked before any BPF */
+		e = bt_apps_check_size(asize, o->max_apps ? o->max_apps : 64, err, sizeof(err));
+		if (e) {
+			record_key_err(o, e == -ENOMEM && o->where[RK_MAX_APPS] && !o->where[RK_APP_BUFFER_SIZE] ? RK_MAX_APPS
+												       : RK_APP_BUFFER_SIZE,
+				       "--app-buffer-size: %s", err);
+			return -2;
 		}
 	}
 	/* The buffer is prefaulted: asking for more than the machine has would
 	 * end with the OOM killer rather than an error. */
 	if (bt_mem_available() && o->buffer_size > bt_mem_available()) {
-		bt_err("cannot record into %s: only %s of memory is available: give a smaller "
-			"--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
-			format_size(bt_mem_available(), s2, sizeof(s2)));
-		return -1;
+		record_key_err(o, RK_BUFFER_SIZE, "cannot record into %s: only %s of memory is available: give a smaller "
+			       "--buffer-size", format_size(o->buffer_size, s1, sizeof(s1)),
+			       format_size(bt_mem_available(), s2, sizeof(s2)));
+		return -2;
 	}
 	memset(&cfg, 0, sizeof(cfg));
 	/* With a cold tier, --buffer-size is the budget of both tiers. */
@@ -519,13 +710,27 @@ static int create_buffer(struct recorder *r)
 	cfg.active = (uint32_t)o->active_blocks;
 	cfg.max_size = (size_t)recorder_buffer_share(o, o->max_size);
 	cfg.prefault = 1; /* the drain thread never page-faults on a fresh block */
+	place_handover(r, &cfg, &place);
 	err[0] = '\0';
 	r->buf = bt_buffer_create(&cfg, err, sizeof(err));
+	if (!r->buf && cfg.shm) {
+		bt_warn("cannot keep the buffer in shared memory (%s): private memory, a restart starts empty", err);
+		bt_handover_close(r->handover);
+		r->handover = NULL;
+		cfg.shm = NULL;
+		err[0] = '\0';
+		r->buf = bt_buffer_create(&cfg, err, sizeof(err));
+	}
 	if (!r->buf) {
-		bt_err("cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
-			"--active-blocks", format_size(o->buffer_size, s1, sizeof(s1)),
-			err[0] ? err : strerror(errno));
-		return -1;
+		/* the geometry's error names the option it is about */
+		enum record_key k = strstr(err, "maximum size") ? RK_MAX_SIZE :
+				    strstr(err, "active blocks") ? RK_ACTIVE_BLOCKS :
+				    strstr(err, "block size") ? RK_BLOCK_SIZE : RK_BUFFER_SIZE;
+
+		record_key_err(o, k, "cannot create a %s buffer: %s: adjust --buffer-size, --max-size, --block-size or "
+			       "--active-blocks", format_size(o->buffer_size, s1, sizeof(s1)),
+			       err[0] ? err : strerror(errno));
+		return -2;
 	}
 	if (o->cold_pct && recorder_cold_start(r) < 0)
 		return -1;
@@ -546,31 +751,32 @@ static void kick_unwinder(void *u)
 /* The unwinder's thread, when user stacks are walked with unwind tables. */
 static int start_unwinder(struct recorder *r)
 {
-	int rows_fd, procs_fd, want_fd;
-	const uint64_t *want_seq;
-	uint32_t max_rows;
-
+	struct bt_unwind_maps maps;
 	struct bt_unwind_cache *cache = NULL;
 	char err[512];
 
-	if (bt_loader_unwind_fds(r->loader, &rows_fd, &max_rows, &procs_fd, &want_fd, &want_seq))
+	if (bt_loader_unwind_fds(r->loader, &maps))
 		return 0;
 	if (r->o->unwind_cache) {
 		cache = bt_unwind_cache_open(r->o->unwind_cache, BT_UNWIND_CACHE_BUDGET, err, sizeof(err));
 		if (!cache)
 			bt_warn("unwind table cache %s; tables are compiled at each start", err);
 	}
-	r->unwinder = bt_unwinder_start(rows_fd, max_rows, procs_fd, want_fd, want_seq, cache);
+	r->unwinder = bt_unwinder_start(&maps, cache);
 	if (!r->unwinder) {
 		bt_warn("cannot start the unwinder: %s", strerror(errno));
 		return -1;
 	}
+	r->unwind_cache = cache; /* its failures to store, for status and dumps */
 	bt_loader_set_pass_hook(r->loader, kick_unwinder, r->unwinder);
+	if (r->stacks)
+		bt_stack_table_set_path_source(r->stacks, bt_unwinder_file_path, r->unwinder);
 	return 0;
 }
 
 /* The BPF programs (opened and loaded, not yet draining), with the stack
- * table and symbolizer when stacks are recorded. 0, or -1 after saying why. */
+ * table and symbolizer when stacks are recorded. 0, or after saying why -1,
+ * or -2 for a trigger this kernel cannot arm (found before loading). */
 static int open_loader(struct recorder *r)
 {
 	const struct record_opts *o = r->o;
@@ -591,6 +797,7 @@ static int open_loader(struct recorder *r)
 	lo.offcpu_min_ns = o->offcpu_min_ns;
 	lo.max_stacks = o->max_stacks ? o->max_stacks : BT_DEFAULT_MAX_STACKS;
 	lo.unwind_mem = o->unwind_mem;
+	lo.python_frames = !o->no_python_frames;
 	if (o->sample_hz || o->stacks_switch || o->stacks_wakeup || o->ustack) {
 		lo.groups |= 1u << BT_GROUP_STACKS;
 		r->stacks = bt_stack_table_new(lo.max_stacks);
@@ -602,8 +809,13 @@ static int open_loader(struct recorder *r)
 	}
 	ret = bt_trig_bpf_record_conf(o->triggers, o->ntriggers, trig_conf, err, sizeof(err));
 	if (ret < 0) {
-		bt_err("%s", err);
-		return -1;
+		/* a condition this kernel cannot arm: restarting cannot help */
+		size_t i = 0;
+
+		while (i < o->ntriggers && o->triggers[i].kind != BT_TRIG_SCHED_LATENCY)
+			i++;
+		record_conf_err("trigger", i < o->ntriggers && o->twhere ? o->twhere[i] : NULL, "%s", err);
+		return -2;
 	}
 	lo.trig_conf = ret ? trig_conf : NULL;
 	r->loader = bt_loader_open(&lo, err, sizeof(err));
@@ -887,6 +1099,8 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o, struct 
 	recorder_triggers_stop(r);
 	if (r->loader)
 		bt_loader_stop(r->loader); /* the drain kicks the unwinder */
+	if (r->stacks)
+		bt_stack_table_set_path_source(r->stacks, NULL, NULL);
 	bt_unwinder_stop(r->unwinder); /* before its maps go with the loader */
 	stop_step(c, "stopping the unwinder");
 	bt_apps_destroy(r->apps); /* after the final dump: it holds their last events */
@@ -906,10 +1120,15 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o, struct 
 	bt_cold_pump_stop(r->cold_pump);
 	bt_cold_destroy(r->cold);
 	bt_buffer_destroy(r->buf);
+	if (r->ho_thread_on)
+		pthread_join(r->ho_thread, NULL);
+	bt_handover_close(r->handover); /* systemd's store or the parent keeps its copy */
+	bt_ho_found_free(&r->ho_found);
 	stop_step(c, "freeing the buffers");
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
 	pthread_mutex_destroy(&r->dump_serial);
+	pthread_mutex_destroy(&r->buf_swap);
 }
 
 int recorder_run(const struct record_opts *opts)
@@ -919,7 +1138,7 @@ int recorder_run(const struct record_opts *opts)
 	struct recorder r;
 	struct stop_clock sc = { 0 };
 	sigset_t waitmask;
-	int exit_code = 0, dump_thread = 0;
+	int exit_code = 0, dump_thread = 0, ret;
 
 	bt_verbose = o.verbose;
 	bt_loader_set_libbpf_verbosity(o.verbose);
@@ -929,18 +1148,31 @@ int recorder_run(const struct record_opts *opts)
 	 * heap, which a recorder running for weeks keeps as slack. */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 	install_signals(&waitmask);
-	if (preflight_checks(&o))
-		return 1;
-
 	memset(&r, 0, sizeof(r));
 	r.o = &o;
 	pthread_mutex_init(&r.lock, NULL);
 	pthread_cond_init(&r.cond, NULL);
 	pthread_mutex_init(&r.dump_serial, NULL);
+	pthread_mutex_init(&r.buf_swap, NULL);
 	r.start_ns = bt_now_ns();
+	r.start_boot_ns = bt_boottime_ns();
+	/* The history a previous recorder left: on disk while this one
+	 * loads (seconds on a busy machine), whatever the checks find. */
+	take_handover(&r);
+	start_handed_dump(&r);
+	ret = preflight_checks(&o);
+	if (ret) {
+		if (r.ho_thread_on)
+			pthread_join(r.ho_thread, NULL);
+		bt_handover_close(r.handover);
+		return ret == -2 ? RECORD_EXIT_CONFIG : 1;
+	}
 
-	if (create_buffer(&r) || open_loader(&r) || open_uprobes(&r) || start_recording(&r, &dump_thread)) {
-		exit_code = 1;
+	ret = create_buffer(&r);
+	if (!ret)
+		ret = open_loader(&r);
+	if (ret || open_uprobes(&r) || start_recording(&r, &dump_thread)) {
+		exit_code = ret == -2 ? RECORD_EXIT_CONFIG : 1;
 		goto out;
 	}
 	/* Before this point nothing is recorded worth a dump: a failure
@@ -952,6 +1184,7 @@ int recorder_run(const struct record_opts *opts)
 		goto out;
 	}
 	announce(&r);
+	store_handover(&r); /* after READY=1: systemd's first word is that we record */
 	run_loop(&r, &waitmask);
 	sc.t0 = sc.last = bt_now_ns();
 	stop_recording(&r, &sc);
@@ -960,7 +1193,12 @@ out:
 		sc.t0 = sc.last = bt_now_ns();
 	if (finish_dumps(&r, dump_thread))
 		exit_code = 1;
-	stop_step(&sc, "the final dump");
+	/* The final dump is on disk: the next start's dump of this memory
+	 * says "restart", not "recorder-died". */
+	save_handover(&r);
+	bt_handover_mark(r.handover, BT_HO_STOPPED);
+	/* With --no-final-dump, what it waited for is the dump in progress. */
+	stop_step(&sc, o.final_dump ? "the final dump" : "the dump in progress");
 	recorder_teardown(&r, &o, &sc);
 	if (bt_now_ns() - sc.t0 >= 1000000000ull)
 		bt_log(BT_LOG_NOTICE, "stop took %.1f s, %.1f s of it %s", (double)(bt_now_ns() - sc.t0) / 1e9,

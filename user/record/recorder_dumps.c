@@ -28,6 +28,7 @@
 #include "loader.h"
 #include "tasks.h"
 #include "stack_table.h"
+#include "stack_copies.h"
 #include "stack_symbols.h"
 #include "unwind_procs.h"
 #include "events.h"
@@ -41,6 +42,7 @@
 #include "dump_mgmt.h"
 #include "dump_capture.h"
 #include "log.h"
+#include "unwind_cache.h"
 
 #define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
 /* DWARF work (source lines) a dump may do: a trigger's must be on disk
@@ -57,15 +59,15 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	struct recorder *r = ctx;
 	struct bt_dump_stacks s;
 	struct bt_stack_stats ks;
-	uint64_t t0 = bt_now_ns(), t1;
+	struct bt_unwinder_stats us;
+	struct bt_dump_unwlost lost[BT_UNWINDER_NAMED]; /* point into us */
+	uint64_t t1 = bt_now_ns();
 	int ret;
 
-	memset(&s, 0, sizeof(s));
-	ret = bt_stack_table_snapshot(r->stacks, &s);
-	t1 = bt_now_ns();
-	r->wr_stacks_ns[0] = t1 - t0;
-	if (ret)
-		return ret;
+	if (!r->wr_stacks)
+		return -ENOMEM;
+	s = *r->wr_stacks; /* copied with the window (stacks_copy) */
+	memset(r->wr_stacks, 0, sizeof(s));
 	if (bt_loader_read_stack_stats(r->loader, &ks) == 0) {
 		s.counters[BT_STKC_KERNEL_ERR] = ks.kernel_err;
 		s.counters[BT_STKC_USER_ERR] = ks.user_err;
@@ -81,18 +83,59 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 		s.counters[BT_STKC_UNW_BAD] = ks.unw_bad;
 		s.counters[BT_STKC_UNW_FP] = ks.unw_fp;
 		s.counters[BT_STKC_UNW_NO_TABLE] = ks.unw_no_table;
+		s.counters[BT_STKC_UNW_PENDING] = ks.unw_pending;
+		s.counters[BT_STKC_UNW_MAPS_DROP] = ks.unw_maps_full;
+		s.counters[BT_STKC_UNW_PROCS_FULL] = ks.unw_execs_full;
+		s.counters[BT_STKC_COPY_TAKEN] = ks.unw_copies;
+		s.counters[BT_STKC_COPY_RATE] = ks.unw_copy_rate;
+		s.counters[BT_STKC_COPY_RING] = ks.unw_copy_drops;
+		s.counters[BT_STKC_COPY_OLD] = ks.unw_copy_old;
+		s.counters[BT_STKC_PY_WALKS] = ks.py_walks;
+		s.counters[BT_STKC_PY_FRAMES] = ks.py_frames;
+		s.counters[BT_STKC_PY_UNKNOWN] = ks.py_unknown;
+		s.counters[BT_STKC_PY_NO_THREAD] = ks.py_no_thread;
+		s.counters[BT_STKC_PY_UNREADABLE] = ks.py_unreadable;
+		s.counters[BT_STKC_PY_CUT] = ks.py_cut;
+		s.counters[BT_STKC_PY_CODE_DROPS] = ks.py_code_drops;
+	}
+	{
+		struct bt_stack_copy_counts cc;
+		bt_loader_copy_counts(r->loader, &cc);
+		s.counters[BT_STKC_COPY_DONE] = cc.done;
+		s.counters[BT_STKC_COPY_CUT] = cc.cut;
+		s.counters[BT_STKC_COPY_WAITING] = cc.waiting;
+		s.counters[BT_STKC_COPY_MEM] = cc.mem + cc.bad;
+		s.counters[BT_STKC_COPY_EXPIRED] = cc.expired;
 	}
 	if (r->unwinder) {
-		struct bt_unwinder_stats us;
 		bt_unwinder_stats(r->unwinder, &us);
+		/* the binaries that lost their table, oldest first (UNWL) */
+		for (uint64_t i = us.nrefusals > BT_UNWINDER_NAMED ? us.nrefusals - BT_UNWINDER_NAMED : 0;
+		     i < us.nrefusals; i++) {
+			lost[s.nlost].path = us.refusals[i % BT_UNWINDER_NAMED].path;
+			lost[s.nlost++].why = us.refusals[i % BT_UNWINDER_NAMED].why;
+		}
+		s.lost = s.nlost ? lost : NULL;
 		s.counters[BT_STKC_UNW_BINARIES] = us.binaries;
 		s.counters[BT_STKC_UNW_ROWS] = us.rows;
 		s.counters[BT_STKC_UNW_MAX_ROWS] = us.max_rows;
 		s.counters[BT_STKC_UNW_MEM_FULL] = us.mem_full;
 		s.counters[BT_STKC_UNW_NO_EH] = us.no_eh_frame;
-		s.counters[BT_STKC_UNW_PROCS_FULL] = us.procs_full;
-		s.counters[BT_STKC_UNW_MAPS_DROP] = us.maps_dropped;
+		s.counters[BT_STKC_UNW_PROCS_FULL] += us.procs_full;
+		s.counters[BT_STKC_UNW_MAPS_DROP] += us.maps_dropped;
+		s.counters[BT_STKC_UNW_FILES_UNOPENED] = us.files_unopened;
+		s.counters[BT_STKC_UNW_REFUSED] = us.refused;
+		s.counters[BT_STKC_UNW_UNSUPPORTED] = us.unsupported;
+		s.counters[BT_STKC_UNW_UNSUPPORTED_BINS] = us.unsupported_bins;
+		s.counters[BT_STKC_UNW_LEAF_ROWS] = us.leaf_rows;
+		s.counters[BT_STKC_PY_INTERPS] = us.py_interps;
+		s.counters[BT_STKC_PY_UNKNOWN_BINS] = us.py_unknown + us.py_full;
+		s.counters[BT_STKC_UNW_CACHE_FAILED] = bt_unwind_cache_failures(r->unwind_cache, NULL);
 	}
+	s.counters[BT_STKC_RECLAIMED_REFS] = bt_stack_births_reclaimed(r->wr_births) + r->wr_kind_mismatch;
+	if (r->wr_kind_mismatch)
+		bt_warn("%" PRIu64 " stack references of this dump named a stack of the other kind (its id was "
+			"reused): written as reclaimed", r->wr_kind_mismatch);
 	s.counters[BT_STKC_SAMPLE_HZ] = r->o->sample_hz;
 	s.counters[BT_STKC_NO_SRCLINES] = r->o->no_source_lines != 0;
 	/* A trigger's dump never waits for a file; one a user asked for (or
@@ -102,6 +145,8 @@ static int write_stacks(void *ctx, struct bt_dump_sink *sink)
 	r->wr_stacks_ns[1] = bt_now_ns() - t1;
 	if (!ret)
 		ret = bt_dump_sink_stacks(sink, &s);
+	s.lost = NULL; /* ours, on the stack */
+	s.nlost = 0;
 	bt_stack_snapshot_free(&s);
 	return ret;
 }
@@ -110,7 +155,8 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		      const char *explicit_path, char *why, size_t whylen);
 
 /* Manifest, quota and --on-dump for a dump just written (dump_mgmt.c). */
-static void after_dump(struct recorder *r, const char *path, int in_dir, const char *reason)
+static void after_dump(struct recorder *r, const char *path, const struct bt_dump *sum, int in_dir,
+		       const char *reason)
 {
 	struct bt_manifest_recorder rec = {
 		.dumps_written = r->ndumps,
@@ -119,16 +165,72 @@ static void after_dump(struct recorder *r, const char *path, int in_dir, const c
 	};
 	/* A trigger's hit is in the dump's TRIG section: the manifest reads it there. */
 	if (r->mgmt)
-		bt_dump_mgmt_after(r->mgmt, path, in_dir, reason, NULL, &rec);
+		bt_dump_mgmt_after(r->mgmt, path, sum, in_dir, reason, NULL, &rec);
+}
+
+/* The last guard before the reader's check: an id whose stack in the
+ * dump's table is of the other kind (or beyond it) names a stack freed and
+ * handed on that the births did not see go (a bug: the table's
+ * reclamation must outlive every retained event, the cold tier's too).
+ * It says reclaimed, counted with those, rather than a refused dump. */
+static uint32_t stack_id_of_kind(struct recorder *r, uint32_t id, uint16_t kind)
+{
+	const struct bt_dump_stacks *s = r->wr_stacks;
+
+	if (!id || BT_STACK_ID_GONE(id) || !s)
+		return id;
+	if (id <= s->nstacks && (s->stacks[id - 1].flags & BT_STACK_F_UNDEFINED || s->stacks[id - 1].kind == kind))
+		return id;
+	r->wr_kind_mismatch++;
+	return BT_STACK_RECLAIMED;
+}
+
+/* A stack event's ids as the dump writes them: those whose stack the full
+ * table freed after the event say reclaimed (the id may be another's now). */
+static void fix_stack_ids(void *ctx, struct bt_event_hdr *ev, uint32_t len)
+{
+	struct recorder *r = ctx;
+	struct bt_ev_sample *e = (struct bt_ev_sample *)ev;
+
+	if ((ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
+	     ev->type != BT_EV_PROBE_STACK) || len < sizeof(*e))
+		return;
+	e->kstack = stack_id_of_kind(r, bt_stack_births_id(r->wr_births, e->kstack, ev->cpu, ev->ts_ns), BT_STACK_KERNEL);
+	e->ustack = stack_id_of_kind(r, bt_stack_births_id(r->wr_births, e->ustack, ev->cpu, ev->ts_ns), BT_STACK_USER);
+}
+
+/* Right after the window is copied: the stack table and its births, then
+ * the table is released (stacks may be freed again). Every id an event of
+ * the window names means the stack the event was taken with, or was freed
+ * since (the births say which). */
+static void stacks_copy(struct recorder *r)
+{
+	uint64_t t0 = bt_now_ns();
+
+	if (!r->wr_held)
+		return;
+	r->wr_births = bt_stack_table_births(r->stacks);
+	if (!r->wr_births)
+		bt_warn("out of memory: this dump's stacks say reclaimed");
+	r->wr_stacks = calloc(1, sizeof(*r->wr_stacks));
+	if (r->wr_stacks && bt_stack_table_snapshot(r->stacks, r->wr_stacks)) {
+		free(r->wr_stacks);
+		r->wr_stacks = NULL;
+	}
+	bt_stack_table_release(r->stacks, r->wr_token);
+	r->wr_held = 0;
+	r->wr_stacks_ns[0] = bt_now_ns() - t0;
 }
 
 /* No stack is freed (and its id handed to another) from before the dump
- * copies the buffer until it has copied the stack table: every id an event
- * of the dump names still means the stack the event was taken with. */
+ * copies the buffer until it has copied the stack table (stacks_copy). */
 static int write_dump_held(struct recorder *r, const char *reason, const struct bt_trigger_fired *fired,
 			   const char *explicit_path, char *why, size_t whylen)
 {
-	uint64_t token = r->stacks ? bt_stack_table_hold(r->stacks) : 0;
+	if (r->stacks) {
+		r->wr_token = bt_stack_table_hold(r->stacks);
+		r->wr_held = 1;
+	}
 
 	if (r->symbolizer)
 		bt_symbolizer_boost(r->symbolizer, 1);
@@ -136,8 +238,18 @@ static int write_dump_held(struct recorder *r, const char *reason, const struct 
 
 	if (r->symbolizer)
 		bt_symbolizer_boost(r->symbolizer, 0);
-	if (r->stacks)
-		bt_stack_table_release(r->stacks, token);
+	if (r->stacks) {
+		if (r->wr_held)
+			bt_stack_table_release(r->stacks, r->wr_token);
+		r->wr_held = 0;
+		bt_stack_births_free(r->wr_births);
+		r->wr_births = NULL;
+		r->wr_kind_mismatch = 0;
+		if (r->wr_stacks)
+			bt_stack_snapshot_free(r->wr_stacks);
+		free(r->wr_stacks);
+		r->wr_stacks = NULL;
+	}
 	return ret;
 }
 
@@ -241,12 +353,14 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 {
 	struct bt_dump_trigger *trig_tab = NULL;
 	struct bt_prog_miss *pmiss = NULL;
+	struct bt_dump *sum = NULL; /* the manifest's counts, taken while writing */
+	char serr[256] = "";
 	struct dump_capture cap;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
 	struct bt_stats bs;
 	char path[PATH_MAX], err[512], sz[32];
-	uint64_t t0 = bt_now_ns(), bytes;
+	uint64_t t0 = bt_now_ns(), t0b = bt_boottime_ns(), bytes;
 	struct stat st;
 	int ret;
 
@@ -254,7 +368,16 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	memset(&rst, 0, sizeof(rst));
 	memset(r->wr_stacks_ns, 0, sizeof(r->wr_stacks_ns));
 	/* The window first: everything after works on this copy. */
-	ret = dump_capture_take(r, &cap, err, sizeof(err));
+	/* A trigger's dump takes the application buffers its first hit
+	 * copied (record_triggers.c). */
+	struct bt_apps_capture *early = fired ? r->wr.apps : NULL;
+	uint64_t early_ns = fired ? r->wr.apps_ns : 0, early_t0 = fired ? r->wr.apps_t0 : 0;
+
+	if (fired)
+		r->wr.apps = NULL;
+	ret = dump_capture_take(r, early, &cap, err, sizeof(err));
+	if (r->stacks)
+		stacks_copy(r);
 	if (ret)
 		goto out;
 	bs = *bt_capture_stats(cap.kbuf);
@@ -311,6 +434,8 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	if (r->stacks) {
 		info.write_stacks = write_stacks;
 		info.stacks_ctx = r;
+		info.fix_event = fix_stack_ids;
+		info.fix_ctx = r;
 	}
 	if (recorder_triggers_info(r, fired, fired ? dump_capture_oldest_ts(&cap) : 0, &info, &trig_tab))
 		bt_warn("out of memory: this dump has no trigger table");
@@ -322,6 +447,7 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		.capture = cap.kbuf, .info = &info, .dir = r->o->output_dir, .path = explicit_path,
 		.zlevel = r->o->zlevel, .out_path = path, .out_len = sizeof(path), .rst = &rst,
 		.err = err, .errlen = sizeof(err),
+		.summary = r->mgmt ? &sum : NULL, .summary_err = serr, .summary_errlen = sizeof(serr),
 	};
 	ret = bt_dump_write_capture(&da);
 out:
@@ -348,16 +474,40 @@ out:
 		if (r->stacks)
 			snprintf(stk, sizeof(stk), ", stack table copied in %.1f ms and named in %.1f ms",
 				 (double)r->wr_stacks_ns[0] / 1e6, (double)r->wr_stacks_ns[1] / 1e6);
+		char early_s[192] = "";
+		/* hit -> copy: what an application at full speed may overwrite;
+		 * where it goes: the hit seen (the watcher, the application's
+		 * line), the trigger thread's turn, the copy */
+		if (cap.apps_early)
+			snprintf(early_s, sizeof(early_s),
+				 " (%.1f ms after the trigger's hit: seen after %.1f ms, copy begun %.1f ms later, "
+				 "%.1f ms long; %.1f ms before the dump began)",
+				 (double)(early_ns > fired[0].ts_ns ? early_ns - fired[0].ts_ns : 0) / 1e6,
+				 (double)(fired[0].seen_ns > fired[0].ts_ns ? fired[0].seen_ns - fired[0].ts_ns : 0) / 1e6,
+				 (double)(early_t0 > fired[0].seen_ns ? early_t0 - fired[0].seen_ns : 0) / 1e6,
+				 (double)(early_ns > early_t0 ? early_ns - early_t0 : 0) / 1e6,
+				 (double)(t0b > early_ns ? t0b - early_ns : 0) / 1e6);
 		bt_log(BT_LOG_NOTICE, "dump %" PRIu64 " written to %s (%s, %" PRIu64 " events, %s, %.2fs, window "
-		       "copied in %.1f ms + %.1f ms for applications after %.1f ms for the drain%s%s)",
+		       "copied in %.1f ms + %.1f ms for applications%s after %.1f ms for the drain%s%s)",
 		       info.dump_seq, path, reason, rst.entries, format_size((uint64_t)st.st_size, sz, sizeof(sz)),
-		       (double)(bt_now_ns() - t0) / 1e9, (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6,
+		       (double)(bt_now_ns() - t0) / 1e9, (double)cap.kcopy_ns / 1e6, (double)cap.acopy_ns / 1e6, early_s,
 		       (double)cap.flush_ns / 1e6, stk, rst.blocks_lost ? ", some blocks overwritten while copying" : "");
-		after_dump(r, path, !explicit_path, reason);
 	}
 skipped:
+	/* The copies go before the manifest: quota and --on-dump may take a
+	 * while, the buffers are no longer needed (issue 36). */
 	dump_capture_free(&cap);
 	free(trig_tab);
 	free(pmiss);
+	if (sum && bt_dump_summary_finish(sum)) { /* its seq analysis, after the copies */
+		bt_dump_close(sum);
+		sum = NULL;
+	}
+	if (!ret && r->mgmt && !sum)
+		bt_log(BT_LOG_WARNING, "dump %s: no summary while writing (%s); the manifest reads the file",
+		       path, serr[0] ? serr : "out of memory");
+	if (!ret)
+		after_dump(r, path, sum, !explicit_path, reason);
+	bt_dump_close(sum);
 	return ret;
 }

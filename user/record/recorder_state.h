@@ -16,6 +16,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "trigger_spec.h"
+#include "handover.h"
 
 struct bt_buffer;
 struct bt_cold;
@@ -27,6 +28,24 @@ struct bt_ctl_server;
 struct bt_apps;
 struct bt_triggers;
 struct bt_dump_mgmt;
+struct bt_unwind_cache;
+
+/* Options whose values are checked when recording starts (sizes against
+ * the machine, paths, processes): their errors name the option and, when
+ * --config FILE gave it, FILE:LINE (record_checks.c). */
+enum record_key {
+	RK_BUFFER_SIZE,
+	RK_MAX_SIZE,
+	RK_BLOCK_SIZE,
+	RK_ACTIVE_BLOCKS,
+	RK_OUTPUT_DIR,
+	RK_PID,
+	RK_CTL,
+	RK_APP_BUFFER_SIZE,
+	RK_APP_BLOCK_SIZE,
+	RK_MAX_APPS,
+	RK_MAX
+};
 
 struct record_opts {
 	uint64_t buffer_size;
@@ -51,6 +70,7 @@ struct record_opts {
 	int ustack;                   /* --ustack */
 	char *debug_dirs;             /* --debug-dir, colon-separated; NULL: none */
 	int no_source_lines;          /* --no-source-lines */
+	int no_python_frames;         /* --no-python-frames */
 	uint64_t unwind_mem;          /* --unwind-mem; 0: frame pointers only */
 	const char *unwind_cache;     /* --unwind-cache; NULL: none */
 	uint64_t symbol_cache;        /* --symbol-cache: bytes of loaded symbols kept; 0 default */
@@ -79,22 +99,43 @@ struct record_opts {
 	int no_apps;                  /* --no-apps */
 	/* the compressed cold tier (user/coldtier) */
 	uint32_t cold_pct;            /* --cold-tier: % of --buffer-size it gets; 0 off */
+	int cold_given;               /* --cold-tier given: a tier that cannot start is an error */
 	int cold_codec;               /* --cold-codec: enum bt_codec */
 	int cold_level;               /* --cold-codec NAME:LEVEL */
+	uint32_t cold_cpu_ppm;        /* --cold-cpu: the compressor's share of one CPU, ppm; 0 unbounded */
+	uint32_t cold_group;          /* --cold-group: blocks per compressed group; 0 the tier's default */
+	int resume_fd;                /* --resume-fd: the buffer's memfd handed by a parent or an exec; -1 none */
+	/* Where each checked option was given: "FILE:LINE" of --config
+	 * (malloc'd), NULL for the command line. */
+	char *where[RK_MAX];
+	char **uwhere, **udwhere;     /* of each -u (uprobe triggers' too), -U */
+	char **twhere;                /* of each --trigger */
 };
 
 /* Trigger hits one dump is for: named (the first started it, the others
  * were merged into it), and more merged hits of each trigger only counted. */
 #define RECORDER_HITS 64
+struct bt_apps_capture;
 struct recorder_hits {
 	struct bt_trigger_fired f[RECORDER_HITS];
 	size_t n;
 	uint64_t unnamed[BT_TRIG_MAX];
+	/* The application buffers copied when the first hit came, for the
+	 * dump (which owns it once taken); NULL: copied when the dump starts. */
+	struct bt_apps_capture *apps;
+	uint64_t apps_ns; /* when (CLOCK_BOOTTIME, as the hits' ts_ns) */
+	uint64_t apps_t0; /* when the copy began */
 };
 
 struct recorder {
 	const struct record_opts *o;
 	struct bt_buffer *buf;
+	struct bt_handover *handover;    /* NULL: the buffer is private memory (handover.h) */
+	struct bt_ho_found ho_found;     /* what a previous recorder left: dumped at start, then freed */
+	uint64_t start_boot_ns;          /* CLOCK_BOOTTIME at start: the hand-over's gap ends there */
+	pthread_t ho_thread;             /* writes ho_found's dump (handed_thread) */
+	char ho_summary[4864];            /* what it kept and lost, for status (under lock) */
+	int ho_thread_on;
 	struct bt_cold *cold;            /* NULL: no cold tier */
 	struct bt_cold_pump *cold_pump;  /* its compressor thread */
 	struct bt_loader *loader;
@@ -104,6 +145,7 @@ struct recorder {
 	struct bt_stack_table *stacks;   /* NULL: no stacks recorded */
 	struct bt_symbolizer *symbolizer; /* under dump_serial: names frames at dump time */
 	struct bt_unwinder *unwinder;    /* NULL: user stacks by frame pointers */
+	struct bt_unwind_cache *unwind_cache; /* the unwinder's (it closes it); NULL: none */
 	uint32_t ncpus;
 
 	/* dump thread; fields below under lock */
@@ -125,6 +167,12 @@ struct recorder {
 
 	/* any thread */
 	pthread_mutex_t dump_serial; /* one dump at a time: dump thread and ctl */
+	/* The buffer's memory: a dump's copy of it (dump_capture_take) and a
+	 * resize swapping it exclude each other; the rest of a dump (the
+	 * cold tier's read, compression, writing) works on the copy, so a
+	 * resize waits for the copy only, never for the dump. Taken inside
+	 * dump_serial when both are held. */
+	pthread_mutex_t buf_swap;
 	struct bt_ctl_server *ctl;
 	uint64_t start_ns;
 	_Atomic uint64_t rate;       /* events/s over the last second */
@@ -139,8 +187,16 @@ struct recorder {
 	/* --trigger (record_triggers.c) */
 	struct bt_triggers *triggers;
 	struct recorder_hits tq;     /* under lock: the hits the pending dump is for */
+	struct recorder_hits tq2;    /* under lock: hits after tq's applications were copied: the next dump's */
 	struct recorder_hits wr;     /* under dump_serial: the hits of the dump being written */
 	uint64_t wr_stacks_ns[2];    /* under dump_serial: that dump's stack table copy, naming */
+	/* under dump_serial: the dump's stack table, copied with its births
+	 * right after the window, while the table is held (wr_held) */
+	struct bt_stack_births *wr_births; /* the dump's stack ids (NULL: all say reclaimed) */
+	struct bt_dump_stacks *wr_stacks;  /* NULL: could not be copied */
+	uint64_t wr_kind_mismatch;        /* that dump's ids naming a stack of the other kind: said reclaimed */
+	int wr_held;
+	uint64_t wr_token;
 	int hold_dumps;              /* under lock: stopping; the dump thread waits for quit */
 	uint64_t last_auto;          /* monotonic ns of the last automatic dump */
 	_Atomic uint64_t triggers_suppressed; /* a counter: relaxed, also read by ctl and the dump thread */

@@ -20,6 +20,8 @@
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
+#include "hash_mix.h"
+#include "tid_table.h"
 #include "util.h"
 
 struct thr {
@@ -32,46 +34,20 @@ struct thr {
 struct build {
 	struct bt_calls *out;
 	size_t ccap;
-	struct thr *t;   /* open addressing by tid */
-	size_t tcap, tn;
+	struct bt_tid_table threads; /* struct thr */
 	struct bt_fn_index fx;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	return x ^ (x >> 33);
-}
 
 static struct thr *thr_get(struct build *b, uint32_t tid)
 {
-	if (2 * (b->tn + 1) > b->tcap) {
-		struct build g = { .tcap = b->tcap ? b->tcap * 2 : 64 };
-		if (!(g.t = calloc(g.tcap, sizeof(*g.t))))
-			return NULL;
-		for (size_t i = 0; i < b->tcap; i++)
-			if (b->t[i].tid) {
-				size_t k = mix(b->t[i].tid) & (g.tcap - 1);
-				while (g.t[k].tid)
-					k = (k + 1) & (g.tcap - 1);
-				g.t[k] = b->t[i];
-			}
-		free(b->t);
-		b->t = g.t;
-		b->tcap = g.tcap;
-	}
-	size_t k = mix(tid) & (b->tcap - 1);
-	while (b->t[k].tid && b->t[k].tid != tid)
-		k = (k + 1) & (b->tcap - 1);
-	if (!b->t[k].tid) {
-		b->t[k].tid = tid;
-		b->t[k].last_seq = 0;
-		b->tn++;
-		/* first record of the thread: no seq to compare with */
-		b->t[k].n = (size_t)-1;
-	}
-	return &b->t[k];
+	int fresh;
+	struct thr *t = bt_tid_table_get(&b->threads, tid, &fresh);
+
+	/* first record of the thread: no seq to compare with */
+	if (t && fresh)
+		t->n = (size_t)-1;
+	return t;
 }
 
 int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_dump *d, int32_t app,
@@ -83,7 +59,7 @@ int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_
 		if (!h)
 			return -1;
 		for (size_t i = 0; i < c->nfn; i++) {
-			size_t k = mix(c->fn[i].addr ^ (uint64_t)c->fn[i].app << 48) & (nc - 1);
+			size_t k = bt_u64_mix(c->fn[i].addr ^ (uint64_t)c->fn[i].app << 48) & (nc - 1);
 			while (h[k])
 				k = (k + 1) & (nc - 1);
 			h[k] = (uint32_t)i + 1;
@@ -92,7 +68,7 @@ int64_t bt_calls_fn(struct bt_calls *c, struct bt_fn_index *ix, const struct bt_
 		ix->h = h;
 		ix->cap = nc;
 	}
-	size_t k = mix(addr ^ (uint64_t)app << 48) & (ix->cap - 1);
+	size_t k = bt_u64_mix(addr ^ (uint64_t)app << 48) & (ix->cap - 1);
 	for (; ix->h[k]; k = (k + 1) & (ix->cap - 1)) {
 		const struct bt_cfunc *f = &c->fn[ix->h[k] - 1];
 		if (f->addr == addr && f->app == app)
@@ -151,7 +127,7 @@ int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, stru
 {
 	size_t n;
 	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	struct build b = { .out = out };
+	struct build b = { .out = out, .threads = BT_TID_TABLE_INIT(struct thr) };
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -221,17 +197,22 @@ int bt_calls_build(const struct bt_dump *d, const struct bt_func_filter *f, stru
 		while (t->n >= s)
 			pop(out, t, h->ts_ns);
 	}
-	for (size_t i = 0; i < b.tcap; i++)
-		if (b.t[i].tid && b.t[i].n != (size_t)-1)
-			out->running += b.t[i].n;
+	for (size_t i = 0; i < b.threads.cap; i++) {
+		struct thr *t = bt_tid_table_slot(&b.threads, i);
+		if (t && t->n != (size_t)-1)
+			out->running += t->n;
+	}
 	goto done;
 nomem:
 	ret = -ENOMEM;
 	bt_calls_free(out);
 done:
-	for (size_t i = 0; i < b.tcap; i++)
-		free(b.t[i].stack);
-	free(b.t);
+	for (size_t i = 0; i < b.threads.cap; i++) {
+		struct thr *t = bt_tid_table_slot(&b.threads, i);
+		if (t)
+			free(t->stack);
+	}
+	bt_tid_table_free(&b.threads);
 	free(b.fx.h);
 	return ret;
 }
@@ -243,10 +224,20 @@ void bt_calls_free(struct bt_calls *c)
 	memset(c, 0, sizeof(*c));
 }
 
+/* Names shown whole up to NAME_SHOWN bytes; a longer one is cut with a
+ * marker and a hash of the whole name, so two long names that share their
+ * start (C++ instantiations) stay two rows. */
+#define NAME_SHOWN 512
+
 const char *bt_cfunc_name(const struct bt_cfunc *f, char *buf, size_t len)
 {
-	if (f->name)
-		bt_escape_text(f->name, 512, buf, len); /* symbol names are bytes from the program's files */
+	size_t n = f->name ? strlen(f->name) : 0;
+
+	if (f->name && n > NAME_SHOWN && len > 16) {
+		bt_escape_text(f->name, NAME_SHOWN - 16, buf, len - 14);
+		snprintf(buf + strlen(buf), 15, "...#%08x", (uint32_t)bt_str_hash(f->name, 0));
+	} else if (f->name)
+		bt_escape_text(f->name, NAME_SHOWN, buf, len); /* symbol names are bytes from the program's files */
 	else
 		snprintf(buf, len, "0x%" PRIx64, f->addr);
 	return buf;

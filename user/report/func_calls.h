@@ -21,8 +21,11 @@ struct bt_func_filter {
 	int timed;          /* t0..t1 (inclusive) narrows the dump's window (--since/--until) */
 	uint64_t t0, t1;
 	const char *what;   /* the filters in words for the window line ("-p 1234"), NULL: none */
-	int stream;         /* the dump keeps its function batches (BT_DUMP_OPEN_FUNC_BATCHES):
+	int stream;         /* the dump keeps its function batches (BT_DUMP_OPEN_FUNC_BATCHES,
+			     * or BT_DUMP_OPEN_APP_STREAM: read again from the file):
 			     * traced functions folded per function (func_stream.h) */
+	char *err;          /* NULL, or where a failed read of the dump says why (the caller prints it) */
+	size_t errlen;
 };
 
 /* A function of one application (its pid): a row of the reports. */

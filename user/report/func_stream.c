@@ -15,12 +15,14 @@
 #include "func_stream.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <linux/types.h>
 #include "events.h"
 #include "dump.h"
 #include "func_batch.h"
+#include "tid_table.h"
 
 /* A link of a slowest-chain candidate: a closed call and the heaviest
  * chain below it. Owned by one frame, one link or one kept chain. */
@@ -54,48 +56,25 @@ struct sbuild {
 	struct bt_fstream *out;
 	const struct bt_dump *d;
 	const struct bt_func_filter *f;
-	struct sthr *t;
-	size_t tcap, tn;
+	struct bt_tid_table threads; /* struct sthr */
 	struct bt_fn_index fx;
 	unsigned hot;          /* chains kept per summary, 0: none */
 	struct link *free_links;
 	int nomem;
+	int ret;               /* on_event's failure */
+	struct bt_func_rec *rec; /* a batch decoded */
+	size_t rcap;
 };
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	return x ^ (x >> 33);
-}
 
 static struct sthr *thr_get(struct sbuild *b, uint32_t tid)
 {
-	if (2 * (b->tn + 1) > b->tcap) {
-		size_t nc = b->tcap ? b->tcap * 2 : 64;
-		struct sthr *g = calloc(nc, sizeof(*g));
-		if (!g)
-			return NULL;
-		for (size_t i = 0; i < b->tcap; i++)
-			if (b->t[i].tid) {
-				size_t k = mix(b->t[i].tid) & (nc - 1);
-				while (g[k].tid)
-					k = (k + 1) & (nc - 1);
-				g[k] = b->t[i];
-			}
-		free(b->t);
-		b->t = g;
-		b->tcap = nc;
-	}
-	size_t k = mix(tid) & (b->tcap - 1);
-	while (b->t[k].tid && b->t[k].tid != tid)
-		k = (k + 1) & (b->tcap - 1);
-	if (!b->t[k].tid) {
-		b->t[k].tid = tid;
-		b->t[k].fresh = 1;
-		b->tn++;
-	}
-	return &b->t[k];
+	int fresh;
+	struct sthr *t = bt_tid_table_get(&b->threads, tid, &fresh);
+
+	if (t && fresh)
+		t->fresh = 1;
+	return t;
 }
 
 /* The function (app, addr), added if new, with its row; -1 out of memory. */
@@ -400,57 +379,65 @@ static int record(struct sbuild *b, struct sthr *t, const struct bt_ev_app_funcs
 	return b->nomem ? -ENOMEM : 0;
 }
 
+/* One event of the walk: application records folded, batches decoded one
+ * at a time; non-zero (-errno, kept in b->ret) stops the walk. */
+static int on_event(const struct bt_dump_event *e, void *ctx)
+{
+	struct sbuild *b = ctx;
+	const struct bt_event_hdr *h = e->ev;
+
+	if (e->app < 0)
+		return 0;
+	struct sthr *t = thr_get(b, h->tid);
+	if (!t)
+		return b->ret = -ENOMEM;
+	if (h->type != BT_EV_APP_FUNCS) {
+		seq_step(b, t, h->seq);
+		return 0;
+	}
+	const struct bt_ev_app_funcs *bat = (const void *)h;
+	int64_t k = bt_funcs_count(bat, e->len);
+	if (k <= 0)
+		return 0; /* malformed: the reader counted it */
+	if ((size_t)k > b->rcap) {
+		void *q = realloc(b->rec, (size_t)k * sizeof(*b->rec));
+		if (!q)
+			return b->ret = -ENOMEM;
+		b->rec = q;
+		b->rcap = (size_t)k;
+	}
+	bt_funcs_decode(bat, e->len, b->rec);
+	for (int64_t j = 0; j < k && !b->ret; j++)
+		b->ret = record(b, t, bat, e->app, &b->rec[j]);
+	return b->ret;
+}
+
 int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, unsigned hot, struct bt_fstream *out)
 {
-	size_t n;
-	const struct bt_dump_event *ev = bt_dump_events(d, &n);
-	struct sbuild b = { .out = out, .d = d, .f = f, .hot = hot };
-	struct bt_func_rec *rec = NULL;
-	size_t rcap = 0;
-	int ret = 0;
+	struct sbuild b = { .out = out, .d = d, .f = f, .hot = hot, .threads = BT_TID_TABLE_INIT(struct sthr) };
+	char err[256];
+	int ret;
 
 	memset(out, 0, sizeof(*out));
-	for (size_t i = 0; i < n && !ret; i++) {
-		const struct bt_event_hdr *h = ev[i].ev;
-		if (ev[i].app < 0)
+	/* batches whole (decode 0): from memory, or read again from the
+	 * file one application block at a time (BT_DUMP_OPEN_APP_STREAM) */
+	ret = bt_dump_each_event(d, 0, on_event, &b, err, sizeof(err));
+	if (b.ret)
+		ret = b.ret;
+	else if (ret < 0 && f && f->err && f->errlen)
+		snprintf(f->err, f->errlen, "%s", err[0] ? err : strerror(-ret));
+	for (size_t i = 0; i < b.threads.cap; i++) {
+		struct sthr *t = bt_tid_table_slot(&b.threads, i);
+		if (!t)
 			continue;
-		struct sthr *t = thr_get(&b, h->tid);
-		if (!t) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (h->type != BT_EV_APP_FUNCS) {
-			seq_step(&b, t, h->seq);
-			continue;
-		}
-		const struct bt_ev_app_funcs *bat = (const void *)h;
-		int64_t k = bt_funcs_count(bat, ev[i].len);
-		if (k <= 0)
-			continue; /* malformed: the reader counted it */
-		if ((size_t)k > rcap) {
-			void *q = realloc(rec, (size_t)k * sizeof(*rec));
-			if (!q) {
-				ret = -ENOMEM;
-				break;
-			}
-			rec = q;
-			rcap = (size_t)k;
-		}
-		bt_funcs_decode(bat, ev[i].len, rec);
-		for (int64_t j = 0; j < k && !ret; j++)
-			ret = record(&b, t, bat, ev[i].app, &rec[j]);
+		out->c.running += t->n;
+		abandon(&b, t);
+		free(t->st);
+		free(t->dp);
 	}
-	for (size_t i = 0; i < b.tcap; i++) {
-		if (b.t[i].tid) {
-			out->c.running += b.t[i].n;
-			abandon(&b, &b.t[i]);
-		}
-		free(b.t[i].st);
-		free(b.t[i].dp);
-	}
-	free(b.t);
+	bt_tid_table_free(&b.threads);
 	free(b.fx.h);
-	free(rec);
+	free(b.rec);
 	while (b.free_links) {
 		struct link *l = b.free_links;
 		b.free_links = l->next;

@@ -2,11 +2,12 @@
 /*
  * func_stream.h - per-function aggregates of the traced functions' calls
  * (-finstrument-functions, libbtrace) of a dump opened with its function
- * batches kept (BT_DUMP_OPEN_FUNC_BATCHES): the batches are decoded one at
- * a time and each call folded into its function's row as it closes, so the
- * memory is the dump's body plus per function, thread and open call, never
- * per call (report --functions on 10^7 calls). Pairing and losses as
- * func_calls.c counts them.
+ * batches kept (BT_DUMP_OPEN_FUNC_BATCHES) or read again from the file
+ * (BT_DUMP_OPEN_APP_STREAM, as report opens it): the batches are decoded
+ * one at a time and each call folded into its function's row as it closes,
+ * so the memory is per function, thread and open call, never per call
+ * (report --functions on 10^7 calls), plus the body with FUNC_BATCHES.
+ * Pairing and losses as func_calls.c counts them.
  */
 #ifndef BTRACE_FUNC_STREAM_H
 #define BTRACE_FUNC_STREAM_H
@@ -42,7 +43,7 @@ struct bt_fstream {
 };
 
 /* hot: also keep the hot deepest and slowest call chains (report --hot;
- * 0: none). 0 or -ENOMEM. */
+ * 0: none). 0, -ENOMEM, or the read's -errno with its message in f->err. */
 int bt_fstream_build(const struct bt_dump *d, const struct bt_func_filter *f, unsigned hot, struct bt_fstream *out);
 /* The q-th percentile of a function's durations (within 3%; the max exact). */
 uint64_t bt_fagg_pct(const struct bt_fagg *a, unsigned q);

@@ -16,6 +16,7 @@
 #include "dump.h"
 #include "event_names.h"
 #include "util.h"
+#include "cli.h"
 
 enum {
 	OPT_SINCE = 256,
@@ -67,7 +68,10 @@ static const struct argp_option options[] = {
 	{ "top", OPT_TOP, "N", 0, "Rows of each --hot summary (default 10)", 0 },
 	{ "stacks", OPT_STACKS, NULL, 0,
 	  "The call stacks under the events that have one (CPU samples, off-CPU blocks, wakers), innermost "
-	  "frame first", 0 },
+	  "frame first; a stack cut short ends in \"[truncated: why]\"", 0 },
+	{ "verbose", 'v', NULL, 0,
+	  "With --stacks: each symbol as its file names it (ELF version kept: clock_nanosleep@@GLIBC_2.17) and "
+	  "each frame's file offset (\"func+0x1a (libc.so.6+0x8f1a)\")", 0 },
 	{ "profile", OPT_PROFILE, NULL, 0,
 	  "Per process, the top functions of the CPU samples the other options select: self (innermost) and "
 	  "total share", 0 },
@@ -84,6 +88,7 @@ static const struct argp_option options[] = {
 	{ "event", 'e', "NAMES", 0,
 	  "Only these events (comma list, repeatable): event names (sched_switch, sys_enter, uretprobe, ...) or "
 	  "groups (sched, irq, power, syscalls, uprobe = uprobe, uretprobe and usdt events)", 1 },
+	{ "events", 0, NULL, OPTION_ALIAS | OPTION_HIDDEN, NULL, 1 }, /* record's spelling */
 	{ "since", OPT_SINCE, "T", 0, "Only events at or after T", 1 },
 	{ "until", OPT_UNTIL, "T", 0,
 	  "Only events at or before T. T is seconds (fractions allowed): N = N s after the first event of the "
@@ -95,6 +100,7 @@ static const struct argp_option options[] = {
 	{ "no-lost", OPT_NO_LOST, NULL, 0, "Do not print LOST lines", 2 },
 	{ "manifest", OPT_MANIFEST, NULL, 0,
 	  "The dump's manifest (JSON, docs/manifest.md), as the recorder writes it next to each dump", 2 },
+	BT_CLI_OPTION_H,
 	{ NULL, 0, NULL, 0, NULL, 0 },
 };
 
@@ -105,7 +111,7 @@ static int parse_events(struct ropts *o, const char *arg)
 	while (*p) {
 		size_t n = strcspn(p, ",");
 		if (n == 0 || n >= sizeof(buf)) {
-			bt_err("report: bad event list '%s'", arg);
+			bt_err("bad event list '%s'", arg);
 			return -EINVAL;
 		}
 		memcpy(buf, p, n);
@@ -126,13 +132,13 @@ static int parse_events(struct ropts *o, const char *arg)
 			bt_strcatf(&known, "; groups:");
 			for (int i = 0; i < BT_GROUP_MAX; i++)
 				bt_strcatf(&known, " %s", bt_group_name(i));
-			bt_err("report: unknown event '%s'; known:%s", buf, known ? known : " (out of memory)");
+			bt_err("unknown event '%s'; known:%s", buf, known ? known : " (out of memory)");
 			free(known);
 			return -EINVAL;
 		}
 		p += n;
 		if (*p == ',' && *++p == '\0') {
-			bt_err("report: bad event list '%s'", arg);
+			bt_err("bad event list '%s'", arg);
 			return -EINVAL;
 		}
 	}
@@ -161,6 +167,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_STACKS:
 		o->stacks = 1;
+		break;
+	case 'v':
+		o->verbose = 1;
 		break;
 	case OPT_PROFILE:
 		o->profile = 1;
@@ -210,10 +219,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (!o->path)
-			argp_error(state, "no dump file given");
+			argp_error(state, "no dump file given: give one, e.g. traces/btrace-*.btd");
 		break;
 	default:
-		return ARGP_ERR_UNKNOWN;
+		return bt_cli_common_key(key, state);
 	}
 	return 0;
 }
@@ -221,14 +230,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 void bt_report_parse_args(int argc, char **argv, struct ropts *o)
 {
 	struct argp argp = { options, parse_opt, "FILE", doc, NULL, NULL, NULL };
-	/* argp names the program after argv[0]: "btrace-bpf report: ...". */
-	char *a0 = argc > 0 ? argv[0] : NULL;
-	if (argc > 0)
-		argv[0] = (char *)BT_PROG " report";
-	argp_err_exit_status = 2;
-	argp_parse(&argp, argc, argv, 0, NULL, o);
-	if (argc > 0)
-		argv[0] = a0;
+
+	bt_cli_parse(&argp, "report", argc, argv, 0, o);
 }
 
 void bt_report_opts_free(struct ropts *o)

@@ -12,8 +12,14 @@ struct ropts {
 	int func_batches; /* opened with BT_DUMP_OPEN_FUNC_BATCHES (--functions) */
 	unsigned top;     /* rows of each --hot summary */
 	int stacks, profile, folded, offcpu; /* report_stacks.h */
+	int verbose; /* -v: --stacks with symbol versions and file offsets */
 	const char *path; /* the dump */
 	struct bt_event_filter f; /* -c, -p, -e, --since/--until/--time (shared with convert) */
+	/* where a report that fails reading the dump (an application block
+	 * read again from a damaged or changed file) says why, for its caller
+	 * to print once with the file's name; NULL: not kept */
+	char *err;
+	size_t errlen;
 };
 
 /* Parse argv (argv[0] is "report"). Bad usage: a message and exit 2;

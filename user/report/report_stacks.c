@@ -36,7 +36,9 @@ static const char *frame_map_name(const struct bt_dump_stacks *s, const struct b
 {
 	if (f->map == BT_DMAP_KERNEL)
 		return "kernel";
-	if (f->map == BT_DMAP_NONE || f->map > s->nmaps)
+	if (f->map == BT_DMAP_NONE)
+		return bt_frame_origin(s, f); /* "jit", or none */
+	if (f->map > s->nmaps)
 		return NULL;
 	return base_name(s->maps[f->map - 1].path);
 }
@@ -57,11 +59,22 @@ static void src_text(const struct bt_dump_srcline *l, char *buf, size_t len)
 		snprintf(buf, len, " %s", ESC(base_name(l->file), e));
 }
 
-/* "func+0x1a (libfoo.so.1)", "0x7f12... (libfoo.so.1+0x1234)" without a
- * symbol, "0xffffffff8123" unknown; f_index 0 = innermost (a return address
+/* A symbol's name as shown: without its ELF version unless verbose. */
+static const char *sym_text(const struct bt_dump_sym *y, int verbose, char *buf, size_t len)
+{
+	char n[NAME_MAX_SHOWN + 1];
+
+	snprintf(n, sizeof(n), "%.*s", verbose ? NAME_MAX_SHOWN : (int)bt_sym_name_len(y->name), y->name);
+	return bt_escape_text(n, NAME_MAX_SHOWN, buf, len);
+}
+
+/* "func+0x1a (libfoo.so.1)", "[unknown] (libfoo.so.1+0x1234)" without a
+ * symbol, "[unknown] (anonymous) 0x7f12..." outside every file; verbose:
+ * the symbol's version and the file offset too ("func@@V+0x1a
+ * (libfoo.so.1+0x1234)"). f_index 0 = innermost (a return address
  * otherwise: the call is the byte before). */
-static void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, char *buf,
-		   size_t len)
+static void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int f_index, int verbose,
+			  char *buf, size_t len)
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
@@ -73,41 +86,80 @@ static void bt_frame_text(const struct bt_dump_stacks *s, const struct bt_dump_f
 		src_text(&s->lines[l->first + l->nlines - 1], src, sizeof(src));
 	if (m)
 		m = ESC(m, em);
-	if (y && f->map == BT_DMAP_KERNEL)
-		snprintf(buf, len, "%s+0x%" PRIx64, ESC(y->name, ey), f->off - y->start);
+	if (y && f->map == BT_DMAP_NONE && (f->off & BT_FRAME_PY_BIT))
+		snprintf(buf, len, "%s [py]", sym_text(y, 0, ey, sizeof(ey))); /* "hot (/tmp/x.py:3) [py]" */
+	else if (y && f->map == BT_DMAP_KERNEL)
+		snprintf(buf, len, "%s+0x%" PRIx64, sym_text(y, verbose, ey, sizeof(ey)), f->off - y->start);
+	else if (y && verbose)
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s+0x%" PRIx64 ")%s", sym_text(y, 1, ey, sizeof(ey)),
+			 f->off - y->start, m ? m : "?", f->off, src);
 	else if (y)
-		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)%s", ESC(y->name, ey), f->off - y->start, m ? m : "?", src);
+		snprintf(buf, len, "%s+0x%" PRIx64 " (%s)%s", sym_text(y, 0, ey, sizeof(ey)), f->off - y->start,
+			 m ? m : "?", src);
 	else if (m && f->map != BT_DMAP_KERNEL)
 		snprintf(buf, len, "[unknown] (%s+0x%" PRIx64 ")%s", m, f->off, src);
+	else if (f->map == BT_DMAP_KERNEL)
+		snprintf(buf, len, "[unknown] (kernel) 0x%" PRIx64, f->off);
 	else
-		snprintf(buf, len, "[unknown] (0x%" PRIx64 ")", f->off);
+		snprintf(buf, len, BT_ANON_FRAME_NAME " 0x%" PRIx64, f->off);
 }
 
-/* The function alone, for aggregation: "func", "[unknown] (lib)". */
-static void frame_func(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, char *buf, size_t len)
+/* The function alone, for aggregation: "func" (its version dropped, as
+ * the exporters do: one function, one name), "[unknown] (lib)",
+ * "[unknown] (anonymous)"; a Python function with the line it runs
+ * ("hot (/tmp/x.py:12) [py]", as py-spy's flame graphs) unless
+ * py_lines is 0 ("hot (/tmp/x.py) [py]": --profile's functions). */
+static void frame_func(const struct bt_dump_stacks *s, const struct bt_dump_frame *f, int py_lines, char *buf,
+		       size_t len)
 {
 	const struct bt_dump_sym *y = frame_sym(s, f);
 	const char *m = frame_map_name(s, f);
 	char e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
-	if (y)
-		snprintf(buf, len, "%s", ESC(y->name, e));
+	if (y && f->map == BT_DMAP_NONE && (f->off & BT_FRAME_PY_BIT)) {
+		sym_text(y, 0, e, sizeof(e));
+		if (!py_lines)
+			bt_py_drop_line(e);
+		snprintf(buf, len, "%s [py]", e);
+	} else if (y) {
+		snprintf(buf, len, "%s", sym_text(y, 0, e, sizeof(e)));
+	} else if (m) {
+		snprintf(buf, len, "[unknown] (%s)", ESC(m, e));
+	} else {
+		snprintf(buf, len, "%s", BT_ANON_FRAME_NAME);
+	}
+}
+
+/* "[truncated: no mapping]": the marker of a stack cut short, or
+ * "[truncated]" when the dump does not say why (an earlier recorder). */
+static const char *trunc_mark(const struct bt_dump_stack *k, char *buf, size_t len)
+{
+	char w[32];
+	const char *why = bt_stack_why_text(BT_STACK_WHY(k->flags), w, sizeof(w));
+
+	if (why)
+		snprintf(buf, len, "[truncated: %s]", why);
 	else
-		snprintf(buf, len, "[unknown] (%s)", m ? ESC(m, e) : "anonymous");
+		snprintf(buf, len, "[truncated]");
+	return buf;
 }
 
 static const struct bt_dump_stack *stack_of(const struct bt_dump_stacks *s, uint32_t id)
 {
-	return s && id && id != BT_STACK_LOST && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
+	return s && id && !BT_STACK_ID_GONE(id) && id <= s->nstacks ? &s->stacks[id - 1] : NULL;
 }
 
-void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent)
+void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent, int verbose)
 {
 	const struct bt_dump_stack *k = stack_of(s, id);
 	char b[8192], src[BT_ESCAPED_LEN(NAME_MAX_SHOWN) + 16], e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
 	if (id == BT_STACK_LOST) {
 		fprintf(out, "%s[stack lost: see report --stats]\n", indent);
+		return;
+	}
+	if (id == BT_STACK_RECLAIMED) {
+		fprintf(out, "%s[stack reclaimed: the stack table was full, newer stacks took its entry]\n", indent);
 		return;
 	}
 	if (!k)
@@ -125,14 +177,14 @@ void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, cons
 			src_text(sl, src, sizeof(src));
 			fprintf(out, "%s[inlined] %s%s\n", indent, sl->func ? ESC(sl->func, e) : "?", src);
 		}
-		bt_frame_text(s, f, (int)i, b, sizeof(b));
+		bt_frame_text(s, f, (int)i, verbose, b, sizeof(b));
 		fprintf(out, "%s%s\n", indent, b);
 	}
 	if (k->flags & BT_STACK_F_TRUNCATED)
-		fprintf(out, "%s[truncated: the frame-pointer walk ended early]\n", indent);
+		fprintf(out, "%s%s\n", indent, trunc_mark(k, b, sizeof(b)));
 }
 
-void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_event_hdr *h)
+void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_event_hdr *h, int verbose)
 {
 	const struct bt_ev_sample *e = (const void *)h;
 	const struct bt_dump_stacks *s = bt_dump_stacks(d);
@@ -140,8 +192,8 @@ void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_e
 	if (h->type != BT_EV_CPU_SAMPLE && h->type != BT_EV_OFFCPU && h->type != BT_EV_WAKER &&
 	    h->type != BT_EV_PROBE_STACK)
 		return;
-	bt_print_stack(out, s, e->kstack, "\t");
-	bt_print_stack(out, s, e->ustack, "\t");
+	bt_print_stack(out, s, e->kstack, "\t", verbose);
+	bt_print_stack(out, s, e->ustack, "\t", verbose);
 }
 
 /* ---- aggregation: string key (+ tgid) -> two counters ---------------------- */
@@ -239,16 +291,18 @@ static uint64_t weight(const struct bt_stack_filter *f, const struct bt_event_hd
 /* A frame as aggregated: a frame of the table, or a call inlined into it. */
 struct xframe {
 	const struct bt_dump_frame *fr;
-	const char *inl; /* the inlined function's name; NULL: fr's own */
+	const char *inl; /* the inlined function's name, or the truncation marker; NULL: fr's own */
 	int kernel;
 };
-#define MAX_XFRAMES (2 * BT_STACKS_MAX_FRAMES * BT_SRCLOC_MAX_DEPTH) /* every frame with a full inline chain */
+#define MAX_XFRAMES (2 * BT_STACKS_MAX_FRAMES * BT_SRCLOC_MAX_DEPTH + 1) /* every frame with a full inline chain */
 
 /* Frames outermost first into xf (user reversed, then kernel reversed),
- * inlined calls after the frame they are in; their count. *lost: a stack
+ * inlined calls after the frame they are in; their count. A cut stack's
+ * marker ("[truncated: why]", the user stack's reason first, in mark) is
+ * the outermost frame: where the missing callers would be. *lost: a stack
  * could not be taken; *trunc: one was cut. */
 static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sample *e, struct xframe *xf,
-			   int *lost, int *trunc)
+			   int *lost, int *trunc, char *mark, size_t marklen)
 {
 	uint32_t n = 0;
 	uint32_t ids[2] = { e->ustack, e->kstack };
@@ -256,12 +310,18 @@ static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sa
 	*lost = *trunc = 0;
 	for (int k = 0; k < 2; k++) {
 		const struct bt_dump_stack *st = stack_of(s, ids[k]);
-		if (ids[k] == BT_STACK_LOST || (st && (st->flags & BT_STACK_F_UNDEFINED)))
+		if (BT_STACK_ID_GONE(ids[k]) || (st && (st->flags & BT_STACK_F_UNDEFINED)))
 			*lost = 1;
 		if (!st)
 			continue;
-		if (st->flags & BT_STACK_F_TRUNCATED)
+		if ((st->flags & BT_STACK_F_TRUNCATED) && !*trunc) {
 			*trunc = 1;
+			if (n == MAX_XFRAMES)
+				n--; /* room for the marker */
+			memmove(xf + 1, xf, n * sizeof(*xf));
+			xf[0] = (struct xframe){ NULL, trunc_mark(st, mark, marklen), k };
+			n++;
+		}
 		for (uint32_t i = st->nframes; i-- > 0 && n < MAX_XFRAMES;) {
 			const struct bt_dump_frame *f = &s->frames[st->first + i];
 			const struct bt_dump_srcloc *l = bt_dump_frame_srcloc(s, f, i);
@@ -273,14 +333,17 @@ static uint32_t full_stack(const struct bt_dump_stacks *s, const struct bt_ev_sa
 	return n;
 }
 
-static void xframe_func(const struct bt_dump_stacks *s, const struct xframe *x, char *buf, size_t len)
+static void xframe_func(const struct bt_dump_stacks *s, const struct xframe *x, int py_lines, char *buf,
+			size_t len)
 {
 	char e[BT_ESCAPED_LEN(NAME_MAX_SHOWN)];
 
-	if (x->inl)
+	if (x->inl && !x->fr)
+		snprintf(buf, len, "%s", x->inl); /* the truncation marker: our own words */
+	else if (x->inl)
 		snprintf(buf, len, "%s", ESC(x->inl, e));
 	else
-		frame_func(s, x->fr, buf, len);
+		frame_func(s, x->fr, py_lines, buf, len);
 }
 
 /* The process's name, escaped (in a static buffer: one use at a time). */
@@ -357,7 +420,8 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		if (!selected(f, h))
 			continue;
 		int lost, trunc;
-		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc);
+		char mark[64];
+		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc, mark, sizeof(mark));
 		uint64_t w = weight(f, h);
 		size_t p;
 		for (p = 0; p < np && pt[p].tgid != h->tgid; p++)
@@ -379,7 +443,7 @@ int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, 
 		pt[p].trunc += trunc ? w : 0;
 		/* total: each function once per event (seen keyed by event index) */
 		for (uint32_t k = 0; k < nf; k++) {
-			xframe_func(s, &xf[k], name, sizeof(name));
+			xframe_func(s, &xf[k], 0, name, sizeof(name));
 			struct agg_ent *a = agg_get(&g, name, h->tgid);
 			if (!a) {
 				r = -ENOMEM;
@@ -472,7 +536,7 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		return -ENOMEM;
 	if (!s) {
 		free(line);
-		bt_err("report: this dump has no call stacks");
+		bt_err("this dump has no call stacks: record with --sample or --offcpu");
 		return 0;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -480,24 +544,25 @@ int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, F
 		if (!selected(f, h))
 			continue;
 		int lost, trunc;
-		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc);
+		char mark[64];
+		uint32_t nf = full_stack(s, (const void *)h, xf, &lost, &trunc, mark, sizeof(mark));
 		size_t o = (size_t)snprintf(line, cap, "%s", proc_name(d, h->tgid));
 		/* folded stacks separate frames with ';': none inside a name */
 		for (char *c = line; *c; c++)
 			if (*c == ';' || *c == ' ')
 				*c = '_';
-		if (trunc && o < cap)
-			o += (size_t)snprintf(line + o, cap - o, ";[truncated]");
 		if (lost && o < cap)
 			o += (size_t)snprintf(line + o, cap - o, ";[stack lost]");
+		else if (!nf && o < cap) /* counted in --stats: samples with no frame at all */
+			o += (size_t)snprintf(line + o, cap - o, ";[no stack]");
 		for (uint32_t k = 0; k < nf && o < cap; k++) {
-			xframe_func(s, &xf[k], name, sizeof(name));
+			xframe_func(s, &xf[k], 1, name, sizeof(name));
 			for (char *c = name; *c; c++)
 				if (*c == ';')
 					*c = ':';
 			/* flamegraph.pl's annotations: _[k] kernel, _[i] inlined */
 			o += (size_t)snprintf(line + o, cap - o, ";%s%s", name,
-					      xf[k].kernel ? "_[k]" : xf[k].inl ? "_[i]" : "");
+					      !xf[k].fr ? "" : xf[k].kernel ? "_[k]" : xf[k].inl ? "_[i]" : "");
 		}
 		struct agg_ent *a = agg_get(&g, line, 0);
 		if (!a) {
@@ -527,8 +592,11 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 	const uint64_t *c = s->counters;
 	fprintf(out, "  call stacks: %" PRIu64 " distinct in the table (at most %" PRIu64 "), %u mapped files, %u symbols",
 		c[BT_STKC_STACKS], c[BT_STKC_MAX_STACKS], s->nmaps, s->nsyms);
-	if (c[BT_STKC_RECLAIMED])
-		fprintf(out, "; %" PRIu64 " reclaimed (no event in the buffer named them)", c[BT_STKC_RECLAIMED]);
+	if (c[BT_STKC_RECLAIMED] > c[BT_STKC_EVICTED])
+		fprintf(out, "; %" PRIu64 " reclaimed (no event in the buffer named them)", c[BT_STKC_RECLAIMED] - c[BT_STKC_EVICTED]);
+	if (c[BT_STKC_EVICTED])
+		fprintf(out, "; %" PRIu64 " reclaimed while the table was full (their %" PRIu64
+			     " stack references in this dump say reclaimed)", c[BT_STKC_EVICTED], c[BT_STKC_RECLAIMED_REFS]);
 	if (c[BT_STKC_SAMPLE_HZ])
 		fprintf(out, "; sampling at %" PRIu64 " Hz per CPU, %" PRIu64 " samples taken", c[BT_STKC_SAMPLE_HZ],
 			c[BT_STKC_SAMPLES]);
@@ -544,23 +612,91 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 		c[BT_STKC_OVERFLOW], c[BT_STKC_DEF_DROPS], c[BT_STKC_KERNEL_ERR], c[BT_STKC_USER_ERR],
 		c[BT_STKC_UNDEFINED]);
 	fprintf(out, "    stacks truncated: %" PRIu64 "; user frames in no file mapping: %" PRIu64
-		     "; files kept by path only: %" PRIu64 "\n",
-		c[BT_STKC_TRUNCATED], c[BT_STKC_UNRESOLVED], c[BT_STKC_NO_FD]);
+		     "; files kept by path only: %" PRIu64 "; pre-exec stacks named from the parent's maps: %" PRIu64
+		     "\n",
+		c[BT_STKC_TRUNCATED], c[BT_STKC_UNRESOLVED], c[BT_STKC_NO_FD], c[BT_STKC_PRE_EXEC]);
+	/* (counted here from the events: the BPF side's sample program is at
+	 * the verifier's bound, a branch there took it over) */
+	size_t n, empty = 0;
+	const struct bt_dump_event *ev = bt_dump_events(d, &n);
+	for (size_t i = 0; i < n; i++) {
+		const struct bt_ev_sample *e = (const void *)ev[i].ev;
+		empty += e->h.type == BT_EV_CPU_SAMPLE && !e->kstack && !e->ustack;
+	}
+	if (empty)
+		fprintf(out, "    samples with no frame at all: %zu (neither a kernel nor a user stack could be "
+			     "taken: \"[no stack]\" in --profile and --folded)\n", empty);
+	/* the truncated stacks by reason (STKW; none from earlier recorders) */
+	uint32_t by_why[256] = { 0 };
+	for (uint32_t i = 0; i < s->nstacks; i++)
+		if (s->stacks[i].flags & BT_STACK_F_TRUNCATED)
+			by_why[BT_STACK_WHY(s->stacks[i].flags)]++;
+	int shown = 0;
+	for (unsigned w = 0; w < 256; w++) {
+		char wb[32];
+		const char *txt = bt_stack_why_text(w, wb, sizeof(wb));
+		if (!by_why[w])
+			continue;
+		fprintf(out, "%s%u %s", shown++ ? ", " : "    truncated stacks by reason: ", by_why[w],
+			txt ? txt : "not said (an earlier recorder)");
+	}
+	if (shown)
+		fputc('\n', out);
 	if (c[BT_STKC_NO_KSYMS])
 		fprintf(out, "    kernel frames: unnamed (the recorder could not read /proc/kallsyms's addresses: "
 			     "it needs CAP_SYSLOG, which ProtectKernelLogs=yes also removes)\n");
 	if (c[BT_STKC_UNW_MAX_ROWS])
 		fprintf(out, "    unwinding: %" PRIu64 " user stacks walked; ended early: %" PRIu64 " process not loaded yet (leaf only), %"
-			     PRIu64 " no executable mapping, %" PRIu64 " anonymous code (JIT), %" PRIu64
+			     PRIu64 " no executable mapping, %" PRIu64
 			     " signal frame, %" PRIu64 " bad frame; frames by frame pointer: %" PRIu64
-			     ", in binaries without a table: %" PRIu64 "\n"
+			     ", in binaries without a table: %" PRIu64 ", in anonymous code (JIT): %" PRIu64 "\n"
 			     "    unwind tables: %" PRIu64 " binaries, %" PRIu64 " rows of %" PRIu64 " (--unwind-mem); "
 			     "lost: %" PRIu64 " binaries over --unwind-mem, %" PRIu64 " without .eh_frame, %" PRIu64
-			     " processes over the map, %" PRIu64 " mappings over the per-process bound\n",
-			c[BT_STKC_UNW_WALKS], c[BT_STKC_UNW_NO_PROC], c[BT_STKC_UNW_NO_MAP], c[BT_STKC_UNW_ANON],
+			     " processes over the map, %" PRIu64 " mappings over the per-process bound; %" PRIu64
+			     " not stored in the unwind cache (compiled again at the next start); %" PRIu64
+			     " walks ended at a file whose table was being built, %" PRIu64 " files that could not be opened, %"
+			     PRIu64 " binaries refused (too many FDEs, or past the build budget)\n",
+			c[BT_STKC_UNW_WALKS], c[BT_STKC_UNW_NO_PROC], c[BT_STKC_UNW_NO_MAP],
 			c[BT_STKC_UNW_SIGNAL], c[BT_STKC_UNW_BAD], c[BT_STKC_UNW_FP], c[BT_STKC_UNW_NO_TABLE],
+			c[BT_STKC_UNW_ANON],
 			c[BT_STKC_UNW_BINARIES], c[BT_STKC_UNW_ROWS], c[BT_STKC_UNW_MAX_ROWS], c[BT_STKC_UNW_MEM_FULL],
-			c[BT_STKC_UNW_NO_EH], c[BT_STKC_UNW_PROCS_FULL], c[BT_STKC_UNW_MAPS_DROP]);
+			c[BT_STKC_UNW_NO_EH], c[BT_STKC_UNW_PROCS_FULL], c[BT_STKC_UNW_MAPS_DROP], c[BT_STKC_UNW_CACHE_FAILED],
+			c[BT_STKC_UNW_PENDING], c[BT_STKC_UNW_FILES_UNOPENED], c[BT_STKC_UNW_REFUSED]);
+	if (c[BT_STKC_UNW_MAX_ROWS])
+		fprintf(out, "    unwind rules: %" PRIu64 " address ranges in %" PRIu64 " binaries not followed (frame "
+			     "pointers there), %" PRIu64 " rows with the CFA on a register only the leaf frame has "
+			     "(ctl status names the binaries)\n",
+			c[BT_STKC_UNW_UNSUPPORTED], c[BT_STKC_UNW_UNSUPPORTED_BINS], c[BT_STKC_UNW_LEAF_ROWS]);
+	for (uint32_t i = 0; i < s->nlost; i++) {
+		char ep[4 * BT_UNWLOST_STR_MAX], ew[4 * BT_UNWLOST_STR_MAX];
+		fprintf(out, "    unwind table refused: %s: %s\n",
+			bt_escape_text(s->lost[i].path, strlen(s->lost[i].path), ep, sizeof(ep)),
+			bt_escape_text(s->lost[i].why, strlen(s->lost[i].why), ew, sizeof(ew)));
+	}
+	if (c[BT_STKC_COPY_TAKEN] || c[BT_STKC_COPY_RATE] || c[BT_STKC_COPY_RING] || c[BT_STKC_COPY_OLD])
+		fprintf(out, "    stack copies (walks stopped at a table not built yet): %" PRIu64 " taken, %" PRIu64
+			     " walked on to the outermost frame, %" PRIu64 " walked on and cut again, %" PRIu64
+			     " walked after waiting too long for a table, %" PRIu64 " still waiting at the dump; not copied"
+			     " or dropped (their stacks stay cut): %" PRIu64 " over the rate bound, %" PRIu64
+			     " ring full, %" PRIu64 " over the recorder's memory bound, %" PRIu64
+			     " of processes older than 5 s\n",
+			c[BT_STKC_COPY_TAKEN], c[BT_STKC_COPY_DONE], c[BT_STKC_COPY_CUT], c[BT_STKC_COPY_EXPIRED],
+			c[BT_STKC_COPY_WAITING], c[BT_STKC_COPY_RATE], c[BT_STKC_COPY_RING], c[BT_STKC_COPY_MEM],
+			c[BT_STKC_COPY_OLD]);
+	if (c[BT_STKC_JIT_NAMED] || c[BT_STKC_JIT_UNNAMED])
+		fprintf(out, "    JIT frames (anonymous code): %" PRIu64 " named from perf maps (/tmp/perf-PID.map), %" PRIu64
+			     " without an entry there (shown as " BT_ANON_FRAME_NAME ")\n",
+			c[BT_STKC_JIT_NAMED], c[BT_STKC_JIT_UNNAMED]);
+	if (c[BT_STKC_PY_INTERPS] || c[BT_STKC_PY_WALKS] || c[BT_STKC_PY_UNKNOWN] || c[BT_STKC_PY_NO_THREAD])
+		fprintf(out, "    Python frames: %" PRIu64 " CPython interpreters found (%" PRIu64
+			     " of a version without offsets); %" PRIu64 " stacks with Python frames read, %" PRIu64
+			     " frames; lost: %" PRIu64 " stacks in an interpreter of an unknown version, %" PRIu64
+			     " without a thread state found, %" PRIu64 " walks cut by unreadable memory, %" PRIu64
+			     " cut at the frame bound, %" PRIu64 " code objects' names over the ring, %" PRIu64
+			     " frames unnamed in the table (of %" PRIu64 " named)\n",
+			c[BT_STKC_PY_INTERPS], c[BT_STKC_PY_UNKNOWN_BINS], c[BT_STKC_PY_WALKS], c[BT_STKC_PY_FRAMES],
+			c[BT_STKC_PY_UNKNOWN], c[BT_STKC_PY_NO_THREAD], c[BT_STKC_PY_UNREADABLE], c[BT_STKC_PY_CUT],
+			c[BT_STKC_PY_CODE_DROPS], c[BT_STKC_PY_UNNAMED], c[BT_STKC_PY_NAMED]);
 	if (c[BT_STKC_NOT_LOADED_FILES])
 		fprintf(out, "    symbols not loaded yet: %" PRIu64 " frames of %" PRIu64
 			     " files were still being read when the dump was written (it did not wait): unnamed\n",

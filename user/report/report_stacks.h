@@ -25,10 +25,11 @@ struct bt_stack_filter {
 };
 
 /* The frames of stack `id` (0: none, BT_STACK_LOST: say so), one a line,
- * innermost first, with indent. */
-void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent);
+ * innermost first, with indent, then "[truncated: why]" if it was cut.
+ * verbose: symbols with their ELF version and each frame's file offset. */
+void bt_print_stack(FILE *out, const struct bt_dump_stacks *s, uint32_t id, const char *indent, int verbose);
 /* The kernel then user stack of a sample, off-CPU or waker event. */
-void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_event_hdr *h);
+void bt_print_event_stacks(FILE *out, const struct bt_dump *d, const struct bt_event_hdr *h, int verbose);
 
 int bt_report_profile(const struct bt_dump *d, const struct bt_stack_filter *f, FILE *out);
 int bt_report_folded(const struct bt_dump *d, const struct bt_stack_filter *f, FILE *out);

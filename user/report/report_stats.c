@@ -15,6 +15,7 @@
 #include "events.h"
 #include "dump.h"
 #include "event_names.h"
+#include "func_batch.h"
 #include "switch_chain.h"
 #include "report_apps.h"
 #include "report_list.h"
@@ -107,29 +108,66 @@ struct stats {
 	uint64_t nmatch, mfirst, mlast;
 };
 
-/* The selected events per CPU and group, and their first and last times. */
-static void count_selected(struct stats *s)
+static void count_one(struct stats *s, const struct bt_event_hdr *e)
 {
-	for (size_t i = 0; i < s->n; i++) {
-		const struct bt_event_hdr *e = s->ev[i].ev;
-		if (!bt_filter_match(s->f, e))
-			continue;
-		if (!s->nmatch)
-			s->mfirst = e->ts_ns;
+	if (!bt_filter_match(s->f, e))
+		return;
+	if (!s->nmatch || e->ts_ns < s->mfirst)
+		s->mfirst = e->ts_ns;
+	if (e->ts_ns > s->mlast)
 		s->mlast = e->ts_ns;
-		s->nmatch++;
-		int g = bt_event_group(e->type);
-		if (g >= 0 && e->cpu < s->nc)
-			s->cnt[(size_t)e->cpu * BT_GROUP_MAX + (uint32_t)g]++;
+	s->nmatch++;
+	int g = bt_event_group(e->type);
+	if (g >= 0 && e->cpu < s->nc)
+		s->cnt[(size_t)e->cpu * BT_GROUP_MAX + (uint32_t)g]++;
+}
+
+/* The selected events per CPU and group, and their first and last times.
+ * A function batch kept whole counts as the entries and exits it holds,
+ * each matched as the full decode lists it: memory does not grow with them. */
+static int count_event(const struct bt_dump_event *de, void *ctx)
+{
+	struct stats *s = ctx;
+	const struct bt_event_hdr *e = de->ev;
+	if (e->type != BT_EV_APP_FUNCS) {
+		count_one(s, e);
+		return 0;
 	}
+	const struct bt_ev_app_funcs *f = (const void *)e;
+	struct bt_event_hdr h = f->h;
+	struct bt_funcs_iter it;
+	uint64_t addr;
+	unsigned ex;
+
+	bt_funcs_iter_init(&it, f, de->len);
+	while (bt_funcs_iter_next(&it, &addr, &ex)) {
+		h.type = ex ? BT_EV_APP_FUNC_EXIT : BT_EV_APP_FUNC_ENTRY;
+		h.ts_ns = bt_funcs_ts(f, it.tk);
+		count_one(s, &h);
+	}
+	return 0;
+}
+
+struct both {
+	struct stats *s;
+	struct bt_report_apps *ra;
+};
+
+static int count_both(const struct bt_dump_event *de, void *ctx)
+{
+	struct both *b = ctx;
+	count_event(de, b->s);
+	return de->app >= 0 ? bt_report_apps_event(b->ra, de) : 0;
 }
 
 /* Format, host, creation, buffer geometry, tables, clock. */
-/* The cold tier behind the buffer, at dump start (user/coldtier). */
-static void print_cold_tier(const struct bt_dump *d, FILE *out)
+/* The cold tier behind the buffer, at dump start (user/coldtier): what it
+ * held, what of the dump came from it, and its CPU budget. */
+static void print_cold_tier(const struct bt_dump *d, const struct bt_seq_window *w, FILE *out)
 {
 	const struct bt_dump_cold *c = bt_dump_cold(d);
 	char b1[32], b2[32], b3[32], b4[32];
+	struct bt_dump_cold_share sh;
 
 	if (!c)
 		return;
@@ -141,6 +179,20 @@ static void print_cold_tier(const struct bt_dump *d, FILE *out)
 		c->stored_bytes ? (double)c->raw_bytes / (double)c->stored_bytes : 0.0,
 		human(c->raw_bytes, b3, sizeof(b3)), human(c->stored_bytes, b4, sizeof(b4)), c->blocks_evicted, c->gaps,
 		(double)c->cpu_ns / 1e9);
+	bt_dump_cold_share(d, w, &sh);
+	fprintf(out, "            from the tier: %" PRIu64 " of %" PRIu64 " events (%.1f%%), %.3f s of the latest continuous "
+		"window's %.3f s\n", sh.events, sh.window_events, 100 * sh.share_events, sh.tier_window_s, sh.window_s);
+	if (c->has_parts)
+		fprintf(out, "            compressed: %" PRIu64 " of the %" PRIu64 " blocks from the tier (%.1f%%), %" PRIu64
+			" held uncompressed now; %" PRIu64 " blocks left out behind a hole (the oldest end)\n",
+			c->dumped - c->dumped_raw, c->dumped, 100 * sh.share_compressed, c->blocks_held_raw, c->blocks_cut);
+	if (!c->budget_ppm) {
+		fprintf(out, "            budget: none (--cold-cpu off)\n");
+		return;
+	}
+	fprintf(out, "            budget: %.2f%% of one CPU; held back: %s (%" PRIu64 " passes, %" PRIu64
+		" blocks stored uncompressed; copies past the budget %.3f s CPU)\n", (double)c->budget_ppm / 1e4,
+		sh.budget_bound ? "yes" : "no", c->held_back, c->blocks_raw, (double)c->copy_ns / 1e9);
 }
 
 static void print_header(const struct stats *s)
@@ -174,7 +226,7 @@ static void print_header(const struct stats *s)
 		if (s->h->groups_enabled & (1u << g))
 			fprintf(s->out, "%s%s", any++ ? "," : " ", bt_group_name(g));
 	fprintf(s->out, "%s\n", any ? "" : " none recorded");
-	print_cold_tier(s->d, s->out);
+	print_cold_tier(s->d, &s->w, s->out);
 	fprintf(s->out, "tables:     %zu tasks, %zu probes\n", s->ntasks, s->nprobes);
 	if (s->h->clock_id != 7)
 		fprintf(s->out, "clock:      %u (not CLOCK_BOOTTIME: times are not seconds since boot)\n", s->h->clock_id);
@@ -265,8 +317,11 @@ static void print_cpu_table(const struct stats *s)
 
 /* Every loss counter: ring buffer, seq gaps, dump reading, buffer, drain,
  * kernel skips, stacks, applications, triggers. */
-static void print_losses(const struct stats *s)
+/* 0, or -errno of the applications' second read (why in o->err) */
+static int print_losses(const struct stats *s, struct bt_report_apps *ra, const struct ropts *o)
 {
+	int r;
+
 	uint64_t alldrops = 0;
 	for (size_t i = 0; i < (size_t)s->nc * s->ng; i++)
 		alldrops += s->drops[i];
@@ -313,8 +368,10 @@ static void print_losses(const struct stats *s)
 		fprintf(s->out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
 			bt_dump_unknown_events(s->d));
 	bt_report_stack_stats(s->d, s->out);
-	bt_report_apps(s->d, s->out);
+	if ((r = bt_report_apps(ra, s->out, o->err, o->errlen)) < 0)
+		return r;
 	bt_report_triggers(s->d, s->out);
+	return 0;
 }
 
 int bt_report_stats(const struct bt_dump *d, const char *path, const struct ropts *o, FILE *out)
@@ -331,14 +388,26 @@ int bt_report_stats(const struct bt_dump *d, const char *path, const struct ropt
 	bt_dump_probes(d, &s.nprobes);
 	s.sc = calloc(s.nc ? s.nc : 1, sizeof(*s.sc));
 	s.cnt = calloc((size_t)(s.nc ? s.nc : 1) * BT_GROUP_MAX, sizeof(*s.cnt));
+	char err[256];
 	if (s.sc && s.cnt && bt_seq_analyze(s.ev, s.n, s.nc, &s.w, s.sc) == 0) {
-		count_selected(&s);
+		/* the applications' counts come from the same read as the
+		 * selection's (a dump opened APP_STREAM reads its blocks again) */
+		struct bt_report_apps *ra = bt_report_apps_new(d);
+		struct both b = { &s, ra };
+		r = ra ? bt_dump_each_event(d, 0, count_both, &b, err, sizeof(err)) : -ENOMEM;
+		if (r < 0) {
+			if (ra && o->err && o->errlen)
+				snprintf(o->err, o->errlen, "%s", err);
+			bt_report_apps_free(ra);
+			goto out;
+		}
 		print_header(&s);
 		print_windows(&s);
 		print_cpu_table(&s);
-		print_losses(&s);
-		r = 0;
+		r = print_losses(&s, ra, o);
+		bt_report_apps_free(ra);
 	}
+out:
 	free(s.sc);
 	free(s.cnt);
 	return r;

@@ -58,13 +58,16 @@ void bt_report_triggers(const struct bt_dump *d, FILE *out)
 
 		fprintf(out,
 			"  %-16s %-32s after %s, limit %s: %" PRIu64 " hits, %" PRIu64 " dumps, %" PRIu64
-			" skipped (rate limit), %" PRIu64 " lost\n",
+			" rate-limited, %" PRIu64 " merged, %" PRIu64 " lost in the kernel\n",
 			t[i].name, t[i].cond, format_duration(t[i].after_ns, a, sizeof(a)),
-			format_duration(t[i].limit_ns, l, sizeof(l)), s->hits, s->dumps, s->skipped, s->lost);
+			format_duration(t[i].limit_ns, l, sizeof(l)), s->hits, s->dumps, s->limited, s->merged, s->lost);
 		fprintf(out,
 			"  %-16s hits %" PRIu64 " = %" PRIu64 " dumped + %" PRIu64 " merged + %" PRIu64
 			" rate-limited + %" PRIu64 " dropped + %" PRIu64 " pending%s\n",
 			"", s->hits, s->dumps, s->merged, s->limited, s->dropped, s->pending,
 			ended(s) + s->pending == s->hits ? "" : " (DO NOT ADD UP: a damaged table)");
+		if (t[i].unnamed)
+			fprintf(out, "  %-16s this dump holds %" PRIu64 " more hits of it than it names (64 named at most)\n", "",
+				t[i].unnamed);
 	}
 }

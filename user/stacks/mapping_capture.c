@@ -35,6 +35,7 @@
 #include "mapping_capture.h"
 #include "elf_symbols.h"
 #include "trusted_file.h"
+#include "clocks.h"
 
 #define PROC_SLOTS 4096u   /* process caches (open addressing, power of two) */
 #define MAX_FILES_FD 2048u /* descriptors kept at most (more files: path only) */
@@ -86,15 +87,17 @@ struct proc {
 
 /* CLOCK_BOOTTIME: the events' clock, so a sample's time compares with
  * when the maps were read. */
-static uint64_t boot_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
+/* Processes forked lately, child -> parent (a ring): a child's stack taken
+ * before its exec is named from its parent's maps (bt_mapcap_parent). */
+#define FORKS_MAX 1024u
+struct fork_rec {
+	uint32_t child, parent;
+};
 
 struct bt_mapcap {
 	struct proc procs[PROC_SLOTS];
+	struct fork_rec forks[FORKS_MAX];
+	uint32_t forks_next;
 	uint32_t nprocs;
 	struct bt_mapfile *files;
 	size_t nfiles, cap;
@@ -115,6 +118,8 @@ struct bt_mapcap {
 	void *vdso_cmp;         /* a process's [vdso], read to compare */
 	uint32_t vdso_id;       /* its map id; BT_MAP_NONE: none */
 	int vdso_tried;
+	bt_mapcap_path_fn path_fn; /* paths of files known only by (dev, ino) */
+	void *path_arg;
 };
 
 struct bt_mapcap *bt_mapcap_new(void)
@@ -230,6 +235,8 @@ static void check_pins(struct bt_mapcap *m, uint64_t now)
 /* The first frame in f (mapped at range in tgid): open it, by the mapping
  * itself, else by path; kept if it is the right inode and within the
  * bounds, with its build-id. */
+/* Open f on its first frame: through v's mapping in tgid if given, else
+ * (or if that fails) by its path, checked to be the same inode. */
 static void open_file(struct bt_mapcap *m, struct bt_mapfile *f, uint32_t tgid, const struct vma *v)
 {
 	char mf[96];
@@ -238,8 +245,12 @@ static void open_file(struct bt_mapcap *m, struct bt_mapfile *f, uint32_t tgid, 
 	f->flags |= BT_MAPFILE_TRIED;
 	m->ntried++;
 	if (m->nfd < m->max_fd) {
-		snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, v->start, v->end);
-		f->fd = open(mf, O_RDONLY | O_CLOEXEC);
+		if (v) {
+			snprintf(mf, sizeof(mf), "/proc/%u/map_files/%" PRIx64 "-%" PRIx64, tgid, v->start, v->end);
+			f->fd = open(mf, O_RDONLY | O_CLOEXEC);
+		} else {
+			f->fd = -1; /* no mapping known: the path only */
+		}
 		if (f->fd < 0 && !(f->flags & BT_MAPFILE_DELETED))
 			f->fd = bt_open_regular(f->path); /* no CAP_SYS_ADMIN; a FIFO put there must not block us */
 	}
@@ -407,7 +418,7 @@ static void read_maps(struct bt_mapcap *m, struct proc *p)
 
 	p->vma = NULL;
 	p->nvma = 0;
-	p->read_ns = boot_ns();
+	p->read_ns = bt_boottime_ns();
 	if (!p->first_ns)
 		p->first_ns = p->read_ns;
 	if (p->read_ns - p->first_ns < YOUNG_NS) { /* read again once grown up (bt_mapcap_tick) */
@@ -469,7 +480,7 @@ keep:
 
 void bt_mapcap_tick(struct bt_mapcap *m)
 {
-	uint64_t now = boot_ns();
+	uint64_t now = bt_boottime_ns();
 
 	while (m->nyoung) {
 		struct proc *p = proc_slot(m, m->young[m->young_head], 0);
@@ -535,12 +546,12 @@ uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr,
 	if (!tgid)
 		return BT_MAP_NONE;
 	if (m->nexited)
-		expire_exited(m, boot_ns());
+		expire_exited(m, bt_boottime_ns());
 	p = proc_slot(m, tgid, 1);
 	if (!p->read_ns)
 		read_maps(m, p);
 	v = find_vma(p, addr);
-	now = boot_ns();
+	now = bt_boottime_ns();
 	if ((!v || v->file == BT_MAP_NONE) && !p->exit_ns &&
 	    (now - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS) ||
 	     (!v && seen_ns > p->read_ns && p->read_ns - p->first_ns < YOUNG_NS))) {
@@ -555,9 +566,96 @@ uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr,
 		return BT_MAP_NONE;
 	if (!(m->files[v->file - 1].flags & BT_MAPFILE_TRIED))
 		open_file(m, &m->files[v->file - 1], tgid, v);
-	check_pins(m, boot_ns());
+	check_pins(m, bt_boottime_ns());
 	*off = addr - v->start + v->pgoff;
 	return v->file;
+}
+
+void bt_mapcap_forked(struct bt_mapcap *m, uint32_t child, uint32_t parent)
+{
+	m->forks[m->forks_next] = (struct fork_rec){ child, parent };
+	m->forks_next = (m->forks_next + 1) % FORKS_MAX;
+}
+
+uint32_t bt_mapcap_parent(const struct bt_mapcap *m, uint32_t child)
+{
+	for (uint32_t k = 1; k <= FORKS_MAX; k++) { /* newest first: a pid reused */
+		const struct fork_rec *f = &m->forks[(m->forks_next + FORKS_MAX - k) % FORKS_MAX];
+		if (f->child == child)
+			return f->parent;
+	}
+	return 0;
+}
+
+void bt_mapcap_set_path_source(struct bt_mapcap *m, bt_mapcap_path_fn fn, void *arg)
+{
+	m->path_fn = fn;
+	m->path_arg = arg;
+}
+
+/* A mapping of file id in tgid, its maps read if they hold none (once:
+ * the caller opens the file on its first frame only); NULL if there is
+ * none, or the process is gone. */
+static const struct vma *vma_of_file(struct bt_mapcap *m, uint32_t tgid, uint32_t id)
+{
+	struct proc *p = proc_slot(m, tgid, 1);
+
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < p->nvma; i++)
+			if (p->vma[i].file == id)
+				return &p->vma[i];
+		if (pass || p->exit_ns)
+			break;
+		read_maps(m, p);
+	}
+	return NULL;
+}
+
+static uint32_t find_file(const struct bt_mapcap *m, uint64_t dev, uint64_t ino)
+{
+	for (size_t i = m->nfiles; i-- > 0;)
+		if (m->files[i].dev == dev && m->files[i].ino == ino)
+			return (uint32_t)i + 1;
+	return 0;
+}
+
+uint32_t bt_mapcap_resolve_file(struct bt_mapcap *m, uint32_t tgid, uint32_t dev, uint64_t ino)
+{
+	const struct vma *v = NULL;
+	struct proc *p = NULL;
+	char path[4096];
+	uint32_t id;
+
+	if (!dev && !ino)
+		return vdso_file(m);
+	id = find_file(m, dev, ino);
+	if (!id && tgid) {
+		/* Not met yet: in the process's maps while it lives ... */
+		p = proc_slot(m, tgid, 1);
+		if (!p->read_ns && !p->exit_ns)
+			read_maps(m, p);
+		id = find_file(m, dev, ino);
+	}
+	/* ... or, once it is gone, by the path the unwinder opened it by. */
+	if (!id && m->path_fn && m->path_fn(m->path_arg, dev, ino, path, sizeof(path)) == 0)
+		id = file_id(m, dev, ino, path);
+	if (!id || id == BT_MAP_NONE)
+		return BT_MAP_NONE;
+	if (!(m->files[id - 1].flags & BT_MAPFILE_TRIED)) {
+		/* Opened once, for good: through a mapping of it, which a
+		 * deleted file needs (its path opens nothing). The file may be
+		 * known from another process's maps (a forked child's frame
+		 * before any of its parent's): this one's are read, else its
+		 * parent's, while they live. */
+		uint32_t at = tgid, parent = tgid ? bt_mapcap_parent(m, tgid) : 0;
+
+		v = tgid ? vma_of_file(m, tgid, id) : NULL;
+		if (!v && parent && parent != tgid && (v = vma_of_file(m, parent, id)))
+			at = parent;
+		open_file(m, &m->files[id - 1], at, v);
+	}
+	check_pins(m, bt_boottime_ns());
+	return id;
 }
 
 void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
@@ -571,7 +669,7 @@ void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid)
 void bt_mapcap_exited(struct bt_mapcap *m, uint32_t tgid)
 {
 	struct proc *p = proc_slot(m, tgid, 0);
-	uint64_t now = boot_ns();
+	uint64_t now = bt_boottime_ns();
 	uint32_t slot;
 
 	if (!p || !p->read_ns)

@@ -51,9 +51,25 @@ uint32_t bt_mapcap_resolve(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, ui
 /* The same, for an address sampled at seen_ns (CLOCK_BOOTTIME; 0: unknown):
  * maps read young, before it, are read again on a miss. */
 uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr, uint64_t seen_ns, uint64_t *off);
+/* The map id of the file the kernel knows as (dev, ino) (dev as in
+ * /proc/PID/maps, major << 20 | minor; { 0, 0 }: the vDSO), for a frame
+ * of tgid the BPF unwinder found in it; BT_MAP_NONE if it cannot be had.
+ * A file not known yet is found through tgid's maps, or by the path the
+ * path source gives (bt_mapcap_set_path_source), checked to be that file. */
+uint32_t bt_mapcap_resolve_file(struct bt_mapcap *m, uint32_t tgid, uint32_t dev, uint64_t ino);
+/* fn(arg, dev, ino, buf, size): a path of that file into buf, 0; or -1. */
+typedef int (*bt_mapcap_path_fn)(void *arg, uint64_t dev, uint64_t ino, char *buf, size_t size);
+void bt_mapcap_set_path_source(struct bt_mapcap *m, bt_mapcap_path_fn fn, void *arg);
 /* Drain thread, each pass: read once more the maps of processes read
  * while young (the loader still mapping their libraries). */
 void bt_mapcap_tick(struct bt_mapcap *m);
+/* Pre-exec stacks: a process forked (the last FORKS_MAX forks are kept),
+ * and its parent, 0 if not among them. A shell's child samples in the
+ * shell's image for a moment before its exec, and those stacks arrive
+ * after it, when the child's maps are the new program's (or gone): its
+ * parent's maps name them (fork copied them). */
+void bt_mapcap_forked(struct bt_mapcap *m, uint32_t child, uint32_t parent);
+uint32_t bt_mapcap_parent(const struct bt_mapcap *m, uint32_t child);
 /* tgid exec'd, or a new process took its pid: its mappings are stale. */
 void bt_mapcap_forget(struct bt_mapcap *m, uint32_t tgid);
 /* tgid exited: its mappings still name the stacks sampled while it ends,

@@ -13,10 +13,14 @@
 #include "elf_symbols.h"
 #include "stack_srclines.h"
 #include "symbol_cache.h"
+#include "perf_maps.h"
+#include "py_codes.h"
 #include "util.h"
 
 struct bt_symbolizer {
 	struct bt_symcache *cache; /* files loaded ahead of the dumps */
+	struct bt_perfmaps *jit;   /* names of anonymous code, the table's */
+	struct bt_pycodes *py;     /* names of Python code objects, the table's */
 	int source_lines;
 };
 
@@ -28,6 +32,8 @@ struct bt_symbolizer *bt_symbolizer_new(struct bt_stack_table *t, const char *de
 	if (!z)
 		return NULL;
 	z->source_lines = source_lines;
+	z->jit = bt_stack_table_perfmaps(t);
+	z->py = bt_stack_table_pycodes(t);
 	z->cache = bt_symcache_new(t, debug_dirs, source_lines, cache_bytes);
 	if (!z->cache) {
 		free(z);
@@ -110,7 +116,8 @@ static uint32_t sym_add(struct symset *ss, uint32_t map, uint64_t start, uint64_
 
 	while (ss->slot[i]) {
 		const struct bt_dump_sym *y = &ss->syms[ss->slot[i] - 1];
-		if (y->map == map && y->start == start)
+		/* anonymous code: the same address is other code in another process */
+		if (y->map == map && y->start == start && (map != BT_DMAP_NONE || strcmp(y->name, name) == 0))
 			return ss->slot[i];
 		i = (i + 1) & (ss->nslots - 1);
 	}
@@ -125,14 +132,17 @@ static uint32_t sym_add(struct symset *ss, uint32_t map, uint64_t start, uint64_
 	return ss->n;
 }
 
-/* The frame a thread starts in: nothing above it is real. */
+/* The frames a thread starts in: nothing above the outermost of them is
+ * real. A run of them is kept whole (__libc_start_call_main called by
+ * __libc_start_main called by _start), whatever its version suffix. */
 static int is_thread_root(const char *name)
 {
 	static const char *const roots[] = { "_start", "__libc_start_main", "__libc_start_call_main",
 					     "__libc_start_main_impl", "start_thread", "clone", "clone3",
 					     "__clone", "__clone3", "__clone_internal", "thread_start" };
+	size_t n = bt_sym_name_len(name);
 	for (size_t i = 0; i < sizeof(roots) / sizeof(roots[0]); i++)
-		if (strcmp(name, roots[i]) == 0)
+		if (strlen(roots[i]) == n && strncmp(name, roots[i], n) == 0)
 			return 1;
 	return 0;
 }
@@ -166,7 +176,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 	uint64_t lines_end = lines_ns ? bt_now_ns() + lines_ns : UINT64_MAX, lines_late = 0;
 	struct symset ss = { 0 };
 	struct bt_srclines *ls = z->source_lines ? bt_srclines_new() : NULL;
-	uint64_t truncated = 0, nf = 0, pending_frames = 0;
+	uint64_t truncated = 0, nf = 0, pending_frames = 0, jit_named = 0, jit_unnamed = 0, py_named = 0,
+		 py_unnamed = 0;
 	uint32_t cap = s->nframes > UINT32_MAX / 4 ? UINT32_MAX / 4 : (uint32_t)s->nframes;
 	uint8_t *pending_map = calloc(s->nmaps + 1, 1); /* [map]: its file not loaded yet */
 	struct bt_kallsyms *ks;
@@ -190,6 +201,7 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 	}
 	/* Lookups only: what the cache has loaded; nothing is read from a
 	 * file here, whatever its size. */
+	bt_perfmaps_refresh(z->jit); /* what runtimes wrote since the loader's last read */
 	bt_symcache_hold(z->cache);
 	ks = bt_symcache_kallsyms(z->cache, &ks_pending);
 	for (uint32_t i = 0; i < s->nstacks; i++) {
@@ -201,6 +213,9 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 		for (uint32_t f = 0; f < k->nframes; f++) {
 			uint64_t start = 0, size = 0, dwarf_entry = 0;
 			const char *name = NULL, *dwarf_name = NULL;
+			char jit_name[BT_PERFMAP_NAME_MAX + 1], py_name[sizeof(((struct bt_raw_py_code *)0)->name) +
+							      sizeof(((struct bt_raw_py_code *)0)->file) + 32];
+			int was_unknown = unknown;
 
 			if (fr[f].map == BT_DMAP_KERNEL) {
 				name = bt_kallsyms_find(ks, bt_frame_lookup_off(fr[f].off, f), &start, &size);
@@ -234,15 +249,45 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 					name = dwarf_name; /* no symbol covers it: DWARF's name for its function */
 					start = dwarf_entry;
 				}
+			} else if (fr[f].map == BT_DMAP_NONE && k->kind == BT_STACK_USER && (fr[f].off & BT_FRAME_PY_BIT)) {
+				/* a Python frame: its code object's names, as the BPF side sent them */
+				if (bt_pycodes_find(z->py, k->tgid, fr[f].off, py_name, sizeof(py_name))) {
+					py_named++;
+				} else {
+					snprintf(py_name, sizeof(py_name), "[python code not interned]");
+					py_unnamed++;
+				}
+				name = py_name;
+				start = fr[f].off;
+				size = 1;
+			} else if (fr[f].map == BT_DMAP_NONE && k->kind == BT_STACK_USER) {
+				/* anonymous code: JIT, named from its runtime's perf map */
+				if (bt_perfmaps_find(z->jit, k->tgid, bt_frame_lookup_off(fr[f].off, f), &start, &size,
+						     jit_name, sizeof(jit_name))) {
+					name = jit_name;
+					jit_named++;
+				} else {
+					jit_unnamed++;
+				}
+			}
+			int root = name && k->kind == BT_STACK_USER && is_thread_root(name);
+			if (rooted && !root) {
+				/* The walk's last frame right after them, unnamed, in a
+				 * file: the program's entry (_start of a stripped
+				 * binary), kept. Anything else is past the start. */
+				if (!name && f + 1 == k->nframes && k->kind == BT_STACK_USER &&
+				    fr[f].map != BT_DMAP_NONE && !(k->flags & BT_STACK_F_TRUNCATED))
+					keep = f + 1;
+				unknown = was_unknown; /* its file's loading does not matter */
+				break;
 			}
 			if (name)
 				fr[f].sym = sym_add(&ss, fr[f].map, start, size, name);
 			if (k->kind == BT_STACK_USER && f + 1 == k->nframes && !name && ends_in_libc(s, &fr[f]))
 				rooted = 1; /* see ends_in_libc() */
-			if (name && k->kind == BT_STACK_USER && is_thread_root(name)) {
+			if (root) {
 				keep = f + 1;
 				rooted = 1;
-				break;
 			}
 		}
 		if (skip) {
@@ -255,8 +300,8 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 			/* Frames past the root were never walked for real: drop them
 			 * (the pool keeps them, unreferenced). */
 			k->nframes = keep;
-			if (!rooted)
-				k->flags |= BT_STACK_F_TRUNCATED;
+			if (!rooted && !(k->flags & BT_STACK_F_TRUNCATED))
+				k->flags |= BT_STACK_F_TRUNCATED | BT_STACK_F_WHY(BT_WHY_NO_ROOT);
 		}
 		if (k->flags & BT_STACK_F_TRUNCATED)
 			truncated++;
@@ -276,6 +321,10 @@ int bt_symbolize(struct bt_symbolizer *z, struct bt_dump_stacks *s, uint64_t lin
 	s->counters[BT_STKC_NO_KSYMS] = !ks && !ks_pending;
 	s->counters[BT_STKC_NOT_LOADED_FRAMES] = pending_frames;
 	s->counters[BT_STKC_LINES_LATE] = lines_late;
+	s->counters[BT_STKC_JIT_NAMED] = jit_named;
+	s->counters[BT_STKC_JIT_UNNAMED] = jit_unnamed;
+	s->counters[BT_STKC_PY_NAMED] = py_named;
+	s->counters[BT_STKC_PY_UNNAMED] = py_unnamed;
 	for (uint32_t m = 1; m <= s->nmaps; m++)
 		s->counters[BT_STKC_NOT_LOADED_FILES] += pending_map[m];
 	s->counters[BT_STKC_NOT_LOADED_FILES] += ks_pending;

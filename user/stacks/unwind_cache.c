@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * unwind_cache.c - compiled unwind tables on disk by build-id (see
- * unwind_cache.h). Used by the unwinder's thread only: no locking.
+ * unwind_cache.h). Used by the unwinder's thread only: no locking, but
+ * for the failure counters, which status and dumps read.
  */
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,6 +38,8 @@ struct file_hdr {
 struct bt_unwind_cache {
 	int dirfd;
 	uint64_t budget, total; /* bytes allowed, bytes in our files */
+	atomic_uint_least64_t store_failed; /* tables not stored (full disk, budget, I/O error) */
+	atomic_int last_err;                /* errno of the latest */
 };
 
 static void name_of(char *name, size_t len, const uint8_t *bid, uint32_t bidlen)
@@ -141,9 +145,17 @@ struct bt_unwind_cache *bt_unwind_cache_open(const char *dir, uint64_t budget, c
 		snprintf(err, errlen, "%s: %s", dir, strerror(-e));
 		return NULL;
 	}
-	if (st.st_uid != geteuid() || (st.st_mode & 077)) {
-		snprintf(err, errlen, "%s: not ours (owner %u, mode %03o; want ours, 0700): not used", dir, (unsigned)st.st_uid,
-			 (unsigned)(st.st_mode & 0777));
+	/* Ours, and no one else's to read or write: a shared directory (a
+	 * 0755 /var/cache) is not taken over. Each message says which. */
+	if (st.st_uid != geteuid()) {
+		snprintf(err, errlen, "%s: owned by uid %u, not by the recorder's uid %u: not used", dir,
+			 (unsigned)st.st_uid, (unsigned)geteuid());
+		close(fd);
+		return NULL;
+	}
+	if (st.st_mode & 077) {
+		snprintf(err, errlen, "%s: mode %03o, open to its group or others (a shared directory?): not used; "
+			 "a cache directory must be 0700 (chmod 700 %s)", dir, (unsigned)(st.st_mode & 0777), dir);
 		close(fd);
 		return NULL;
 	}
@@ -262,8 +274,8 @@ out:
 	return ret;
 }
 
-int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
-			  const struct bt_unwind_rows *r)
+static int store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
+		 const struct bt_unwind_rows *r)
 {
 	char name[2 * BT_BUILD_ID_MAX + 8], tmp[sizeof(name) + 32];
 	struct file_hdr h = { .version = BT_UNWIND_ROWS_VERSION, .row_size = sizeof(struct bt_unwind_row) };
@@ -311,4 +323,24 @@ int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_
 			c->total -= (uint64_t)old.st_size < c->total ? (uint64_t)old.st_size : c->total;
 	}
 	return ret;
+}
+
+int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
+			  const struct bt_unwind_rows *r)
+{
+	int ret = store(c, bid, bidlen, src_crc, r);
+
+	/* -EINVAL: nothing to store (no build-id, no rows), not a failure */
+	if (ret && ret != -EINVAL && c) {
+		atomic_fetch_add(&c->store_failed, 1);
+		atomic_store(&c->last_err, -ret);
+	}
+	return ret;
+}
+
+uint64_t bt_unwind_cache_failures(const struct bt_unwind_cache *c, int *last_err)
+{
+	if (last_err)
+		*last_err = c ? atomic_load(&c->last_err) : 0;
+	return c ? atomic_load(&c->store_failed) : 0;
 }

@@ -41,7 +41,11 @@ void bt_unwind_cache_close(struct bt_unwind_cache *c);
  * symbolic link, never followed). */
 int bt_unwind_cache_load(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
 			 uint32_t max_rows, struct bt_unwind_rows *out);
-/* Store rows for this build-id and source: 0 or -errno (nothing left behind). */
+/* Store rows for this build-id and source: 0 or -errno (nothing left
+ * behind; counted, bt_unwind_cache_failures). */
 int bt_unwind_cache_store(struct bt_unwind_cache *c, const uint8_t *bid, uint32_t bidlen, uint32_t src_crc,
 			  const struct bt_unwind_rows *r);
+/* Tables that could not be stored (a full disk or budget, an I/O error),
+ * and in *last_err the errno of the latest (0: none). Any thread. */
+uint64_t bt_unwind_cache_failures(const struct bt_unwind_cache *c, int *last_err);
 #endif

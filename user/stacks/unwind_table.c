@@ -21,6 +21,7 @@
 #define REG_RBP 6
 #define REG_RSP 7
 #define REG_RA 16
+#define MAX_REG 15 /* DWARF 0-15: the general registers; a row's kind byte holds one (unwind.h) */
 #define MAX_ROWS_PER_FDE 65536u
 #define DEBUG_FRAME_MAX (64u << 20) /* bytes of .debug_frame read (libc's .eh_frame: 0.2 MiB) */
 
@@ -103,6 +104,23 @@ static int breg(const Dwarf_Op *op, unsigned *reg, int64_t *off)
 	return 0;
 }
 
+/* CFA = *(reg + off) + add, as OpenSSL's assembly says it when it keeps
+ * the entry rsp in its frame (.cfi_cfa_expression %rsp+40,deref,+8):
+ * DW_OP_bregN off, DW_OP_deref, then DW_OP_plus_uconst add or nothing.
+ * Only what a row holds (BT_UROW_DEREF). */
+static int deref_cfa(const Dwarf_Op *ops, size_t nops, unsigned *reg, int64_t *off, int64_t *add)
+{
+	if (nops < 2 || nops > 3 || !breg(&ops[0], reg, off) || *reg > MAX_REG || ops[1].atom != DW_OP_deref)
+		return 0;
+	*add = 0;
+	if (nops == 3) {
+		if (ops[2].atom != DW_OP_plus_uconst || ops[2].number > 63 * 8)
+			return 0;
+		*add = (int64_t)ops[2].number;
+	}
+	return *off % 8 == 0 && *off / 8 >= -512 && *off / 8 <= 511 && *add % 8 == 0;
+}
+
 /* The row for frame f's rules. */
 static struct bt_unwind_row classify(Dwarf_Frame *f, int signal, uint32_t *unsupported)
 {
@@ -126,11 +144,14 @@ static struct bt_unwind_row classify(Dwarf_Frame *f, int signal, uint32_t *unsup
 		goto unsupported;
 	if (dwarf_frame_cfa(f, &ops, &nops) != 0 || nops == 0)
 		goto unsupported;
-	if (nops == 1 && breg(&ops[0], &reg, &c) && (reg == REG_RSP || reg == REG_RBP)) {
+	if (nops == 1 && breg(&ops[0], &reg, &c) && reg <= MAX_REG) {
 		if (c < 0 || c % 8 || c / 8 > UINT16_MAX)
 			goto unsupported;
-		row.kind = reg == REG_RSP ? BT_UROW_SP : BT_UROW_BP;
+		row.kind = reg == REG_RSP ? BT_UROW_SP : reg == REG_RBP ? BT_UROW_BP : BT_UROW_REG | reg << 4;
 		row.cfa_off8 = (uint16_t)(c / 8);
+	} else if (deref_cfa(ops, nops, &reg, &c, &off)) {
+		row.kind = BT_UROW_DEREF | reg << 4;
+		row.cfa_off8 = BT_UROW_DEREF_ENC(c / 8, off / 8);
 	} else if (nops >= 5 && breg(&ops[0], &reg, &c) && reg == REG_RSP && c == 8 && breg(&ops[1], &reg, &c) &&
 		   reg == REG_RA) {
 		/* The PLT's: rsp + 8 + ((rip & 15) >= N) * 8 (binutils'
@@ -203,6 +224,8 @@ static int eh_starts(Elf *elf, struct fde **v, size_t *n, size_t *cap)
 		return -ENOENT;
 	for (size_t i = 0; i < nph; i++)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_GNU_EH_FRAME) {
+			if (ph.p_filesz > 12 + 8ull * BT_UNWIND_MAX_FDES)
+				return -EFBIG; /* not read: a sparse file can declare gigabytes */
 			d = elf_getdata_rawchunk(elf, (int64_t)ph.p_offset, ph.p_filesz, ELF_T_BYTE);
 			hdr_vaddr = ph.p_vaddr;
 			break;
@@ -343,7 +366,18 @@ uint32_t bt_unwind_source_crc(Elf *elf)
 	return (uint32_t)crc;
 }
 
+static int cancel_set(void *arg)
+{
+	/* relaxed: a hint, read again at the next FDE batch */
+	return atomic_load_explicit((const atomic_int *)arg, memory_order_relaxed);
+}
+
 int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const atomic_int *cancel)
+{
+	return bt_unwind_rows_build_within(elf, debug, r, cancel ? cancel_set : NULL, (void *)cancel);
+}
+
+int bt_unwind_rows_build_within(Elf *elf, Elf *debug, struct bt_unwind_rows *r, int (*stop)(void *), void *arg)
 {
 	struct out o = { r, 0 };
 	struct fde *starts = NULL;
@@ -355,7 +389,7 @@ int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const a
 
 	memset(r, 0, sizeof(*r));
 	ret = eh_starts(elf, &starts, &n, &cap);
-	if (ret == -ENOMEM)
+	if (ret == -ENOMEM || ret == -EFBIG)
 		goto out;
 	if (!ret && !(cfi[SRC_EH] = dwarf_getcfi_elf(elf)))
 		n = 0;
@@ -382,8 +416,18 @@ int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const a
 		ret = ret ? ret : -ENOENT;
 		goto out;
 	}
+	if (n > BT_UNWIND_MAX_FDES) {
+		ret = -EFBIG; /* a binary no real program has: refused, named */
+		goto out;
+	}
 	ret = 0;
-	qsort(starts, n, sizeof(*starts), cmp_fde); /* sorted by the linker; not trusted to be */
+	/* Sorted by the linker; not trusted to be, but checked first: 4 M
+	 * FDEs take seconds to sort, before the first look at stop. */
+	size_t sorted = 1;
+	while (sorted < n && cmp_fde(&starts[sorted - 1], &starts[sorted]) <= 0)
+		sorted++;
+	if (sorted < n)
+		qsort(starts, n, sizeof(*starts), cmp_fde);
 	for (size_t i = 0; i < n && !ret; i++) {
 		uint64_t addr = starts[i].addr, bound = i + 1 < n ? starts[i + 1].addr : UINT64_MAX;
 		Dwarf_CFI *c = cfi[starts[i].src];
@@ -391,8 +435,8 @@ int bt_unwind_rows_build(Elf *elf, Elf *debug, struct bt_unwind_rows *r, const a
 
 		if (i && starts[i].addr == starts[i - 1].addr)
 			continue;
-		if (cancel && (i & 255) == 0 && atomic_load_explicit(cancel, memory_order_relaxed)) {
-			ret = -ECANCELED; /* relaxed: a hint, read again at the next FDE batch */
+		if (stop && (i & 255) == 0 && stop(arg)) {
+			ret = -ECANCELED;
 			break;
 		}
 		r->fdes++;
@@ -423,6 +467,17 @@ out:
 	if (ret)
 		bt_unwind_rows_free(r);
 	return ret;
+}
+
+uint32_t bt_unwind_rows_leaf_only(const struct bt_unwind_rows *r)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < r->n; i++) {
+		unsigned k = BT_UROW_KIND(r->rows[i].kind), reg = BT_UROW_REGNO(r->rows[i].kind);
+		n += (k == BT_UROW_REG || k == BT_UROW_DEREF) && reg != REG_RSP && reg != REG_RBP;
+	}
+	return n;
 }
 
 void bt_unwind_rows_free(struct bt_unwind_rows *r)

@@ -6,7 +6,9 @@
  * its own calls (atomically: handlers count too); the counts are printed
  * at the end, per process, for the test to compare with the recorder's:
  *   COUNT pid name calls
- * Names have 8 (clearkey), 16 (table_get_value1) and other lengths. */
+ * Names have 8 (clearkey), 16 (table_get_value1) and other lengths.
+ *   app ITERS WAIT_MS [CHILD_WAIT_MS]: sleeps before the work (the child
+ *   CHILD_WAIT_MS, default WAIT_MS: 0 with BTRACE_WAIT_MS works at once). */
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -122,12 +124,13 @@ int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 20000;
 	unsigned wait_ms = argc > 2 ? (unsigned)atoi(argv[2]) : 2000;
+	unsigned child_ms = argc > 3 ? (unsigned)atoi(argv[3]) : wait_ms;
 	usleep(wait_ms * 1000); /* registration: the recorder hands over a buffer */
 	signal(SIGALRM, on_alrm);
 	struct itimerval it = { { 0, 50 }, { 0, 50 } }; /* a storm: every 50 us */
 	pid_t child = fork();
 	if (child == 0) {
-		usleep(wait_ms * 1000); /* the child registers on its own */
+		usleep(child_ms * 1000); /* the child registers on its own */
 		setitimer(ITIMER_REAL, &it, NULL); /* timers are not inherited */
 		run_all(iters);
 		struct itimerval z = { { 0, 0 }, { 0, 0 } };

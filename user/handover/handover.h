@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handover.h - the recorder's block buffer in a memfd that outlives the
+ * recorder (issue 42): systemd's fd store keeps it across a restart or a
+ * crash, an exec keeps it across an in-place upgrade, a parent may hold it
+ * (--resume-fd). The next recorder validates what it is handed as
+ * untrusted input, writes it out as a dump first, then records on in the
+ * same memory.
+ *
+ * The file (all offsets page-aligned; every part checked on open):
+ *   page 0      struct bt_ho_header: magic, version, geometry, checksum;
+ *               then struct bt_ho_live: writer pid, clean-stop state
+ *   meta_off    the buffer's metadata words (bt_shm_place.meta_off)
+ *   state_off   two slots of state_bytes: counters and task names, written
+ *               alternately each second, each with its own checksum, so
+ *               a writer that dies mid-write leaves the other intact
+ *   data_off    the data blocks (bt_shm_place.data_off), max_size bytes
+ */
+#ifndef BTRACE_HANDOVER_H
+#define BTRACE_HANDOVER_H
+#include <stddef.h>
+#include <stdint.h>
+#include "btrace_buffer.h"
+
+#define BT_HO_MAGIC 0x31564f4843544221ull /* "!BTCHOV1" */
+#define BT_HO_VERSION 1
+#define BT_HO_FDNAME "btrace-buffer"
+#define BT_HO_MAX_TASKS 65536u
+
+enum bt_ho_state {
+	BT_HO_RUNNING = 1, /* a recorder writes it (or died doing so) */
+	BT_HO_STOPPED = 2, /* stopped cleanly (SIGTERM, systemctl restart) */
+	BT_HO_EXEC = 3,    /* stopped cleanly, and the next start runs another binary (an upgrade) */
+};
+
+struct bt_task;
+
+/* The counters a dump of the handed buffer reports, as of the last save. */
+struct bt_ho_counters {
+	uint64_t saved_boot_ns;  /* CLOCK_BOOTTIME of the save */
+	uint64_t drain_events;   /* events the drain wrote into the buffer */
+	uint64_t drain_rejected;
+	uint64_t ring_drops;     /* events lost in the BPF rings, all CPUs */
+	uint64_t entries_written, bytes_written, padding_bytes, blocks_used;
+	uint32_t ncpus, groups_enabled;
+	uint64_t tasks_truncated; /* task names past BT_HO_MAX_TASKS not saved */
+};
+
+/* What a start found handed to it, after validation. */
+struct bt_ho_found {
+	int state;                 /* enum bt_ho_state of the previous recorder */
+	uint32_t pid;              /* the previous recorder */
+	uint64_t recorders;        /* how many recorders wrote this memory before */
+	struct bt_capture *kbuf;   /* its blocks (bt_capture_salvage), owned */
+	struct bt_salvage_stats ss;
+	struct bt_ho_counters cnt; /* zero if no state slot was valid */
+	int have_state;            /* a state slot passed its checks */
+	struct bt_task *tasks;     /* its task names, owned */
+	size_t ntasks;
+	uint64_t newest_ts;        /* the newest event kept (CLOCK_BOOTTIME), 0 if none */
+};
+
+struct bt_handover;
+
+/* Take the memfd handed to this process (--resume-fd, or the one systemd
+ * passed as BT_HO_FDNAME: sd_notify.h). An empty file is fresh memory; a
+ * file with contents is validated and its blocks and state copied into
+ * *found (found->kbuf NULL: nothing usable, the reason in found_err).
+ * NULL with the reason in err if it is not usable at all (not a file this
+ * process can map and resize): the caller starts on a new one. */
+struct bt_handover *bt_handover_take(int fd, struct bt_ho_found *found, char *found_err, size_t found_errlen,
+				     char *err, size_t errlen);
+/* A new memfd for a recorder started with nothing handed. NULL, errno. */
+struct bt_handover *bt_handover_new(char *err, size_t errlen);
+/* Lay the file out for cfg's buffer (resized, header and state rewritten,
+ * old contents gone) and say where the buffer goes. 0 or -errno. */
+int bt_handover_prepare(struct bt_handover *h, const struct bt_config *cfg, uint32_t ncpus, struct bt_shm_place *place,
+			char *err, size_t errlen);
+int bt_handover_fd(const struct bt_handover *h);
+/* Save counters and task names into the next state slot (the main loop,
+ * each second, and at stop). 0 or -errno. */
+int bt_handover_save(struct bt_handover *h, const struct bt_ho_counters *c, const struct bt_task *tasks, size_t n);
+/* The state a next recorder will find: BT_HO_STOPPED after the final dump,
+ * BT_HO_EXEC before an exec. */
+void bt_handover_mark(struct bt_handover *h, enum bt_ho_state st);
+/* Unmaps and closes the fd (systemd's store or a parent keeps its copy). */
+void bt_handover_close(struct bt_handover *h);
+void bt_ho_found_free(struct bt_ho_found *f);
+/* The dump's reason for what was found: "restart", "upgrade", "recorder-died". */
+const char *bt_ho_reason(const struct bt_ho_found *f);
+
+/* Write what was found (found->kbuf not NULL) as a dump into dir (a
+ * generated name, written to out_path); its events counted in *events.
+ * Entries with an event the dump's reader would refuse are dropped first
+ * (counted in found->ss.entries_bad); stack ids become "reclaimed" (the
+ * stack table did not outlive the recorder).
+ * 0, or -errno with the reason in err. */
+int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *out_path, size_t out_len,
+		     uint64_t *events, char *err, size_t errlen);
+
+/* Check and read a handed file mapped at base (len bytes) as untrusted
+ * input; what bt_handover_take does after mapping. fd: the file, to skip
+ * the data part's holes (-1: read all). 0, or -EINVAL / -ENOMEM with the
+ * reason in err. */
+int bt_ho_read(const uint8_t *base, size_t len, int fd, struct bt_ho_found *found, char *err, size_t errlen);
+#endif

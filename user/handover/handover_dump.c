@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+/*
+ * handover_dump.c - the history a previous recorder left in the handed
+ * buffer, written out as a dump before this recorder records on (the
+ * dump's reason says why it ended: "restart", "upgrade", "recorder-died").
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "handover.h"
+#include "dump.h"
+#include "events.h"
+#include "compact.h"
+#include "event_names.h"
+#include "clocks.h"
+
+struct keep_ctx {
+	uint64_t ref_ts;
+	uint32_t ncpus;
+	uint8_t ev[BT_EVENT_MAX] __attribute__((aligned(8)));
+};
+
+/* One decoded event as the dump's reader will check it (dump_sections.c:
+ * parse_block): an entry with one it would refuse is dropped whole. */
+static int event_ok(const struct bt_event_hdr *ev, uint32_t len, uint32_t ncpus)
+{
+	if (!bt_event_is_kernel(ev->type) || len < bt_event_min_size(ev->type) || ev->cpu >= ncpus)
+		return 0;
+	if (ev->type == BT_EV_UPROBE_ENTRY || ev->type == BT_EV_USDT || ev->type == BT_EV_UPROBE_RETURN)
+		return ((const struct bt_ev_uprobe *)ev)->nargs <= BT_MAX_UARGS;
+	return 1;
+}
+
+static int keep_entry(const struct bt_block_view *blk, const void *ent, uint32_t len, void *arg)
+{
+	struct keep_ctx *k = arg;
+	struct bt_compact_prev prev = { 0 };
+	const uint8_t *rec;
+	uint32_t off = 0, rlen;
+	int r;
+
+	if (blk->core >= k->ncpus)
+		return 0;
+	while ((r = bt_compact_batch_next(ent, len, &off, &rec, &rlen)) == 1) {
+		uint32_t n = bt_compact_decode(rec, rlen, blk->core, k->ref_ts, &prev, k->ev);
+
+		if (!n || !event_ok((const struct bt_event_hdr *)k->ev, n, k->ncpus))
+			return 0;
+	}
+	return r == 0;
+}
+
+/* The stack table died with the previous recorder: every stack an event
+ * names is "taken, its entry gone before the dump" (BT_STACK_RECLAIMED,
+ * counted as such by report). */
+static void forget_stacks(void *ctx, struct bt_event_hdr *ev, uint32_t len)
+{
+	struct bt_ev_sample *e = (struct bt_ev_sample *)ev;
+
+	(void)ctx;
+	if ((ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
+	     ev->type != BT_EV_PROBE_STACK) || len < sizeof(*e))
+		return;
+	if (e->kstack && !BT_STACK_ID_GONE(e->kstack))
+		e->kstack = BT_STACK_RECLAIMED;
+	if (e->ustack && !BT_STACK_ID_GONE(e->ustack))
+		e->ustack = BT_STACK_RECLAIMED;
+}
+
+int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *out_path, size_t out_len,
+		     uint64_t *events, char *err, size_t errlen)
+{
+	struct bt_dump_info info;
+	struct bt_read_stats rst;
+
+	memset(&info, 0, sizeof(info));
+	memset(&rst, 0, sizeof(rst));
+	info.ncpus = f->cnt.ncpus;
+	struct keep_ctx *k = malloc(sizeof(*k));
+	if (!k) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	k->ref_ts = bt_boottime_ns();
+	k->ncpus = info.ncpus;
+	f->ss.entries_bad += bt_capture_filter(f->kbuf, keep_entry, k);
+	free(k);
+	info.fix_event = forget_stacks;
+	info.ngroups = BT_GROUP_MAX;
+	info.tasks = f->tasks;
+	info.ntasks = f->ntasks;
+	info.dump_seq = 1;
+	info.reason = bt_ho_reason(f);
+	info.drain_events = f->cnt.drain_events;
+	info.drain_rejected = f->cnt.drain_rejected;
+	info.groups_enabled = f->cnt.groups_enabled;
+	struct bt_dump_args da = {
+		.capture = f->kbuf, .info = &info, .dir = dir, .zlevel = zlevel, .out_path = out_path,
+		.out_len = out_len, .rst = &rst, .err = err, .errlen = errlen,
+	};
+	int ret = bt_dump_write_capture(&da);
+
+	if (!ret && events)
+		*events = rst.entries;
+	return ret;
+}

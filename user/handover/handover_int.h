@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handover_int.h - the handed file's on-memory layout (handover.h), shared
+ * by its writer (handover_shm.c) and its validating reader (handover_read.c).
+ */
+#ifndef BTRACE_HANDOVER_INT_H
+#define BTRACE_HANDOVER_INT_H
+#include <stdatomic.h>
+#include <stdint.h>
+#include "handover.h"
+#include "task_list.h"
+
+#define BT_HO_PAGE 4096u
+#define BT_HO_LIVE_OFF 512u
+
+/* Page 0: written once by the recorder that lays the file out. */
+struct bt_ho_header {
+	uint64_t magic;
+	uint32_t version, header_bytes;  /* sizeof(struct bt_ho_header) */
+	uint32_t block_size, active, ncores, ncpus;
+	uint64_t max_size;               /* data bytes */
+	uint64_t meta_off, meta_bytes;
+	uint64_t state_off, state_bytes; /* two slots of state_bytes */
+	uint64_t data_off, file_size;
+	uint64_t sum;                    /* bt_ho_sum of the fields above */
+};
+
+/* At BT_HO_LIVE_OFF of page 0: what the running recorder changes. */
+struct bt_ho_live {
+	_Atomic uint32_t pid;
+	_Atomic uint32_t state;     /* enum bt_ho_state */
+	_Atomic uint64_t state_gen; /* the last complete state slot: gen % 2 */
+	_Atomic uint64_t recorders; /* recorders that wrote this memory */
+	/* The binary that wrote it: another one at the next start (a package
+	 * upgrade or reinstall, then a restart) makes the reason "upgrade". */
+	uint64_t exe_dev, exe_ino, exe_mtime_ns;
+	char version[32];
+};
+
+/* This process's binary (/proc/self/exe); zeros if unknown. */
+void bt_ho_exe_identity(uint64_t *dev, uint64_t *ino, uint64_t *mtime_ns);
+
+/* A state slot: this, then ntasks struct bt_task. */
+struct bt_ho_slot {
+	uint64_t gen;
+	uint64_t ntasks;
+	uint64_t sum; /* bt_ho_sum of cnt and the tasks, seeded with gen */
+	uint64_t pad;
+	struct bt_ho_counters cnt;
+};
+
+#define BT_HO_STATE_BYTES(ntasks) (sizeof(struct bt_ho_slot) + (uint64_t)(ntasks) * sizeof(struct bt_task))
+
+/* A 64-bit checksum of len bytes (any alignment), seeded. */
+uint64_t bt_ho_sum(uint64_t seed, const void *p, size_t len);
+#endif
