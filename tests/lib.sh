@@ -14,7 +14,8 @@
 #   rec_stop PID [SIG] [SECS]     send SIG (default INT), wait up to SECS; sets REC_STATUS
 #   wait_for SECS CMD...          poll CMD every 0.1 s until it succeeds
 #   finish                        "# N passed, M failed"; returns 1 if any failed
-# A trap on EXIT kills every recorder started here and removes $T_TMP.
+# A trap on EXIT kills every recorder started here and removes $T_TMP (kept,
+# for a look at what a test read, when T_KEEP is set).
 
 BT=${BTRACE_BPF:-$PWD/build/btrace-bpf}
 # shellcheck disable=SC2034 # used by the tests that source this file
@@ -128,7 +129,7 @@ t_cleanup() {
 			kill -KILL "$p" 2>/dev/null
 		fi
 	done
-	rm -rf "$T_TMP"
+	[ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"
 }
 trap t_cleanup EXIT
 
