@@ -557,15 +557,6 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 	struct bt_stats bs;
 	int r;
 
-	/* Every position below `before` taken already (an idle buffer): no
-	 * read. Each pass sorts the whole buffer's headers, which at the
-	 * pump's 50 Hz was 0.4% of a CPU on a recorder with nothing to do. */
-	if (before != BT_NO_POS && c->next_pos >= before) {
-		pthread_mutex_lock(&c->lock);
-		c->st.pumps++;
-		pthread_mutex_unlock(&c->lock);
-		return 0;
-	}
 	/* Before the read: what is used from here on, the next pass takes. */
 	bt_buffer_stats(b, &bs);
 	atomic_store_explicit(&c->pump_used, bs.blocks_used, memory_order_relaxed); /* hint: see bt_cold_nudge */

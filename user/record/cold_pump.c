@@ -3,8 +3,7 @@
  * cold_pump.c - the recorder's compressor thread (see cold_pump.h).
  *
  * It sleeps for the time the drain takes, at the rate of the last passes,
- * to fill a quarter of the buffer (MIN_MS..MAX_MS; IDLE_MS after a pass
- * that found nothing new, each wake costing a few system calls), and not at all while a
+ * to fill a quarter of the buffer (MIN_MS..MAX_MS), and not at all while a
  * pass finds more than an eighth of the buffer complete; the drain wakes it
  * early (bt_cold_nudge after each of its passes) once a quarter of the
  * buffer was used since its last pass began, since a burst outruns any
@@ -50,7 +49,6 @@
 
 #define MIN_MS 1
 #define MAX_MS 20
-#define IDLE_MS 100 /* after a pass that took nothing: the drain's nudge covers a burst */
 #define NICE (-5)
 #define BURST_MS 250          /* credit kept at most: the budget of this much wall time */
 #define FIRST_BLOCK_NS 20000. /* a block's cost until one is measured (zstd-1, 4 KiB, loaded) */
@@ -171,7 +169,7 @@ static void *pump_main(void *arg)
 		}
 		uint64_t cpu0 = bt_thread_cpu_ns();
 		n = pump_pass(p, older_half_end(&bs), zmax, &stored_raw);
-		uint64_t now = bt_now_ns(), sleep_ns = (n == 0 ? IDLE_MS : MAX_MS) * 1000000ull;
+		uint64_t now = bt_now_ns(), sleep_ns = MAX_MS * 1000000ull;
 
 		if (n < 0 && !warned) {
 			bt_warn("cold tier: %s: older history is no longer compressed", strerror(-n));
