@@ -64,6 +64,20 @@ for e in "${pys[@]}"; do
 	fi
 done
 
+# py_shares REGEX PROFILE: the processes of `report --profile` PROFILE whose
+# <module> is in a file matching REGEX ("(FILE)"), summed: "SAMPLES WALKED
+# PY_PCT SEVENTY_PCT": PY_PCT of the walked samples (not truncated before the
+# recorder loaded the process) under <module>; seventy's share of seventy and
+# thirty (totals: --profile names a Python function without its line)
+py_shares() {
+	F=$1 awk '
+		/^process / { cur = 0; n = $4; tr = ($8 == "truncated") ? $7 : 0 }
+		$0 ~ ENVIRON["F"] && / <module> \(/ { cur = 1; N += n; W += n - tr; M += $2 / 100 * n }
+		cur && $0 ~ ENVIRON["F"] && / seventy \(/ { s += $2 * n }
+		cur && $0 ~ ENVIRON["F"] && / thirty \(/ { t += $2 * n }
+		END { printf "%d %d %.1f %.1f\n", N, W, W ? 100 * M / W : 0, s + t ? 100 * s / (s + t) : 0 }' "$2"
+}
+
 # Each version's 70/30: one recorder (tasks named btpy: a link to each
 # interpreter in turn), each run once briefly first so that its tables are
 # built (a process's first samples, before the recorder loaded it, are
@@ -92,18 +106,8 @@ if rec_start "$T_TMP/split.log" --sample 499 --comm btpy -o "$T_TMP/split" -m 32
 	"$BT" report --folded "$dump" >"$T_TMP/split.folded" 2>&1
 	for e in "${pys[@]}"; do
 		read -r label bin <<<"$e"
-		# "SAMPLES WALKED PY_PCT SEVENTY_PCT": the process whose <module>
-		# is split_LABEL.py; PY_PCT of its walked samples (not truncated
-		# before the recorder loaded it) under <module>; seventy's share
-		# of seventy and thirty (totals: --profile names a Python function
-		# without the line it runs)
-		read -r n walked pyp sev <<<"$(awk -v f="split_$label.py)" '
-			/^process / { cur = 0; n = $4; tr = ($8 == "truncated") ? $7 : 0 }
-			index($0, f) && / <module> \(/ { cur = 1; N = n; TR = tr; mod = $2 + 0 }
-			cur && index($0, f) && / seventy \(/ { s += $2 }
-			cur && index($0, f) && / thirty \(/ { t += $2 }
-			END { w = N - TR; printf "%d %d %.1f %.1f\n", N, w, w ? mod * N / w : 0, s + t ? 100 * s / (s + t) : 0 }' \
-			"$T_TMP/split.profile")"
+		# the process whose <module> is split_LABEL.py
+		read -r n walked pyp sev <<<"$(py_shares "split_${label//./\\.}\\.py\\)" "$T_TMP/split.profile")"
 		# hashlib's native frames (OpenSSL's EVP_, or the builtin sha256) under thirty
 		read -r hn hu <<<"$(awk -v f="split_$label.py:" 'index($0, f) && /;[^;]*(EVP_|[Ss][Hh][Aa]256)[^;]*/ {
 			t += $NF; if ($0 ~ /thirty \([^;]*\) \[py\];([^;]*;)*[^;]*(EVP_|[Ss][Hh][Aa]256)/) u += $NF }
@@ -176,13 +180,7 @@ elif rec_start "$T_TMP/s49.log" --sample 49 --comm btpy49 -o "$T_TMP/s49" -m 32M
 	wait_for "$LOAD_WAIT" sh -c "'$BT' ctl --ctl '$T_TMP/s49.sock' status | grep -q ' 0 not loaded yet'"
 	rec_stop "$REC_PID"
 	"$BT" report --profile "$T_TMP"/s49/*.btd >"$T_TMP/s49.profile" 2>&1
-	# the two processes summed: "WALKED PY_PCT SEVENTY_PCT" (as above)
-	read -r walked pyp sev <<<"$(awk '
-		/^process / { cur = 0; n = $4; tr = ($8 == "truncated") ? $7 : 0 }
-		/s49_[ab]\.py\)/ && / <module> \(/ { cur = 1; W += n - tr; M += $2 / 100 * n }
-		cur && /s49_[ab]\.py\)/ && / seventy \(/ { s += $2 * n }
-		cur && /s49_[ab]\.py\)/ && / thirty \(/ { t += $2 * n }
-		END { printf "%d %.1f %.1f\n", W, W ? 100 * M / W : 0, s + t ? 100 * s / (s + t) : 0 }' "$T_TMP/s49.profile")"
+	read -r _ walked pyp sev <<<"$(py_shares 's49_[ab]\.py\)' "$T_TMP/s49.profile")"
 	diag "debian-3.11 at 49 Hz: $walked walked samples, a Python frame in $pyp%; seventy $sev% of seventy+thirty"
 	if [ "${walked:-0}" -ge 700 ] && awk -v s="$sev" -v p="$pyp" 'BEGIN { exit !(s >= 65 && s <= 75 && p >= 95) }'; then
 		ok "debian-3.11 at 49 Hz: seventy $sev% / thirty, a Python frame in $pyp% of $walked walked samples"
