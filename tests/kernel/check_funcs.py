@@ -4,7 +4,7 @@
 
 MODE after: every call of every phase present exactly once, balanced and
 nested per thread, names right; the nap lines up with the kernel's
-sched_switch of its thread (50 us natively, on one clock), and the function
+sched_switch of its thread (within 1 ms, on one clock), and the function
 records with the clock values they carry (see the nap check's comment). MODE mid: the same for the phases that
 had ended (a dump taken while the program ran)."""
 import os, re
@@ -160,8 +160,12 @@ try:
         #    seen in CI), which the kernel clock measured, so it is allowed
         #    exactly and the drift bound stays the rates' agreement.
         d0, d1 = before - t0u, after - t1u
-        off_lim = 50 if not emulated else 20000
-        drift_lim = 50 if not emulated else 1000
+        #    A host's descheduling of the vCPU between the clock read and
+        #    the record (55-134 us seen quietly, more in a loaded CI) lands
+        #    in d0 or d1 unseen by the kernel: natively both bounds are that
+        #    1 ms too, a twentieth of the nap and far below a wrong clock.
+        off_lim = 1000 if not emulated else 20000
+        drift_lim = 1000
         if not (abs(d0) <= off_lim and abs(d1) <= off_lim):
             err(f'nap: records {d0} and {d1} us off the clock values they carry (want within {off_lim})')
         stall = max(k_away, 0) + max(k_back, 0)
