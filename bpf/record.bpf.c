@@ -406,6 +406,11 @@ static __always_inline bool bt_syscall_wanted(__u64 pid_tgid)
 	return !bt_filtering() || bt_current_match();
 }
 
+/* Set by the loader once both halves are attached: an enter recorded while
+ * its exit's program was not yet attached would be shown as a call that
+ * never returned. A call entered before shows as a lone exit. */
+__u32 sys_pairs_live = 0;
+
 /* sys_enter is held in the CPU's slot, not emitted (emit.bpf.h: deferred
  * sys_enter); its seq and time are taken now. */
 SEC("tp_btf/sys_enter")
@@ -415,7 +420,7 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 	struct bt_cpu_state *st;
 	__u32 zero = 0;
 
-	if (!bt_syscall_wanted(pid_tgid) || bt_stopped)
+	if (!sys_pairs_live || !bt_syscall_wanted(pid_tgid) || bt_stopped)
 		return 0;
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
@@ -443,7 +448,7 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 	__u32 zero = 0, cpu;
 	void *ring;
 
-	if (!bt_syscall_wanted(pid_tgid) || bt_stopped)
+	if (!sys_pairs_live || !bt_syscall_wanted(pid_tgid) || bt_stopped)
 		return 0;
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)

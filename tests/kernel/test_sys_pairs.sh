@@ -145,7 +145,10 @@ else
 fi
 
 # ---- 3. a call in progress is in the dump, once --------------------------------------
-dd if=/dev/zero of=/dev/null bs=16M count=100000000 2>/dev/null &
+# A dump holds what the drain stored until its copy, a few ms after the
+# calls in progress were read: 128 MiB reads (~15 ms each) outlast that
+# (16 MiB ones, 2 ms, were done and followed by a write in 1 dump of 10).
+dd if=/dev/zero of=/dev/null bs=128M count=100000000 2>/dev/null &
 DD=$!
 T_PIDS+=("$DD")
 sleep 0.5

@@ -598,6 +598,10 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		snprintf(err, errlen, "could not attach to any tracepoint (run with -v for details)");
 		goto fail;
 	}
+	/* Read by handle_sys_enter/exit: both halves are attached (or
+	 * neither), so every enter recorded from now on can meet its exit. */
+	if (l->skel->bss)
+		__atomic_store_n(&l->skel->bss->sys_pairs_live, 1, __ATOMIC_RELAXED);
 	/* Read by handle_unwind_exec: from now on the BPF side keeps the
 	 * entries across exec itself. */
 	if (unwind_hooks == 2 && l->skel->bss)
