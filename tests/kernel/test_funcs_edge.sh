@@ -10,6 +10,9 @@
 #   its functions called 1000 times, and the process exits before any
 #   dump: a dump taken after it exited names them (it showed 0x7f...
 #   addresses: the mappings were read only at registration).
+# - a crash: a thread dies of SIGSEGV three calls deep while main waits
+#   for it; the crash trigger's dump, converted to Perfetto and JSON, ends
+#   every open call at its thread's sched_process_exit (issue 38, item 2).
 # Needs root; TAP.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -77,4 +80,36 @@ check "dlopen: after the process exited, the library's functions are named (plug
 check "dlopen: no function of it shown as an address" sh -c "! grep -q '^0x' '$T_TMP/dl.txt'"
 
 rec_stop "$REC_PID"
+
+# ---- a crash: the trigger's dump, its calls closed at the threads' death ----
+# (issue 38, item 2: a crashed thread's calls were drawn past its exit to
+# the window's end, in the dumps crash triggers exist for)
+CR=$T_TMP/crash
+if rec_start "$T_TMP/rec_crash.log" -o "$CR" -e sched --ctl "$CTL" --no-final-dump \
+	--trigger 'crash,comm=app_funcs_edge,name=cr,after=300ms'; then
+	"$TB/app_funcs_edge" crash >"$T_TMP/crash.log" 2>&1
+	check "crash: the workload ran traced and died of SIGSEGV" \
+		sh -c "[ $? -eq 139 ] && grep -q '^attached ' '$T_TMP/crash.log'"
+	wait_for 30 sh -c "ls '$CR'/*.btd.json"
+	f=$(ls "$CR"/*.btd 2>/dev/null | head -1)
+	rec_stop "$REC_PID"
+	if [ -n "$f" ]; then
+		"$BT" convert -o "$T_TMP/crash.pftrace" "$f" 2>"$T_TMP/crash_conv.log"
+		"$BT" convert -f json -o "$T_TMP/crash.json" "$f" 2>>"$T_TMP/crash_conv.log"
+		# open at the death: crash_outer, crash_mid, crash_leaf on the
+		# crasher; wait_crasher, run_crash and main on main (main's entry
+		# is recorded when the recorder took the process as it started)
+		nopen=$(("$BT" report "$f" 2>/dev/null | grep -qE 'func_entry: +main$') && echo 6 || echo 5)
+		for fmt in perfetto json; do
+			ext=$([ $fmt = json ] && echo json || echo pftrace)
+			check "crash: $fmt: the $nopen calls open at the death end at their threads' exit, marked" \
+				python3 tests/perfetto/check_trace.py "$fmt" "$T_TMP/crash.$ext" --closed-at-exit "$nopen" --closed-at-last 0
+		done
+		check "crash: the dump was the trigger's" sh -c "'$BT' report --stats '$f' | grep -q 'fired: crash SIGSEGV'"
+	else
+		not_ok "crash: a trigger dump was written" "$(tail -5 "$T_TMP/rec_crash.log")"
+	fi
+else
+	not_ok "recorder with a crash trigger starts" "$(cat "$T_TMP/rec_crash.log")"
+fi
 finish

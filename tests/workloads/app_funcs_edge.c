@@ -9,15 +9,22 @@
  *   dlopen LIB N STOP  loads LIB (built with the hooks), calls its
  *                 plugin_work() N times, prints "loaded", waits for the
  *                 file STOP, then calls plugin_work() once more and exits
+ *   crash         a thread "crasher" runs crash_outer() -> crash_mid() ->
+ *                 crash_leaf(), which spins 20 ms and dereferences NULL
+ *                 while main waits in wait_crasher(): the process dies of
+ *                 SIGSEGV with calls open on both threads
  * Prints "attached PID" once a recorder took it (or "untraced").
  */
 #include "btrace.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static jmp_buf env;
@@ -45,6 +52,42 @@ static void jmp_outer(void)
 	if (!setjmp(env))
 		jmp_inner();
 	after_jmp();
+}
+
+static void crash_leaf(void)
+{
+	for (int i = 0; i < 20; i++)
+		usleep(1000);
+	*(volatile int *)(uintptr_t)sink = 1; /* sink is 0: SIGSEGV */
+}
+
+static void crash_mid(void)
+{
+	crash_leaf();
+}
+
+static void *crash_outer(void *arg)
+{
+	(void)arg;
+	prctl(PR_SET_NAME, "crasher");
+	crash_mid();
+	return NULL;
+}
+
+static void wait_crasher(pthread_t t)
+{
+	pthread_join(t, NULL);
+}
+
+static int run_crash(void)
+{
+	pthread_t t;
+	sink = 0;
+	if (pthread_create(&t, NULL, crash_outer, NULL))
+		return 1;
+	printf("crashing\n");
+	wait_crasher(t);
+	return 1; /* never: the process died */
 }
 
 static int run_dlopen(const char *lib, int n, const char *stop)
@@ -85,6 +128,8 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 5 && strcmp(argv[1], "dlopen") == 0)
 		return run_dlopen(argv[2], atoi(argv[3]), argv[4]);
-	fprintf(stderr, "usage: app_funcs_edge jmp N | dlopen LIB N STOPFILE\n");
+	if (argc >= 2 && strcmp(argv[1], "crash") == 0)
+		return run_crash();
+	fprintf(stderr, "usage: app_funcs_edge jmp N | dlopen LIB N STOPFILE | crash\n");
 	return 2;
 }
