@@ -104,7 +104,7 @@ static struct result run(int mode, uint64_t events)
 	struct bt_config cfg = { .size = 1 << 20, .block_size = 4096, .ncores = 2 };
 	struct bt_buffer *b = bt_buffer_create(&cfg, NULL, 0);
 	struct bt_stack_table *t = bt_stack_table_new(max);
-	struct bt_stack_reclaim_ops ops = { forget, held, NULL };
+	struct bt_stack_reclaim_ops ops = { .forget = forget, .held = held };
 	union {
 		struct bt_raw_stack_def d;
 		__u64 raw[(sizeof(struct bt_raw_stack_def) + NFRAMES * 8) / 8];
@@ -132,7 +132,7 @@ static struct result run(int mode, uint64_t events)
 		bt_write(b, (uint32_t)(i / 256 % 2), &e, sizeof(e));
 		if (i % 64 == 63) {
 			bt_buffer_stats(b, &bs);
-			bt_stack_table_pass(t, bs.blocks_used, bs.nblocks, bs.active);
+			bt_stack_table_pass(t, bs.blocks_used, bs.nblocks, UINT64_MAX, bs.active);
 		}
 	}
 	uint64_t drain_ns = now_ns() - t0;

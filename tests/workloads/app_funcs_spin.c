@@ -12,12 +12,22 @@
  *            main thread writes the instant "mark" (value 2k) then calls
  *            slow_call(); -g MS later the instant "mark" (2k+1) then
  *            BTRACE_TRIGGER("stall"); -s is then the time after the rounds
+ *   -n N     each thread stops after N calls (or -s MS, whichever first)
  *   -f FILE  created once attached;  -S FILE  exit once it exists
+ * Built -DNO_BTRACE -pg (bench_dump_app.sh), the same program for uftrace:
+ * no libbtrace, its calls and triggers compiled out.
  * Prints "spinning PID", "slow TID T0 T1" (CLOCK_BOOTTIME around the
  * sleep), "stall K T" (before the trigger) and "stopped CALLS" when every
  * thread stopped calling.
  */
+#ifndef NO_BTRACE
 #include "btrace.h"
+#else
+#define btrace_init(name) ((void)(name))
+#define btrace_attached() 1
+#define BTRACE_INSTANT(name, v) ((void)(v))
+#define BTRACE_TRIGGER(name) ((void)0)
+#endif
 
 #include <pthread.h>
 #include <stdio.h>
@@ -28,6 +38,8 @@
 
 static volatile long sink;
 static volatile int stop;
+static long max_calls; /* -n: 0 is no bound */
+static int running;    /* spinning threads */
 
 __attribute__((no_instrument_function)) static long now_ns(void)
 {
@@ -44,9 +56,10 @@ static void leaf(long i)
 static void *spin(void *arg)
 {
 	long n = 0;
-	while (!stop)
+	while (!stop && (!max_calls || n < max_calls))
 		leaf(n++);
 	*(long *)arg = n;
+	__atomic_sub_fetch(&running, 1, __ATOMIC_RELEASE); /* pairs with main's wait */
 	return NULL;
 }
 
@@ -62,8 +75,10 @@ int main(int argc, char **argv)
 	const char *attached = NULL, *stopfile = NULL;
 	long spin_ms = 2000, slow_ms = -1, rounds = 0, gap_ms = 600;
 	int opt, nthreads = 1;
-	while ((opt = getopt(argc, argv, "s:t:w:r:g:f:S:")) != -1) {
-		if (opt == 's')
+	while ((opt = getopt(argc, argv, "s:t:w:r:g:f:S:n:")) != -1) {
+		if (opt == 'n')
+			max_calls = atol(optarg);
+		else if (opt == 's')
 			spin_ms = atol(optarg);
 		else if (opt == 't')
 			nthreads = atoi(optarg);
@@ -94,6 +109,7 @@ int main(int argc, char **argv)
 	printf("spinning %d\n", (int)getpid());
 	pthread_t th[64];
 	long calls[64] = { 0 }, total = 0, t0 = now_ns();
+	running = nthreads;
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&th[i], NULL, spin, &calls[i]);
 	if (slow_ms >= 0) {
@@ -115,7 +131,7 @@ int main(int argc, char **argv)
 	}
 	if (rounds)
 		t0 = now_ns();
-	while (now_ns() - t0 < spin_ms * 1000000L)
+	while (now_ns() - t0 < spin_ms * 1000000L && __atomic_load_n(&running, __ATOMIC_ACQUIRE) > 0)
 		usleep(1000);
 	stop = 1;
 	for (int i = 0; i < nthreads; i++) {
