@@ -21,14 +21,8 @@ BT=$PWD/build/btrace-bpf
 TB=$PWD/build/tests
 FB=$PWD/build/bench/func_bench_instr
 BASE=${BT_BASE:-}
-quick=0 write_md=1
-for a in "$@"; do
-	case "$a" in
-	--quick) quick=1 write_md=0 ;;
-	--no-md) write_md=0 ;;
-	*) ;;
-	esac
-done
+. scripts/bench_lib.sh
+bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_convert: needs root" >&2; exit 1; }
 for x in "$BT" "$TB/stack_workload" "$TB/pingpong" "$FB"; do
 	[ -x "$x" ] || { echo "bench_convert: $x missing: make all benches" >&2; exit 1; }
@@ -36,13 +30,7 @@ done
 SECS=${SECS:-15}
 REPS=${REPS:-3}
 [ "$quick" -eq 1 ] && SECS=5 REPS=1
-TMP=$(mktemp -d /tmp/bench-convert.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_workdir convert
 
 CTL=$TMP/ctl.sock
 "$BT" record -e all --sample 999 --stacks switch,wakeup --ctl "$CTL" -o "$TMP/dumps" --no-final-dump \

@@ -21,14 +21,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=${BT:-$PWD/build/btrace-bpf} # BT=FILE: another build, side by side
 PY=/usr/bin/python3.11
-quick=0 write_md=1
-for a in "$@"; do
-	case "$a" in
-	--quick) quick=1 write_md=0 ;;
-	--no-md) write_md=0 ;;
-	*) ;;
-	esac
-done
+. scripts/bench_lib.sh
+bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_python: needs root" >&2; exit 1; }
 [ -x "$BT" ] || { echo "bench_python: make tool first" >&2; exit 1; }
 [ -x "$PY" ] || { echo "bench_python: no $PY: skipped"; exit 0; }
@@ -37,14 +31,7 @@ REPS=${REPS:-3}
 WARM_SECS=${WARM_SECS:-25}
 HZ=${HZ:-49}
 [ "$quick" -eq 1 ] && SECS=4 REPS=1 WARM_SECS=3
-TMP=$(mktemp -d /tmp/bench-python.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	[ -n "${STATS_PREV:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_PREV" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_workdir python
 NCPU=$(nproc)
 
 rec_start() { # ARGS...: a recorder, its running processes loaded; sets RPID
@@ -60,7 +47,6 @@ rec_start() { # ARGS...: a recorder, its running processes loaded; sets RPID
 	done
 }
 rec_stop() { kill -INT "$RPID"; wait "$RPID" 2>/dev/null; }
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # NAME's run time and runs, over this recorder's programs only
 prog_ns() { bpftool prog show -j 2>/dev/null | python3 -c 'import json,sys
 d=json.load(sys.stdin); maps=set(int(x) for x in sys.argv[2:])
@@ -78,13 +64,13 @@ run() {
 		w+=($!)
 		PIDS+=($!)
 	done
-	tw=$(cpu_ns "$RPID")
+	tw=$(bench_cpu_ns "$RPID")
 	sleep "$WARM_SECS"
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
-	t0=$(cpu_ns "$RPID")
+	t0=$(bench_cpu_ns "$RPID")
 	sleep "$SECS"
 	read -r b1 c1 <<<"$(prog_ns handle_cpu_sample)"
-	t1=$(cpu_ns "$RPID")
+	t1=$(bench_cpu_ns "$RPID")
 	walks=$("$BT" ctl --ctl "$TMP/ctl.sock" status 2>/dev/null | sed -n 's/^python frames: .*; \([0-9]*\) stacks with Python frames.*/\1/p')
 	kill "${w[@]}" 2>/dev/null
 	wait "${w[@]}" 2>/dev/null

@@ -50,14 +50,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=$PWD/build/btrace-bpf
 WL=$PWD/build/tests/stack_workload_nofp # no frame pointers: the unwinder walks
-quick=0 write_md=1
-for a in "$@"; do
-	case "$a" in
-	--quick) quick=1 write_md=0 ;;
-	--no-md) write_md=0 ;;
-	*) ;;
-	esac
-done
+. scripts/bench_lib.sh
+bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_stacks: needs root" >&2; exit 1; }
 [ -x "$BT" ] && [ -x "$WL" ] || { echo "bench_stacks: make tool tests first" >&2; exit 1; }
 have_perf=0
@@ -66,14 +60,7 @@ SECS=${SECS:-10}
 REPS=${REPS:-3}
 PIPE_LOOPS=${PIPE_LOOPS:-100000}
 [ "$quick" -eq 1 ] && SECS=3 REPS=1 PIPE_LOOPS=30000
-TMP=$(mktemp -d /tmp/bench-stacks.XXXXXX)
-PIDS=()
-cleanup() {
-	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
-	[ -n "${STATS_PREV:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_PREV" 2>/dev/null
-	rm -rf "$TMP"
-}
-trap cleanup EXIT
+bench_workdir stacks
 NCPU=$(nproc)
 TCK=$(getconf CLK_TCK)
 MD=$TMP/md
@@ -116,7 +103,6 @@ cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
 # The recorder's CPU time in ns, summed over its threads' schedstat: exact run
 # time, where ticks (10 ms) charge a whole tick to a thread that wakes on the
 # timer (the drain every 20 ms), which made the 49 Hz figure swing 0.5-1.5%.
-cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 # NAME's run time and runs, over this recorder's programs only (those
 # using a map RPID holds): the machine may run other recorders, whose
 # programs have the same names
@@ -160,18 +146,18 @@ WARM_SECS=${WARM_SECS:-3}
 sampling_cost() { # HZ -> "pct recorder_pct bpf_pct samples ns_per_sample warmup_pct"
 	local hz=$1 t0 t1 b0 c0 b1 c1 h0 h1 tw secs_was=$SECS
 	rec_start -e power --sample "$hz" --unwind-mem 64M -m 16M --no-final-dump
-	tw=$(cpu_ns "$RPID")
+	tw=$(bench_cpu_ns "$RPID")
 	SECS=$((secs_was + WARM_SECS))
 	busy
 	SECS=$secs_was
 	sleep "$WARM_SECS"
 	read -r b0 c0 <<<"$(prog_ns handle_cpu_sample)"
 	read -r h0 _ <<<"$(hooks_ns)"
-	t0=$(cpu_ns "$RPID")
+	t0=$(bench_cpu_ns "$RPID")
 	sleep "$SECS"
 	read -r b1 c1 <<<"$(prog_ns handle_cpu_sample)"
 	read -r h1 _ <<<"$(hooks_ns)"
-	t1=$(cpu_ns "$RPID")
+	t1=$(bench_cpu_ns "$RPID")
 	busy_wait
 	rec_stop
 	# BPF: the sample program and the unwinder's mmap/exec hooks (the

@@ -530,7 +530,8 @@ def cmd_plot(argv):
         script += [
             f"set title '{wl} workload, {b} MiB per tracer: last N = {N} calls (both threads)'",
             "set xrange [0:%d]" % N, "set yrange [-0.7:%.1f]" % (len(TOOLS) - 0.4),
-            "set ytics (%s)" % ", ".join(f"'{NAMES[t]}' {i}" for i, t in enumerate(TOOLS)),
+            # a tic label is a format: "1% CPU" would be a bad one
+            "set ytics (%s)" % ", ".join("'%s' %d" % (NAMES[t].replace("%", "%%"), i) for i, t in enumerate(TOOLS)),
             "set xlabel 'calls before the end of the workload (the newest at the right)'",
             "set xtics format '%.0s%c'",
             "set key outside right top title 'retained calls of' samplen 1",

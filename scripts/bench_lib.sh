@@ -1,0 +1,37 @@
+# bench_lib.sh - sourced by the benchmark scripts: their common opening.
+#
+#   bench_args "$@"     sets quick and write_md from --quick (short runs,
+#                       BENCHMARKS.md left alone) and --no-md; other
+#                       words are the script's own
+#   bench_workdir NAME  TMP: a new /tmp/bench-NAME.XXXXXX; PIDS: processes
+#                       to kill. At exit both go, and
+#                       kernel.bpf_stats_enabled gets back STATS_PREV if
+#                       the script set that
+#   bench_cpu_ns PID    CPU time of all of PID's threads (schedstat), ns
+bench_args() {
+	quick=0 write_md=1
+	local a
+	for a in "$@"; do
+		case "$a" in
+		--quick) quick=1 write_md=0 ;;
+		--no-md) write_md=0 ;;
+		esac
+	done
+}
+
+bench_cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; done
+	[ -n "${STATS_PREV:-}" ] && sysctl -qw kernel.bpf_stats_enabled="$STATS_PREV" 2>/dev/null
+	rm -rf "$TMP"
+}
+
+bench_workdir() {
+	TMP=$(mktemp -d "/tmp/bench-$1.XXXXXX") || exit 1
+	PIDS=()
+	trap bench_cleanup EXIT
+}
+
+bench_cpu_ns() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
