@@ -266,7 +266,9 @@ static void test_early_buffers(void)
 		uint32_t pid = 1000 + (uint32_t)i;
 		int got = reg_early(r, pid, "early", 1, cases[i].fd, &mc, &mb);
 		char *st = status_of(r), want[96], line[512] = "";
-		snprintf(want, sizeof(want), "app %u early live", pid);
+		/* live or exited: the pids are made up, and the I/O thread's
+		 * liveness check may have found no such process already */
+		snprintf(want, sizeof(want), "app %u early ", pid);
 		const char *at = strstr(st, want);
 		if (at)
 			snprintf(line, sizeof(line), "%.*s", (int)strcspn(at, "\n"), at);
