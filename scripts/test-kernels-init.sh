@@ -76,6 +76,11 @@ Environment=BT_TEST_EMULATED=$([ "${ACCEL:-}" = tcg ] && echo 1)
 WorkingDirectory=$REPO
 ExecStart=$REPO/scripts/test-systemd-guest.sh /run/results
 EOF
+	# systemd-tmpfiles empties /tmp at boot (Debian's tmp.conf: "D /tmp"):
+	# a checkout under /tmp (a CI clone) would vanish before the test
+	# starts. /etc's tmp.conf, in the overlay only, keeps /tmp as it is.
+	mkdir -p $R/etc/tmpfiles.d
+	echo 'd /tmp 1777 root root -' >$R/etc/tmpfiles.d/tmp.conf
 	# A host that is a container (docker's /.dockerenv) would make
 	# systemd believe it runs in one: it would ignore the kernel's
 	# command line (systemd.unit=). Hidden in the overlay only.
