@@ -21,7 +21,7 @@ SIZE_MB=$SIZE_MB KEEP_DUMP=$KEEP/app.btd tests/kernel/test_dump_app_scale.sh | g
 echo "dump: $(du -m "$KEEP/app.btd" | cut -f1) MiB on disk"
 for opt in "" --stats --functions --hot --manifest; do
 	/usr/bin/time -f "report ${opt:-(listing)}: %M KiB peak RSS, %e s, %U s user" build/btrace-bpf report $opt "$KEEP/app.btd" \
-		>/dev/null 2>"$KEEP/time.txt"
+		>"$([ "$opt" = --functions ] && echo "$KEEP/functions.txt" || echo /dev/null)" 2>"$KEEP/time.txt"
 	tail -1 "$KEEP/time.txt"
 done
 
@@ -30,7 +30,7 @@ done
 # recorder's peak memory, and its readers on that data.
 command -v uftrace >/dev/null || { echo "uftrace: not installed (apt-get install uftrace)"; exit 0; }
 make -s build/bench/app_funcs_spin_pg
-calls=$(build/btrace-bpf report --functions "$KEEP/app.btd" 2>/dev/null | awk '$1 == "leaf" { s += $3 } END { print s + 0 }')
+calls=$(awk '$1 == "leaf" { s += $3 } END { print s + 0 }' "$KEEP/functions.txt") # its table, kept above
 echo "# uftrace $(uftrace --version | awk '{ print $2; exit }'), app_funcs_spin -pg -n $calls (the calls our dump held)"
 # (from $KEEP: a -pg program leaves gmon.out where it runs)
 (cd "$KEEP" && /usr/bin/time -f "uftrace record: %M KiB peak RSS (its own), %e s" uftrace record --no-pager \
