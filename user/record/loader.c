@@ -598,8 +598,9 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		snprintf(err, errlen, "could not attach to any tracepoint (run with -v for details)");
 		goto fail;
 	}
-	/* Read by handle_sys_enter/exit: both halves are attached (or
-	 * neither), so every enter recorded from now on can meet its exit. */
+	/* Read by handle_sys_enter/exit: the attach loop is done, so an enter
+	 * recorded from now on has its exit's program attached (unless that
+	 * attach failed, which was warned above). */
 	if (l->skel->bss)
 		__atomic_store_n(&l->skel->bss->sys_pairs_live, 1, __ATOMIC_RELAXED);
 	/* Read by handle_unwind_exec: from now on the BPF side keeps the
