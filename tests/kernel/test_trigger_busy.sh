@@ -99,6 +99,9 @@ for f in "$OUT"/*.btd; do
 done
 # hits "H" and how they ended, per trigger
 hits() { sed -n "s/^  $1: .*, \([0-9]*\) hits, .*; \([0-9]*\) dumped + \([0-9]*\) merged + .*/\1 \2 \3/p" "$T_TMP/status"; }
+# a copy begun late names what held the application table
+diag "$(grep '^apps lock:' "$T_TMP/status")"
+check "ctl status names the application table's longest hold" grep -q '^apps lock: held at most [0-9.]* ms (' "$T_TMP/status"
 diag "slowfn: hits, dumped, merged: $(hits slowfn); stall: $(hits stall) (a hit that comes while two dumps wait merges into the second)"
 # the hit -> copy (the dump's start) over the dumps: median and p90
 diag "hit -> application copy over $(wc -l <"$AFTERS") dumps: $(sort -n "$AFTERS" | awk '{v[NR] = $1} END {if (NR) printf "median %.1f ms, p90 %.1f ms, max %.1f ms", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.999)], v[NR]}') (load $(cut -d' ' -f1 /proc/loadavg))"

@@ -103,7 +103,7 @@ struct bt_apps_capture *bt_apps_capture(struct bt_apps *r)
 	if (!c)
 		return NULL;
 	c->reg = r;
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	c->apps = calloc(r->napps ? r->napps : 1, sizeof(*c->apps));
 	if (!c->apps)
 		err = -ENOMEM;
@@ -112,7 +112,7 @@ struct bt_apps_capture *bt_apps_capture(struct bt_apps *r)
 		err = capture_buffers(r->apps[i], &c->apps[i], &c->copy_ns);
 	for (size_t i = 0; i < c->napps && !err; i++)
 		err = capture_row(r, r->apps[i], &c->apps[i]);
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "a trigger's or dump's copy");
 	if (err) {
 		bt_apps_capture_free(c);
 		errno = -err;
@@ -251,13 +251,13 @@ static int write_func_names(struct bt_apps_capture *c, struct bt_dump_sink *s, s
 	struct bt_apps *r = c->reg;
 	int err = 0;
 
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	for (size_t i = 0; i < c->napps && !err; i++) {
 		struct app *a = find_app(r, &c->apps[i]);
 		if (a)
 			err = dump_func_names(s, a, (uint32_t)i, &fc[i]);
 	}
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "a dump's function names");
 	return err;
 }
 

@@ -392,9 +392,9 @@ static void *io_thread(void *arg)
 	if (r->cfg.trigger || r->cfg.nfwatch)
 		bt_thread_nice(IO_NICE, "application I/O thread");
 	for (;;) {
-		pthread_mutex_lock(&r->lock);
+		reg_lock(r);
 		if (r->stop) {
-			pthread_mutex_unlock(&r->lock);
+			reg_unlock(r, "the I/O thread's poll set");
 			break;
 		}
 		if (cap < r->napps + 1) {
@@ -407,7 +407,7 @@ static void *io_thread(void *arg)
 				who = nw;
 			if (!np || !nw) {
 				/* Out of memory: try again in a moment; the apps keep writing. */
-				pthread_mutex_unlock(&r->lock);
+				reg_unlock(r, "the I/O thread's poll set");
 				usleep(100000);
 				continue;
 			}
@@ -420,7 +420,7 @@ static void *io_thread(void *arg)
 				who[n] = r->apps[i];
 				p[n++] = (struct pollfd){ .fd = r->apps[i]->conn, .events = POLLIN };
 			}
-		pthread_mutex_unlock(&r->lock);
+		reg_unlock(r, "the I/O thread's poll set");
 		/* app-func triggers: the buffers are followed every WATCH_MS */
 		if (poll(p, n, r->cfg.nfwatch ? WATCH_MS : 1000) < 0 && errno != EINTR)
 			break;
@@ -429,7 +429,7 @@ static void *io_thread(void *arg)
 			while (read(r->wake[0], c, sizeof(c)) > 0)
 				;
 		}
-		pthread_mutex_lock(&r->lock);
+		reg_lock(r);
 		for (size_t i = 1; i < n; i++) {
 			if (!p[i].revents)
 				continue;
@@ -450,7 +450,7 @@ static void *io_thread(void *arg)
 			watch_funcs(r);
 			last_watch = bt_boottime_ns();
 		}
-		pthread_mutex_unlock(&r->lock);
+		reg_unlock(r, "the I/O pass (lines, function watch)");
 	}
 	free(p);
 	free(who);
@@ -525,9 +525,9 @@ void bt_apps_destroy(struct bt_apps *r)
 {
 	if (!r)
 		return;
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	r->stop = 1;
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "the stop");
 	wake(r);
 	pthread_join(r->thread, NULL);
 	for (size_t i = 0; i < r->napps; i++)
@@ -575,7 +575,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 	 * we cannot take loses what the process wrote before our answer: it
 	 * is registered without it, the refusal counted (early_refused). */
 	int early_refused = early_fd >= 0 && buf_adopt(r, early_fd, pid, &early, why, sizeof(why)) < 0;
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	/* A process registers once; a second registration replaces the first
 	 * (the library reconnects after the recorder restarted, or after an exec). */
 	for (size_t i = 0; i < r->napps; i++)
@@ -592,7 +592,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 			if (r->apps[i]->flags & BT_APP_EXITED)
 				victim = i;
 		if (victim == SIZE_MAX) {
-			pthread_mutex_unlock(&r->lock);
+			reg_unlock(r, "a registration");
 			buf_release(&early);
 			reply_error(c, "error: %s\n", "too many traced applications (raise --max-apps)");
 			return;
@@ -607,7 +607,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 		free(a);
 		if (na)
 			r->apps = na;
-		pthread_mutex_unlock(&r->lock);
+		reg_unlock(r, "a registration");
 		buf_release(&early);
 		reply_error(c, "error: %s\n", "out of memory");
 		return;
@@ -618,7 +618,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 	if (buf_create(r, funcs ? r->cfg.funcs_buffer_size : r->cfg.buffer_size, pid, &a->bufs[0], why, sizeof(why)) <
 	    0) {
 		free(a);
-		pthread_mutex_unlock(&r->lock);
+		reg_unlock(r, "a registration");
 		buf_release(&early);
 		reply_error(c, "error: %s\n", why);
 		return;
@@ -648,7 +648,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 	if (bt_send_fd_line(c, "ok\n", a->bufs[0].fd, 0) < 0) {
 		if (a->nbufs < 2) {
 			app_free(a);
-			pthread_mutex_unlock(&r->lock);
+			reg_unlock(r, "a registration");
 			return;
 		}
 		/* Gone before our answer (a short child), having written in its
@@ -666,7 +666,7 @@ void bt_apps_register(struct bt_apps *r, int c, uint32_t pid, const char *name, 
 			a->names_bad++;
 	}
 	r->apps[r->napps++] = a;
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "a registration");
 	wake(r);
 }
 
@@ -678,7 +678,7 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 		return err;
 	if ((err = bt_apps_check_size(size, r->cfg.max_apps, why, whylen)))
 		return err;
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	r->cfg.buffer_size = r->cfg.funcs_buffer_size = size; /* for every application from now on */
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
@@ -701,18 +701,18 @@ int bt_apps_resize(struct bt_apps *r, uint64_t size, char *why, size_t whylen)
 		a->resizes++;
 		n++;
 	}
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "a resize");
 	return err ? err : n;
 }
 
 size_t bt_apps_count(struct bt_apps *r, size_t *live)
 {
 	size_t n, l = 0;
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
 	n = r->napps;
 	for (size_t i = 0; i < n; i++)
 		l += r->apps[i]->conn >= 0;
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "a count");
 	if (live)
 		*live = l;
 	return n;
@@ -720,7 +720,9 @@ size_t bt_apps_count(struct bt_apps *r, size_t *live)
 
 void bt_apps_status(struct bt_apps *r, FILE *out)
 {
-	pthread_mutex_lock(&r->lock);
+	reg_lock(r);
+	if (r->hold_max_site)
+		fprintf(out, "apps lock: held at most %.1f ms (%s)\n", (double)r->hold_max_ns / 1e6, r->hold_max_site);
 	for (size_t i = 0; i < r->napps; i++) {
 		struct app *a = r->apps[i];
 		const struct bt_app_shm *s = (const void *)a->bufs[0].v.base;
@@ -746,6 +748,6 @@ void bt_apps_status(struct bt_apps *r, FILE *out)
 		}
 		fputc('\n', out);
 	}
-	pthread_mutex_unlock(&r->lock);
+	reg_unlock(r, "ctl status");
 }
 

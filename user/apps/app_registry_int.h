@@ -11,6 +11,7 @@
 #include "app_registry.h"
 #include "app_reader.h"
 #include "dump_format.h"
+#include "clocks.h"
 
 #define MAX_BUFS 4         /* current + older ones still dumped */
 #define LINE_MAX_APP 256
@@ -55,7 +56,28 @@ struct bt_apps {
 	int wake[2];
 	pthread_t thread;
 	int stop;
+	/* Under lock: a trigger's copy of the buffers waits for the lock, so
+	 * its longest hold and where are kept for ctl status (reg_lock) */
+	uint64_t lock_ns, hold_max_ns;
+	const char *hold_max_site;
 };
+
+/* The registry's lock, timed (a hold is a trigger copy's wait). */
+static inline void reg_lock(struct bt_apps *r)
+{
+	pthread_mutex_lock(&r->lock);
+	r->lock_ns = bt_boottime_ns();
+}
+
+static inline void reg_unlock(struct bt_apps *r, const char *site)
+{
+	uint64_t held = bt_boottime_ns() - r->lock_ns;
+	if (held > r->hold_max_ns) {
+		r->hold_max_ns = held;
+		r->hold_max_site = site;
+	}
+	pthread_mutex_unlock(&r->lock);
+}
 
 static inline uint64_t app_count(uint64_t v, int *bogus)
 {
