@@ -40,6 +40,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <linux/perf_event.h>
@@ -468,6 +469,20 @@ static int trig_armed(const struct bt_trig_conf *c, uint32_t kind)
 	return 0;
 }
 
+/* syscalls/sys_exit_mmap, the one classic tracepoint (a new process's
+ * mappings, its first stacks), is found through tracefs; a machine that
+ * never mounted it (a fresh VM, a container) left those stacks leaf-only.
+ * Mounted where it belongs, as perf and trace-cmd do, and left mounted:
+ * others may use it from then on. Without the privilege, the attach below
+ * says what is lost. */
+static void tracefs_ensure(void)
+{
+	if (access("/sys/kernel/tracing/events", F_OK) == 0 || access("/sys/kernel/debug/tracing/events", F_OK) == 0)
+		return;
+	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) == 0)
+		bt_log(BT_LOG_NOTICE, "mounted tracefs on /sys/kernel/tracing (syscalls/sys_exit_mmap is found there)");
+}
+
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
 {
 	int unwind_hooks = 0; /* of handle_unwind_exec_maps and _mmap, attached */
@@ -553,6 +568,8 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	if (ret)
 		goto fail;
 
+	if (bpf_program__autoload(l->skel->progs.handle_unwind_mmap))
+		tracefs_ensure();
 	bpf_object__for_each_program(prog, l->skel->obj) {
 		const struct prog_desc *d;
 		struct bpf_link *link;
