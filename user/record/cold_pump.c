@@ -9,10 +9,13 @@
  * buffer was used since its last pass began, since a burst outruns any
  * rate learnt from the passes before it: the buffer turning
  * over between two passes would lose blocks before they are taken (each
- * such loss is counted as a gap by the tier). Nice -5: below the drain (-10,
- * loader.c), which must never wait for it, above the workload, so a busy
- * machine does not starve it; a compressor that falls behind loses old
- * history only, and counts it.
+ * such loss is counted as a gap by the tier). At the lowest real-time
+ * priority: at nice -5 a syscall storm (dd bs=1, 10k blocks/s into a
+ * 480-block buffer) left it on the run queue 224 ms in 3 s, in waits of
+ * ~20 ms, long enough for the buffer to turn: 7-188 gaps per 6 s storm,
+ * 0 since. Its CPU is bounded by the budget plus the copies past it
+ * (shown apart); without the right it keeps normal priority (logged) and a
+ * compressor that falls behind loses old history only, and counts it.
  *
  * It takes the blocks of the buffer's older half only (older_half_end):
  * the tier then holds no second copy of what the buffer still holds raw.
@@ -49,7 +52,7 @@
 
 #define MIN_MS 1
 #define MAX_MS 20
-#define NICE (-5)
+#define IDLE_MS 200 /* after a pass that took nothing: the drain's nudge still comes at a quarter */
 #define BURST_MS 250          /* credit kept at most: the budget of this much wall time */
 #define FIRST_BLOCK_NS 20000. /* a block's cost until one is measured (zstd-1, 4 KiB, loaded) */
 
@@ -151,11 +154,17 @@ static void *pump_main(void *arg)
 	int warned = 0;
 
 	pthread_setname_np(pthread_self(), "btrace-cold");
-	bt_thread_nice(NICE, "cold tier thread");
+	bt_thread_realtime("cold tier thread");
 	bt_buffer_stats(p->buf, &bs);
 	budget_init(&bg, p->budget_ppm);
 	uint64_t last = bt_now_ns();
 	double rate = 0; /* blocks per ns, smoothed */
+	/* blocks_used before the last pass, if it took nothing: until a block
+	 * is handed out, another pass would find nothing new either (a block
+	 * still open then is closed by its writer taking the next). On an idle
+	 * machine those passes, each sorting every block header, were most of
+	 * the recorder's CPU (issue 40). */
+	uint64_t empty_at = UINT64_MAX;
 
 	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
 	while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {
@@ -163,13 +172,19 @@ static void *pump_main(void *arg)
 		int n;
 
 		bt_buffer_stats(p->buf, &bs); /* a resize changes nblocks */
+		if (bs.blocks_used == empty_at) {
+			bt_cold_wait(p->cold, IDLE_MS * 1000000ull);
+			continue;
+		}
 		if (bg.ppm) {
 			budget_settle(&bg);
 			zmax = budget_blocks(&bg); /* 0 overspent: copies only */
 		}
 		uint64_t cpu0 = bt_thread_cpu_ns();
 		n = pump_pass(p, older_half_end(&bs), zmax, &stored_raw);
-		uint64_t now = bt_now_ns(), sleep_ns = MAX_MS * 1000000ull;
+		uint64_t now = bt_now_ns(), sleep_ns = (n == 0 ? IDLE_MS : MAX_MS) * 1000000ull;
+
+		empty_at = n == 0 ? bs.blocks_used : UINT64_MAX;
 
 		if (n < 0 && !warned) {
 			bt_warn("cold tier: %s: older history is no longer compressed", strerror(-n));
