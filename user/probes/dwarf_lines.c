@@ -62,6 +62,7 @@ struct bt_dwarf {
 	struct dem *dem;
 	size_t ndem, demcap; /* demcap: power of two */
 	uint64_t indexed;    /* units indexed so far (bt_dwarf_units_indexed) */
+	uint64_t debug_bytes; /* of the files opened (bt_dwarf_debug_bytes) */
 };
 
 /* ---- ranges --------------------------------------------------------------- */
@@ -168,8 +169,12 @@ static int open_elf(struct bt_dwarf *dw, int which, int fd)
 	if (!e)
 		return -1;
 	dw->elf[which] = e;
-	if (elf_kind(e) != ELF_K_ELF || (!map && bt_elf_debug_bytes(e) > BT_UNTRUSTED_READ_MAX))
+	if (elf_kind(e) != ELF_K_ELF)
 		return -1;
+	uint64_t n = bt_elf_debug_bytes(e);
+	if (!map && n > BT_UNTRUSTED_READ_MAX)
+		return -1;
+	dw->debug_bytes += n;
 	return 0;
 }
 
@@ -260,6 +265,11 @@ struct bt_dwarf *bt_dwarf_open(int fd, const char *path, const uint8_t *build_id
 fail:
 	bt_dwarf_close(dw);
 	return NULL;
+}
+
+uint64_t bt_dwarf_debug_bytes(const struct bt_dwarf *dw)
+{
+	return dw ? dw->debug_bytes : 0;
 }
 
 void bt_dwarf_close(struct bt_dwarf *dw)

@@ -37,6 +37,8 @@ int bt_dwarf_lookup(struct bt_dwarf *dw, uint64_t vaddr, struct bt_src_line *out
 /* Units whose functions and lines a lookup has decoded so far (the first
  * lookup in a unit pays for it; the next ones only search). */
 uint64_t bt_dwarf_units_indexed(const struct bt_dwarf *dw);
+/* Bytes of debug sections in the files it opened (0 for NULL). */
+uint64_t bt_dwarf_debug_bytes(const struct bt_dwarf *dw);
 /* Whether a lookup of vaddr only searches (its unit decoded, or no unit
  * holds it): the first lookup in a unit is the one that allocates. */
 int bt_dwarf_decoded_at(const struct bt_dwarf *dw, uint64_t vaddr);

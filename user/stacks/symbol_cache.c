@@ -50,6 +50,7 @@ struct entry {
 	int state;
 	struct bt_symfile f;
 	uint64_t bytes;    /* estimated memory it holds */
+	uint64_t cap;      /* the most it is charged: see charge_cap() */
 	uint64_t last_use; /* `stamp` of the last dump that used it */
 };
 
@@ -136,12 +137,25 @@ static int open_map(const struct bt_dump_map *m, int fd)
 	return fd;
 }
 
-/* Memory in use by malloc now (the loads' cost is measured as its growth). */
+/* Memory in use by malloc now (the loads' cost is measured as its growth).
+ * Every thread's: what other threads allocate meanwhile is charged too,
+ * and a table build beside a slow load (~600 MiB for a binary of 4 M
+ * FDEs) made a 4 MiB file look 600 MiB and closed every other file for
+ * room (their frames unnamed in the next dump): charge_cap() bounds it. */
 static uint64_t heap_bytes(void)
 {
 	struct mallinfo2 mi = mallinfo2();
 
 	return mi.uordblks + mi.hblkhd;
+}
+
+/* The most a file is charged, for a load and its units' decoding: a
+ * multiple of the bytes its files hold on disk (loads measured on Debian's
+ * binaries, symbols and DWARF: 1-1.5x; at 2x the bound did not bind on
+ * a quiet machine). */
+static uint64_t charge_cap(uint64_t file_bytes)
+{
+	return 2 * file_bytes + (1u << 20);
 }
 
 /* The recorder is stopping: a load in progress gives up between its steps
@@ -156,16 +170,19 @@ static int quitting(struct bt_symcache *c)
 
 /* Read map id `map`'s file: its symbols, its separate debug file's if it is
  * stripped, its DWARF. Slow (tens of MB for big binaries): no lock held. */
-static int load(struct bt_symcache *c, uint32_t map, struct bt_symfile *f, uint64_t *bytes)
+static int load(struct bt_symcache *c, uint32_t map, struct bt_symfile *f, uint64_t *bytes, uint64_t *cap)
 {
 	char path[PATH_MAX], attach[64], *found = NULL;
 	struct bt_dump_map m;
-	uint64_t h0 = heap_bytes(), h1;
+	uint64_t h0 = heap_bytes(), h1, on_disk = 0;
+	struct stat st;
 	int kept, fd, dfd;
 
 	memset(f, 0, sizeof(*f));
 	if (bt_stack_table_map_copy(c->t, map, &m, path, sizeof(path), &kept) || (fd = open_map(&m, kept)) < 0)
 		return -1;
+	if (fstat(fd, &st) == 0)
+		on_disk += (uint64_t)st.st_size;
 	snprintf(attach, sizeof(attach), "/proc/self/fd/%d", fd);
 	f->ef = try_load(attach, m.path);
 	if (quitting(c)) {
@@ -177,6 +194,8 @@ static int load(struct bt_symcache *c, uint32_t map, struct bt_symfile *f, uint6
 		      ? bt_debug_file_open(m.path, m.build_id, m.build_id_len, NULL, 0, c->debug_dirs, &found)
 		      : -1;
 	if (dfd >= 0) {
+		if (fstat(dfd, &st) == 0)
+			on_disk += (uint64_t)st.st_size;
 		snprintf(attach, sizeof(attach), "/proc/self/fd/%d", dfd);
 		f->dbg = try_load(attach, found);
 		close(dfd);
@@ -193,7 +212,10 @@ static int load(struct bt_symcache *c, uint32_t map, struct bt_symfile *f, uint6
 	if (f->dbg)
 		bt_elf_func_at_vaddr(f->dbg, 0);
 	h1 = heap_bytes();
+	*cap = charge_cap(on_disk + bt_dwarf_debug_bytes(f->dw));
 	*bytes = h1 > h0 + 4096 ? h1 - h0 : 4096;
+	if (*bytes > *cap)
+		*bytes = *cap;
 	return f->ef ? 0 : -1;
 }
 
@@ -405,6 +427,8 @@ static void warm_one(struct bt_symcache *c, const struct bt_frame_ref *fr)
 		if (cold && bt_dwarf_units_indexed(e->f.dw) != u0) { /* a unit decoded: its memory is the file's */
 			uint64_t h1 = heap_bytes(), grew = h1 > h0 ? h1 - h0 : 0;
 
+			if (grew > e->cap - e->bytes) /* e->bytes <= e->cap: see load() */
+				grew = e->cap - e->bytes;
 			e->bytes += grew;
 			c->bytes += grew;
 			evict(c, ei - 1);
@@ -497,7 +521,7 @@ static void *loader_main(void *arg)
 	atomic_store_explicit(&c->tid, (pid_t)syscall(SYS_gettid), memory_order_relaxed);
 	for (;;) {
 		struct bt_symfile f;
-		uint64_t bytes = 0, nstacks;
+		uint64_t bytes = 0, cap = 0, nstacks;
 		struct bt_stack_counts sc;
 		size_t pick = SIZE_MAX;
 		int ks_due;
@@ -566,7 +590,7 @@ static void *loader_main(void *arg)
 		c->e[pick].state = E_LOADING;
 		pthread_mutex_unlock(&c->lock);
 
-		int r = load(c, map, &f, &bytes);
+		int r = load(c, map, &f, &bytes, &cap);
 
 		pthread_mutex_lock(&c->lock);
 		struct entry *e = &c->e[pick]; /* the array may have moved */
@@ -577,6 +601,7 @@ static void *loader_main(void *arg)
 		} else {
 			e->f = f;
 			e->bytes = bytes;
+			e->cap = cap;
 			e->last_use = c->stamp;
 			e->state = E_READY;
 			c->bytes += bytes;
