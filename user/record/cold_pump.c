@@ -14,8 +14,10 @@
  * 480-block buffer) left it on the run queue 224 ms in 3 s, in waits of
  * ~20 ms, long enough for the buffer to turn: 7-188 gaps per 6 s storm,
  * 0 since. Its CPU is bounded by the budget plus the copies past it
- * (shown apart); without the right it keeps normal priority (logged) and a
- * compressor that falls behind loses old history only, and counts it.
+ * (shown apart). Refused real time (a cpu cgroup without real-time
+ * runtime: 116-221 gaps a storm at nice 0), it runs at nice -5, below the
+ * drain (-10, loader.h); a compressor that falls behind loses old history
+ * only, and counts it.
  *
  * It takes the blocks of the buffer's older half only (older_half_end):
  * the tier then holds no second copy of what the buffer still holds raw.
@@ -52,6 +54,7 @@
 
 #define MIN_MS 1
 #define MAX_MS 20
+#define FALLBACK_NICE (-5)
 #define IDLE_MS 200 /* after a pass that took nothing: the drain's nudge still comes at a quarter */
 #define BURST_MS 250          /* credit kept at most: the budget of this much wall time */
 #define FIRST_BLOCK_NS 20000. /* a block's cost until one is measured (zstd-1, 4 KiB, loaded) */
@@ -154,7 +157,7 @@ static void *pump_main(void *arg)
 	int warned = 0;
 
 	pthread_setname_np(pthread_self(), "btrace-cold");
-	bt_thread_realtime("cold tier thread");
+	bt_thread_realtime("cold tier thread", FALLBACK_NICE);
 	bt_buffer_stats(p->buf, &bs);
 	budget_init(&bg, p->budget_ppm);
 	uint64_t last = bt_now_ns();

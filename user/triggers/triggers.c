@@ -284,8 +284,9 @@ static void *trigger_main(void *arg)
 	/* A hit waits for nothing else: under a load of busy loops a thread
 	 * of normal priority took up to ~190 ms to get its turn, while an
 	 * application at full speed overwrote the call the hit is about
-	 * (its copy is taken here). It sleeps otherwise. */
-	bt_thread_realtime("trigger thread");
+	 * (its copy is taken here). It sleeps otherwise. Refused, it runs at
+	 * the drain's nice (-10, loader.h), above the workload. */
+	bt_thread_realtime("trigger thread", -10);
 	while (!atomic_load_explicit(&t->quit, memory_order_relaxed)) {
 		struct epoll_event ev[4];
 		struct bt_trigger_fired said[BT_TRIG_MAX];

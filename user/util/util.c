@@ -216,13 +216,18 @@ void bt_thread_nice(int nice, const char *what)
 		bt_info("%s keeps normal priority: %s", what, strerror(errno));
 }
 
-void bt_thread_realtime(const char *what)
+void bt_thread_realtime(const char *what, int fallback_nice)
 {
 	struct sched_param p = { .sched_priority = 1 };
 	int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &p);
 
-	if (e)
-		bt_info("%s keeps normal priority: %s", what, strerror(e));
+	if (!e)
+		return;
+	/* Refused also to root: a cpu cgroup with CONFIG_RT_GROUP_SCHED and
+	 * no real-time runtime of its own (cpu.rt_runtime_us 0, the default
+	 * for a new group), or no CAP_SYS_NICE. */
+	bt_info("%s: no real-time priority (%s), nice %d instead", what, strerror(e), fallback_nice);
+	bt_thread_nice(fallback_nice, what);
 }
 
 int bt_mkdir_p(const char *dir, mode_t mode)

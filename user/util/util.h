@@ -76,7 +76,7 @@ uint64_t bt_str_hash(const char *s, uint64_t seed);
 void bt_thread_nice(int nice, const char *what);
 /* The calling thread at the lowest real-time priority (SCHED_FIFO 1):
  * for threads that sleep almost always and must run as soon as woken
- * under any load (a trigger's hit on its way to its copy). Without the
- * right, logged (info) as above. */
-void bt_thread_realtime(const char *what);
+ * under any load (a trigger's hit on its way to its copy). Refused
+ * (logged, info), the thread takes FALLBACK_NICE instead. */
+void bt_thread_realtime(const char *what, int fallback_nice);
 #endif
