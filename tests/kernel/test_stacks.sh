@@ -183,6 +183,11 @@ n3=$("$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -v '^	\[inlined\]
 	! "$BT" report --stacks -e probe_stack "$dump3" 2>&1 | grep -q 'stack_workload.c:' &&
 	ok "--no-source-lines: names, no source lines" || not_ok "--no-source-lines" "$("$BT" report --stats "$dump3" | grep -A1 'call stacks')"
 
+# What a dump says about its files' symbols and lines (a failure's diag).
+why_unnamed() {
+	"$BT" report --stats "$1" 2>&1 | grep -E 'call stacks:|symbols not loaded|source lines:|truncated stacks by'
+}
+
 # ---- a stripped binary, its symbols and lines in a separate debug file ----------
 bid=$(readelf -n "$WL" 2>/dev/null | awk '/Build ID:/ { print $3 }')
 dbg=$T_TMP/debug
@@ -207,11 +212,11 @@ else
 	"$BT" report --stacks -e cpu_sample "$dump4" >"$T_TMP/samples4" 2>&1
 	grep -q ';path_a;hot_a;spin_until' "$T_TMP/folded4" && grep -q ';path_b;hot_b;spin_until' "$T_TMP/folded4" &&
 		ok "stripped binary: names from the debug file found by build-id in --debug-dir" ||
-		not_ok "stripped binary named" "$(head -5 "$T_TMP/folded4")"
+		not_ok "stripped binary named" "$(head -5 "$T_TMP/folded4"; why_unnamed "$dump4")"
 	grep -qE "^	hot_a\+0x[0-9a-f]+ \(sws\) stack_workload.c:$l_hot\$" "$T_TMP/samples4" &&
 		grep -q "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples4" &&
 		ok "stripped binary: source lines and inlined calls from the debug file, read after it is gone" ||
-		not_ok "stripped binary lines" "$(grep -A4 'cpu_sample' "$T_TMP/samples4" | head -12)"
+		not_ok "stripped binary lines" "$(grep -A4 'cpu_sample' "$T_TMP/samples4" | head -12; why_unnamed "$dump4")"
 fi
 # ---- clang's DWARF (no .debug_aranges), a user's file truncated under us -------
 WLC=$TB/stack_workload_clang
@@ -244,7 +249,7 @@ else
 		grep -qE "^	hot_a\+0x[0-9a-f]+ \(swc\) stack_workload.c:$l_hot\$" "$T_TMP/samples5" &&
 		ok "clang build (no .debug_aranges): source lines and the inlined mix_step" ||
 		not_ok "clang build lines" "$(grep -B1 -A4 'spin_until\|hot_a' "$T_TMP/samples5" | head -12
-			"$BT" report --stats "$T_TMP/d5a.btd" 2>&1 | grep -A4 'call stacks')"
+			why_unnamed "$T_TMP/d5a.btd")"
 	"$BT" report --folded "$T_TMP/d5b.btd" 2>&1 | grep -q ';path_a;hot_a;spin_until' &&
 		ok "after the file was emptied, the next dump still names its frames" ||
 		not_ok "names after truncation" "$("$BT" report --folded "$T_TMP/d5b.btd" 2>&1 | head -5)"
@@ -268,7 +273,7 @@ if command -v dwz >/dev/null && command -v objcopy >/dev/null; then
 		grep -q "^	\[inlined\] mix_step stack_workload.c:$l_body\$" "$T_TMP/samples7" &&
 			grep -qE "^	hot_a\+0x[0-9a-f]+ \(swz\) stack_workload.c:$l_hot\$" "$T_TMP/samples7" &&
 			ok "dwz: the shared file found by build-id (not by the path it names), lines and inlined calls" ||
-			not_ok "dwz shared file" "$(grep -A4 'cpu_sample' "$T_TMP/samples7" | head -10)"
+			not_ok "dwz shared file" "$(grep -A4 'cpu_sample' "$T_TMP/samples7" | head -10; why_unnamed "$out7"/*.btd)"
 	else
 		skip "dwz" "dwz made no shared file here"
 	fi
@@ -302,7 +307,7 @@ if gcc -O1 -g -fopenmp -fno-omit-frame-pointer "$T_TMP/omp.c" -o "$T_TMP/swomp.f
 	"$BT" report --stacks -e cpu_sample "$out8"/*.btd 2>&1 |
 		grep -qE "^	main\._omp_fn\.0\+0x[0-9a-f]+ \(swomp\) omp.c:$l_omp\$" &&
 		ok "a function nested in main (OpenMP's main._omp_fn.0), no symbol table: named by DWARF, with its line" ||
-		not_ok "OpenMP body" "$("$BT" report --stacks -e cpu_sample "$out8"/*.btd 2>&1 | grep -m4 'omp')"
+		not_ok "OpenMP body" "$("$BT" report --stacks -e cpu_sample "$out8"/*.btd 2>&1 | grep -m4 'omp'; why_unnamed "$out8"/*.btd)"
 else
 	skip "OpenMP body" "gcc -fopenmp builds nothing here"
 fi

@@ -44,7 +44,11 @@
 #include "log.h"
 #include "unwind_cache.h"
 
-#define SYMBOLS_SETTLE_MS 2000 /* what a dump not for a trigger waits for symbols at most */
+/* What a dump not for a trigger waits for symbols at most. Its window is
+ * copied by then, so the wait costs the file's latency only, while a file
+ * of an exited process left unnamed is unnamed for good: on Debian's 6.1
+ * under qemu TCG, 2 s left libc and the workload unnamed in test_stacks. */
+#define SYMBOLS_SETTLE_MS 15000
 /* DWARF work (source lines) a dump may do: a trigger's must be on disk
  * within a second of its trigger under load; one a user asked for may
  * take a little longer. Past it, frames go without lines, counted. */
