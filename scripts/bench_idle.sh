@@ -64,26 +64,14 @@ run() {
 		r = t / 1e9 / s * 100; k = b / 1e9 / s * 100
 		printf "%.3f %.3f %.3f\n", r + k, r, k }'
 }
-med() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 sysctl -qw kernel.bpf_stats_enabled=1 || echo "bench_idle: cannot enable bpf stats: BPF time not counted" >&2
 LOAD0=$(cut -d' ' -f1 /proc/loadavg)
 echo "bench_idle: $(nproc) CPUs, kernel $(uname -r), the default recorder, ${SECS}s per run from ${WARM_SECS}s after its start, $REPS pairs, load $LOAD0"
-: >"$TMP/tier"
-: >"$TMP/notier"
-for r in $(seq "$REPS"); do
-	order="tier notier"
-	[ $((r % 2)) -eq 0 ] && order="notier tier"
-	for m in $order; do
-		res=$(run "$m")
-		echo "$res" >>"$TMP/$m"
-		echo "run $r $m: $res (total% recorder% bpf%)"
-	done
-done
-col() { awk -v c="$2" '{ print $c }' "$TMP/$1" | med; }
+bench_pairs tier notier "total% recorder% bpf%"
 for m in tier notier; do
-	eval "T_$m=$(col $m 1) R_$m=$(col $m 2) K_$m=$(col $m 3)"
+	eval "T_$m=$(bench_col $m 1) R_$m=$(bench_col $m 2) K_$m=$(bench_col $m 3)"
 done
 THR=$(awk '$2 >= 0.001 { printf "%s%s %.3f%%", sep, $1, $2; sep = ", " }' "$TMP/threads")
 echo "default (cold tier on): ${T_tier}% of a CPU (recorder ${R_tier}%, BPF ${K_tier}%); its threads: $THR"

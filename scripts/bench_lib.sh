@@ -8,6 +8,11 @@
 #                       kernel.bpf_stats_enabled gets back STATS_PREV if
 #                       the script set that
 #   bench_cpu_ns PID    CPU time of all of PID's threads (schedstat), ns
+#   bench_pairs A B LEGEND   REPS pairs of the script's `run A` and `run B`,
+#                       their order alternated, each line of output appended
+#                       to $TMP/A or $TMP/B and printed with LEGEND
+#   bench_col MODE N    the median of column N of $TMP/MODE
+#   bench_med           the median of the numbers on stdin
 bench_args() {
 	quick=0 write_md=1
 	local a
@@ -34,4 +39,27 @@ bench_workdir() {
 
 bench_cpu_ns() {
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
+bench_pairs() {
+	local r m res order
+	: >"$TMP/$1"
+	: >"$TMP/$2"
+	for r in $(seq "$REPS"); do
+		order="$1 $2"
+		[ $((r % 2)) -eq 0 ] && order="$2 $1"
+		for m in $order; do
+			res=$(run "$m")
+			echo "$res" >>"$TMP/$m"
+			echo "run $r $m: $res ($3)"
+		done
+	done
+}
+
+bench_med() {
+	sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+bench_col() {
+	awk -v c="$2" '{ print $c }' "$TMP/$1" | bench_med
 }

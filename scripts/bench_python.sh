@@ -80,24 +80,13 @@ run() {
 		r = t / 1e9 / s * 100; k = b / 1e9 / s * 100
 		printf "%.3f %.3f %.3f %d %.0f %d %.3f\n", r + k, r, k, c, c ? b / c : 0, wk, tw / 1e9 / ws * 100 }'
 }
-med() { sort -n | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else printf "%.3f\n", (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 
 STATS_PREV=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null || echo 0)
 sysctl -qw kernel.bpf_stats_enabled=1 || echo "bench_python: cannot enable bpf stats: BPF time not counted" >&2
 echo "bench_python: $NCPU CPUs, kernel $(uname -r), $NCPU python3.11 busy, ${HZ} Hz, ${SECS}s per run, $REPS pairs"
-: >"$TMP/on" ; : >"$TMP/off"
-for r in $(seq "$REPS"); do
-	order="on off"
-	[ $((r % 2)) -eq 0 ] && order="off on"
-	for m in $order; do
-		res=$(run "$m")
-		echo "$res" >>"$TMP/$m"
-		echo "run $r $m: $res (total% recorder% bpf% samples ns/sample python-walks warm-up-recorder%)"
-	done
-done
-col() { awk -v c="$2" '{ print $c }' "$TMP/$1" | med; }
+bench_pairs on off "total% recorder% bpf% samples ns/sample python-walks warm-up-recorder%"
 for m in on off; do
-	eval "T_$m=$(col $m 1) R_$m=$(col $m 2) K_$m=$(col $m 3) N_$m=$(col $m 4) NS_$m=$(col $m 5) W_$m=$(col $m 6) U_$m=$(col $m 7)"
+	eval "T_$m=$(bench_col $m 1) R_$m=$(bench_col $m 2) K_$m=$(bench_col $m 3) N_$m=$(bench_col $m 4) NS_$m=$(bench_col $m 5) W_$m=$(bench_col $m 6) U_$m=$(bench_col $m 7)"
 done
 ratio=$(awk -v a="$NS_on" -v b="$NS_off" 'BEGIN { printf "%.2f", b ? a / b : 0 }')
 echo "with Python frames: ${T_on}% of a CPU (recorder ${R_on}%, BPF ${K_on}%), ${NS_on} ns per sample, ${W_on} stacks with Python frames"
