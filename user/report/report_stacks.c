@@ -699,8 +699,8 @@ void bt_report_stack_stats(const struct bt_dump *d, FILE *out)
 			c[BT_STKC_PY_CODE_DROPS], c[BT_STKC_PY_UNNAMED], c[BT_STKC_PY_NAMED]);
 	if (c[BT_STKC_NOT_LOADED_FILES])
 		fprintf(out, "    symbols not loaded yet: %" PRIu64 " frames of %" PRIu64
-			     " files were still being read when the dump was written (a trigger's dump does not wait"
-			     " for them, others 15 s at most): unnamed\n",
+			     " files were still being read when the dump was written (its wait for them ran out, or"
+			     " it was a trigger's, which does not wait): unnamed\n",
 			c[BT_STKC_NOT_LOADED_FRAMES], c[BT_STKC_NOT_LOADED_FILES]);
 	else
 		fprintf(out, "    symbols not loaded yet: none (every file was loaded before the dump)\n");
