@@ -23,12 +23,14 @@ workload() { dd if=/dev/zero of=/dev/null bs=1 count="$DD_BYTES" 2>/dev/null; }
 # older events, maybe long before, are gone with their block), which puts
 # it anywhere between 55% and 100% of the history from run to run: too
 # noisy to compare two recorders by.
-retained_events() { "$BT" report --stats "$1" | sed -n 's/^events: *\([0-9]*\) in .*/\1/p'; }
+# stats DUMP: report --stats, read once per dump (1-4 s of a 8 MiB tier)
+stats() { [ -s "$1.stats" ] || "$BT" report --stats "$1" >"$1.stats" 2>&1; cat "$1.stats"; }
+retained_events() { stats "$1" | sed -n 's/^events: *\([0-9]*\) in .*/\1/p'; }
 # window_events DUMP: events in the latest continuous window
-window_events() { "$BT" report --stats "$1" | sed -n 's/^latest continuous window: .*(\([0-9.]*\) s, \([0-9]*\) events).*/\2/p'; }
-seq_gaps() { "$BT" report --stats "$1" | sed -n 's/^ *seq gaps: \([0-9]*\) gaps.*/\1/p'; }
-tier_gaps() { "$BT" report --stats "$1" | sed -n 's/^cold tier: .* \([0-9]*\) gaps (blocks overwritten.*/\1/p'; }
-rb_drops() { "$BT" report --stats "$1" | sed -n 's/^ *ring-buffer reservation failures: \([0-9]*\).*/\1/p'; }
+window_events() { stats "$1" | sed -n 's/^latest continuous window: .*(\([0-9.]*\) s, \([0-9]*\) events).*/\2/p'; }
+seq_gaps() { stats "$1" | sed -n 's/^ *seq gaps: \([0-9]*\) gaps.*/\1/p'; }
+tier_gaps() { stats "$1" | sed -n 's/^cold tier: .* \([0-9]*\) gaps (blocks overwritten.*/\1/p'; }
+rb_drops() { stats "$1" | sed -n 's/^ *ring-buffer reservation failures: \([0-9]*\).*/\1/p'; }
 
 # record NAME ARGS...: dd under a recorder of BUDGET, final dump in $T_TMP/NAME
 record() {
@@ -68,10 +70,10 @@ else
 # the tier holds too: 1.35x expected.
 [ -n "$e_off" ] && [ -n "$e_lz4" ] && [ "$e_lz4" -ge $((e_off * 5 / 4)) ] &&
 	ok "lz4 tier: the gap-free history holds >= 1.25x the events ($e_lz4 vs $e_off)" ||
-	not_ok "lz4 tier history" "$e_lz4 vs $e_off events; $("$BT" report --stats "$d_lz4" 2>&1 | head -12)"
+	not_ok "lz4 tier history" "$e_lz4 vs $e_off events; $(stats "$d_lz4" | head -12)"
 [ -n "$e_zstd" ] && [ -n "$e_off" ] && [ "$e_zstd" -ge $((e_off * 2)) ] &&
 	ok "zstd tier: the gap-free history holds >= 2x the events ($e_zstd vs $e_off)" ||
-	not_ok "zstd tier history" "$e_zstd vs $e_off events; $("$BT" report --stats "$d_zstd" 2>&1 | head -12)"
+	not_ok "zstd tier history" "$e_zstd vs $e_off events; $(stats "$d_zstd" | head -12)"
 
 # ftrace, the same events and memory (per-CPU buffers of BUDGET/CPUs)
 TRACEFS=/sys/kernel/tracing
