@@ -183,15 +183,22 @@ static __always_inline void *bt_begin(__u32 size, __u32 group, __u16 type, int i
 	return bt_begin_at(size, group, type, irqs_off, 0, stp, ringp);
 }
 
-/* Submit ev, standing for n events of group, the last of which has ev's seq. */
-static __always_inline void bt_commit_n(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
-					int irqs_off, __u64 n)
+/* Submit ev with these ring flags, standing for n events of group. */
+static __always_inline void bt_commit_flags(void *ev, struct bt_cpu_state *st, __u32 group, int irqs_off,
+					    __u64 n, __u64 flags)
 {
-	bpf_ringbuf_submit(ev, bt_submit_flags(ring, ((struct bt_event_hdr *)ev)->seq, n));
+	bpf_ringbuf_submit(ev, flags);
 	if (irqs_off)
 		st->emitted[group] += n;
 	else
 		__sync_fetch_and_add(&st->emitted[group], n);
+}
+
+/* Submit ev, standing for n events of group, the last of which has ev's seq. */
+static __always_inline void bt_commit_n(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,
+					int irqs_off, __u64 n)
+{
+	bt_commit_flags(ev, st, group, irqs_off, n, bt_submit_flags(ring, ((struct bt_event_hdr *)ev)->seq, n));
 }
 
 static __always_inline void bt_commit(void *ev, struct bt_cpu_state *st, void *ring, __u32 group,

@@ -269,6 +269,13 @@ int BPF_PROG(handle_sched_process_fork, struct task_struct *parent, struct task_
 	return 0;
 }
 
+/* Set by the drain (drain.c, drain_main) before a long wait on a quiet
+ * machine, cleared by it after: an exec then wakes it (and clears it, so a
+ * burst of execs wakes it once), and a new program's files are opened
+ * while it runs, as on a busy machine. A plain flag: a wakeup missed or
+ * doubled costs latency, never an event. */
+__u32 drain_asleep = 0;
+
 SEC("tp_btf/sched_process_exec")
 int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	     struct linux_binprm *bprm)
@@ -276,6 +283,7 @@ int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	struct bt_cpu_state *st;
 	void *ring;
 	struct bt_ev_task *e = bt_begin_task(BT_EV_PROCESS_EXEC, &st, &ring);
+	__u64 flags;
 
 	if (!e)
 		return 0;
@@ -283,7 +291,12 @@ int BPF_PROG(handle_sched_process_exec, struct task_struct *p, pid_t old_pid,
 	e->tgid = p->tgid;
 	if (bpf_probe_read_kernel(e->comm, sizeof(e->comm), p->comm))
 		__builtin_memset(e->comm, 0, sizeof(e->comm));
-	bt_commit(e, st, ring, BT_GROUP_SCHED, BT_IRQS_ON);
+	flags = bt_submit_flags(ring, e->h.seq, 1);
+	if (drain_asleep) {
+		drain_asleep = 0;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bt_commit_flags(e, st, BT_GROUP_SCHED, BT_IRQS_ON, 1, flags);
 	return 0;
 }
 

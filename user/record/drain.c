@@ -338,9 +338,31 @@ void bt_loader_set_pass_hook(struct bt_loader *l, bt_pass_hook fn, void *ctx)
 	l->pass_ctx = ctx;
 }
 
+/* On a quiet machine the wait between passes doubles from drain_ms up to
+ * this: a pass costs ~90 us of a CPU on a VM (the wakeup, epoll, the
+ * pass's bookkeeping), and 50 passes a second were half an idle
+ * recorder's CPU. Nothing needs the short period there: a ring past
+ * wakeup_bytes, a flush (a dump, the stop: bt_rings_wake) and an exec
+ * (drain_asleep, record.bpf.c) end a wait at once. */
+#define DRAIN_IDLE_MS 200u
+/* A pass of at least this many records keeps the next wait at drain_ms. */
+#define DRAIN_BUSY_RECORDS 256u
+
+/* The wait after a pass: drain_ms after a busy pass, a flush or an exec,
+ * else twice the last, at most DRAIN_IDLE_MS. */
+static unsigned next_wait(const struct bt_drain *d, unsigned wait, uint64_t records, int woken)
+{
+	unsigned lo = d->l->drain_ms, hi = lo > DRAIN_IDLE_MS ? lo : DRAIN_IDLE_MS;
+
+	if (records >= DRAIN_BUSY_RECORDS || woken)
+		return lo;
+	return wait >= hi / 2 ? hi : wait * 2;
+}
+
 static void *drain_main(void *arg)
 {
 	struct bt_drain *d = arg;
+	unsigned wait = d->l->drain_ms;
 	int ret;
 
 	pthread_setname_np(pthread_self(), "btrace-drain");
@@ -350,9 +372,16 @@ static void *drain_main(void *arg)
 	bt_thread_nice(DRAIN_NICE, "drain thread");
 	/* Pairs with the release store in bt_loader_stop(). */
 	while (!atomic_load_explicit(&d->stop, memory_order_acquire)) {
-		uint64_t req, horizon;
+		uint64_t req, horizon, records;
+		int long_wait = wait > d->l->drain_ms, exec_seen = 0;
 
-		ret = bt_rings_poll(d->rb, (int)d->l->drain_ms);
+		/* Relaxed both ways: a plain flag the exec program reads and
+		 * clears (record.bpf.c's drain_asleep); a race costs a wakeup. */
+		if (long_wait)
+			__atomic_store_n(&d->l->skel->bss->drain_asleep, 1, __ATOMIC_RELAXED);
+		ret = bt_rings_poll(d->rb, (int)wait);
+		if (long_wait)
+			exec_seen = !__atomic_exchange_n(&d->l->skel->bss->drain_asleep, 0, __ATOMIC_RELAXED);
 		if (ret < 0 && ret != -EINTR) {
 			bt_warn("ring buffer poll failed: %s", strerror(-ret));
 			usleep(d->l->drain_ms * 1000);
@@ -365,7 +394,11 @@ static void *drain_main(void *arg)
 		/* A poll that timed out consumed nothing: events are submitted
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
-		bt_rings_consume(d->rb, drain_sample, d);
+		records = bt_rings_consume(d->rb, drain_sample, d);
+		wait = next_wait(d, wait, records, exec_seen || req != d->flush_done);
+		if (exec_seen && ret > 0) /* its forced wakeup, not the timeout, ended the wait */
+			bump(&d->exec_wakes);
+		atomic_store_explicit(&d->wait_ms, wait, memory_order_relaxed); /* for ctl status */
 		if (req != d->flush_done) /* a dump: with the calls in progress */
 			land_held_enters(d);
 		flush_batch(d);
@@ -498,6 +531,8 @@ int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
 
 		pthread_mutex_lock(&d->lock);
 		want = ++d->flush_req;
+		if (d->running) /* the pass now, not after its wait (stop frees rb after running = 0) */
+			bt_rings_wake(d->rb);
 		while (d->flush_done < want && d->running && !ret)
 			if (pthread_cond_timedwait(&d->cond, &d->lock, &deadline) == ETIMEDOUT)
 				ret = -ETIMEDOUT;

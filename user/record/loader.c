@@ -21,8 +21,10 @@
  * owns a range of rings in one epoll set (ringbuf.c, a batch consumer that
  * publishes its position once per batch instead of once per record); it
  * waits up to drain_ms (less when a program forced a wakeup because its
- * CPU's ring passed the fill threshold), then consumes every ring, since a
- * timed-out wait consumes nothing. One drain thread today.
+ * CPU's ring passed the fill threshold, or a flush woke it), then consumes
+ * every ring, since a timed-out wait consumes nothing. On a quiet machine
+ * the wait grows to DRAIN_IDLE_MS (drain.c), an exec ending it early. One
+ * drain thread today.
  *
  * Task events: rings are consumed one after the other, so a pass sees the
  * events of different CPUs out of time order (a fork on CPU 1, the child's
@@ -725,6 +727,7 @@ void bt_loader_stop(struct bt_loader *l)
 
 		if (d->running) {
 			atomic_store_explicit(&d->stop, 1, memory_order_release);
+			bt_rings_wake(d->rb); /* not after the drain's wait */
 			pthread_join(d->thread, NULL);
 			pthread_mutex_lock(&d->lock);
 			d->running = 0;
@@ -758,7 +761,10 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
 		st->rejected += atomic_load_explicit(&d->rejected, memory_order_relaxed);
 		st->malformed += atomic_load_explicit(&d->malformed, memory_order_relaxed);
 		st->wakeups += atomic_load_explicit(&d->wakeups, memory_order_relaxed);
+		st->exec_wakes += atomic_load_explicit(&d->exec_wakes, memory_order_relaxed);
+		st->wait_ms = atomic_load_explicit(&d->wait_ms, memory_order_relaxed);
 	}
+	st->drain_ms = l->drain_ms;
 }
 
 int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_t *emitted,

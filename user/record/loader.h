@@ -61,6 +61,9 @@ struct bt_drain_stats {
 	uint64_t rejected;  /* refused by bt_write() (e.g. -EMSGSIZE) */
 	uint64_t malformed; /* too short, or a CPU out of range: dropped */
 	uint64_t wakeups;   /* drain passes */
+	uint64_t exec_wakes; /* long waits an exec ended (drain.c: DRAIN_IDLE_MS) */
+	uint32_t wait_ms;   /* the drain's wait now (loader drain_ms while events flow) */
+	uint32_t drain_ms;
 };
 
 struct bt_loader;

@@ -55,7 +55,8 @@ struct bt_drain {
 	pthread_cond_t cond;
 	uint64_t flush_req, flush_done;
 	/* Written by the drain thread only (plain load+store), read by others. */
-	_Atomic uint64_t events, rejected, malformed, wakeups;
+	_Atomic uint64_t events, rejected, malformed, wakeups, exec_wakes;
+	_Atomic uint32_t wait_ms; /* the current wait between passes */
 };
 
 struct bt_loader {

@@ -20,12 +20,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #define RB_BUSY (1u << 31)
 #define RB_DISCARD (1u << 30)
 #define RB_HDR 8u
+#define WAKE_TAG UINT64_MAX /* the wake eventfd's epoll data (rings: their index) */
 
 struct ring {
 	int fd;
@@ -38,6 +40,7 @@ struct ring {
 
 struct bt_rings {
 	int epfd;
+	int wakefd; /* eventfd: bt_rings_wake() ends a wait early */
 	size_t n;
 	size_t page;
 	struct ring *r;
@@ -56,6 +59,8 @@ void bt_rings_free(struct bt_rings *rs)
 	}
 	if (rs->epfd >= 0)
 		close(rs->epfd);
+	if (rs->wakefd >= 0)
+		close(rs->wakefd);
 	free(rs->r);
 	free(rs->evs);
 	free(rs);
@@ -69,10 +74,10 @@ struct bt_rings *bt_rings_new(const int *fds, size_t n, uint64_t size, char *err
 		errno = ENOMEM;
 		return NULL;
 	}
-	rs->epfd = -1;
+	rs->epfd = rs->wakefd = -1;
 	rs->page = (size_t)sysconf(_SC_PAGESIZE);
 	rs->r = calloc(n ? n : 1, sizeof(*rs->r));
-	rs->evs = calloc(n ? n : 1, sizeof(*rs->evs));
+	rs->evs = calloc(n + 1, sizeof(*rs->evs));
 	if (!rs->r || !rs->evs || (size & (size - 1)) || size < rs->page) {
 		e = rs->r && rs->evs ? EINVAL : ENOMEM;
 		snprintf(err, errlen, "ring buffers: bad size %llu", (unsigned long long)size);
@@ -82,6 +87,13 @@ struct bt_rings *bt_rings_new(const int *fds, size_t n, uint64_t size, char *err
 	if (rs->epfd < 0) {
 		e = errno;
 		snprintf(err, errlen, "epoll_create1: %s", strerror(e));
+		goto fail;
+	}
+	rs->wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct epoll_event wev = { .events = EPOLLIN, .data.u64 = WAKE_TAG };
+	if (rs->wakefd < 0 || epoll_ctl(rs->epfd, EPOLL_CTL_ADD, rs->wakefd, &wev) < 0) {
+		e = errno;
+		snprintf(err, errlen, "eventfd for the drain's wakeups: %s", strerror(e));
 		goto fail;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -122,8 +134,27 @@ fail:
 
 int bt_rings_poll(struct bt_rings *rs, int timeout_ms)
 {
-	int k = epoll_wait(rs->epfd, rs->evs, (int)(rs->n ? rs->n : 1), timeout_ms);
-	return k < 0 ? -errno : k;
+	int k = epoll_wait(rs->epfd, rs->evs, (int)rs->n + 1, timeout_ms);
+
+	if (k < 0)
+		return -errno;
+	for (int i = 0; i < k; i++) {
+		uint64_t v;
+
+		if (rs->evs[i].data.u64 == WAKE_TAG && read(rs->wakefd, &v, sizeof(v)) < 0) {
+			/* EAGAIN: an earlier poll took it */
+		}
+	}
+	return k;
+}
+
+void bt_rings_wake(struct bt_rings *rs)
+{
+	uint64_t one = 1;
+
+	if (write(rs->wakefd, &one, sizeof(one)) < 0) {
+		/* EAGAIN (the counter full) leaves it readable: the wait ends all the same */
+	}
 }
 
 static uint64_t consume_ring(struct ring *r, bt_ring_cb cb, void *ctx)

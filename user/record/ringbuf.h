@@ -26,8 +26,12 @@ struct bt_rings *bt_rings_new(const int *fds, size_t n, uint64_t size, char *err
 void bt_rings_free(struct bt_rings *rs);
 
 /* Wait up to timeout_ms for a ring to signal data (a BPF program asked for
- * a wakeup). Returns rings ready (0 on timeout) or -errno. */
+ * a wakeup) or for bt_rings_wake(). Returns what ended the wait (0 on
+ * timeout) or -errno. */
 int bt_rings_poll(struct bt_rings *rs, int timeout_ms);
+
+/* End the current or the next bt_rings_poll() at once; any thread. */
+void bt_rings_wake(struct bt_rings *rs);
 
 /* Hand every committed record of every ring to cb (data, len), oldest
  * first per ring. Returns records consumed. */

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# test_drain_idle.sh - the drain's wait between passes (drain.c, issue 40's
+# idle recorder): 20 ms while events flow, doubling to 200 ms on a quiet
+# machine, where 50 passes a second were half of an idle recorder's CPU
+# (its wakeups and the off-CPU stacks they cost the BPF side). Checked on a
+# recorder with its defaults, with `ctl status`'s drain line:
+#   1. quiet: fewer than 20 passes a second (50 at a fixed period; each
+#      `ctl status` and `sleep` here is an exec that ends a wait);
+#   2. an exec ends a long wait (record.bpf.c's drain_asleep): five
+#      processes started 0.6 s apart, each ending one;
+#   3. a flood of events (pingpong) keeps the 20 ms period;
+#   4. a ctl dump on the quiet recorder is written (its flush wakes the
+#      drain) and holds the events of a process that ran just before it.
+# Needs root; prints TAP lines.
+# shellcheck disable=SC2015
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+. tests/lib.sh
+need_root "drain period tests"
+[ -x "$TB/pingpong" ] || { not_ok "build: $TB/pingpong exists" "run make first"; finish; exit 1; }
+SOCK=$T_TMP/ctl.sock
+
+# drain FIELD: from ctl status's drain line, "passes" or "execs"
+drain() {
+	"$BT" ctl --ctl "$SOCK" status 2>/dev/null | awk -v f="$1" '/^drain: / {
+		if (f == "passes") print $2; else for (i = 2; i < NF; i++) if ($i == "quiet" && $(i + 1) == "waits") print $(i - 1) }'
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+if ! rec_start "$T_TMP/rec.log" -o "$T_TMP/out" --ctl "$SOCK" --no-final-dump; then
+	not_ok "recorder starts with its defaults" "$(cat "$T_TMP/rec.log")"
+	finish
+	exit 1
+fi
+line=$("$BT" ctl --ctl "$SOCK" status 2>&1 | grep '^drain: ')
+[ -n "$line" ] && ok "ctl status has the drain line" || not_ok "ctl status has the drain line"
+diag "$line"
+
+# ---- 1. quiet ----------------------------------------------------------------------------
+sleep 2
+p0=$(drain passes) t0=$(now_ms)
+sleep 4
+p1=$(drain passes) t1=$(now_ms)
+rate=$(((p1 - p0) * 1000 / (t1 - t0)))
+[ -n "$p0" ] && [ "$rate" -lt 20 ] && ok "quiet: $rate passes a second (< 20)" ||
+	not_ok "quiet: $rate passes a second ($p0 -> $p1 in $((t1 - t0)) ms; want < 20)"
+
+# ---- 2. an exec ends a long wait ----------------------------------------------------------
+e0=$(drain execs)
+for _ in 1 2 3 4 5; do
+	sleep 0.6 # an exec itself; the drain's wait is long again after 0.3 s
+	/bin/true
+done
+e1=$(drain execs)
+[ -n "$e0" ] && [ $((e1 - e0)) -ge 5 ] && ok "execs ended $((e1 - e0)) quiet waits (>= 5)" ||
+	not_ok "execs ended $((e1 - e0)) quiet waits ($e0 -> $e1; want >= 5)"
+
+# ---- 3. a flood keeps the short period --------------------------------------------------------
+"$TB/pingpong" -n 100000000 -a bt-dping -b bt-dpong >/dev/null 2>&1 &
+PP=$!
+T_PIDS+=("$PP")
+sleep 1
+p0=$(drain passes) t0=$(now_ms)
+sleep 2
+p1=$(drain passes) t1=$(now_ms)
+kill "$PP" 2>/dev/null
+wait "$PP" 2>/dev/null
+rate=$(((p1 - p0) * 1000 / (t1 - t0)))
+[ "$rate" -ge 30 ] && ok "a flood of events: $rate passes a second (>= 30)" ||
+	not_ok "a flood of events: $rate passes a second ($p0 -> $p1; want >= 30)"
+
+# ---- 4. a dump on the quiet recorder ------------------------------------------------------
+sleep 1
+"$TB/pingpong" -n 2000 -a bt-qping -b bt-qpong >/dev/null 2>&1
+if "$BT" ctl --ctl "$SOCK" dump >"$T_TMP/dump.out" 2>&1; then
+	f=$(ls -t "$T_TMP"/out/*.btd 2>/dev/null | head -1)
+	n=$("$BT" report "$f" 2>/dev/null | grep -c 'bt-qping')
+	[ "$n" -gt 0 ] && ok "ctl dump when quiet holds the process that ran before it ($n events)" ||
+		not_ok "ctl dump when quiet holds the process that ran before it" "$(cat "$T_TMP/dump.out")"
+else
+	not_ok "ctl dump when quiet" "$(cat "$T_TMP/dump.out")"
+fi
+rec_stop "$REC_PID"
+finish
