@@ -9,8 +9,12 @@
 #   2. an exec ends a long wait (record.bpf.c's drain_asleep): five
 #      processes started 0.6 s apart, each ending one;
 #   3. a flood of events (pingpong) keeps the 20 ms period;
-#   4. a ctl dump on the quiet recorder is written (its flush wakes the
-#      drain) and holds the events of a process that ran just before it.
+#   4. a ctl dump on the quiet recorder holds the events of a process that
+#      ran just before it;
+#   5. a dump's flush does not wait for the quiet period: three SIGUSR1
+#      dumps 1.2 s apart (no exec in between, which would end the wait
+#      itself) each find the drain within 50 ms (the log's "after X ms
+#      for the drain"; without the eventfd each would wait 0-200 ms).
 # Needs root; prints TAP lines.
 # shellcheck disable=SC2015
 set -u
@@ -80,5 +84,21 @@ if "$BT" ctl --ctl "$SOCK" dump >"$T_TMP/dump.out" 2>&1; then
 else
 	not_ok "ctl dump when quiet" "$(cat "$T_TMP/dump.out")"
 fi
+# ---- 5. a flush ends a quiet wait -----------------------------------------------------------
+mkfifo "$T_TMP/never"
+exec 9<>"$T_TMP/never" # read -t on it: a pause without an exec
+slow=""
+for i in 1 2 3; do
+	read -rt 1.2 -u 9
+	kill -USR1 "$REC_PID"
+	read -rt 0.5 -u 9 # the flush is done by then; wait_for's execs would end the wait too
+	wait_for 20 sh -c "[ \$(grep -c 'for the drain' '$T_TMP/rec.log') -ge $((i + 1)) ]" || slow="$slow no dump $i;"
+done
+exec 9>&-
+ms=$(grep -o 'after [0-9.]* ms for the drain' "$T_TMP/rec.log" | tail -3 | awk '{ print $2 }' | tr '\n' ' ')
+diag "the last three dumps' flushes: $ms ms"
+for m in $ms; do awk -v m="$m" 'BEGIN { exit !(m < 50) }' || slow="$slow $m ms;"; done
+[ -z "$slow" ] && [ -n "$ms" ] && ok "SIGUSR1 dumps when quiet: the drain flushed within 50 ms ($ms)" ||
+	not_ok "SIGUSR1 dumps when quiet: the drain's flush" "$slow $(tail -3 "$T_TMP/rec.log")"
 rec_stop "$REC_PID"
 finish

@@ -347,14 +347,24 @@ void bt_loader_set_pass_hook(struct bt_loader *l, bt_pass_hook fn, void *ctx)
 #define DRAIN_IDLE_MS 200u
 /* A pass of at least this many records keeps the next wait at drain_ms. */
 #define DRAIN_BUSY_RECORDS 256u
+/* So does a pass whose events filled this share of the buffer's blocks or
+ * more (1/16): in a small buffer the stack table's reclaim and the cold
+ * tier's nudges, both made per pass, must see it turn over in steps. */
+#define DRAIN_BUSY_TURNOVER 16u
 
 /* The wait after a pass: drain_ms after a busy pass, a flush or an exec,
- * else twice the last, at most DRAIN_IDLE_MS. */
-static unsigned next_wait(const struct bt_drain *d, unsigned wait, uint64_t records, int woken)
+ * else twice the last, at most DRAIN_IDLE_MS. Always drain_ms where no
+ * exec can end a quiet wait (the exec program not attached: the sched
+ * group off) and where the drain finds uprobe triggers' hits (the hook):
+ * a hit must not wait 200 ms for its dump. */
+static unsigned next_wait(const struct bt_drain *d, unsigned wait, uint64_t records, uint64_t blocks,
+			  int woken)
 {
-	unsigned lo = d->l->drain_ms, hi = lo > DRAIN_IDLE_MS ? lo : DRAIN_IDLE_MS;
+	const struct bt_loader *l = d->l;
+	unsigned lo = l->drain_ms, hi = lo > DRAIN_IDLE_MS ? lo : DRAIN_IDLE_MS;
 
-	if (records >= DRAIN_BUSY_RECORDS || woken)
+	if (records >= DRAIN_BUSY_RECORDS || blocks * DRAIN_BUSY_TURNOVER >= d->nblocks || woken ||
+	    !l->exec_ends_waits || l->hook || !l->skel->bss)
 		return lo;
 	return wait >= hi / 2 ? hi : wait * 2;
 }
@@ -363,6 +373,7 @@ static void *drain_main(void *arg)
 {
 	struct bt_drain *d = arg;
 	unsigned wait = d->l->drain_ms;
+	uint64_t blocks_seen = 0;
 	int ret;
 
 	pthread_setname_np(pthread_self(), "btrace-drain");
@@ -375,8 +386,10 @@ static void *drain_main(void *arg)
 		uint64_t req, horizon, records;
 		int long_wait = wait > d->l->drain_ms, exec_seen = 0;
 
-		/* Relaxed both ways: a plain flag the exec program reads and
-		 * clears (record.bpf.c's drain_asleep); a race costs a wakeup. */
+		/* Relaxed both ways: a plain flag; its partners are the exec
+		 * program's read and clear (record.bpf.c, drain_asleep), and a
+		 * race costs a wakeup or a wait, never an event. long_wait
+		 * implies skel->bss (next_wait). */
 		if (long_wait)
 			__atomic_store_n(&d->l->skel->bss->drain_asleep, 1, __ATOMIC_RELAXED);
 		ret = bt_rings_poll(d->rb, (int)wait);
@@ -395,16 +408,16 @@ static void *drain_main(void *arg)
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
 		records = bt_rings_consume(d->rb, drain_sample, d);
-		wait = next_wait(d, wait, records, exec_seen || req != d->flush_done);
 		if (exec_seen && ret > 0) /* its forced wakeup, not the timeout, ended the wait */
 			bump(&d->exec_wakes);
-		atomic_store_explicit(&d->wait_ms, wait, memory_order_relaxed); /* for ctl status */
 		if (req != d->flush_done) /* a dump: with the calls in progress */
 			land_held_enters(d);
 		flush_batch(d);
 		struct bt_stats bs;
 		bt_buffer_stats(d->l->buf, &bs);
 		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		uint64_t pass_blocks = bs.blocks_used - blocks_seen; /* handed out since the last pass */
+		blocks_seen = bs.blocks_used;
 		d->nblocks = bs.nblocks;
 		if (d->l->cold) /* the compressor, before writers come round to these blocks */
 			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
@@ -414,8 +427,10 @@ static void *drain_main(void *arg)
 		/* copies whose tables came: before a dump copies the table */
 		bt_stack_copies_pass(d->l->copies, d->l->stacks, req != d->flush_done);
 		apply_task_events(d, horizon);
-		if (d->l->pass_hook)
-			d->l->pass_hook(d->l->pass_ctx);
+		int hook_busy = d->l->pass_hook ? d->l->pass_hook(d->l->pass_ctx) : 0;
+		wait = next_wait(d, wait, records, pass_blocks, exec_seen || hook_busy || req != d->flush_done);
+		/* Relaxed: a number for ctl status, read by bt_loader_drain_stats. */
+		atomic_store_explicit(&d->wait_ms, wait, memory_order_relaxed);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
 			pthread_mutex_lock(&d->lock);
@@ -531,7 +546,11 @@ int bt_loader_flush(struct bt_loader *l, unsigned timeout_ms)
 
 		pthread_mutex_lock(&d->lock);
 		want = ++d->flush_req;
-		if (d->running) /* the pass now, not after its wait (stop frees rb after running = 0) */
+		/* The pass now, not after the drain's wait. Written under the
+		 * lock after ++flush_req; the drain reads flush_req under it
+		 * after its poll returns, so the pass this wake starts sees the
+		 * request. Only while running: stop frees rb after running = 0. */
+		if (d->running)
 			bt_rings_wake(d->rb);
 		while (d->flush_done < want && d->running && !ret)
 			if (pthread_cond_timedwait(&d->cond, &d->lock, &deadline) == ETIMEDOUT)

@@ -606,6 +606,8 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 			continue;
 		}
 		l->links[l->nlinks++] = link;
+		if (prog == l->skel->progs.handle_sched_process_exec)
+			l->exec_ends_waits = 1;
 		if (prog == l->skel->progs.handle_unwind_exec_maps || prog == l->skel->progs.handle_unwind_mmap)
 			unwind_hooks++;
 		d = find_desc(bpf_program__name(prog));
@@ -731,6 +733,9 @@ void bt_loader_stop(struct bt_loader *l)
 			pthread_join(d->thread, NULL);
 			pthread_mutex_lock(&d->lock);
 			d->running = 0;
+			/* a flush asked after the drain's last pass: it returns now,
+			 * not at its deadline (it tests running) */
+			pthread_cond_broadcast(&d->cond);
 			pthread_mutex_unlock(&d->lock);
 		}
 		bt_rings_free(d->rb);

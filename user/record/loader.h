@@ -155,10 +155,11 @@ struct bt_cold;
 void bt_loader_set_cold(struct bt_loader *l, struct bt_cold *cold);
 
 /* Called by the drain thread after each pass (the unwinder's kick: it
- * sleeps until then instead of polling); fn NULL: none. Set before
+ * sleeps until then instead of polling); fn NULL: none. It returns 1 when
+ * the pass gave it work: the drain then keeps its short period. Set before
  * bt_loader_start(); what ctx points to must outlive the drain
  * (bt_loader_stop). */
-typedef void (*bt_pass_hook)(void *ctx);
+typedef int (*bt_pass_hook)(void *ctx);
 void bt_loader_set_pass_hook(struct bt_loader *l, bt_pass_hook fn, void *ctx);
 
 /* Runs the kernel skipped of each of the recorder's tracepoint programs

@@ -742,10 +742,11 @@ static int create_buffer(struct recorder *r)
 	return 0;
 }
 
-/* The drain's pass hook: the unwinder serves what the pass's samples asked for. */
-static void kick_unwinder(void *u)
+/* The drain's pass hook: the unwinder serves what the pass's samples asked
+ * for; while they ask, the drain keeps its short period. */
+static int kick_unwinder(void *u)
 {
-	bt_unwinder_kick(u);
+	return bt_unwinder_kick(u);
 }
 
 /* The unwinder's thread, when user stacks are walked with unwind tables. */

@@ -1027,22 +1027,23 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 	free(u);
 }
 
-void bt_unwinder_kick(struct bt_unwinder *u)
+int bt_unwinder_kick(struct bt_unwinder *u)
 {
 	uint64_t seq;
 
 	if (!u || !u->want_seq)
-		return;
+		return 0;
 	/* Relaxed: only whether to wake; the worker's acquire load pairs with
 	 * the BPF side's add. */
 	seq = __atomic_load_n(u->want_seq, __ATOMIC_RELAXED);
 	if (seq == u->kicked_seq)
-		return;
+		return 0;
 	u->kicked_seq = seq;
 	pthread_mutex_lock(&u->lock);
 	u->kicked = 1;
 	pthread_cond_signal(&u->wake);
 	pthread_mutex_unlock(&u->lock);
+	return 1;
 }
 
 /* Entries in a hash map right now (keys of key_size bytes), at most max. */

@@ -78,9 +78,9 @@ struct bt_unwind_maps {
 struct bt_unwinder *bt_unwinder_start(const struct bt_unwind_maps *maps, struct bt_unwind_cache *cache);
 void bt_unwinder_stop(struct bt_unwinder *u);
 /* One thread at a time (the drain, after each pass; NULL-safe): wake the
- * worker if the BPF side asked for processes since the last kick. Without
- * kicks it looks every second. */
-void bt_unwinder_kick(struct bt_unwinder *u);
+ * worker if the BPF side asked for processes since the last kick (1), else
+ * 0. Without kicks it looks every second. */
+int bt_unwinder_kick(struct bt_unwinder *u);
 /* Any thread. */
 void bt_unwinder_stats(struct bt_unwinder *u, struct bt_unwinder_stats *s);
 /* A path the file (dev, ino) was opened by for its table, into buf: 0, or
