@@ -84,8 +84,8 @@ struct bt_loader {
 	int *sample_fds;                /* [ncpus] perf events, -1 none */
 	int sampling_refused;           /* errno of a perf event refused by policy, 0: none */
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
-	int exec_ends_waits; /* the exec program is attached: it ends the drain's quiet waits */
 	void *hook_ctx;
+	int exec_ends_waits; /* the exec program is attached: it ends the drain's quiet waits */
 	struct bt_live *live; /* what the buffer holds, for `ctl status` */
 };
 
