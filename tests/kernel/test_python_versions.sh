@@ -17,7 +17,7 @@
 #     Python frame (E P E P E P, E the native frame, P a Python one), 3.11+
 #     once for <module>, main and seventy (E P P P);
 #   - each Python frame names the line it runs (from the code's line
-#     table): seventy's its loop (lines 16-18), main's its call (40);
+#     table): seventy's its loop (lines 16-18), main's its call (43);
 #   - with --no-python-frames: none, and ctl status says the walk is off.
 # Needs root and /usr/bin/python3.11. Prints TAP lines.
 set -u
@@ -131,17 +131,17 @@ if rec_start "$T_TMP/split.log" --sample 499 --comm btpy -o "$T_TMP/split" -m 32
 			not_ok "$label: _start ... $want in $so% of seventy's $sn samples (most of the others: ${top:-})" \
 				"$(grep "split_$label.py" "$T_TMP/split.folded" | grep ';seventy (' | sort -t' ' -k2 | head -2 | cut -c1-900)"
 		fi
-		# the lines being run: seventy's in its loop (16-18), main's at its call (40)
+		# the lines being run: seventy's in its loop (16-18), main's at its call (43)
 		read -r ln lok ltop <<<"$(awk -v f="split_$label.py:" 'index($0, f) && /;seventy \(/ {
 			s = $0; sub(/.*;seventy \([^;]*:/, "", s); sub(/\).*/, "", s)
 			m = $0; sub(/.*;main \([^;]*:/, "", m); sub(/\).*/, "", m)
-			t += $NF; if (s >= 16 && s <= 18 && m == 40) g += $NF; else seen["seventy:" s ",main:" m] += $NF }
+			t += $NF; if (s >= 16 && s <= 18 && m == 43) g += $NF; else seen["seventy:" s ",main:" m] += $NF }
 			END { b = ""; x = 0; for (k in seen) if (seen[k] > x) { x = seen[k]; b = k }
 				printf "%d %.1f %s\n", t, t ? 100 * g / t : 0, b ? b : "-" }' "$T_TMP/split.folded")"
 		if [ "${ln:-0}" -ge 50 ] && awk -v o="$lok" 'BEGIN { exit !(o >= 95) }'; then
-			ok "$label: the lines run: seventy's loop (16-18) under main's call (40) in $lok% of $ln samples"
+			ok "$label: the lines run: seventy's loop (16-18) under main's call (43) in $lok% of $ln samples"
 		else
-			not_ok "$label: seventy at 16-18 under main at 40 in $lok% of $ln samples (most of the others: ${ltop:-})"
+			not_ok "$label: seventy at 16-18 under main at 43 in $lok% of $ln samples (most of the others: ${ltop:-})"
 		fi
 		diag "$label: $n samples, $walked walked: a Python frame in $pyp% of those; seventy $sev% of seventy+thirty; hashlib under thirty in $hu% of $hn"
 		if [ "${walked:-0}" -ge 100 ] && awk -v s="$sev" -v p="$pyp" 'BEGIN { exit !(s >= 65 && s <= 75 && p >= 95) }'; then
