@@ -795,11 +795,19 @@ def us_text_ns(t):
 
 def check_json_numbers(evs, samples):
     """Timestamps exact to the ns in the shortest form ("7000001", ".25", never
-    ".000" or ".250"); a duration read by both kinds of reader ends at the
-    same place (trace processor: ts_ns + llround(dur * 1000); Chrome and
-    speedscope: ts + dur in doubles, which must be that end's double) in the
-    shortest such text (no "%.kf" with fewer decimals would do)."""
+    ".000" or ".250"); a duration read by every kind of reader ends at the
+    same place: trace processor at ts_ns + llround(dur * 1000); Chrome at
+    ts + dur in doubles, and speedscope at (ts - base) + dur, base its
+    thread's first ts (speedscope's import subtracts it): both that end's
+    double only where dur is exactly b - a. In the shortest such text (of
+    the exact short decimal, then 15 to 17 significant digits)."""
     bad_ts, bad_dur, ndur = [], [], 0
+    base = {}
+    for e in evs:
+        if "ts" in e and e.get("ph") in ("B", "E", "X"):
+            k = (e.get("pid"), e.get("tid"))
+            v = float(getattr(e["ts"], "text", None) or str(e["ts"]))
+            base[k] = min(base.get(k, v), v)
     for e in list(evs) + list(samples):
         if "ts" not in e:
             continue
@@ -815,20 +823,55 @@ def check_json_numbers(evs, samples):
         x = float(dt)
         end_ns = ns + llround(x * 1000.0)
         a, b = ns / 1000.0, end_ns / 1000.0
-        if a + x != b:
-            bad_dur.append("ts %s dur %s: Chrome ends at %r, trace processor at %d ns" % (t, dt, a + x, end_ns))
+        o = base.get((e.get("pid"), e.get("tid")), a)
+        if a + x != b or (a - o) + x != b - o:
+            bad_dur.append("ts %s dur %s: Chrome ends at %r, speedscope at %r + base, trace processor at %d ns" %
+                           (t, dt, a + x, (a - o) + x, end_ns))
             continue
         d = b - a
-        for k in range(10):
-            c = "%.*f" % (k, d)
-            if a + float(c) == b and llround(float(c) * 1000.0) == end_ns - ns:
+        f = (end_ns - ns) % 1000
+        k0 = 0 if not f else 3 if f % 10 else 2 if f % 100 else 1
+        for c in ["%.*f" % (k0, d)] + ["%.*g" % (k, d) for k in (15, 16, 17)]:
+            if float(c) == d:
                 if len(c) < len(dt):
                     bad_dur.append("ts %s dur %s: %s says the same" % (t, dt, c))
                 break
     result(not bad_ts, "timestamps exact to the ns in the shortest form (%d)" % (len(evs) + len(samples)),
            ", ".join(bad_ts[:5]))
-    result(not bad_dur, "durations end where both readers agree, in the shortest text (%d)" % ndur,
+    result(not bad_dur, "durations end where every reader agrees, in the shortest text (%d)" % ndur,
            "; ".join(bad_dur[:3]))
+
+
+def check_json_speedscope(doc):
+    """speedscope's reading of the sampling members, replayed (its Chrome
+    trace import, 1.25): where "samples" and "stackFrames" are there it
+    draws them and none of the slices, so an empty list opened a blank page;
+    per (pid, tid) in the list's order it weighs each sample by the time to
+    the next (the last: 0; a negative weight aborts the import). So: no
+    empty sampling members; per thread, times never go back; every thread
+    with a sample ends on a weight-0 "not_sampled" (else its last sample,
+    and a thread with one sample, counted nothing)."""
+    if "samples" not in doc and "stackFrames" not in doc:
+        result(True, "speedscope: no sampling members, the slices are drawn")
+        return
+    samples = doc.get("samples") or []
+    result(bool(samples), "speedscope: the sampling members hold %d samples" % len(samples),
+           "empty: speedscope opens a blank page")
+    per = defaultdict(list)
+    for smp in samples:
+        per[(smp.get("pid"), smp.get("tid"))].append(smp)
+    back, unclosed, kinds = [], [], defaultdict(int)
+    for k, lst in per.items():
+        for a, b in zip(lst, lst[1:]):
+            if float(b["ts"]) < float(a["ts"]):
+                back.append("%s: %s then %s" % (k, a["ts"], b["ts"]))
+        if lst[-1].get("name") != "not_sampled" or lst[-1].get("weight") != 0 or "sf" in lst[-1]:
+            unclosed.append("%s ends on %s at %s" % (k, lst[-1].get("name"), lst[-1].get("ts")))
+        for smp in lst:
+            kinds[smp.get("name")] += 1
+    result(not back, "speedscope: each thread's samples in time order (%d threads)" % len(per), "; ".join(back[:3]))
+    result(not unclosed, "speedscope: each thread's samples end on a not_sampled of weight 0 (%d closers)" %
+           kinds["not_sampled"], "; ".join(unclosed[:3]))
 
 
 def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):
@@ -846,6 +889,7 @@ def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None,
     if not isinstance(evs, list):
         return
     check_json_numbers(evs, doc.get("samples") or [])
+    check_json_speedscope(doc)
     counts = defaultdict(int)
     tnames = {}
     pnames = {}
@@ -1083,6 +1127,8 @@ def check_json_stacks(path, nsamples, nlost=None, noffcpu=None):
     counts = defaultdict(int)
     for smp in samples:
         counts[smp.get("name")] += 1
+        if smp.get("name") == "not_sampled":  # speedscope's closer: no stack (check_json_speedscope)
+            continue
         r = root_of(smp.get("sf"))
         if r is None:
             bad.append("sample at %s: frame %s unresolved" % (smp.get("ts"), smp.get("sf")))

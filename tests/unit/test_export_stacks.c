@@ -320,11 +320,21 @@ static void test_filter(void)
 		CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "convert: %s", err);
 		CHECK(st.events == 3 && st.per_type[BT_EV_CPU_SAMPLE] == 3, "format %d: %" PRIu64 " events in the window", k,
 		      st.events);
-		/* Perfetto: the first sample's 4 frames (main, leaf_fn, inl_helper
-		 * inlined in it, schedule) drawn from the window's start, 5 ms
-		 * before it */
-		CHECK(st.encl_frames == (k ? 0u : 4u), "format %d: %" PRIu64 " call chart frames from the window's start", k,
-		      st.encl_frames);
+		/* Perfetto and JSON: the first sample's 4 frames (main, leaf_fn,
+		 * inl_helper inlined in it, schedule) drawn from the window's
+		 * start, 5 ms before it (JSON: a begun_before_window sample) */
+		CHECK(st.encl_frames == (k < 2 ? 4u : 0u), "format %d: %" PRIu64 " call chart frames from the window's start",
+		      k, st.encl_frames);
+		if (k == 1) {
+			size_t len = 0;
+			char *js = (char *)h_read_file(out, &len), *sm = js ? memmem(js, len, "\"samples\":", 10) : NULL;
+			size_t left = sm ? len - (size_t)(sm - js) : 0;
+			char *b = sm ? memmem(sm, left, "\"begun_before_window\"", 21) : NULL;
+			CHECK(b && memmem(sm, left, "\"ts\":1025000,\"name\":\"begun_before_window\"", 41) &&
+				      !memmem(b + 1, left - (size_t)(b + 1 - sm), "\"begun_before_window\"", 21),
+			      "json: one begun_before_window sample, at the window's start: %.400s", sm ? sm + 12 : "none");
+			free(js);
+		}
 		if (have_tools && k < 2) {
 			snprintf(cmd, sizeof(cmd), "python3 " CHECKER " %s '%s' --stacks 3 --stacks-lost 2%s",
 				 k ? "json" : "perfetto", out, k ? "" : " --chart-begun-before 4");
@@ -338,6 +348,20 @@ static void test_filter(void)
 	snprintf(out, sizeof(out), "%s/none.out", tmpdir);
 	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0 && st.events == 0, "another pid: %" PRIu64 " events",
 	      st.events);
+	/* JSON without a sample: no sampling members (speedscope draws them
+	 * over the slices, and an empty list on a blank page) */
+	o.format = BT_EXPORT_JSON;
+	snprintf(out, sizeof(out), "%s/none.json", tmpdir);
+	CHECK(bt_export_file(d, out, &o, &st, err, sizeof(err)) == 0, "another pid, json: %s", err);
+	size_t len = 0;
+	char *js = (char *)h_read_file(out, &len);
+	CHECK(js && !memmem(js, len, "\"samples\"", 9) && !memmem(js, len, "\"stackFrames\"", 13),
+	      "json without samples: no samples or stackFrames members");
+	free(js);
+	if (have_tools) {
+		snprintf(cmd, sizeof(cmd), "python3 " CHECKER " json '%s'", out);
+		CHECK(run(cmd) == 0, "checker passes on the json without samples (see above)");
+	}
 	bt_filter_free(&f);
 	bt_dump_close(d);
 }

@@ -65,7 +65,7 @@ struct bt_export_stats {
 	uint64_t func_exits_dropped;   /* exits whose entry is lost (a seq gap, a longjmp): not drawn */
 	uint64_t encl_funcs, encl_apps;/* calls / app slices open at the window's start, drawn from it */
 	uint64_t encl_lost;            /* such ones whose end fell in a seq gap: not drawn */
-	uint64_t encl_frames;          /* perfetto: call chart frames of a thread's first sample drawn
+	uint64_t encl_frames;          /* call chart (JSON: sample) frames of a thread's first sample drawn
 					* from the window's start (no function stream to draw them from) */
 	uint64_t closed_at_exit;       /* calls and app slices open at their thread's exit, closed there */
 	uint64_t closed_at_last;       /* such open on a thread that died without its exit in the

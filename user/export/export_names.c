@@ -30,6 +30,12 @@ int bt_export_stack_lost(const struct bt_dump_stacks *s, uint32_t id)
 	return BT_STACK_ID_GONE(id) || (st && (st->flags & BT_STACK_F_UNDEFINED));
 }
 
+uint64_t bt_export_sample_period(const struct bt_dump_stacks *s)
+{
+	uint64_t hz = s ? s->counters[BT_STKC_SAMPLE_HZ] : 0;
+	return hz ? 1000000000ull / hz : 10000000ull;
+}
+
 int bt_export_pair_labelled(const struct bt_dump_stacks *s, uint32_t kstack, uint32_t ustack)
 {
 	const struct bt_dump_stack *k = bt_export_stack(s, kstack), *u = bt_export_stack(s, ustack);

@@ -21,6 +21,8 @@ const char *bt_export_base_name(const char *path);
 const struct bt_dump_stack *bt_export_stack(const struct bt_dump_stacks *s, uint32_t id);
 /* Whether id names a stack that could not be had: lost, or its frames never came. */
 int bt_export_stack_lost(const struct bt_dump_stacks *s, uint32_t id);
+/* The CPU samples' period in ns (--sample's rate; 10 ms where not known). */
+uint64_t bt_export_sample_period(const struct bt_dump_stacks *s);
 /* Whether a (kernel, user) pair is drawn under a label: a stack lost, or no frame at all. */
 int bt_export_pair_labelled(const struct bt_dump_stacks *s, uint32_t kstack, uint32_t ustack);
 #endif

@@ -21,6 +21,7 @@
 #include "export_json_int.h"
 #include "export_names.h"
 #include "string_set.h"
+#include "u32map.h"
 #include "u64map.h"
 
 struct node {
@@ -126,47 +127,137 @@ static uint32_t stack_node(struct trie *t, uint32_t kstack, uint32_t ustack)
 	return at;
 }
 
-/* ",\"samples\":[...],\"stackFrames\":{...}" after traceEvents; 0 or -ENOMEM. */
+static int is_sample(const struct bt_dump_event *e)
+{
+	uint32_t type = e->ev->type;
+	return e->app < 0 && (type == BT_EV_CPU_SAMPLE || type == BT_EV_OFFCPU || type == BT_EV_WAKER);
+}
+
+/* What a sample stands for, in ns: a CPU sample its period, an off-CPU
+ * block the time blocked, a waker nothing (an instant). */
+static uint64_t span_of(const struct bt_event_hdr *h, uint64_t period)
+{
+	if (h->type == BT_EV_CPU_SAMPLE)
+		return period;
+	return h->type == BT_EV_OFFCPU ? ((const struct bt_ev_offcpu *)h)->offcpu_ns : 0;
+}
+
+/* Per sample (in order), the time of its thread's next sample (UINT64_MAX:
+ * its last); NULL out of memory. */
+static uint64_t *next_of_thread(const struct bt_export_prep *p, const size_t *idx, size_t n)
+{
+	uint64_t *next = malloc((n ? n : 1) * sizeof(*next));
+	struct bt_u32map last = { 0 };
+	uint32_t k;
+
+	if (!next)
+		return NULL;
+	for (size_t i = n; i-- > 0;) {
+		const struct bt_event_hdr *h = p->ev[idx[i]].ev;
+		next[i] = bt_u32map_get(&last, h->tid, &k) ? p->ev[idx[k]].ev->ts_ns : UINT64_MAX;
+		if (bt_u32map_put(&last, h->tid, (uint32_t)i) < 0) {
+			free(next);
+			next = NULL;
+			break;
+		}
+	}
+	bt_u32map_free(&last);
+	return next;
+}
+
+/* ",\"samples\":[...],\"stackFrames\":{...}" after traceEvents, nothing
+ * without a sample: speedscope takes the sampling members over the slices
+ * whenever they are there, and opened an empty list on a blank page.
+ * speedscope weighs a sample by the time to its thread's next one: where
+ * that is more than twice what the sample stands for (span_of) or there is
+ * none, a "not_sampled" sample of weight 0 and no stack follows at its
+ * end, so a thread's last sample and one before a pause count their own
+ * time, not 0 or the pause. A thread's first CPU sample, where its frames
+ * were open at the window's start (bt_export_stack_open_from), is led by
+ * a "begun_before_window" of weight 0 with its stack there. 0 or -ENOMEM. */
 int jx_put_stacks(struct jx *j)
 {
 	const struct bt_export_prep *p = j->p;
 	struct trie t = { .s = bt_dump_stacks(p->d) };
 	int first = 1;
 	char ts[JX_US_LEN];
+	size_t n = 0, *idx;
+	uint64_t *next;
+	struct bt_u32map seen = { 0 }; /* tids whose first sample is written */
 
 	if (!t.s)
 		return 0;
+	for (size_t i = 0; i < p->nev; i++)
+		n += (size_t)is_sample(&p->ev[i]);
+	if (!n)
+		return 0;
+	if (!(idx = malloc(n * sizeof(*idx))))
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < p->nev; i++)
+		if (is_sample(&p->ev[i]))
+			idx[n++] = i;
+	if (!(next = next_of_thread(p, idx, n))) {
+		free(idx);
+		return -ENOMEM;
+	}
+	uint64_t period = bt_export_sample_period(t.s);
 	JW(j, ",\"samples\":[");
-	for (size_t i = 0; i < p->nev && !t.err; i++) {
-		const struct bt_event_hdr *h = p->ev[i].ev;
-		uint32_t type = h->type;
-		if (p->ev[i].app >= 0 || (type != BT_EV_CPU_SAMPLE && type != BT_EV_OFFCPU && type != BT_EV_WAKER))
-			continue;
+	for (size_t k = 0; k < n && !t.err; k++) {
+		const struct bt_event_hdr *h = p->ev[idx[k]].ev;
+		uint32_t type = h->type, pid = jx_pid_of(j, h->tid, h->tgid);
 		const struct bt_ev_sample *e = (const void *)h;
 		uint32_t sf = stack_node(&t, e->kstack, e->ustack);
 		uint64_t w = type == BT_EV_OFFCPU ? (uint64_t)((const struct bt_ev_offcpu *)h)->offcpu_ns / 1000 : 1;
+		uint64_t from = 0;
+		if (!bt_u32map_get(&seen, h->tid, NULL)) {
+			if (bt_u32map_put(&seen, h->tid, 1) < 0)
+				t.err = -ENOMEM;
+			if (type == BT_EV_CPU_SAMPLE)
+				from = bt_export_stack_open_from(p, h->tid, h->ts_ns);
+		}
+		if (from) {
+			/* the thread's first sample: its frames were open at the
+			 * window's start (speedscope draws them from there) */
+			jx_us(ts, from);
+			bt_sink_printf(j->out,
+				       "%s\n{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"begun_before_window\",\"sf\":%u,\"weight\":0}",
+				       first ? "" : ",", h->cpu, pid, h->tid, ts, sf);
+			first = 0;
+			for (uint32_t at = sf; at && at <= t.nn; at = t.n[at - 1].parent)
+				j->st->encl_frames++;
+		}
 		jx_us(ts, h->ts_ns);
 		jx_size_mark(j, h->ts_ns);
 		bt_sink_printf(j->out,
 			       "%s\n{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"sf\":%u,\"weight\":%" PRIu64,
-			       first ? "" : ",", h->cpu, jx_pid_of(j, h->tid, h->tgid), h->tid, ts,
+			       first ? "" : ",", h->cpu, pid, h->tid, ts,
 			       type == BT_EV_CPU_SAMPLE ? "cpu_sample" : type == BT_EV_OFFCPU ? "offcpu" : "waker", sf, w);
 		if (type == BT_EV_WAKER)
 			bt_sink_printf(j->out, ",\"args\":{\"wakee\":%u}", ((const struct bt_ev_waker *)h)->wakee);
 		JW(j, "}");
 		first = 0;
 		j->st->records++;
+		uint64_t span = span_of(h, period);
+		if (next[k] == UINT64_MAX || next[k] - h->ts_ns > 2 * span) {
+			jx_us(ts, h->ts_ns + span);
+			bt_sink_printf(j->out, ",\n{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"not_sampled\",\"weight\":0}",
+				       h->cpu, pid, h->tid, ts);
+		}
 	}
+	free(idx);
+	free(next);
+	bt_u32map_free(&seen);
 	jx_size_pause(j);
 	JW(j, "\n],\"stackFrames\":{");
 	for (uint32_t id = 1; id <= t.nn && !t.err; id++) {
-		const struct node *n = &t.n[id - 1];
+		const struct node *nd = &t.n[id - 1];
 		bt_sink_printf(j->out, "%s\n\"%u\":{\"name\":", id > 1 ? "," : "", id);
-		jx_jstr(j, t.str.p + n->name, 1024);
+		jx_jstr(j, t.str.p + nd->name, 1024);
 		JW(j, ",\"category\":");
-		jx_jstr(j, t.str.p + n->cat, 1024);
-		if (n->parent)
-			bt_sink_printf(j->out, ",\"parent\":\"%u\"", n->parent);
+		jx_jstr(j, t.str.p + nd->cat, 1024);
+		if (nd->parent)
+			bt_sink_printf(j->out, ",\"parent\":\"%u\"", nd->parent);
 		JW(j, "}");
 	}
 	JW(j, "\n}");

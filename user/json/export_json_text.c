@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,14 +121,16 @@ static double us_double(uint64_t ns)
 	return (double)ns / 1000.0;
 }
 
-/* The shortest duration text that is exact for both kinds of reader:
- * trace processor takes llround(dur * 1000) ns (it must be to - from), Chrome
- * and speedscope add ts + dur in floating point (it must be exactly the
- * double of `to` as jts writes it, or a slice ending where the next begins
- * overlaps it by an ulp: back-to-back CPU runs drew a staircase). The exact
- * decimal ("52.479") is tried first, then more decimals; d =
- * b - a of two doubles this close is exact, so a + d == b and "%.17g" of d
- * always does (it was printed every time: 17 digits where 3-6 do). */
+/* The shortest duration text that is exact for every reader: trace
+ * processor takes llround(dur * 1000) ns (it must be to - from); Chrome
+ * adds ts + dur in floating point, and speedscope does so after taking the
+ * thread's first ts off every ts. A slice ending where the next begins
+ * must end on that double in both, or it overlaps it by an ulp (a
+ * staircase in Chrome, the next run nested in this one in speedscope).
+ * Both hold where dur is exactly b - a (exact for two doubles this close;
+ * then the sum is exact at any base): the short decimal where it is that
+ * double (whole and halved microseconds), else the shortest of 15 to 17
+ * significant digits that parses back to it (%.17g always does). */
 void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 {
 	if (to <= from) {
@@ -138,18 +139,12 @@ void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 	}
 	double a = us_double(from), b = us_double(to), d = b - a;
 	char t[40];
-	/* fewer decimals than the exact value's are another nanosecond count */
 	unsigned f = (unsigned)((to - from) % 1000);
 	int k0 = !f ? 0 : f % 10 ? 3 : f % 100 ? 2 : 1;
-	for (int k = k0; k <= 9; k++) {
-		snprintf(t, sizeof(t), "%.*f", k, d);
-		double x = strtod(t, NULL);
-		if (a + x == b && llround(x * 1000.0) == (long long)(to - from)) {
-			bt_sink_printf(j->out, ",\"dur\":%s", t);
-			return;
-		}
-	}
-	snprintf(t, sizeof(t), "%.17g", d);
+
+	snprintf(t, sizeof(t), "%.*f", k0, d);
+	for (int k = 15; strtod(t, NULL) != d && k <= 17; k++)
+		snprintf(t, sizeof(t), "%.*g", k, d);
 	bt_sink_printf(j->out, ",\"dur\":%s", t);
 }
 

@@ -74,6 +74,7 @@
 #include <string.h>
 #include "export_perfetto_int.h"
 #include "dump_stacks.h"
+#include "export_names.h"
 #include "export_perfetto_stacks.h"
 #include "export_walk.h"
 
@@ -93,7 +94,7 @@ static int write_interned_stacks(struct pf *f)
 		snprintf(f->err, f->errlen, "out of memory");
 		return r;
 	}
-	f->sample_period = s->counters[BT_STKC_SAMPLE_HZ] ? 1000000000ull / s->counters[BT_STKC_SAMPLE_HZ] : 10000000ull;
+	f->sample_period = bt_export_sample_period(s);
 	struct pbw *w = &f->pkt;
 	pf_packet_begin(f, w, SEQ_STACKS, f->p->first_ts);
 	if (bt_pf_stacks_interned(f->stacks, w, TP_INTERNED_DATA)) {
