@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,6 +122,39 @@ static double us_double(uint64_t ns)
 	return (double)ns / 1000.0;
 }
 
+/* d's exact decimal into t (d > 0, finite) where it has at most 15
+ * significant digits (d = M / 2^s, its decimal s fraction digits: fast,
+ * no printf or strtod); 0 where it has more. */
+static int exact_decimal(char *t, size_t len, double d)
+{
+	int e;
+	uint64_t m = (uint64_t)ldexp(frexp(d, &e), 53); /* d = m * 2^(e - 53), exactly */
+	int s = 53 - e;
+
+	while (s > 0 && !(m & 1)) {
+		m >>= 1;
+		s--;
+	}
+	if (s < 0 || s > 19) /* 2^-s to 19 digits; past 2^64 whole */
+		return 0;
+	uint64_t ip = m >> s, fr = m & ((1ull << s) - 1), p5 = 1;
+	for (int i = 0; i < s; i++)
+		p5 *= 5;
+	uint64_t fd = fr * p5; /* < 10^s: the s fraction digits */
+	int idig = 0, fdig = 0;
+	for (uint64_t v = ip; v; v /= 10)
+		idig++;
+	for (uint64_t v = fd; v; v /= 10)
+		fdig++;
+	if ((ip ? idig + s : fdig) > 15) /* without a whole part, the fraction's zeros before its digits do not count */
+		return 0;
+	if (s)
+		snprintf(t, len, "%" PRIu64 ".%0*" PRIu64, ip, s, fd);
+	else
+		snprintf(t, len, "%" PRIu64, ip);
+	return 1;
+}
+
 /* The shortest duration text that is exact for every reader: trace
  * processor takes llround(dur * 1000) ns (it must be to - from); Chrome
  * adds ts + dur in floating point, and speedscope does so after taking the
@@ -128,9 +162,9 @@ static double us_double(uint64_t ns)
  * must end on that double in both, or it overlaps it by an ulp (a
  * staircase in Chrome, the next run nested in this one in speedscope).
  * Both hold where dur is exactly b - a (exact for two doubles this close;
- * then the sum is exact at any base): the short decimal where it is that
- * double (whole and halved microseconds), else the shortest of 15 to 17
- * significant digits that parses back to it (%.17g always does). */
+ * then the sum is exact at any base): its exact decimal where that has 15
+ * significant digits or fewer, else the shortest of 15 to 17 digits that
+ * parses back to it (%.17g always does). */
 void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 {
 	if (to <= from) {
@@ -138,13 +172,14 @@ void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 		return;
 	}
 	double a = us_double(from), b = us_double(to), d = b - a;
-	char t[40];
-	unsigned f = (unsigned)((to - from) % 1000);
-	int k0 = !f ? 0 : f % 10 ? 3 : f % 100 ? 2 : 1;
+	char t[48];
 
-	snprintf(t, sizeof(t), "%.*f", k0, d);
-	for (int k = 15; strtod(t, NULL) != d && k <= 17; k++)
-		snprintf(t, sizeof(t), "%.*g", k, d);
+	if (!exact_decimal(t, sizeof(t), d))
+		for (int k = 15; k <= 17; k++) {
+			snprintf(t, sizeof(t), "%.*g", k, d);
+			if (strtod(t, NULL) == d)
+				break;
+		}
 	bt_sink_printf(j->out, ",\"dur\":%s", t);
 }
 
