@@ -800,7 +800,9 @@ def check_json_numbers(evs, samples):
     ts + dur in doubles, and speedscope at (ts - base) + dur, base its
     thread's first ts (speedscope's import subtracts it): both that end's
     double only where dur is exactly b - a. In the shortest such text (of
-    the exact short decimal, then 15 to 17 significant digits)."""
+    the exact short decimal, then 15 to 17 significant digits). Where b - a
+    is not the duration to the ns (ts past 2^42 us, 51 days after boot) only
+    Chrome's and trace processor's, in the shortest "%.kf"."""
     bad_ts, bad_dur, ndur = [], [], 0
     base = {}
     for e in evs:
@@ -824,15 +826,36 @@ def check_json_numbers(evs, samples):
         end_ns = ns + llround(x * 1000.0)
         a, b = ns / 1000.0, end_ns / 1000.0
         o = base.get((e.get("pid"), e.get("tid")), a)
-        if a + x != b or (a - o) + x != b - o:
-            bad_dur.append("ts %s dur %s: Chrome ends at %r, speedscope at %r + base, trace processor at %d ns" %
-                           (t, dt, a + x, (a - o) + x, end_ns))
-            continue
         d = b - a
         f = (end_ns - ns) % 1000
         k0 = 0 if not f else 3 if f % 10 else 2 if f % 100 else 1
-        for c in ["%.*f" % (k0, d)] + ["%.*g" % (k, d) for k in (15, 16, 17)]:
-            if float(c) == d:
+        if a + d == b and llround(d * 1000.0) == end_ns - ns:
+            # b - a is the duration to the ns: it, exactly, for speedscope too
+            if x != d or (a - o) + x != b - o:
+                bad_dur.append("ts %s dur %s: not b - a (%r): speedscope ends at %r + base, not %r" %
+                               (t, dt, d, (a - o) + x, b - o))
+                continue
+            cands = ["%.*f" % (k0, d)] + ["%.*g" % (k, d) for k in (15, 16, 17)]
+            ok = lambda c: float(c) == d
+        else:
+            # ts past 2^42 us (doubles ~1 ns apart) or a slice longer than the
+            # time since boot: Chrome's and trace processor's ends only, from
+            # a text within half an ulp of b - a and half a ns of the duration
+            # (none where those do not meet: trace processor's then)
+            u = math.ulp(b)
+            dn = (end_ns - ns) / 1000.0
+            lo, hi = max(d - u / 2, dn - 0.0005), min(d + u / 2, dn + 0.0005)
+            mid = (lo + hi) / 2
+            ok = lambda c: a + float(c) == b and llround(float(c) * 1000.0) == end_ns - ns
+            cands = ["%.*f" % (k, mid) for k in range(k0, 13)]
+            if not any(ok(c) for c in cands):
+                ok = lambda c: True
+                cands = ["%.*f" % (k0, dn)]
+            elif a + x != b:
+                bad_dur.append("ts %s dur %s: Chrome ends at %r, trace processor at %d ns" % (t, dt, a + x, end_ns))
+                continue
+        for c in cands:
+            if ok(c):
                 if len(c) < len(dt):
                     bad_dur.append("ts %s dur %s: %s says the same" % (t, dt, c))
                 break
@@ -860,11 +883,15 @@ def check_json_speedscope(doc):
     per = defaultdict(list)
     for smp in samples:
         per[(smp.get("pid"), smp.get("tid"))].append(smp)
-    back, unclosed, kinds = [], [], defaultdict(int)
+    back, unclosed, kinds, short = [], [], defaultdict(int), []
     for k, lst in per.items():
         for a, b in zip(lst, lst[1:]):
             if float(b["ts"]) < float(a["ts"]):
                 back.append("%s: %s then %s" % (k, a["ts"], b["ts"]))
+            # an off-CPU block at its start: the thread's next sample (its
+            # closer at the wakeup, or later) no sooner than its end
+            if a.get("name") == "offcpu" and float(b["ts"]) < float(a["ts"]) + int(a["weight"]) - 1:
+                short.append("%s: offcpu at %s for %s us, next at %s" % (k, a["ts"], a["weight"], b["ts"]))
         if lst[-1].get("name") != "not_sampled" or lst[-1].get("weight") != 0 or "sf" in lst[-1]:
             unclosed.append("%s ends on %s at %s" % (k, lst[-1].get("name"), lst[-1].get("ts")))
         for smp in lst:
@@ -872,6 +899,8 @@ def check_json_speedscope(doc):
     result(not back, "speedscope: each thread's samples in time order (%d threads)" % len(per), "; ".join(back[:3]))
     result(not unclosed, "speedscope: each thread's samples end on a not_sampled of weight 0 (%d closers)" %
            kinds["not_sampled"], "; ".join(unclosed[:3]))
+    result(not short, "speedscope: off-CPU blocks drawn from their start for their length (%d)" % kinds["offcpu"],
+           "; ".join(short[:3]))
 
 
 def check_json(path, expect, gaps, uprobe_slices, print_counts, app_slices=None, app_gaps=None, opt={}):

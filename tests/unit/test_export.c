@@ -755,13 +755,16 @@ static void test_json(void)
  * the CPU's first switch, from a task no event showed running (a dump of
  * --comm tasks), is no run: before the fix it was one from the CPU's first
  * event, another task's time. */
-static void test_json_runs(void)
+/* CPU runs back to back at odd nanoseconds, 3 hours after boot and 60 days
+ * (past 2^42 us, where doubles are ~1 ns apart and b - a is not the
+ * duration to the ns: export_json_text.c's other regime). */
+static void json_runs(uint64_t ts0, const char *name)
 {
 	char path[600], js[600], err[256], out[512];
-	snprintf(path, sizeof(path), "%s/runs.btd", tmpdir);
-	snprintf(js, sizeof(js), "%s/runs.json", tmpdir);
+	snprintf(path, sizeof(path), "%s/%s.btd", tmpdir, name);
+	snprintf(js, sizeof(js), "%s/%s.json", tmpdir, name);
 	struct bt_config cfg = { .size = 4u << 20, .block_size = 4096, .ncores = NCPUS };
-	struct gen g = { .ts = 10800123456789ull };
+	struct gen g = { .ts = ts0 };
 	g.b = bt_buffer_create(&cfg, err, sizeof(err));
 	REQUIRE(g.b, "buffer: %s", err);
 	g.cur[0] = 101;
@@ -787,15 +790,21 @@ static void test_json_runs(void)
 	CHECK(bt_export_file(d, js, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
 	bt_dump_close(d);
 	if (have_python)
-		CHECK(check_file("json", js, "") == 0, "checker passes: no CPU run overlaps the next (see above)");
+		CHECK(check_file("json", js, "") == 0, "%s: checker passes: no CPU run overlaps the next (see above)", name);
 	size_t n = 0;
 	char *t = (char *)h_read_file(js, &n);
 	REQUIRE(t && (t = realloc(t, n + 1)), "read %s", js);
 	t[n] = '\0';
 	const char *a = strstr(t, "\"args\":{\"tid\":555,");
 	CHECK(a && !strstr(a + 1, "\"args\":{\"tid\":555,") && strstr(t, "\"s\":\"t\",\"args\":{\"tid\":555,"),
-	      "tid 555's switch is an instant, never a run");
+	      "%s: tid 555's switch is an instant, never a run", name);
 	free(t);
+}
+
+static void test_json_runs(void)
+{
+	json_runs(10800123456789ull, "runs");
+	json_runs(5184000123456789ull, "runs60d");
 }
 
 static void test_report_escapes(void)

@@ -191,6 +191,15 @@ static void test_json(void)
 	struct bt_export_opts o = { .format = BT_EXPORT_JSON };
 	CHECK(bt_export_file(d, out, &o, NULL, err, sizeof(err)) == 0, "convert: %s", err);
 	bt_dump_close(d);
+	/* the off-CPU block (woken at 1.101 s after 0.5 ms) drawn from where
+	 * it began, as speedscope weighs it; the waker at its time */
+	size_t len = 0;
+	char *js = (char *)h_read_file(out, &len);
+	const char *ow = "\"ts\":1100500,\"name\":\"offcpu\"", *ww = "\"ts\":1102000,\"name\":\"waker\"";
+	const char *sm = js ? memmem(js, len, "\"samples\":", 10) : NULL;
+	CHECK(js && memmem(js, len, ow, strlen(ow)) && memmem(js, len, ww, strlen(ww)),
+	      "json: the off-CPU block at its start (1100500 us), the waker at its time: %.900s", sm ? sm + 12 : "none");
+	free(js);
 	if (!have_tools)
 		return;
 	snprintf(cmd, sizeof(cmd), "python3 " CHECKER " json '%s' --stacks %zu --stacks-lost %d --offcpu-blocks 1", out,

@@ -21,7 +21,6 @@
 #include "export_json_int.h"
 #include "export_names.h"
 #include "string_set.h"
-#include "u32map.h"
 #include "u64map.h"
 
 struct node {
@@ -133,48 +132,73 @@ static int is_sample(const struct bt_dump_event *e)
 	return e->app < 0 && (type == BT_EV_CPU_SAMPLE || type == BT_EV_OFFCPU || type == BT_EV_WAKER);
 }
 
-/* What a sample stands for, in ns: a CPU sample its period, an off-CPU
- * block the time blocked, a waker nothing (an instant). */
-static uint64_t span_of(const struct bt_event_hdr *h, uint64_t period)
+/* Where speedscope is to draw a sample, and what it stands for: a CPU
+ * sample (and a waker: the waker's running stack) from its time for a
+ * period; an off-CPU block from where it began (its ts is the wakeup) to
+ * its ts, not before its thread's sample before it. */
+struct place {
+	uint64_t at, end, next; /* next: the thread's next sample's at, UINT64_MAX none */
+	int first;              /* the thread's first sample */
+};
+
+static uint64_t thread_key(struct jx *j, const struct bt_event_hdr *h)
 {
-	if (h->type == BT_EV_CPU_SAMPLE)
-		return period;
-	return h->type == BT_EV_OFFCPU ? ((const struct bt_ev_offcpu *)h)->offcpu_ns : 0;
+	return ((uint64_t)jx_pid_of(j, h->tid, h->tgid) << 32 | h->tid) + 1; /* speedscope's pid:tid; never 0 */
 }
 
-/* Per sample (in order), the time of its thread's next sample (UINT64_MAX:
- * its last); NULL out of memory. */
-static uint64_t *next_of_thread(const struct bt_export_prep *p, const size_t *idx, size_t n)
+/* Per sample (in order) its place; NULL out of memory. */
+static struct place *places(struct jx *j, const size_t *idx, size_t n, uint64_t period)
 {
-	uint64_t *next = malloc((n ? n : 1) * sizeof(*next));
-	struct bt_u32map last = { 0 };
-	uint32_t k;
+	struct place *pl = malloc((n ? n : 1) * sizeof(*pl));
+	struct bt_u64map last = { 0 };
+	uint32_t *v;
 
-	if (!next)
+	if (!pl)
 		return NULL;
-	for (size_t i = n; i-- > 0;) {
-		const struct bt_event_hdr *h = p->ev[idx[i]].ev;
-		next[i] = bt_u32map_get(&last, h->tid, &k) ? p->ev[idx[k]].ev->ts_ns : UINT64_MAX;
-		if (bt_u32map_put(&last, h->tid, (uint32_t)i) < 0) {
-			free(next);
-			next = NULL;
-			break;
+	for (size_t i = 0; i < n; i++) { /* at, end: after the thread's previous sample */
+		const struct bt_event_hdr *h = j->p->ev[idx[i]].ev;
+		if (!(v = bt_u64map_slot(&last, thread_key(j, h))))
+			goto oom;
+		uint64_t prev = *v ? pl[*v - 1].at : 0;
+		pl[i].first = !*v;
+		if (h->type == BT_EV_OFFCPU) {
+			uint64_t off = ((const struct bt_ev_offcpu *)h)->offcpu_ns;
+			pl[i].at = off < h->ts_ns && h->ts_ns - off > prev ? h->ts_ns - off : prev > h->ts_ns ? h->ts_ns : prev;
+			pl[i].end = h->ts_ns;
+		} else {
+			pl[i].at = h->ts_ns;
+			pl[i].end = h->ts_ns + period;
 		}
+		*v = (uint32_t)i + 1;
 	}
-	bt_u32map_free(&last);
-	return next;
+	bt_u64map_free(&last);
+	last = (struct bt_u64map){ 0 };
+	for (size_t i = n; i-- > 0;) { /* next: the thread's next sample */
+		if (!(v = bt_u64map_slot(&last, thread_key(j, j->p->ev[idx[i]].ev))))
+			goto oom;
+		pl[i].next = *v ? pl[*v - 1].at : UINT64_MAX;
+		*v = (uint32_t)i + 1;
+	}
+	bt_u64map_free(&last);
+	return pl;
+oom:
+	bt_u64map_free(&last);
+	free(pl);
+	return NULL;
 }
 
 /* ",\"samples\":[...],\"stackFrames\":{...}" after traceEvents, nothing
  * without a sample: speedscope takes the sampling members over the slices
  * whenever they are there, and opened an empty list on a blank page.
- * speedscope weighs a sample by the time to its thread's next one: where
- * that is more than twice what the sample stands for (span_of) or there is
- * none, a "not_sampled" sample of weight 0 and no stack follows at its
- * end, so a thread's last sample and one before a pause count their own
- * time, not 0 or the pause. A thread's first CPU sample, where its frames
- * were open at the window's start (bt_export_stack_open_from), is led by
- * a "begun_before_window" of weight 0 with its stack there. 0 or -ENOMEM. */
+ * speedscope weighs a sample by the time to its thread's next one, so each
+ * is where it stands for time (struct place: an off-CPU block at its
+ * start) and, where the thread's next sample is more than a period after
+ * its end or there is none, a "not_sampled" sample of weight 0 and no stack
+ * follows at its end: a thread's last sample and one before a pause count
+ * their own time, not 0 or the pause. A thread's first CPU sample, where
+ * its frames were open at the window's start (bt_export_stack_open_from),
+ * is led by a "begun_before_window" of weight 0 with its stack there.
+ * 0 or -ENOMEM. */
 int jx_put_stacks(struct jx *j)
 {
 	const struct bt_export_prep *p = j->p;
@@ -182,8 +206,7 @@ int jx_put_stacks(struct jx *j)
 	int first = 1;
 	char ts[JX_US_LEN];
 	size_t n = 0, *idx;
-	uint64_t *next;
-	struct bt_u32map seen = { 0 }; /* tids whose first sample is written */
+	struct place *pl;
 
 	if (!t.s)
 		return 0;
@@ -197,11 +220,11 @@ int jx_put_stacks(struct jx *j)
 	for (size_t i = 0; i < p->nev; i++)
 		if (is_sample(&p->ev[i]))
 			idx[n++] = i;
-	if (!(next = next_of_thread(p, idx, n))) {
+	uint64_t period = bt_export_sample_period(t.s);
+	if (!(pl = places(j, idx, n, period))) {
 		free(idx);
 		return -ENOMEM;
 	}
-	uint64_t period = bt_export_sample_period(t.s);
 	JW(j, ",\"samples\":[");
 	for (size_t k = 0; k < n && !t.err; k++) {
 		const struct bt_event_hdr *h = p->ev[idx[k]].ev;
@@ -209,13 +232,8 @@ int jx_put_stacks(struct jx *j)
 		const struct bt_ev_sample *e = (const void *)h;
 		uint32_t sf = stack_node(&t, e->kstack, e->ustack);
 		uint64_t w = type == BT_EV_OFFCPU ? (uint64_t)((const struct bt_ev_offcpu *)h)->offcpu_ns / 1000 : 1;
-		uint64_t from = 0;
-		if (!bt_u32map_get(&seen, h->tid, NULL)) {
-			if (bt_u32map_put(&seen, h->tid, 1) < 0)
-				t.err = -ENOMEM;
-			if (type == BT_EV_CPU_SAMPLE)
-				from = bt_export_stack_open_from(p, h->tid, h->ts_ns);
-		}
+		uint64_t from = pl[k].first && type == BT_EV_CPU_SAMPLE ? bt_export_stack_open_from(p, h->tid, h->ts_ns) : 0;
+		jx_size_mark(j, h->ts_ns);
 		if (from) {
 			/* the thread's first sample: its frames were open at the
 			 * window's start (speedscope draws them from there) */
@@ -227,8 +245,7 @@ int jx_put_stacks(struct jx *j)
 			for (uint32_t at = sf; at && at <= t.nn; at = t.n[at - 1].parent)
 				j->st->encl_frames++;
 		}
-		jx_us(ts, h->ts_ns);
-		jx_size_mark(j, h->ts_ns);
+		jx_us(ts, pl[k].at);
 		bt_sink_printf(j->out,
 			       "%s\n{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"sf\":%u,\"weight\":%" PRIu64,
 			       first ? "" : ",", h->cpu, pid, h->tid, ts,
@@ -238,16 +255,14 @@ int jx_put_stacks(struct jx *j)
 		JW(j, "}");
 		first = 0;
 		j->st->records++;
-		uint64_t span = span_of(h, period);
-		if (next[k] == UINT64_MAX || next[k] - h->ts_ns > 2 * span) {
-			jx_us(ts, h->ts_ns + span);
+		if (pl[k].next == UINT64_MAX || pl[k].next > pl[k].end + period) {
+			jx_us(ts, pl[k].end);
 			bt_sink_printf(j->out, ",\n{\"cpu\":%u,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"not_sampled\",\"weight\":0}",
 				       h->cpu, pid, h->tid, ts);
 		}
 	}
 	free(idx);
-	free(next);
-	bt_u32map_free(&seen);
+	free(pl);
 	jx_size_pause(j);
 	JW(j, "\n],\"stackFrames\":{");
 	for (uint32_t id = 1; id <= t.nn && !t.err; id++) {

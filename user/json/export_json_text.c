@@ -161,10 +161,13 @@ static int exact_decimal(char *t, size_t len, double d)
  * thread's first ts off every ts. A slice ending where the next begins
  * must end on that double in both, or it overlaps it by an ulp (a
  * staircase in Chrome, the next run nested in this one in speedscope).
- * Both hold where dur is exactly b - a (exact for two doubles this close;
- * then the sum is exact at any base): its exact decimal where that has 15
- * significant digits or fewer, else the shortest of 15 to 17 digits that
- * parses back to it (%.17g always does). */
+ * All three hold where dur is exactly d = b - a (then the sums are exact
+ * at any base) and d is to - from to the ns: its exact decimal where that
+ * has 15 significant digits or fewer, else the shortest of 15 to 17 digits
+ * that parses back to it. Where d is not (ts past 2^42 us, 51 days after
+ * boot, whose doubles are ~1 ns apart; a slice longer than the time since
+ * boot at its start) speedscope's rule cannot hold with trace
+ * processor's: the shortest "%.kf" both others end on (below). */
 void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 {
 	if (to <= from) {
@@ -174,12 +177,31 @@ void jx_ev_dur(struct jx *j, uint64_t from, uint64_t to)
 	double a = us_double(from), b = us_double(to), d = b - a;
 	char t[48];
 
-	if (!exact_decimal(t, sizeof(t), d))
-		for (int k = 15; k <= 17; k++) {
-			snprintf(t, sizeof(t), "%.*g", k, d);
-			if (strtod(t, NULL) == d)
+	if (a + d == b && llround(d * 1000.0) == (long long)(to - from)) {
+		if (!exact_decimal(t, sizeof(t), d))
+			for (int k = 15; k <= 17; k++) {
+				snprintf(t, sizeof(t), "%.*g", k, d);
+				if (strtod(t, NULL) == d)
+					break;
+			}
+	} else {
+		/* a text within half an ulp of d (Chrome ends on b) and half a ns
+		 * of the duration (trace processor's ns): the shortest "%.kf" of
+		 * the middle of both ranges; where they do not meet (doubles
+		 * 2 ns apart, 102 days after boot) the duration's exact decimal */
+		unsigned f = (unsigned)((to - from) % 1000);
+		int k0 = !f ? 0 : f % 10 ? 3 : f % 100 ? 2 : 1, k;
+		double u = nextafter(b, INFINITY) - b, dn = (double)(to - from) / 1000.0;
+		double lo = fmax(d - u / 2, dn - 0.0005), hi = fmin(d + u / 2, dn + 0.0005), mid = (lo + hi) / 2;
+		for (k = k0; k <= 12; k++) {
+			snprintf(t, sizeof(t), "%.*f", k, mid);
+			double x = strtod(t, NULL);
+			if (a + x == b && llround(x * 1000.0) == (long long)(to - from))
 				break;
 		}
+		if (k > 12)
+			snprintf(t, sizeof(t), "%.*f", k0, dn);
+	}
 	bt_sink_printf(j->out, ",\"dur\":%s", t);
 }
 
