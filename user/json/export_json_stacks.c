@@ -163,7 +163,8 @@ static struct place *places(struct jx *j, const size_t *idx, size_t n, uint64_t 
 		pl[i].first = !*v;
 		if (h->type == BT_EV_OFFCPU) {
 			uint64_t off = ((const struct bt_ev_offcpu *)h)->offcpu_ns;
-			pl[i].at = off < h->ts_ns && h->ts_ns - off > prev ? h->ts_ns - off : prev > h->ts_ns ? h->ts_ns : prev;
+			uint64_t start = off < h->ts_ns ? h->ts_ns - off : 0;
+			pl[i].at = start > prev ? start : prev; /* prev <= ts: events in time order */
 			pl[i].end = h->ts_ns;
 		} else {
 			pl[i].at = h->ts_ns;
