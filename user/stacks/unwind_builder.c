@@ -25,6 +25,7 @@
 struct worker {
 	struct bt_unwind_builder *b;
 	int big_ok;
+	atomic_int tid; /* the niced worker's, for bt_unwind_builder_stop */
 };
 
 struct bt_unwind_builder {
@@ -131,8 +132,13 @@ static void *builder(void *arg)
 	 * budget from idle time first. The other, at the unwinder's own
 	 * priority, builds ordinary tables that missed their first budget (a
 	 * loaded machine) beside it, never behind it. */
-	if (w->big_ok)
-		setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), b->nice);
+	if (w->big_ok) {
+		int tid = (int)syscall(SYS_gettid);
+		/* relaxed: read by bt_unwind_builder_stop only to renice;
+		 * a 0 there (not set yet) skips it, and the join orders all */
+		atomic_store_explicit(&w->tid, tid, memory_order_relaxed);
+		setpriority(PRIO_PROCESS, (id_t)tid, b->nice);
+	}
 	pthread_mutex_lock(&b->lock);
 	for (;;) {
 		int64_t best;
@@ -177,7 +183,7 @@ struct bt_unwind_builder *bt_unwind_builder_start(int nice, void (*done)(void *)
 	pthread_mutex_init(&b->lock, NULL);
 	pthread_cond_init(&b->cond, NULL);
 	for (; b->started < WORKERS; b->started++) {
-		b->worker[b->started] = (struct worker){ b, b->started == 0 };
+		b->worker[b->started] = (struct worker){ .b = b, .big_ok = b->started == 0 };
 		e = pthread_create(&b->thread[b->started], NULL, builder, &b->worker[b->started]);
 		if (e) {
 			bt_unwind_builder_stop(b);
@@ -234,6 +240,14 @@ void bt_unwind_builder_stop(struct bt_unwind_builder *b)
 	atomic_store_explicit(&b->stop, 1, memory_order_relaxed);
 	pthread_cond_broadcast(&b->cond);
 	pthread_mutex_unlock(&b->lock);
+	/* A niced build on a busy machine reaches its next look at stop (and
+	 * frees a big table) seconds late: it ends at the stopper's priority.
+	 * Best effort: without CAP_SYS_NICE it keeps its nice. */
+	for (int i = 0; i < b->started; i++) {
+		int tid = atomic_load_explicit(&b->worker[i].tid, memory_order_relaxed);
+		if (tid > 0)
+			setpriority(PRIO_PROCESS, (id_t)tid, getpriority(PRIO_PROCESS, 0));
+	}
 	for (int i = 0; i < b->started; i++)
 		pthread_join(b->thread[i], NULL);
 	for (uint32_t i = 0; i < b->qlen; i++)
