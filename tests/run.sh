@@ -5,21 +5,29 @@
 #   TESTS=pattern  run only programs whose name matches (grep -E)
 #   SKIP_TESTS=pattern  leave out programs whose name matches (grep -E)
 #   STRESS_SECONDS=N  time bound per stress run (default 4)
+#   T_JOBS=N  programs run side by side (default 2; 1 runs one at a time)
 #   T_RETRY=0  do not run a failed kernel/ or system/ program a second time
-# A kernel/ or system/ program that fails is run once more (their bounds are
-# timings on a shared machine): its first run's lines are printed whole, and
-# the summary names it under "passed on its second run" with the checks that
-# failed first. unit/, stress/ (sanitizers) and fuzz/ are never run again.
+# Programs run T_JOBS at a time, each printed whole when it ends, except the
+# SOLO ones below: they measure time, CPU or a peer tracer's view, or load
+# the machine on purpose, and run alone once the others are done.
+# A kernel/ or system/ program that fails is run once more, alone (their
+# bounds are timings on a shared machine): its first run's lines are printed
+# whole, and the summary names it under "passed on its second run" with the
+# checks that failed first. unit/, stress/ (sanitizers) and fuzz/ are never
+# run again.
 set -u
 cd "$(dirname "$0")/.."
 B=build/tests
 pass=0 fail=0 skip=0
 failed_names=()
 retried=() # "NAME: the first run's not ok lines", for the summary
-times=() # "SECONDS NAME" per program, for the slowest ten at the end
+again=()   # indexes of programs to run once more, alone
+times=()   # "SECONDS NAME" per program, for the slowest ten at the end
 t_start=$SECONDS
 filter=${TESTS:-.}
 skip_filter=${SKIP_TESTS:-}
+jobs=${T_JOBS:-2}
+[[ $jobs =~ ^[1-9][0-9]?$ ]] || { echo "tests/run.sh: T_JOBS must be 1-99, not '$jobs'" >&2; exit 2; }
 export STRESS_SECONDS=${STRESS_SECONDS:-4}
 export BTRACE_BPF=$PWD/build/btrace-bpf
 # Test programs linked with libbtrace must not attach to a recorder that
@@ -27,99 +35,154 @@ export BTRACE_BPF=$PWD/build/btrace-bpf
 export BTRACE_CTL=/nonexistent/btrace-test.sock
 export TEST_BIN=$PWD/$B
 
-# run_program NAME TIMEOUT CMD...: one run; sets rc_p rc_f rc_s and rc_log
-# (the caller removes it).
-run_program() {
-	local name=$1 to=$2; shift 2
-	rc_log=$(mktemp)
-	# timeout leads a process group of its own: what the program leaves
-	# running (a load generator whose wrapper was killed) is killed with
-	# it, and named, rather than loading every test after it.
-	timeout --kill-after=10 "$to" "$@" >"$rc_log" 2>&1 </dev/null &
-	local tpid=$!
-	wait "$tpid"
-	local rc=$? left
-	left=$(pgrep -g "$tpid" -l 2>/dev/null | awk '{ printf "%s%s", (n++ ? ", " : ""), $2 }')
-	if [ -n "$left" ]; then
-		echo "# left running, killed: $left" >>"$rc_log"
-		kill -KILL -- "-$tpid" 2>/dev/null
-	fi
-	rc_p=$(grep -cE '^ok [0-9]+' "$rc_log" | tr -d ' ')
-	rc_s=$(grep -cE '^ok [0-9]+.*# SKIP' "$rc_log" | tr -d ' ')
-	rc_f=$(grep -cE '^not ok [0-9]+' "$rc_log" | tr -d ' ')
-	rc_p=$((rc_p - rc_s))
-	if [ "$rc" -ne 0 ] && [ "$rc_f" -eq 0 ]; then
-		rc_f=1
-		[ "$rc" -eq 124 ] && echo "  TIMEOUT after ${to}s" >>"$rc_log"
-		echo "  exit status $rc" >>"$rc_log"
-	fi
-}
+# Alone: timing bounds against ftrace or perf, CPU or latency budgets, the
+# machine loaded on purpose, sanitizer stress runs (each fills both CPUs),
+# and the system tests (they install the package and run the service).
+SOLO='^(system/|stress/|kernel/test_(sys_pairs|stacks_churn|cold_tier|cold_budget|drain_idle|honest_window|trigger_busy|trigger_pressure|python_versions|funcs_plain|ctl_concurrency|dump_memory|dump_capture|unwind_short|unwind|detach)$)'
 
-run_one() { # name timeout cmd...
-	local name=$1
+# The programs, in order: NAME, TIMEOUT and the command (quoted for eval).
+J_NAME=() J_TO=() J_CMD=()
+add() { # name timeout cmd...
+	local name=$1 to=$2
+	shift 2
 	echo "$name" | grep -qE "$filter" || return 0
 	[ -n "$skip_filter" ] && echo "$name" | grep -qE "$skip_filter" && return 0
-	printf '== %s\n' "$name"
-	local t0=$SECONDS
-	run_program "$@"
-	if [ "$rc_f" -ne 0 ] && [ "${T_RETRY:-1}" != 0 ] && [[ $name == kernel/* || $name == system/* ]]; then
-		sed 's/^/    /' "$rc_log"
-		local first
-		first=$(grep -E '^not ok|TIMEOUT|exit status' "$rc_log" | head -3 | cut -c1-160 | paste -sd '|')
-		rm -f "$rc_log"
-		printf '   (%ss) failed; run once more\n' "$((SECONDS - t0))"
-		run_program "$@"
-		[ "$rc_f" -eq 0 ] && retried+=("$name: $first")
-	fi
-	pass=$((pass + rc_p)) fail=$((fail + rc_f)) skip=$((skip + rc_s))
-	if [ "$rc_f" -ne 0 ]; then
-		failed_names+=("$name")
-		sed 's/^/    /' "$rc_log"
-	else
-		grep -E '^(not )?ok|^#' "$rc_log" | sed 's/^/    /'
-	fi
-	# How long each program took (the kernel matrix lists the slowest).
-	printf '   (%ss)\n' "$((SECONDS - t0))"
-	times+=("$((SECONDS - t0)) $name")
-	rm -f "$rc_log"
+	J_NAME+=("$name") J_TO+=("$to") J_CMD+=("$(printf '%q ' "$@")")
 }
 
 # The layout of user/: no include or call cycles, no folder reaching upward.
-run_one "layout/check_layout" 60 python3 scripts/check_layout.py
+add "layout/check_layout" 60 python3 scripts/check_layout.py
 # Compiled tests: tests/unit/ (no root) and tests/kernel/ (load BPF).
 for t in "$B"/test_*; do
 	[ -x "$t" ] || continue
 	n=$(basename "$t")
-	if [ -f "tests/kernel/$n.c" ]; then run_one "kernel/$n" 300 "$t"; else run_one "unit/$n" 300 "$t"; fi
+	if [ -f "tests/kernel/$n.c" ]; then add "kernel/$n" 300 "$t"; else add "unit/$n" 300 "$t"; fi
 done
 for t in tests/unit/test_*.sh; do
 	[ -f "$t" ] || continue
-	run_one "unit/$(basename "$t" .sh)" 300 bash "$t"
+	add "unit/$(basename "$t" .sh)" 300 bash "$t"
 done
 for t in "$B"/stress_*; do
 	[ -x "$t" ] || continue
 	case "$t" in
-	*.tsan) TSAN_OPTIONS="halt_on_error=1 abort_on_error=1 second_deadlock_stack=1" run_one "stress/$(basename "$t")" 300 "$t" ;;
-	*.asan) ASAN_OPTIONS="abort_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" run_one "stress/$(basename "$t")" 300 "$t" ;;
-	*) run_one "stress/$(basename "$t")" 300 "$t" ;;
+	*.tsan) add "stress/$(basename "$t")" 300 env TSAN_OPTIONS="halt_on_error=1 abort_on_error=1 second_deadlock_stack=1" "$t" ;;
+	*.asan) add "stress/$(basename "$t")" 300 env ASAN_OPTIONS="abort_on_error=1 detect_leaks=1" UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1" "$t" ;;
+	*) add "stress/$(basename "$t")" 300 "$t" ;;
 	esac
 done
 for d in kernel system; do
 	for t in tests/$d/test_*.sh; do
 		[ -f "$t" ] || continue
-		run_one "$d/$(basename "$t" .sh)" 600 bash "$t"
+		add "$d/$(basename "$t" .sh)" 600 bash "$t"
 	done
 done
 for t in "$B"/fuzz_*; do
 	[ -x "$t" ] || continue
-	# Seeds are copied so the run never dirties the tree.
-	corpus=$(mktemp -d)
-	cp tests/fuzz/seeds/"$(basename "$t")"/* "$corpus"/ 2>/dev/null || true
-	# An undefined behaviour is a failure, not a line in a log nobody reads
-	# (UBSan recovers by default: qsort(NULL, 0) went unnoticed, issue 28).
-	UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" run_one "fuzz/$(basename "$t")" 120 bash -c "'$t' -max_total_time=${FUZZ_SECONDS:-20} -rss_limit_mb=2048 '$corpus' >/dev/null 2>&1 && echo 'ok 1 - $(basename "$t") ran ${FUZZ_SECONDS:-20}s without a crash' || { '$t' -runs=0 '$corpus' 2>&1 | tail -30; echo 'not ok 1 - $(basename "$t") crashed'; }"
-	rm -rf "$corpus"
+	f=$(basename "$t") s=${FUZZ_SECONDS:-20}
+	# Seeds are copied so the run never dirties the tree. An undefined
+	# behaviour is a failure, not a line in a log nobody reads (UBSan
+	# recovers by default: qsort(NULL, 0) went unnoticed, issue 28).
+	add "fuzz/$f" 120 env UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1" bash -c '
+		corpus=$(mktemp -d); trap "rm -rf \"\$corpus\"" EXIT
+		cp tests/fuzz/seeds/'"$f"'/* "$corpus"/ 2>/dev/null
+		if '"$t"' -max_total_time='"$s"' -rss_limit_mb=2048 "$corpus" >/dev/null 2>&1; then
+			echo "ok 1 - '"$f"' ran '"$s"'s without a crash"
+		else
+			'"$t"' -runs=0 "$corpus" 2>&1 | tail -30
+			echo "not ok 1 - '"$f"' crashed"
+		fi'
 done
+
+# start I: runs program I in the background, its output and result in files
+# under $R (I.log, then I.res: "rc seconds", written last).
+R=$(mktemp -d)
+trap 'kill -KILL -- $(jobs -p | sed "s/^/-/") 2>/dev/null; rm -rf "$R"' EXIT
+start() {
+	local i=$1
+	(
+		t0=$SECONDS
+		# timeout leads a process group of its own: what the program
+		# leaves running (a load generator whose wrapper was killed) is
+		# killed with it, and named, rather than loading every test after it.
+		timeout --kill-after=10 "${J_TO[i]}" bash -c "${J_CMD[i]}" >"$R/$i.log" 2>&1 </dev/null &
+		tpid=$!
+		wait "$tpid"
+		rc=$?
+		left=$(pgrep -g "$tpid" -l 2>/dev/null | awk '{ printf "%s%s", (n++ ? ", " : ""), $2 }')
+		if [ -n "$left" ]; then
+			echo "# left running, killed: $left" >>"$R/$i.log"
+			kill -KILL -- "-$tpid" 2>/dev/null
+		fi
+		echo "$rc $((SECONDS - t0))" >"$R/$i.tmp" && mv "$R/$i.tmp" "$R/$i.res"
+	) &
+}
+
+# finish I FINAL: reads program I's result; prints it and counts it, or
+# (FINAL=0, a kernel/ or system/ failure) prints its first run and queues it
+# to run once more.
+finish() {
+	local i=$1 final=$2 name=${J_NAME[$1]} log=$R/$1.log rc secs p f s
+	read -r rc secs <"$R/$i.res"
+	rm -f "$R/$i.res"
+	p=$(grep -cE '^ok [0-9]+' "$log")
+	s=$(grep -cE '^ok [0-9]+.*# SKIP' "$log")
+	f=$(grep -cE '^not ok [0-9]+' "$log")
+	p=$((p - s))
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+		[ "$rc" -eq 124 ] && echo "  TIMEOUT after ${J_TO[i]}s" >>"$log"
+		echo "  exit status $rc" >>"$log"
+	fi
+	printf '== %s\n' "$name"
+	if [ "$f" -ne 0 ] && [ "$final" = 0 ] && [ "${T_RETRY:-1}" != 0 ] && [[ $name == kernel/* || $name == system/* ]]; then
+		sed 's/^/    /' "$log"
+		first[i]=$(grep -E '^not ok|TIMEOUT|exit status' "$log" | head -3 | cut -c1-160 | paste -sd '|')
+		printf '   (%ss) failed; run once more, alone\n' "$secs"
+		again+=("$i")
+		return
+	fi
+	pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	if [ "$f" -ne 0 ]; then
+		failed_names+=("$name")
+		sed 's/^/    /' "$log"
+	else
+		grep -E '^(not )?ok|^#' "$log" | sed 's/^/    /'
+		[ "$final" = 1 ] && retried+=("$name: ${first[i]}")
+	fi
+	printf '   (%ss)\n' "$secs"
+	times+=("$secs $name")
+}
+
+# run_all MAX FINAL I...: runs the programs, at most MAX at once.
+run_all() {
+	local max=$1 final=$2 i r
+	shift 2
+	local todo=("$@") running=()
+	while [ ${#todo[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
+		while [ ${#todo[@]} -gt 0 ] && [ ${#running[@]} -lt "$max" ]; do
+			start "${todo[0]}"
+			running+=("${todo[0]}")
+			todo=("${todo[@]:1}")
+		done
+		# No child left to wait for and no result: a program's runner
+		# died before writing it (finish would block on nothing).
+		wait -n 2>/dev/null || sleep 0.2
+		local still=()
+		for r in "${running[@]}"; do
+			if [ -f "$R/$r.res" ]; then finish "$r" "$final"; else still+=("$r"); fi
+		done
+		running=("${still[@]}")
+	done
+}
+
+first=()
+side=() alone=()
+for i in "${!J_NAME[@]}"; do
+	if [[ ${J_NAME[i]} =~ $SOLO ]]; then alone+=("$i"); else side+=("$i"); fi
+done
+[ ${#side[@]} -gt 0 ] && run_all "$jobs" 0 "${side[@]}"
+[ ${#alone[@]} -gt 0 ] && run_all 1 0 "${alone[@]}"
+[ ${#again[@]} -gt 0 ] && run_all 1 1 "${again[@]}"
 
 # Where the time goes (docs/testing.md keeps the list of a full run).
 if [ ${#times[@]} -gt 1 ]; then
