@@ -13,7 +13,8 @@
 #     own table's build included;
 #   - hsparse is refused and named with its reason in ctl status and in the
 #     dump (report --stats), unread: the recorder's peak RSS stays < 1 GiB;
-#   - SIGINT stops the recorder in < 5 s while hfdes is being built;
+#   - SIGINT stops the recorder in < 5 s while hfdes is being built, on a
+#     machine busy with spinning tasks, none of it (>= 1 s) the unwinder's;
 #   - hmem (1 M FDEs, 3 M rows) under --unwind-mem 16M (2 M rows) does not
 #     fit: named "--unwind-mem full" in ctl status and the dump, counted;
 #   - the symbol cache closes no file for room (another thread's
@@ -136,18 +137,31 @@ if [ "${hwm:-99999999}" -lt $((1024 * 1024)) ]; then
 else
 	not_ok "recorder's peak RSS ${hwm} KiB (want < 1 GiB)"
 fi
-# stop while hfdes is being built (the builder thread on it, status says)
+# stop while hfdes is being built (the builder thread on it, status says),
+# on a machine busy with twice its CPUs of spinning tasks: the builder
+# runs niced, and a stop that waited for it at its nice took 1.0-2.4 s
+# to end it beside a loaded neighbour (the recorder logs a stop step of
+# 1 s or more: none may be the unwinder's).
 [ "${slow:-0}" -ge 1 ] && echo "$st" | grep -q 'tables being built' && mid=1 || mid=0
+hogs=()
+for _ in $(seq $((2 * $(nproc)))); do
+	sh -c 'while :; do :; done' &
+	hogs+=($!)
+done
+T_PIDS+=("${hogs[@]}")
 t0=$(date +%s%N)
 rec_stop "$REC_PID" INT 30
 t1=$(date +%s%N)
+kill "${hogs[@]}" 2>/dev/null
+wait "${hogs[@]}" 2>/dev/null
 ms=$(((t1 - t0) / 1000000))
-if [ "$mid" = 1 ] && [ "$ms" -lt 5000 ]; then
-	ok "SIGINT stopped the recorder in $ms ms (< 5 s) with hfdes's table being built"
+slow_step=$(grep -o 'stop took .* stopping the unwinder' "$T_TMP/rec_b.log")
+if [ "$mid" = 1 ] && [ "$ms" -lt 5000 ] && [ -z "$slow_step" ]; then
+	ok "SIGINT stopped the recorder in $ms ms (< 5 s), $((2 * $(nproc))) spinning tasks beside it, hfdes's table being built; the unwinder's stop under 1 s"
 elif [ "$mid" = 0 ]; then
 	not_ok "hfdes not being built when stopped (so the stop proves nothing)" "$(echo "$st" | grep '^unwinding')"
 else
-	not_ok "stop took $ms ms (want < 5000) mid-build" "$(tail -3 "$T_TMP/rec_b.log")"
+	not_ok "stop took $ms ms (want < 5000) mid-build, under load; ${slow_step:-no slow step logged}" "$(tail -3 "$T_TMP/rec_b.log")"
 fi
 dump=$(ls "$T_TMP"/out_b/*.btd 2>/dev/null | head -1)
 "$BT" report --stacks "$dump" >"$T_TMP/stacks_b" 2>&1
