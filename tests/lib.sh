@@ -132,6 +132,9 @@ t_cleanup() {
 	[ -n "${T_KEEP:-}" ] || rm -rf "$T_TMP"
 }
 trap t_cleanup EXIT
+# Stopped by tests/run.sh (interrupted, or its time is up): the EXIT trap
+# still runs, so nothing is left in /tmp.
+trap 'exit 143' TERM
 
 finish() {
 	echo "# $((T_N - T_FAIL)) passed, $T_FAIL failed"

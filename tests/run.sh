@@ -97,7 +97,18 @@ done
 # start I: runs program I in the background, its output and result in files
 # under $R (I.log, then I.res: "rc seconds", written last).
 R=$(mktemp -d)
-trap 'kill -KILL -- $(jobs -p | sed "s/^/-/") 2>/dev/null; rm -rf "$R"' EXIT
+# Interrupted (^C, a CI timeout): the programs running are stopped with
+# what they started (each timeout leads its own process group, which the
+# terminal's ^C does not reach), not left recording with BPF attached.
+stop_running() {
+	local f g
+	for f in "$R"/*.pid; do
+		[ -f "$f" ] && read -r g <"$f" && kill -TERM -- "-$g" 2>/dev/null
+	done
+}
+trap 'stop_running; exit 130' INT
+trap 'stop_running; exit 143' TERM
+trap 'stop_running; wait; rm -rf "$R"' EXIT
 start() {
 	local i=$1
 	(
@@ -107,6 +118,7 @@ start() {
 		# killed with it, and named, rather than loading every test after it.
 		timeout --kill-after=10 "${J_TO[i]}" bash -c "${J_CMD[i]}" >"$R/$i.log" 2>&1 </dev/null &
 		tpid=$!
+		echo "$tpid" >"$R/$i.pid"
 		wait "$tpid"
 		rc=$?
 		left=$(pgrep -g "$tpid" -l 2>/dev/null | awk '{ printf "%s%s", (n++ ? ", " : ""), $2 }')
@@ -118,6 +130,7 @@ start() {
 		# reaped): which programs a faster suite must make cheaper.
 		times >"$R/$i.cpu" # not in $(...): a subshell has no children
 		cpu=$(awk 'NR == 2 { for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } } END { printf "%.0f", t }' "$R/$i.cpu")
+		rm -f "$R/$i.pid"
 		echo "$rc $((SECONDS - t0)) $cpu" >"$R/$i.tmp" && mv "$R/$i.tmp" "$R/$i.res"
 	) &
 }
