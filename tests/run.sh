@@ -22,7 +22,7 @@ pass=0 fail=0 skip=0
 failed_names=()
 retried=() # "NAME: the first run's not ok lines", for the summary
 again=()   # indexes of programs to run once more, alone
-times=()   # "SECONDS NAME" per program, for the slowest ten at the end
+times=()   # "SECONDS CPU-SECONDS NAME" per program, for the slowest ten at the end
 t_start=$SECONDS
 filter=${TESTS:-.}
 skip_filter=${SKIP_TESTS:-}
@@ -95,7 +95,8 @@ for t in "$B"/fuzz_*; do
 done
 
 # start I: runs program I in the background, its output and result in files
-# under $R (I.log, then I.res: "rc seconds", written last).
+# under $R (I.pid while it runs, I.log, then I.res: "rc seconds cpu-seconds",
+# written last).
 R=$(mktemp -d)
 # Interrupted (^C, a CI timeout): the programs running are stopped with
 # what they started (each timeout leads its own process group, which the

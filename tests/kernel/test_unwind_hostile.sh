@@ -143,8 +143,8 @@ fi
 # to end it beside a loaded neighbour (the recorder logs a stop step of
 # 1 s or more: none may be the unwinder's).
 [ "${slow:-0}" -ge 1 ] && echo "$st" | grep -q 'tables being built' && mid=1 || mid=0
-hogs=()
-for _ in $(seq $((2 * $(nproc)))); do
+hogs=() nhogs=$((2 * $(nproc)))
+for _ in $(seq "$nhogs"); do
 	sh -c 'while :; do :; done' &
 	hogs+=($!)
 done
@@ -157,7 +157,7 @@ wait "${hogs[@]}" 2>/dev/null
 ms=$(((t1 - t0) / 1000000))
 slow_step=$(grep -o 'stop took .* stopping the unwinder' "$T_TMP/rec_b.log")
 if [ "$mid" = 1 ] && [ "$ms" -lt 5000 ] && [ -z "$slow_step" ]; then
-	ok "SIGINT stopped the recorder in $ms ms (< 5 s), $((2 * $(nproc))) spinning tasks beside it, hfdes's table being built; the unwinder's stop under 1 s"
+	ok "SIGINT stopped the recorder in $ms ms (< 5 s), $nhogs spinning tasks beside it, hfdes's table being built; the unwinder's stop under 1 s"
 elif [ "$mid" = 0 ]; then
 	not_ok "hfdes not being built when stopped (so the stop proves nothing)" "$(echo "$st" | grep '^unwinding')"
 else
