@@ -11,10 +11,13 @@
 #   2. kill -9 of the service's recorder: Restart=on-failure brings it
 #      back; its dump of the handed history (reason recorder-died) holds
 #      >= 95% of the events a dump right before the kill held, and is on
-#      disk within 5 s of the restart (under TCG 30 s: BT_TEST_EMULATED);
+#      disk within 5 s of the restart (under TCG 30 s: BT_TEST_EMULATED),
+#      and counts what its rings held (its counters kept in the fd store);
 #   3. an upgrade: a new binary put in place as dpkg does (a new file
 #      renamed over the old), then the restart its postinst does: reason
 #      upgrade, >= 95% of the events of a dump right before;
+#   3b. ctl upgrade: the same main process runs the new file in place,
+#      systemd keeps the unit active; reason upgrade, >= 95%;
 #   4. systemctl stop, then start: systemd 252 empties the store on a
 #      stop, so nothing is handed (as the manual says).
 # Usage: scripts/test-systemd-guest.sh RESULTS_DIR  (TAP to RESULTS_DIR/tests.log
@@ -187,6 +190,9 @@ check "kill -9: on disk within ${RESTART_LIMIT_S} s of the restart ($(ms_between
 	test -n "$ts" -a -n "$td" -a "$(ms_between "$ts" "$td")" -le $((RESTART_LIMIT_S * 1000))
 check "kill -9: it names the tasks (dd, cat)" sh -c "'$BT' report '$HANDED' 2>/dev/null | grep -q 'dd-\|cat-'"
 wait_active
+diag "$(journalctl -q -u "$UNIT" -o cat --no-pager | grep -E 'cannot count|its rings held' | tail -2)"
+check "kill -9: what its rings held is counted (its counters in the fd store)" \
+	sh -c "'$BT' report --stats '$HANDED' | grep -q '^  at its end: [0-9]* events its programs emitted'"
 check "kill -9: ctl status says what the hand-over kept" sh -c "'$BT' ctl status | grep -q '^handover: on; the history before this start (recorder-died)'"
 
 # ---- 3. an upgrade: a new binary, then the postinst's restart -------------------
@@ -207,6 +213,26 @@ check "upgrade: its reason is upgrade" test "$(reason "$HANDED")" = upgrade
 check "upgrade: it holds >= 95% of the events of the dump right before (${B:-0} of ${A:-0})" \
 	test "${B:-0}" -ge $((${A:-1} * 95 / 100)) -a "${A:-0}" -gt 1000
 wait_active
+
+# ---- 3b. ctl upgrade: the same process runs the new binary, systemd keeps it -------
+sleep 2
+n=$(handed_dumps | wc -l)
+pid1=$(main_pid)
+ctl dump -o "$DIR"/before-exec.btd >/dev/null
+cp build/btrace-bpf "$BT.dpkg-new" && mv -f "$BT.dpkg-new" "$BT"
+"$BT" ctl upgrade >/dev/null
+if ! wait_handed "$n"; then
+	not_ok "ctl upgrade: the new binary dumps the handed history"
+	fail_out
+fi
+wait_active
+A=$(events "$DIR"/before-exec.btd)
+B=$(events "$HANDED")
+check "ctl upgrade: the same main process, the unit active (MainPID $pid1 -> $(main_pid))" \
+	sh -c "[ '$(main_pid)' = '$pid1' ] && [ \"\$(systemctl is-active $UNIT)\" = active ]"
+check "ctl upgrade: its reason is upgrade" test "$(reason "$HANDED")" = upgrade
+check "ctl upgrade: it holds >= 95% of the events of the dump right before (${B:-0} of ${A:-0})" \
+	test "${B:-0}" -ge $((${A:-1} * 95 / 100)) -a "${A:-0}" -gt 1000
 load_stop
 
 # ---- 4. stop, then start: systemd 252 empties the store -------------------------

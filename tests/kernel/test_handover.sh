@@ -11,8 +11,13 @@
 #   2. a clean stop (SIGINT, its final dump) and a start: reason restart,
 #      >= 95% of the final dump's events; the same under load with another
 #      binary (a package installed again, then restarted): reason upgrade;
+#      and `ctl upgrade`: the same process runs the new file at its path on
+#      the memfd (reason upgrade, >= 95%, no final dump), refused without one;
 #   3. a corrupted memfd (header, then data blocks) is refused or salvaged,
 #      the recorder records on;
+#   4. a recorder stopped (SIGSTOP) while a script makes 3000 calls, then
+#      killed: the next start counts exactly what its rings held (its
+#      pinned counters), in the log, report --stats and the JSON export;
 # and ctl status says what the hand-over kept; a second recorder handed
 # the memfd a live one writes refuses it.
 # Needs root; TAP.
@@ -30,6 +35,18 @@ fi
 
 need_root "hand-over tests"
 
+# The programs' counters are pinned in a BPF file system of this test's
+# own (the host's /sys/fs/bpf may not be mounted; the unit uses that one).
+mkdir -p "$T_TMP/bpffs"
+if ! mount -t bpf bpf "$T_TMP/bpffs"; then
+	not_ok "a BPF file system mounts for the pins"
+	finish
+	exit 1
+fi
+trap 'umount "$T_TMP/bpffs" 2>/dev/null; t_cleanup' EXIT
+export BTRACE_PIN_DIR=$T_TMP/bpffs/btrace-bpf
+pins() { find "$BTRACE_PIN_DIR" -name 'handover-*' 2>/dev/null | wc -l; }
+
 CTL=$T_TMP/ctl.sock
 OUT=$T_TMP/out
 export BTRACE_CTL=$CTL BTRACE_RETRY_MS=50
@@ -40,7 +57,8 @@ REC=(-e sched -o "$OUT" --ctl "$CTL" --buffer-size 8M --cold-tier 0 --resume-fd 
 events() { "$BT" report --stats "$1" 2>/dev/null | awk '$1 == "events:" {print $2}'; }
 ntasks() { "$BT" report --stats "$1" 2>/dev/null | awk '$1 == "tables:" {print $2}'; }
 reason() { "$BT" report --stats "$1" 2>/dev/null | sed -n 's/.*reason \([a-z-]*\),.*/\1/p'; }
-handed_path() { sed -n 's/.*history before this start .* written to \(.*\.btd\) in .*/\1/p' "$1"; }
+# the newest such line (a log of a recorder that ran an upgrade has two)
+handed_path() { sed -n 's/.*history before this start .* written to \(.*\.btd\) in .*/\1/p' "$1" | tail -1; }
 # check_handed REASON LOG BEFORE MIN: the start logging LOG dumped the
 # handed history for REASON, >= 95% of the events of dump BEFORE (taken
 # right before the stop), which holds more than MIN
@@ -111,6 +129,8 @@ check "kill -9: written within 5 s of the restart" test $(( (t1 - t0) / 1000000 
 check "kill -9: it names the tasks (the saved task table: $(ntasks "$P") tasks)" test "$(ntasks "$P")" -gt 10
 check "kill -9: report reads it whole" sh -c "'$BT' report '$P' | grep -q 'bt-hoping\|dd-'"
 
+check "kill -9: the events its rings held at the kill are counted" \
+	grep -q "events its programs emitted after the newest kept are lost" "$T_TMP/r2.log"
 check "kill -9: ctl status says what the hand-over kept" sh -c "'$BT' ctl --ctl '$CTL' status | grep -q '^handover: on; the history before this start (recorder-died)'"
 # A second recorder handed the memfd the first still writes: refused.
 timeout 60 "$BT" record -e sched -o "$T_TMP/other" --no-ctl --no-final-dump -m 4M --resume-fd 7 -d 1 2>"$T_TMP/other.log"
@@ -123,6 +143,7 @@ sleep 1
 # recorders here write no final dump).
 ctl dump -o "$T_TMP/before-stop.btd" >/dev/null 2>&1
 rec_stop "$REC_PID" INT
+check "clean stop: its pinned counters are removed (nothing is left in its rings)" test "$(pins)" -eq 0
 rec_start "$T_TMP/r3.log" "${REC[@]}" --no-final-dump
 check_handed restart "$T_TMP/r3.log" "$T_TMP/before-stop.btd" 0
 
@@ -139,6 +160,39 @@ rec_start "$T_TMP/r3u.log" "${REC[@]}" --no-final-dump
 BT=$BT_OLD
 check_handed upgrade "$T_TMP/r3u.log" "$T_TMP/before-upgrade.btd" 10000
 rec_stop "$REC_PID" INT
+
+# ---- 2c. ctl upgrade: the same process runs the new binary on its buffer ------------
+cp "$BT" "$T_TMP/bt-x"
+BT_OLD=$BT
+BT=$T_TMP/bt-x
+if rec_start "$T_TMP/r3x.log" "${REC[@]}" --no-final-dump; then
+	XPID=$REC_PID
+	load_start
+	sleep 2
+	ctl dump -o "$T_TMP/before-exec.btd" >/dev/null 2>&1
+	cp "$BT_OLD" "$T_TMP/bt-x.new" && mv "$T_TMP/bt-x.new" "$T_TMP/bt-x" # as dpkg puts a new file in place
+	check "ctl upgrade: accepted" sh -c "'$BT_OLD' ctl --ctl '$CTL' upgrade | grep -q 'runs $T_TMP/bt-x again on its buffer'"
+	wait_for 30 grep -q "history before this start (upgrade of recorder $XPID)" "$T_TMP/r3x.log"
+	wait_for 30 test "$(grep -c "recording (pid $XPID)" "$T_TMP/r3x.log")" -ge 2
+	load_stop
+	check "ctl upgrade: the same process records on (pid $XPID)" sh -c "kill -0 $XPID && '$BT_OLD' ctl --ctl '$CTL' status | grep -q '^recorder pid $XPID'"
+	check "ctl upgrade: it ran the binary at its path (the new file)" grep -q "upgrading: running $T_TMP/bt-x on the same buffer" "$T_TMP/r3x.log"
+	check_handed upgrade "$T_TMP/r3x.log" "$T_TMP/before-exec.btd" 10000
+	check "ctl upgrade: no final dump before it (the handed one is the history)" \
+		test "$(grep -c 'written to' "$T_TMP/r3x.log")" -eq "$(grep -c 'written to .*(ctl\|history before this start' "$T_TMP/r3x.log")"
+	rec_stop "$XPID" INT
+else
+	not_ok "recorder for ctl upgrade starts" "$(cat "$T_TMP/r3x.log")"
+fi
+BT=$BT_OLD
+# without a memfd (no systemd, no --resume-fd) there is nothing to hand over: refused
+if rec_start "$T_TMP/r3n.log" -e sched -o "$OUT" --ctl "$CTL" --buffer-size 4M --no-final-dump; then
+	out=$("$BT" ctl --ctl "$CTL" upgrade 2>&1)
+	rc=$?
+	check "ctl upgrade without a memfd: refused, said why, the recorder records on (rc $rc)" \
+		sh -c "[ $rc = 1 ] && echo '$out' | grep -q 'not in a memory file that outlives the recorder' && kill -0 $REC_PID"
+	rec_stop "$REC_PID" INT
+fi
 
 # ---- 3. corrupted memfd ----------------------------------------------------------
 # Every 4 KiB page past the header and metadata, a burst of garbage: blocks
@@ -162,4 +216,53 @@ rec_start "$T_TMP/r5.log" "${REC[@]}" --no-final-dump
 check "corrupted header: refused, said, and the recorder records on" \
 	sh -c "kill -0 $REC_PID && grep -q 'handed buffer is refused: no btrace-bpf buffer header' '$T_TMP/r5.log'"
 rec_stop "$REC_PID" INT
+
+# ---- 4. what the rings held at a kill -9, counted exactly --------------------------
+# A python3 makes 100 getppid() calls while the recorder drains them, then,
+# with the recorder stopped (SIGSTOP: its programs still emit into the
+# rings), 3000 more; then kill -9. The next start counts the events after
+# the newest its buffer kept: the 6000 of the burst and the script's few
+# other calls (its exit among them), and the identity submitted = kept +
+# counted holds (nothing was overwritten or dropped).
+mkfifo "$T_TMP/go1" "$T_TMP/go2"
+taskset -c 0 python3 -c 'import os, sys, time
+open(sys.argv[1]).read()
+for _ in range(100): os.getppid()
+open(sys.argv[2]).read()
+for _ in range(3000): os.getppid()
+open(sys.argv[3], "w").close()
+time.sleep(120)' "$T_TMP/go1" "$T_TMP/go2" "$T_TMP/burst-done" &
+BURST=$!
+T_PIDS+=("$BURST")
+REC4=(-e syscalls -p "$BURST" -o "$OUT" --ctl "$CTL" --buffer-size 8M --cold-tier 0 --resume-fd 7 --no-final-dump)
+if rec_start "$T_TMP/r6.log" "${REC4[@]}"; then
+	echo >"$T_TMP/go1"
+	sleep 1 # drained: the newest kept event is the 100th call's
+	check "recording: its counters are pinned for the next start" test "$(pins)" -eq 1
+	kill -STOP "$REC_PID"
+	echo >"$T_TMP/go2"
+	wait_for 20 test -e "$T_TMP/burst-done"
+	kill -KILL "$REC_PID"
+	wait "$REC_PID" 2>/dev/null
+	rec_start "$T_TMP/r7.log" "${REC4[@]}"
+	wait_for 10 grep -q "history before this start" "$T_TMP/r7.log"
+	P7=$(handed_path "$T_TMP/r7.log")
+	diag "$(grep 'history before' "$T_TMP/r7.log")"
+	N7=$(sed -n 's/.*; \([0-9]*\) events its programs emitted after the newest kept.*/\1/p' "$T_TMP/r7.log")
+	check "kill -9 of a stopped recorder: the 6000 events of the burst and its few others are counted (${N7:-none})" \
+		test "${N7:-0}" -ge 6000 -a "${N7:-0}" -le 6100
+	ST7=$("$BT" report --stats "$P7" 2>&1)
+	K7=$(echo "$ST7" | awk '$1 == "events:" {print $2}')
+	E7=$(echo "$ST7" | sed -n 's/^  ring-buffer events submitted: \([0-9]*\)$/\1/p')
+	check "its dump: events submitted = kept + counted after the newest ($E7 = $K7 + $N7)" \
+		test -n "$E7" -a "${E7:-0}" = "$(( ${K7:-0} + ${N7:-0} ))" -a "${K7:-0}" -ge 200
+	check "report --stats says it" grep -q "^  at its end: $N7 events its programs emitted" <<<"$ST7"
+	"$BT" convert -q -f json -o "$T_TMP/h.json" "$P7" 2>/dev/null
+	check "the JSON export carries it as loss.handed.after_newest" grep -q "\"loss.handed.after_newest\": *$N7" "$T_TMP/h.json"
+	check "the pin it read is removed; its own is made" test "$(pins)" -eq 1
+	rec_stop "$REC_PID" INT
+else
+	not_ok "recorder 6 starts" "$(cat "$T_TMP/r6.log")"
+fi
+kill "$BURST" 2>/dev/null
 finish

@@ -119,11 +119,71 @@ static void test_refused_event_dropped(void)
 	CHECK(d, "the dump opens: %s", err);
 	CHECK(ev + 1 >= F.retained && ev < F.retained, "the other %llu events kept (%llu)",
 	      (unsigned long long)F.retained - 1, (unsigned long long)ev);
+	const struct bt_dump_handed *ho = d ? bt_dump_handed(d) : NULL;
+	CHECK(ho && ho->batches_refused == 1 && ho->blocks_refused == 0 && !ho->tail_known,
+	      "its loss section says the batch refused, the programs' counters unknown");
 	bt_dump_close(d);
 	unlink(path);
 	rmdir(dir);
 	bt_ho_found_free(&f);
 	free(copy);
+}
+
+/* The previous programs' counters (as pinned): the dump counts, per CPU,
+ * the seqs taken after its newest event (7 and 5 here), and carries their
+ * drops and submitted counts. */
+static void test_tail_counted(void)
+{
+	char dir[] = "/tmp/btrace-ho-XXXXXX", err[256] = "", path[4096];
+	uint64_t ev = 0, seq_next[2], drops[2 * BT_GROUP_MAX] = { 0 }, emitted[2 * BT_GROUP_MAX] = { 0 };
+	struct bt_ho_found f;
+
+	REQUIRE(mkdtemp(dir), "a directory");
+	REQUIRE(bt_ho_read(base, flen, -1, &f, err, sizeof(err)) == 0, "%s", err);
+	/* the newest event per CPU, as the dump of the same memory will hold it */
+	CHECK(bt_handover_dump(&f, dir, 0, path, sizeof(path), &ev, err, sizeof(err)) == 0, "%s", err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "the dump opens: %s", err);
+	size_t n;
+	const struct bt_dump_event *e = bt_dump_events(d, &n);
+	uint64_t nts[2] = { 0, 0 };
+	uint32_t nseq[2] = { 0, 0 };
+	for (size_t i = 0; i < n; i++) {
+		uint32_t c = e[i].ev->cpu;
+		if (c < 2 && e[i].ev->ts_ns >= nts[c]) {
+			nts[c] = e[i].ev->ts_ns;
+			nseq[c] = e[i].ev->seq;
+		}
+	}
+	bt_dump_close(d);
+	unlink(path);
+	bt_ho_found_free(&f);
+	REQUIRE(nts[0] && nts[1], "both CPUs kept events");
+
+	REQUIRE(bt_ho_read(base, flen, -1, &f, err, sizeof(err)) == 0, "%s", err);
+	seq_next[0] = nseq[0] + 1ull + 7;
+	seq_next[1] = nseq[1] + 1ull + 5;
+	drops[1 * BT_GROUP_MAX + BT_GROUP_SCHED] = 3;
+	emitted[0] = 4242;
+	f.tail = (struct bt_ho_tail){ .known = 1, .ncpus = 2, .seq_next = malloc(sizeof(seq_next)),
+				      .drops = malloc(sizeof(drops)), .emitted = malloc(sizeof(emitted)) };
+	REQUIRE(f.tail.seq_next && f.tail.drops && f.tail.emitted, "memory");
+	memcpy(f.tail.seq_next, seq_next, sizeof(seq_next));
+	memcpy(f.tail.drops, drops, sizeof(drops));
+	memcpy(f.tail.emitted, emitted, sizeof(emitted));
+	CHECK(bt_handover_dump(&f, dir, 0, path, sizeof(path), &ev, err, sizeof(err)) == 0, "%s", err);
+	CHECK(f.after_newest == 12, "7 + 5 events after the newest kept (%llu)", (unsigned long long)f.after_newest);
+	d = bt_dump_open(path, err, sizeof(err));
+	REQUIRE(d, "the dump opens: %s", err);
+	const struct bt_dump_handed *ho = bt_dump_handed(d);
+	CHECK(ho && ho->tail_known && ho->after_newest == 12, "its loss section says so");
+	const uint64_t *rd = bt_dump_rb_drops(d), *re = bt_dump_rb_emitted(d);
+	CHECK(rd && rd[1 * BT_GROUP_MAX + BT_GROUP_SCHED] == 3 && re && re[0] == 4242,
+	      "the programs' own drops and submitted counts are the dump's");
+	bt_dump_close(d);
+	unlink(path);
+	rmdir(dir);
+	bt_ho_found_free(&f);
 }
 
 /* Random damage: refused or salvaged; what is salvaged dumps into a file
@@ -200,6 +260,7 @@ int main(void)
 	RUN(test_short_file_refused);
 	RUN(test_torn_state_slot);
 	RUN(test_refused_event_dropped);
+	RUN(test_tail_counted);
 	RUN(test_damage);
 	return h_done();
 }

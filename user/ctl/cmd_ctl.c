@@ -18,7 +18,7 @@
 #include "cli.h"
 #include "util.h"
 
-#define COMMANDS "status, dump, resize, app-resize, trigger, stop"
+#define COMMANDS "status, dump, resize, app-resize, trigger, stop, upgrade"
 
 static const char doc[] =
 	"Control a running `btrace-bpf record`.\n"
@@ -30,7 +30,9 @@ static const char doc[] =
 	"  resize SIZE      grow or shrink the buffer while recording (K/M/G)\n"
 	"  app-resize SIZE  a new buffer of SIZE for every traced application\n"
 	"  trigger NAME     fire the trigger NAME (record --trigger ...,name=NAME)\n"
-	"  stop             final dump (unless --no-final-dump) and exit\n\n"
+	"  stop             final dump (unless --no-final-dump) and exit\n"
+	"  upgrade          run the recorder's binary again (a new version installed), same\n"
+	"                   pid, on the same buffer: its history is dumped first (reason upgrade)\n\n"
 	"Examples:\n"
 	"  sudo btrace-bpf ctl status\n"
 	"  sudo btrace-bpf ctl resize 256M      # large buffer for a critical phase\n"
@@ -175,7 +177,7 @@ int cmd_ctl(int argc, char **argv)
 	cmd = a.cmd[0];
 	n = a.ncmd;
 	if (strcmp(cmd, "status") && strcmp(cmd, "dump") && strcmp(cmd, "resize") && strcmp(cmd, "app-resize") &&
-	    strcmp(cmd, "trigger") && strcmp(cmd, "stop"))
+	    strcmp(cmd, "trigger") && strcmp(cmd, "stop") && strcmp(cmd, "upgrade"))
 		return usage_error("unknown command '%s' (" COMMANDS ")", cmd);
 	if (!strcmp(cmd, "resize") || !strcmp(cmd, "app-resize")) {
 		uint64_t sz;

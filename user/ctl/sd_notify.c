@@ -66,30 +66,33 @@ int bt_sd_notify_fd(const char *state, int fd)
 	return n < 0 ? -e : 1;
 }
 
-int bt_sd_listen_fd(const char *name)
+void bt_sd_listen_fds(const char *const *want, int *fds, int nwant)
 {
 	const char *pid = getenv("LISTEN_PID"), *nfds = getenv("LISTEN_FDS"), *names = getenv("LISTEN_FDNAMES");
 	char *end;
-	int found = -1;
 
+	for (int k = 0; k < nwant; k++)
+		fds[k] = -1;
 	if (!pid || !nfds)
-		return -1;
+		return;
 	errno = 0;
 	unsigned long p = strtoul(pid, &end, 10);
 	if (errno || *end || p != (unsigned long)getpid())
-		return -1; /* meant for another process (inherited through exec) */
+		return; /* meant for another process (inherited through exec) */
 	unsigned long n = strtoul(nfds, &end, 10);
 	if (*end || n > 4096)
-		return -1;
+		return;
 	/* Names are colon-separated, one per fd from 3 on. */
 	const char *q = names ? names : "";
-	size_t nl = strlen(name);
 	for (unsigned long i = 0; i < n; i++) {
 		const char *colon = strchr(q, ':');
 		size_t len = colon ? (size_t)(colon - q) : strlen(q);
+		int k = 0;
 
-		if (found < 0 && len == nl && !memcmp(q, name, nl))
-			found = 3 + (int)i;
+		while (k < nwant && (fds[k] >= 0 || len != strlen(want[k]) || memcmp(q, want[k], len)))
+			k++;
+		if (k < nwant)
+			fds[k] = 3 + (int)i;
 		else
 			fcntl(3 + (int)i, F_SETFD, FD_CLOEXEC); /* not ours: not inherited further */
 		q = colon ? colon + 1 : q + len;
@@ -97,7 +100,14 @@ int bt_sd_listen_fd(const char *name)
 	unsetenv("LISTEN_PID");
 	unsetenv("LISTEN_FDS");
 	unsetenv("LISTEN_FDNAMES");
-	return found;
+}
+
+int bt_sd_listen_fd(const char *name)
+{
+	int fd;
+
+	bt_sd_listen_fds(&name, &fd, 1);
+	return fd;
 }
 
 int bt_sd_notify(const char *state)

@@ -18,4 +18,6 @@ int bt_sd_notify_fd(const char *state, int fd);
  * when LISTEN_PID is this process), -1 if none. The variables are then
  * unset; the other passed fds are marked close-on-exec. */
 int bt_sd_listen_fd(const char *name);
+/* The same for n names at once: fds[i] the fd named names[i], or -1. */
+void bt_sd_listen_fds(const char *const *names, int *fds, int n);
 #endif

@@ -97,6 +97,7 @@ int bt_dump_triggers_decode(const uint8_t *p, uint64_t len, struct bt_dump_trigg
  * fields it can compute itself (time, host, kernel); the caller provides the
  * rest. */
 struct bt_cold;
+struct bt_dump_handed;
 struct bt_dump_info {
 	struct bt_cold *cold;      /* optional: the compressed tier behind buf (cold_tier.h) */
 	uint32_t ncpus;
@@ -126,6 +127,9 @@ struct bt_dump_info {
 	 * is written: the stack ids of stacks reclaimed since (stack_table.h) */
 	void (*fix_event)(void *ctx, struct bt_event_hdr *ev, uint32_t len);
 	void *fix_ctx;
+	/* a dump of a previous recorder's history: what its reading refused
+	 * and lost (struct bt_dump_handed, below); NULL for a recorder's own */
+	const struct bt_dump_handed *handed;
 };
 
 /* What bt_dump_write_capture writes, and where. */
@@ -250,6 +254,15 @@ struct bt_dump_cold {
 	uint64_t dump_blocks, dump_events, first_ts, last_ts; /* ts 0: none */
 };
 const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d);
+/* A dump of the history a previous recorder left (LOSS counters): what the
+ * reading of its memory refused, and what its programs emitted after the
+ * newest event kept. NULL for a recorder's own dump. */
+struct bt_dump_handed {
+	uint64_t blocks_refused, blocks_cut, batches_refused;
+	int tail_known;        /* its programs' counters were read at the start after it */
+	uint64_t after_newest; /* events they took a seq for after the newest kept (tail_known) */
+};
+const struct bt_dump_handed *bt_dump_handed(const struct bt_dump *d);
 struct bt_seq_window;
 /* How much of the dump the cold tier gave: its events, and the seconds of
  * the latest continuous window w that only its blocks cover (w's start up

@@ -170,6 +170,14 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_COLD_DUMPED,          /* blocks of this dump read from the tier */
 	BTD_CNT_COLD_DUMPED_RAW,      /* of them, stored uncompressed */
 	BTD_CNT_COLD_BLOCKS_CUT,      /* tier blocks left out: older than a hole in their CPU's chain */
+	/* a dump of the history a previous recorder left (reason restart,
+	 * upgrade, recorder-died; user/handover); all 0 in a recorder's own */
+	BTD_CNT_HANDED,               /* 1: this is one */
+	BTD_CNT_HANDED_BLOCKS_REFUSED,/* blocks whose metadata was not believable, or a position seen twice */
+	BTD_CNT_HANDED_BLOCKS_CUT,    /* open blocks kept only up to their last confirmed entry */
+	BTD_CNT_HANDED_BATCHES_REFUSED, /* event batches with an event the reader would refuse */
+	BTD_CNT_HANDED_TAIL_KNOWN,    /* 1: its programs' counters at its end were read (pinned) */
+	BTD_CNT_HANDED_AFTER_NEWEST,  /* events they took a seq for after the newest kept, all CPUs */
 	BTD_NCOUNTERS
 };
 

@@ -116,6 +116,11 @@ const struct bt_dump_cold *bt_dump_cold(const struct bt_dump *d)
 	return d->cold.size ? &d->cold : NULL;
 }
 
+const struct bt_dump_handed *bt_dump_handed(const struct bt_dump *d)
+{
+	return d->is_handed ? &d->handed : NULL;
+}
+
 void bt_dump_cold_share(const struct bt_dump *d, const struct bt_seq_window *w, struct bt_dump_cold_share *out)
 {
 	const struct bt_dump_cold *c = &d->cold;

@@ -39,6 +39,8 @@ struct bt_dump {
 	uint64_t *rb_drops, *rb_emitted;
 	struct bt_stats bst;
 	struct bt_dump_cold cold; /* size 0: no cold tier */
+	struct bt_dump_handed handed;
+	int is_handed;
 	struct bt_read_stats rst;
 	struct bt_dump_block *blocks;
 	size_t nblocks, cap_blocks;

@@ -183,6 +183,12 @@ static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
 		.dumped = cnt[BTD_CNT_COLD_DUMPED], .dumped_raw = cnt[BTD_CNT_COLD_DUMPED_RAW],
 		.blocks_cut = cnt[BTD_CNT_COLD_BLOCKS_CUT], .has_parts = l.ncounters > BTD_CNT_COLD_BLOCKS_CUT,
 	};
+	d->is_handed = cnt[BTD_CNT_HANDED] != 0;
+	d->handed = (struct bt_dump_handed){
+		.blocks_refused = cnt[BTD_CNT_HANDED_BLOCKS_REFUSED], .blocks_cut = cnt[BTD_CNT_HANDED_BLOCKS_CUT],
+		.batches_refused = cnt[BTD_CNT_HANDED_BATCHES_REFUSED], .tail_known = cnt[BTD_CNT_HANDED_TAIL_KNOWN] != 0,
+		.after_newest = cnt[BTD_CNT_HANDED_AFTER_NEWEST],
+	};
 	d->hdr.drain_events = l.drain_events;
 	d->hdr.drain_rejected = l.drain_rejected;
 	const uint8_t *arr = pl + sizeof(l) + (uint64_t)l.ncounters * 8;

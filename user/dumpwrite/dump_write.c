@@ -254,6 +254,15 @@ static void put_loss(struct zout *zo, const struct bt_dump_info *info, const str
 		[BTD_CNT_NCORES] = st->ncores,
 		[BTD_CNT_ENTRIES_DROPPED] = st->entries_dropped,
 	};
+	if (info->handed) {
+		const struct bt_dump_handed *h = info->handed;
+		cnt[BTD_CNT_HANDED] = 1;
+		cnt[BTD_CNT_HANDED_BLOCKS_REFUSED] = h->blocks_refused;
+		cnt[BTD_CNT_HANDED_BLOCKS_CUT] = h->blocks_cut;
+		cnt[BTD_CNT_HANDED_BATCHES_REFUSED] = h->batches_refused;
+		cnt[BTD_CNT_HANDED_TAIL_KNOWN] = (uint64_t)h->tail_known;
+		cnt[BTD_CNT_HANDED_AFTER_NEWEST] = h->after_newest;
+	}
 	size_t n = (size_t)info->ncpus * info->ngroups;
 	int has_emitted = info->rb_emitted != NULL;
 	struct btd_loss l = {

@@ -459,6 +459,19 @@ static void losses_json(FILE *o, int *f, const struct bt_dump *d, const struct m
 	kv_u64(o, &g, "drain_events", h->drain_events);
 	kv_u64(o, &g, "drain_rejected", h->drain_rejected);
 	kv_u64(o, &g, "unknown_events", bt_dump_unknown_events(d));
+	const struct bt_dump_handed *ho = bt_dump_handed(d);
+	if (ho) {
+		obj_open(o, &g, "handed", &g2);
+		kv_u64(o, &g2, "blocks_refused", ho->blocks_refused);
+		kv_u64(o, &g2, "blocks_cut", ho->blocks_cut);
+		kv_u64(o, &g2, "batches_refused", ho->batches_refused);
+		key(o, &g2, "after_newest");
+		if (ho->tail_known)
+			fprintf(o, "%" PRIu64, ho->after_newest);
+		else
+			fputs("null", o);
+		fputs("}", o);
+	}
 	obj_open(o, &g, "apps", &g2);
 	for (int k = 0; k < BT_APPC_MAX; k++)
 		if (k != BT_APPC_BUFFER_SIZE)

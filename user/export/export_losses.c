@@ -58,6 +58,14 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 	emit(ctx, "loss.dump_blocks_busy", rs->blocks_busy);
 	emit(ctx, "loss.drain_rejected", h->drain_rejected);
 	emit(ctx, "loss.unknown_events", bt_dump_unknown_events(p->d));
+	const struct bt_dump_handed *ho = bt_dump_handed(p->d);
+	if (ho) {
+		emit(ctx, "loss.handed.blocks_refused", ho->blocks_refused);
+		emit(ctx, "loss.handed.blocks_cut", ho->blocks_cut);
+		emit(ctx, "loss.handed.batches_refused", ho->batches_refused);
+		if (ho->tail_known)
+			emit(ctx, "loss.handed.after_newest", ho->after_newest);
+	}
 	/* Events missing without a seq gap: runs the kernel skipped
 	 * (PMIS; absent from dumps of older recorders) and switch-aways it
 	 * never reported (sched_switch chain). */

@@ -25,6 +25,7 @@
 #define BT_HO_MAGIC 0x31564f4843544221ull /* "!BTCHOV1" */
 #define BT_HO_VERSION 1
 #define BT_HO_FDNAME "btrace-buffer"
+#define BT_HO_COUNTERS_FDNAME "btrace-counters" /* the programs' cpu_state map, under systemd */
 #define BT_HO_MAX_TASKS 65536u
 
 enum bt_ho_state {
@@ -34,6 +35,17 @@ enum bt_ho_state {
 };
 
 struct bt_task;
+
+/* The BPF side's per-CPU counters of the previous recorder at its end
+ * (handover_pins.c): known only if it pinned them and died (a clean stop
+ * drains everything and removes the pin). */
+struct bt_ho_tail {
+	int known;
+	uint32_t ncpus;
+	uint64_t *seq_next; /* [ncpus] the next seq its programs would have taken */
+	uint64_t *drops;    /* [ncpus * BT_GROUP_MAX] ring reservation failures */
+	uint64_t *emitted;  /* [ncpus * BT_GROUP_MAX] events put into its rings */
+};
 
 /* The counters a dump of the handed buffer reports, as of the last save. */
 struct bt_ho_counters {
@@ -58,6 +70,9 @@ struct bt_ho_found {
 	struct bt_task *tasks;     /* its task names, owned */
 	size_t ntasks;
 	uint64_t newest_ts;        /* the newest event kept (CLOCK_BOOTTIME), 0 if none */
+	struct bt_ho_tail tail;    /* its programs' counters at its death, if pinned */
+	char tail_err[160];        /* why tail is not known, for a recorder that died */
+	uint64_t after_newest;     /* set by bt_handover_dump: tail's events after the newest kept */
 };
 
 struct bt_handover;
@@ -88,6 +103,27 @@ void bt_handover_close(struct bt_handover *h);
 void bt_ho_found_free(struct bt_ho_found *f);
 /* The dump's reason for what was found: "restart", "upgrade", "recorder-died". */
 const char *bt_ho_reason(const struct bt_ho_found *f);
+
+/* Pin this recorder's per-CPU BPF counters (the cpu_state map) under a
+ * name of the memfd and this pid in bpffs (/sys/fs/bpf/btrace-bpf, or
+ * $BTRACE_PIN_DIR), for the next start if this process dies; a dead
+ * writer's pin older than a day is swept. 0, or -errno with the reason.
+ * (Under systemd, whose unit makes /sys read-only, the map goes to the fd
+ * store instead: recorder.c.) */
+int bt_ho_pin(int memfd, int cpu_state_fd, char *err, size_t errlen);
+/* At a clean stop, after the last drain: nothing is left to count. */
+void bt_ho_unpin(int memfd);
+/* Read and remove the pin writer_pid left for memfd into *t. 0, or
+ * -errno with the reason (-ENOENT: none). */
+int bt_ho_take_pinned(int memfd, uint32_t writer_pid, struct bt_ho_tail *t, char *err, size_t errlen);
+/* The same from the map's fd (systemd's fd store keeps it, BT_HO_COUNTERS_FDNAME). */
+int bt_ho_read_counters(int map_fd, struct bt_ho_tail *t, char *err, size_t errlen);
+void bt_ho_tail_free(struct bt_ho_tail *t);
+
+/* The in-place upgrade: execute exe (the path this recorder started from)
+ * with this process's command line and --resume-fd memfd. Returns only on
+ * failure: -errno with the reason. */
+int bt_ho_exec(const char *exe, int memfd, char *err, size_t errlen);
 
 /* Write what was found (found->kbuf not NULL) as a dump into dir (a
  * generated name, written to out_path); its events counted in *events.

@@ -18,8 +18,18 @@
 struct keep_ctx {
 	uint64_t ref_ts;
 	uint32_t ncpus;
+	/* per CPU: the newest kept event's time and seq (have: one was kept) */
+	uint64_t *newest_ts;
+	uint32_t *newest_seq;
+	uint8_t *have;
 	uint8_t ev[BT_EVENT_MAX] __attribute__((aligned(8)));
 };
+
+/* a after b: later, or at the same time a later seq (32-bit, wrapping) */
+static int newer(uint64_t ts_a, uint32_t seq_a, uint64_t ts_b, uint32_t seq_b)
+{
+	return ts_a != ts_b ? ts_a > ts_b : (int32_t)(seq_a - seq_b) > 0;
+}
 
 /* One decoded event as the dump's reader will check it (dump_sections.c:
  * parse_block): an entry with one it would refuse is dropped whole. */
@@ -40,15 +50,45 @@ static int keep_entry(const struct bt_block_view *blk, const void *ent, uint32_t
 	uint32_t off = 0, rlen;
 	int r;
 
+	/* the entry's newest event: it counts only if the entry is kept */
+	uint64_t nts = 0;
+	uint32_t nseq = 0, ncpu = UINT32_MAX;
+
 	if (blk->core >= k->ncpus)
 		return 0;
 	while ((r = bt_compact_batch_next(ent, len, &off, &rec, &rlen)) == 1) {
 		uint32_t n = bt_compact_decode(rec, rlen, blk->core, k->ref_ts, &prev, k->ev);
+		const struct bt_event_hdr *h = (const struct bt_event_hdr *)k->ev;
 
-		if (!n || !event_ok((const struct bt_event_hdr *)k->ev, n, k->ncpus))
+		if (!n || !event_ok(h, n, k->ncpus))
 			return 0;
+		if (ncpu == UINT32_MAX || newer(h->ts_ns, h->seq, nts, nseq)) {
+			nts = h->ts_ns;
+			nseq = h->seq;
+			ncpu = h->cpu;
+		}
 	}
-	return r == 0;
+	if (r)
+		return 0;
+	if (ncpu != UINT32_MAX && (!k->have[ncpu] || newer(nts, nseq, k->newest_ts[ncpu], k->newest_seq[ncpu]))) {
+		k->have[ncpu] = 1;
+		k->newest_ts[ncpu] = nts;
+		k->newest_seq[ncpu] = nseq;
+	}
+	return 1;
+}
+
+/* The events the previous recorder's programs took a seq for after the
+ * newest one its buffer kept, summed over the CPUs that kept one: in its
+ * rings, in its drain's hands, or dropped at reservation when it died. */
+static uint64_t after_newest(const struct keep_ctx *k, const struct bt_ho_tail *t)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t c = 0; c < k->ncpus && c < t->ncpus; c++)
+		if (k->have[c])
+			sum += (uint32_t)((uint32_t)t->seq_next[c] - 1u - k->newest_seq[c]);
+	return sum;
 }
 
 /* The stack table died with the previous recorder: every stack an event
@@ -77,15 +117,44 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 	memset(&info, 0, sizeof(info));
 	memset(&rst, 0, sizeof(rst));
 	info.ncpus = f->cnt.ncpus;
-	struct keep_ctx *k = malloc(sizeof(*k));
-	if (!k) {
+	struct keep_ctx *k = calloc(1, sizeof(*k));
+	if (k) {
+		k->newest_ts = calloc(info.ncpus ? info.ncpus : 1, sizeof(*k->newest_ts));
+		k->newest_seq = calloc(info.ncpus ? info.ncpus : 1, sizeof(*k->newest_seq));
+		k->have = calloc(info.ncpus ? info.ncpus : 1, 1);
+	}
+	if (!k || !k->newest_ts || !k->newest_seq || !k->have) {
+		if (k) {
+			free(k->newest_ts);
+			free(k->newest_seq);
+			free(k->have);
+		}
+		free(k);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
 	k->ref_ts = bt_boottime_ns();
 	k->ncpus = info.ncpus;
 	f->ss.entries_bad += bt_capture_filter(f->kbuf, keep_entry, k);
+	/* What was refused, and (its counters pinned, for this machine's
+	 * CPUs) what its programs dropped and emitted after the newest kept. */
+	struct bt_dump_handed handed = {
+		.blocks_refused = f->ss.blocks_bad + f->ss.blocks_dup,
+		.blocks_cut = f->ss.blocks_torn,
+		.batches_refused = f->ss.entries_bad,
+	};
+	if (f->tail.known && f->tail.ncpus == info.ncpus) {
+		handed.tail_known = 1;
+		handed.after_newest = after_newest(k, &f->tail);
+		info.rb_drops = f->tail.drops;
+		info.rb_emitted = f->tail.emitted;
+	}
+	f->after_newest = handed.after_newest;
+	free(k->newest_ts);
+	free(k->newest_seq);
+	free(k->have);
 	free(k);
+	info.handed = &handed;
 	info.fix_event = forget_stacks;
 	info.ngroups = BT_GROUP_MAX;
 	info.tasks = f->tasks;

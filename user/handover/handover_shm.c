@@ -103,6 +103,11 @@ struct bt_handover *bt_handover_take(int fd, struct bt_ho_found *found, char *fo
 			bt_ho_found_free(found);
 			return NULL;
 		}
+		/* Its programs' counters, if it pinned them (a clean stop
+		 * removes the pin: nothing was left to count). */
+		if (found->kbuf && bt_ho_take_pinned(fd, found->pid, &found->tail, found->tail_err,
+						     sizeof(found->tail_err)) == -ENOENT && found->state != BT_HO_RUNNING)
+			found->tail_err[0] = '\0';
 	}
 	fcntl(fd, F_SETFD, FD_CLOEXEC); /* an exec upgrade clears it on purpose */
 	struct bt_handover *h = wrap(fd);

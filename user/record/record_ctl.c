@@ -461,6 +461,28 @@ static int do_app_resize(struct recorder *r, int argc, char **argv, FILE *out, c
 	return 0;
 }
 
+/* Stop recording and execute the binary this recorder started from (the
+ * file at that path now: a package installed since) on the same memfd:
+ * its first dump is this history, reason "upgrade" (recorder.c). */
+static int do_upgrade(struct recorder *r, FILE *out, char *why, size_t whylen)
+{
+	if (!r->handover) {
+		snprintf(why, whylen, "the buffer is not in a memory file that outlives the recorder (run under systemd "
+			 "or with --resume-fd): stop it and start the new binary instead");
+		return -EINVAL;
+	}
+	if (!r->exe_path[0] || access(r->exe_path, X_OK)) {
+		snprintf(why, whylen, "cannot execute %s: %s", r->exe_path[0] ? r->exe_path : "this recorder's binary",
+			 strerror(r->exe_path[0] ? errno : ENOENT));
+		return -ENOENT;
+	}
+	atomic_store_explicit(&r->exec_requested, 1, memory_order_relaxed); /* read after the SIGTERM's stop */
+	kill(getpid(), SIGTERM);
+	fprintf(out, "recorder %d runs %s again on its buffer: its history goes into a dump (reason upgrade)\n",
+		(int)getpid(), r->exe_path);
+	return 0;
+}
+
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen)
 {
 	struct recorder *r = ctx;
@@ -475,7 +497,8 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 	}
 
 	/* Exact grammar: a word too many is an error, never ignored. */
-	if ((!strcmp(argv[0], "ping") || !strcmp(argv[0], "status") || !strcmp(argv[0], "stop")) && argc != 1) {
+	if ((!strcmp(argv[0], "ping") || !strcmp(argv[0], "status") || !strcmp(argv[0], "stop") ||
+	     !strcmp(argv[0], "upgrade")) && argc != 1) {
 		snprintf(why, whylen, "'%s' takes no arguments (got '%s')", argv[0], argv[1]);
 		return -EINVAL;
 	}
@@ -497,6 +520,8 @@ int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, s
 		fprintf(out, "stopping recorder %d\n", (int)getpid());
 		return 0;
 	}
-	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, app-resize, trigger, stop)", argv[0]);
+	if (strcmp(argv[0], "upgrade") == 0)
+		return do_upgrade(r, out, why, whylen);
+	snprintf(why, whylen, "unknown command '%s' (status, dump, resize, app-resize, trigger, stop, upgrade)", argv[0]);
 	return -EINVAL;
 }

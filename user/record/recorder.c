@@ -519,16 +519,32 @@ static int preflight_checks(struct record_opts *o)
  * dropped: the buffer goes into new memory. */
 static void take_handover(struct recorder *r)
 {
-	int fd = r->o->resume_fd, from_store = 0;
+	static const char *const names[] = { BT_HO_FDNAME, BT_HO_COUNTERS_FDNAME };
+	int fd = r->o->resume_fd, from_store = 0, sd[2];
 	char err[512], ferr[512];
 
+	bt_sd_listen_fds(names, sd, 2);
+	if (sd[1] >= 0) /* read below, then out of the store: this start stores its own */
+		bt_sd_notify("FDSTOREREMOVE=1\nFDNAME=" BT_HO_COUNTERS_FDNAME);
 	if (fd < 0) {
-		fd = bt_sd_listen_fd(BT_HO_FDNAME);
+		fd = sd[0];
 		from_store = fd >= 0;
+	} else if (sd[0] >= 0) {
+		close(sd[0]);
 	}
-	if (fd < 0)
+	if (fd < 0) {
+		if (sd[1] >= 0)
+			close(sd[1]);
 		return;
+	}
 	r->handover = bt_handover_take(fd, &r->ho_found, ferr, sizeof(ferr), err, sizeof(err));
+	/* Under systemd the previous programs' counters come from the store. */
+	struct bt_ho_found *f = &r->ho_found;
+	if (r->handover && f->kbuf && sd[1] >= 0 && !f->tail.known &&
+	    bt_ho_read_counters(sd[1], &f->tail, f->tail_err, sizeof(f->tail_err)) == 0)
+		f->tail_err[0] = '\0';
+	if (sd[1] >= 0)
+		close(sd[1]);
 	if (!r->handover) {
 		bt_warn("%s: recording into new memory", err);
 		close(fd);
@@ -567,6 +583,35 @@ static void store_handover(struct recorder *r)
 {
 	if (r->handover && bt_sd_notify_fd("FDSTORE=1\nFDNAME=" BT_HO_FDNAME, bt_handover_fd(r->handover)) < 0)
 		bt_warn("cannot hand the buffer to systemd's fd store: a restart starts empty");
+	/* The programs' counters too (not polled: a map, not a stream): after
+	 * a crash the next start counts what the rings held. */
+	if (r->handover && r->loader &&
+	    bt_sd_notify_fd("FDSTORE=1\nFDNAME=" BT_HO_COUNTERS_FDNAME "\nFDPOLL=0", bt_loader_cpu_state_fd(r->loader)) < 0)
+		bt_log(BT_LOG_NOTICE, "if this recorder dies, the next start cannot count the events its rings held: "
+		       "systemd's fd store refused the counters (FileDescriptorStoreMax= in the unit)");
+}
+
+/* The programs' per-CPU counters pinned for the next start (handover.h):
+ * if this process dies, it counts what the rings still held. */
+static void pin_counters(struct recorder *r)
+{
+	char err[320];
+
+	if (!r->handover || getenv("NOTIFY_SOCKET")) /* systemd: its fd store, store_handover() */
+		return;
+	if (bt_ho_pin(bt_handover_fd(r->handover), bt_loader_cpu_state_fd(r->loader), err, sizeof(err)))
+		bt_log(BT_LOG_NOTICE, "if this recorder dies, the next start cannot count the events its rings held: %s", err);
+}
+
+/* A clean stop: the rings are drained, nothing is left to count. */
+static void unpin_counters(struct recorder *r)
+{
+	if (!r->handover)
+		return;
+	if (getenv("NOTIFY_SOCKET"))
+		bt_sd_notify("FDSTOREREMOVE=1\nFDNAME=" BT_HO_COUNTERS_FDNAME);
+	else
+		bt_ho_unpin(bt_handover_fd(r->handover));
 }
 
 /* Counters and task names into the handed memory (each second, and at
@@ -614,20 +659,26 @@ static void dump_handed(struct recorder *r)
 		double gap = f->newest_ts && r->start_boot_ns > f->newest_ts ?
 				     (double)(r->start_boot_ns - f->newest_ts) / 1e9 : -1;
 
+		char tail[256] = "";
+
+		if (f->tail.known)
+			snprintf(tail, sizeof(tail), "; %" PRIu64 " events its programs emitted after the newest kept are lost "
+				 "(its rings and its drain held them)", f->after_newest);
+		else if (f->state == BT_HO_RUNNING)
+			snprintf(tail, sizeof(tail), "; the events its rings held are lost, not counted: %s",
+				 f->tail_err[0] ? f->tail_err : "its BPF counters were not pinned");
 		bt_log(BT_LOG_NOTICE, "history before this start (%s of recorder %u) written to %s in %.2fs: %" PRIu64
 		       " events; %" PRIu64 " blocks kept, %" PRIu64 " refused, %" PRIu64 " open blocks cut at their last "
 		       "confirmed entry, %" PRIu64 " event batches refused; gap since its newest event %.3fs%s", bt_ho_reason(f),
 		       f->pid, path, (double)(bt_now_ns() - t0) / 1e9, events, f->ss.blocks_kept,
-		       f->ss.blocks_bad + f->ss.blocks_dup, f->ss.blocks_torn, f->ss.entries_bad, gap,
-		       f->state == BT_HO_RUNNING ? " (events still in its BPF rings died with it, uncounted)" : "");
+		       f->ss.blocks_bad + f->ss.blocks_dup, f->ss.blocks_torn, f->ss.entries_bad, gap, tail);
 		pthread_mutex_lock(&r->lock);
 		r->ndumps++;
 		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
 		snprintf(r->ho_summary, sizeof(r->ho_summary), "the history before this start (%s) in %s: %" PRIu64
 			 " events, %" PRIu64 " blocks and %" PRIu64 " event batches refused, %" PRIu64 " open blocks cut, "
 			 "gap %.3fs%s", bt_ho_reason(f), path, events, f->ss.blocks_bad + f->ss.blocks_dup,
-			 f->ss.entries_bad, f->ss.blocks_torn, gap,
-			 f->state == BT_HO_RUNNING ? ", events in its rings lost uncounted" : "");
+			 f->ss.entries_bad, f->ss.blocks_torn, gap, tail);
 		pthread_mutex_unlock(&r->lock);
 	}
 	bt_ho_found_free(f);
@@ -824,6 +875,7 @@ static int open_loader(struct recorder *r)
 		bt_err("%s", err);
 		return -1;
 	}
+	pin_counters(r);
 	return start_unwinder(r);
 }
 
@@ -1042,7 +1094,12 @@ static void stop_step(struct stop_clock *c, const char *what)
 
 static void stop_recording(struct recorder *r, struct stop_clock *c)
 {
-	bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
+	/* An upgrade's exec is this service going on: systemd waits for its
+	 * READY=1 (RELOADING=1); STOPPING=1 would have it stop the service. */
+	if (atomic_load_explicit(&r->exec_requested, memory_order_relaxed))
+		bt_sd_notify("RELOADING=1\nSTATUS=upgrading: running the new binary on the same buffer");
+	else
+		bt_sd_notify("STOPPING=1\nSTATUS=stopping: the final dump");
 	bt_ctl_stop(r->ctl); /* no ctl dump races the final one */
 	r->ctl = NULL;
 	stop_step(c, "closing the control socket");
@@ -1139,7 +1196,7 @@ int recorder_run(const struct record_opts *opts)
 	struct recorder r;
 	struct stop_clock sc = { 0 };
 	sigset_t waitmask;
-	int exit_code = 0, dump_thread = 0, ret;
+	int exit_code = 0, dump_thread = 0, ret, upgrading = 0;
 
 	bt_verbose = o.verbose;
 	bt_loader_set_libbpf_verbosity(o.verbose);
@@ -1161,6 +1218,8 @@ int recorder_run(const struct record_opts *opts)
 	 * loads (seconds on a busy machine), whatever the checks find. */
 	take_handover(&r);
 	start_handed_dump(&r);
+	ssize_t xl = readlink("/proc/self/exe", r.exe_path, sizeof(r.exe_path) - 1);
+	r.exe_path[xl > 0 ? xl : 0] = '\0';
 	ret = preflight_checks(&o);
 	if (ret) {
 		if (r.ho_thread_on)
@@ -1187,6 +1246,10 @@ int recorder_run(const struct record_opts *opts)
 	announce(&r);
 	store_handover(&r); /* after READY=1: systemd's first word is that we record */
 	run_loop(&r, &waitmask);
+	/* ctl upgrade: the next binary dumps this history first (reason upgrade) */
+	upgrading = atomic_load_explicit(&r.exec_requested, memory_order_relaxed) && r.handover;
+	if (upgrading)
+		o.final_dump = 0;
 	sc.t0 = sc.last = bt_now_ns();
 	stop_recording(&r, &sc);
 out:
@@ -1197,12 +1260,27 @@ out:
 	/* The final dump is on disk: the next start's dump of this memory
 	 * says "restart", not "recorder-died". */
 	save_handover(&r);
-	bt_handover_mark(r.handover, BT_HO_STOPPED);
+	unpin_counters(&r); /* drained: nothing is left in the rings to count */
+	bt_handover_mark(r.handover, upgrading ? BT_HO_EXEC : BT_HO_STOPPED);
+	int exec_fd = upgrading ? fcntl(bt_handover_fd(r.handover), F_DUPFD_CLOEXEC, 3) : -1;
 	/* With --no-final-dump, what it waited for is the dump in progress. */
 	stop_step(&sc, o.final_dump ? "the final dump" : "the dump in progress");
 	recorder_teardown(&r, &o, &sc);
 	if (bt_now_ns() - sc.t0 >= 1000000000ull)
 		bt_log(BT_LOG_NOTICE, "stop took %.1f s, %.1f s of it %s", (double)(bt_now_ns() - sc.t0) / 1e9,
 		       (double)sc.worst_ns / 1e9, sc.worst);
+	if (upgrading) {
+		char err[512];
+
+		bt_log(BT_LOG_NOTICE, "upgrading: running %s on the same buffer", r.exe_path);
+		if (exec_fd < 0)
+			snprintf(err, sizeof(err), "cannot keep the buffer's memory file: %s", strerror(errno));
+		else
+			bt_ho_exec(r.exe_path, exec_fd, err, sizeof(err));
+		/* Still here: the memfd says "upgrade"; a restart (systemd's
+		 * Restart=on-failure) dumps it. */
+		bt_log(BT_LOG_ERR, "the upgrade failed: %s", err);
+		exit_code = 1;
+	}
 	return exit_code;
 }

@@ -136,6 +136,10 @@ struct recorder {
 	pthread_t ho_thread;             /* writes ho_found's dump (handed_thread) */
 	char ho_summary[4864];            /* what it kept and lost, for status (under lock) */
 	int ho_thread_on;
+	/* ctl upgrade: stop without the final dump, then exec exe_path on the
+	 * same memfd (--resume-fd): the next binary dumps it ("upgrade") */
+	_Atomic int exec_requested;
+	char exe_path[4096];              /* this binary at start (/proc/self/exe) */
 	struct bt_cold *cold;            /* NULL: no cold tier */
 	struct bt_cold_pump *cold_pump;  /* its compressor thread */
 	struct bt_loader *loader;

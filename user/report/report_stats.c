@@ -53,7 +53,8 @@ static void print_kernel_skips(const struct bt_dump *d, const struct bt_dump_eve
 	struct bt_switch_chain ch;
 
 	if (!pm) {
-		fprintf(out, "  program runs skipped by the kernel: not recorded (dump of an older recorder)\n");
+		fprintf(out, "  program runs skipped by the kernel: not recorded (%s)\n",
+			bt_dump_handed(d) ? "the programs ended with the previous recorder" : "dump of an older recorder");
 	} else {
 		fprintf(out, "  program runs skipped by the kernel (recursion, no event, no seq): %" PRIu64 " in %zu programs\n",
 			bt_dump_prog_misses_total(d), np);
@@ -318,6 +319,24 @@ static void print_cpu_table(const struct stats *s)
 /* Every loss counter: ring buffer, seq gaps, dump reading, buffer, drain,
  * kernel skips, stacks, applications, triggers. */
 /* 0, or -errno of the applications' second read (why in o->err) */
+/* A dump of what a previous recorder left: what reading its memory
+ * refused, and what its programs emitted that its buffer never held. */
+static void print_handed(const struct stats *s)
+{
+	const struct bt_dump_handed *ho = bt_dump_handed(s->d);
+
+	if (!ho)
+		return;
+	fprintf(s->out, "  handed over: %" PRIu64 " blocks refused, %" PRIu64 " open blocks cut at their last confirmed "
+		     "entry, %" PRIu64 " event batches refused\n", ho->blocks_refused, ho->blocks_cut, ho->batches_refused);
+	if (ho->tail_known)
+		fprintf(s->out, "  at its end: %" PRIu64 " events its programs emitted after the newest kept (in its rings "
+			     "or its drain's hands; drops above are its programs' own at the end)\n", ho->after_newest);
+	else
+		fprintf(s->out, "  at its end: not counted (its programs' counters were not kept: a clean stop drains "
+			     "all, or no BPF file system to pin them in)\n");
+}
+
 static int print_losses(const struct stats *s, struct bt_report_apps *ra, const struct ropts *o)
 {
 	int r;
@@ -363,6 +382,7 @@ static int print_losses(const struct stats *s, struct bt_report_apps *ra, const 
 		s->bs->padding_bytes, s->bs->resizes);
 	fprintf(s->out, "  drain: %" PRIu64 " events written into the buffer, %" PRIu64 " rejected\n", s->h->drain_events,
 		s->h->drain_rejected);
+	print_handed(s);
 	print_kernel_skips(s->d, s->ev, s->n, s->out);
 	if (bt_dump_unknown_events(s->d))
 		fprintf(s->out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
