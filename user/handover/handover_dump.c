@@ -18,10 +18,10 @@
 struct keep_ctx {
 	uint64_t ref_ts;
 	uint32_t ncpus;
-	/* per CPU: the newest kept event's time and seq (have: one was kept) */
-	uint64_t *newest_ts;
-	uint32_t *newest_seq;
-	uint8_t *have;
+	struct newest {
+		uint64_t ts;
+		uint32_t seq, have; /* have: an event of this CPU was kept */
+	} *newest; /* [ncpus] */
 	uint8_t ev[BT_EVENT_MAX] __attribute__((aligned(8)));
 };
 
@@ -70,11 +70,8 @@ static int keep_entry(const struct bt_block_view *blk, const void *ent, uint32_t
 	}
 	if (r)
 		return 0;
-	if (ncpu != UINT32_MAX && (!k->have[ncpu] || newer(nts, nseq, k->newest_ts[ncpu], k->newest_seq[ncpu]))) {
-		k->have[ncpu] = 1;
-		k->newest_ts[ncpu] = nts;
-		k->newest_seq[ncpu] = nseq;
-	}
+	if (ncpu != UINT32_MAX && (!k->newest[ncpu].have || newer(nts, nseq, k->newest[ncpu].ts, k->newest[ncpu].seq)))
+		k->newest[ncpu] = (struct newest){ .ts = nts, .seq = nseq, .have = 1 };
 	return 1;
 }
 
@@ -86,8 +83,8 @@ static uint64_t after_newest(const struct keep_ctx *k, const struct bt_ho_tail *
 	uint64_t sum = 0;
 
 	for (uint32_t c = 0; c < k->ncpus && c < t->ncpus; c++)
-		if (k->have[c])
-			sum += (uint32_t)((uint32_t)t->seq_next[c] - 1u - k->newest_seq[c]);
+		if (k->newest[c].have)
+			sum += (uint32_t)((uint32_t)t->seq_next[c] - 1u - k->newest[c].seq);
 	return sum;
 }
 
@@ -118,17 +115,9 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 	memset(&rst, 0, sizeof(rst));
 	info.ncpus = f->cnt.ncpus;
 	struct keep_ctx *k = calloc(1, sizeof(*k));
-	if (k) {
-		k->newest_ts = calloc(info.ncpus ? info.ncpus : 1, sizeof(*k->newest_ts));
-		k->newest_seq = calloc(info.ncpus ? info.ncpus : 1, sizeof(*k->newest_seq));
-		k->have = calloc(info.ncpus ? info.ncpus : 1, 1);
-	}
-	if (!k || !k->newest_ts || !k->newest_seq || !k->have) {
-		if (k) {
-			free(k->newest_ts);
-			free(k->newest_seq);
-			free(k->have);
-		}
+	if (k)
+		k->newest = calloc(info.ncpus ? info.ncpus : 1, sizeof(*k->newest));
+	if (!k || !k->newest) {
 		free(k);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -150,9 +139,7 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 		info.rb_emitted = f->tail.emitted;
 	}
 	f->after_newest = handed.after_newest;
-	free(k->newest_ts);
-	free(k->newest_seq);
-	free(k->have);
+	free(k->newest);
 	free(k);
 	info.handed = &handed;
 	info.fix_event = forget_stacks;

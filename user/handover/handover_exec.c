@@ -81,13 +81,15 @@ int bt_ho_exec(const char *exe, int memfd, char *err, size_t errlen)
 	argv[k++] = fdarg;
 	argv[k] = NULL;
 	/* The memfd crosses the exec; nothing else of ours needs to. */
+	int ret;
 	if (fcntl(memfd, F_SETFD, 0)) {
-		snprintf(err, errlen, "the buffer's memory file: %s", strerror(errno));
+		ret = -errno;
+		snprintf(err, errlen, "the buffer's memory file: %s", strerror(-ret));
 	} else {
 		execv(exe, argv);
-		snprintf(err, errlen, "cannot execute %s: %s", exe, strerror(errno));
+		ret = -errno;
+		snprintf(err, errlen, "cannot execute %s: %s", exe, strerror(-ret));
 	}
-	int ret = -errno;
 	free(argv);
 	free(cl);
 	return ret ? ret : -EINVAL;

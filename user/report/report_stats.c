@@ -316,9 +316,6 @@ static void print_cpu_table(const struct stats *s)
 
 }
 
-/* Every loss counter: ring buffer, seq gaps, dump reading, buffer, drain,
- * kernel skips, stacks, applications, triggers. */
-/* 0, or -errno of the applications' second read (why in o->err) */
 /* A dump of what a previous recorder left: what reading its memory
  * refused, and what its programs emitted that its buffer never held. */
 static void print_handed(const struct stats *s)
@@ -337,6 +334,9 @@ static void print_handed(const struct stats *s)
 			     "all, or no BPF file system to pin them in)\n");
 }
 
+/* Every loss counter: ring buffer, seq gaps, dump reading, buffer, drain,
+ * kernel skips, stacks, applications, triggers. */
+/* 0, or -errno of the applications' second read (why in o->err) */
 static int print_losses(const struct stats *s, struct bt_report_apps *ra, const struct ropts *o)
 {
 	int r;
