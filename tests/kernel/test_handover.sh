@@ -18,6 +18,10 @@
 #   4. a recorder stopped (SIGSTOP) while a script makes 3000 calls, then
 #      killed: the next start counts exactly what its rings held (its
 #      pinned counters), in the log, report --stats and the JSON export;
+#      a later dump holds the calls before and after, that count its gap;
+#   after a restart, an upgrade and a kill the window continues: a later
+#   dump holds the history before it, the restart said once, until this
+#   recorder has written the buffer's size;
 # and ctl status says what the hand-over kept; a second recorder handed
 # the memfd a live one writes refuses it.
 # Needs root; TAP.
@@ -55,10 +59,33 @@ ctl() { "$BT" ctl --ctl "$CTL" "$@"; }
 # the >= 95% below compares the handed dump with the recorder's own
 REC=(-e sched -o "$OUT" --ctl "$CTL" --buffer-size 8M --cold-tier 0 --resume-fd 7)
 events() { "$BT" report --stats "$1" 2>/dev/null | awk '$1 == "events:" {print $2}'; }
+# a dump's events less those of a previous recorder it holds (a window
+# continued across a restart: only the recorder's own buffer is handed on)
+own_events() {
+	"$BT" report --stats "$1" 2>/dev/null |
+		awk '$1 == "events:" {e = $2} /^  restart: the window continues/ {sub(/.*\): /, ""); p = $1} END {print e - p}'
+}
 ntasks() { "$BT" report --stats "$1" 2>/dev/null | awk '$1 == "tables:" {print $2}'; }
 reason() { "$BT" report --stats "$1" 2>/dev/null | sed -n 's/.*reason \([a-z-]*\),.*/\1/p'; }
 # the newest such line (a log of a recorder that ran an upgrade has two)
 handed_path() { sed -n 's/.*history before this start .* written to \(.*\.btd\) in .*/\1/p' "$1" | tail -1; }
+# check_continued REASON AFTER BEFORE: dump AFTER, by the recorder started
+# after the stop, holds >= 95% of the events of dump BEFORE (taken right
+# before the stop) besides its own, the restart said once, and its latest
+# continuous window starts where recording resumed
+check_continued() {
+	local why=$1 after=$2 before=$3 st a b
+	st=$("$BT" report --stats "$after" 2>&1)
+	a=$(awk '$1 == "events:" {print $2}' <<<"$st")
+	b=$(own_events "$before")
+	diag "$why: $(grep -A1 '^  restart:' <<<"$st" | tr -s ' ' | tr '\n' ' ')"
+	check "$why: the window continues: a later dump holds the history too (${a:-0} events, ${b:-0} before the stop)" \
+		test "${a:-0}" -ge $(( ${b:-1} * 95 / 100 )) -a "${b:-0}" -gt 0
+	check "$why: the restart is said once, with its reason" \
+		test "$(grep -c "^  restart: the window continues across a restart (reason $why)" <<<"$st")" = 1
+	check "$why: its latest continuous window starts where recording resumed" \
+		grep -q 'starts where this recorder resumed recording' <<<"$st"
+}
 # check_handed REASON LOG BEFORE MIN: the start logging LOG dumped the
 # handed history for REASON, >= 95% of the events of dump BEFORE (taken
 # right before the stop), which holds more than MIN
@@ -68,9 +95,9 @@ check_handed() {
 	p=$(handed_path "$log")
 	diag "$(grep 'history before' "$log")"
 	check "$why: its reason is $why" test "$(reason "$p")" = "$why"
-	f=$(events "$before")
+	f=$(own_events "$before")
 	r=$(events "$p")
-	check "$why: the handed dump holds >= 95% of the events the dump right before the stop held (${r:-0} of ${f:-0})" \
+	check "$why: the handed dump holds >= 95% of the events of its recorder the dump right before the stop held (${r:-0} of ${f:-0})" \
 		test "${r:-0}" -ge $(( ${f:-1} * 95 / 100 )) -a "${f:-0}" -gt "$min"
 }
 
@@ -146,6 +173,9 @@ rec_stop "$REC_PID" INT
 check "clean stop: its pinned counters are removed (nothing is left in its rings)" test "$(pins)" -eq 0
 rec_start "$T_TMP/r3.log" "${REC[@]}" --no-final-dump
 check_handed restart "$T_TMP/r3.log" "$T_TMP/before-stop.btd" 0
+# the window continues: a dump of the recorder after it holds the history too
+ctl dump -o "$T_TMP/after-restart.btd" >/dev/null 2>&1
+check_continued restart "$T_TMP/after-restart.btd" "$T_TMP/before-stop.btd"
 
 # ---- 2b. an upgrade: another binary (a package installed again) restarted ------
 load_start
@@ -159,6 +189,15 @@ BT=$T_TMP/btrace-bpf
 rec_start "$T_TMP/r3u.log" "${REC[@]}" --no-final-dump
 BT=$BT_OLD
 check_handed upgrade "$T_TMP/r3u.log" "$T_TMP/before-upgrade.btd" 10000
+ctl dump -o "$T_TMP/after-upgrade.btd" >/dev/null 2>&1
+check_continued upgrade "$T_TMP/after-upgrade.btd" "$T_TMP/before-upgrade.btd"
+# once this recorder has written the buffer's size, its window is its own
+load_start
+sleep 4
+ctl dump -o "$T_TMP/after-wrap.btd" >/dev/null 2>&1
+load_stop
+check "upgrade: once this recorder has used the buffer's size, its dumps hold its own events only" \
+	sh -c "'$BT' report --stats '$T_TMP/after-wrap.btd' | grep -q '^events:' && ! '$BT' report --stats '$T_TMP/after-wrap.btd' | grep -q '^  restart:' && grep -q 'past the window now' '$T_TMP/r3u.log'"
 rec_stop "$REC_PID" INT
 
 # ---- 2c. ctl upgrade: the same process runs the new binary on its buffer ------------
@@ -224,14 +263,17 @@ rec_stop "$REC_PID" INT
 # the newest its buffer kept: the 6000 of the burst and the script's few
 # other calls (its exit among them), and the identity submitted = kept +
 # counted holds (nothing was overwritten or dropped).
-mkfifo "$T_TMP/go1" "$T_TMP/go2"
+mkfifo "$T_TMP/go1" "$T_TMP/go2" "$T_TMP/go3"
 taskset -c 0 python3 -c 'import os, sys, time
 open(sys.argv[1]).read()
 for _ in range(100): os.getppid()
 open(sys.argv[2]).read()
 for _ in range(3000): os.getppid()
 open(sys.argv[3], "w").close()
-time.sleep(120)' "$T_TMP/go1" "$T_TMP/go2" "$T_TMP/burst-done" &
+open(sys.argv[4]).read()
+for _ in range(500): os.getppid()
+open(sys.argv[5], "w").close()
+time.sleep(120)' "$T_TMP/go1" "$T_TMP/go2" "$T_TMP/burst-done" "$T_TMP/go3" "$T_TMP/burst2-done" &
 BURST=$!
 T_PIDS+=("$BURST")
 REC4=(-e syscalls -p "$BURST" -o "$OUT" --ctl "$CTL" --buffer-size 8M --cold-tier 0 --resume-fd 7 --no-final-dump)
@@ -260,6 +302,24 @@ if rec_start "$T_TMP/r6.log" "${REC4[@]}"; then
 	"$BT" convert -q -f json -o "$T_TMP/h.json" "$P7" 2>/dev/null
 	check "the JSON export carries it as loss.handed.after_newest" grep -q "\"loss.handed.after_newest\": *$N7" "$T_TMP/h.json"
 	check "the pin it read is removed; its own is made" test "$(pins)" -eq 1
+	# The window continues across the kill: a dump after 500 more calls
+	# holds the calls before it, the 500, and between them exactly the
+	# counted events as its one seq gap.
+	echo >"$T_TMP/go3"
+	wait_for 20 test -e "$T_TMP/burst2-done"
+	sleep 1
+	ctl dump -o "$T_TMP/after-kill.btd" >/dev/null 2>&1
+	ST8=$("$BT" report --stats "$T_TMP/after-kill.btd" 2>&1)
+	diag "$(grep -E '^  seq gaps|^  restart|^    not recording' <<<"$ST8" | tr -s ' ')"
+	check "after the kill: a later dump holds the calls before it and the 500 after ($(awk '$1 == "events:" {print $2}' <<<"$ST8") events)" \
+		test "$(awk '$1 == "events:" {print $2}' <<<"$ST8")" -ge $(( ${K7:-0} + 1000 ))
+	check "after the kill: what the rings held is its seq gap, exactly (${N7:-?} events missing)" \
+		grep -q "^  seq gaps: [0-9]* gaps, ${N7:-x} events missing" <<<"$ST8"
+	check "after the kill: the restart says the same count" \
+		grep -q "; ${N7:-x} events its programs emitted after it were lost" <<<"$ST8"
+	"$BT" convert -q -f json -o "$T_TMP/k.json" "$T_TMP/after-kill.btd" 2>/dev/null
+	check "after the kill: the JSON export carries it as loss.restart.*" \
+		sh -c "grep -q '\"loss.restart.gaps\": *1' '$T_TMP/k.json' && grep -q '\"loss.restart.lost\": *${N7:-x}' '$T_TMP/k.json'"
 	rec_stop "$REC_PID" INT
 else
 	not_ok "recorder 6 starts" "$(cat "$T_TMP/r6.log")"

@@ -15,6 +15,7 @@
 #include "handover_int.h"
 #include "handover_fixture.h"
 #include "dump.h"
+#include "dump_format.h"
 #include "harness.h"
 
 static struct ho_fixture F;
@@ -186,6 +187,71 @@ static void test_tail_counted(void)
 	bt_ho_found_free(&f);
 }
 
+struct pos_count {
+	uint64_t min, n;
+};
+
+static int count_from(const struct bt_block_view *blk, void *arg)
+{
+	struct pos_count *pc = arg;
+
+	pc->n += blk->pos >= pc->min;
+	return 0;
+}
+
+/* The history joined to later dumps: the newest of its blocks that fit in
+ * what the new recorder has not used of its buffer, its task names under
+ * the new recorder's own. */
+static void test_prior_window(void)
+{
+	char dir[] = "/tmp/btrace-ho-XXXXXX", err[256] = "", path[4096];
+	uint64_t ev = 0;
+	struct bt_ho_found f;
+	struct bt_dump_prior p;
+
+	REQUIRE(mkdtemp(dir), "a directory");
+	REQUIRE(bt_ho_read(base, flen, -1, &f, err, sizeof(err)) == 0, "%s", err);
+	CHECK(bt_handover_dump(&f, dir, 0, path, sizeof(path), &ev, err, sizeof(err)) == 0, "%s", err);
+	unlink(path);
+	rmdir(dir);
+	REQUIRE(f.ntasks >= 1 && f.tasks[0].tid > 1, "the fixture saved task names");
+	uint32_t ptid = f.tasks[0].tid;
+	size_t pn = f.ntasks;
+	struct bt_ho_prior *h = bt_ho_prior_take(&f);
+	REQUIRE(h && !f.kbuf, "taken over");
+	bt_ho_found_free(&f);
+	uint32_t bs = 256; /* the fixture's (handover_fixture.h) */
+	struct pos_count all = { 0, 0 };
+	CHECK(bt_ho_prior_fill(h, 1ull << 40, 0, 77, &p) == 1 && p.min_pos == 0 && p.blocks_left == 0 &&
+		      p.resumed_ts == 77 && p.reason == BTD_PRIOR_DIED,
+	      "a fresh buffer: all of it (min_pos %llu, left %llu)", (unsigned long long)p.min_pos,
+	      (unsigned long long)p.blocks_left);
+	bt_capture_read(p.kbuf, count_from, &all);
+	REQUIRE(all.n > 4, "the fixture keeps blocks: %llu", (unsigned long long)all.n);
+	CHECK(bt_ho_prior_fill(h, 10ull * bs, 7ull * bs, 0, &p) == 1 && p.blocks_left == all.n - 3,
+	      "3 blocks of room: the rest left out (%llu of %llu)", (unsigned long long)p.blocks_left,
+	      (unsigned long long)all.n);
+	struct pos_count three = { p.min_pos, 0 };
+	bt_capture_read(p.kbuf, count_from, &three);
+	CHECK(three.n == 3, "the 3 newest written (%llu)", (unsigned long long)three.n);
+	CHECK(bt_ho_prior_fill(h, 10ull * bs, 10ull * bs, 0, &p) == 0 && !p.kbuf, "no room: none");
+	CHECK(bt_ho_prior_fill(h, 10ull * bs, 9ull * bs + bs / 2, 0, &p) == 0, "less than a block of room: none");
+
+	/* one thread both know, one only this recorder knows */
+	struct bt_task cur[2] = { { 1, 1, 0, "new-one" }, { ptid, ptid, 0, "new-name" } }, *m = NULL;
+	size_t nm = 0;
+	int sorted = 1, mine = 0;
+	REQUIRE(bt_ho_prior_tasks(h, cur, 2, &m, &nm) == 0, "merged");
+	for (size_t i = 0; i < nm; i++) {
+		sorted &= !i || m[i - 1].tid < m[i].tid;
+		mine += m[i].tid == ptid && !strcmp(m[i].comm, "new-name");
+	}
+	CHECK(nm == 1 + pn && sorted && mine == 1, "sorted, one name per thread, this recorder's first (%zu of %zu)",
+	      nm, 1 + pn);
+	free(m);
+	bt_ho_prior_free(h);
+}
+
 /* Random damage: refused or salvaged; what is salvaged dumps into a file
  * the dump reader opens. */
 static void test_damage(void)
@@ -261,6 +327,7 @@ int main(void)
 	RUN(test_torn_state_slot);
 	RUN(test_refused_event_dropped);
 	RUN(test_tail_counted);
+	RUN(test_prior_window);
 	RUN(test_damage);
 	return h_done();
 }

@@ -130,6 +130,25 @@ struct bt_dump_info {
 	/* a dump of a previous recorder's history: what its reading refused
 	 * and lost (struct bt_dump_handed, below); NULL for a recorder's own */
 	const struct bt_dump_handed *handed;
+	/* a recorder's own dump whose window continues across its start: the
+	 * previous recorder's newest blocks, before the capture; NULL none */
+	const struct bt_dump_prior *prior;
+};
+
+/* The history a previous recorder left (the hand-over, user/handover), in
+ * a later dump of the recorder after it: the window continues across the
+ * restart, the gap counted (dump_format.h, BTD_CNT_PRIOR). */
+struct bt_dump_prior {
+	const struct bt_capture *kbuf; /* its blocks, checked (bt_handover_dump) */
+	uint64_t min_pos;              /* only its blocks at this position or later: the buffer's size */
+	uint64_t blocks_left;          /* its blocks before min_pos, left out */
+	/* rewrites each of its events: seqs renumbered, stack ids reclaimed */
+	void (*fix_event)(void *ctx, struct bt_event_hdr *ev, uint32_t len);
+	void *fix_ctx;
+	uint32_t reason;               /* enum btd_prior_reason (dump_format.h) */
+	int lost_known;
+	uint64_t lost;                 /* events its programs took after its newest kept (lost_known) */
+	uint64_t newest_ts, resumed_ts;
 };
 
 /* What bt_dump_write_capture writes, and where. */
@@ -263,6 +282,18 @@ struct bt_dump_handed {
 	uint64_t after_newest; /* events they took a seq for after the newest kept (tail_known) */
 };
 const struct bt_dump_handed *bt_dump_handed(const struct bt_dump *d);
+/* A recorder's own dump whose window continues across its start: what it
+ * holds of the previous recorder, and the gap between. NULL if none. */
+struct bt_dump_restart {
+	const char *reason;     /* "restart", "upgrade", "recorder-died" */
+	uint64_t newest_ts;     /* the previous recorder's newest event */
+	uint64_t resumed_ts;    /* this one's programs attached */
+	int lost_known;
+	uint64_t lost;          /* events its programs emitted after its newest kept (lost_known) */
+	uint64_t blocks, events;/* of the previous recorder, in this dump */
+	uint64_t blocks_left;   /* its blocks past this dump's window, left out */
+};
+const struct bt_dump_restart *bt_dump_restart(const struct bt_dump *d);
 struct bt_seq_window;
 /* How much of the dump the cold tier gave: its events, and the seconds of
  * the latest continuous window w that only its blocks cover (w's start up
@@ -356,11 +387,16 @@ struct bt_seq_window {
 	int32_t limit_cpu;                  /* CPU whose start_ts starts the window, -1 none */
 	uint64_t cont_start_ts;             /* latest continuous window: [cont_start_ts, last_ts] */
 	uint64_t cont_events;               /* events with ts >= cont_start_ts */
+	int restart_limit;                  /* 1: the window starts where a restart resumed recording */
 };
 /* ev: time-ordered events (as from bt_dump_events); cpus >= ncpus are ignored.
  * percpu: [ncpus] or NULL. Returns 0 or -ENOMEM. */
 int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_window *w,
 		   struct bt_seq_cpu *percpu);
+/* The same for dump d's events: a window continued across a restart
+ * (bt_dump_restart) starts no earlier than where recording resumed. */
+int bt_seq_analyze_dump(const struct bt_dump *d, const struct bt_dump_event *ev, size_t n, uint32_t ncpus,
+			struct bt_seq_window *w, struct bt_seq_cpu *percpu);
 
 /* The same over seq records kept without their events (a summary, below):
  * r is put in time order first. */
@@ -368,7 +404,7 @@ struct bt_seq_rec {
 	uint64_t ts;
 	uint32_t seq, cpu;
 };
-int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, struct bt_seq_window *w);
+int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w);
 
 /* ---- summaries: what a dump holds, counted without keeping its events ----
  * (the manifest's reading, manifest.c). A summary is a struct bt_dump whose

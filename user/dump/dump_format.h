@@ -178,8 +178,20 @@ enum btd_counter { /* struct bt_stats at dump start */
 	BTD_CNT_HANDED_BATCHES_REFUSED, /* event batches with an event the reader would refuse */
 	BTD_CNT_HANDED_TAIL_KNOWN,    /* 1: its programs' counters at its end were read (pinned) */
 	BTD_CNT_HANDED_AFTER_NEWEST,  /* events they took a seq for after the newest kept, all CPUs */
+	/* a recorder's own dump whose window continues across its start: the
+	 * previous recorder's newest blocks (BTD_BLOCK_PRIOR) come first, their
+	 * seqs renumbered to end PRIOR_LOST below this recorder's first (seq 0)
+	 * on each CPU; all 0 when the dump holds none */
+	BTD_CNT_PRIOR,                /* enum btd_prior_reason, 0: none */
+	BTD_CNT_PRIOR_NEWEST_TS,      /* its newest event kept (CLOCK_BOOTTIME) */
+	BTD_CNT_PRIOR_RESUMED_TS,     /* this recorder's programs attached: recording resumed */
+	BTD_CNT_PRIOR_LOST_KNOWN,     /* 1: its programs' counters at its end were read */
+	BTD_CNT_PRIOR_LOST,           /* events they took a seq for after its newest kept, all CPUs */
+	BTD_CNT_PRIOR_BLOCKS_LEFT,    /* its blocks past this dump's window (the buffer's size), left out */
 	BTD_NCOUNTERS
 };
+
+enum btd_prior_reason { BTD_PRIOR_RESTART = 1, BTD_PRIOR_UPGRADE = 2, BTD_PRIOR_DIED = 3 };
 
 /* PMIS (after LOSS): struct btd_table + count records: runs of each loaded
  * BPF program the kernel skipped (bpf_prog_info.recursion_misses): its event
@@ -194,6 +206,7 @@ struct btd_prog_miss {
 /* BLCK: struct btd_block, then nentries entries, each struct btd_entry +
  * len bytes + zero padding to 8. Padding entries of the buffer are not stored. */
 #define BTD_BLOCK_COMPLETE 0x1
+#define BTD_BLOCK_PRIOR 0x2 /* the previous recorder's (BTD_CNT_PRIOR): its own position space */
 struct btd_block {
 	uint64_t pos;
 	uint64_t prev_pos;

@@ -121,6 +121,11 @@ const struct bt_dump_handed *bt_dump_handed(const struct bt_dump *d)
 	return d->is_handed ? &d->handed : NULL;
 }
 
+const struct bt_dump_restart *bt_dump_restart(const struct bt_dump *d)
+{
+	return d->restart.reason ? &d->restart : NULL;
+}
+
 void bt_dump_cold_share(const struct bt_dump *d, const struct bt_seq_window *w, struct bt_dump_cold_share *out)
 {
 	const struct bt_dump_cold *c = &d->cold;

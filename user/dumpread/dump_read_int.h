@@ -41,6 +41,7 @@ struct bt_dump {
 	struct bt_dump_cold cold; /* size 0: no cold tier */
 	struct bt_dump_handed handed;
 	int is_handed;
+	struct bt_dump_restart restart; /* reason NULL: the dump holds no previous recorder's blocks */
 	struct bt_read_stats rst;
 	struct bt_dump_block *blocks;
 	size_t nblocks, cap_blocks;

@@ -189,6 +189,17 @@ static int parse_loss(struct parse *p, const uint8_t *pl, uint64_t len)
 		.batches_refused = cnt[BTD_CNT_HANDED_BATCHES_REFUSED], .tail_known = cnt[BTD_CNT_HANDED_TAIL_KNOWN] != 0,
 		.after_newest = cnt[BTD_CNT_HANDED_AFTER_NEWEST],
 	};
+	static const char *const prior_reasons[] = { [BTD_PRIOR_RESTART] = "restart", [BTD_PRIOR_UPGRADE] = "upgrade",
+						     [BTD_PRIOR_DIED] = "recorder-died" };
+	uint64_t pr = cnt[BTD_CNT_PRIOR];
+	if (pr)
+		d->restart = (struct bt_dump_restart){
+			.reason = pr < sizeof(prior_reasons) / sizeof(*prior_reasons) && prior_reasons[pr] ?
+					  prior_reasons[pr] : "restart (of a newer recorder's kind)",
+			.newest_ts = cnt[BTD_CNT_PRIOR_NEWEST_TS], .resumed_ts = cnt[BTD_CNT_PRIOR_RESUMED_TS],
+			.lost_known = cnt[BTD_CNT_PRIOR_LOST_KNOWN] != 0, .lost = cnt[BTD_CNT_PRIOR_LOST],
+			.blocks_left = cnt[BTD_CNT_PRIOR_BLOCKS_LEFT],
+		};
 	d->hdr.drain_events = l.drain_events;
 	d->hdr.drain_rejected = l.drain_rejected;
 	const uint8_t *arr = pl + sizeof(l) + (uint64_t)l.ncounters * 8;
@@ -253,8 +264,13 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len, int32_t app)
 			.nentries = b.nentries, .complete = !!(b.flags & BTD_BLOCK_COMPLETE),
 		};
 	/* A kernel block below the capture's oldest came from the cold tier. */
-	int from_cold = app < 0 && d->cold.size && b.pos < d->cold.hot_from;
+	int prior = app < 0 && (b.flags & BTD_BLOCK_PRIOR);
+	int from_cold = app < 0 && !prior && d->cold.size && b.pos < d->cold.hot_from;
 	d->cold.dump_blocks += from_cold;
+	if (prior && !d->restart.reason)
+		return PFAIL(p, "corrupt dump: a previous recorder's block at body offset %" PRIu64
+				" in a dump that says it holds none", p->off);
+	d->restart.blocks += prior;
 	uint64_t o = sizeof(b);
 	for (uint32_t i = 0; i < b.nentries; i++) {
 		struct btd_entry e;
@@ -309,6 +325,7 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len, int32_t app)
 				return PFAIL(p, "corrupt dump: uprobe event with %u arguments (max %d)", u->nargs,
 					     BT_MAX_UARGS);
 		}
+		d->restart.events += prior;
 		if (from_cold) { /* LOSS came first: hot_from is known */
 			d->cold.dump_events++;
 			if (!d->cold.first_ts || ev->ts_ns < d->cold.first_ts)
@@ -550,7 +567,7 @@ int btd_summary_event(struct bt_dump *d, const struct bt_event_hdr *ev, uint32_t
 
 int btd_summary_done(struct bt_dump *d)
 {
-	int r = bt_seq_analyze_recs(d->seqrecs, d->nseqrecs, d->hdr.ncpus, &d->sum.w);
+	int r = bt_seq_analyze_recs(d->seqrecs, d->nseqrecs, d->hdr.ncpus, d->restart.resumed_ts, &d->sum.w);
 
 	free(d->seqrecs);
 	d->seqrecs = NULL;

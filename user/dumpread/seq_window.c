@@ -107,8 +107,8 @@ static int seqs_build(seq_get_fn get, const void *src, size_t n, uint32_t ncpus,
 	return 0;
 }
 
-static int analyze(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, struct bt_seq_window *w,
-		   struct bt_seq_cpu *percpu)
+static int analyze(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, uint64_t resumed_ts,
+		   struct bt_seq_window *w, struct bt_seq_cpu *percpu)
 {
 	struct seqs q = { 0 };
 	memset(w, 0, sizeof(*w));
@@ -190,6 +190,13 @@ static int analyze(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, st
 				w->limit_cpu = (int32_t)c;
 			}
 		}
+		/* Nothing was recorded while a previous recorder handed over
+		 * (bt_dump_restart): the window is continuous from the resume. */
+		if (resumed_ts > cont && w->first_ts < resumed_ts) {
+			cont = resumed_ts;
+			w->limit_cpu = -1;
+			w->restart_limit = 1;
+		}
 		w->cont_start_ts = cont;
 		/* The events the window counts are the ones analyzed above. */
 		for (uint32_t c = 0; c < ncpus; c++)
@@ -205,7 +212,15 @@ static int analyze(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, st
 int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, struct bt_seq_window *w,
 		   struct bt_seq_cpu *percpu)
 {
-	return analyze(get_event, ev, n, ncpus, w, percpu);
+	return analyze(get_event, ev, n, ncpus, 0, w, percpu);
+}
+
+int bt_seq_analyze_dump(const struct bt_dump *d, const struct bt_dump_event *ev, size_t n, uint32_t ncpus,
+			struct bt_seq_window *w, struct bt_seq_cpu *percpu)
+{
+	const struct bt_dump_restart *rs = bt_dump_restart(d);
+
+	return analyze(get_event, ev, n, ncpus, rs ? rs->resumed_ts : 0, w, percpu);
 }
 
 /* Time order as bt_dump_events' for kernel events: time, CPU, seq. */
@@ -219,11 +234,11 @@ static int cmp_rec(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, struct bt_seq_window *w)
+int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w)
 {
 	if (n > 1)
 		qsort(r, n, sizeof(*r), cmp_rec);
-	return analyze(get_rec, r, n, ncpus, w, NULL);
+	return analyze(get_rec, r, n, ncpus, resumed_ts, w, NULL);
 }
 
 static int cmp_gap(const void *a, const void *b)

@@ -263,6 +263,15 @@ static void put_loss(struct zout *zo, const struct bt_dump_info *info, const str
 		cnt[BTD_CNT_HANDED_TAIL_KNOWN] = (uint64_t)h->tail_known;
 		cnt[BTD_CNT_HANDED_AFTER_NEWEST] = h->after_newest;
 	}
+	if (info->prior) {
+		const struct bt_dump_prior *pr = info->prior;
+		cnt[BTD_CNT_PRIOR] = pr->reason;
+		cnt[BTD_CNT_PRIOR_NEWEST_TS] = pr->newest_ts;
+		cnt[BTD_CNT_PRIOR_RESUMED_TS] = pr->resumed_ts;
+		cnt[BTD_CNT_PRIOR_LOST_KNOWN] = (uint64_t)pr->lost_known;
+		cnt[BTD_CNT_PRIOR_LOST] = pr->lost;
+		cnt[BTD_CNT_PRIOR_BLOCKS_LEFT] = pr->blocks_left;
+	}
 	size_t n = (size_t)info->ncpus * info->ngroups;
 	int has_emitted = info->rb_emitted != NULL;
 	struct btd_loss l = {
@@ -313,6 +322,8 @@ struct blk_ctx {
 	uint64_t malformed;               /* stored entries that did not decode (a bug: never seen) */
 	void (*fix)(void *ctx, struct bt_event_hdr *ev, uint32_t len); /* info->fix_event */
 	void *fix_ctx;
+	uint32_t block_flags;             /* BTD_BLOCK_PRIOR while the previous recorder's are written */
+	uint64_t min_pos;                 /* of those, the first position written */
 	uint8_t ev[BT_EVENT_MAX];         /* one decoded event */
 };
 
@@ -406,7 +417,7 @@ static int put_block(struct blk_ctx *c, const struct bt_block_view *blk, int64_t
 		.pos = blk->pos,
 		.prev_pos = blk->prev_pos,
 		.core = blk->core,
-		.flags = blk->complete ? BTD_BLOCK_COMPLETE : 0,
+		.flags = (blk->complete ? BTD_BLOCK_COMPLETE : 0) | c->block_flags,
 		.nentries = (uint32_t)n,
 		.used = blk->used,
 	};
@@ -430,6 +441,32 @@ static int put_block(struct blk_ctx *c, const struct bt_block_view *blk, int64_t
 static int block_cb(const struct bt_block_view *blk, void *arg)
 {
 	return put_block(arg, blk, -1);
+}
+
+/* The previous recorder's blocks within the window (bt_dump_prior). */
+static int prior_block_cb(const struct bt_block_view *blk, void *arg)
+{
+	struct blk_ctx *c = arg;
+
+	return blk->pos < c->min_pos ? 0 : put_block(c, blk, -1);
+}
+
+/* Before everything of this recorder: the previous one's newest blocks,
+ * each event rewritten by the prior's own fix (its seqs and stack ids). */
+static int put_prior(struct blk_ctx *c, const struct bt_dump_prior *pr)
+{
+	void (*fix)(void *, struct bt_event_hdr *, uint32_t) = c->fix;
+	void *fix_ctx = c->fix_ctx;
+
+	c->fix = pr->fix_event;
+	c->fix_ctx = pr->fix_ctx;
+	c->block_flags = BTD_BLOCK_PRIOR;
+	c->min_pos = pr->min_pos;
+	int r = bt_capture_read(pr->kbuf, prior_block_cb, c);
+	c->fix = fix;
+	c->fix_ctx = fix_ctx;
+	c->block_flags = 0;
+	return r;
 }
 
 /* ---- application buffers (the sink app_registry.c writes through) ---------- */
@@ -877,10 +914,13 @@ static int put_contents(struct dump_job *j)
 	j->sink.c.fix_ctx = info->fix_ctx;
 	j->rs = *bt_capture_read_stats(a->capture);
 	if (!j->zo.err) {
-		/* With a cold tier, its blocks older than the capture come first. */
+		/* The previous recorder's newest blocks, then, with a cold tier,
+		 * its blocks older than the capture come first. */
 		struct bt_cold_read_stats cs = { 0 };
 
-		r = j->cold ? bt_cold_snap_read(j->cold, block_cb, &j->sink.c, &cs) : 0;
+		r = info->prior && info->prior->kbuf ? put_prior(&j->sink.c, info->prior) : 0;
+		if (r == 0 && j->cold)
+			r = bt_cold_snap_read(j->cold, block_cb, &j->sink.c, &cs);
 		j->rs.blocks_read += cs.blocks_read;
 		j->rs.blocks_lost += cs.blocks_bad; /* a group that did not decompress */
 		if (r == 0)

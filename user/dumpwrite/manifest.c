@@ -102,6 +102,16 @@ static void kv_u64(FILE *o, int *first, const char *k, uint64_t v)
 	fprintf(o, "%" PRIu64, v);
 }
 
+/* v, or null when it was not counted */
+static void kv_u64_known(FILE *o, int *first, const char *k, int known, uint64_t v)
+{
+	key(o, first, k);
+	if (known)
+		fprintf(o, "%" PRIu64, v);
+	else
+		fputs("null", o);
+}
+
 static void kv_str(FILE *o, int *first, const char *k, const char *v, size_t max)
 {
 	key(o, first, k);
@@ -465,11 +475,18 @@ static void losses_json(FILE *o, int *f, const struct bt_dump *d, const struct m
 		kv_u64(o, &g2, "blocks_refused", ho->blocks_refused);
 		kv_u64(o, &g2, "blocks_cut", ho->blocks_cut);
 		kv_u64(o, &g2, "batches_refused", ho->batches_refused);
-		key(o, &g2, "after_newest");
-		if (ho->tail_known)
-			fprintf(o, "%" PRIu64, ho->after_newest);
-		else
-			fputs("null", o);
+		kv_u64_known(o, &g2, "after_newest", ho->tail_known, ho->after_newest);
+		fputs("}", o);
+	}
+	const struct bt_dump_restart *rst = bt_dump_restart(d);
+	if (rst) {
+		obj_open(o, &g, "restart", &g2);
+		kv_str(o, &g2, "reason", rst->reason, 64);
+		kv_u64(o, &g2, "prior_events", rst->events);
+		kv_u64(o, &g2, "prior_blocks", rst->blocks);
+		kv_u64(o, &g2, "blocks_left", rst->blocks_left);
+		kv_u64(o, &g2, "not_recording_ns", rst->resumed_ts > rst->newest_ts ? rst->resumed_ts - rst->newest_ts : 0);
+		kv_u64_known(o, &g2, "lost", rst->lost_known, rst->lost);
 		fputs("}", o);
 	}
 	obj_open(o, &g, "apps", &g2);

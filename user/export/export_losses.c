@@ -66,6 +66,14 @@ void bt_export_losses(const struct bt_export_prep *p, void (*emit)(void *ctx, co
 		if (ho->tail_known)
 			emit(ctx, "loss.handed.after_newest", ho->after_newest);
 	}
+	const struct bt_dump_restart *rst = bt_dump_restart(p->d);
+	if (rst) {
+		emit(ctx, "loss.restart.gaps", 1);
+		emit(ctx, "loss.restart.not_recording_ns", rst->resumed_ts > rst->newest_ts ? rst->resumed_ts - rst->newest_ts : 0);
+		emit(ctx, "loss.restart.blocks_left", rst->blocks_left);
+		if (rst->lost_known)
+			emit(ctx, "loss.restart.lost", rst->lost);
+	}
 	/* Events missing without a seq gap: runs the kernel skipped
 	 * (PMIS; absent from dumps of older recorders) and switch-aways it
 	 * never reported (sched_switch chain). */

@@ -129,7 +129,7 @@ int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p
 	p->percpu = calloc(p->hdr->ncpus ? p->hdr->ncpus : 1, sizeof(*p->percpu));
 	if (!p->percpu)
 		goto out;
-	if (bt_seq_analyze(p->ev, p->nev, p->hdr->ncpus, &p->win, p->percpu) < 0 ||
+	if (bt_seq_analyze_dump(p->d, p->ev, p->nev, p->hdr->ncpus, &p->win, p->percpu) < 0 ||
 	    (!p->own_ev && bt_seq_gaps(p->ev, p->nev, p->hdr->ncpus, &p->gaps, &p->ngaps) < 0))
 		goto out;
 	r = 0;

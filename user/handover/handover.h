@@ -35,6 +35,7 @@ enum bt_ho_state {
 };
 
 struct bt_task;
+struct bt_event_hdr;
 
 /* The BPF side's per-CPU counters of the previous recorder at its end
  * (handover_pins.c): known only if it pinned them and died (a clean stop
@@ -73,6 +74,7 @@ struct bt_ho_found {
 	struct bt_ho_tail tail;    /* its programs' counters at its death, if pinned */
 	char tail_err[160];        /* why tail is not known, for a recorder that died */
 	uint64_t after_newest;     /* set by bt_handover_dump: tail's events after the newest kept */
+	uint32_t *seq_base;        /* set by bt_handover_dump: [cnt.ncpus] each CPU's next seq at its end */
 };
 
 struct bt_handover;
@@ -133,6 +135,29 @@ int bt_ho_exec(const char *exe, int memfd, char *err, size_t errlen);
  * 0, or -errno with the reason in err. */
 int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *out_path, size_t out_len,
 		     uint64_t *events, char *err, size_t errlen);
+
+/* A stack event's ids as "reclaimed" (the stack table did not outlive
+ * the recorder that took them): a dump's fix_event. */
+void bt_ho_forget_stacks(void *ctx, struct bt_event_hdr *ev, uint32_t len);
+
+/* The history found, after its dump, joined to this recorder's later
+ * dumps (handover_prior.c): the window continues across the restart. */
+struct bt_ho_prior;
+struct bt_dump_prior;
+/* Takes found's blocks, task names and seq bases (after bt_handover_dump).
+ * NULL if there are none, or out of memory. */
+struct bt_ho_prior *bt_ho_prior_take(struct bt_ho_found *f);
+/* Its part of a dump whose own buffer of `capacity` bytes has used `used`
+ * since this recorder started (resumed_ts: its programs attached): the
+ * newest of its blocks that fit in the rest, as if the buffer had gone on.
+ * 1 with *p filled, 0 if none is left (it can be freed). */
+int bt_ho_prior_fill(const struct bt_ho_prior *h, uint64_t capacity, uint64_t used, uint64_t resumed_ts,
+		     struct bt_dump_prior *p);
+/* This recorder's task names t[n] (sorted by tid) and its names of other
+ * threads: a new sorted array in *out. 0 or -ENOMEM. */
+int bt_ho_prior_tasks(const struct bt_ho_prior *h, const struct bt_task *t, size_t n, struct bt_task **out,
+		      size_t *nout);
+void bt_ho_prior_free(struct bt_ho_prior *h);
 
 /* Check and read a handed file mapped at base (len bytes) as untrusted
  * input; what bt_handover_take does after mapping. fd: the file, to skip

@@ -91,7 +91,7 @@ static uint64_t after_newest(const struct keep_ctx *k, const struct bt_ho_tail *
 /* The stack table died with the previous recorder: every stack an event
  * names is "taken, its entry gone before the dump" (BT_STACK_RECLAIMED,
  * counted as such by report). */
-static void forget_stacks(void *ctx, struct bt_event_hdr *ev, uint32_t len)
+void bt_ho_forget_stacks(void *ctx, struct bt_event_hdr *ev, uint32_t len)
 {
 	struct bt_ev_sample *e = (struct bt_ev_sample *)ev;
 
@@ -139,10 +139,17 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 		info.rb_emitted = f->tail.emitted;
 	}
 	f->after_newest = handed.after_newest;
+	/* Each CPU's next seq at its end, where a later dump's renumbering
+	 * puts this recorder's first (handover_prior.c): its counters' if
+	 * read, else one past its newest kept (what its rings held uncounted). */
+	free(f->seq_base);
+	f->seq_base = calloc(info.ncpus ? info.ncpus : 1, sizeof(*f->seq_base));
+	for (uint32_t c = 0; f->seq_base && c < info.ncpus; c++)
+		f->seq_base[c] = handed.tail_known ? (uint32_t)f->tail.seq_next[c] : k->newest[c].seq + 1u;
 	free(k->newest);
 	free(k);
 	info.handed = &handed;
-	info.fix_event = forget_stacks;
+	info.fix_event = bt_ho_forget_stacks;
 	info.ngroups = BT_GROUP_MAX;
 	info.tasks = f->tasks;
 	info.ntasks = f->ntasks;

@@ -200,6 +200,7 @@ void bt_ho_found_free(struct bt_ho_found *f)
 {
 	bt_capture_free(f->kbuf);
 	free(f->tasks);
+	free(f->seq_base);
 	bt_ho_tail_free(&f->tail);
 	memset(f, 0, sizeof(*f));
 }

@@ -413,6 +413,10 @@ static int do_status(struct recorder *r, FILE *out)
 	/* What the hand-over kept and lost (recorder.c: dump_handed). */
 	fprintf(out, "handover: %s%s\n", !r->handover ? "off (the buffer is private memory: a restart starts empty)" :
 		r->ho_summary[0] ? "on; " : "on, nothing was handed to this start", r->ho_summary);
+	if (r->ho_summary[0])
+		fprintf(out, "  the window continues across it: %s\n",
+			r->prior ? "dumps join the previous recorder's newest blocks (until this one has written the "
+				   "buffer's size)" : "no longer (this recorder's own fill the buffer), or not at all");
 	pthread_mutex_unlock(&r->lock);
 	if (r->mgmt) /* its own lock: never waits for a dump */
 		bt_dump_mgmt_status(r->mgmt, out);

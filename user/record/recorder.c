@@ -364,6 +364,7 @@ static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len
 }
 
 static void save_handover(struct recorder *r);
+static void expire_prior(struct recorder *r);
 
 static int run_loop(struct recorder *r, const sigset_t *waitmask)
 {
@@ -404,6 +405,7 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 			rate_events = ds.events;
 			rate_t = now;
 			save_handover(r);
+			expire_prior(r);
 		}
 		check_automatic_dumps(r, now, &last_interval);
 		if (r->uprobes) {
@@ -653,7 +655,14 @@ static void dump_handed(struct recorder *r)
 
 	if (!f->kbuf)
 		return;
-	if (bt_handover_dump(f, r->o->output_dir, r->o->zlevel, path, sizeof(path), &events, err, sizeof(err))) {
+	int ret = bt_handover_dump(f, r->o->output_dir, r->o->zlevel, path, sizeof(path), &events, err, sizeof(err));
+	/* The window goes on across the restart: later dumps join it (set
+	 * before the line below, which tells a waiting user it is done). */
+	struct bt_ho_prior *pr = bt_ho_prior_take(f);
+	pthread_mutex_lock(&r->lock);
+	r->prior = pr;
+	pthread_mutex_unlock(&r->lock);
+	if (ret) {
 		bt_log(BT_LOG_ERR, "the history before this start (%s) is lost: the dump failed: %s", bt_ho_reason(f), err);
 	} else {
 		double gap = f->newest_ts && r->start_boot_ns > f->newest_ts ?
@@ -682,6 +691,21 @@ static void dump_handed(struct recorder *r)
 		pthread_mutex_unlock(&r->lock);
 	}
 	bt_ho_found_free(f);
+}
+
+/* The previous recorder's blocks, once this recorder has written the
+ * buffer's size, are past every window: given back, not held until the
+ * next dump. Never waits for a dump in progress (it may be using them). */
+static void expire_prior(struct recorder *r)
+{
+	struct bt_dump_prior p;
+	struct bt_stats bs;
+
+	if (pthread_mutex_trylock(&r->dump_serial))
+		return;
+	bt_buffer_stats(r->buf, &bs);
+	recorder_prior(r, &bs, &p);
+	pthread_mutex_unlock(&r->dump_serial);
 }
 
 /* The handed history's dump, beside the programs' loading: it is on disk
@@ -875,6 +899,7 @@ static int open_loader(struct recorder *r)
 		bt_err("%s", err);
 		return -1;
 	}
+	r->resumed_boot_ns = bt_boottime_ns();
 	pin_counters(r);
 	return start_unwinder(r);
 }
@@ -1182,6 +1207,7 @@ static void recorder_teardown(struct recorder *r, struct record_opts *o, struct 
 		pthread_join(r->ho_thread, NULL);
 	bt_handover_close(r->handover); /* systemd's store or the parent keeps its copy */
 	bt_ho_found_free(&r->ho_found);
+	bt_ho_prior_free(r->prior);
 	stop_step(c, "freeing the buffers");
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);

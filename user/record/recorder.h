@@ -27,6 +27,13 @@ int recorder_write_dump(struct recorder *r, const char *reason, const char *path
  * uprobes): a malloc'd array in *out, its length returned (recorder_dumps.c). */
 struct bt_prog_miss;
 size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out);
+struct bt_stats;
+struct bt_dump_prior;
+/* The previous recorder's blocks a dump now joins (the window continued
+ * across a restart: handover_prior.c), *p filled; NULL if none, or none
+ * fits any more in what this recorder has not used of its buffer (bs):
+ * then they are freed. Under dump_serial. */
+struct bt_ho_prior *recorder_prior(struct recorder *r, const struct bt_stats *bs, struct bt_dump_prior *p);
 /* Control-socket commands (record_ctl.c). */
 int record_ctl_handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen);
 #endif

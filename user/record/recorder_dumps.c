@@ -257,6 +257,23 @@ static int write_dump_held(struct recorder *r, const char *reason, const struct 
 	return ret;
 }
 
+struct bt_ho_prior *recorder_prior(struct recorder *r, const struct bt_stats *bs, struct bt_dump_prior *p)
+{
+	pthread_mutex_lock(&r->lock); /* set by the hand-over's thread */
+	struct bt_ho_prior *pr = r->prior;
+	pthread_mutex_unlock(&r->lock);
+
+	if (!pr || bt_ho_prior_fill(pr, bs->size, bs->blocks_used * (uint64_t)bs->block_size, r->resumed_boot_ns, p))
+		return pr;
+	pthread_mutex_lock(&r->lock);
+	r->prior = NULL; /* only a holder of dump_serial frees it: no dump is using it */
+	pthread_mutex_unlock(&r->lock);
+	bt_ho_prior_free(pr);
+	bt_log(BT_LOG_INFO, "the previous recorder's history is past the window now: later dumps hold this "
+	       "recorder's only");
+	return NULL;
+}
+
 size_t recorder_prog_misses(struct recorder *r, struct bt_prog_miss **out)
 {
 	size_t max = 64 + (r->uprobes ? 8 : 0), n;
@@ -362,6 +379,10 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 	struct dump_capture cap;
 	struct bt_read_stats rst;
 	struct bt_dump_info info;
+	struct bt_dump_prior prior;
+	struct bt_ho_prior *prior_h = NULL;
+	struct bt_task *prior_tasks;
+	size_t prior_ntasks;
 	struct bt_stats bs;
 	char path[PATH_MAX], err[512], sz[32];
 	uint64_t t0 = bt_now_ns(), t0b = bt_boottime_ns(), bytes;
@@ -386,11 +407,14 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		goto out;
 	bs = *bt_capture_stats(cap.kbuf);
 	bytes = bs.bytes_written + bs.padding_bytes;
+	pthread_mutex_lock(&r->lock); /* set by the hand-over's thread */
+	int has_prior = r->prior != NULL;
+	pthread_mutex_unlock(&r->lock);
 	if (!explicit_path && r->mgmt) {
 		/* At most the buffer's events, and the cold tier's, in the dump's
 		 * form and the task table, uncompressed (the last dump's ratio
 		 * scales it after). */
-		uint64_t held = bytes < bs.size ? bytes : bs.size;
+		uint64_t held = bytes < bs.size && !has_prior ? bytes : bs.size; /* a prior fills the rest */
 		if (r->cold) {
 			struct bt_cold_stats cs;
 
@@ -412,6 +436,17 @@ static int write_dump(struct recorder *r, const char *reason, const struct bt_tr
 		}
 	}
 
+	/* The previous recorder's newest blocks, while they fit in what this
+	 * one has not yet used of the buffer (the window continues). */
+	prior_h = recorder_prior(r, &bs, &prior);
+	if (prior_h) {
+		info.prior = &prior;
+		if (bt_ho_prior_tasks(prior_h, cap.tasks, cap.ntasks, &prior_tasks, &prior_ntasks) == 0) {
+			free(cap.tasks);
+			cap.tasks = prior_tasks;
+			cap.ntasks = prior_ntasks;
+		}
+	}
 	info.cold = r->cold;
 	info.ncpus = r->ncpus;
 	info.ngroups = BT_GROUP_MAX;

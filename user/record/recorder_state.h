@@ -136,6 +136,11 @@ struct recorder {
 	pthread_t ho_thread;             /* writes ho_found's dump (handed_thread) */
 	char ho_summary[4864];            /* what it kept and lost, for status (under lock) */
 	int ho_thread_on;
+	/* ho_found's blocks after its dump, joined to later dumps while they
+	 * fit in the buffer's size (handover_prior.c); set once under lock by
+	 * the hand-over's thread, freed by the dump that finds none fits */
+	struct bt_ho_prior *prior;
+	uint64_t resumed_boot_ns;        /* CLOCK_BOOTTIME when the programs were attached */
 	/* ctl upgrade: stop without the final dump, then exec exe_path on the
 	 * same memfd (--resume-fd): the next binary dumps it ("upgrade") */
 	_Atomic int exec_requested;

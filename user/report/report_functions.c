@@ -196,7 +196,7 @@ static int print_window(const struct bt_dump *d, const struct bt_func_filter *f,
 	char b1[32], b2[32];
 	int nloss = 0;
 
-	if (!sc || bt_seq_analyze(ev, n, h->ncpus, &w, sc) < 0 || bt_seq_gaps(ev, n, h->ncpus, &gaps, &ngaps) < 0) {
+	if (!sc || bt_seq_analyze_dump(d, ev, n, h->ncpus, &w, sc) < 0 || bt_seq_gaps(ev, n, h->ncpus, &gaps, &ngaps) < 0) {
 		free(sc);
 		return -ENOMEM;
 	}

@@ -254,7 +254,11 @@ static void print_windows(const struct stats *s)
 		fprintf(s->out, "latest continuous window: %s .. %s (%s, %" PRIu64 " events)\n",
 			bt_report_fmt_secs(s->w.cont_start_ts, b1, sizeof(b1)), bt_report_fmt_secs(s->w.last_ts, b2, sizeof(b2)),
 			dur(s->w.cont_start_ts, s->w.last_ts, b3, sizeof(b3)), s->w.cont_events);
-		if (s->w.limit_cpu < 0) {
+		const struct bt_dump_restart *rs = bt_dump_restart(s->d);
+		if (s->w.restart_limit && rs) {
+			fprintf(s->out, "            starts where this recorder resumed recording after a restart (reason %s)\n",
+				rs->reason);
+		} else if (s->w.limit_cpu < 0) {
 			fprintf(s->out, "            starts at the first event: no CPU misses an event\n");
 		} else {
 			const struct bt_seq_cpu *p = &s->sc[s->w.limit_cpu];
@@ -334,6 +338,27 @@ static void print_handed(const struct stats *s)
 			     "all, or no BPF file system to pin them in)\n");
 }
 
+/* A recorder's own dump holding the previous recorder's history too:
+ * how much of it, and the gap between the two. */
+static void print_restart(const struct stats *s)
+{
+	const struct bt_dump_restart *rs = bt_dump_restart(s->d);
+	char b1[64], b2[64];
+
+	if (!rs)
+		return;
+	fprintf(s->out, "  restart: the window continues across a restart (reason %s): %" PRIu64 " events of the "
+		     "previous recorder in %" PRIu64 " blocks (%" PRIu64 " older blocks past the window left out)\n",
+		rs->reason, rs->events, rs->blocks, rs->blocks_left);
+	fprintf(s->out, "    not recording from its newest event %s to %s (%.3f s)", bt_report_fmt_secs(rs->newest_ts, b1, sizeof(b1)),
+		bt_report_fmt_secs(rs->resumed_ts, b2, sizeof(b2)),
+		rs->resumed_ts > rs->newest_ts ? (double)(rs->resumed_ts - rs->newest_ts) / 1e9 : 0.0);
+	if (rs->lost_known)
+		fprintf(s->out, "; %" PRIu64 " events its programs emitted after it were lost (a seq gap above)\n", rs->lost);
+	else
+		fprintf(s->out, "; what its rings held at its end: none (a clean stop drains them) or not counted\n");
+}
+
 /* Every loss counter: ring buffer, seq gaps, dump reading, buffer, drain,
  * kernel skips, stacks, applications, triggers. */
 /* 0, or -errno of the applications' second read (why in o->err) */
@@ -383,6 +408,7 @@ static int print_losses(const struct stats *s, struct bt_report_apps *ra, const 
 	fprintf(s->out, "  drain: %" PRIu64 " events written into the buffer, %" PRIu64 " rejected\n", s->h->drain_events,
 		s->h->drain_rejected);
 	print_handed(s);
+	print_restart(s);
 	print_kernel_skips(s->d, s->ev, s->n, s->out);
 	if (bt_dump_unknown_events(s->d))
 		fprintf(s->out, "  events of unknown types skipped: %" PRIu64 " (written by a newer btrace-bpf)\n",
@@ -409,7 +435,7 @@ int bt_report_stats(const struct bt_dump *d, const char *path, const struct ropt
 	s.sc = calloc(s.nc ? s.nc : 1, sizeof(*s.sc));
 	s.cnt = calloc((size_t)(s.nc ? s.nc : 1) * BT_GROUP_MAX, sizeof(*s.cnt));
 	char err[256];
-	if (s.sc && s.cnt && bt_seq_analyze(s.ev, s.n, s.nc, &s.w, s.sc) == 0) {
+	if (s.sc && s.cnt && bt_seq_analyze_dump(d, s.ev, s.n, s.nc, &s.w, s.sc) == 0) {
 		/* the applications' counts come from the same read as the
 		 * selection's (a dump opened APP_STREAM reads its blocks again) */
 		struct bt_report_apps *ra = bt_report_apps_new(d);
