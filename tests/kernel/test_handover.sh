@@ -155,6 +155,10 @@ check "kill -9: it holds >= 95% of the events the buffer held at the kill (${B:-
 check "kill -9: written within 5 s of the restart" test $(( (t1 - t0) / 1000000 )) -le 5000
 check "kill -9: it names the tasks (the saved task table: $(ntasks "$P") tasks)" test "$(ntasks "$P")" -gt 10
 check "kill -9: report reads it whole" sh -c "'$BT' report '$P' | grep -q 'bt-hoping\|dd-'"
+# the stack table is saved into the memory every 2 s: the handed dump's
+# stacks are named, not all reclaimed
+check "kill -9: its stacks are named from the saved table ($(grep -o 'its stack table saved[^;]*' "$T_TMP/r2.log" | tail -1))" \
+	sh -c "'$BT' report --stats '$P' | grep -q '^  call stacks: [1-9][0-9]* distinct' && '$BT' report --profile '$P' | grep -q '^process .*samples'"
 
 check "kill -9: the events its rings held at the kill are counted" \
 	grep -q "events its programs emitted after the newest kept are lost" "$T_TMP/r2.log"

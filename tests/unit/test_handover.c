@@ -16,6 +16,7 @@
 #include "handover_fixture.h"
 #include "dump.h"
 #include "dump_format.h"
+#include "dump_stacks.h"
 #include "harness.h"
 
 static struct ho_fixture F;
@@ -252,6 +253,45 @@ static void test_prior_window(void)
 	bt_ho_prior_free(h);
 }
 
+/* A saved stack table is read as untrusted: one that does not decode is
+ * said and its stacks say reclaimed; a torn slot is not read at all. */
+static void test_stacks_hostile(void)
+{
+	char dir[] = "/tmp/btrace-ho-XXXXXX", err[256] = "", path[4096];
+	uint8_t junk[512];
+	uint32_t slot[4] = { 0, 1, 0, 300 };
+	uint64_t ep[256 * 2] = { 0 }, hi[2] = { 5, 5 }, ev = 0;
+	struct bt_stack_births_arrays b = { .n = 4, .ncpus = 2, .nring = 256, .slot = slot, .ep_ts = ep, .hi_ts = hi };
+	struct bt_ho_found f;
+	unsigned seed = 7;
+
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)rand_r(&seed);
+	REQUIRE(mkdtemp(dir), "a directory");
+	REQUIRE(bt_handover_save_stacks(F.h, junk, sizeof(junk), &b) == 0, "saved");
+	/* base maps the file shared: the slot written through the fd is there */
+	REQUIRE(bt_ho_read(base, flen, -1, &f, err, sizeof(err)) == 0, "%s", err);
+	CHECK(f.stacks && f.stacks_bytes > sizeof(junk), "the slot passes its checksum: read");
+	CHECK(bt_handover_dump(&f, dir, 0, path, sizeof(path), &ev, err, sizeof(err)) == 0, "%s", err);
+	CHECK(f.stacks_err[0] && !f.stacks_named, "junk does not decode, said: %s", f.stacks_err);
+	struct bt_dump *d = bt_dump_open(path, err, sizeof(err));
+	CHECK(d != NULL, "the dump opens: %s", err);
+	bt_dump_close(d);
+	unlink(path);
+	bt_ho_found_free(&f);
+	/* a flipped byte in the named slot: its checksum fails, nothing read */
+	const struct bt_ho_stacks_desc *sd = (const void *)(base + BT_HO_STACKS_DESC_OFF);
+	uint8_t *copy = malloc(flen);
+	REQUIRE(copy, "memory");
+	memcpy(copy, base, flen);
+	copy[sd->off + (sd->gen % 2) * sd->slot_bytes + 100] ^= 0x40;
+	REQUIRE(bt_ho_read(copy, flen, -1, &f, err, sizeof(err)) == 0, "%s", err);
+	CHECK(!f.stacks, "a torn slot is not read");
+	bt_ho_found_free(&f);
+	free(copy);
+	rmdir(dir);
+}
+
 /* Random damage: refused or salvaged; what is salvaged dumps into a file
  * the dump reader opens. */
 static void test_damage(void)
@@ -328,6 +368,7 @@ int main(void)
 	RUN(test_refused_event_dropped);
 	RUN(test_tail_counted);
 	RUN(test_prior_window);
+	RUN(test_stacks_hostile);
 	RUN(test_damage);
 	return h_done();
 }

@@ -11,6 +11,8 @@
 #define BTRACE_DUMP_STACKS_H
 #include <stddef.h>
 #include <stdint.h>
+#include <linux/types.h>
+#include "events.h"
 
 #define BT_STACK_KERNEL 0
 #define BT_STACK_USER 1
@@ -199,6 +201,28 @@ struct bt_dump_stacks {
 	char **owned;   /* or: strings to free one by one */
 	char *loc_strtab; /* decoded SLOC: its files and functions point into it */
 	size_t nowned;
+};
+
+/* A kernel event's stack ids (kstack, ustack), if it is a stack event of
+ * its full size: what a dump's fix_event rewrites. NULL otherwise. */
+static inline struct bt_ev_sample *bt_stack_event(struct bt_event_hdr *ev, uint32_t len)
+{
+	if ((ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
+	     ev->type != BT_EV_PROBE_STACK) || len < sizeof(struct bt_ev_sample))
+		return NULL;
+	return (struct bt_ev_sample *)ev;
+}
+
+/* A stack table's births as bt_stack_births_id (stack_table.h) reads
+ * them: which ids were freed in which epoch, each epoch's per-CPU time,
+ * each CPU's newest stack event drained when taken (hi_ts). The hand-over
+ * saves them with the table's snapshot: a start after the recorder judges
+ * its events' ids the same way. */
+struct bt_stack_births_arrays {
+	uint32_t n, ncpus, nring;
+	const uint32_t *slot;  /* [n]: 0 never freed, else 1 + epoch ring slot */
+	const uint64_t *ep_ts; /* [nring * ncpus] */
+	const uint64_t *hi_ts; /* [ncpus] */
 };
 
 /* Encode into a malloc'd payload (*out): packed, section STKP (what a dump

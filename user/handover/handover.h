@@ -15,6 +15,9 @@
  *               alternately each second, each with its own checksum, so
  *               a writer that dies mid-write leaves the other intact
  *   data_off    the data blocks (bt_shm_place.data_off), max_size bytes
+ *   then        two slots of the stack table's snapshot (names and births),
+ *               saved alternately every 2 s, described at page 0 + 1024
+ *               (struct bt_ho_stacks_desc; zeros in older recorders' files)
  */
 #ifndef BTRACE_HANDOVER_H
 #define BTRACE_HANDOVER_H
@@ -75,6 +78,14 @@ struct bt_ho_found {
 	char tail_err[160];        /* why tail is not known, for a recorder that died */
 	uint64_t after_newest;     /* set by bt_handover_dump: tail's events after the newest kept */
 	uint32_t *seq_base;        /* set by bt_handover_dump: [cnt.ncpus] each CPU's next seq at its end */
+	/* its stack table as last saved (bt_handover_save_stacks), checked
+	 * against its checksum and sizes only: decoded by bt_handover_dump */
+	uint8_t *stacks;           /* the slot's payload, owned; NULL none */
+	uint64_t stacks_bytes;
+	uint64_t stacks_saved_ns;  /* CLOCK_BOOTTIME of that save */
+	uint32_t stacks_named;     /* set by bt_handover_dump: stacks its table held */
+	uint64_t stacks_reclaimed; /* set by bt_handover_dump: stack ids it could not name */
+	char stacks_err[200];      /* set by bt_handover_dump: why the saved table did not decode */
 };
 
 struct bt_handover;
@@ -97,6 +108,13 @@ int bt_handover_fd(const struct bt_handover *h);
 /* Save counters and task names into the next state slot (the main loop,
  * each second, and at stop). 0 or -errno. */
 int bt_handover_save(struct bt_handover *h, const struct bt_ho_counters *c, const struct bt_task *tasks, size_t n);
+/* Save the stack table's snapshot (packed as a dump's STKP, names
+ * included) and its births into the next stacks slot: what the next
+ * start's dump of this memory names its stacks with. 0, -E2BIG (larger
+ * than a slot: not saved) or -errno. */
+struct bt_stack_births_arrays;
+int bt_handover_save_stacks(struct bt_handover *h, const void *stacks, uint64_t len,
+			    const struct bt_stack_births_arrays *b);
 /* The state a next recorder will find: BT_HO_STOPPED after the final dump,
  * BT_HO_EXEC before an exec. */
 void bt_handover_mark(struct bt_handover *h, enum bt_ho_state st);

@@ -10,6 +10,8 @@
 #include <string.h>
 #include "handover.h"
 #include "dump.h"
+#include "dump_stacks.h"
+#include "handover_int.h"
 #include "events.h"
 #include "compact.h"
 #include "event_names.h"
@@ -93,16 +95,90 @@ static uint64_t after_newest(const struct keep_ctx *k, const struct bt_ho_tail *
  * counted as such by report). */
 void bt_ho_forget_stacks(void *ctx, struct bt_event_hdr *ev, uint32_t len)
 {
-	struct bt_ev_sample *e = (struct bt_ev_sample *)ev;
+	struct bt_ev_sample *e = bt_stack_event(ev, len);
 
 	(void)ctx;
-	if ((ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
-	     ev->type != BT_EV_PROBE_STACK) || len < sizeof(*e))
+	if (!e)
 		return;
 	if (e->kstack && !BT_STACK_ID_GONE(e->kstack))
 		e->kstack = BT_STACK_RECLAIMED;
 	if (e->ustack && !BT_STACK_ID_GONE(e->ustack))
 		e->ustack = BT_STACK_RECLAIMED;
+}
+
+/* Its stack table as last saved (bt_handover_save_stacks), decoded: an
+ * event's ids name its stacks when the table's births say so and the
+ * event was drained before the save; else reclaimed, never a wrong stack. */
+struct saved_stacks {
+	struct bt_dump_stacks s;
+	uint32_t nids, ncpus, nring;
+	const uint32_t *slot;
+	const uint64_t *ep_ts, *hi_ts;
+	uint64_t reclaimed;
+};
+
+/* Events this close before a CPU's newest drained at the save may have
+ * been drained after it (a program a sample interrupted emits late). */
+#define SAVED_MARGIN_NS 10000000ull
+
+static int saved_decode(const struct bt_ho_found *f, struct saved_stacks *ss, char *err, size_t errlen)
+{
+	struct bt_ho_stacks_slot sl;
+	const uint8_t *p = f->stacks;
+
+	memset(ss, 0, sizeof(*ss));
+	memcpy(&sl, p, sizeof(sl)); /* sizes checked against the slot by bt_ho_read */
+	uint64_t o = sizeof(sl);
+	if (bt_dump_stacks_decode(p + o, sl.stacks_len, 1, 1ull << 30, &ss->s, err, errlen))
+		return -1;
+	o += (sl.stacks_len + 7) & ~7ull;
+	ss->slot = (const uint32_t *)(p + o);
+	o += ((uint64_t)sl.nids * 4 + 7) & ~7ull;
+	ss->ep_ts = (const uint64_t *)(p + o);
+	ss->hi_ts = ss->ep_ts + (size_t)sl.nring * sl.ncpus;
+	ss->nids = sl.nids;
+	ss->ncpus = sl.ncpus;
+	ss->nring = sl.nring;
+	return 0;
+}
+
+static uint32_t saved_id(struct saved_stacks *ss, uint32_t id, uint32_t cpu, uint64_t ts, uint16_t kind)
+{
+	if (!id || BT_STACK_ID_GONE(id))
+		return id;
+	if (cpu >= ss->ncpus || ts + SAVED_MARGIN_NS > ss->hi_ts[cpu])
+		goto gone; /* drained after the save: its id may name a stack born since */
+	if (id <= ss->nids && ss->slot[id - 1]) {
+		uint32_t e = ss->slot[id - 1] - 1;
+		if (e >= ss->nring || ts <= ss->ep_ts[(size_t)e * ss->ncpus + cpu])
+			goto gone; /* freed after the event */
+	}
+	if (id > ss->s.nstacks ||
+	    !(ss->s.stacks[id - 1].flags & BT_STACK_F_UNDEFINED || ss->s.stacks[id - 1].kind == kind))
+		goto gone;
+	return id;
+gone:
+	ss->reclaimed++;
+	return BT_STACK_RECLAIMED;
+}
+
+static void saved_fix(void *ctx, struct bt_event_hdr *ev, uint32_t len)
+{
+	struct saved_stacks *ss = ctx;
+	struct bt_ev_sample *e = bt_stack_event(ev, len);
+
+	if (!e)
+		return;
+	e->kstack = saved_id(ss, e->kstack, ev->cpu, ev->ts_ns, BT_STACK_KERNEL);
+	e->ustack = saved_id(ss, e->ustack, ev->cpu, ev->ts_ns, BT_STACK_USER);
+}
+
+static int saved_write(void *ctx, struct bt_dump_sink *sink)
+{
+	struct saved_stacks *ss = ctx;
+
+	ss->s.counters[BT_STKC_RECLAIMED_REFS] = ss->reclaimed;
+	return bt_dump_sink_stacks(sink, &ss->s);
 }
 
 int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *out_path, size_t out_len,
@@ -150,6 +226,19 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 	free(k);
 	info.handed = &handed;
 	info.fix_event = bt_ho_forget_stacks;
+	/* Its stack table, if it saved one that decodes; else every stack
+	 * says reclaimed. */
+	struct saved_stacks ss;
+	char serr[200] = "";
+	int have_stacks = f->stacks && saved_decode(f, &ss, serr, sizeof(serr)) == 0;
+	if (f->stacks && !have_stacks)
+		snprintf(f->stacks_err, sizeof(f->stacks_err), "%s", serr);
+	if (have_stacks) {
+		info.fix_event = saved_fix;
+		info.fix_ctx = &ss;
+		info.write_stacks = saved_write;
+		info.stacks_ctx = &ss;
+	}
 	info.ngroups = BT_GROUP_MAX;
 	info.tasks = f->tasks;
 	info.ntasks = f->ntasks;
@@ -163,6 +252,12 @@ int bt_handover_dump(struct bt_ho_found *f, const char *dir, int zlevel, char *o
 		.out_len = out_len, .rst = &rst, .err = err, .errlen = errlen,
 	};
 	int ret = bt_dump_write_capture(&da);
+
+	if (have_stacks) {
+		f->stacks_named = ss.s.nstacks;
+		f->stacks_reclaimed = ss.reclaimed;
+		bt_dump_stacks_release(&ss.s);
+	}
 
 	if (!ret && events)
 		*events = rst.entries;

@@ -37,6 +37,30 @@ struct bt_ho_live {
 	char version[32];
 };
 
+/* At BT_HO_STACKS_DESC_OFF of page 0, written once at layout (files of
+ * recorders before it hold zeros there: no stacks): where the two slots
+ * of the stack table's snapshot lie, after the data part. */
+#define BT_HO_STACKS_DESC_OFF 1024u
+#define BT_HO_STACKS_MAGIC 0x314b545348544221ull /* "!BTHSTK1" */
+#define BT_HO_STACKS_SLOT (32ull << 20)          /* a snapshot larger is not saved (counted) */
+struct bt_ho_stacks_desc {
+	uint64_t magic;
+	uint64_t off, slot_bytes; /* two slots of slot_bytes from off */
+	uint64_t sum;             /* bt_ho_sum of the three above */
+	_Atomic uint64_t gen;     /* the last complete slot: gen % 2; 0 none */
+};
+
+/* A stacks slot: this, then the packed stack table (as a dump's STKP),
+ * padded to 8, then the births (bt_stack_births_arrays): slot[nids] u32
+ * padded to 8, ep_ts[nring * ncpus] u64, hi_ts[ncpus] u64. */
+struct bt_ho_stacks_slot {
+	uint64_t gen;
+	uint64_t sum;         /* bt_ho_sum, seeded with gen, of the fields after it and the payload */
+	uint64_t saved_boot_ns;
+	uint64_t stacks_len;
+	uint32_t nids, ncpus, nring, reserved;
+};
+
 /* This process's binary (/proc/self/exe); zeros if unknown. */
 void bt_ho_exe_identity(uint64_t *dev, uint64_t *ino, uint64_t *mtime_ns);
 

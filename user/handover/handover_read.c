@@ -117,6 +117,48 @@ static int read_state(const uint8_t *base, const struct bt_ho_header *h, uint64_
 	return -1;
 }
 
+/* The newest complete stacks slot, copied (checksum and sizes checked;
+ * decoded by bt_handover_dump, as a dump's STKP is by a reader). Files
+ * of recorders before it have no descriptor: no stacks. */
+static void read_stacks(const uint8_t *base, size_t len, const struct bt_ho_header *h, struct bt_ho_found *f)
+{
+	struct bt_ho_stacks_desc sd;
+
+	memcpy(&sd, base + BT_HO_STACKS_DESC_OFF, offsetof(struct bt_ho_stacks_desc, gen));
+	if (sd.magic != BT_HO_STACKS_MAGIC || sd.sum != bt_ho_sum(0, &sd, offsetof(struct bt_ho_stacks_desc, sum)) ||
+	    sd.slot_bytes != BT_HO_STACKS_SLOT || sd.off < h->data_off + h->max_size ||
+	    !span_ok(sd.off, 2 * sd.slot_bytes, len))
+		return;
+	/* Acquire: partner of the release in bt_handover_save_stacks. */
+	uint64_t gen = atomic_load_explicit((_Atomic uint64_t *)(base + BT_HO_STACKS_DESC_OFF +
+								   offsetof(struct bt_ho_stacks_desc, gen)),
+					    memory_order_acquire);
+	for (int k = 0; k < 2; k++) {
+		uint64_t g = gen - (uint64_t)k;
+		const uint8_t *p = base + sd.off + (g % 2) * sd.slot_bytes;
+		struct bt_ho_stacks_slot sl;
+
+		if (!g)
+			break;
+		memcpy(&sl, p, sizeof(sl));
+		uint64_t need = sizeof(sl) + ((sl.stacks_len + 7) & ~7ull) + (((uint64_t)sl.nids * 4 + 7) & ~7ull) +
+				(uint64_t)sl.nring * sl.ncpus * 8 + (uint64_t)sl.ncpus * 8;
+		if (sl.gen != g || sl.stacks_len > sd.slot_bytes || sl.nids > sd.slot_bytes / 4 || sl.ncpus != h->ncpus ||
+		    !sl.nring || sl.nring > 4096 || need > sd.slot_bytes)
+			continue;
+		const size_t from = offsetof(struct bt_ho_stacks_slot, saved_boot_ns);
+		if (bt_ho_sum(g, p + from, need - from) != sl.sum)
+			continue;
+		f->stacks = malloc(need);
+		if (!f->stacks)
+			return;
+		memcpy(f->stacks, p, need);
+		f->stacks_bytes = need;
+		f->stacks_saved_ns = sl.saved_boot_ns;
+		return;
+	}
+}
+
 /* Slots of the data part with memory in file fd (SEEK_DATA): a hole was
  * never written (or released); reading it through a mapping would
  * allocate it. NULL: no fd, or the file system cannot say (all read). */
@@ -176,6 +218,7 @@ int bt_ho_read(const uint8_t *base, size_t len, int fd, struct bt_ho_found *f, c
 	 * is gone by now: a formality). */
 	read_state(base, &h, atomic_load_explicit((_Atomic uint64_t *)&lv->state_gen, memory_order_acquire), f);
 	f->cnt.ncpus = h.ncpus; /* the checked header's, not the slot's */
+	read_stacks(base, len, &h, f);
 	uint8_t *present = present_slots(fd, &h);
 	f->kbuf = bt_capture_salvage(base + h.meta_off, base + h.data_off, h.block_size, h.active, h.ncores,
 				     (uint32_t)(h.max_size / h.block_size), present, &f->ss);
@@ -201,6 +244,7 @@ void bt_ho_found_free(struct bt_ho_found *f)
 	bt_capture_free(f->kbuf);
 	free(f->tasks);
 	free(f->seq_base);
+	free(f->stacks);
 	bt_ho_tail_free(&f->tail);
 	memset(f, 0, sizeof(*f));
 }

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "handover_int.h"
+#include "clocks.h"
+#include "dump_stacks.h"
 #include "version.h"
 
 struct bt_handover {
@@ -22,6 +24,7 @@ struct bt_handover {
 	uint8_t *state;  /* both state slots, mapped shared */
 	uint64_t state_bytes;
 	uint64_t gen;    /* the last slot saved */
+	uint64_t stacks_off, stacks_gen; /* the stacks slots, the last saved */
 };
 
 static struct bt_handover *wrap(int fd)
@@ -168,7 +171,11 @@ int bt_handover_prepare(struct bt_handover *h, const struct bt_config *cfg, uint
 	hd.state_off = page_up(hd.meta_off + hd.meta_bytes);
 	hd.state_bytes = page_up(BT_HO_STATE_BYTES(BT_HO_MAX_TASKS));
 	hd.data_off = hd.state_off + 2 * hd.state_bytes;
-	hd.file_size = hd.data_off + max_size;
+	/* the stack table's two slots after the data: sparse until saved */
+	struct bt_ho_stacks_desc sd = { .magic = BT_HO_STACKS_MAGIC, .off = page_up(hd.data_off + max_size),
+					.slot_bytes = BT_HO_STACKS_SLOT };
+	sd.sum = bt_ho_sum(0, &sd, offsetof(struct bt_ho_stacks_desc, sum));
+	hd.file_size = sd.off + 2 * sd.slot_bytes;
 	hd.sum = bt_ho_sum(0, &hd, offsetof(struct bt_ho_header, sum));
 	/* Old contents go: the header first (a death from here on leaves a
 	 * file the next start refuses, not one it half believes), then the
@@ -198,6 +205,9 @@ int bt_handover_prepare(struct bt_handover *h, const struct bt_config *cfg, uint
 	atomic_fetch_add_explicit(&lv->recorders, 1, memory_order_relaxed);
 	bt_ho_exe_identity(&lv->exe_dev, &lv->exe_ino, &lv->exe_mtime_ns);
 	snprintf(lv->version, sizeof(lv->version), "%s", BT_VERSION);
+	memcpy(h->page0 + BT_HO_STACKS_DESC_OFF, &sd, sizeof(sd));
+	h->stacks_off = sd.off;
+	h->stacks_gen = 0;
 	/* The header last: a reader believes nothing before it is complete
 	 * (a reader runs only after this process is gone: no ordering). */
 	memcpy(h->page0, &hd, sizeof(hd));
@@ -230,6 +240,53 @@ int bt_handover_save(struct bt_handover *h, const struct bt_ho_counters *c, cons
 	 * bt_ho_read, in a process started after this one is gone. */
 	atomic_store_explicit(&lv->state_gen, gen, memory_order_release);
 	h->gen = gen;
+	return 0;
+}
+
+static uint64_t pad8(uint64_t x)
+{
+	return (x + 7) & ~7ull;
+}
+
+int bt_handover_save_stacks(struct bt_handover *h, const void *stacks, uint64_t len,
+			    const struct bt_stack_births_arrays *b)
+{
+	if (!h || !h->page0 || !h->stacks_off)
+		return -EINVAL;
+	struct bt_ho_stacks_desc *sd = (void *)(h->page0 + BT_HO_STACKS_DESC_OFF);
+	uint64_t gen = h->stacks_gen + 1;
+	uint64_t ep = (uint64_t)b->nring * b->ncpus * 8;
+	uint64_t need = sizeof(struct bt_ho_stacks_slot) + pad8(len) + pad8((uint64_t)b->n * 4) + ep + 8ull * b->ncpus;
+
+	if (need > BT_HO_STACKS_SLOT)
+		return -E2BIG;
+	uint8_t *buf = calloc(1, need);
+	if (!buf)
+		return -ENOMEM;
+	struct bt_ho_stacks_slot sl = { .gen = gen, .saved_boot_ns = bt_boottime_ns(), .stacks_len = len,
+					.nids = b->n, .ncpus = b->ncpus, .nring = b->nring };
+	uint64_t o = sizeof(sl);
+	memcpy(buf + o, stacks, len);
+	o += pad8(len);
+	memcpy(buf + o, b->slot, (size_t)b->n * 4);
+	o += pad8((uint64_t)b->n * 4);
+	memcpy(buf + o, b->ep_ts, ep);
+	memcpy(buf + o + ep, b->hi_ts, 8ull * b->ncpus);
+	memcpy(buf, &sl, sizeof(sl));
+	const size_t from = offsetof(struct bt_ho_stacks_slot, saved_boot_ns);
+	sl.sum = bt_ho_sum(gen, buf + from, need - from);
+	memcpy(buf, &sl, sizeof(sl));
+	/* Into the slot not named by gen: a death mid-write leaves the named one. */
+	ssize_t w = pwrite(h->fd, buf, need, (off_t)(h->stacks_off + (gen % 2) * BT_HO_STACKS_SLOT));
+	int r = w == (ssize_t)need ? 0 : w < 0 ? -errno : -EIO;
+	free(buf);
+	if (r)
+		return r;
+	/* Release: the slot (written through the fd: the same pages) before
+	 * its number; partner: the load in bt_ho_read, in a process started
+	 * after this one is gone. */
+	atomic_store_explicit(&sd->gen, gen, memory_order_release);
+	h->stacks_gen = gen;
 	return 0;
 }
 

@@ -413,6 +413,10 @@ static int do_status(struct recorder *r, FILE *out)
 	/* What the hand-over kept and lost (recorder.c: dump_handed). */
 	fprintf(out, "handover: %s%s\n", !r->handover ? "off (the buffer is private memory: a restart starts empty)" :
 		r->ho_summary[0] ? "on; " : "on, nothing was handed to this start", r->ho_summary);
+	if (r->handover && r->stacks)
+		fprintf(out, "  stack table kept for the next start: %u stacks, every %d s (the last save took %.1f ms)%s\n",
+			r->stacks_saved, RECORDER_STACKS_SAVE_S, (double)r->stacks_save_ns / 1e6,
+			r->stacks_save_failed ? "; some saves failed (the log says why)" : "");
 	if (r->ho_summary[0])
 		fprintf(out, "  the window continues across it: %s\n",
 			r->prior ? "dumps join the previous recorder's newest blocks (until this one has written the "

@@ -365,12 +365,14 @@ static void on_probe_event(void *ctx, const struct bt_event_hdr *h, uint32_t len
 
 static void save_handover(struct recorder *r);
 static void expire_prior(struct recorder *r);
+static void save_stacks(struct recorder *r);
 
 static int run_loop(struct recorder *r, const sigset_t *waitmask)
 {
 	const struct record_opts *o = r->o;
 	uint64_t start = bt_now_ns(), last_rates = start, last_events = 0;
 	uint64_t last_interval = start, rate_t = start, rate_events = 0;
+	unsigned stacks_tick = 0;
 	/* Triggers and intervals are checked this often. */
 	uint64_t tick = o->dump_every_ns ? 20000000ull : 1000000000ull;
 
@@ -406,6 +408,8 @@ static int run_loop(struct recorder *r, const sigset_t *waitmask)
 			rate_t = now;
 			save_handover(r);
 			expire_prior(r);
+			if (++stacks_tick % RECORDER_STACKS_SAVE_S == 0)
+				save_stacks(r);
 		}
 		check_automatic_dumps(r, now, &last_interval);
 		if (r->uprobes) {
@@ -645,6 +649,49 @@ static void save_handover(struct recorder *r)
 	free(t);
 }
 
+/* The stack table, its names and its births into the handed memory
+ * (every RECORDER_STACKS_SAVE_S, and at stop). Not while a dump names stacks (the
+ * symbolizer is the dump's then): the next second. */
+static void save_stacks(struct recorder *r)
+{
+	struct bt_dump_stacks s;
+	struct bt_stack_births_arrays v;
+	uint8_t *p = NULL;
+	uint64_t t0 = bt_now_ns();
+	uint32_t nst = 0;
+	int ret = -ENOMEM;
+
+	if (!r->handover || !r->stacks || pthread_mutex_trylock(&r->dump_serial))
+		return;
+	memset(&s, 0, sizeof(s));
+	uint64_t tok = bt_stack_table_hold(r->stacks);
+	struct bt_stack_births *b = bt_stack_table_births(r->stacks);
+	int snap = b ? bt_stack_table_snapshot(r->stacks, &s) : -ENOMEM;
+	bt_stack_table_release(r->stacks, tok);
+	if (!snap) {
+		if (r->symbolizer)
+			bt_symbolize(r->symbolizer, &s, 1); /* names; no DWARF lines */
+		int64_t len = bt_dump_stacks_encode(&s, 1, &p);
+		nst = s.nstacks;
+		bt_stack_births_view(b, &v);
+		ret = len < 0 ? (int)len : bt_handover_save_stacks(r->handover, p, (uint64_t)len, &v);
+		free(p);
+		bt_stack_snapshot_free(&s);
+	}
+	bt_stack_births_free(b);
+	pthread_mutex_unlock(&r->dump_serial);
+	pthread_mutex_lock(&r->lock); /* what status shows */
+	if (!ret)
+		r->stacks_saved = nst;
+	r->stacks_save_ns = bt_now_ns() - t0;
+	int first_fail = ret && !r->stacks_save_failed++;
+	pthread_mutex_unlock(&r->lock);
+	if (first_fail)
+		bt_log(BT_LOG_WARNING, "the stack table cannot be kept for the next start (%s): a dump after this "
+		       "recorder's death says its stacks are reclaimed", ret == -E2BIG ? "larger than its 32 MiB slot" :
+		       strerror(-ret));
+}
+
 /* What the previous recorder left, as a dump, before anything else is
  * dumped; the gap between its newest event and this start said. */
 static void dump_handed(struct recorder *r)
@@ -676,11 +723,21 @@ static void dump_handed(struct recorder *r)
 		else if (f->state == BT_HO_RUNNING)
 			snprintf(tail, sizeof(tail), "; the events its rings held are lost, not counted: %s",
 				 f->tail_err[0] ? f->tail_err : "its BPF counters were not pinned");
+		char stk[320];
+
+		if (f->stacks_named || f->stacks_reclaimed)
+			snprintf(stk, sizeof(stk), "; its stack table saved %.1fs before its newest event: %u stacks, %" PRIu64
+				 " stack references not named (drained after the save, or freed)",
+				 f->newest_ts > f->stacks_saved_ns ? (double)(f->newest_ts - f->stacks_saved_ns) / 1e9 : 0.0,
+				 f->stacks_named, f->stacks_reclaimed);
+		else
+			snprintf(stk, sizeof(stk), "; no stack table%s%s: its stacks say reclaimed", f->stacks_err[0] ? ": " : "",
+				 f->stacks_err);
 		bt_log(BT_LOG_NOTICE, "history before this start (%s of recorder %u) written to %s in %.2fs: %" PRIu64
 		       " events; %" PRIu64 " blocks kept, %" PRIu64 " refused, %" PRIu64 " open blocks cut at their last "
-		       "confirmed entry, %" PRIu64 " event batches refused; gap since its newest event %.3fs%s", bt_ho_reason(f),
+		       "confirmed entry, %" PRIu64 " event batches refused; gap since its newest event %.3fs%s%s", bt_ho_reason(f),
 		       f->pid, path, (double)(bt_now_ns() - t0) / 1e9, events, f->ss.blocks_kept,
-		       f->ss.blocks_bad + f->ss.blocks_dup, f->ss.blocks_torn, f->ss.entries_bad, gap, tail);
+		       f->ss.blocks_bad + f->ss.blocks_dup, f->ss.blocks_torn, f->ss.entries_bad, gap, tail, stk);
 		pthread_mutex_lock(&r->lock);
 		r->ndumps++;
 		snprintf(r->last_path, sizeof(r->last_path), "%s", path);
@@ -1286,6 +1343,7 @@ out:
 	/* The final dump is on disk: the next start's dump of this memory
 	 * says "restart", not "recorder-died". */
 	save_handover(&r);
+	save_stacks(&r);
 	unpin_counters(&r); /* drained: nothing is left in the rings to count */
 	bt_handover_mark(r.handover, upgrading ? BT_HO_EXEC : BT_HO_STOPPED);
 	int exec_fd = upgrading ? fcntl(bt_handover_fd(r.handover), F_DUPFD_CLOEXEC, 3) : -1;

@@ -194,10 +194,9 @@ static uint32_t stack_id_of_kind(struct recorder *r, uint32_t id, uint16_t kind)
 static void fix_stack_ids(void *ctx, struct bt_event_hdr *ev, uint32_t len)
 {
 	struct recorder *r = ctx;
-	struct bt_ev_sample *e = (struct bt_ev_sample *)ev;
+	struct bt_ev_sample *e = bt_stack_event(ev, len);
 
-	if ((ev->type != BT_EV_CPU_SAMPLE && ev->type != BT_EV_OFFCPU && ev->type != BT_EV_WAKER &&
-	     ev->type != BT_EV_PROBE_STACK) || len < sizeof(*e))
+	if (!e)
 		return;
 	e->kstack = stack_id_of_kind(r, bt_stack_births_id(r->wr_births, e->kstack, ev->cpu, ev->ts_ns), BT_STACK_KERNEL);
 	e->ustack = stack_id_of_kind(r, bt_stack_births_id(r->wr_births, e->ustack, ev->cpu, ev->ts_ns), BT_STACK_USER);

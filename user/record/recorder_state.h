@@ -127,6 +127,10 @@ struct recorder_hits {
 	uint64_t apps_t0; /* when the copy began */
 };
 
+/* The stack table goes into the handed memory this often (seconds): a
+ * start after a death names the stacks of events drained before it. */
+#define RECORDER_STACKS_SAVE_S 2
+
 struct recorder {
 	const struct record_opts *o;
 	struct bt_buffer *buf;
@@ -141,6 +145,10 @@ struct recorder {
 	 * the hand-over's thread, freed by the dump that finds none fits */
 	struct bt_ho_prior *prior;
 	uint64_t resumed_boot_ns;        /* CLOCK_BOOTTIME when the programs were attached */
+	/* the stack table's saves into the handed memory, every
+	 * RECORDER_STACKS_SAVE_S (under lock) */
+	uint32_t stacks_saved;           /* stacks in the last one */
+	uint64_t stacks_save_ns, stacks_save_failed;
 	/* ctl upgrade: stop without the final dump, then exec exe_path on the
 	 * same memfd (--resume-fd): the next binary dumps it ("upgrade") */
 	_Atomic int exec_requested;

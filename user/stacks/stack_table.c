@@ -298,6 +298,7 @@ struct bt_stack_births {
 	uint32_t n, ncpus;
 	uint32_t *slot;   /* [n]: 0 never freed (or out of the window), else 1 + epoch ring slot */
 	uint64_t *ep_ts;  /* [EPOCH_RING * ncpus] */
+	uint64_t *hi_ts;  /* [ncpus]: hi_ts when taken */
 	uint64_t reclaimed;
 };
 
@@ -322,13 +323,15 @@ struct bt_stack_births *bt_stack_table_births(struct bt_stack_table *t)
 	b->ncpus = t->ncpus;
 	b->slot = calloc(t->n ? t->n : 1, sizeof(*b->slot));
 	b->ep_ts = malloc((size_t)EPOCH_RING * t->ncpus * sizeof(*b->ep_ts));
-	if (b->slot && b->ep_ts) {
+	b->hi_ts = malloc(t->ncpus * sizeof(*b->hi_ts));
+	if (b->slot && b->ep_ts && b->hi_ts) {
 		memcpy(b->ep_ts, t->ep_ts, (size_t)EPOCH_RING * t->ncpus * sizeof(*b->ep_ts));
+		memcpy(b->hi_ts, t->hi_ts, t->ncpus * sizeof(*b->hi_ts));
 		for (uint32_t i = 0; i < t->n; i++)
 			b->slot[i] = (uint32_t)(epoch_slot(t, t->e[i].born) + 1);
 	}
 	pthread_mutex_unlock(&t->lock);
-	if (!b->slot || !b->ep_ts) {
+	if (!b->slot || !b->ep_ts || !b->hi_ts) {
 		bt_stack_births_free(b);
 		return NULL;
 	}
@@ -361,7 +364,14 @@ void bt_stack_births_free(struct bt_stack_births *b)
 		return;
 	free(b->slot);
 	free(b->ep_ts);
+	free(b->hi_ts);
 	free(b);
+}
+
+void bt_stack_births_view(const struct bt_stack_births *b, struct bt_stack_births_arrays *v)
+{
+	*v = (struct bt_stack_births_arrays){ .n = b->n, .ncpus = b->ncpus, .nring = EPOCH_RING, .slot = b->slot,
+					      .ep_ts = b->ep_ts, .hi_ts = b->hi_ts };
 }
 
 static int cmp_u64(const void *a, const void *b)

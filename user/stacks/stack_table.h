@@ -113,6 +113,9 @@ uint32_t bt_stack_births_id(struct bt_stack_births *b, uint32_t id, uint32_t cpu
 /* References turned into BT_STACK_RECLAIMED so far. */
 uint64_t bt_stack_births_reclaimed(const struct bt_stack_births *b);
 void bt_stack_births_free(struct bt_stack_births *b);
+/* Its arrays (struct bt_stack_births_arrays, dump_stacks.h), valid
+ * while b is. */
+void bt_stack_births_view(const struct bt_stack_births *b, struct bt_stack_births_arrays *v);
 /* Lifecycle events: exec and exit make a process's mappings stale. */
 void bt_stack_table_task_event(struct bt_stack_table *t, const struct bt_event_hdr *h);
 
