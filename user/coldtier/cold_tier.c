@@ -182,6 +182,11 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 		bt_cold_destroy(c);
 		goto nomem;
 	}
+	/* Touched now, as the hot buffer is prefaulted: the pump never takes
+	 * a page fault (and its zeroing) on a fresh group while recording,
+	 * and memory the machine lacks fails here, not mid-run. */
+	memset(c->ring, 0, c->size);
+	memset(c->pend, 0, (size_t)c->gblocks * c->bsize);
 	c->st.oldest_pos = c->st.newest_pos = BT_NO_POS;
 	return c;
 nomem:
@@ -855,6 +860,7 @@ int bt_cold_resize(struct bt_cold *c, size_t size, char *err, size_t errlen)
 		bt_errmsg(err, errlen, "cold tier: out of memory");
 		return -ENOMEM;
 	}
+	memset(ring, 0, size); /* prefaulted, as at create; before the lock */
 	pthread_mutex_lock(&c->lock);
 	while (c->used > size)
 		drop_oldest(c);
