@@ -249,8 +249,11 @@ uint32_t bt_stack_table_ref(struct bt_stack_table *t, uint64_t hash)
 
 void bt_stack_table_note(struct bt_stack_table *t, uint32_t cpu, uint64_t ts)
 {
+	/* Relaxed: the drain alone writes; partner of the relaxed loads in
+	 * bt_stack_table_births (another thread: any value it saw is one this
+	 * one had, an older one only judges more events reclaimed). */
 	if (cpu < t->ncpus && ts > t->hi_ts[cpu])
-		t->hi_ts[cpu] = ts;
+		__atomic_store_n(&t->hi_ts[cpu], ts, __ATOMIC_RELAXED);
 }
 
 void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_reclaim_ops *ops)
@@ -326,7 +329,8 @@ struct bt_stack_births *bt_stack_table_births(struct bt_stack_table *t)
 	b->hi_ts = malloc(t->ncpus * sizeof(*b->hi_ts));
 	if (b->slot && b->ep_ts && b->hi_ts) {
 		memcpy(b->ep_ts, t->ep_ts, (size_t)EPOCH_RING * t->ncpus * sizeof(*b->ep_ts));
-		memcpy(b->hi_ts, t->hi_ts, t->ncpus * sizeof(*b->hi_ts));
+		for (uint32_t c = 0; c < t->ncpus; c++) /* partner: bt_stack_table_note */
+			b->hi_ts[c] = __atomic_load_n(&t->hi_ts[c], __ATOMIC_RELAXED);
 		for (uint32_t i = 0; i < t->n; i++)
 			b->slot[i] = (uint32_t)(epoch_slot(t, t->e[i].born) + 1);
 	}
