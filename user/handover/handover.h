@@ -80,8 +80,7 @@ struct bt_ho_found {
 	uint32_t *seq_base;        /* set by bt_handover_dump: [cnt.ncpus] each CPU's next seq at its end */
 	/* its stack table as last saved (bt_handover_save_stacks), checked
 	 * against its checksum and sizes only: decoded by bt_handover_dump */
-	uint8_t *stacks;           /* the slot's payload, owned; NULL none */
-	uint64_t stacks_bytes;
+	uint8_t *stacks;           /* the slot, header included, owned; NULL none */
 	uint64_t stacks_saved_ns;  /* CLOCK_BOOTTIME of that save */
 	uint32_t stacks_named;     /* set by bt_handover_dump: stacks its table held */
 	uint64_t stacks_reclaimed; /* set by bt_handover_dump: stack ids it could not name */

@@ -128,13 +128,10 @@ static int saved_decode(const struct bt_ho_found *f, struct saved_stacks *ss, ch
 
 	memset(ss, 0, sizeof(*ss));
 	memcpy(&sl, p, sizeof(sl)); /* sizes checked against the slot by bt_ho_read */
-	uint64_t o = sizeof(sl);
-	if (bt_dump_stacks_decode(p + o, sl.stacks_len, 1, 1ull << 30, &ss->s, err, errlen))
+	if (bt_dump_stacks_decode(p + sizeof(sl), sl.stacks_len, 1, 1ull << 30, &ss->s, err, errlen))
 		return -1;
-	o += (sl.stacks_len + 7) & ~7ull;
-	ss->slot = (const uint32_t *)(p + o);
-	o += ((uint64_t)sl.nids * 4 + 7) & ~7ull;
-	ss->ep_ts = (const uint64_t *)(p + o);
+	ss->slot = (const uint32_t *)(p + bt_ho_stacks_slot_off(sl.stacks_len));
+	ss->ep_ts = (const uint64_t *)(p + bt_ho_stacks_ep_off(sl.stacks_len, sl.nids));
 	ss->hi_ts = ss->ep_ts + (size_t)sl.nring * sl.ncpus;
 	ss->nids = sl.nids;
 	ss->ncpus = sl.ncpus;

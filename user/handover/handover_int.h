@@ -61,6 +61,25 @@ struct bt_ho_stacks_slot {
 	uint32_t nids, ncpus, nring, reserved;
 };
 
+/* The slot's layout, one place for its writer and its readers: where
+ * the births start, where ep_ts starts, and the whole slot's bytes. */
+static inline uint64_t bt_ho_pad8(uint64_t x)
+{
+	return (x + 7) & ~7ull;
+}
+static inline uint64_t bt_ho_stacks_slot_off(uint64_t stacks_len)
+{
+	return sizeof(struct bt_ho_stacks_slot) + bt_ho_pad8(stacks_len);
+}
+static inline uint64_t bt_ho_stacks_ep_off(uint64_t stacks_len, uint32_t nids)
+{
+	return bt_ho_stacks_slot_off(stacks_len) + bt_ho_pad8((uint64_t)nids * 4);
+}
+static inline uint64_t bt_ho_stacks_bytes(uint64_t stacks_len, uint32_t nids, uint32_t nring, uint32_t ncpus)
+{
+	return bt_ho_stacks_ep_off(stacks_len, nids) + ((uint64_t)nring + 1) * ncpus * 8;
+}
+
 /* This process's binary (/proc/self/exe); zeros if unknown. */
 void bt_ho_exe_identity(uint64_t *dev, uint64_t *ino, uint64_t *mtime_ns);
 

@@ -80,10 +80,9 @@ struct bt_ho_prior *bt_ho_prior_take(struct bt_ho_found *f)
 	h->ntasks = f->ntasks;
 	h->ncpus = f->cnt.ncpus;
 	h->seq_base = f->seq_base;
+	/* as bt_ho_reason says it */
 	h->reason = f->state == BT_HO_STOPPED ? BTD_PRIOR_RESTART :
 		    f->state == BT_HO_EXEC ? BTD_PRIOR_UPGRADE : BTD_PRIOR_DIED;
-	if (strcmp(bt_ho_reason(f), "upgrade") == 0)
-		h->reason = BTD_PRIOR_UPGRADE;
 	h->lost_known = f->tail.known;
 	h->lost = f->after_newest;
 	h->newest_ts = f->newest_ts;

@@ -141,10 +141,11 @@ static void read_stacks(const uint8_t *base, size_t len, const struct bt_ho_head
 		if (!g)
 			break;
 		memcpy(&sl, p, sizeof(sl));
-		uint64_t need = sizeof(sl) + ((sl.stacks_len + 7) & ~7ull) + (((uint64_t)sl.nids * 4 + 7) & ~7ull) +
-				(uint64_t)sl.nring * sl.ncpus * 8 + (uint64_t)sl.ncpus * 8;
 		if (sl.gen != g || sl.stacks_len > sd.slot_bytes || sl.nids > sd.slot_bytes / 4 || sl.ncpus != h->ncpus ||
-		    !sl.nring || sl.nring > 4096 || need > sd.slot_bytes)
+		    !sl.nring || sl.nring > 4096)
+			continue;
+		uint64_t need = bt_ho_stacks_bytes(sl.stacks_len, sl.nids, sl.nring, sl.ncpus);
+		if (need > sd.slot_bytes)
 			continue;
 		const size_t from = offsetof(struct bt_ho_stacks_slot, saved_boot_ns);
 		if (bt_ho_sum(g, p + from, need - from) != sl.sum)
@@ -153,7 +154,6 @@ static void read_stacks(const uint8_t *base, size_t len, const struct bt_ho_head
 		if (!f->stacks)
 			return;
 		memcpy(f->stacks, p, need);
-		f->stacks_bytes = need;
 		f->stacks_saved_ns = sl.saved_boot_ns;
 		return;
 	}

@@ -243,11 +243,6 @@ int bt_handover_save(struct bt_handover *h, const struct bt_ho_counters *c, cons
 	return 0;
 }
 
-static uint64_t pad8(uint64_t x)
-{
-	return (x + 7) & ~7ull;
-}
-
 int bt_handover_save_stacks(struct bt_handover *h, const void *stacks, uint64_t len,
 			    const struct bt_stack_births_arrays *b)
 {
@@ -256,7 +251,7 @@ int bt_handover_save_stacks(struct bt_handover *h, const void *stacks, uint64_t 
 	struct bt_ho_stacks_desc *sd = (void *)(h->page0 + BT_HO_STACKS_DESC_OFF);
 	uint64_t gen = h->stacks_gen + 1;
 	uint64_t ep = (uint64_t)b->nring * b->ncpus * 8;
-	uint64_t need = sizeof(struct bt_ho_stacks_slot) + pad8(len) + pad8((uint64_t)b->n * 4) + ep + 8ull * b->ncpus;
+	uint64_t need = bt_ho_stacks_bytes(len, b->n, b->nring, b->ncpus);
 
 	if (need > BT_HO_STACKS_SLOT)
 		return -E2BIG;
@@ -265,11 +260,9 @@ int bt_handover_save_stacks(struct bt_handover *h, const void *stacks, uint64_t 
 		return -ENOMEM;
 	struct bt_ho_stacks_slot sl = { .gen = gen, .saved_boot_ns = bt_boottime_ns(), .stacks_len = len,
 					.nids = b->n, .ncpus = b->ncpus, .nring = b->nring };
-	uint64_t o = sizeof(sl);
-	memcpy(buf + o, stacks, len);
-	o += pad8(len);
-	memcpy(buf + o, b->slot, (size_t)b->n * 4);
-	o += pad8((uint64_t)b->n * 4);
+	uint64_t o = bt_ho_stacks_ep_off(len, b->n);
+	memcpy(buf + sizeof(sl), stacks, len);
+	memcpy(buf + bt_ho_stacks_slot_off(len), b->slot, (size_t)b->n * 4);
 	memcpy(buf + o, b->ep_ts, ep);
 	memcpy(buf + o + ep, b->hi_ts, 8ull * b->ncpus);
 	memcpy(buf, &sl, sizeof(sl));
