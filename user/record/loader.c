@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -424,6 +425,25 @@ static uint64_t ring_size_per_cpu(uint64_t total, uint32_t ncpus)
 }
 
 /* One ring per possible CPU, into `rings` (loaded, not attached yet). */
+/* The unwind rows array, mapped once for the unwinder (it writes tables)
+ * and the stack copies (they read them): two mappings of one map would
+ * count its pages twice in the recorder's RSS. */
+static int map_unwind_rows(struct bt_loader *l, char *err, size_t errlen)
+{
+	if (!l->skel->rodata->unwind_on)
+		return 0;
+	size_t len = (size_t)bpf_map__max_entries(l->skel->maps.unwind_rows) * sizeof(struct bt_unwind_row);
+	void *rows = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(l->skel->maps.unwind_rows), 0);
+	if (rows == MAP_FAILED) {
+		int e = errno;
+		snprintf(err, errlen, "cannot map the unwind table (%zu MiB, --unwind-mem): %s", len >> 20, strerror(e));
+		return -e;
+	}
+	l->unwind_rows = rows;
+	l->unwind_rows_len = len;
+	return 0;
+}
+
 static int create_rings(struct bt_loader *l, char *err, size_t errlen)
 {
 	int outer = bpf_map__fd(l->skel->maps.rings);
@@ -569,6 +589,9 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	ret = create_rings(l, err, errlen);
 	if (ret)
 		goto fail;
+	ret = map_unwind_rows(l, err, errlen);
+	if (ret)
+		goto fail;
 
 	if (bpf_program__autoload(l->skel->progs.handle_unwind_mmap))
 		tracefs_ensure();
@@ -686,6 +709,7 @@ int bt_loader_unwind_fds(const struct bt_loader *l, struct bt_unwind_maps *m)
 	if (!l->skel->rodata->unwind_on)
 		return -1;
 	m->rows_fd = bpf_map__fd(l->skel->maps.unwind_rows);
+	m->rows = l->unwind_rows;
 	m->max_rows = bpf_map__max_entries(l->skel->maps.unwind_rows);
 	m->procs_fd = bpf_map__fd(l->skel->maps.unwind_procs);
 	m->want_fd = bpf_map__fd(l->skel->maps.unwind_want);
@@ -855,6 +879,8 @@ void bt_loader_destroy(struct bt_loader *l)
 	bt_loader_stop(l);
 	drains_destroy(l);
 	bt_loader_copies_close(l);
+	if (l->unwind_rows)
+		munmap(l->unwind_rows, l->unwind_rows_len);
 	bt_live_free(l->live);
 	free(l->sample_links);
 	free(l->sample_fds);

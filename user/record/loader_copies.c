@@ -2,13 +2,12 @@
 /*
  * loader_copies.c - the loader's pending stack copies (stack_copies.h):
  * their tables are the BPF side's own, read here as the BPF walker reads
- * them, the rows array mapped read-only and each file's table looked up in
+ * them, in the loader's one mapping of the rows array, each file's table looked up in
  * unwind_files. Opened with the drain when stacks are walked with unwind
  * tables; the drain adds and finishes copies.
  */
 #include <errno.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <linux/types.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -27,32 +26,19 @@ static int files_lookup(void *arg, const struct bt_unwind_fkey *k, struct bt_unw
 
 int bt_loader_copies_open(struct bt_loader *l)
 {
-	if (!l->skel->rodata->unwind_on || !l->stacks)
+	if (!l->unwind_rows || !l->stacks)
 		return 0;
 	uint32_t nrows = bpf_map__max_entries(l->skel->maps.unwind_rows);
-	size_t len = (size_t)nrows * sizeof(struct bt_unwind_row);
-	void *rows = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(l->skel->maps.unwind_rows), 0);
-	if (rows == MAP_FAILED)
-		return -errno;
-	struct bt_copy_tables tb = { files_lookup, (void *)(intptr_t)bpf_map__fd(l->skel->maps.unwind_files), rows,
-				     nrows };
+	struct bt_copy_tables tb = { files_lookup, (void *)(intptr_t)bpf_map__fd(l->skel->maps.unwind_files),
+				     l->unwind_rows, nrows };
 	l->copies = bt_stack_copies_new(&tb);
-	if (!l->copies) {
-		munmap(rows, len);
-		return -ENOMEM;
-	}
-	l->copy_rows = rows;
-	l->copy_rows_len = len;
-	return 0;
+	return l->copies ? 0 : -ENOMEM;
 }
 
 void bt_loader_copies_close(struct bt_loader *l)
 {
 	bt_stack_copies_free(l->copies);
 	l->copies = NULL;
-	if (l->copy_rows)
-		munmap(l->copy_rows, l->copy_rows_len);
-	l->copy_rows = NULL;
 }
 
 void bt_loader_copy_counts(const struct bt_loader *l, struct bt_stack_copy_counts *c)

@@ -74,9 +74,9 @@ struct bt_loader {
 	struct bt_drain drains[BT_MAX_DRAINS];
 	unsigned ndrains;
 	struct bt_stack_table *stacks; /* NULL: no stacks */
+	struct bt_unwind_row *unwind_rows; /* the unwind rows map, mapped once; NULL: no tables */
+	size_t unwind_rows_len;
 	struct bt_stack_copies *copies; /* stack copies waiting for tables (loader_copies.c); NULL: none */
-	void *copy_rows;                /* the rows array mapped read-only for them */
-	size_t copy_rows_len;
 	struct bt_cold *cold;          /* NULL: no cold tier */
 	bt_pass_hook pass_hook; /* after each drain pass, NULL: none */
 	void *pass_ctx;

@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <time.h>
@@ -78,7 +77,7 @@ struct bt_unwinder {
 	struct bt_unwind_cache *cache; /* tables on disk by build-id; NULL: none */
 	const uint64_t *want_seq; /* the BPF side's request count (.bss), NULL: none */
 	uint64_t start_ns;
-	struct bt_unwind_row *rows; /* mmap of rows_fd */
+	struct bt_unwind_row *rows; /* rows_fd as the loader mapped it */
 	uint32_t max_rows;
 	pthread_t thread;
 	int started;
@@ -974,10 +973,9 @@ struct bt_unwinder *bt_unwinder_start(const struct bt_unwind_maps *maps, struct 
 	pthread_mutex_init(&u->lock, NULL);
 	pthread_mutex_init(&u->paths_lock, NULL);
 	bt_cond_init_monotonic(&u->wake);
-	u->rows = mmap(NULL, (size_t)u->max_rows * sizeof(struct bt_unwind_row), PROT_READ | PROT_WRITE, MAP_SHARED,
-		       u->rows_fd, 0);
-	if (u->rows == MAP_FAILED) {
-		e = errno;
+	u->rows = maps->rows;
+	if (!u->rows) {
+		e = EINVAL;
 		goto fail;
 	}
 	elf_version(EV_CURRENT);
@@ -986,7 +984,6 @@ struct bt_unwinder *bt_unwinder_start(const struct bt_unwind_maps *maps, struct 
 	e = pthread_create(&u->thread, NULL, worker, u);
 	if (e) {
 		bt_unwind_builder_stop(u->builder);
-		munmap(u->rows, (size_t)u->max_rows * sizeof(struct bt_unwind_row));
 		goto fail;
 	}
 	u->started = 1;
@@ -1013,7 +1010,6 @@ void bt_unwinder_stop(struct bt_unwinder *u)
 	/* After the worker, its only user: the build in progress is cut
 	 * short (its kicks need u, still whole). */
 	bt_unwind_builder_stop(u->builder);
-	munmap(u->rows, (size_t)u->max_rows * sizeof(struct bt_unwind_row));
 	bt_unwind_cache_close(u->cache);
 	for (size_t i = 0; i < u->nbins; i++)
 		free(u->bins[i].path);

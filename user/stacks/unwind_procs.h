@@ -70,6 +70,7 @@ struct bt_unwind_cache;
 struct bt_unwind_maps {
 	int rows_fd, procs_fd, want_fd, files_fd, fwant_fd;
 	int py_fd; /* CPython interpreters found in the binaries (py_files), -1: none */
+	struct bt_unwind_row *rows; /* rows_fd mapped read-write, max_rows long; the caller's, kept past stop */
 	uint32_t max_rows;
 	const uint64_t *want_seq;
 };
