@@ -17,6 +17,7 @@
 #include "dump_format.h"
 #include "func_batch.h"
 #include "func_names.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -150,19 +151,13 @@ struct dump_ctx {
 	struct bt_func_rec *rec;
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Make room for n more addresses: deduplicate, then grow. 0 or -1. */
 static int addrs_room(struct dump_ctx *c, size_t n)
 {
 	if (c->naddrs + n <= c->cap)
 		return 0;
 	if (c->naddrs)
-		qsort(c->addrs, c->naddrs, 8, cmp_u64);
+		qsort(c->addrs, c->naddrs, 8, bt_cmp_u64);
 	size_t k = 0;
 	for (size_t i = 0; i < c->naddrs; i++)
 		if (!k || c->addrs[k - 1] != c->addrs[i])
@@ -218,7 +213,7 @@ static int dump_func_names(struct bt_dump_sink *s, struct app *a, uint32_t i, st
 		return 0;
 	if (a->conn >= 0)
 		bt_func_names_refresh(a->fnames); /* libraries loaded since */
-	qsort(c->addrs, c->naddrs, 8, cmp_u64);
+	qsort(c->addrs, c->naddrs, 8, bt_cmp_u64);
 	struct bt_func_name *t = malloc(c->naddrs * sizeof(*t));
 	if (!t)
 		return -ENOMEM;

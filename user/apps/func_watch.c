@@ -26,6 +26,7 @@
 #include "func_names.h"
 #include "tid_table.h"
 #include "u64map.h"
+#include "util.h"
 
 struct frame {
 	uint64_t addr, ts;
@@ -162,12 +163,6 @@ static inline uint32_t watched_cached(struct bt_func_watch *w, uint64_t addr)
 	return m;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_run(const void *a, const void *b)
 {
 	const struct wrun *x = a, *y = b;
@@ -195,7 +190,7 @@ static int note_done(struct bt_func_watch *w, uint64_t pos)
 static int skip_block(uint64_t pos, void *ctx)
 {
 	struct bt_func_watch *w = ctx;
-	if (!w->done_n || !bsearch(&pos, w->done, w->done_n, 8, cmp_u64))
+	if (!w->done_n || !bsearch(&pos, w->done, w->done_n, 8, bt_cmp_u64))
 		return 0;
 	if (note_done(w, pos) < 0)
 		w->err = -ENOMEM;
@@ -377,7 +372,7 @@ int bt_func_watch_scan(struct bt_func_watch *w, const struct bt_app_view *v, str
 	w->ndone = t;
 	w->done_n = ret ? 0 : w->ndone_n;
 	if (w->done_n)
-		qsort(w->done, w->done_n, 8, cmp_u64);
+		qsort(w->done, w->done_n, 8, bt_cmp_u64);
 	if (w->nrun)
 		qsort(w->run, w->nrun, sizeof(*w->run), cmp_run);
 	for (size_t i = 0; i < w->nrun && !ret; i++)

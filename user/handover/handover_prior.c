@@ -16,6 +16,7 @@
 #include "dump_format.h"
 #include "events.h"
 #include "task_list.h"
+#include "util.h"
 
 struct bt_ho_prior {
 	struct bt_capture *kbuf;
@@ -30,12 +31,6 @@ struct bt_ho_prior {
 	int lost_known;
 	uint64_t lost, newest_ts;
 };
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
 
 struct pos_list {
 	uint64_t *pos;
@@ -71,7 +66,7 @@ struct bt_ho_prior *bt_ho_prior_take(struct bt_ho_found *f)
 		free(l.pos);
 		return NULL;
 	}
-	qsort(l.pos, l.n, sizeof(*l.pos), cmp_u64);
+	qsort(l.pos, l.n, sizeof(*l.pos), bt_cmp_u64);
 	h->pos = l.pos;
 	h->npos = l.n;
 	h->block_size = bt_capture_stats(f->kbuf)->block_size;

@@ -378,13 +378,6 @@ void bt_stack_births_view(const struct bt_stack_births *b, struct bt_stack_birth
 					      .ep_ts = b->ep_ts, .hi_ts = b->hi_ts };
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 /* Phase 2: free the doomed stacks that stayed unnamed, in a new epoch.
  * Refused (kept doomed, tried next pass) while a dump holds the table, or
  * when the kernel side cannot say which hashes it holds. */
@@ -398,7 +391,7 @@ static void free_doomed(struct bt_stack_table *t, uint64_t blocks_used)
 	if (nheld < 0)
 		return;
 	if (nheld > 0)
-		qsort(held, (size_t)nheld, sizeof(*held), cmp_u64);
+		qsort(held, (size_t)nheld, sizeof(*held), bt_cmp_u64);
 	pthread_mutex_lock(&t->lock);
 	if (t->holds) {
 		/* A dump may have copied their events and took the births:
@@ -412,7 +405,7 @@ static void free_doomed(struct bt_stack_table *t, uint64_t blocks_used)
 		struct entry *e = &t->e[id - 1];
 
 		e->doomed = 0;
-		if (e->last_use > t->doom_pass || (nheld && bsearch(&e->hash, held, (size_t)nheld, sizeof(*held), cmp_u64))) {
+		if (e->last_use > t->doom_pass || (nheld && bsearch(&e->hash, held, (size_t)nheld, sizeof(*held), bt_cmp_u64))) {
 			continue; /* named since (an event in flight), or a blocked task holds it */
 		}
 		if (!epoch) {
@@ -473,16 +466,16 @@ static void doom_oldest(struct bt_stack_table *t, uint32_t want)
 	if (nheld < 0)
 		return;
 	if (nheld > 0)
-		qsort(held, (size_t)nheld, sizeof(*held), cmp_u64);
+		qsort(held, (size_t)nheld, sizeof(*held), bt_cmp_u64);
 #define CANDIDATE(e) ((e)->hash && (e)->last_use < t->pass && \
-		      !(nheld > 0 && bsearch(&(e)->hash, held, (size_t)nheld, sizeof(*held), cmp_u64)))
+		      !(nheld > 0 && bsearch(&(e)->hash, held, (size_t)nheld, sizeof(*held), bt_cmp_u64)))
 	for (uint32_t id = 1; id <= t->n; id++)
 		if (CANDIDATE(&t->e[id - 1]))
 			use[nc++] = t->e[id - 1].last_use;
 	if (nc) {
 		/* the want-th oldest last use: those before it go, and of
 		 * those at it as many as make want */
-		qsort(use, nc, sizeof(*use), cmp_u64);
+		qsort(use, nc, sizeof(*use), bt_cmp_u64);
 		if (want > nc)
 			want = nc;
 		uint64_t cut = use[want - 1];

@@ -308,6 +308,13 @@ const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len)
 	return buf;
 }
 
+int bt_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 uint64_t bt_str_hash(const char *s, uint64_t seed)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ seed;

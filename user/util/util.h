@@ -71,6 +71,9 @@ const char *bt_escape_text(const char *s, size_t maxlen, char *buf, size_t len);
  * the tool's string-keyed tables. */
 uint64_t bt_str_hash(const char *s, uint64_t seed);
 
+/* qsort's comparison of two uint64_t, ascending. */
+int bt_cmp_u64(const void *a, const void *b);
+
 /* The calling thread at nice `nice` (below 0 needs CAP_SYS_NICE); on
  * failure "WHAT keeps normal priority: why" is logged (info), no more. */
 void bt_thread_nice(int nice, const char *what);
