@@ -321,6 +321,10 @@ if rec_start "$T_TMP/r6.log" "${REC4[@]}"; then
 		grep -q "^  seq gaps: [0-9]* gaps, ${N7:-x} events missing" <<<"$ST8"
 	check "after the kill: the restart says the same count" \
 		grep -q "; ${N7:-x} events its programs emitted after it were lost" <<<"$ST8"
+	# its seqs, renumbered below this recorder's first, read negative
+	# in the CPU table: "-6930..1234", not "4294960366..1234"
+	check "after the kill: the previous recorder's seqs read negative, none wrapped" \
+		sh -c "grep -qE '^[0-9]+ .* -[0-9]+\.\.[0-9]+$' && ! grep -qE '(^|[ .])4[0-9]{9}(\.|$)'" <<<"$ST8"
 	"$BT" convert -q -f json -o "$T_TMP/k.json" "$T_TMP/after-kill.btd" 2>/dev/null
 	check "after the kill: the JSON export carries it as loss.restart.*" \
 		sh -c "grep -q '\"loss.restart.gaps\": *1' '$T_TMP/k.json' && grep -q '\"loss.restart.lost\": *${N7:-x}' '$T_TMP/k.json'"

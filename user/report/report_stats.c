@@ -161,6 +161,18 @@ static int count_both(const struct bt_dump_event *de, void *ctx)
 	return de->app >= 0 ? bt_report_apps_event(b->ra, de) : 0;
 }
 
+/* A seq as the reader counts it: the previous recorder's in a dump that
+ * continues its window are renumbered to end just below this one's first
+ * (seq 0), so they read negative (-2066..-1), not wrapped (4294965230). */
+static const char *seq_text(const struct stats *s, uint32_t seq, char *buf, size_t len)
+{
+	if (bt_dump_restart(s->d) && (int32_t)seq < 0)
+		snprintf(buf, len, "%" PRId32, (int32_t)seq);
+	else
+		snprintf(buf, len, "%" PRIu32, seq);
+	return buf;
+}
+
 /* Format, host, creation, buffer geometry, tables, clock. */
 /* The cold tier behind the buffer, at dump start (user/coldtier): what it
  * held, what of the dump came from it, and its CPU budget. */
@@ -262,12 +274,14 @@ static void print_windows(const struct stats *s)
 			fprintf(s->out, "            starts at the first event: no CPU misses an event\n");
 		} else {
 			const struct bt_seq_cpu *p = &s->sc[s->w.limit_cpu];
+			char q1[16], q2[16];
 			if (p->limit == BT_SEQ_LIMIT_GAP)
-				fprintf(s->out, "            starts after CPU %d's newest seq gap (seqs %u..%u missing)\n",
-					s->w.limit_cpu, p->gap_from, p->gap_to);
+				fprintf(s->out, "            starts after CPU %d's newest seq gap (seqs %s..%s missing)\n",
+					s->w.limit_cpu, seq_text(s, p->gap_from, q1, sizeof(q1)),
+					seq_text(s, p->gap_to, q2, sizeof(q2)));
 			else
-				fprintf(s->out, "            starts at CPU %d's oldest retained event (seq %u; older ones were overwritten)\n",
-					s->w.limit_cpu, p->first_seq);
+				fprintf(s->out, "            starts at CPU %d's oldest retained event (seq %s; older ones were overwritten)\n",
+					s->w.limit_cpu, seq_text(s, p->first_seq, q1, sizeof(q1)));
 		}
 		fprintf(s->out, "            (newest stretch ending at the last event in which no CPU misses an\n"
 			     "            event: it starts at the latest, over CPUs, of the first event after the\n"
@@ -301,8 +315,11 @@ static void print_cpu_table(const struct stats *s)
 			fprintf(s->out, " %9" PRIu64, s->cnt[(size_t)c * BT_GROUP_MAX + (uint32_t)g]);
 			tg[g] += s->cnt[(size_t)c * BT_GROUP_MAX + (uint32_t)g];
 		}
-		if (s->sc[c].events)
-			snprintf(b1, sizeof(b1), "%u..%u", s->sc[c].first_seq, s->sc[c].last_seq);
+		if (s->sc[c].events) {
+			char q1[16], q2[16];
+			snprintf(b1, sizeof(b1), "%s..%s", seq_text(s, s->sc[c].first_seq, q1, sizeof(q1)),
+				 seq_text(s, s->sc[c].last_seq, q2, sizeof(q2)));
+		}
 		else
 			snprintf(b1, sizeof(b1), "-");
 		fprintf(s->out, " %9" PRIu64 " %8" PRIu64 " %9" PRIu64 "  %-16s %s\n", dr, s->sc[c].gaps, s->sc[c].missing,
