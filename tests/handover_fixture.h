@@ -70,7 +70,11 @@ static void ho_fixture_write_uprobe(struct ho_fixture *f, uint64_t ts)
 /* 0, or -1 with a message on stderr. */
 static int ho_fixture_make(struct ho_fixture *f, uint32_t n, uint64_t ts0)
 {
-	struct bt_config cfg = { .size = 64 << 10, .block_size = 256, .ncores = 2, .active = 16 };
+	/* reserved to 1 MiB, as a recorder reserves room to resize: most of
+	 * the handed file is holes */
+	struct bt_config cfg = {
+		.size = 64 << 10, .max_size = 1 << 20, .block_size = 256, .ncores = 2, .active = 16
+	};
 	struct bt_shm_place place;
 	char err[256];
 	struct bt_task tasks[3] = { { 100, 100, 0, "ho-one" }, { 101, 101, 0, "ho-two" }, { 102, 102, 0, "ho-three" } };

@@ -41,6 +41,9 @@ static void test_reads_back_whole(void)
 	CHECK(count_entries(f.kbuf) == F.retained, "every retained entry back: %llu of %llu",
 	      (unsigned long long)count_entries(f.kbuf), (unsigned long long)F.retained);
 	CHECK(f.ss.blocks_bad == 0 && f.ss.blocks_dup == 0, "nothing refused");
+	CHECK(bt_capture_read_stats(f.kbuf)->blocks_empty == 0,
+	      "a wrapped buffer has no block never used, the room reserved past its size not counted (%llu)",
+	      (unsigned long long)bt_capture_read_stats(f.kbuf)->blocks_empty);
 	CHECK(f.ntasks == 3 && !strcmp(f.tasks[2].comm, "ho-three"), "the task names saved");
 	CHECK(!strcmp(bt_ho_reason(&f), "recorder-died"), "running when read: it died (%s)", bt_ho_reason(&f));
 	CHECK(f.cnt.drain_events == F.written, "the counters saved");

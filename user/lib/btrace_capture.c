@@ -454,7 +454,8 @@ struct bt_capture *bt_capture_salvage(const void *meta, const void *data, uint32
 	}
 	c->copy_ns = bt_now_ns() - t0;
 	index_blocks(c, &c->rst);
-	c->rst.blocks_empty += (uint64_t)(nslots - ncopy) * A;
+	/* Slots with no memory are past the buffer's size (reserved for a
+	 * resize), not blocks of it: not counted as never used. */
 	/* Two blocks with one position: only one can be true; keep the first. */
 	uint32_t k = 0;
 	for (uint32_t i = 0; i < c->nvalid; i++) {
