@@ -41,13 +41,22 @@ line=$("$BT" ctl --ctl "$SOCK" status 2>&1 | grep '^drain: ')
 diag "$line"
 
 # ---- 1. quiet ----------------------------------------------------------------------------
+# Two windows of 4 s, the quieter counted: a daemon's burst in one (cron,
+# journald: events flow, the short period is right) is not the idle case.
 sleep 2
-p0=$(drain passes) t0=$(now_ms)
-sleep 4
-p1=$(drain passes) t1=$(now_ms)
-rate=$(((p1 - p0) * 1000 / (t1 - t0)))
-[ -n "$p0" ] && [ "$rate" -lt 20 ] && ok "quiet: $rate passes a second (< 20)" ||
-	not_ok "quiet: $rate passes a second ($p0 -> $p1 in $((t1 - t0)) ms; want < 20)"
+rates=
+rate=99999
+for _ in 1 2; do
+	p0=$(drain passes) t0=$(now_ms)
+	sleep 4
+	p1=$(drain passes) t1=$(now_ms)
+	r=$(((${p1:-0} - ${p0:-0}) * 1000 / (t1 - t0)))
+	rates="$rates $r"
+	[ -n "$p0" ] && [ "$r" -lt "$rate" ] && rate=$r
+	[ "$rate" -lt 20 ] && break
+done
+[ "$rate" -lt 20 ] && ok "quiet: $rate passes a second (< 20)" ||
+	not_ok "quiet: passes a second in two 4 s windows:$rates (want < 20 in one)"
 
 # ---- 2. an exec ends a long wait ----------------------------------------------------------
 e0=$(drain execs)
