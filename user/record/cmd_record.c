@@ -92,6 +92,8 @@ static char *trigger_uprobe_where;
  * the window is never shorter than without the tier, and never has a hole
  * in its middle (a read leaves out what is older than one: cold_tier.h). */
 #define DEFAULT_COLD_PCT 75
+/* Blocks the buffer keeps beside a default cold tier, at least. */
+#define COLD_MIN_RAW_BLOCKS 128u
 #define DEFAULT_COLD_CODEC BT_CODEC_ZSTD
 #define DEFAULT_COLD_LEVEL (-1)
 #define DEFAULT_COLD_GROUP 16
@@ -166,7 +168,8 @@ static const struct argp_option options[] = {
 	  "BPF ring buffers between kernel and recorder, in total: one per CPU, each SIZE/CPUs rounded up to a power of two (default 16M)", 0 },
 	{ "cold-tier", OPT_COLD_TIER, "PCT", 0,
 	  "Share of --buffer-size that keeps older history compressed, 0 to 90 or off (default 75, "
-	  "within --cold-cpu): the rest keeps the latest events raw", 0 },
+	  "within --cold-cpu; off by default where it would leave the buffer under 128 blocks): the rest keeps the "
+	  "latest events raw", 0 },
 	{ "cold-codec", OPT_COLD_CODEC, "CODEC[:LEVEL]", 0,
 	  "Codec of the cold tier: lz4 (fast; LEVEL is its acceleration, default 1) or zstd (denser; its level, "
 	  "default 1) (default zstd:-1)", 0 },
@@ -788,6 +791,21 @@ static int record(int argc, char **args)
 		o.max_size = DEFAULT_MAX_SIZE < cap ? DEFAULT_MAX_SIZE : cap;
 		if (o.max_size < o.buffer_size)
 			o.max_size = o.buffer_size;
+	}
+	if (o.cold_pct && !o.cold_given) {
+		/* The default tier needs a raw part the compressor can follow:
+		 * in a few dozen blocks the drain overwrites blocks before it
+		 * takes them, and the tier's holes cut its blocks out of the
+		 * window (64 KiB of 256 B blocks kept 43 samples, 383 without). */
+		uint64_t bs = o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE;
+		uint64_t raw = o.buffer_size * (100 - o.cold_pct) / 100 / bs;
+
+		if (raw < COLD_MIN_RAW_BLOCKS) {
+			bt_log(BT_LOG_NOTICE, "cold tier off: its default share would leave the buffer %" PRIu64
+			       " blocks, under the %u its compressor needs to follow the writes; give --cold-tier to have it",
+			       raw, COLD_MIN_RAW_BLOCKS);
+			o.cold_pct = 0;
+		}
 	}
 	if (o.max_size < o.buffer_size) {
 		record_key_err(&o, o.where[RK_MAX_SIZE] ? RK_MAX_SIZE : RK_BUFFER_SIZE,
