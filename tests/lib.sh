@@ -84,6 +84,19 @@ wait_for() {
 	return 0
 }
 
+# wait_until SECS 'CONDITION': wait_for for a condition whose words must be
+# computed again at each try (a count, a pgrep): CONDITION is shell text,
+# evaluated every 0.1 s (wait_for's arguments are expanded once, at the call)
+wait_until() {
+	local secs=$1 cond=$2 i=0
+	until eval "$cond" >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ "$i" -ge $((secs * 10)) ] && return 1
+		sleep 0.1
+	done
+	return 0
+}
+
 rec_start() {
 	local log=$1
 	shift

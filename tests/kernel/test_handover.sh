@@ -216,7 +216,7 @@ if rec_start "$T_TMP/r3x.log" "${REC[@]}" --no-final-dump; then
 	cp "$BT_OLD" "$T_TMP/bt-x.new" && mv "$T_TMP/bt-x.new" "$T_TMP/bt-x" # as dpkg puts a new file in place
 	check "ctl upgrade: accepted" sh -c "'$BT_OLD' ctl --ctl '$CTL' upgrade | grep -q 'runs $T_TMP/bt-x again on its buffer'"
 	wait_for 30 grep -q "history before this start (upgrade of recorder $XPID)" "$T_TMP/r3x.log"
-	wait_for 30 test "$(grep -c "recording (pid $XPID)" "$T_TMP/r3x.log")" -ge 2
+	wait_until 30 '[ "$(grep -c "recording (pid $XPID)" "$T_TMP/r3x.log")" -ge 2 ]'
 	load_stop
 	check "ctl upgrade: the same process records on (pid $XPID)" sh -c "kill -0 $XPID && '$BT_OLD' ctl --ctl '$CTL' status | grep -q '^recorder pid $XPID'"
 	check "ctl upgrade: it ran the binary at its path (the new file)" grep -q "upgrading: running $T_TMP/bt-x on the same buffer" "$T_TMP/r3x.log"

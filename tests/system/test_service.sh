@@ -258,7 +258,7 @@ if rec_start "$LOG" -o "$T_TMP/hf" -m 4M --ctl "$CTL" --on-dump 'exit 7; :'; the
 	"$TB/pingpong" -n 1000 -c $PIN -a bt-hf1 -b bt-hf2 >/dev/null
 	kill -USR1 "$REC_PID"
 	wait_for 30 grep -q "dump 2 written" "$LOG"
-	wait_for 10 test "$(grep -c 'failed: exit status 7' "$LOG")" -eq 2
+	wait_until 10 '[ "$(grep -c "failed: exit status 7" "$LOG")" -eq 2 ]'
 	e2=$(events_recorded)
 	n=$(grep -c "on-dump command 'exit 7; :' for .* failed: exit status 7" "$LOG")
 	[ "$n" -eq 2 ] && ok "a failing --on-dump command is logged with its status, each time ($n)" ||
@@ -298,7 +298,7 @@ if rec_start "$LOG" -o "$T_TMP/hh" -m 4M --ctl "$CTL" --on-dump 'sleep 120; :' -
 	else
 		not_ok "dump 2 waited for the hanging command ($ms ms, written $([ $before = 1 ] && echo before || echo after) the kill)" "$(cat "$LOG")"
 	fi
-	wait_for 15 test "$(grep -c 'killed after' "$LOG")" -eq 2
+	wait_until 15 '[ "$(grep -c "killed after" "$LOG")" -eq 2 ]'
 	n=$(grep -c "on-dump command 'sleep 120; :' for .* killed after [3-9]\.[0-9]s (--on-dump-timeout)" "$LOG")
 	[ "$n" -eq 2 ] && ok "each hanging command is killed after the timeout and logged" ||
 		not_ok "kills logged: $n" "$(cat "$LOG")"
@@ -308,7 +308,7 @@ if rec_start "$LOG" -o "$T_TMP/hh" -m 4M --ctl "$CTL" --on-dump 'sleep 120; :' -
 	# command line holds the same words).
 	# The group is gone when the kill is logged: a few seconds' wait only
 	# lets a loaded machine reap it; what is left is named for the log.
-	if wait_for 5 test -z "$(pgrep -f '^(sh -c )?sleep 120' || true)"; then
+	if wait_until 5 '! pgrep -f "^(sh -c )?sleep 120"'; then
 		ok "no process of the commands is left"
 	else
 		not_ok "no process of the commands is left" \
