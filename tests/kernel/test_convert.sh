@@ -98,8 +98,8 @@ if [ -x "$PY" ]; then
 	PY_PID=$!
 	T_PIDS+=("$PY_PID")
 fi
-# 8 MiB: the dump holds the last ~150k events, enough to check, quick to decode
-if ! rec_start "$LOG" -o "$OUT" --duration 2s -e all -m 8M; then
+# 4 MiB: the dump holds the last ~250k events, enough to check, quick to decode
+if ! rec_start "$LOG" -o "$OUT" --duration 2s -e all -m 4M; then
 	not_ok "recorder starts" "$(cat "$LOG")"
 	finish
 	exit 1

@@ -39,7 +39,8 @@ churn() {
 	out=$T_TMP/$name.out log=$T_TMP/$name.log dump=
 	rec_start "$log" "$@" -e sched --comm stack_churn --no-final-dump --ctl "$sock" -o "$out" ||
 		{ not_ok "$name: recorder starts"; return 1; }
-	"$WL" "$((secs + 5))" "$ms" >"$T_TMP/$name.wl" 2>&1 &
+	# runs on 2 s past the dump's request: the dump is taken under churn
+	"$WL" "$((secs + 2))" "$ms" >"$T_TMP/$name.wl" 2>&1 &
 	wl=$!
 	T_PIDS+=("$wl")
 	sleep "$secs"
@@ -52,7 +53,7 @@ churn() {
 		{ not_ok "$name: dump written" "$(cat "$T_TMP/$name.dump" "$log")"; return 1; }
 	parent=$(awk '/^parent/ {print $2}' "$T_TMP/$name.wl")
 	children=$(awk '/^children/ {print $2}' "$T_TMP/$name.wl")
-	diag "$name: $children children in $((secs + 5)) s; status: $(echo "$st" | grep '^stacks:')"
+	diag "$name: $children children in $((secs + 2)) s; status: $(echo "$st" | grep '^stacks:')"
 }
 
 # Per sample of the window: time, pid, and what its user stack shows.

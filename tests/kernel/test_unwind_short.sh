@@ -186,7 +186,7 @@ for _ in $(seq $((4 * ncpu))); do
 	loads+=($!)
 	T_PIDS+=($!)
 done
-run_loop load
+N=$(((N + 1) / 2)) run_loop load # half the runs: ~280 samples, 30 needed
 kill "${loads[@]}" 2>/dev/null
 wait "${loads[@]}" 2>/dev/null
 read -r t c <<<"$(share "$T_TMP/load")"
