@@ -78,7 +78,7 @@ wait_for() {
 	shift
 	while ! "$@" >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ "$i" -ge $((secs * 10)) ] && return 1
+		[ "$i" -ge $((secs * 10)) ] && { [ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: wait_for $secs $*" >>"$T_WAIT_LOG"; return 1; }
 		sleep 0.1
 	done
 	return 0
@@ -91,7 +91,7 @@ wait_until() {
 	local secs=$1 cond=$2 i=0
 	until eval "$cond" >/dev/null 2>&1; do
 		i=$((i + 1))
-		[ "$i" -ge $((secs * 10)) ] && return 1
+		[ "$i" -ge $((secs * 10)) ] && { [ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: wait_until $secs $cond" >>"$T_WAIT_LOG"; return 1; }
 		sleep 0.1
 	done
 	return 0

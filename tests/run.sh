@@ -103,6 +103,9 @@ done
 # under $R (I.pid while it runs, I.log, then I.res: "rc seconds cpu-seconds",
 # written last).
 R=$(mktemp -d)
+# lib.sh's waits that ran to their bound: each a delay of the suite (or a
+# condition never met), listed at the end
+export T_WAIT_LOG=${T_WAIT_LOG:-$R/waits}
 # Interrupted (^C, a CI timeout): the programs running are stopped with
 # what they started (each timeout leads its own process group, which the
 # terminal's ^C does not reach), not left recording with BPF attached.
@@ -222,6 +225,10 @@ side=("${idle[@]}" "${side[@]}") # started first, beside the others
 if [ ${#times[@]} -gt 1 ]; then
 	echo "slowest of ${#times[@]} programs ($((SECONDS - t_start))s in all, $(printf '%s\n' "${times[@]}" | awk '{ c += $2 } END { print c }') CPU-s):"
 	printf '%s\n' "${times[@]}" | sort -rn | head -10 | awk '{ printf "  %4ds %5d CPU-s  %s\n", $1, $2, $3 }'
+fi
+if [ -s "$T_WAIT_LOG" ]; then
+	echo "waits that ran to their bound (seconds each):"
+	sort "$T_WAIT_LOG" | uniq -c | sort -rn | head -10 | cut -c1-160
 fi
 if [ ${#retried[@]} -gt 0 ]; then
 	echo "passed on its second run (the first run's failures):"
