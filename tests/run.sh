@@ -46,6 +46,10 @@ SOLO='^(system/test_(service|unit_caps)$|stress/|kernel/test_(sys_pairs|stacks_c
 # taking one of the T_JOBS places.
 IDLE='^unit/test_(ctl|on_dump)$'
 
+# The longest of the side-by-side phase (30-80 s each), started first so
+# that the phase does not end on one of them running alone.
+LONG='^(kernel/test_(convert|app|trigger|handover|unwind_hostile|ctl|record_files)|system/test_package|fuzz/.*)$'
+
 # The programs, in order: NAME, TIMEOUT and the command (quoted for eval).
 J_NAME=() J_TO=() J_CMD=()
 add() { # name timeout cmd...
@@ -212,11 +216,19 @@ run_all() {
 
 first=()
 side=() alone=()
-idle=()
+idle=() long=()
 for i in "${!J_NAME[@]}"; do
-	if [[ ${J_NAME[i]} =~ $SOLO ]]; then alone+=("$i"); elif [[ ${J_NAME[i]} =~ $IDLE ]]; then idle+=("$i"); else side+=("$i"); fi
+	if [[ ${J_NAME[i]} =~ $SOLO ]]; then
+		alone+=("$i")
+	elif [[ ${J_NAME[i]} =~ $IDLE ]]; then
+		idle+=("$i")
+	elif [[ ${J_NAME[i]} =~ $LONG ]]; then
+		long+=("$i")
+	else
+		side+=("$i")
+	fi
 done
-side=("${idle[@]}" "${side[@]}") # started first, beside the others
+side=("${idle[@]}" "${long[@]}" "${side[@]}")
 [ ${#side[@]} -gt 0 ] && run_all "$jobs" 0 "${side[@]}"
 [ ${#alone[@]} -gt 0 ] && run_all 1 0 "${alone[@]}"
 [ ${#again[@]} -gt 0 ] && run_all 1 1 "${again[@]}"
