@@ -73,25 +73,31 @@ run_with_timeout() {
 	timeout --kill-after=5 "$secs" "$@"
 }
 
+# wait_for SECS CMD...: until CMD succeeds, tried every 0.1 s for at most
+# SECS; its words are expanded once, at the call
 wait_for() {
-	local secs=$1 i=0
+	local secs=$1
 	shift
-	while ! "$@" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ "$i" -ge $((secs * 10)) ] && { [ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: wait_for $secs $*" >>"$T_WAIT_LOG"; return 1; }
-		sleep 0.1
-	done
-	return 0
+	wait_eval "$secs" "wait_for $secs $*" "$(printf '%q ' "$@")"
 }
 
 # wait_until SECS 'CONDITION': wait_for for a condition whose words must be
 # computed again at each try (a count, a pgrep): CONDITION is shell text,
-# evaluated every 0.1 s (wait_for's arguments are expanded once, at the call)
+# evaluated at each try
 wait_until() {
-	local secs=$1 cond=$2 i=0
-	until eval "$cond" >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ "$i" -ge $((secs * 10)) ] && { [ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: wait_until $secs $cond" >>"$T_WAIT_LOG"; return 1; }
+	wait_eval "$1" "wait_until $1 $2" "$2"
+}
+
+# wait_eval SECS LABEL CODE: the loop of both; a wait that runs to its
+# bound appends LABEL to T_WAIT_LOG (tests/run.sh lists them)
+wait_eval() {
+	local _w_secs=$1 _w_label=$2 _w_code=$3 _w_i=0
+	until eval "$_w_code" >/dev/null 2>&1; do
+		_w_i=$((_w_i + 1))
+		if [ "$_w_i" -ge $((_w_secs * 10)) ]; then
+			[ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: $_w_label" >>"$T_WAIT_LOG"
+			return 1
+		fi
 		sleep 0.1
 	done
 	return 0

@@ -15,8 +15,8 @@ need_root "cold tier tests"
 
 # 4 MiB and 3M system calls (6M events): every configuration wraps, zstd
 # keeping about a third; the ratios are those of 8 MiB, in half the time.
-BUDGET=4M
-BUDGET_KB=4096
+BUDGET_MB=4
+BUDGET=${BUDGET_MB}M
 DD_BYTES=${DD_BYTES:-1500000}
 workload() { dd if=/dev/zero of=/dev/null bs=1 count="${1:-$DD_BYTES}" 2>/dev/null; }
 
@@ -85,7 +85,7 @@ if [ -d $TRACEFS/instances ]; then
 	inst=$TRACEFS/instances/btrace_cold_$$
 	mkdir "$inst"
 	ncpu=$(nproc)
-	echo $((BUDGET_KB / ncpu)) >"$inst/buffer_size_kb"
+	echo $((BUDGET_MB * 1024 / ncpu)) >"$inst/buffer_size_kb"
 	echo 1 >"$inst/options/overwrite"
 	echo 1 >"$inst/events/raw_syscalls/enable"
 	echo 1 >"$inst/tracing_on"
