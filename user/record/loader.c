@@ -505,12 +505,45 @@ static void tracefs_ensure(void)
 		bt_log(BT_LOG_NOTICE, "mounted tracefs on /sys/kernel/tracing (syscalls/sys_exit_mmap is found there)");
 }
 
+/* -v: what loading cost, most of it the kernel verifying the programs
+ * (CPU the recorder's start pays on every start and every test). The
+ * unwinder's programs are the large ones: a search written with a branch
+ * per outcome once made the verifier walk 473k instructions (0.6 s). */
+static void log_verifier_cost(struct bpf_object *obj, uint64_t ns)
+{
+	const char *top = "";
+	uint64_t all = 0;
+	uint32_t most = 0;
+	struct bpf_program *p;
+
+	bpf_object__for_each_program(p, obj) {
+		struct bpf_prog_info info = {};
+		uint32_t len = sizeof(info);
+
+		if (!bpf_program__autoload(p) || bpf_program__fd(p) < 0 ||
+		    bpf_obj_get_info_by_fd(bpf_program__fd(p), &info, &len))
+			continue;
+		all += info.verified_insns;
+		if (info.verified_insns > most) {
+			most = info.verified_insns;
+			top = bpf_program__name(p);
+		}
+	}
+	if (!most) /* before 5.16 the kernel does not say */
+		bt_info("BPF programs loaded in %" PRIu64 " ms", ns / 1000000);
+	else
+		bt_info("BPF programs loaded in %" PRIu64 " ms: the kernel verified %" PRIu64
+			" instructions, the most (%" PRIu32 ") in %s",
+			ns / 1000000, all, most, top);
+}
+
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
 {
 	int unwind_hooks = 0; /* of handle_unwind_exec_maps and _mmap, attached */
 	struct bt_loader *l = calloc(1, sizeof(*l));
 	struct bpf_program *prog;
 	int ret, ncpus, trig_switch;
+	uint64_t load_ns;
 
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
@@ -581,11 +614,14 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	if (ret)
 		goto fail;
 
+	load_ns = bt_now_ns();
 	ret = record_bpf__load(l->skel);
 	if (ret) {
 		describe_load_error(-ret, err, errlen);
 		goto fail;
 	}
+	if (bt_verbose)
+		log_verifier_cost(l->skel->obj, bt_now_ns() - load_ns);
 	ret = create_rings(l, err, errlen);
 	if (ret)
 		goto fail;
