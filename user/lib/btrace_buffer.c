@@ -1099,6 +1099,14 @@ static int check_geometry(const struct bt_config *cfg, struct geometry *g, char 
 	return 0;
 }
 
+size_t bt_config_size(const struct bt_config *cfg)
+{
+	struct geometry g;
+	char err[8];
+
+	return check_geometry(cfg, &g, err, sizeof(err)) ? 0 : (size_t)g.R * g.sbytes;
+}
+
 int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *max_size, char *err, size_t errlen)
 {
 	struct geometry g;

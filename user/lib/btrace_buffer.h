@@ -253,8 +253,11 @@ void bt_buffer_stats(const struct bt_buffer *b, struct bt_stats *st);
 /* st.blocks_used alone, one relaxed load: for a writer's per-entry checks. */
 uint64_t bt_buffer_blocks_used(const struct bt_buffer *b);
 
-/* Size helpers: the capacity bt_resize(size) would give, and the granule. */
+/* Size helpers: the capacity bt_resize(size) would give, and the granule;
+ * before a buffer exists, the capacity bt_buffer_create(cfg) would give
+ * (0 if cfg is refused). */
 size_t bt_round_size(const struct bt_buffer *b, size_t size);
+size_t bt_config_size(const struct bt_config *cfg);
 size_t bt_size_granule(const struct bt_buffer *b);
 
 #ifdef __cplusplus

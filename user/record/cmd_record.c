@@ -28,6 +28,7 @@
 #include "dump_dir.h"
 #include "log.h"
 #include "cold_tier.h"
+#include "cold_pump.h"
 #include "record_checks.h"
 #include "cli.h"
 
@@ -797,8 +798,14 @@ static int record(int argc, char **args)
 		 * in a few dozen blocks the drain overwrites blocks before it
 		 * takes them, and the tier's holes cut its blocks out of the
 		 * window (64 KiB of 256 B blocks kept 43 samples, 383 without). */
-		uint64_t bs = o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE;
-		uint64_t raw = o.buffer_size * (100 - o.cold_pct) / 100 / bs;
+		int cpus = libbpf_num_possible_cpus();
+		struct bt_config c = {
+			.size = (size_t)recorder_buffer_share(&o, o.buffer_size),
+			.block_size = (uint32_t)o.block_size,
+			.ncores = (uint32_t)(cpus > 0 ? cpus : 1),
+			.active = (uint32_t)o.active_blocks,
+		};
+		uint64_t raw = bt_config_size(&c) / (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
 
 		if (raw < COLD_MIN_RAW_BLOCKS) {
 			bt_log(BT_LOG_NOTICE, "cold tier off: its default share would leave the buffer %" PRIu64

@@ -263,7 +263,9 @@ void bt_cold_pump_stop(struct bt_cold_pump *p)
 
 uint64_t recorder_buffer_share(const struct record_opts *o, uint64_t budget)
 {
-	return o->cold_pct ? budget / 100 * (100 - o->cold_pct) : budget;
+	/* floor(budget * share / 100), without the product's overflow and
+	 * without dropping budget % 100 (2 MiB at 75% must leave 512 KiB) */
+	return o->cold_pct ? budget / 100 * (100 - o->cold_pct) + budget % 100 * (100 - o->cold_pct) / 100 : budget;
 }
 
 void recorder_budget_now(struct recorder *r, struct recorder_budget *b)
