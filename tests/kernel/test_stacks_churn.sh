@@ -116,14 +116,14 @@ samples() {
 # The window frees what it moved past: the table turned over (more stacks
 # named than it holds), none lost, none freed for room.
 # 64 KiB of 256 B blocks: the default cold tier is off (its share would
-# leave the buffer 48 blocks, too few for its compressor to follow; with
+# leave the buffer 64 blocks, too few for its compressor to follow; with
 # it on, its holes cut the window to ~0.3 s: 36-43 samples where 383-393
 # are kept without it). The window holds ~120 stacks, ~860 are reclaimed
 # in a run, more than the table (768) holds.
 MAXS=768
 if churn window "$SECS" 50 --sample 99 --max-stacks "$MAXS" -m 64K -b 256 -a 16; then
 	check "window: the default cold tier is off in 64 KiB of 256 B blocks, said in the log" \
-		grep -q 'cold tier off: its default share would leave the buffer 48 blocks' "$T_TMP/window.log"
+		grep -q 'cold tier off: its default share would leave the buffer 64 blocks' "$T_TMP/window.log"
 	read -r n_in n_recl <<<"$(echo "$st" | sed -nE 's/^stacks: ([0-9]+) distinct.*; ([0-9]+) reclaimed.*/\1 \2/p')"
 	if [ -n "${n_recl:-}" ] && [ $((n_in + n_recl)) -gt "$MAXS" ] && echo "$st" | grep -q 'lost: 0 table full' &&
 		echo "$st" | grep -q ' 0 while the table was full'; then
