@@ -221,7 +221,11 @@ fi
 BAD=$T_TMP/bad.btd
 cp "$DUMP" "$BAD"
 size=$(stat -c %s "$BAD")
-printf '\x55' | dd of="$BAD" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+# The middle byte inverted (a fixed value was already there one run in 256:
+# the "damaged" dump was intact and converted)
+byte=$(od -A n -t u1 -j $((size / 2)) -N 1 "$BAD" | tr -d ' ')
+printf "\\$(printf '%03o' $((byte ^ 255)))" | dd of="$BAD" bs=1 seek=$((size / 2)) conv=notrunc 2>/dev/null
+cmp -s "$DUMP" "$BAD" && not_ok "damaged dump: the copy differs from the dump"
 "$BT" report "$BAD" >/dev/null 2>"$T_TMP/bad-report.err"
 "$BT" convert -o "$T_TMP/bad.perfetto-trace" "$BAD" 2>"$T_TMP/bad-convert.err"
 rc=$?
