@@ -232,7 +232,7 @@ static const struct argp_option options[] = {
 	  "(a probe_stack event just before it)", 2 },
 	{ "uargs", OPT_UARGS, "N", 0, "Integer arguments captured at function entry and USDT probes, 0 to 6 (default 6)", 2 },
 	{ "duration", 'd', "TIME", 0, "Stop after TIME: 500ms, 10s, 2m, 1h (a bare number is seconds)", 2 },
-	{ "verbose", 'v', NULL, 0, "Print event rates every second and libbpf warnings (twice: libbpf debug)", 2 },
+	{ "verbose", 'v', NULL, 0, "Print event rates every second, libbpf warnings (twice: libbpf debug) and what loading the BPF programs cost", 2 },
 	{ "max-size", OPT_MAX_SIZE, "SIZE", 0,
 	  "Largest size `ctl resize` may grow the buffer to; address space reserved at start, memory used "
 	  "only when grown (default 1G, or -m if larger)", 3 },
