@@ -17,6 +17,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=${BT:-$PWD/build/btrace-bpf} # BT=FILE: another build, side by side
 . scripts/bench_lib.sh
+. scripts/bench_md.sh
 bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_idle: needs root" >&2; exit 1; }
 [ -x "$BT" ] || { echo "bench_idle: make tool first" >&2; exit 1; }
@@ -82,7 +83,6 @@ awk -v t="$T_tier" 'BEGIN { exit !(t < 0.5) }' && echo "PASS idle default record
 	echo "FAIL idle default recorder >= 0.5% of a CPU: ${T_tier}%"
 
 if [ "$write_md" -eq 1 ]; then
-	BM=BENCHMARKS.md
 	{
 		echo "<!-- idle:begin -->"
 		echo "## The default recorder on an idle machine (scripts/bench_idle.sh)"
@@ -100,11 +100,5 @@ if [ "$write_md" -eq 1 ]; then
 		echo "Target: the default under 0.5% of one CPU. Its threads in the last run: $THR."
 		echo "<!-- idle:end -->"
 	} >"$TMP/sect"
-	if grep -q '<!-- idle:begin -->' "$BM"; then
-		awk -v sect="$TMP/sect" '/<!-- idle:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- idle:end -->/ { skip = 0; next } !skip' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo; cat "$TMP/sect"; } >>"$BM"
-	fi
-	echo "bench_idle: table written into $BM"
+	bench_md_put idle "$TMP/sect"
 fi

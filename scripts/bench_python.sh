@@ -22,6 +22,7 @@ cd "$(dirname "$0")/.." || exit 1
 BT=${BT:-$PWD/build/btrace-bpf} # BT=FILE: another build, side by side
 PY=/usr/bin/python3.11
 . scripts/bench_lib.sh
+. scripts/bench_md.sh
 bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_python: needs root" >&2; exit 1; }
 [ -x "$BT" ] || { echo "bench_python: make tool first" >&2; exit 1; }
@@ -96,7 +97,6 @@ awk -v t="$T_on" 'BEGIN { exit !(t <= 1.0) }' && echo "PASS ${HZ} Hz with Python
 	echo "FAIL ${HZ} Hz with Python frames > 1% of a CPU: ${T_on}%"
 
 if [ "$write_md" -eq 1 ]; then
-	BM=BENCHMARKS.md
 	{
 		echo "<!-- python:begin -->"
 		echo "## Python frames: cost at ${HZ} Hz (scripts/bench_python.sh)"
@@ -118,11 +118,5 @@ if [ "$write_md" -eq 1 ]; then
 		echo "and timers, at this rate and load) is in both."
 		echo "<!-- python:end -->"
 	} >"$TMP/sect"
-	if grep -q '<!-- python:begin -->' "$BM"; then
-		awk -v sect="$TMP/sect" '/<!-- python:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- python:end -->/ { skip = 0; next } !skip' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo; cat "$TMP/sect"; } >>"$BM"
-	fi
-	echo "bench_python: table written into $BM"
+	bench_md_put python "$TMP/sect"
 fi

@@ -51,6 +51,7 @@ cd "$(dirname "$0")/.." || exit 1
 BT=$PWD/build/btrace-bpf
 WL=$PWD/build/tests/stack_workload_nofp # no frame pointers: the unwinder walks
 . scripts/bench_lib.sh
+. scripts/bench_md.sh
 bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_stacks: needs root" >&2; exit 1; }
 [ -x "$BT" ] && [ -x "$WL" ] || { echo "bench_stacks: make tool tests first" >&2; exit 1; }
@@ -473,13 +474,6 @@ read -r nb_l ns_l ds_l rs_l nl_l <<<"$SYM_lines"
 read -r nb_n ns_n ds_n rs_n nl_n <<<"$SYM_nolines"
 md "| dump of ${nb_l} samples (${ns_l} distinct stacks), symbolized with source lines (${nl_l} code addresses; $libcdbg) | ${ds_l}s to write; report --profile ${rs_l}s | --no-source-lines: ${nb_n} samples (${ns_n} stacks) ${ds_n}s to write; report --profile ${rs_n}s |"
 if [ "$write_md" -eq 1 ]; then
-	BM=BENCHMARKS.md
 	{ echo "<!-- stacks:begin -->"; echo "## Call stacks (scripts/bench_stacks.sh)"; echo; cat "$MD"; echo "<!-- stacks:end -->"; } >"$TMP/sect"
-	if grep -q '<!-- stacks:begin -->' "$BM"; then
-		awk -v sect="$TMP/sect" '/<!-- stacks:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- stacks:end -->/ { skip = 0; next } !skip' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo; cat "$TMP/sect"; } >>"$BM"
-	fi
-	echo "bench_stacks: table written into $BM"
+	bench_md_put stacks "$TMP/sect"
 fi

@@ -20,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 BT=${BT:-$PWD/build/btrace-bpf}
 . scripts/bench_lib.sh
+. scripts/bench_md.sh
 bench_args "$@"
 [ "$(id -u)" -eq 0 ] || { echo "bench_start: needs root" >&2; exit 1; }
 [ -x "$BT" ] || { echo "bench_start: make tool first" >&2; exit 1; }
@@ -74,7 +75,6 @@ awk -v r="$R_default" 'BEGIN { exit !(r <= 2) }' &&
 	echo "FAIL start: the default's CPU ${R_default}x the floor's (target <= 2x)"
 
 if [ "$write_md" -eq 1 ]; then
-	BM=BENCHMARKS.md
 	{
 		echo "<!-- start:begin -->"
 		echo "## A recorder's start (scripts/bench_start.sh)"
@@ -93,11 +93,5 @@ if [ "$write_md" -eq 1 ]; then
 		echo "Target: the default within 2x the floor's CPU."
 		echo "<!-- start:end -->"
 	} >"$TMP/sect"
-	if grep -q '<!-- start:begin -->' "$BM"; then
-		awk -v sect="$TMP/sect" '/<!-- start:begin -->/ { while ((getline l < sect) > 0) print l; skip = 1; next }
-			/<!-- start:end -->/ { skip = 0; next } !skip' "$BM" >"$TMP/bm" && cat "$TMP/bm" >"$BM"
-	else
-		{ echo; cat "$TMP/sect"; } >>"$BM"
-	fi
-	echo "bench_start: table written into $BM"
+	bench_md_put start "$TMP/sect"
 fi
