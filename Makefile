@@ -58,7 +58,7 @@ SKELS      := $(TOOL_SKELS) $(TEST_SKELS)
 LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_HDRS   := $(wildcard user/lib/*.h)
 # The base layer's parts libbtrace needs (libc only: applications link them).
-LIB_UTIL   := user/util/clocks.c user/util/errors.c user/util/fd_pass.c
+LIB_UTIL   := user/util/clocks.c user/util/errors.c user/util/fd_pass.c user/util/prefault.c
 LIB_OBJS   := $(patsubst user/%.c,$(OUT)/user/%.o,$(LIB_SRCS) $(LIB_UTIL))
 USER_SRCS  := $(wildcard user/*.c) $(filter-out $(LIB_SRCS),$(wildcard user/*/*.c))
 USER_HDRS  := $(wildcard user/*.h user/*/*.h)

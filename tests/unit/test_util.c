@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* test_util.c - strict size/duration/integer parsing, mkdir -p (user/util.c). */
+/* test_util.c - strict size/duration/integer parsing, mkdir -p (user/util.c),
+ * prefaulting (user/util/prefault.c). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include "harness.h"
+#include "prefault.h"
 #include "util.h"
 
 static void test_size_valid(void)
@@ -177,6 +180,44 @@ static void test_mkdir_p(void)
 	CHECK(system(p) == 0, "clean up");
 }
 
+/* Pages of [p, p + len) resident (mincore). */
+static size_t resident(const char *p, size_t len, size_t pg)
+{
+	uintptr_t a = (uintptr_t)p & ~(pg - 1);
+	size_t n = ((uintptr_t)p + len - a + pg - 1) / pg, k = 0;
+	unsigned char *v = calloc(n, 1);
+
+	if (!v || mincore((void *)a, n * pg, v)) {
+		free(v);
+		return (size_t)-1;
+	}
+	for (size_t i = 0; i < n; i++)
+		k += v[i] & 1;
+	free(v);
+	return k;
+}
+
+/* bt_prefault: every page of the range resident afterwards (the first
+ * and last partial ones too), none beyond it, the contents kept. */
+static void test_prefault(void)
+{
+	size_t pg = (size_t)sysconf(_SC_PAGESIZE), len = 64 * pg;
+	char *m = mmap(NULL, len + 2 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	REQUIRE(m != MAP_FAILED, "mmap");
+	CHECK(resident(m, len + 2 * pg, pg) == 0, "a fresh mapping has no page yet");
+	char *p = m + pg + 100; /* starts and ends inside a page */
+	size_t n = len - 200;
+	CHECK(bt_prefault(p, n) == 0, "prefault %zu bytes", n);
+	CHECK(resident(p, n, pg) == 64, "all 64 pages it touches are resident (%zu)", resident(p, n, pg));
+	CHECK(resident(m, pg, pg) == 0 && resident(m + len + pg, pg, pg) == 0, "the pages around it are not");
+	memset(p, 'x', n);
+	p[n / 2] = 'b';
+	CHECK(bt_prefault(p, n) == 0 && p[0] == 'x' && p[n / 2] == 'b' && p[n - 1] == 'x', "contents kept");
+	CHECK(bt_prefault(m + len + pg + 5, 10) == 0 && resident(m + len + pg, pg, pg) == 1, "less than a page");
+	munmap(m, len + 2 * pg);
+}
+
 int main(void)
 {
 	RUN(test_size_valid);
@@ -187,5 +228,6 @@ int main(void)
 	RUN(test_format_size);
 	RUN(test_format_duration);
 	RUN(test_mkdir_p);
+	RUN(test_prefault);
 	return h_done();
 }
