@@ -154,7 +154,7 @@ int bt_handover_prepare(struct bt_handover *h, const struct bt_config *cfg, uint
 	struct bt_ho_header hd = { 0 };
 	size_t max_size;
 	uint32_t A;
-	int ret = bt_buffer_geometry(cfg, &A, &max_size, err, errlen);
+	int ret = bt_buffer_geometry(cfg, &A, NULL, &max_size, err, errlen);
 
 	if (ret)
 		return ret;

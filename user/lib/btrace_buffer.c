@@ -1099,23 +1099,20 @@ static int check_geometry(const struct bt_config *cfg, struct geometry *g, char 
 	return 0;
 }
 
-size_t bt_config_size(const struct bt_config *cfg)
-{
-	struct geometry g;
-	char err[8];
-
-	return check_geometry(cfg, &g, err, sizeof(err)) ? 0 : (size_t)g.R * g.sbytes;
-}
-
-int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *max_size, char *err, size_t errlen)
+int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *size, size_t *max_size, char *err,
+		       size_t errlen)
 {
 	struct geometry g;
 	int e = check_geometry(cfg, &g, err, errlen);
 
 	if (e)
 		return e;
-	*A = g.A;
-	*max_size = (size_t)g.Rmax * g.sbytes;
+	if (A)
+		*A = g.A;
+	if (size)
+		*size = (size_t)g.R * g.sbytes;
+	if (max_size)
+		*max_size = (size_t)g.Rmax * g.sbytes;
 	return 0;
 }
 

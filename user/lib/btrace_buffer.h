@@ -129,9 +129,11 @@ struct bt_buffer;
 struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_t errlen);
 void bt_buffer_destroy(struct bt_buffer *b);
 
-/* The geometry bt_buffer_create(cfg) would choose: A and the reserved
- * size; 0, or -EINVAL with a reason in err. */
-int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *max_size, char *err, size_t errlen);
+/* The geometry bt_buffer_create(cfg) would choose: A, the size (cfg->size
+ * rounded down to whole slots of A blocks) and the reserved size, each
+ * where not NULL; 0, or -EINVAL with a reason in err. */
+int bt_buffer_geometry(const struct bt_config *cfg, uint32_t *A, size_t *size, size_t *max_size, char *err,
+		       size_t errlen);
 /* Bytes of the metadata words of A active blocks (bt_shm_place.meta_off). */
 size_t bt_buffer_meta_bytes(uint32_t A);
 
@@ -253,11 +255,8 @@ void bt_buffer_stats(const struct bt_buffer *b, struct bt_stats *st);
 /* st.blocks_used alone, one relaxed load: for a writer's per-entry checks. */
 uint64_t bt_buffer_blocks_used(const struct bt_buffer *b);
 
-/* Size helpers: the capacity bt_resize(size) would give, and the granule;
- * before a buffer exists, the capacity bt_buffer_create(cfg) would give
- * (0 if cfg is refused). */
+/* Size helpers: the capacity bt_resize(size) would give, and the granule. */
 size_t bt_round_size(const struct bt_buffer *b, size_t size);
-size_t bt_config_size(const struct bt_config *cfg);
 size_t bt_size_granule(const struct bt_buffer *b);
 
 #ifdef __cplusplus

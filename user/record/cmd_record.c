@@ -773,7 +773,7 @@ static int record(int argc, char **args)
 	};
 	struct argp argp = { options, parse_opt, NULL, doc, NULL, NULL, NULL };
 	char s1[32], s2[32], err[512];
-	int ret;
+	int ret, cpus = libbpf_num_possible_cpus();
 
 	o.min_dump_interval_ns = DEFAULT_MIN_DUMP_INTERVAL_NS;
 	bt_cli_parse(&argp, "record", argc, args, 0, &o);
@@ -785,7 +785,6 @@ static int record(int argc, char **args)
 	if (!o.max_size) {
 		/* 1G, but no more than the buffer can map (65534 slots of A
 		 * blocks), and never below the size itself. */
-		int cpus = libbpf_num_possible_cpus();
 		uint64_t A = o.active_blocks ? o.active_blocks : 16ull * (uint64_t)(cpus > 0 ? cpus : 1);
 		uint64_t cap = 65534ull * A * (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
 
@@ -798,14 +797,17 @@ static int record(int argc, char **args)
 		 * in a few dozen blocks the drain overwrites blocks before it
 		 * takes them, and the tier's holes cut its blocks out of the
 		 * window (64 KiB of 256 B blocks kept 43 samples, 383 without). */
-		int cpus = libbpf_num_possible_cpus();
 		struct bt_config c = {
 			.size = (size_t)recorder_buffer_share(&o, o.buffer_size),
 			.block_size = (uint32_t)o.block_size,
 			.ncores = (uint32_t)(cpus > 0 ? cpus : 1),
 			.active = (uint32_t)o.active_blocks,
 		};
-		uint64_t raw = bt_config_size(&c) / (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
+		size_t size = 0; /* refused geometry: 0, reported where the buffer is made */
+		uint64_t raw;
+
+		bt_buffer_geometry(&c, NULL, &size, NULL, err, sizeof(err));
+		raw = size / (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
 
 		if (raw < COLD_MIN_RAW_BLOCKS) {
 			bt_log(BT_LOG_NOTICE, "cold tier off: its default share would leave the buffer %" PRIu64
