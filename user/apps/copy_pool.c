@@ -12,10 +12,9 @@
  * pages, and kept for the next dump up to BT_COPY_POOL_BYTES.
  */
 #include "copy_pool.h"
+#include "prefault.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <string.h>
 #include <sys/mman.h>
 
 #define POOL_SLOTS 4
@@ -37,12 +36,9 @@ static void *fresh(size_t len)
 	if (p == MAP_FAILED)
 		return NULL;
 	madvise(p, len, MADV_HUGEPAGE); /* advice: refused, 4 KiB pages */
-	if (madvise(p, len, MADV_POPULATE_WRITE)) {
-		if (errno != EINVAL) {
-			munmap(p, len); /* out of memory */
-			return NULL;
-		}
-		memset(p, 0, len); /* before 5.14: populated by writing, as MAP_POPULATE did */
+	if (bt_prefault(p, len)) {
+		munmap(p, len); /* out of memory */
+		return NULL;
 	}
 	return p;
 }
