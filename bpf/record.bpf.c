@@ -461,6 +461,8 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 	__u32 zero = 0, cpu;
 	void *ring;
 
+	if (unwind_mmap_in_sys_exit && bt_syscall_nr(regs) == BT_NR_MMAP)
+		bt_uw_mmap_done(ret); /* before the filter: every process's mmap */
 	if (!sys_pairs_live || !bt_syscall_wanted(pid_tgid) || bt_stopped)
 		return 0;
 	st = bpf_map_lookup_elem(&cpu_state, &zero);

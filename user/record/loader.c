@@ -283,6 +283,14 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 			loadable |= 1u << d->group;
 	}
 	btf__free(vmlinux);
+	/* System calls recorded: their exit program runs the mmap hook too,
+	 * and perf's syscall probe stays off every call's exit
+	 * (unwind_walk.bpf.h). */
+	if (bpf_program__autoload(l->skel->progs.handle_unwind_mmap) &&
+	    bpf_program__autoload(l->skel->progs.handle_sys_exit)) {
+		bpf_program__set_autoload(l->skel->progs.handle_unwind_mmap, false);
+		l->skel->rodata->unwind_mmap_in_sys_exit = 1;
+	}
 	for (int g = 0; g < BT_GROUP_MAX; g++)
 		if ((groups & (1u << g)) && !(loadable & (1u << g)))
 			bt_warn("no tracepoint of event group %s exists in this kernel: group disabled",
@@ -667,7 +675,8 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 		l->links[l->nlinks++] = link;
 		if (prog == l->skel->progs.handle_sched_process_exec)
 			l->exec_ends_waits = 1;
-		if (prog == l->skel->progs.handle_unwind_exec_maps || prog == l->skel->progs.handle_unwind_mmap)
+		if (prog == l->skel->progs.handle_unwind_exec_maps || prog == l->skel->progs.handle_unwind_mmap ||
+		    (prog == l->skel->progs.handle_sys_exit && l->skel->rodata->unwind_mmap_in_sys_exit))
 			unwind_hooks++;
 		d = find_desc(bpf_program__name(prog));
 		if (d && (o->groups & (1u << d->group)))
