@@ -59,17 +59,42 @@ struct {
  * dump is taken or recording stops, the drain reads from the map and stores
  * itself, after what its CPU emitted before (sys_pairs.h). */
 
+/* Per CPU: the ring's consumer position when this CPU last forced a
+ * wakeup. Apart from bt_cpu_state, whose layout a restarting recorder
+ * adopts (handover), and looked up only on the checking path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} wake_cons SEC(".maps");
+
 /* Submit flags for a record standing for n events, the last with seq seq:
  * the ring's fill is checked when one of their seqs is a multiple of 64 (a
  * pair's exit seq is odd whenever its enter's is even; with calls that
  * block, flushed enters take the even seqs: every kind of record must
- * check, over all its seqs, or the drain is never woken early). */
+ * check, over all its seqs, or the drain is never woken early). A forced
+ * wakeup is an interrupt (irq_work, a VM exit under a hypervisor, ~1-2 us
+ * of the traced thread's time): once per consumer position is enough, so
+ * a ring the drain has not reached yet (a storm, a starved drain) does not
+ * interrupt every 64th event until it does. A program nesting here may
+ * wake once more: harmless. */
 static __always_inline __u64 bt_submit_flags(void *ring, __u32 seq, __u32 n)
 {
-	if (wakeup_bytes && (seq & BT_WAKEUP_CHECK_MASK) < n &&
-	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
+	__u64 *woke, cons;
+	__u32 zero = 0;
+
+	if (!wakeup_bytes || (seq & BT_WAKEUP_CHECK_MASK) >= n ||
+	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < wakeup_bytes)
+		return BPF_RB_NO_WAKEUP;
+	cons = bpf_ringbuf_query(ring, BPF_RB_CONS_POS);
+	woke = bpf_map_lookup_elem(&wake_cons, &zero);
+	if (woke) {
+		if (*woke == cons + 1)
+			return BPF_RB_NO_WAKEUP;
+		*woke = cons + 1; /* + 1: a ring never consumed is at 0, the map's initial value */
+	}
+	return BPF_RB_FORCE_WAKEUP;
 }
 
 /* Put this CPU's held sys_enter, if any, into the ring (as the event it would
