@@ -52,13 +52,14 @@ bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter
 	uint32_t i = enter->cpu - l->first;
 	int k;
 
-	if (!l->cpu || enter->cpu < l->first || i >= l->count)
-		return false;
+	if (!l->cpu || enter->cpu < l->first || i >= l->count || !l->cpu[i].live)
+		return false; /* the common case, on every pair the drain reads */
 	k = landed_find(l, i, enter->seq, enter->tid);
 	if (k < 0)
 		return false;
 	bool stored = l->cpu[i].state[k] == BT_LANDED_STORED;
 	l->cpu[i].state[k] = BT_LANDED_FREE; /* the kernel emits an enter once */
+	l->cpu[i].live--;
 	return stored;
 }
 
@@ -92,6 +93,8 @@ int bt_sys_held_read(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus)
 		struct bt_ev_syscall *e = &l->cpu[i].ev[k];
 
 		l->cpu[i].next = (k + 1) % BT_SYS_LANDED_MAX;
+		if (l->cpu[i].state[k] == BT_LANDED_FREE)
+			l->cpu[i].live++;
 		l->cpu[i].state[k] = BT_LANDED_CANDIDATE;
 		memset(e, 0, sizeof(*e));
 		e->h.ts_ns = a->ts_ns;

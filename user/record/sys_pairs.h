@@ -40,6 +40,7 @@ struct bt_sys_landed {
 		struct bt_ev_syscall ev[BT_SYS_LANDED_MAX];
 		uint8_t state[BT_SYS_LANDED_MAX];
 		uint32_t next; /* the entry the next one takes (the oldest) */
+		uint32_t live; /* entries not free: none, and a ring's enter is no duplicate */
 	} *cpu;
 };
 
