@@ -24,9 +24,11 @@
 #              perf        perf record --overwrite -a -m (B / CPUs / 4 KiB pages)
 #                          -k mono, read at the end (SIGINT)
 #              no tracer   the baseline of the CPU cost
-#   The workload starts SETTLE seconds after the tracer: its one-time work
-#   (btrace-bpf loads the running binaries' symbols and unwind tables, perf
-#   its maps) is reported apart, as start-up CPU, not spread over the calls.
+#   The workload starts SETTLE seconds after the tracer (after 0.3 s of a
+#   busy shell, so something is sampled): its one-time work (btrace-bpf
+#   loads the running binaries' symbols and unwind tables and, once stacks
+#   arrive, the kernel's symbols; perf its maps) is reported apart, as
+#   start-up CPU, not spread over the calls.
 #   Every repetition runs every (workload, budget, tracer) once, the tracer
 #   order rotated; medians over the repetitions.
 #
@@ -195,6 +197,12 @@ one_run()
 	none) ;;
 	esac
 	[ -n "$TR_PID" ] && ps=$(proc_ns "$TR_PID")
+	# A busy shell at the start of the settle, for every tracer alike: on
+	# an idle machine nothing is sampled until the workload runs, and
+	# btrace-bpf's one-time loads (kernel symbols, libc's) landed in the
+	# measured window at random (~130 ms: ~120 ns a call). No system calls
+	# of its own: the workload's are the ones counted.
+	timeout 0.3 sh -c 'while :; do :; done' 2>/dev/null
 	sleep "$SETTLE"
 	[ -n "$TR_PID" ] && p0=$(proc_ns "$TR_PID")
 	t0=$(date +%s%N)
