@@ -59,15 +59,15 @@ struct {
  * dump is taken or recording stops, the drain reads from the map and stores
  * itself, after what its CPU emitted before (sys_pairs.h). */
 
-/* Per CPU: the ring's consumer position when this CPU last forced a
- * wakeup. Apart from bt_cpu_state, whose layout a restarting recorder
- * adopts (handover), and looked up only on the checking path. */
+/* Per CPU, the forced wakeups (struct bt_wake_state). Apart from
+ * bt_cpu_state, whose layout a restarting recorder adopts (handover), and
+ * looked up only on the checking path. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} wake_cons SEC(".maps");
+	__type(value, struct bt_wake_state);
+} wake_state SEC(".maps");
 
 /* Submit flags for a record standing for n events, the last with seq seq:
  * the ring's fill is checked when one of their seqs is a multiple of 64 (a
@@ -78,22 +78,27 @@ struct {
  * of the traced thread's time): once per consumer position is enough, so
  * a ring the drain has not reached yet (a storm, a starved drain) does not
  * interrupt every 64th event until it does. A program nesting here may
- * wake once more: harmless. */
+ * wake once more: harmless. Counted for ctl status (uprobe.bpf.c's
+ * programs keep a map of their own, not shown). */
 static __always_inline __u64 bt_submit_flags(void *ring, __u32 seq, __u32 n)
 {
-	__u64 *woke, cons;
+	struct bt_wake_state *w;
 	__u32 zero = 0;
+	__u64 cons;
 
 	if (!wakeup_bytes || (seq & BT_WAKEUP_CHECK_MASK) >= n ||
 	    bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) < wakeup_bytes)
 		return BPF_RB_NO_WAKEUP;
 	cons = bpf_ringbuf_query(ring, BPF_RB_CONS_POS);
-	woke = bpf_map_lookup_elem(&wake_cons, &zero);
-	if (woke) {
-		if (*woke == cons + 1)
-			return BPF_RB_NO_WAKEUP;
-		*woke = cons + 1; /* + 1: a ring never consumed is at 0, the map's initial value */
+	w = bpf_map_lookup_elem(&wake_state, &zero);
+	if (!w)
+		return BPF_RB_FORCE_WAKEUP;
+	if (w->cons == cons + 1) {
+		w->held++;
+		return BPF_RB_NO_WAKEUP;
 	}
+	w->cons = cons + 1; /* + 1: a ring never consumed is at 0, the map's initial value */
+	w->forced++;
 	return BPF_RB_FORCE_WAKEUP;
 }
 

@@ -448,6 +448,15 @@ struct bt_cpu_state {
 	struct bt_sys_pending sys;   /* this CPU's deferred sys_enter */
 };
 
+/* Per CPU, the drain's forced wakeups (emit.bpf.h: bt_submit_flags). Plain
+ * increments: statistics, where a program nesting at the wrong instruction
+ * may cost one count, never an event. */
+struct bt_wake_state {
+	__u64 cons;   /* the ring's consumer position + 1 at the last forced wakeup */
+	__u64 forced; /* wakeups forced past wakeup_bytes */
+	__u64 held;   /* checks past wakeup_bytes that did not wake: the drain had not moved since */
+};
+
 /*
  * The layouts user space, the BPF programs and dumps on disk share: a field
  * added, removed or moved changes a size here first (a compile error on
@@ -480,6 +489,7 @@ BT_ABI_SIZE(bt_offcpu_pending, 24);
 BT_ABI_SIZE(bt_ev_app_funcs, 56);
 BT_ABI_SIZE(bt_sys_pending, 40);
 BT_ABI_SIZE(bt_cpu_state, 144);
+BT_ABI_SIZE(bt_wake_state, 24);
 #undef BT_ABI_SIZE
 
 #endif /* BTRACE_EVENTS_H */

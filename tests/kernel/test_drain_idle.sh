@@ -14,7 +14,9 @@
 #   5. a dump's flush does not wait for the quiet period: three SIGUSR1
 #      dumps 1.2 s apart (no exec in between, which would end the wait
 #      itself) each find the drain within 50 ms (the log's "after X ms
-#      for the drain"; without the eventfd each would wait 0-200 ms).
+#      for the drain"; without the eventfd each would wait 0-200 ms);
+#   6. a system-call storm (dd, 1-byte blocks): the BPF side forces the
+#      drain's wakeup once per position it reached, not at every 64th event.
 # Needs root; prints TAP lines.
 # shellcheck disable=SC2015
 set -u
@@ -110,4 +112,26 @@ for m in $ms; do awk -v m="$m" 'BEGIN { exit !(m < 50) }' || slow="$slow $m ms;"
 [ -z "$slow" ] && [ -n "$ms" ] && ok "SIGUSR1 dumps when quiet: the drain flushed within 50 ms ($ms)" ||
 	not_ok "SIGUSR1 dumps when quiet: the drain's flush" "$slow $(tail -3 "$T_TMP/rec.log")"
 rec_stop "$REC_PID"
+
+# ---- 6. a system-call storm: the drain is woken once per move -----------------------------
+# dd with 1-byte blocks (a packaged program, two calls a byte) on CPU 0 under
+# a recorder of system calls with small rings: its ring stays past half
+# while the drain catches up. The programs force a wakeup once per position
+# the drain reached (emit.bpf.h); the checks in between are counted as not
+# repeated. Forcing one at every 64th event past half interrupted the
+# traced thread thousands of times more (an IPI each, a VM exit here).
+SOCK=$T_TMP/ctl_storm.sock
+if rec_start "$T_TMP/rec_storm.log" -e syscalls --sample 0 --ring-size 256K -m 8M -o "$T_TMP/out_storm" \
+	--ctl "$SOCK" --no-final-dump; then
+	taskset -c 0 dd if=/dev/zero of=/dev/null bs=1 count=1000000 2>/dev/null
+	line=$("$BT" ctl --ctl "$SOCK" status 2>&1 | grep '^drain: ')
+	rec_stop "$REC_PID"
+	diag "$line"
+	read -r forced held <<<"$(sed -nE 's/.* ([0-9]+) wakeups forced by a ring past [^(]*\(([0-9]+) not repeated.*/\1 \2/p' <<<"$line")"
+	[ "${forced:-0}" -ge 1 ] && [ "${held:-0}" -ge 1 ] &&
+		ok "a storm: $forced wakeups forced, $held checks past half not repeated until the drain moved" ||
+		not_ok "a storm: forced wakeups once per drain move (want both counts >= 1)" "$line"
+else
+	not_ok "recorder of system calls starts" "$(cat "$T_TMP/rec_storm.log")"
+fi
 finish

@@ -839,6 +839,15 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
 		st->wait_ms = atomic_load_explicit(&d->wait_ms, memory_order_relaxed);
 	}
 	st->drain_ms = l->drain_ms;
+	struct bt_wake_state *w = calloc(l->ncpus, sizeof(*w));
+	__u32 zero = 0;
+	if (w && bpf_map__lookup_elem(l->skel->maps.wake_state, &zero, sizeof(zero), w,
+				      l->ncpus * sizeof(*w), 0) == 0)
+		for (uint32_t c = 0; c < l->ncpus; c++) {
+			st->forced_wakeups += w[c].forced;
+			st->held_wakeups += w[c].held;
+		}
+	free(w);
 }
 
 int bt_loader_read_cpu_state(const struct bt_loader *l, uint64_t *drops, uint64_t *emitted,

@@ -62,6 +62,8 @@ struct bt_drain_stats {
 	uint64_t malformed; /* too short, or a CPU out of range: dropped */
 	uint64_t wakeups;   /* drain passes */
 	uint64_t exec_wakes; /* long waits an exec ended (drain.c: DRAIN_IDLE_MS) */
+	uint64_t forced_wakeups; /* by the programs past wakeup_bytes (emit.bpf.h) */
+	uint64_t held_wakeups;   /* not forced again: the drain had not moved since */
 	uint32_t wait_ms;   /* the drain's wait now (loader drain_ms while events flow) */
 	uint32_t drain_ms;
 };
