@@ -7,11 +7,14 @@
 #ifndef BTRACE_KALLSYMS_H
 #define BTRACE_KALLSYMS_H
 #include <stdint.h>
+#include <stdio.h>
 
 struct bt_kallsyms;
 /* NULL + errno if /proc/kallsyms cannot be read or shows no addresses
  * (kptr_restrict without root). */
 struct bt_kallsyms *bt_kallsyms_load(void);
+/* The same from a stream in /proc/kallsyms's format (tests). */
+struct bt_kallsyms *bt_kallsyms_read(FILE *f);
 void bt_kallsyms_free(struct bt_kallsyms *k);
 /* The symbol containing addr: its name, start and size (to the next
  * symbol); NULL if none. */
