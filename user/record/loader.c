@@ -286,11 +286,13 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 	/* System calls recorded: their exit program runs the mmap hook too,
 	 * and perf's syscall probe stays off every call's exit
 	 * (unwind_walk.bpf.h). */
+#if defined(__x86_64__) || defined(__aarch64__) /* where BT_NR_MMAP is known (unwind_walk.bpf.h) */
 	if (bpf_program__autoload(l->skel->progs.handle_unwind_mmap) &&
 	    bpf_program__autoload(l->skel->progs.handle_sys_exit)) {
 		bpf_program__set_autoload(l->skel->progs.handle_unwind_mmap, false);
 		l->skel->rodata->unwind_mmap_in_sys_exit = 1;
 	}
+#endif
 	for (int g = 0; g < BT_GROUP_MAX; g++)
 		if ((groups & (1u << g)) && !(loadable & (1u << g)))
 			bt_warn("no tracepoint of event group %s exists in this kernel: group disabled",
