@@ -120,7 +120,8 @@ static void frame_func(const struct bt_dump_stacks *s, const struct bt_dump_fram
 		sym_text(y, 0, e, sizeof(e));
 		if (!py_lines)
 			bt_py_drop_line(e);
-		snprintf(buf, len, "%s [py]", e);
+		/* the marker kept whole: a longest name gives way to it */
+		snprintf(buf, len, "%.*s [py]", (int)(len > 6 ? len - 6 : 0), e);
 	} else if (y) {
 		snprintf(buf, len, "%s", sym_text(y, 0, e, sizeof(e)));
 	} else if (m) {
