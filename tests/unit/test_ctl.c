@@ -177,13 +177,18 @@ static void test_idle_clients_do_not_lock_out(void)
 	char reply[256];
 	double t0;
 	ssize_t n;
+	int connected = 0;
 
 	for (int i = 0; i < NIDLE; i++) {
 		fds[i] = connect_raw();
-		REQUIRE(fds[i] >= 0, "connect %d", i);
-		if (i >= 20)
-			REQUIRE(write(fds[i], "sta", 3) == 3, "write");
+		connected += fds[i] >= 0;
+		/* EPIPE allowed: on a loaded machine the server may have
+		 * evicted this client already (its job), before the write */
+		if (i >= 20 && fds[i] >= 0 && write(fds[i], "sta", 3) < 0 && errno != EPIPE &&
+		    errno != ECONNRESET)
+			CHECK(0, "write to client %d: %s", i, strerror(errno));
 	}
+	CHECK(connected == NIDLE, "%d of %d idle clients connected", connected, NIDLE);
 	usleep(300 * 1000); /* older than the server's eviction threshold */
 	t0 = now_s();
 	client_prints("hello", "hello back\n");
@@ -192,7 +197,8 @@ static void test_idle_clients_do_not_lock_out(void)
 	reply[n > 0 ? n : 0] = 0;
 	CHECK(strstr(reply, "error: ") != NULL, "the oldest idle client was told: '%s'", reply);
 	for (int i = 0; i < NIDLE; i++)
-		close(fds[i]);
+		if (fds[i] >= 0)
+			close(fds[i]);
 }
 
 /* A client that sends nothing is dropped after the first-byte timeout. */
