@@ -284,9 +284,9 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 	}
 	btf__free(vmlinux);
 	/* System calls recorded: their exit program runs the mmap hook too,
-	 * and perf's syscall probe stays off every call's exit
-	 * (unwind_walk.bpf.h). */
-#if defined(__x86_64__) || defined(__aarch64__) /* where BT_NR_MMAP is known (unwind_walk.bpf.h) */
+	 * and perf's syscall probe stays off every call's exit. Where
+	 * BT_NR_MMAP is known (unwind_walk.bpf.h). */
+#if defined(__x86_64__) || defined(__aarch64__)
 	if (bpf_program__autoload(l->skel->progs.handle_unwind_mmap) &&
 	    bpf_program__autoload(l->skel->progs.handle_sys_exit)) {
 		bpf_program__set_autoload(l->skel->progs.handle_unwind_mmap, false);
@@ -841,13 +841,19 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
 		st->wait_ms = atomic_load_explicit(&d->wait_ms, memory_order_relaxed);
 	}
 	st->drain_ms = l->drain_ms;
+}
+
+void bt_loader_wake_stats(const struct bt_loader *l, uint64_t *forced, uint64_t *held)
+{
 	struct bt_wake_state *w = calloc(l->ncpus, sizeof(*w));
 	__u32 zero = 0;
+
+	*forced = *held = 0;
 	if (w && bpf_map__lookup_elem(l->skel->maps.wake_state, &zero, sizeof(zero), w,
 				      l->ncpus * sizeof(*w), 0) == 0)
 		for (uint32_t c = 0; c < l->ncpus; c++) {
-			st->forced_wakeups += w[c].forced;
-			st->held_wakeups += w[c].held;
+			*forced += w[c].forced;
+			*held += w[c].held;
 		}
 	free(w);
 }

@@ -62,8 +62,6 @@ struct bt_drain_stats {
 	uint64_t malformed; /* too short, or a CPU out of range: dropped */
 	uint64_t wakeups;   /* drain passes */
 	uint64_t exec_wakes; /* long waits an exec ended (drain.c: DRAIN_IDLE_MS) */
-	uint64_t forced_wakeups; /* by the programs past wakeup_bytes (emit.bpf.h) */
-	uint64_t held_wakeups;   /* not forced again: the drain had not moved since */
 	uint32_t wait_ms;   /* the drain's wait now (loader drain_ms while events flow) */
 	uint32_t drain_ms;
 };
@@ -89,6 +87,10 @@ unsigned bt_loader_nattached(const struct bt_loader *l);
 uint64_t bt_loader_ring_size(const struct bt_loader *l);
 uint64_t bt_loader_ring_size_per_cpu(const struct bt_loader *l);
 uint64_t bt_loader_wakeup_bytes(const struct bt_loader *l);
+/* The drain's wakeups the programs forced past wakeup_bytes, and the
+ * checks that held one back (the drain had not moved since): a map read,
+ * for ctl status only. */
+void bt_loader_wake_stats(const struct bt_loader *l, uint64_t *forced, uint64_t *held);
 /* Possible CPUs: the range of event cpu numbers and of the per-CPU arrays. */
 uint32_t bt_loader_ncpus(const struct bt_loader *l);
 

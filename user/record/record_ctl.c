@@ -381,10 +381,12 @@ static int do_status(struct recorder *r, FILE *out)
 		format_size(mi.uordblks, a, sizeof(a)), format_size(mi.fordblks, b2, sizeof(b2)),
 		format_size(mi.hblkhd, c, sizeof(c)));
 	fprintf(out, "events: %" PRIu64 " recorded, %" PRIu64 "/s\n", ds.events, atomic_load(&r->rate));
+	uint64_t forced, held;
+	bt_loader_wake_stats(r->loader, &forced, &held);
 	fprintf(out, "drain: %" PRIu64 " passes, %u ms apart now (%u while events flow, longer when quiet); "
 		"%" PRIu64 " quiet waits ended by an exec; %" PRIu64 " wakeups forced by a ring past %s (%" PRIu64
 		" not repeated: the drain had not moved yet)\n", ds.wakeups, ds.wait_ms, ds.drain_ms, ds.exec_wakes,
-		ds.forced_wakeups, format_size(bt_loader_wakeup_bytes(r->loader), a, sizeof(a)), ds.held_wakeups);
+		forced, format_size(bt_loader_wakeup_bytes(r->loader), a, sizeof(a)), held);
 	/* When on, the stacks line says the rate. */
 	if (bt_loader_sampling_refused(r->loader))
 		fprintf(out, "sampling: off, the kernel refused its perf events (%s): kernel.perf_event_paranoid "
