@@ -436,6 +436,50 @@ static void test_window_gap(void)
 	CHECK(w.limit_cpu == -1 && pc[0].limit == BT_SEQ_LIMIT_NONE && w.cont_events == 1, "no limit");
 }
 
+/* A summary's seq records come in the buffer's block order, a few sorted
+ * runs per CPU (seq_window.c merges them): the same window as the
+ * time-ordered events give, for runs rotated, a 32-bit wrap, a gap and a
+ * duplicate among them. */
+static void test_window_runs(void)
+{
+	enum { N = 3000 };
+	static struct bt_event_hdr e[N];
+	static struct bt_dump_event de[N];
+	static struct bt_seq_rec r[N];
+	size_t n = 0;
+
+	for (uint32_t c = 0; c < 2; c++)
+		for (uint32_t i = 0; i < N / 2; i++) {
+			uint32_t seq = 0xffffff00u + i + (c == 1 && i >= 700 ? 9 : 0); /* CPU 1: 9 missing */
+			if (c == 0 && i == 400)
+				seq--; /* a duplicate of 399, and 400 missing */
+			e[n++] = (struct bt_event_hdr){ .ts_ns = 1000 + 3 * (uint64_t)i + c, .seq = seq, .cpu = c,
+							.type = BT_EV_SYS_ENTER };
+		}
+	/* e is per CPU in time order; the events' path wants global time order */
+	for (size_t i = 0, a = 0, b = N / 2; i < N; i++)
+		de[i] = (struct bt_dump_event){ .ev = &e[b >= N || (a < N / 2 && e[a].ts_ns < e[b].ts_ns) ? a++ : b++],
+						.len = sizeof(e[0]) };
+	/* the records: the even events in runs of 257, last run first, then
+	 * the odd ones in one run (the merges take from both sides) */
+	size_t m = 0;
+	for (size_t run = (N + 256) / 257; run-- > 0;)
+		for (size_t i = run * 257; i < (run + 1) * 257 && i < N; i++)
+			if (i % 2 == 0)
+				r[m++] = (struct bt_seq_rec){ .ts = e[i].ts_ns, .seq = e[i].seq, .cpu = e[i].cpu };
+	for (size_t i = 1; i < N; i += 2)
+		r[m++] = (struct bt_seq_rec){ .ts = e[i].ts_ns, .seq = e[i].seq, .cpu = e[i].cpu };
+	REQUIRE(m == N, "records %zu", m);
+	struct bt_seq_window we, wr;
+	REQUIRE(bt_seq_analyze(de, N, 2, &we, NULL) == 0, "analyze events");
+	REQUIRE(bt_seq_analyze_recs(r, N, 2, 0, &wr) == 0, "analyze records");
+	CHECK(we.events == N && we.gaps == 2 && we.missing == 10 && we.dups == 1, "events: gaps %" PRIu64
+	      " missing %" PRIu64 " dups %" PRIu64, we.gaps, we.missing, we.dups);
+	CHECK(memcmp(&we, &wr, sizeof(we)) == 0, "records in runs: events %" PRIu64 " gaps %" PRIu64 " missing %" PRIu64
+	      " dups %" PRIu64 " start %" PRIu64 " (events' start %" PRIu64 ")", wr.events, wr.gaps, wr.missing, wr.dups,
+	      wr.cont_start_ts, we.cont_start_ts);
+}
+
 /* A real dump with a crafted gap: events of CPU 1 with seqs 100..109 are never written. */
 static void test_dump_gap(void)
 {
@@ -1211,6 +1255,7 @@ int main(void)
 	RUN(test_roundtrip_compressed);
 	RUN(test_overwritten_history);
 	RUN(test_window_gap);
+	RUN(test_window_runs);
 	RUN(test_dump_gap);
 	RUN(test_report_format);
 	RUN(test_field_text);

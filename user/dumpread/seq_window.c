@@ -69,16 +69,81 @@ static int get_rec(const void *src, size_t i, uint32_t ncpus, struct bt_seq_rec 
 	return out->cpu < ncpus;
 }
 
+/* Time order within a CPU, as bt_dump_events' is: time, seq (then the
+ * input's order). */
+static int cmp_sq_time(const void *a, const void *b)
+{
+	const struct sq *x = a, *y = b;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->seq != y->seq)
+		return x->seq < y->seq ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* Sorts a CPU's events, which arrive as a few sorted runs (its blocks in
+ * the buffer's ring order, the cold tier's before them: 7 runs in 1.3 M
+ * events of a 16 MiB dump): the runs are found and merged pairwise, n
+ * log(runs) compares where qsort spends n log n. Stable. -ENOMEM leaves
+ * the events as they were. */
+static int sort_runs(struct sq *a, size_t k, int (*cmp)(const void *, const void *))
+{
+	size_t nb = 1, *bd;
+	struct sq *tmp, *src = a, *dst, *swap;
+
+	for (size_t j = 1; j < k; j++)
+		nb += cmp(&a[j - 1], &a[j]) > 0;
+	if (nb == 1)
+		return 0;
+	bd = malloc((nb + 1) * sizeof(*bd));
+	tmp = malloc(k * sizeof(*tmp));
+	if (!bd || !tmp) {
+		free(bd);
+		free(tmp);
+		return -ENOMEM;
+	}
+	nb = 0;
+	bd[nb++] = 0;
+	for (size_t j = 1; j < k; j++)
+		if (cmp(&a[j - 1], &a[j]) > 0)
+			bd[nb++] = j;
+	bd[nb] = k; /* runs [bd[i], bd[i+1]) for i < nb */
+	dst = tmp;
+	while (nb > 1) {
+		size_t out = 0;
+
+		for (size_t i = 0; i < nb; i += 2) {
+			size_t lo = bd[i], mid = i + 1 < nb ? bd[i + 1] : bd[nb], hi = i + 1 < nb ? bd[i + 2] : bd[nb];
+			size_t x = lo, y = mid, o = lo;
+
+			while (x < mid && y < hi)
+				dst[o++] = cmp(&src[y], &src[x]) < 0 ? src[y++] : src[x++];
+			memcpy(dst + o, src + x, (mid - x) * sizeof(*dst));
+			o += mid - x;
+			memcpy(dst + o, src + y, (hi - y) * sizeof(*dst));
+			bd[out++] = lo;
+		}
+		bd[out] = k;
+		nb = out;
+		swap = src; /* the merged runs are the next pass's source */
+		src = dst;
+		dst = swap;
+	}
+	if (src != a)
+		memcpy(a, src, k * sizeof(*a));
+	free(tmp);
+	free(bd);
+	return 0;
+}
+
 static int seqs_build(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, struct seqs *q)
 {
 	size_t *fill = calloc(ncpus ? ncpus : 1, sizeof(*fill));
-	uint64_t *last = calloc(ncpus ? ncpus : 1, sizeof(*last));
 	struct bt_seq_rec r;
 	q->start = calloc((size_t)ncpus + 1, sizeof(*q->start));
 	q->it = malloc((n ? n : 1) * sizeof(*q->it));
-	if (!fill || !last || !q->start || !q->it) {
+	if (!fill || !q->start || !q->it) {
 		free(fill);
-		free(last);
 		seqs_free(q);
 		return -ENOMEM;
 	}
@@ -87,24 +152,34 @@ static int seqs_build(seq_get_fn get, const void *src, size_t n, uint32_t ncpus,
 			q->start[r.cpu + 1]++;
 	for (uint32_t c = 0; c < ncpus; c++)
 		q->start[c + 1] += q->start[c];
-	for (size_t i = 0; i < n; i++) {
-		if (!get(src, i, ncpus, &r))
-			continue;
-		uint32_t c = r.cpu;
-		uint64_t s;
-		if (fill[c] == 0)
-			s = (1ull << 32) + r.seq; /* headroom for a first event seen out of order */
-		else
-			s = last[c] + (uint64_t)(int64_t)(int32_t)(r.seq - (uint32_t)last[c]);
-		last[c] = s;
-		q->it[q->start[c] + fill[c]++] = (struct sq){ .seq = s, .ts = r.ts, .idx = i };
+	for (size_t i = 0; i < n; i++)
+		if (get(src, i, ncpus, &r))
+			q->it[q->start[r.cpu] + fill[r.cpu]++] = (struct sq){ .seq = r.seq, .ts = r.ts, .idx = i };
+	for (uint32_t c = 0; c < ncpus; c++) {
+		struct sq *a = q->it + q->start[c];
+		size_t k = fill[c];
+		uint64_t last = 0;
+
+		/* The 32-bit seq is unwrapped along the CPU's time order. */
+		if (sort_runs(a, k, cmp_sq_time) < 0)
+			goto nomem;
+		for (size_t j = 0; j < k; j++) {
+			uint32_t s = (uint32_t)a[j].seq;
+			if (j == 0)
+				last = (1ull << 32) + s; /* headroom for a first event seen out of order */
+			else
+				last += (uint64_t)(int64_t)(int32_t)(s - (uint32_t)last);
+			a[j].seq = last;
+		}
+		if (sort_runs(a, k, cmp_sq) < 0)
+			goto nomem;
 	}
-	for (uint32_t c = 0; c < ncpus; c++)
-		if (fill[c] > 1)
-			qsort(q->it + q->start[c], fill[c], sizeof(*q->it), cmp_sq);
 	free(fill);
-	free(last);
 	return 0;
+nomem:
+	free(fill);
+	seqs_free(q);
+	return -ENOMEM;
 }
 
 static int analyze(seq_get_fn get, const void *src, size_t n, uint32_t ncpus, uint64_t resumed_ts,
@@ -223,21 +298,9 @@ int bt_seq_analyze_dump(const struct bt_dump *d, const struct bt_dump_event *ev,
 	return analyze(get_event, ev, n, ncpus, rs ? rs->resumed_ts : 0, w, percpu);
 }
 
-/* Time order as bt_dump_events' for kernel events: time, CPU, seq. */
-static int cmp_rec(const void *a, const void *b)
-{
-	const struct bt_seq_rec *x = a, *y = b;
-	if (x->ts != y->ts)
-		return x->ts < y->ts ? -1 : 1;
-	if (x->cpu != y->cpu)
-		return x->cpu < y->cpu ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
+/* The records in any order: seqs_build puts each CPU's in time order. */
 int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w)
 {
-	if (n > 1)
-		qsort(r, n, sizeof(*r), cmp_rec);
 	return analyze(get_rec, r, n, ncpus, resumed_ts, w, NULL);
 }
 
