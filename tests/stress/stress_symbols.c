@@ -62,6 +62,9 @@ static uint64_t text_lo, text_hi; /* this binary's code, mapped (frames 1.. land
 static atomic_int stop, failed;
 static atomic_ulong defined, dumps, named, unnamed_late, status_reads;
 static atomic_int exe_loaded;
+/* main asks for the midway stack (1); the drain defines it (2): stacks are
+ * defined by the drain thread only (stack_table.h) */
+static atomic_int midway;
 
 static double now_s(void)
 {
@@ -97,6 +100,12 @@ static void *drain_main(void *arg)
 
 	(void)arg;
 	while (!atomic_load(&stop)) {
+		if (atomic_load(&midway) == 1) {
+			uint64_t ip = (uint64_t)(uintptr_t)&getpid;
+
+			define_user(0x22, &ip, 1);
+			atomic_store(&midway, 2);
+		}
 		/* frame 0 in an sf_ function (checked by name: a return
 		 * address, ip - 1 stays in it); the others anywhere in the
 		 * code, so the loader has lookups to do, as on a real machine */
@@ -222,9 +231,10 @@ int main(int argc, char **argv)
 	pthread_create(&stt, NULL, status_main, NULL);
 	usleep((useconds_t)(secs / 2 * 1e6));
 	/* midway, a file nothing has touched: loaded while the flood goes on */
-	ip = (uint64_t)(uintptr_t)&getpid;
-	define_user(0x22, &ip, 1);
 	double t0 = now_s();
+	atomic_store(&midway, 1);
+	while (atomic_load(&midway) != 2)
+		usleep(1000);
 	int r1 = bt_symbolizer_settle(z, SETTLE_MS);
 	double settle_s = now_s() - t0;
 	usleep((useconds_t)(secs / 2 * 1e6));
