@@ -7,9 +7,10 @@
 #   STRESS_SECONDS=N  time bound per stress run (default 4)
 #   T_JOBS=N  programs run side by side (default 2; 1 runs one at a time)
 #   T_RETRY=0  do not run a failed kernel/ or system/ program a second time
-# Programs run T_JOBS at a time, each printed whole when it ends, except the
-# SOLO ones below: they measure time, CPU or a peer tracer's view, or load
-# the machine on purpose, and run alone once the others are done.
+# Programs run T_JOBS at a time (a LIGHT one, below, counts half), each
+# printed whole when it ends, except the SOLO ones: they measure time, CPU
+# or a peer tracer's view, or load the machine on purpose, and run alone
+# once the others are done, the fuzzers beside them at idle priority.
 # A kernel/ or system/ program that fails is run once more, alone (their
 # bounds are timings on a shared machine): its first run's lines are printed
 # whole, and the summary names it under "passed on its second run" with the
@@ -45,6 +46,20 @@ SOLO='^(system/test_(service|unit_caps)$|stress/|kernel/test_(sys_pairs|stacks_c
 # through them (25 and 22 s, no CPU). They run beside the others without
 # taking one of the T_JOBS places.
 IDLE='^unit/test_(ctl|on_dump)$'
+
+# Half a place: programs that wait more than they work (under half a CPU
+# on average in a full run: kernel/test_trigger 25 s for 9 CPU-s,
+# test_unwind_hostile 21 s for 10), two of them in one of the T_JOBS places.
+LIGHT='^(kernel/test_(trigger|unwind_hostile|hostile|ctl|ctl_socket|record|uprobe|uprobes|funcs_edge)|system/test_install)$'
+
+# In the background of the alone phase, at idle priority (SCHED_IDLE): the
+# fuzzers, one CPU each for a wall-clock time, no timing of their own and
+# no system calls to speak of. They take only what the alone programs
+# leave idle (~0.7 of the 2 CPUs), and a program that wakes preempts them
+# at once. One at a time.
+BACKGROUND='^fuzz/'
+# T_JOBS=1: one program at a time, every one of them
+[ "$jobs" = 1 ] && LIGHT='^$' BACKGROUND='^$'
 
 # The longest of the side-by-side phase (30-80 s each), started first so
 # that the phase does not end on one of them running alone.
@@ -122,6 +137,7 @@ stop_running() {
 trap 'stop_running; exit 130' INT
 trap 'stop_running; exit 143' TERM
 trap 'stop_running; wait; rm -rf "$R"' EXIT
+# start I [idle]: idle runs it at SCHED_IDLE
 start() {
 	local i=$1
 	(
@@ -129,7 +145,7 @@ start() {
 		# timeout leads a process group of its own: what the program
 		# leaves running (a load generator whose wrapper was killed) is
 		# killed with it, and named, rather than loading every test after it.
-		timeout --kill-after=10 "${J_TO[i]}" bash -c "${J_CMD[i]}" >"$R/$i.log" 2>&1 </dev/null &
+		${2:+chrt --idle 0} timeout --kill-after=10 "${J_TO[i]}" bash -c "${J_CMD[i]}" >"$R/$i.log" 2>&1 </dev/null &
 		tpid=$!
 		echo "$tpid" >"$R/$i.pid"
 		wait "$tpid"
@@ -184,25 +200,44 @@ finish() {
 	times+=("$secs $cpu $name")
 }
 
-# working: how many of the running programs are not IDLE ones
+# weight I: the half places program I takes: 0 IDLE, 1 LIGHT, else 2
+weight() {
+	if [[ ${J_NAME[$1]} =~ $IDLE ]]; then echo 0; elif [[ ${J_NAME[$1]} =~ $LIGHT ]]; then echo 1; else echo 2; fi
+}
+
+# working: the half places the running programs take (BACKGROUND ones none)
 working() {
 	local r n=0
-	for r in "${running[@]}"; do [[ ${J_NAME[r]} =~ $IDLE ]] || n=$((n + 1)); done
+	for r in "${running[@]}"; do [[ ${J_NAME[r]} =~ $BACKGROUND ]] || n=$((n + $(weight "$r"))); done
 	echo "$n"
 }
 
-# run_all MAX FINAL I...: runs the programs, at most MAX at once besides
-# the IDLE ones.
+# run_all MAX FINAL I...: runs the programs, at most MAX places' worth at
+# once (a LIGHT program half a place, an IDLE one none); with BG set, the
+# BACKGROUND programs of $bg_todo one at a time beside them.
 run_all() {
-	local max=$1 final=$2 i r
+	local max=$1 final=$2 i r w
 	shift 2
 	local todo=("$@") running=()
 	while [ ${#todo[@]} -gt 0 ] || [ ${#running[@]} -gt 0 ]; do
-		while [ ${#todo[@]} -gt 0 ] && { [[ ${J_NAME[todo[0]]} =~ $IDLE ]] || [ "$(working)" -lt "$max" ]; }; do
+		while [ ${#todo[@]} -gt 0 ]; do
+			w=$(weight "${todo[0]}")
+			# (a program heavier than the places left waits, unless
+			# nothing runs: MAX 1 still runs a 2-place program)
+			[ "$w" -eq 0 ] || [ $(($(working) + w)) -le $((2 * max)) ] || [ "$(working)" -eq 0 ] || break
 			start "${todo[0]}"
 			running+=("${todo[0]}")
 			todo=("${todo[@]:1}")
 		done
+		if [ -n "${BG:-}" ] && [ ${#bg_todo[@]} -gt 0 ] && [ ${#todo[@]} -gt 0 ]; then
+			local busy=0
+			for r in "${running[@]}"; do [[ ${J_NAME[r]} =~ $BACKGROUND ]] && busy=1; done
+			if [ "$busy" = 0 ]; then
+				start "${bg_todo[0]}" idle
+				running+=("${bg_todo[0]}")
+				bg_todo=("${bg_todo[@]:1}")
+			fi
+		fi
 		# No child left to wait for and no result: a program's runner
 		# died before writing it (finish would block on nothing).
 		wait -n 2>/dev/null || sleep 0.2
@@ -215,11 +250,15 @@ run_all() {
 }
 
 first=()
-side=() alone=()
-idle=() long=()
+side=() alone=() alone_k=()
+idle=() long=() bg_todo=()
 for i in "${!J_NAME[@]}"; do
-	if [[ ${J_NAME[i]} =~ $SOLO ]]; then
+	if [[ ${J_NAME[i]} =~ $BACKGROUND ]]; then
+		bg_todo+=("$i")
+	elif [[ ${J_NAME[i]} =~ $SOLO && ${J_NAME[i]} =~ ^stress/ ]]; then
 		alone+=("$i")
+	elif [[ ${J_NAME[i]} =~ $SOLO ]]; then
+		alone_k+=("$i")
 	elif [[ ${J_NAME[i]} =~ $IDLE ]]; then
 		idle+=("$i")
 	elif [[ ${J_NAME[i]} =~ $LONG ]]; then
@@ -229,8 +268,13 @@ for i in "${!J_NAME[@]}"; do
 	fi
 done
 side=("${idle[@]}" "${long[@]}" "${side[@]}")
+# The alone kernel and system programs before the stress runs: they leave
+# a CPU mostly idle for the background, the stress runs fill both.
+alone=("${alone_k[@]}" "${alone[@]}")
 [ ${#side[@]} -gt 0 ] && run_all "$jobs" 0 "${side[@]}"
-[ ${#alone[@]} -gt 0 ] && run_all 1 0 "${alone[@]}"
+[ ${#alone[@]} -gt 0 ] && BG=1 run_all 1 0 "${alone[@]}"
+# (what the alone phase did not reach: there were none to run beside)
+[ ${#bg_todo[@]} -gt 0 ] && run_all "$jobs" 0 "${bg_todo[@]}"
 [ ${#again[@]} -gt 0 ] && run_all 1 1 "${again[@]}"
 
 # Where the time goes (docs/testing.md keeps the list of a full run).

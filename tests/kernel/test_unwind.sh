@@ -85,7 +85,7 @@ run_sw() { # NAME BINARY [LOAD]
 	fi
 	record_until_loaded "$T_TMP/rec_$name.log" --sample 997 --comm sw -o "$out" -m 16M ||
 		{ kill "${pids[@]}" 2>/dev/null; return 1; }
-	echo go | "$T_TMP/sw" 3 2 10 >/dev/null 2>&1
+	echo go | "$T_TMP/sw" 2 2 10 >/dev/null 2>&1
 	rec_stop "$REC_PID"
 	[ "${#pids[@]}" -gt 0 ] && kill "${pids[@]}" 2>/dev/null
 	"$BT" report --folded "$(ls "$out"/*.btd | head -1)" >"$T_TMP/folded_$name" 2>&1
@@ -244,9 +244,9 @@ packaged() {
 	"$@" <"${PK_STDIN:-/dev/null}" >/dev/null 2>&1 &
 	pid=$!
 	if [ "$have_perf" = 1 ]; then
-		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$W/$name.perf" -p "$pid" -- sleep 3 >/dev/null 2>&1
+		perf record -q -e cpu-clock -F 499 --call-graph dwarf -o "$W/$name.perf" -p "$pid" -- sleep 2 >/dev/null 2>&1
 	fi
-	sleep 1
+	sleep 0.5
 	kill "$pid" 2>/dev/null # (sqlite3 runs on)
 	wait "$pid"
 	rec_stop "$REC_PID"
