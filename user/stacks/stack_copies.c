@@ -155,7 +155,7 @@ void bt_stack_copies_pass(struct bt_stack_copies *s, struct bt_stack_table *t, i
 		}
 		uint64_t *field = &s->cnt.bad;
 		if (r == BT_COPYW_DONE) {
-			if (bt_stack_table_finish(t, p->c->hash, p->c->nframes, w.fr, w.n, w.why))
+			if (bt_stack_table_finish(t, p->c->hash, p->c->nframes, &w.stop, w.fr, w.n, w.why))
 				field = &s->cnt.gone;
 			else if (give_up)
 				field = &s->cnt.expired;

@@ -68,6 +68,17 @@ static void find_row(const struct bt_copy_tables *tb, const struct bt_unwind_fil
 		*row = tb->rows[f->first + lo - 1];
 }
 
+/* pc in mapping m as the BPF walker emits it (bt_uw_step) */
+static struct bt_stack_frame_file frame_file(const struct bt_unwind_map *m, uint64_t pc)
+{
+	uint64_t foff = pc - m->start + m->off;
+
+	return (struct bt_stack_frame_file){ .ip = pc, .ino = m->ino,
+					     .dev_off = m->kind == BT_UMAP_FILE && foff <= 0xffffffffull
+								? (uint64_t)m->dev | foff << 32
+								: BT_FRAME_NO_FILE };
+}
+
 int bt_copy_walk(const struct bt_raw_stack_copy *c, size_t len, const struct bt_copy_tables *tb, uint32_t max_new,
 		 int give_up, struct bt_copy_walk *out)
 {
@@ -80,8 +91,11 @@ int bt_copy_walk(const struct bt_raw_stack_copy *c, size_t len, const struct bt_
 
 	out->n = 0;
 	out->why = 0;
+	out->stop = (struct bt_stack_frame_file){ .ip = pc, .dev_off = BT_FRAME_NO_FILE };
 	for (;; idx++) {
 		const struct bt_unwind_map *m = find_map(maps, c->nmaps, pc);
+		if (m && idx == c->nframes - 1)
+			out->stop = frame_file(m, pc);
 		if (!m) {
 			out->why = BT_WHY_NO_MAP; /* junk from a broken chain: never a frame */
 			return BT_COPYW_DONE;
@@ -91,11 +105,7 @@ int bt_copy_walk(const struct bt_raw_stack_copy *c, size_t len, const struct bt_
 				out->why = BT_WHY_DEPTH;
 				return BT_COPYW_DONE;
 			}
-			uint64_t foff = pc - m->start + m->off;
-			out->fr[out->n++] = (struct bt_stack_frame_file){
-				.ip = pc, .ino = m->ino,
-				.dev_off = m->kind == BT_UMAP_FILE && foff <= 0xffffffffull ? (uint64_t)m->dev | foff << 32
-											    : BT_FRAME_NO_FILE };
+			out->fr[out->n++] = frame_file(m, pc);
 		}
 		if (m->kind == BT_UMAP_ANON) {
 			out->why = BT_WHY_ANON;

@@ -28,6 +28,10 @@ struct bt_copy_tables {
  * them (struct bt_stack_frame_file: ip, ino, dev_off). */
 struct bt_copy_walk {
 	struct bt_stack_frame_file fr[BT_MAX_FRAMES];
+	/* The stop frame as the copy's mappings place it (ino 0, dev_off
+	 * BT_FRAME_NO_FILE: in none): its definition may have named it
+	 * before the recorder knew the file's path (stack_table.c). */
+	struct bt_stack_frame_file stop;
 	uint32_t n;
 	uint32_t why; /* 0: complete (the outermost frame reached); else enum bt_stack_why */
 };

@@ -794,7 +794,8 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 }
 
 int bt_stack_table_finish(struct bt_stack_table *t, uint64_t hash, uint32_t nframes,
-			  const struct bt_stack_frame_file *more, uint32_t nmore, uint32_t why)
+			  const struct bt_stack_frame_file *stop, const struct bt_stack_frame_file *more,
+			  uint32_t nmore, uint32_t why)
 {
 	uint32_t i = find_slot(t, hash), unresolved = 0;
 
@@ -813,6 +814,18 @@ int bt_stack_table_finish(struct bt_stack_table *t, uint64_t hash, uint32_t nfra
 		return -ENOMEM;
 	}
 	e->frames = fr;
+	if (stop && stop->dev_off != BT_FRAME_NO_FILE && fr[nframes - 1].map == BT_DMAP_NONE) {
+		/* The walk stopped at a file whose table was not built: its
+		 * path may have been unknown then, and the process gone. */
+		uint64_t off = stop->ip;
+		uint32_t map = user_frame(t, e->tgid, 0, nframes - 1, stop->ip, stop->ino, stop->dev_off, &off);
+		if (map != BT_DMAP_NONE) {
+			fr[nframes - 1] = (struct bt_dump_frame){ .map = map, .sym = 0, .off = off };
+			t->unresolved -= t->unresolved > 0;
+			if (t->newf)
+				keep_new_frame(t, map, bt_frame_lookup_off(off, nframes - 1));
+		}
+	}
 	for (uint32_t k = 0; k < nmore; k++) {
 		uint64_t off = more[k].ip;
 		uint32_t map = user_frame(t, e->tgid, 0, nframes + k, more[k].ip, more[k].ino, more[k].dev_off, &off);

@@ -73,11 +73,14 @@ void bt_stack_table_set_path_source(struct bt_stack_table *t, bt_mapcap_path_fn 
 void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_def *d, uint32_t len);
 /* A user stack defined cut (nframes frames) finished from its stack copy
  * (stack_copies.h): more frames after its last, and why it ends now (0:
- * the outermost frame, else enum bt_stack_why). 0, -ENOENT if hash is not
+ * the outermost frame, else enum bt_stack_why). stop (or NULL): the last
+ * frame's file, named now if its definition could not (the process gone
+ * before the recorder knew the file's path). 0, -ENOENT if hash is not
  * such a stack (reclaimed since, or cut by the recorder), -ENOMEM. Drain
  * thread. */
 int bt_stack_table_finish(struct bt_stack_table *t, uint64_t hash, uint32_t nframes,
-			  const struct bt_stack_frame_file *more, uint32_t nmore, uint32_t why);
+			  const struct bt_stack_frame_file *stop, const struct bt_stack_frame_file *more,
+			  uint32_t nmore, uint32_t why);
 /* What reclamation asks of the kernel side (the loader's BPF maps). */
 struct bt_stack_reclaim_ops {
 	/* Drop hashes from the kernel's set of stacks already sent. */
