@@ -5,7 +5,7 @@
 #   TESTS=pattern  run only programs whose name matches (grep -E)
 #   SKIP_TESTS=pattern  leave out programs whose name matches (grep -E)
 #   STRESS_SECONDS=N  time bound per stress run (default 4)
-#   T_JOBS=N  programs run side by side (default 2; 1 runs one at a time)
+#   T_JOBS=N  programs run side by side (default 3; 1 runs one at a time)
 #   T_RETRY=0  do not run a failed kernel/ or system/ program a second time
 # Programs run T_JOBS at a time (a LIGHT one, below, counts half), each
 # printed whole when it ends, except the SOLO ones: they measure time, CPU
@@ -27,7 +27,7 @@ times=()   # "SECONDS CPU-SECONDS NAME" per program, for the slowest ten at the 
 t_start=$SECONDS
 filter=${TESTS:-.}
 skip_filter=${SKIP_TESTS:-}
-jobs=${T_JOBS:-2}
+jobs=${T_JOBS:-3}
 [[ $jobs =~ ^[1-9][0-9]?$ ]] || { echo "tests/run.sh: T_JOBS must be 1-99, not '$jobs'" >&2; exit 2; }
 export STRESS_SECONDS=${STRESS_SECONDS:-4}
 export BTRACE_BPF=$PWD/build/btrace-bpf
@@ -274,16 +274,21 @@ side=("${idle[@]}" "${long[@]}" "${side[@]}")
 # The alone kernel and system programs before the stress runs: they leave
 # a CPU mostly idle for the background, the stress runs fill both.
 alone=("${alone_k[@]}" "${alone[@]}")
+t_side=$SECONDS
 [ ${#side[@]} -gt 0 ] && run_all "$jobs" 0 "${side[@]}"
+t_alone=$SECONDS
 [ ${#alone[@]} -gt 0 ] && BG=1 run_all 1 0 "${alone[@]}"
 # (what the alone phase did not reach: there were none to run beside)
 [ ${#bg_todo[@]} -gt 0 ] && run_all "$jobs" 0 "${bg_todo[@]}"
+t_again=$SECONDS
 [ ${#again[@]} -gt 0 ] && run_all 1 1 "${again[@]}"
+t_end=$SECONDS
 
 # Where the time goes (docs/testing.md keeps the list of a full run).
 if [ ${#times[@]} -gt 1 ]; then
 	echo "slowest of ${#times[@]} programs ($((SECONDS - t_start))s in all, $(printf '%s\n' "${times[@]}" | awk '{ c += $2 } END { print c }') CPU-s):"
 	printf '%s\n' "${times[@]}" | sort -rn | head -10 | awk '{ printf "  %4ds %5d CPU-s  %s\n", $1, $2, $3 }'
+	echo "phases: ${#side[@]} side by side $((t_alone - t_side))s, ${#alone[@]} alone (fuzzers beside) $((t_again - t_alone))s, ${#again[@]} again $((t_end - t_again))s"
 fi
 if [ -s "$T_WAIT_LOG" ]; then
 	echo "waits that ran to their bound (seconds each):"
