@@ -73,8 +73,9 @@ run_with_timeout() {
 	timeout --kill-after=5 "$secs" "$@"
 }
 
-# wait_for SECS CMD...: until CMD succeeds, tried every 0.1 s for at most
-# SECS; its words are expanded once, at the call
+# wait_for SECS CMD...: until CMD succeeds, tried every 0.1 s (every 0.02 s
+# in its first 0.2 s: most waits end there, on a recorder starting or a
+# dump written) for at most SECS; its words are expanded once, at the call
 wait_for() {
 	local secs=$1
 	shift
@@ -94,11 +95,12 @@ wait_eval() {
 	local _w_secs=$1 _w_label=$2 _w_code=$3 _w_i=0
 	until eval "$_w_code" >/dev/null 2>&1; do
 		_w_i=$((_w_i + 1))
-		if [ "$_w_i" -ge $((_w_secs * 10)) ]; then
+		# 10 tries 0.02 s apart, then 0.1 s apart: SECS s in all
+		if [ "$_w_i" -ge $((_w_secs * 10 + 8)) ]; then
 			[ -n "${T_WAIT_LOG:-}" ] && echo "${0##*/}: $_w_label" >>"$T_WAIT_LOG"
 			return 1
 		fi
-		sleep 0.1
+		if [ "$_w_i" -le 10 ]; then sleep 0.02; else sleep 0.1; fi
 	done
 	return 0
 }
