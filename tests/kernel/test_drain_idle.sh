@@ -120,10 +120,20 @@ rec_stop "$REC_PID"
 # the drain reached (emit.bpf.h); the checks in between are counted as not
 # repeated. Forcing one at every 64th event past half interrupted the
 # traced thread thousands of times more (an IPI each, a VM exit here).
+# The recorder is stopped (SIGSTOP) for 0.3 s of the storm: its drain
+# cannot move then, so checks are held for certain (a drain that kept up
+# at every wakeup held none: a CI run with a CPU never idle).
 SOCK=$T_TMP/ctl_storm.sock
 if rec_start "$T_TMP/rec_storm.log" -e syscalls --sample 0 --ring-size 256K -m 8M -o "$T_TMP/out_storm" \
 	--ctl "$SOCK" --no-final-dump; then
-	taskset -c 0 dd if=/dev/zero of=/dev/null bs=1 count=1000000 2>/dev/null
+	taskset -c 0 dd if=/dev/zero of=/dev/null bs=1 count=1000000 2>/dev/null &
+	dd_pid=$!
+	T_PIDS+=("$dd_pid")
+	sleep 0.3
+	kill -STOP "$REC_PID"
+	sleep 0.3
+	kill -CONT "$REC_PID"
+	wait "$dd_pid"
 	line=$("$BT" ctl --ctl "$SOCK" status 2>&1 | grep '^drain: ')
 	rec_stop "$REC_PID"
 	diag "$line"
