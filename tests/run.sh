@@ -63,7 +63,7 @@ LIGHT='^(kernel/test_(trigger|hostile|ctl|ctl_socket|record|uprobe|uprobes|funcs
 # at once. One at a time.
 BACKGROUND='^fuzz/'
 # T_JOBS=1: one program at a time, every one of them
-[ "$jobs" = 1 ] && LIGHT='^$' BACKGROUND='^$'
+[ "$jobs" = 1 ] && IDLE='^$' LIGHT='^$' BACKGROUND='^$'
 
 # The longest of the side-by-side phase (30-80 s each), started first so
 # that the phase does not end on one of them running alone.
@@ -210,10 +210,13 @@ weight() {
 	if [[ ${J_NAME[$1]} =~ $IDLE ]]; then echo 0; elif [[ ${J_NAME[$1]} =~ $LIGHT ]]; then echo 1; else echo 2; fi
 }
 
-# working: the half places the running programs take (BACKGROUND ones none)
+# working: the half places the running programs take (BACKGROUND ones
+# none while they run beside the alone phase, BG set)
 working() {
 	local r n=0
-	for r in "${running[@]}"; do [[ ${J_NAME[r]} =~ $BACKGROUND ]] || n=$((n + $(weight "$r"))); done
+	for r in "${running[@]}"; do
+		[ -n "${BG:-}" ] && [[ ${J_NAME[r]} =~ $BACKGROUND ]] || n=$((n + $(weight "$r")))
+	done
 	echo "$n"
 }
 
@@ -234,7 +237,10 @@ run_all() {
 			running+=("${todo[0]}")
 			todo=("${todo[@]:1}")
 		done
-		if [ -n "${BG:-}" ] && [ ${#bg_todo[@]} -gt 0 ] && [ ${#todo[@]} -gt 0 ]; then
+		# (not beside the stress runs: they fill both CPUs, and a fuzzer
+		# at idle priority would get nothing for its wall-clock time)
+		if [ -n "${BG:-}" ] && [ ${#bg_todo[@]} -gt 0 ] && [ ${#todo[@]} -gt 0 ] &&
+			! [[ ${J_NAME[todo[0]]} =~ ^stress/ ]]; then
 			local busy=0
 			for r in "${running[@]}"; do [[ ${J_NAME[r]} =~ $BACKGROUND ]] && busy=1; done
 			if [ "$busy" = 0 ]; then
