@@ -793,6 +793,20 @@ void bt_stack_table_define(struct bt_stack_table *t, const struct bt_raw_stack_d
 	pthread_mutex_unlock(&t->lock);
 }
 
+/* Frame k of tgid's stack where a copy's walk placed it (ip, ino,
+ * dev_off): *out, its source line looked up ahead. Under the lock. */
+static uint32_t placed_frame(struct bt_stack_table *t, uint32_t tgid, uint32_t k, const struct bt_stack_frame_file *f,
+			     struct bt_dump_frame *out)
+{
+	uint64_t off = f->ip;
+	uint32_t map = user_frame(t, tgid, 0, k, f->ip, f->ino, f->dev_off, &off);
+
+	*out = (struct bt_dump_frame){ .map = map, .sym = 0, .off = off };
+	if (t->newf && map != BT_DMAP_NONE)
+		keep_new_frame(t, map, bt_frame_lookup_off(off, k));
+	return map;
+}
+
 int bt_stack_table_finish(struct bt_stack_table *t, uint64_t hash, uint32_t nframes,
 			  const struct bt_stack_frame_file *stop, const struct bt_stack_frame_file *more,
 			  uint32_t nmore, uint32_t why)
@@ -817,23 +831,14 @@ int bt_stack_table_finish(struct bt_stack_table *t, uint64_t hash, uint32_t nfra
 	if (stop && stop->dev_off != BT_FRAME_NO_FILE && fr[nframes - 1].map == BT_DMAP_NONE) {
 		/* The walk stopped at a file whose table was not built: its
 		 * path may have been unknown then, and the process gone. */
-		uint64_t off = stop->ip;
-		uint32_t map = user_frame(t, e->tgid, 0, nframes - 1, stop->ip, stop->ino, stop->dev_off, &off);
-		if (map != BT_DMAP_NONE) {
-			fr[nframes - 1] = (struct bt_dump_frame){ .map = map, .sym = 0, .off = off };
+		struct bt_dump_frame f;
+		if (placed_frame(t, e->tgid, nframes - 1, stop, &f) != BT_DMAP_NONE) {
+			fr[nframes - 1] = f;
 			t->unresolved -= t->unresolved > 0;
-			if (t->newf)
-				keep_new_frame(t, map, bt_frame_lookup_off(off, nframes - 1));
 		}
 	}
-	for (uint32_t k = 0; k < nmore; k++) {
-		uint64_t off = more[k].ip;
-		uint32_t map = user_frame(t, e->tgid, 0, nframes + k, more[k].ip, more[k].ino, more[k].dev_off, &off);
-		unresolved += map == BT_DMAP_NONE;
-		fr[nframes + k] = (struct bt_dump_frame){ .map = map, .sym = 0, .off = off };
-		if (t->newf && map != BT_DMAP_NONE)
-			keep_new_frame(t, map, bt_frame_lookup_off(off, nframes + k));
-	}
+	for (uint32_t k = 0; k < nmore; k++)
+		unresolved += placed_frame(t, e->tgid, nframes + k, &more[k], &fr[nframes + k]) == BT_DMAP_NONE;
 	e->nframes = nframes + nmore;
 	e->flags = why ? BT_STACK_F_TRUNCATED | BT_STACK_F_WHY(why) : 0;
 	t->unresolved += unresolved;
