@@ -398,13 +398,13 @@ int bt_seq_analyze(const struct bt_dump_event *ev, size_t n, uint32_t ncpus, str
 int bt_seq_analyze_dump(const struct bt_dump *d, const struct bt_dump_event *ev, size_t n, uint32_t ncpus,
 			struct bt_seq_window *w, struct bt_seq_cpu *percpu);
 
-/* The same over seq records kept without their events (a summary, below):
- * r is put in time order first. */
+/* The same over seq records kept without their events (a summary, below),
+ * in any order (each CPU's are put in time order). */
 struct bt_seq_rec {
 	uint64_t ts;
 	uint32_t seq, cpu;
 };
-int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w);
+int bt_seq_analyze_recs(const struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w);
 
 /* ---- summaries: what a dump holds, counted without keeping its events ----
  * (the manifest's reading, manifest.c). A summary is a struct bt_dump whose

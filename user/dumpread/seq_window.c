@@ -299,7 +299,7 @@ int bt_seq_analyze_dump(const struct bt_dump *d, const struct bt_dump_event *ev,
 }
 
 /* The records in any order: seqs_build puts each CPU's in time order. */
-int bt_seq_analyze_recs(struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w)
+int bt_seq_analyze_recs(const struct bt_seq_rec *r, size_t n, uint32_t ncpus, uint64_t resumed_ts, struct bt_seq_window *w)
 {
 	return analyze(get_rec, r, n, ncpus, resumed_ts, w, NULL);
 }
