@@ -57,7 +57,16 @@ struct {
  * programs do not (uprobe.bpf.c: BT_EMIT_NO_SYS_FLUSH): they may be
  * preempted, and their thread is not inside a call. What is held when a
  * dump is taken or recording stops, the drain reads from the map and stores
- * itself, after what its CPU emitted before (sys_pairs.h). */
+ * itself, after what its CPU emitted before (sys_pairs.h).
+ *
+ * Batched pairs: a pair's reservation and submit were a quarter of a
+ * traced call's cost, so sys_exit puts the pair in its CPU's batch
+ * (struct bt_sys_batch) and the ring gets the batch as one record when it
+ * is full, and before anything else the CPU emits (bt_sys_flush: first the
+ * batch, then a held enter, which is newer). Only sys_exit adds to a batch,
+ * in task context; a program nesting in it (an interrupt) may flush the
+ * batch, never add to it. For a dump and the last pass the drain runs
+ * handle_sys_batch_flush on every CPU first. */
 
 /* Per CPU, the forced wakeups (struct bt_wake_state). Apart from
  * bt_cpu_state, whose layout a restarting recorder adopts (handover), and
@@ -102,15 +111,58 @@ static __always_inline __u64 bt_submit_flags(void *ring, __u32 seq, __u32 n)
 	return BPF_RB_FORCE_WAKEUP;
 }
 
-/* Put this CPU's held sys_enter, if any, into the ring (as the event it would
- * have been). Taking it is an exchange: a program nesting here (an
- * interrupt) may take it between our test and our take, never both. */
+#ifndef BT_EMIT_NO_SYS_FLUSH
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bt_sys_batch);
+} sys_batch SEC(".maps");
+
+/* Pairs a batch holds before it goes into the ring; 0, no batching, until
+ * the loader has seen handle_sys_batch_flush run: without it a dump could
+ * not have the newest calls. */
+__u32 sys_batch_max = 0;
+
+/* Put this CPU's batched pairs, if any, into the ring as one record.
+ * Taking them is an exchange, partner of the compare-and-swap that adds a
+ * pair in handle_sys_exit: a program nesting between our test and our take
+ * finds them gone, or takes them and we find none. */
+static __always_inline void bt_sys_batch_flush(struct bt_cpu_state *st, struct bt_sys_batch *b)
+{
+	__u32 cpu;
+	__u64 n;
+	void *ring;
+
+	if (!b->count)
+		return;
+	n = __sync_lock_test_and_set(&b->count, 0);
+	if (!n || n > BT_SYS_BATCH)
+		return;
+	cpu = bpf_get_smp_processor_id();
+	ring = bpf_map_lookup_elem(&rings, &cpu);
+	if (!ring || bpf_ringbuf_output(ring, b->pairs, n * sizeof(b->pairs[0]),
+					bt_submit_flags(ring, b->pairs[n - 1].h.seq, 2 * n))) {
+		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2 * n);
+		return;
+	}
+	__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2 * n);
+}
+
+/* Put this CPU's batched pairs and its held sys_enter, if any, into the
+ * ring, in that (their seq) order, the enter as the event it would have
+ * been. Taking it is an exchange: a program nesting here (an interrupt)
+ * may take it between our test and our take, never both. */
 static __always_inline void bt_sys_flush(struct bt_cpu_state *st)
 {
 	struct bt_ev_syscall *e = NULL;
-	__u32 cpu;
+	struct bt_sys_batch *b;
+	__u32 cpu, zero = 0;
 	void *ring;
 
+	b = bpf_map_lookup_elem(&sys_batch, &zero);
+	if (b)
+		bt_sys_batch_flush(st, b);
 	if (!st->sys.armed || !__sync_lock_test_and_set(&st->sys.armed, 0))
 		return;
 	cpu = bpf_get_smp_processor_id();
@@ -147,6 +199,7 @@ static __always_inline void bt_sys_flush_cpu(void)
 	if (st)
 		bt_sys_flush(st);
 }
+#endif
 
 /* ---- fast path ------------------------------------------------------------ */
 

@@ -241,7 +241,9 @@ struct bt_raw_stacks {
 /* A system call whose sys_enter was still held in its CPU's slot (struct
  * bt_sys_pending) when its sys_exit ran: both events in one ring record, one
  * reservation instead of two. h is the exit's (h.type = BT_RAW_SYS_PAIR);
- * the drain stores a BT_EV_SYS_ENTER and a BT_EV_SYS_EXIT. */
+ * the drain stores a BT_EV_SYS_ENTER and a BT_EV_SYS_EXIT. A ring record of
+ * this type holds 1 to BT_SYS_BATCH of them, one CPU's, in seq order
+ * (struct bt_sys_batch). */
 struct bt_raw_sys_pair {
 	struct bt_event_hdr h;
 	__s64 id;        /* the exit's system call number */
@@ -438,6 +440,16 @@ struct bt_sys_pending {
 	__u32 tgid;
 	__u32 reserved;
 	__u64 armed; /* 1: held here (64 bits: clang 14's BPF atomics) */
+};
+
+/* A CPU's completed system calls not yet in its ring (emit.bpf.h: batched
+ * pairs): one reservation for up to BT_SYS_BATCH calls. pairs[0..count)
+ * are held; whoever puts them into the ring takes count with an exchange.
+ * Apart from bt_cpu_state, whose layout a restarting recorder adopts. */
+#define BT_SYS_BATCH 4
+struct bt_sys_batch {
+	__u64 count;
+	struct bt_raw_sys_pair pairs[BT_SYS_BATCH];
 };
 
 /* Per-CPU state of the BPF side (a BPF_MAP_TYPE_PERCPU_ARRAY with one slot). */

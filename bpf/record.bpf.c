@@ -469,9 +469,42 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 	if (!st)
 		return 0;
 	if (st->sys.armed && st->sys.tid == (__u32)pid_tgid && __sync_lock_test_and_set(&st->sys.armed, 0)) {
-		/* Our own enter, taken: both in one record. */
-		__u64 seq = __sync_fetch_and_add(&st->seq, 1);
+		/* Our own enter, taken: both in one record, batched. */
+		__u64 seq = __sync_fetch_and_add(&st->seq, 1), i;
+		struct bt_sys_batch *b = bpf_map_lookup_elem(&sys_batch, &zero);
 
+		if (b && sys_batch_max > 1 && (i = b->count) < BT_SYS_BATCH) {
+			p = &b->pairs[i];
+			p->h.ts_ns = bpf_ktime_get_boot_ns();
+			p->h.seq = (__u32)seq;
+			p->h.tid = (__u32)pid_tgid;
+			p->h.tgid = pid_tgid >> 32;
+			p->h.cpu = bpf_get_smp_processor_id();
+			p->h.type = BT_RAW_SYS_PAIR;
+			p->id = bt_syscall_nr(regs);
+			p->ret = ret;
+			p->enter_ts = st->sys.ts_ns;
+			p->enter_id = st->sys.id;
+			p->enter_seq = st->sys.seq;
+			p->reserved = 0;
+			/* Partner of the exchange in bt_sys_batch_flush(): it
+			 * fails only if a program nesting here took pairs[0..i). */
+			if (__sync_val_compare_and_swap(&b->count, i, i + 1) == i) {
+				if (i + 1 >= sys_batch_max)
+					bt_sys_batch_flush(st, b);
+				return 0;
+			}
+			/* Then this pair goes alone, after them. */
+			cpu = p->h.cpu;
+			ring = bpf_map_lookup_elem(&rings, &cpu);
+			if (!ring || bpf_ringbuf_output(ring, p, sizeof(*p), bt_submit_flags(ring, p->h.seq, 2))) {
+				__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2);
+				return 0;
+			}
+			__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2);
+			return 0;
+		}
+		p = NULL;
 		cpu = bpf_get_smp_processor_id();
 		ring = bpf_map_lookup_elem(&rings, &cpu);
 		if (ring)
@@ -503,6 +536,23 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 	e->id = bt_syscall_nr(regs);
 	e->ret = ret;
 	bt_commit(e, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON);
+	return 0;
+}
+
+/* Not attached: the drain runs it on each CPU (BPF_PROG_TEST_RUN) before a
+ * dump's pass and the last one, so they have the batched pairs (emit.bpf.h).
+ * Also when stopped: what the batches hold was emitted before. */
+SEC("raw_tp")
+int handle_sys_batch_flush(void *ctx)
+{
+	struct bt_sys_batch *b;
+	struct bt_cpu_state *st;
+	__u32 zero = 0;
+
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	b = bpf_map_lookup_elem(&sys_batch, &zero);
+	if (st && b)
+		bt_sys_batch_flush(st, b);
 	return 0;
 }
 

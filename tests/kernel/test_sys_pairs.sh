@@ -19,6 +19,10 @@
 #      emits it with its exit;
 #   4. 30 dumps of two dd making 256 KiB reads (calls start and end while
 #      the drain reads the slots): no seq gap in any.
+#   5. completed calls wait in their CPU's batch (up to 4 a ring record):
+#      python3 (Debian's) makes 5 getppid() and a write() and then spins on
+#      CPU 0, three times; a dump taken in each spin holds all its calls
+#      (the drain flushes every CPU's batch first).
 # Needs root; prints TAP lines.
 # shellcheck disable=SC2015
 set -u
@@ -231,5 +235,64 @@ if rec_start "$T_TMP/rec5.log" -e syscalls --comm dd -m 4M -o "$T_TMP/o5" --ctl 
 		not_ok "$n dumps of two dd: seq gaps or duplicates" "$bad"
 else
 	not_ok "recorder starts with --comm dd" "$(cat "$T_TMP/rec5.log")"
+fi
+
+# ---- 5. a dump holds the calls still batched on a busy CPU ---------------------------
+# python3 (Debian's), pinned to CPU 0, three rounds: it waits in read() for
+# a line, makes 5 getppid() and a write(), and spins 0.4 s (no system
+# call); a dump is taken as soon as the write is seen. Its read()'s exit
+# goes alone (the enter went into the ring when it blocked), then 6 pairs:
+# 4 fill a batch, 2 wait in the next. No CPU samples (each would flush the
+# batch), and the recorder, this shell and what it runs stay on CPU 1, so
+# only kernel threads (~3 a second here) put the batch into the ring
+# otherwise.
+if [ -x /usr/bin/python3 ]; then
+	mkfifo "$T_TMP/go"
+	taskset -c 0 /usr/bin/python3 -c 'import os, sys, time
+for r in range(3):
+    sys.stdin.readline()
+    for _ in range(5):
+        os.getppid()
+    os.write(1, b"spinning %d\n" % r)
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.4:
+        pass' <"$T_TMP/go" >"$T_TMP/py.out" &
+	PY=$!
+	T_PIDS+=("$PY")
+	exec 7>"$T_TMP/go"
+	if rec_start "$T_TMP/rec6.log" -e syscalls --sample 0 -p "$PY" -o "$T_TMP/o6" --ctl "$SOCK"; then
+		taskset -a -p -c 1 "$REC_PID" >/dev/null
+		cpus=$(taskset -p $$ | awk '{print $NF}')
+		taskset -p -c 1 $$ >/dev/null
+		for r in 0 1 2; do
+			echo go >&7
+			wait_for 5 grep -q "spinning $r" "$T_TMP/py.out"
+			"$BT" ctl --ctl "$SOCK" dump >/dev/null 2>&1 || diag "ctl dump $r failed"
+			sleep 0.4
+		done
+		rec_stop "$REC_PID" INT 60
+		taskset -p "$cpus" $$ >/dev/null
+		whole=0 got=''
+		# the ctl dumps in order: round r's has 5 (r + 1) getppid() and r + 1 write()
+		r=0
+		for f in $(ls -tr "$T_TMP"/o6/*.btd); do
+			grep -q '"reason": "ctl"' "$f.json" 2>/dev/null || continue
+			r=$((r + 1))
+			c=$("$BT" report -e syscalls "$f" | awk -v py="$PY" '$1 ~ "-" py "$" && /sys_exit: .*NR 110\)? = / { g++ }
+				$1 ~ "-" py "$" && /sys_exit: .*NR 1\)? = / { w++ } END { printf "%d+%d", g, w }')
+			got="$got $c"
+			[ "$c" = "$((5 * r))+$r" ] && whole=$((whole + 1))
+		done
+		[ "$r" -eq 3 ] && [ "$whole" -eq 3 ] &&
+			ok "dumps while python3 spins hold its calls so far (3 of 3: getppid+write$got)" ||
+			not_ok "dumps while python3 spins hold its calls so far: $whole of $r" \
+				"getppid+write exits by dump:$got (want 5+1 10+2 15+3)"
+	else
+		not_ok "recorder starts with -p python3" "$(cat "$T_TMP/rec6.log")"
+	fi
+	exec 7>&-
+	kill "$PY" 2>/dev/null
+else
+	skip "calls batched on a busy CPU" "no /usr/bin/python3"
 fi
 finish

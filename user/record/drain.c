@@ -277,16 +277,24 @@ static int drain_sample(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	case BT_RAW_SYS_PAIR: {
+		const struct bt_raw_sys_pair *p = data;
 		struct bt_ev_syscall in, out;
 
-		if (len < sizeof(struct bt_raw_sys_pair)) {
+		/* One CPU's batch (bpf/events.h: struct bt_sys_batch). */
+		if (len % sizeof(*p)) {
 			bump(&d->malformed);
 			return 0;
 		}
-		bt_sys_pair_split(data, &in, &out);
-		if (!bt_sys_landed_dup(&d->landed, &in.h))
-			drain_store(d, &in.h, sizeof(in));
-		drain_store(d, &out.h, sizeof(out));
+		for (size_t i = 0; i < len / sizeof(*p); i++) {
+			if (p[i].h.type != BT_RAW_SYS_PAIR || p[i].h.cpu != h->cpu) {
+				bump(&d->malformed);
+				return 0;
+			}
+			bt_sys_pair_split(&p[i], &in, &out);
+			if (!bt_sys_landed_dup(&d->landed, &in.h))
+				drain_store(d, &in.h, sizeof(in));
+			drain_store(d, &out.h, sizeof(out));
+		}
 		return 0;
 	}
 	case BT_EV_SYS_ENTER:
@@ -296,6 +304,20 @@ static int drain_sample(void *ctx, void *data, size_t len)
 	}
 	drain_store(d, h, (uint32_t)len);
 	return 0;
+}
+
+/* The system calls batched on the drain's CPUs (emit.bpf.h) into their
+ * rings, for a dump or the last pass: the flush program run on each CPU. */
+static void flush_sys_batches(struct bt_drain *d)
+{
+	if (d->l->sys_batch_fd < 0)
+		return;
+	for (uint32_t c = d->ring_first; c < d->ring_first + d->ring_count; c++) {
+		LIBBPF_OPTS(bpf_test_run_opts, run, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = c);
+
+		if (bpf_prog_test_run_opts(d->l->sys_batch_fd, &run) && errno != ENXIO)
+			bt_warn("cannot flush CPU %u's system calls: %s", c, strerror(errno));
+	}
 }
 
 /* The enters still held in the kernel's slots (sys_pairs.h), for a dump or
@@ -407,6 +429,8 @@ static void *drain_main(void *arg)
 		/* A poll that timed out consumed nothing: events are submitted
 		 * without wakeups. Every ring is consumed past `horizon`. */
 		horizon = boottime_ns();
+		if (req != d->flush_done)
+			flush_sys_batches(d);
 		records = bt_rings_consume(d->rb, drain_sample, d);
 		if (exec_seen && ret > 0) /* its forced wakeup, not the timeout, ended the wait */
 			bump(&d->exec_wakes);
@@ -439,6 +463,7 @@ static void *drain_main(void *arg)
 			pthread_mutex_unlock(&d->lock);
 		}
 	}
+	flush_sys_batches(d);
 	bt_rings_consume(d->rb, drain_sample, d);
 	land_held_enters(d); /* the programs are detached: the slots stay as they are */
 	flush_batch(d);

@@ -237,6 +237,11 @@ static int probe_programs(struct bt_loader *l, uint32_t groups, const struct bt_
 			on = o->stacks_wakeup;
 		if (strncmp(name, "handle_unwind_", 14) == 0)
 			on = o->unwind_mem && (o->sample_hz || o->stacks_switch || o->stacks_wakeup);
+		if (strcmp(name, "handle_sys_batch_flush") == 0) {
+			/* run by the drain (drain.c: flush_sys_batches), not attached */
+			bpf_program__set_autoload(prog, (groups & (1u << BT_GROUP_SYSCALLS)) != 0);
+			continue;
+		}
 		if (strcmp(name, "handle_cpu_sample_user") == 0) {
 			/* tail-called by handle_cpu_sample (sample_tail), not attached */
 			bpf_program__set_autoload(prog, o->sample_hz != 0);
@@ -547,6 +552,27 @@ static void log_verifier_cost(struct bpf_object *obj, uint64_t ns)
 			ns / 1000000, all, most, top);
 }
 
+/* Batched system-call pairs (emit.bpf.h) once the drain can flush them: a
+ * dump must have the newest calls, and only the flush program, run on a
+ * CPU, can take that CPU's batch. A kernel that refuses to run it keeps one
+ * ring record a call. */
+static void enable_sys_batches(struct bt_loader *l)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, run);
+	struct bpf_program *prog = l->skel->progs.handle_sys_batch_flush;
+	int fd = bpf_program__autoload(prog) ? bpf_program__fd(prog) : -1;
+
+	if (fd < 0 || !l->skel->bss)
+		return;
+	if (bpf_prog_test_run_opts(fd, &run)) {
+		bt_info("system calls go into the ring one at a time: cannot run the batch flush: %s",
+			strerror(errno));
+		return;
+	}
+	l->sys_batch_fd = fd;
+	__atomic_store_n(&l->skel->bss->sys_batch_max, BT_SYS_BATCH, __ATOMIC_RELAXED);
+}
+
 struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size_t errlen)
 {
 	int unwind_hooks = 0; /* of handle_unwind_exec_maps and _mmap, attached */
@@ -555,6 +581,8 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	int ret, ncpus, trig_switch;
 	uint64_t load_ns;
 
+	if (l)
+		l->sys_batch_fd = -1;
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
@@ -647,7 +675,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 
 		if (!bpf_program__autoload(prog))
 			continue;
-		if (prog == l->skel->progs.handle_cpu_sample_user)
+		if (prog == l->skel->progs.handle_cpu_sample_user || prog == l->skel->progs.handle_sys_batch_flush)
 			continue;
 		if (prog == l->skel->progs.handle_cpu_sample) {
 			int zero = 0, tail = bpf_program__fd(l->skel->progs.handle_cpu_sample_user);
@@ -694,6 +722,7 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	 * attach failed, which was warned above). */
 	if (l->skel->bss)
 		__atomic_store_n(&l->skel->bss->sys_pairs_live, 1, __ATOMIC_RELAXED);
+	enable_sys_batches(l);
 	/* Read by handle_unwind_exec: from now on the BPF side keeps the
 	 * entries across exec itself. */
 	if (unwind_hooks == 2 && l->skel->bss)

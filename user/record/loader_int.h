@@ -86,6 +86,7 @@ struct bt_loader {
 	bt_probe_hook hook; /* uprobe/USDT events, see bt_loader_set_hook() */
 	void *hook_ctx;
 	int exec_ends_waits; /* the exec program is attached: it ends the drain's quiet waits */
+	int sys_batch_fd;    /* handle_sys_batch_flush, run on each CPU for a dump; -1: no batches */
 	struct bt_live *live; /* what the buffer holds, for `ctl status` */
 };
 
