@@ -6,7 +6,8 @@
  * oldest groups first; a writer outrunning the pump is counted as gaps, and
  * reads leave out what is older than the hole (never a hole in the middle);
  * blocks the budget does not pay to compress are kept uncompressed;
- * resizing keeps the newest groups; bad configurations are refused.
+ * resizing keeps the newest groups; the oldest position held follows
+ * evictions; bad configurations are refused.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -332,6 +333,43 @@ static void test_config(void)
 	      k == BT_CODEC_ZSTD && bt_codec_parse("gzip", &k) == -EINVAL, "codec names");
 }
 
+static int min_pos(const struct bt_block_view *v, void *ctx)
+{
+	uint64_t *m = ctx;
+
+	if (v->pos < *m)
+		*m = v->pos;
+	return 0;
+}
+
+/* The oldest position the tier may still hand out, asked after every drain
+ * pass (and remembered between changes): the oldest block a read returns,
+ * and newer once the oldest groups were evicted. */
+static void test_kept_from(void)
+{
+	struct bt_cold_config cc = { .size = 2 * HOT, .codec = BT_CODEC_LZ4 };
+	struct bt_buffer *b = new_buf();
+	struct bt_cold *c = bt_cold_create(&cc, BS, NULL, 0);
+	uint64_t seq = 0, from = 0, m1 = UINT64_MAX, m2 = UINT64_MAX, k1, k2;
+
+	REQUIRE(b && c, "setup");
+	CHECK(bt_cold_kept_from(c) == 0, "0 before the first pass");
+	write_n(b, &seq, 2 * HOT / sizeof(struct rec), c, 64);
+	bt_cold_pump(c, b);
+	CHECK(bt_cold_read(c, min_pos, &m1, NULL, &from) == 0, "read");
+	k1 = bt_cold_kept_from(c);
+	CHECK(m1 != UINT64_MAX && k1 == m1 && bt_cold_kept_from(c) == k1, "the oldest block held: %llu (read %llu)",
+	      (unsigned long long)k1, (unsigned long long)m1);
+	write_n(b, &seq, 40 * HOT / sizeof(struct rec), c, 64); /* the tier turns over */
+	bt_cold_pump(c, b);
+	CHECK(bt_cold_read(c, min_pos, &m2, NULL, &from) == 0, "read");
+	k2 = bt_cold_kept_from(c);
+	CHECK(k2 == m2 && k2 > k1, "after evictions the oldest held: %llu (read %llu, was %llu)",
+	      (unsigned long long)k2, (unsigned long long)m2, (unsigned long long)k1);
+	bt_cold_destroy(c);
+	bt_buffer_destroy(b);
+}
+
 int main(void)
 {
 	RUN(test_lz4);
@@ -340,6 +378,7 @@ int main(void)
 	RUN(test_join);
 	RUN(test_raw);
 	RUN(test_nudge);
+	RUN(test_kept_from);
 	RUN(test_config);
 	return h_done();
 }

@@ -83,6 +83,8 @@ struct bt_cold {
 	struct gdesc *q;        /* deque of groups, oldest at qhead */
 	uint32_t qcap, qhead, qlen;
 	uint64_t settled;       /* what readers may take from the tier: positions below */
+	uint64_t kept_min;      /* bt_cold_kept_from's answer, valid unless kept_stale */
+	int kept_stale;         /* set when settled or the groups change */
 	struct bt_cold_stats st;
 
 	/* The wakeup (bt_cold_nudge/bt_cold_wait), apart from `lock` so a nudge
@@ -147,6 +149,7 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 	if (!c)
 		goto nomem;
 	c->codec = cfg->codec;
+	c->kept_stale = 1;
 	c->level = cfg->level;
 	if (c->codec == BT_CODEC_LZ4 && c->level < 1)
 		c->level = 1;
@@ -235,6 +238,7 @@ static void drop_oldest(struct bt_cold *c)
 		c->st.blocks_held_raw -= g->nblocks;
 	c->qhead = (c->qhead + 1) % c->qcap;
 	c->qlen--;
+	c->kept_stale = 1;
 	if (!c->qlen)
 		c->head = 0;
 }
@@ -256,6 +260,7 @@ static int q_push(struct bt_cold *c, const struct gdesc *g)
 	}
 	c->q[(c->qhead + c->qlen) % c->qcap] = *g;
 	c->qlen++;
+	c->kept_stale = 1;
 	return 0;
 }
 
@@ -594,6 +599,7 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 
 	pthread_mutex_lock(&c->lock);
 	c->settled = settled;
+	c->kept_stale = 1;
 	c->st.gaps += p.gaps;
 	c->st.pumps++;
 	c->st.cpu_ns += thread_cpu_ns() - t0;
@@ -835,12 +841,19 @@ uint64_t bt_cold_kept_from(struct bt_cold *c)
 	uint64_t v;
 
 	pthread_mutex_lock(&c->lock);
-	v = c->settled;
-	/* every group: one with an early block may hold a lower position
-	 * than the group before it */
-	for (uint32_t i = 0; i < c->qlen; i++)
-		if (q_at(c, i)->min_pos < v)
-			v = q_at(c, i)->min_pos;
+	/* Asked after every drain pass, thousands a second in a storm; the
+	 * groups change at the compressor's pace. */
+	if (c->kept_stale) {
+		v = c->settled;
+		/* every group: one with an early block may hold a lower
+		 * position than the group before it */
+		for (uint32_t i = 0; i < c->qlen; i++)
+			if (q_at(c, i)->min_pos < v)
+				v = q_at(c, i)->min_pos;
+		c->kept_min = v;
+		c->kept_stale = 0;
+	}
+	v = c->kept_min;
 	pthread_mutex_unlock(&c->lock);
 	return v;
 }
