@@ -451,6 +451,24 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 	return 0;
 }
 
+/* A pair record: the exit now, its enter from the CPU's slot. */
+static __always_inline void fill_pair(struct bt_raw_sys_pair *p, const struct bt_cpu_state *st, __u64 seq,
+				      __u64 pid_tgid, __u32 cpu, long id, long ret)
+{
+	p->h.ts_ns = bpf_ktime_get_boot_ns();
+	p->h.seq = (__u32)seq;
+	p->h.tid = (__u32)pid_tgid;
+	p->h.tgid = pid_tgid >> 32;
+	p->h.cpu = cpu;
+	p->h.type = BT_RAW_SYS_PAIR;
+	p->id = id;
+	p->ret = ret;
+	p->enter_ts = st->sys.ts_ns;
+	p->enter_id = st->sys.id;
+	p->enter_seq = st->sys.seq;
+	p->reserved = 0;
+}
+
 SEC("tp_btf/sys_exit")
 int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 {
@@ -474,19 +492,9 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 		struct bt_sys_batch *b = bpf_map_lookup_elem(&sys_batch, &zero);
 
 		if (b && sys_batch_max > 1 && (i = b->count) < BT_SYS_BATCH) {
+			cpu = bpf_get_smp_processor_id();
 			p = &b->pairs[i];
-			p->h.ts_ns = bpf_ktime_get_boot_ns();
-			p->h.seq = (__u32)seq;
-			p->h.tid = (__u32)pid_tgid;
-			p->h.tgid = pid_tgid >> 32;
-			p->h.cpu = bpf_get_smp_processor_id();
-			p->h.type = BT_RAW_SYS_PAIR;
-			p->id = bt_syscall_nr(regs);
-			p->ret = ret;
-			p->enter_ts = st->sys.ts_ns;
-			p->enter_id = st->sys.id;
-			p->enter_seq = st->sys.seq;
-			p->reserved = 0;
+			fill_pair(p, st, seq, pid_tgid, cpu, bt_syscall_nr(regs), ret);
 			/* Partner of the exchange in bt_sys_batch_flush(): it
 			 * fails only if a program nesting here took pairs[0..i). */
 			if (__sync_val_compare_and_swap(&b->count, i, i + 1) == i) {
@@ -495,7 +503,6 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 				return 0;
 			}
 			/* Then this pair goes alone, after them. */
-			cpu = p->h.cpu;
 			ring = bpf_map_lookup_elem(&rings, &cpu);
 			if (!ring || bpf_ringbuf_output(ring, p, sizeof(*p), bt_submit_flags(ring, p->h.seq, 2))) {
 				__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2);
@@ -513,18 +520,7 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 			__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2);
 			return 0;
 		}
-		p->h.ts_ns = bpf_ktime_get_boot_ns();
-		p->h.seq = (__u32)seq;
-		p->h.tid = (__u32)pid_tgid;
-		p->h.tgid = pid_tgid >> 32;
-		p->h.cpu = cpu;
-		p->h.type = BT_RAW_SYS_PAIR;
-		p->id = bt_syscall_nr(regs);
-		p->ret = ret;
-		p->enter_ts = st->sys.ts_ns;
-		p->enter_id = st->sys.id;
-		p->enter_seq = st->sys.seq;
-		p->reserved = 0;
+		fill_pair(p, st, seq, pid_tgid, cpu, bt_syscall_nr(regs), ret);
 		bt_commit_n(p, st, ring, BT_GROUP_SYSCALLS, BT_IRQS_ON, 2);
 		return 0;
 	}
