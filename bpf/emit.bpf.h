@@ -127,31 +127,40 @@ __u32 sys_batch_max = 0;
 /* Put this CPU's batched pairs, if any, into the ring as one record.
  * Taking them is an exchange, partner of the compare-and-swap that adds a
  * pair in handle_sys_exit: a program nesting between our test and our take
- * finds them gone, or takes them and we find none. */
-static __always_inline void bt_sys_batch_flush(struct bt_cpu_state *st, struct bt_sys_batch *b)
+ * finds them gone, or takes them and we find none. A global function, not
+ * inlined: its stack would add to every caller's, and sched_switch's with
+ * the Python walk's must stay within 512 bytes for 6.1 (test_bpf_stack). */
+__noinline int bt_sys_batch_flush(void)
 {
+	struct bt_sys_batch *b;
+	struct bt_cpu_state *st;
+	__u32 zero = 0, cpu;
 	__u64 n, last;
-	__u32 cpu;
 	void *ring;
 
-	if (!b->count)
-		return;
+	b = bpf_map_lookup_elem(&sys_batch, &zero);
+	if (!b || !b->count)
+		return 0;
+	st = bpf_map_lookup_elem(&cpu_state, &zero);
+	if (!st)
+		return 0;
 	n = __sync_lock_test_and_set(&b->count, 0);
 	/* 1..BT_SYS_BATCH, bounded as the index of the last: 6.1's verifier
 	 * learns nothing from n != 0. */
 	last = n - 1;
 	barrier_var(last);
 	if (last >= BT_SYS_BATCH)
-		return;
+		return 0;
 	n = last + 1;
 	cpu = bpf_get_smp_processor_id();
 	ring = bpf_map_lookup_elem(&rings, &cpu);
 	if (!ring || bpf_ringbuf_output(ring, b->pairs, n * sizeof(b->pairs[0]),
 					bt_submit_flags(ring, b->pairs[last].h.seq, 2 * n))) {
 		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2 * n);
-		return;
+		return 0;
 	}
 	__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2 * n);
+	return 0;
 }
 
 /* Put this CPU's batched pairs and its held sys_enter, if any, into the
@@ -161,13 +170,10 @@ static __always_inline void bt_sys_batch_flush(struct bt_cpu_state *st, struct b
 static __always_inline void bt_sys_flush(struct bt_cpu_state *st)
 {
 	struct bt_ev_syscall *e = NULL;
-	struct bt_sys_batch *b;
-	__u32 cpu, zero = 0;
+	__u32 cpu;
 	void *ring;
 
-	b = bpf_map_lookup_elem(&sys_batch, &zero);
-	if (b)
-		bt_sys_batch_flush(st, b);
+	bt_sys_batch_flush();
 	if (!st->sys.armed || !__sync_lock_test_and_set(&st->sys.armed, 0))
 		return;
 	cpu = bpf_get_smp_processor_id();

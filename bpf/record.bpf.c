@@ -499,7 +499,7 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 			 * fails only if a program nesting here took pairs[0..i). */
 			if (__sync_val_compare_and_swap(&b->count, i, i + 1) == i) {
 				if (i + 1 >= sys_batch_max)
-					bt_sys_batch_flush(st, b);
+					bt_sys_batch_flush();
 				return 0;
 			}
 			/* Then this pair goes alone, after them. */
@@ -541,15 +541,7 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 SEC("raw_tp")
 int handle_sys_batch_flush(void *ctx)
 {
-	struct bt_sys_batch *b;
-	struct bt_cpu_state *st;
-	__u32 zero = 0;
-
-	st = bpf_map_lookup_elem(&cpu_state, &zero);
-	b = bpf_map_lookup_elem(&sys_batch, &zero);
-	if (st && b)
-		bt_sys_batch_flush(st, b);
-	return 0;
+	return bt_sys_batch_flush();
 }
 
 /* bpf_probe_read_kernel() is a GPL-only helper. */
