@@ -124,6 +124,20 @@ struct {
  * not have the newest calls. */
 __u32 sys_batch_max = 0;
 
+/* n pairs of this CPU (the last with seq last_seq) into its ring as one
+ * record, counted as emitted or dropped. */
+static __always_inline void bt_sys_pairs_out(struct bt_cpu_state *st, const struct bt_raw_sys_pair *p, __u64 n,
+					     __u32 last_seq)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	void *ring = bpf_map_lookup_elem(&rings, &cpu);
+
+	if (!ring || bpf_ringbuf_output(ring, (void *)p, n * sizeof(*p), bt_submit_flags(ring, last_seq, 2 * n)))
+		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2 * n);
+	else
+		__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2 * n);
+}
+
 /* Put this CPU's batched pairs, if any, into the ring as one record.
  * Taking them is an exchange, partner of the compare-and-swap that adds a
  * pair in handle_sys_exit: a program nesting between our test and our take
@@ -134,9 +148,8 @@ __noinline int bt_sys_batch_flush(void)
 {
 	struct bt_sys_batch *b;
 	struct bt_cpu_state *st;
-	__u32 zero = 0, cpu;
+	__u32 zero = 0;
 	__u64 n, last;
-	void *ring;
 
 	b = bpf_map_lookup_elem(&sys_batch, &zero);
 	if (!b || !b->count)
@@ -151,15 +164,7 @@ __noinline int bt_sys_batch_flush(void)
 	barrier_var(last);
 	if (last >= BT_SYS_BATCH)
 		return 0;
-	n = last + 1;
-	cpu = bpf_get_smp_processor_id();
-	ring = bpf_map_lookup_elem(&rings, &cpu);
-	if (!ring || bpf_ringbuf_output(ring, b->pairs, n * sizeof(b->pairs[0]),
-					bt_submit_flags(ring, b->pairs[last].h.seq, 2 * n))) {
-		__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2 * n);
-		return 0;
-	}
-	__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2 * n);
+	bt_sys_pairs_out(st, b->pairs, last + 1, b->pairs[last].h.seq);
 	return 0;
 }
 

@@ -503,12 +503,7 @@ int BPF_PROG(handle_sys_exit, struct pt_regs *regs, long ret)
 				return 0;
 			}
 			/* Then this pair goes alone, after them. */
-			ring = bpf_map_lookup_elem(&rings, &cpu);
-			if (!ring || bpf_ringbuf_output(ring, p, sizeof(*p), bt_submit_flags(ring, p->h.seq, 2))) {
-				__sync_fetch_and_add(&st->drops[BT_GROUP_SYSCALLS], 2);
-				return 0;
-			}
-			__sync_fetch_and_add(&st->emitted[BT_GROUP_SYSCALLS], 2);
+			bt_sys_pairs_out(st, p, 1, p->h.seq);
 			return 0;
 		}
 		p = NULL;

@@ -581,13 +581,12 @@ struct bt_loader *bt_loader_open(const struct bt_loader_opts *o, char *err, size
 	int ret, ncpus, trig_switch;
 	uint64_t load_ns;
 
-	if (l)
-		l->sys_batch_fd = -1;
 	if (!l) {
 		snprintf(err, errlen, "out of memory");
 		errno = ENOMEM;
 		return NULL;
 	}
+	l->sys_batch_fd = -1;
 	if (!libbpf_verbosity)
 		bt_loader_set_libbpf_verbosity(0);
 	ncpus = libbpf_num_possible_cpus();
