@@ -139,7 +139,7 @@ $(OUT)/user/%.o: user/%.c | $(TOOL_SKELS)
 	$(Q)mkdir -p $(@D) && $(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(OUT)/libbtrace-tool.a: $(TOOL_OBJS) $(OUT)/user/lib/btrace_buffer.o $(OUT)/user/lib/btrace_capture.o \
-			   $(OUT)/user/lib/app_shm.o
+			   $(OUT)/user/lib/btrace_follow.o $(OUT)/user/lib/app_shm.o
 	$(call msg,AR,$@)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
@@ -180,7 +180,7 @@ $(OUT)/tests/stress_$(1)$(if $(filter plain,$(2)),,.$(2)): tests/stress/stress_$
 endef
 stress_test = $(foreach v,plain tsan asan,$(eval $(call stress_variant,$(1),$(v),$(2),$(3),$(4))))
 
-BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c $(LIB_UTIL)
+BUF_SRCS        := user/lib/btrace_buffer.c user/lib/btrace_capture.c user/lib/btrace_follow.c $(LIB_UTIL)
 APP_SHM_SRCS    := user/lib/app_shm.c
 APP_STRESS_SRCS := user/lib/btrace_app.c user/lib/btrace_funcs.c user/lib/func_hooks.c user/lib/tick_rate.c user/lib/app_write.c user/lib/app_early.c user/apps/app_reader.c user/apps/copy_pool.c $(APP_SHM_SRCS) $(BUF_SRCS)
 $(call stress_test,buffer,$(BUF_SRCS),-lpthread)

@@ -625,6 +625,133 @@ static void test_unpublished_position(void)
 	bt_buffer_destroy(b);
 }
 
+/* A follower's pass (bt_read_follow) against the full scan it replaces:
+ * from any position, the same complete blocks below `to`, in order, with
+ * the same first_busy and first_unpublished, each copied to where the
+ * follower asked (dst); and after a resize moved the layout, the same
+ * blocks again (the fallback). */
+struct follow_ctx {
+	uint8_t *slots; /* the follower's storage: one block each */
+	uint32_t bs, n, cap;
+	uint64_t to;
+	uint64_t pos[256];
+	int elsewhere; /* delivered somewhere other than the slot asked for */
+	int bad;       /* the bytes at the slot are not the block read */
+};
+
+static uint8_t *follow_dst(void *ctx)
+{
+	struct follow_ctx *f = ctx;
+
+	return f->slots + (size_t)(f->n < f->cap ? f->n : f->cap - 1) * f->bs;
+}
+
+static int follow_cb(const struct bt_block_view *v, void *ctx)
+{
+	struct follow_ctx *f = ctx;
+	struct collect c = { 0 };
+
+	if (v->pos >= f->to)
+		return 1; /* the fallback delivers past `to`: the caller stops it */
+	if (v->data != f->slots + (size_t)f->n * f->bs)
+		f->elsewhere++;
+	collect_cb(v, &c); /* every entry whole and checksummed */
+	f->bad += c.bad || ((const struct bt_block_hdr *)v->data)->pos != v->pos;
+	free(c.v);
+	if (f->n < f->cap)
+		f->pos[f->n++] = v->pos;
+	return 0;
+}
+
+static int range_cb(const struct bt_block_view *v, void *ctx)
+{
+	struct follow_ctx *f = ctx;
+
+	if (v->pos >= f->to)
+		return 1;
+	if (f->n < f->cap)
+		f->pos[f->n++] = v->pos;
+	return 0;
+}
+
+/* Both reads from `from` below `to`: 1 if they agree. */
+static int follow_agrees(struct bt_buffer *b, uint64_t from, uint64_t to, int want_direct, uint32_t *nread)
+{
+	static uint8_t slots[256 * 4096] __attribute__((aligned(64)));
+	struct follow_ctx fo = { .slots = slots, .bs = 4096, .cap = 256, .to = to };
+	struct follow_ctx ra = { .bs = 4096, .cap = 256, .to = to };
+	struct bt_read_stats sf, sr;
+
+	if (bt_read_follow(b, from, to, follow_dst, follow_cb, &fo, &sf) < 0 ||
+	    bt_read_range(b, from, BT_READ_COMPLETE, range_cb, &ra, &sr) < 0) {
+		CHECK(0, "a read failed");
+		return 0;
+	}
+	*nread = fo.n;
+	if (sr.first_busy >= to)
+		sr.first_busy = BT_NO_POS; /* the follower looks below `to` only */
+	if (sr.first_unpublished >= to)
+		sr.first_unpublished = BT_NO_POS;
+	CHECK(fo.n == ra.n && !memcmp(fo.pos, ra.pos, fo.n * sizeof(*fo.pos)),
+	      "from %llu to %llu: %u blocks followed, %u scanned", (unsigned long long)from, (unsigned long long)to,
+	      fo.n, ra.n);
+	CHECK(sf.first_busy == sr.first_busy && sf.first_unpublished == sr.first_unpublished,
+	      "busy %llu / %llu, unpublished %llu / %llu", (unsigned long long)sf.first_busy,
+	      (unsigned long long)sr.first_busy, (unsigned long long)sf.first_unpublished,
+	      (unsigned long long)sr.first_unpublished);
+	CHECK(!fo.bad, "%d blocks torn or not the one named", fo.bad);
+	CHECK(want_direct ? fo.elsewhere == 0 : 1, "%d blocks not copied where asked", fo.elsewhere);
+	return fo.n == ra.n && sf.first_busy == sr.first_busy && sf.first_unpublished == sr.first_unpublished &&
+	       !fo.bad && (!want_direct || !fo.elsewhere);
+}
+
+static void test_read_follow(void)
+{
+	uint32_t bs = 4096, A = 4, nread;
+	size_t slot = (size_t)A * bs;
+	struct bt_buffer *b = mk(8 * slot, 16 * slot, bs, 2, A, 0);
+	uint64_t seq[2] = { 0, 0 }, p, handed;
+	struct bt_stats s;
+	char err[256];
+	int ok = 1;
+
+	REQUIRE(b, "create");
+	/* Both cores, wrapped twice: old positions are gone, the rest in turn. */
+	for (int i = 0; i < 20000; i++)
+		REQUIRE(put(b, (uint32_t)(i % 2), seq[i % 2]++, 48 + i % 200) == 0, "write");
+	handed = GPOS(atomic_load(&b->global));
+	for (uint64_t from = 0; from < handed + 2; from += 3)
+		for (uint64_t to = from; to <= handed + 4; to += 5)
+			ok &= follow_agrees(b, from, to, 1, &nread);
+	CHECK(ok, "every (from, to) agreed");
+	follow_agrees(b, 0, BT_NO_POS, 1, &nread);
+	CHECK(nread >= 8 * A - 2 * 2, "the whole buffer but the active blocks: %u", nread);
+	/* A preempted writer's position: waited for, and the blocks after it taken. */
+	p = GPOS(atomic_fetch_add_explicit(&b->global, 1, memory_order_acq_rel));
+	for (int i = 0; i < 8; i++) /* 2 blocks: p's meta not reached again */
+		REQUIRE(put(b, 0, seq[0]++, 1000) == 0, "write");
+	follow_agrees(b, p - 8, BT_NO_POS, 1, &nread);
+	struct bt_read_stats st;
+	struct follow_ctx fo = { .slots = (uint8_t[4096 * 64]){ 0 }, .bs = 4096, .cap = 64, .to = BT_NO_POS };
+
+	REQUIRE(bt_read_follow(b, p - 8, BT_NO_POS, follow_dst, follow_cb, &fo, &st) == 0, "follow");
+	CHECK(st.first_unpublished == p, "first unpublished %llu, the preempted writer's %llu",
+	      (unsigned long long)st.first_unpublished, (unsigned long long)p);
+	/* Grow: positions before the new layout's base take the fallback. */
+	REQUIRE(bt_resize(b, 12 * slot, 1000, err, sizeof(err)) == 0, "grow: %s", err);
+	for (int i = 0; i < 300; i++) /* ~11 blocks: the old layout's still held */
+		REQUIRE(put(b, (uint32_t)(i % 2), seq[i % 2]++, 48 + i % 200) == 0, "write");
+	bt_buffer_stats(b, &s);
+	handed = GPOS(atomic_load(&b->global));
+	ok = 1;
+	for (uint64_t from = handed > 60 ? handed - 60 : 0; from < handed; from += 2)
+		ok &= follow_agrees(b, from, BT_NO_POS, 0, &nread);
+	CHECK(ok, "after a grow, every start agreed");
+	follow_agrees(b, handed > 60 ? handed - 60 : 0, BT_NO_POS, 0, &nread);
+	CHECK(nread > 11 && s.resizes == 1, "blocks of both layouts read (%u)", nread);
+	bt_buffer_destroy(b);
+}
+
 int main(void)
 {
 	RUN(test_create_errors);
@@ -637,6 +764,7 @@ int main(void)
 	RUN(test_closing_lagging_block);
 	RUN(test_read_active_block);
 	RUN(test_unpublished_position);
+	RUN(test_read_follow);
 	RUN(test_round_wrap);
 	RUN(test_resize);
 	RUN(test_resize_cycles);

@@ -510,6 +510,17 @@ struct pump_pass {
 	uint32_t stored_raw; /* blocks it stored as they are */
 };
 
+/* Where the next block taken goes: the group being filled. */
+static uint8_t *pend_slot(const struct bt_cold *c)
+{
+	return c->pend + (size_t)c->npend * c->bsize;
+}
+
+static uint8_t *pend_dst(void *ctx)
+{
+	return pend_slot(((struct pump_pass *)ctx)->c);
+}
+
 static int take_block(const struct bt_block_view *v, void *ctx)
 {
 	struct pump_pass *p = ctx;
@@ -534,7 +545,8 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 		p->gaps++;
 	if (v->pos > c->last_of_core[core])
 		c->last_of_core[core] = v->pos;
-	memcpy(c->pend + (size_t)c->npend * c->bsize, v->data, c->bsize);
+	if (v->data != pend_slot(c)) /* bt_read_follow copied it there already */
+		memcpy(pend_slot(c), v->data, c->bsize);
 	c->pend_meta[c->npend++] = (struct block_meta){ .pos = v->pos, .prev_pos = v->prev_pos, .core = v->core };
 	p->taken++;
 	if (v->pos >= c->next_pos) {
@@ -575,7 +587,7 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 	/* Before the read: what is used from here on, the next pass takes. */
 	bt_buffer_stats(b, &bs);
 	atomic_store_explicit(&c->pump_used, bs.blocks_used, memory_order_relaxed); /* hint: see bt_cold_nudge */
-	r = bt_read_range(b, c->next_pos, BT_READ_COMPLETE, take_block, &p, &rs);
+	r = bt_read_follow(b, c->next_pos, before, pend_dst, take_block, &p, &rs);
 	if (r < 0 || p.err) {
 		pthread_mutex_lock(&c->lock);
 		c->st.gaps += p.gaps;

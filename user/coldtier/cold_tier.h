@@ -16,7 +16,7 @@
  *
  * Concurrency contract:
  *   bt_cold_pump()     one thread (the compressor), concurrently with writers
- *                      of the buffer (it reads with bt_read_range) and with
+ *                      of the buffer (it reads with bt_read_follow) and with
  *                      readers of the tier; it never blocks the buffer's writers.
  *   bt_cold_read()     any thread; holds the tier's lock only while it copies
  *                      the compressed bytes, decompresses afterwards.

@@ -184,6 +184,19 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
 		  struct bt_read_stats *st);
 
+/* A follower's pass (the cold tier's): the complete blocks at positions
+ * [from, to), in order, as bt_read_range(b, from, BT_READ_COMPLETE, ...)
+ * would deliver them below `to`, with the same first_busy and
+ * first_unpublished, but each block found from its position (no scan of
+ * every header) and copied straight to dst(ctx), asked before each block
+ * (v->data is then that pointer; the bytes there are the caller's again
+ * after a block not delivered). After a resize since `from` it is
+ * bt_read_range (v->data a private copy, positions past `to` delivered:
+ * the callback stops the walk). btrace_follow.c. */
+typedef uint8_t *(*bt_follow_dst)(void *ctx);
+int bt_read_follow(struct bt_buffer *b, uint64_t from, uint64_t to, bt_follow_dst dst, bt_block_cb cb, void *ctx,
+		   struct bt_read_stats *st);
+
 /* A capture: every retained block copied at one moment, so a slow reader
  * (a dump compressing and writing) works on it while writers go on.
  * bt_capture() copies the blocks slot by slot, oldest round first (the
