@@ -438,7 +438,12 @@ int BPF_PROG(handle_sys_enter, struct pt_regs *regs, long id)
 	st = bpf_map_lookup_elem(&cpu_state, &zero);
 	if (!st)
 		return 0;
-	bt_sys_flush(st); /* an enter whose exit never came here (exit, exec, a migration) */
+	/* An enter whose exit never came here (exit, exec, a migration): out,
+	 * after the batch. Not the batch alone: the new enter is held, not
+	 * emitted, so the batch may wait (flushing it here sent every pair
+	 * out alone: batches of one). */
+	if (st->sys.armed)
+		bt_sys_flush(st);
 	st->sys.seq = (__u32)__sync_fetch_and_add(&st->seq, 1);
 	st->sys.ts_ns = bpf_ktime_get_boot_ns();
 	st->sys.id = id;

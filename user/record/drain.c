@@ -295,6 +295,10 @@ static int drain_sample(void *ctx, void *data, size_t len)
 				drain_store(d, &in.h, sizeof(in));
 			drain_store(d, &out.h, sizeof(out));
 		}
+		bump(&d->sys_pair_records);
+		atomic_store_explicit(&d->sys_pairs,
+				      atomic_load_explicit(&d->sys_pairs, memory_order_relaxed) + len / sizeof(*p),
+				      memory_order_relaxed);
 		return 0;
 	}
 	case BT_EV_SYS_ENTER:
@@ -321,8 +325,8 @@ static void flush_sys_batches(struct bt_drain *d)
 }
 
 /* The enters still held in the kernel's slots (sys_pairs.h), for a dump or
- * the last pass: read, the rings consumed again (what their CPUs emitted
- * before the read goes first), then stored. */
+ * the last pass: read, the batches flushed and the rings consumed again
+ * (what their CPUs emitted before the read goes first), then stored. */
 static void land_held_enters(struct bt_drain *d)
 {
 	struct bt_ev_syscall *ev;
@@ -335,6 +339,9 @@ static void land_held_enters(struct bt_drain *d)
 		bt_warn("cannot read the system calls in progress: %s", strerror(-n));
 	if (n <= 0)
 		return;
+	/* Pairs batched since the pass's flush are older than the enters
+	 * just read: into the rings too, or the dump has a hole before them. */
+	flush_sys_batches(d);
 	bt_rings_consume(d->rb, drain_sample, d);
 	ev = calloc(d->ring_count, sizeof(*ev));
 	n = ev ? bt_sys_held_take(&d->landed, ev) : 0;

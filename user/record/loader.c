@@ -866,6 +866,8 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
 		st->malformed += atomic_load_explicit(&d->malformed, memory_order_relaxed);
 		st->wakeups += atomic_load_explicit(&d->wakeups, memory_order_relaxed);
 		st->exec_wakes += atomic_load_explicit(&d->exec_wakes, memory_order_relaxed);
+		st->sys_pair_records += atomic_load_explicit(&d->sys_pair_records, memory_order_relaxed);
+		st->sys_pairs += atomic_load_explicit(&d->sys_pairs, memory_order_relaxed);
 		st->wait_ms = atomic_load_explicit(&d->wait_ms, memory_order_relaxed);
 	}
 	st->drain_ms = l->drain_ms;

@@ -56,6 +56,7 @@ struct bt_drain {
 	uint64_t flush_req, flush_done;
 	/* Written by the drain thread only (plain load+store), read by others. */
 	_Atomic uint64_t events, rejected, malformed, wakeups, exec_wakes;
+	_Atomic uint64_t sys_pair_records, sys_pairs; /* BT_RAW_SYS_PAIR records, the pairs in them */
 	_Atomic uint32_t wait_ms; /* the current wait between passes */
 };
 

@@ -387,6 +387,11 @@ static int do_status(struct recorder *r, FILE *out)
 		"%" PRIu64 " quiet waits ended by an exec; %" PRIu64 " wakeups forced by a ring past %s (%" PRIu64
 		" not repeated: the drain had not moved yet)\n", ds.wakeups, ds.wait_ms, ds.drain_ms, ds.exec_wakes,
 		forced, format_size(bt_loader_wakeup_bytes(r->loader), a, sizeof(a)), held);
+	/* How well the kernel batches system-call pairs (emit.bpf.h): up to
+	 * 4 a record; anything else the CPU emits sends a batch out early. */
+	if (ds.sys_pair_records)
+		fprintf(out, "system calls: %" PRIu64 " pairs in %" PRIu64 " ring records (%.2f a record)\n",
+			ds.sys_pairs, ds.sys_pair_records, (double)ds.sys_pairs / (double)ds.sys_pair_records);
 	/* When on, the stacks line says the rate. */
 	if (bt_loader_sampling_refused(r->loader))
 		fprintf(out, "sampling: off, the kernel refused its perf events (%s): kernel.perf_event_paranoid "
