@@ -242,11 +242,11 @@ static void test_raw(void)
 
 	REQUIRE(b && c, "setup");
 	for (int i = 0; i < 40; i++) {
-		uint32_t r = 0;
+		struct bt_cold_pass pass;
 
 		write_n(b, &seq, HOT / 8 / sizeof(struct rec), NULL, 0);
-		bt_cold_pump_upto(c, b, BT_NO_POS, 0, &r);
-		raw += r;
+		bt_cold_pump_upto(c, b, BT_NO_POS, 0, &pass);
+		raw += pass.stored_raw;
 	}
 	bt_cold_stats(c, &st);
 	joined(b, c, &s);

@@ -369,6 +369,14 @@ int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns)
 
 /* ---- the pump ------------------------------------------------------------- */
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int compress_pend(struct bt_cold *c, size_t *clen)
 {
 	size_t raw = (size_t)c->npend * c->bsize;
@@ -395,7 +403,7 @@ static int compress_pend(struct bt_cold *c, size_t *clen)
  * the blocks its budget pays for), else stored as they are, which costs one
  * copy (straight into the ring) and still keeps them past the buffer's
  * overwrite: the window stays whole, only less of it compressed. */
-static int flush_group(struct bt_cold *c, uint32_t *zleft, uint32_t *stored_raw)
+static int flush_group(struct bt_cold *c, uint32_t *zleft, struct bt_cold_pass *out)
 {
 	struct group_hdr *h = (struct group_hdr *)c->cbuf;
 	size_t meta = c->npend * sizeof(struct block_meta);
@@ -407,12 +415,16 @@ static int flush_group(struct bt_cold *c, uint32_t *zleft, uint32_t *stored_raw)
 		return 0;
 	if (raw) {
 		clen = (size_t)c->npend * c->bsize;
-		*stored_raw += c->npend;
+		out->stored_raw += c->npend;
 	} else {
+		uint64_t t0 = thread_cpu_ns();
+
 		r = compress_pend(c, &clen);
 		if (r < 0)
 			return r;
 		*zleft -= c->npend;
+		out->compressed += c->npend;
+		out->codec_ns += thread_cpu_ns() - t0;
 	}
 	total = (sizeof(*h) + meta + clen + 7) & ~(size_t)7;
 	h->magic = raw ? GROUP_MAGIC_RAW : GROUP_MAGIC;
@@ -507,7 +519,7 @@ struct pump_pass {
 	int taken, err;
 	uint64_t before;     /* positions from here on are left in the buffer */
 	uint32_t zleft;      /* blocks the pass may still compress */
-	uint32_t stored_raw; /* blocks it stored as they are */
+	struct bt_cold_pass out;
 };
 
 /* Where the next block taken goes: the group being filled. */
@@ -555,20 +567,13 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 			return p->err = r;
 	}
 	if (c->npend == c->gblocks) {
-		r = flush_group(c, &p->zleft, &p->stored_raw);
+		r = flush_group(c, &p->zleft, &p->out);
 		if (r < 0)
 			return p->err = r;
 	}
 	return 0;
 }
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 {
@@ -576,7 +581,7 @@ int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 }
 
 int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, uint32_t max_compressed,
-		      uint32_t *stored_raw)
+		      struct bt_cold_pass *out)
 {
 	struct pump_pass p = { .c = c, .before = before, .zleft = max_compressed };
 	struct bt_read_stats rs;
@@ -599,8 +604,8 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 	next = rs.first_busy < rs.first_unpublished ? rs.first_busy : rs.first_unpublished;
 	if (next == BT_NO_POS || (r > 0 && p.max_seen < next))
 		next = p.max_seen; /* stopped at `before` (r 1): the rest is for a later pass */
-	if (stored_raw)
-		*stored_raw = p.stored_raw;
+	if (out)
+		*out = p.out;
 	if (next > c->next_pos)
 		c->next_pos = next;
 	early_prune(c);

@@ -107,13 +107,21 @@ int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns);
  * call). Returns the number of blocks taken or -errno. */
 int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b);
 
+/* What one pass did with the groups it closed (a group may hold blocks
+ * taken by earlier passes). */
+struct bt_cold_pass {
+	uint32_t stored_raw; /* blocks stored as they are */
+	uint32_t compressed; /* blocks compressed */
+	uint64_t codec_ns;   /* the thread's CPU time in the codec */
+};
+
 /* The same for positions below `before` only (the newer blocks are left
  * in the buffer for a later call), compressing at most max_compressed
  * blocks, oldest first: the groups past that are stored as they are (a
- * copy; *stored_raw counts their blocks), so a CPU budget too small to
- * compress everything still keeps the blocks past the buffer's overwrite. */
+ * copy), so a CPU budget too small to compress everything still keeps the
+ * blocks past the buffer's overwrite. *out (if not NULL) says how. */
 int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, uint32_t max_compressed,
-		      uint32_t *stored_raw);
+		      struct bt_cold_pass *out);
 
 /* The compressor thread's budget, for the stats only (cold_pump.c keeps
  * it): its share of one CPU, each time it held the tier back, and the CPU
