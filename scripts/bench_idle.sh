@@ -89,7 +89,7 @@ if [ "$write_md" -eq 1 ]; then
 		echo
 		echo "Kernel $(uname -r), $(nproc) CPUs, commit $(git rev-parse --short HEAD), $(date -u '+%Y-%m-%d'), load average $LOAD0 before."
 		echo "Command: \`sudo scripts/bench_idle.sh\` (part of \`make bench\`): \`record\` with its defaults (events"
-		echo "sched, irq, power; 49 Hz samples with stacks; 64 MiB; the cold tier within 1% of a CPU) and with"
+		echo "sched, irq, power; 49 Hz samples with stacks; 64 MiB; the cold tier within 0.5% of a CPU) and with"
 		echo "\`--cold-tier off\`, alternated $REPS times in one run, ${SECS}s each from ${WARM_SECS}s after the start; medians."
 		echo "BPF: the run time of every program the recorder loaded."
 		echo

@@ -331,7 +331,7 @@ def cmd_run(argv):
 # ---- tables and plot
 
 TOOLS = ["btrace-default", "btrace-zstd", "btrace-lz4", "btrace-cold", "btrace", "ftrace", "perf"]
-NAMES = {"btrace-default": "btrace-bpf, default (tier within 1% CPU)", "btrace": "btrace-bpf, no cold tier", "btrace-cold": "btrace-bpf (cold tier)",
+NAMES = {"btrace-default": "btrace-bpf, default (tier within 0.5% CPU)", "btrace": "btrace-bpf, no cold tier", "btrace-cold": "btrace-bpf (cold tier)",
          "btrace-lz4": "btrace-bpf, cold tier lz4 unbounded", "btrace-zstd": "btrace-bpf, cold tier zstd unbounded", "ftrace": "ftrace",
          "perf": "perf --overwrite", "none": "no tracer"}
 

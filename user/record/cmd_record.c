@@ -98,7 +98,11 @@ static char *trigger_uprobe_where;
 #define DEFAULT_COLD_CODEC BT_CODEC_ZSTD
 #define DEFAULT_COLD_LEVEL (-1)
 #define DEFAULT_COLD_GROUP 16
-#define DEFAULT_COLD_CPU_PPM 10000 /* 1% of one CPU */
+/* Half a percent of one CPU: at 1% the tier's thread and the cache it
+ * stirs cost 0.04-0.08 us a call in a 250k calls/s storm, more than
+ * ftrace's whole cost of a call there (BENCHMARKS.md, issue 40); at
+ * ordinary rates (under ~100k events/s) it still compresses everything. */
+#define DEFAULT_COLD_CPU_PPM 5000
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
 #define ALL_GROUPS (DEFAULT_GROUPS | (1u << BT_GROUP_SYSCALLS))
@@ -176,7 +180,7 @@ static const struct argp_option options[] = {
 	  "default 1) (default zstd:-1)", 0 },
 	{ "cold-cpu", OPT_COLD_CPU, "PCT", 0,
 	  "CPU budget of the cold tier's compressor, in % of one CPU (0.01 to 100), or off for none "
-	  "(default 1): what it cannot compress within it is kept uncompressed, counted", 0 },
+	  "(default 0.5): what it cannot compress within it is kept uncompressed, counted", 0 },
 	{ "cold-group", OPT_COLD_GROUP, "N", 0, "Blocks the cold tier compresses together, 1 to 64 (default 16)", 0 },
 	{ "output-dir", 'o', "DIR", 0, "Directory for dumps, created if missing (default ./traces)", 0 },
 	{ "compress", 'z', "LEVEL", 0, "zlib level of dumps, 0 (none) to 9 (default 1)", 0 },
