@@ -89,7 +89,7 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 void bt_cold_destroy(struct bt_cold *c);
 
 /* The compressor's wakeup. The drain calls bt_cold_nudge() after each pass
- * with the buffer's blocks_used: once a quarter of the buffer was used since
+ * with the buffer's blocks_used: once an eighth of the buffer was used since
  * the pump's last pass began, the thread waiting in bt_cold_wait() wakes at
  * once instead of at the end of its sleep, so it takes the blocks long before
  * writers come round to overwrite them. Cheap when nothing is due (two

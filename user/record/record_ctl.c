@@ -98,7 +98,7 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	 * read whole; a shrink drops its oldest groups, before or after). */
 	pthread_mutex_lock(&r->buf_swap);
 	/* A shrink drops the buffer's oldest slots, which the compressor
-	 * takes only once they are in the older half: it takes them now,
+	 * takes only once they are three quarters of a turn old: it takes them now,
 	 * or the window would have a hole between the tier and the buffer. */
 	if (r->cold_pump && raw < before.raw) {
 		bt_buffer_stats(r->buf, &bs);
