@@ -581,6 +581,15 @@ int bt_read(struct bt_buffer *b, bt_block_cb cb, void *ctx, struct bt_read_stats
 	return bt_read_range(b, 0, 0, cb, ctx, st);
 }
 
+int bt_read_begin_(struct bt_buffer *b, struct bt_read_stats **st, struct bt_read_stats *local)
+{
+	if (!*st)
+		*st = local;
+	memset(*st, 0, sizeof(**st));
+	(*st)->first_busy = (*st)->first_unpublished = BT_NO_POS;
+	return bt_reader_enter_(b);
+}
+
 int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_block_cb cb, void *ctx,
 		  struct bt_read_stats *st)
 {
@@ -592,11 +601,7 @@ int bt_read_range(struct bt_buffer *b, uint64_t min_pos, unsigned flags, bt_bloc
 	uint64_t handed = 0;
 	int ri, ret = 0;
 
-	if (!st)
-		st = &local;
-	memset(st, 0, sizeof(*st));
-	st->first_busy = st->first_unpublished = BT_NO_POS;
-	ri = bt_reader_enter_(b);
+	ri = bt_read_begin_(b, &st, &local);
 	if (ri < 0)
 		return ri;
 

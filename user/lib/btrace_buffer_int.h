@@ -138,6 +138,9 @@ static inline size_t slot_bytes(const struct bt_buffer *b)
 /* Readers (btrace_buffer.c): an epoch slot keeps resized-away memory
  * mapped while a reader copies from it. */
 int bt_reader_enter_(struct bt_buffer *b);
+/* A read's start: *st (NULL: local) cleared, nothing busy or unpublished
+ * yet, and bt_reader_enter_()'s slot, or -errno. */
+int bt_read_begin_(struct bt_buffer *b, struct bt_read_stats **st, struct bt_read_stats *local);
 void bt_reader_exit_(struct bt_buffer *b, int i);
 
 enum bt_read_result { BT_READ_OK, BT_READ_LOST, BT_READ_BUSY };

@@ -26,8 +26,6 @@
  */
 #include "btrace_buffer_int.h"
 
-#include <string.h>
-
 int bt_read_follow(struct bt_buffer *b, uint64_t from, uint64_t to, bt_follow_dst dst, bt_block_cb cb, void *ctx,
 		   struct bt_read_stats *st)
 {
@@ -38,11 +36,7 @@ int bt_read_follow(struct bt_buffer *b, uint64_t from, uint64_t to, bt_follow_ds
 	uint64_t slot_round = UINT64_MAX;
 	int ri, ret = 0;
 
-	if (!st)
-		st = &local;
-	memset(st, 0, sizeof(*st));
-	st->first_busy = st->first_unpublished = BT_NO_POS;
-	ri = bt_reader_enter_(b);
+	ri = bt_read_begin_(b, &st, &local);
 	if (ri < 0)
 		return ri;
 	/* Seq_cst: after our epoch announcement (see bt_reader_enter_()). */
