@@ -172,6 +172,7 @@ static void *pump_main(void *arg)
 	 * machine those passes, each sorting every block header, were most of
 	 * the recorder's CPU (issue 40). */
 	uint64_t empty_at = UINT64_MAX;
+	uint64_t pass_end = bg.cpu; /* thread CPU when the last pass ended */
 
 	/* Acquire: pairs with the release store in bt_cold_pump_stop(). */
 	while (!atomic_load_explicit(&p->stop, memory_order_acquire)) {
@@ -191,6 +192,7 @@ static void *pump_main(void *arg)
 		uint64_t cpu0 = bt_thread_cpu_ns();
 		n = pump_pass(p, take_end(&bs), zmax, &pass);
 		uint64_t now = bt_now_ns(), sleep_ns = (n == 0 ? IDLE_MS : MAX_MS) * 1000000ull;
+		uint64_t cpu1 = bt_thread_cpu_ns();
 
 		empty_at = n == 0 ? bs.blocks_used : UINT64_MAX;
 
@@ -198,10 +200,16 @@ static void *pump_main(void *arg)
 			bt_warn("cold tier: %s: older history is no longer compressed", strerror(-n));
 			warned = 1;
 		}
-		if (!zmax) { /* copies only: kept out of the budget, shown apart */
-			uint64_t spent = bt_thread_cpu_ns() - cpu0;
+		if (!zmax) {
+			/* Copies only: kept out of the budget, shown apart, with
+			 * the wait and wakeup before the pass (settled against the
+			 * credit: given back). In a dd storm (21k blocks a second
+			 * through a buffer of 512) that is 800 passes a second,
+			 * and 13 ms of CPU a second between them. */
+			uint64_t spent = cpu1 - pass_end;
 
-			bg.cpu += spent;
+			bg.credit += (double)(cpu0 - pass_end);
+			bg.cpu = cpu1;
 			bt_cold_budget_copied(p->cold, spent);
 		} else if (n > 0 && pass.compressed) {
 			/* A compressed block's cost: the codec's share, and the
@@ -209,12 +217,13 @@ static void *pump_main(void *arg)
 			 * too, where every pass also stores blocks raw: the first
 			 * guess (20 us) stood there; learnt, 12 us at 1M events/s
 			 * into 32 MiB, and 11% more of the tier compressed. */
-			uint64_t spent = bt_thread_cpu_ns() - cpu0;
+			uint64_t spent = cpu1 - cpu0;
 			uint64_t other = spent > pass.codec_ns ? spent - pass.codec_ns : 0;
 			double per = (double)pass.codec_ns / pass.compressed + (double)other / n;
 
 			bg.block_ns = 0.7 * bg.block_ns + 0.3 * (per > 100 ? per : 100);
 		}
+		pass_end = cpu1;
 		if (pass.stored_raw)
 			bt_cold_budget_held_back(p->cold);
 		if (n > 0 && now > last)
