@@ -99,9 +99,10 @@ static char *trigger_uprobe_where;
 #define DEFAULT_COLD_LEVEL (-1)
 #define DEFAULT_COLD_GROUP 16
 /* Half a percent of one CPU: at 1% the tier's thread and the cache it
- * stirs cost 0.04-0.08 us a call in a 250k calls/s storm, more than
- * ftrace's whole cost of a call there (BENCHMARKS.md, issue 40); at
- * ordinary rates (under ~100k events/s) it still compresses everything. */
+ * stirs cost 0.05-0.08 us a call in a 250k calls/s storm, more than the
+ * recorder's lead over ftrace there (BENCHMARKS.md, issue 40). At 12 us a
+ * block, half a percent still pays for ~400 blocks a second: everything
+ * at ordinary rates (an estimate: ~100k events/s). */
 #define DEFAULT_COLD_CPU_PPM 5000
 #define DEFAULT_OUTPUT_DIR "./traces"
 #define DEFAULT_GROUPS ((1u << BT_GROUP_SCHED) | (1u << BT_GROUP_IRQ) | (1u << BT_GROUP_POWER))
