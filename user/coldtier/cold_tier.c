@@ -19,6 +19,7 @@
  * groups it will deliver.
  */
 #include "cold_tier.h"
+#include "clocks.h"
 #include "errors.h"
 #include "prefault.h"
 
@@ -369,14 +370,6 @@ int bt_cold_wait(struct bt_cold *c, uint64_t timeout_ns)
 
 /* ---- the pump ------------------------------------------------------------- */
 
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static int compress_pend(struct bt_cold *c, size_t *clen)
 {
 	size_t raw = (size_t)c->npend * c->bsize;
@@ -417,14 +410,14 @@ static int flush_group(struct bt_cold *c, uint32_t *zleft, struct bt_cold_pass *
 		clen = (size_t)c->npend * c->bsize;
 		out->stored_raw += c->npend;
 	} else {
-		uint64_t t0 = thread_cpu_ns();
+		uint64_t t0 = bt_thread_cpu_ns();
 
 		r = compress_pend(c, &clen);
 		if (r < 0)
 			return r;
 		*zleft -= c->npend;
 		out->compressed += c->npend;
-		out->codec_ns += thread_cpu_ns() - t0;
+		out->codec_ns += bt_thread_cpu_ns() - t0;
 	}
 	total = (sizeof(*h) + meta + clen + 7) & ~(size_t)7;
 	h->magic = raw ? GROUP_MAGIC_RAW : GROUP_MAGIC;
@@ -574,7 +567,6 @@ static int take_block(const struct bt_block_view *v, void *ctx)
 	return 0;
 }
 
-
 int bt_cold_pump(struct bt_cold *c, struct bt_buffer *b)
 {
 	return bt_cold_pump_upto(c, b, BT_NO_POS, UINT32_MAX, NULL);
@@ -585,7 +577,7 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 {
 	struct pump_pass p = { .c = c, .before = before, .zleft = max_compressed };
 	struct bt_read_stats rs;
-	uint64_t t0 = thread_cpu_ns(), next, settled;
+	uint64_t t0 = bt_thread_cpu_ns(), next, settled;
 	struct bt_stats bs;
 	int r;
 
@@ -619,7 +611,7 @@ int bt_cold_pump_upto(struct bt_cold *c, struct bt_buffer *b, uint64_t before, u
 	c->kept_stale = 1;
 	c->st.gaps += p.gaps;
 	c->st.pumps++;
-	c->st.cpu_ns += thread_cpu_ns() - t0;
+	c->st.cpu_ns += bt_thread_cpu_ns() - t0;
 	pthread_mutex_unlock(&c->lock);
 	return p.taken;
 }
@@ -936,17 +928,9 @@ void bt_cold_budget_set(struct bt_cold *c, uint32_t ppm)
 	pthread_mutex_unlock(&c->lock);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void bt_cold_budget_held_back(struct bt_cold *c)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = bt_now_ns();
 
 	pthread_mutex_lock(&c->lock);
 	c->st.held_back++;
@@ -963,7 +947,7 @@ void bt_cold_budget_copied(struct bt_cold *c, uint64_t cpu_ns)
 
 void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = bt_now_ns();
 
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;

@@ -80,19 +80,15 @@ static long stacks_held(void *ctx, uint64_t **out)
 
 /* ---- drain ------------------------------------------------------------------- */
 
-static inline void bump(_Atomic uint64_t *c)
+static inline void add_to(_Atomic uint64_t *c, uint64_t n)
 {
 	/* Single writer: a relaxed load and store, no locked instruction. */
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n, memory_order_relaxed);
 }
 
-static uint64_t boottime_ns(void)
+static inline void bump(_Atomic uint64_t *c)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts); /* the clock of bpf_ktime_get_boot_ns() */
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+	add_to(c, 1);
 }
 
 static int cmp_task_event(const void *a, const void *b)
@@ -148,8 +144,7 @@ static void flush_batch(struct bt_drain *d)
 	if (!n)
 		return;
 	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
-		atomic_store_explicit(&d->events, atomic_load_explicit(&d->events, memory_order_relaxed) + n,
-				      memory_order_relaxed);
+		add_to(&d->events, n);
 		/* Events not stored are not reported: their seqs make the gap. */
 		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, n);
 		/* Within the pass too: one pass over full rings can write more
@@ -157,8 +152,7 @@ static void flush_batch(struct bt_drain *d)
 		if (d->l->cold)
 			bt_cold_nudge(d->l->cold, bt_buffer_blocks_used(d->l->buf), d->nblocks);
 	} else
-		atomic_store_explicit(&d->rejected, atomic_load_explicit(&d->rejected, memory_order_relaxed) + n,
-				      memory_order_relaxed);
+		add_to(&d->rejected, n);
 	d->blen = d->bcount = 0;
 }
 
@@ -296,9 +290,7 @@ static int drain_sample(void *ctx, void *data, size_t len)
 			drain_store(d, &out.h, sizeof(out));
 		}
 		bump(&d->sys_pair_records);
-		atomic_store_explicit(&d->sys_pairs,
-				      atomic_load_explicit(&d->sys_pairs, memory_order_relaxed) + len / sizeof(*p),
-				      memory_order_relaxed);
+		add_to(&d->sys_pairs, len / sizeof(*p));
 		return 0;
 	}
 	case BT_EV_SYS_ENTER:
@@ -435,7 +427,7 @@ static void *drain_main(void *arg)
 		pthread_mutex_unlock(&d->lock);
 		/* A poll that timed out consumed nothing: events are submitted
 		 * without wakeups. Every ring is consumed past `horizon`. */
-		horizon = boottime_ns();
+		horizon = bt_boottime_ns(); /* the clock of bpf_ktime_get_boot_ns() */
 		if (req != d->flush_done)
 			flush_sys_batches(d);
 		records = bt_rings_consume(d->rb, drain_sample, d);
