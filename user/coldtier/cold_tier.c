@@ -321,7 +321,7 @@ void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks)
 	 * wakeup or one pass late, never a lost block uncounted. */
 	uint64_t seen = atomic_load_explicit(&c->pump_used, memory_order_relaxed);
 
-	if (blocks_used - seen < nblocks / 8 || atomic_load_explicit(&c->kicked, memory_order_relaxed))
+	if (blocks_used - seen < nblocks / BT_COLD_NUDGE_DIV || atomic_load_explicit(&c->kicked, memory_order_relaxed))
 		return;
 	pthread_mutex_lock(&c->wlock);
 	/* Relaxed: the mutex orders it with the wait in bt_cold_wait(). */

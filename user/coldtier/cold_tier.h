@@ -96,6 +96,10 @@ void bt_cold_destroy(struct bt_cold *c);
  * relaxed loads); a mutex and a signal when it is. bt_cold_wake() always wakes
  * (stopping). bt_cold_wait() returns 1 if woken, 0 on timeout. */
 void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks);
+/* The nudge comes once 1/BT_COLD_NUDGE_DIV of the buffer was used; the
+ * pump sleeps no longer than that takes, and takes blocks with a quarter
+ * turn to spare (cold_pump.c: take_end), twice this interval. */
+#define BT_COLD_NUDGE_DIV 8
 void bt_cold_wake(struct bt_cold *c);
 /* The drain's nudges count from blocks_used again: a compressor that waits
  * for its budget is not woken by every drain pass meanwhile. */

@@ -229,10 +229,10 @@ static void *pump_main(void *arg)
 		if (n > 0 && now > last)
 			rate = 0.5 * rate + 0.5 * (double)n / (double)(now - last);
 		last = now;
-		if (n >= 0 && (uint32_t)n > bs.nblocks / 16)
+		if (n >= 0 && (uint32_t)n > bs.nblocks / (2 * BT_COLD_NUDGE_DIV))
 			continue;
-		if (rate > 0 && bs.nblocks / 8 / rate < (double)sleep_ns)
-			sleep_ns = (uint64_t)(bs.nblocks / 8 / rate);
+		if (rate > 0 && bs.nblocks / BT_COLD_NUDGE_DIV / rate < (double)sleep_ns)
+			sleep_ns = (uint64_t)(bs.nblocks / BT_COLD_NUDGE_DIV / rate);
 		if (sleep_ns < MIN_MS * 1000000ull)
 			sleep_ns = MIN_MS * 1000000ull;
 		bt_cold_wait(p->cold, sleep_ns); /* or less: the drain nudges (bt_cold_nudge) */
