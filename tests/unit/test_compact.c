@@ -98,14 +98,17 @@ static void test_every_type_roundtrips(void)
 }
 
 /* Batches of random events where about half follow the one before (same
- * thread, next seq, a little later): every one back, in order. */
+ * thread, next seq, a little later): every one back, in order. The same
+ * batch put by the drain's system-call path (bt_compact_sys_put, the
+ * general one where it has no narrow form) is the same bytes. */
 static void test_chains_roundtrip(void)
 {
-	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], dec[BT_EVENT_MAX];
+	uint8_t batch[BT_BATCH_MAX + BT_COMPACT_MAX], batch2[sizeof(batch)], dec[BT_EVENT_MAX];
 	struct bt_ev_syscall evs[64];
+	uint64_t fast = 0, slow = 0;
 	srand(11);
 	for (int round = 0; round < 2000; round++) {
-		struct bt_compact_prev prev = { 0 };
+		struct bt_compact_prev prev = { 0 }, prev2 = { 0 };
 		uint32_t blen = 0, n = 0, off = 0, rlen, got = 0;
 		const uint8_t *rec;
 		uint64_t ts = 1ull << 45;
@@ -123,6 +126,15 @@ static void test_chains_roundtrip(void)
 						     .id = r % 400, .ret = r % 2 ? (r % 5 ? -(r % 30) : (int64_t)r << 20) : 0 };
 			uint32_t k = bt_compact_batch_put(batch + blen, &e->h, sizeof(*e), &prev);
 			REQUIRE(k, "encode");
+			uint32_t k2 = bt_compact_sys_put(batch2 + blen, e, &prev2);
+			if (k2)
+				fast++;
+			else
+				slow++, k2 = bt_compact_batch_put(batch2 + blen, &e->h, sizeof(*e), &prev2);
+			if (k2 != k || memcmp(batch2 + blen, batch + blen, k) != 0) {
+				CHECK(0, "round %d: event %u put by the system-call path differs", round, n);
+				return;
+			}
 			blen += k;
 			n++;
 		}
@@ -141,6 +153,8 @@ static void test_chains_roundtrip(void)
 		}
 	}
 	CHECK(1, "2000 batches of chained events round-trip");
+	CHECK(fast > 5 * slow && slow > 0, "system-call path: %llu narrow forms, %llu left to the general one",
+	      (unsigned long long)fast, (unsigned long long)slow);
 }
 
 static void test_time_epochs(void)

@@ -67,34 +67,73 @@ static uint32_t stack_tail(uint32_t type)
 	return type == BT_EV_OFFCPU ? 8u : type == BT_EV_CPU_SAMPLE ? 0u : 4u;
 }
 
+/* A form's header flags after prev's event: the next-event form, else a
+ * full header, with the tgid of a thread that is not its process's leader. */
+static inline uint32_t header_flags(const struct bt_compact_prev *prev, const struct bt_event_hdr *ev)
+{
+	return is_next(prev, ev) ? F_NEXT : ev->tgid != ev->tid ? F_TGID : 0;
+}
+
+static inline uint32_t header_size(uint32_t flags)
+{
+	return flags & F_NEXT ? HDR_NEXT : HDR + (flags & F_TGID ? 4u : 0u);
+}
+
+/* Write the header of ev's form at o and make ev the one the next follows. */
+static inline void put_header(uint8_t *o, const struct bt_event_hdr *ev, uint32_t flags, struct bt_compact_prev *prev)
+{
+	if (flags & F_NEXT) {
+		uint32_t w = (uint32_t)(ev->ts_ns - prev->ts) << 8 | ev->type | flags;
+		memcpy(o, &w, 4);
+	} else {
+		struct chdr h = { .tf_ts = (ev->ts_ns & TS_MASK) << 8 | ev->type | flags, .seq = ev->seq, .tid = ev->tid };
+		memcpy(o, &h, sizeof(h));
+		if (flags & F_TGID)
+			memcpy(o + HDR, &ev->tgid, 4);
+	}
+	if (prev)
+		*prev = (struct bt_compact_prev){ ev->ts_ns, ev->seq, ev->tid, ev->tgid, 1 };
+}
+
+/* A system call's narrow form (s32 id, and for an exit s32 ret); 0 if its
+ * values do not fit it. */
+static inline uint32_t sys_form(const struct bt_ev_syscall *s, struct bt_compact_prev *prev, uint8_t *o)
+{
+	int exit = s->h.type == BT_EV_SYS_EXIT;
+
+	if (!fits32(s->id) || (exit ? !fits32(s->ret) : s->ret != 0))
+		return 0;
+	uint32_t flags = header_flags(prev, &s->h), n = header_size(flags);
+	int32_t v[2] = { (int32_t)s->id, (int32_t)s->ret };
+
+	memcpy(o + n, v, exit ? 8 : 4);
+	put_header(o, &s->h, flags, prev);
+	return n + (exit ? 8 : 4);
+}
+
+uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct bt_compact_prev *prev)
+{
+	if (s->h.type != BT_EV_SYS_ENTER && s->h.type != BT_EV_SYS_EXIT)
+		return 0;
+	return sys_form(s, prev, at); /* whole words: no padding */
+}
+
 uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev, void *out)
 {
 	uint8_t *o = out;
-	uint32_t type = ev->type, flags = 0, n, min;
+	uint32_t type = ev->type, flags, n, min;
 	if (len < sizeof(*ev) || !bt_event_is_kernel(type) || len < (min = bt_event_min_size(type)))
 		return 0;
-	if (is_next(prev, ev))
-		flags |= F_NEXT;
-	else if (ev->tgid != ev->tid)
-		flags |= F_TGID;
-	n = flags & F_NEXT ? HDR_NEXT : HDR + (flags & F_TGID ? 4u : 0u);
+	if ((type == BT_EV_SYS_ENTER || type == BT_EV_SYS_EXIT) && len == sizeof(struct bt_ev_syscall) &&
+	    (n = sys_form((const struct bt_ev_syscall *)ev, prev, o)))
+		return n;
+	flags = header_flags(prev, ev);
+	n = header_size(flags);
 	uint8_t *p = o + n;
 	const uint8_t *payload = (const uint8_t *)(ev + 1);
 	uint32_t plen = len - (uint32_t)sizeof(*ev);
 
-	if (type == BT_EV_SYS_ENTER || type == BT_EV_SYS_EXIT) {
-		const struct bt_ev_syscall *s = (const void *)ev;
-		if (len == sizeof(*s) && fits32(s->id) && (type == BT_EV_SYS_ENTER ? s->ret == 0 : fits32(s->ret))) {
-			int32_t id = (int32_t)s->id, ret = (int32_t)s->ret;
-			memcpy(p, &id, 4);
-			n += 4;
-			if (type == BT_EV_SYS_EXIT) {
-				memcpy(p + 4, &ret, 4);
-				n += 4;
-			}
-			goto done;
-		}
-	} else if (type == BT_EV_SCHED_SWITCH) {
+	if (type == BT_EV_SCHED_SWITCH) {
 		const struct bt_ev_sched_switch *s = (const void *)ev;
 		if (len == sizeof(*s) && s->prev_state <= UINT16_MAX && s->prev_prio <= UINT8_MAX &&
 		    s->next_prio <= UINT8_MAX) {
@@ -123,7 +162,7 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct b
 			n += 4 + tail;
 			goto done;
 		}
-	} else if (plen == min - sizeof(*ev)) {
+	} else if (type != BT_EV_SYS_ENTER && type != BT_EV_SYS_EXIT && plen == min - sizeof(*ev)) {
 		/* no narrow form: the ABI payload as is, sized by its type */
 		if (n + plen > BT_COMPACT_MAX)
 			return 0;
@@ -140,17 +179,7 @@ uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct b
 	memcpy(p + 4, payload, plen);
 	n += 4 + plen;
 done:
-	if (flags & F_NEXT) {
-		uint32_t w = (uint32_t)(ev->ts_ns - prev->ts) << 8 | type | flags;
-		memcpy(o, &w, 4);
-	} else {
-		struct chdr h = { .tf_ts = (ev->ts_ns & TS_MASK) << 8 | type | flags, .seq = ev->seq, .tid = ev->tid };
-		memcpy(o, &h, sizeof(h));
-		if (flags & F_TGID)
-			memcpy(o + HDR, &ev->tgid, 4);
-	}
-	if (prev)
-		*prev = (struct bt_compact_prev){ ev->ts_ns, ev->seq, ev->tid, ev->tgid, 1 };
+	put_header(o, ev, flags, prev);
 	return n;
 }
 

@@ -79,6 +79,13 @@ struct bt_compact_prev {
  * be stored. */
 uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev);
 
+/* bt_compact_batch_put() for a system call (struct bt_ev_syscall) whose
+ * narrow form fits: the drain's path for the pairs, most of what it stores
+ * under a system-call load. 0 if it has none (then put it as any event);
+ * at most BT_COMPACT_SYS_MAX bytes. */
+#define BT_COMPACT_SYS_MAX 28u
+uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct bt_compact_prev *prev);
+
 /* Next stored event of a batch entry (ent, elen bytes) at *off: 1 with
  * rec and rlen set and *off advanced, 0 at the end, -1 if malformed (the
  * rest of the entry cannot be trusted). */

@@ -234,6 +234,24 @@ static void drain_store(struct bt_drain *d, const struct bt_event_hdr *h, uint32
 		d->l->hook(d->l->hook_ctx, h, len);
 }
 
+/* drain_store() of a system call from a pair record, when it joins the
+ * batch being filled in its narrow form: no generic encoder, no type
+ * dispatch. At 500k calls a second that path was half the drain's CPU. */
+static void drain_sys(struct bt_drain *d, const struct bt_ev_syscall *s)
+{
+	uint32_t n;
+
+	if (d->bcount && d->bcore == s->h.cpu && d->bcount < BATCH_EVENTS_MAX &&
+	    d->blen + BT_COMPACT_SYS_MAX <= d->bcap && (n = bt_compact_sys_put(d->batch + d->blen, s, &d->bprev))) {
+		d->blen += n;
+		d->bseq[d->bcount] = s->h.seq;
+		d->bts[d->bcount] = s->h.ts_ns;
+		d->bcount++;
+		return;
+	}
+	drain_store(d, &s->h, sizeof(*s));
+}
+
 static int drain_sample(void *ctx, void *data, size_t len)
 {
 	struct bt_drain *d = ctx;
@@ -286,8 +304,8 @@ static int drain_sample(void *ctx, void *data, size_t len)
 			}
 			bt_sys_pair_split(&p[i], &in, &out);
 			if (!bt_sys_landed_dup(&d->landed, &in.h))
-				drain_store(d, &in.h, sizeof(in));
-			drain_store(d, &out.h, sizeof(out));
+				drain_sys(d, &in);
+			drain_sys(d, &out);
 		}
 		bump(&d->sys_pair_records);
 		add_to(&d->sys_pairs, len / sizeof(*p));

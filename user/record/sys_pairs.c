@@ -9,20 +9,6 @@
 #include <bpf/bpf.h>
 #include "sys_pairs.h"
 
-void bt_sys_pair_split(const struct bt_raw_sys_pair *p, struct bt_ev_syscall *enter, struct bt_ev_syscall *exit)
-{
-	enter->h = p->h;
-	enter->h.type = BT_EV_SYS_ENTER;
-	enter->h.ts_ns = p->enter_ts;
-	enter->h.seq = p->enter_seq;
-	enter->id = p->enter_id;
-	enter->ret = 0;
-	exit->h = p->h;
-	exit->h.type = BT_EV_SYS_EXIT;
-	exit->id = p->id;
-	exit->ret = p->ret;
-}
-
 int bt_sys_landed_init(struct bt_sys_landed *l, uint32_t first, uint32_t count)
 {
 	l->first = first;
@@ -47,14 +33,11 @@ static int landed_find(const struct bt_sys_landed *l, uint32_t i, uint32_t seq, 
 	return -1;
 }
 
-bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter)
+bool bt_sys_landed_dup_(struct bt_sys_landed *l, const struct bt_event_hdr *enter)
 {
 	uint32_t i = enter->cpu - l->first;
-	int k;
+	int k = landed_find(l, i, enter->seq, enter->tid);
 
-	if (!l->cpu || enter->cpu < l->first || i >= l->count || !l->cpu[i].live)
-		return false; /* the common case, on every pair the drain reads */
-	k = landed_find(l, i, enter->seq, enter->tid);
 	if (k < 0)
 		return false;
 	bool stored = l->cpu[i].state[k] == BT_LANDED_STORED;

@@ -25,8 +25,22 @@
 #include <stdint.h>
 #include "events.h"
 
-/* The enter and the exit a pair record stands for. */
-void bt_sys_pair_split(const struct bt_raw_sys_pair *p, struct bt_ev_syscall *enter, struct bt_ev_syscall *exit);
+/* The enter and the exit a pair record stands for (inline: the drain
+ * splits every pair it reads). */
+static inline void bt_sys_pair_split(const struct bt_raw_sys_pair *p, struct bt_ev_syscall *enter,
+				     struct bt_ev_syscall *exit)
+{
+	enter->h = p->h;
+	enter->h.type = BT_EV_SYS_ENTER;
+	enter->h.ts_ns = p->enter_ts;
+	enter->h.seq = p->enter_seq;
+	enter->id = p->enter_id;
+	enter->ret = 0;
+	exit->h = p->h;
+	exit->h.type = BT_EV_SYS_EXIT;
+	exit->id = p->id;
+	exit->ret = p->ret;
+}
 
 /* Per CPU of a drain's range, the last BT_SYS_LANDED_MAX enters read from
  * its slot whose ring copy has not come yet. More than one: an enter stored
@@ -56,8 +70,17 @@ int bt_sys_held_read(struct bt_sys_landed *l, int cpu_state_fd, uint32_t ncpus);
 
 /* For a sys_enter coming from the ring: true if it was stored from its slot
  * already (a duplicate: drop it). A candidate is forgotten and the ring's
- * copy stored instead. */
-bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter);
+ * copy stored instead. Inline the common case, on every pair the drain
+ * reads: nothing landed on the enter's CPU. */
+bool bt_sys_landed_dup_(struct bt_sys_landed *l, const struct bt_event_hdr *enter);
+static inline bool bt_sys_landed_dup(struct bt_sys_landed *l, const struct bt_event_hdr *enter)
+{
+	uint32_t i = enter->cpu - l->first;
+
+	if (!l->cpu || enter->cpu < l->first || i >= l->count || !l->cpu[i].live)
+		return false;
+	return bt_sys_landed_dup_(l, enter);
+}
 
 /* Step 3: the candidates left, at most l->count into out, now remembered
  * as stored. The number. */
