@@ -31,7 +31,7 @@ struct chdr {
 
 /* Whether ev may be stored as the next event after prev: same thread, the
  * next seq, a little later. */
-static int is_next(const struct bt_compact_prev *prev, const struct bt_event_hdr *ev)
+static inline int is_next(const struct bt_compact_prev *prev, const struct bt_event_hdr *ev)
 {
 	return prev && prev->valid && ev->tid == prev->tid && ev->tgid == prev->tgid &&
 	       ev->seq == (uint32_t)(prev->seq + 1) && ev->ts_ns >= prev->ts &&
