@@ -273,10 +273,12 @@ def analyze(events, truth):
             tail = t["ops"] - 1 - ret[-1]
         else:
             tail = t["ops"]
-        miss_win = sum(n for _, n, tsb in gaps if tsb >= wstart) + max(tail, 0)
+        # A gap ending at the window's first event is the proven loss the
+        # window starts after (its calls precede the window): not in it.
+        miss_win = sum(n for _, n, tsb in gaps if tsb > wstart) + max(tail, 0)
         missing_in_window += miss_win
         for _, n, tsb in gaps:
-            if tsb >= wstart:
+            if tsb > wstart:
                 verified_start = max(verified_start, tsb)
         if tail > 0:
             verified_start = last_ts
@@ -597,6 +599,21 @@ def cmd_selftest():
     t = r["threads"][0]
     ok(t["oldest"] == 0 and t["retained"] == 388 and t["missing"] == 10 and t["tail_missing"] == 2
        and r["missing_in_window"] == 12 and count_check([r]) == "ok", "truth check counts missing calls")
+    # a ring drop (seq gap) took calls 200..209; calls 300..304 are gone
+    # without one: only those are missing in the window, which starts at
+    # call 210's enter (first event after the loss)
+    ev, seq = [], 0
+    for i in range(400):
+        for k, kind in enumerate(("enter", "exit")):
+            if not 300 <= i < 305:  # silent: no seq taken
+                if not 200 <= i < 210:
+                    ev.append((0, 1000 + 2 * i + k, kind, 5, NR_GETPID if op_bit(i) else NR_GETPPID, seq))
+                seq += 1
+    r = analyze(ev, {0: {"tid": 5, "cpu": 0, "role": "heavy", "ops": 400, "log": []}})
+    t = r["threads"][0]
+    ok(r["window_start"] == 1000 + 420 and r["seq_missing"] == 20 and t["missing"] == 15
+       and r["missing_in_window"] == 5, "a gap ending at the window's first event is before the window "
+       f"(window {r['window_start']}, seq missing {r['seq_missing']}, in window {r['missing_in_window']})")
     print(f"# {n - fails} passed, {fails} failed")
     return 1 if fails else 0
 
