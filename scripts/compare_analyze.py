@@ -246,46 +246,51 @@ def analyze(events, truth):
     calls = {k: [] for k in truth}  # (bit, ts, cpu)
     for cpu, ts, kind, tid, nr, seq in events:
         if kind == "enter" and tid in bytid and nr in (NR_GETPID, NR_GETPPID):
-            calls[bytid[tid]].append((1 if nr == NR_GETPID else 0, ts))
+            calls[bytid[tid]].append((1 if nr == NR_GETPID else 0, ts, cpu))
     th_out = {}
     missing_in_window = 0
     verified_start = wstart
     retained_calls = 0
     for k, t in truth.items():
         lst = calls[k]
-        idx = decode([b for b, _ in lst])
-        pairs = sorted((i, ts) for i, (_, ts) in zip(idx, lst) if i is not None)
+        idx = decode([b for b, _, _ in lst])
+        pairs = sorted((i, ts, cpu) for i, (_, ts, cpu) in zip(idx, lst) if i is not None)
         undecoded = sum(1 for i in idx if i is None)
         dups = sum(1 for a, b in zip(pairs, pairs[1:]) if a[0] == b[0])
-        ret = sorted(set(i for i, _ in pairs))
+        ret = sorted(set(i for i, _, _ in pairs))
         bad = sum(1 for i in ret if i >= t["ops"])
-        gaps = []  # (first missing, count, ts of the next retained call)
+        gaps = []  # (first missing, count, ts and cpu of the next retained call)
         ranges = []
         if ret:
             lo = ret[0]
-            tsof = dict(pairs)
+            tsof = {i: (ts, cpu) for i, ts, cpu in pairs}
             for a, b in zip(ret, ret[1:]):
                 if b > a + 1:
-                    gaps.append((a + 1, b - a - 1, tsof[b]))
+                    gaps.append((a + 1, b - a - 1, *tsof[b]))
                     ranges.append([lo, a])
                     lo = b
             ranges.append([lo, ret[-1]])
             tail = t["ops"] - 1 - ret[-1]
         else:
             tail = t["ops"]
-        # A gap ending at the window's first event is the proven loss the
-        # window starts after (its calls precede the window): not in it.
-        miss_win = sum(n for _, n, tsb in gaps if tsb > wstart) + max(tail, 0)
+
+        # A gap ending at the window's first event (on the CPU whose loss
+        # starts the window) is that proven loss: its calls precede the
+        # window. Another CPU's call at the same time (perf and ftrace
+        # stamp microseconds) may follow calls lost inside it.
+        def in_window(tsb, cpub):
+            return tsb > wstart or (tsb == wstart and cpub != limit_cpu)
+        miss_win = sum(n for _, n, tsb, cpub in gaps if in_window(tsb, cpub)) + max(tail, 0)
         missing_in_window += miss_win
-        for _, n, tsb in gaps:
-            if tsb > wstart:
+        for _, n, tsb, cpub in gaps:
+            if in_window(tsb, cpub):
                 verified_start = max(verified_start, tsb)
         if tail > 0:
             verified_start = last_ts
         retained_calls += len(ret)
         th_out[k] = {"tid": t["tid"], "role": t["role"], "ops": t["ops"], "retained": len(ret),
                      "undecoded": undecoded, "dups": dups, "beyond_truth": bad,
-                     "gaps": len(gaps), "missing": sum(n for _, n, _ in gaps),
+                     "gaps": len(gaps), "missing": sum(g[1] for g in gaps),
                      "tail_missing": tail, "missing_in_window": miss_win,
                      "oldest": ret[0] if ret else None, "ranges": ranges}
     return {
