@@ -130,7 +130,9 @@ static void test_timeout_kills_the_session(void)
 	WAIT_UNTIL((bt_hooks_get_stats(h, &st), st.running == 0), 10);
 	double secs = (double)(bt_now_ns() - t0) / 1e9;
 	CHECK(st.timed_out == 1 && st.failed == 1, "timed out (%lu)", (unsigned long)st.timed_out);
-	CHECK(secs < 3, "killed after %.2fs (timeout 0.3s)", secs);
+	/* Under the grace before SIGKILL (5 s): the timeout's SIGTERM ended it.
+	 * A loaded CI machine took 3.3 s to reap the group. */
+	CHECK(secs < 4.5, "killed after %.2fs (timeout 0.3s, SIGKILL only after 5 s more)", secs);
 	char *c = slurp("child");
 	REQUIRE(c, "no child pid");
 	pid_t child = (pid_t)atoi(c);
