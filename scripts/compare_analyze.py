@@ -402,15 +402,21 @@ def cmd_table(argv):
                 ratios = [r["window_s"] / f["window_s"] for r, f in
                           zip(sorted(rs, key=lambda r: r["rep"]), sorted(g["ftrace"], key=lambda r: r["rep"]))
                           if f["window_s"] > 0]
+                # CPU against ftrace's run of the same repetition (back to
+                # back): the machine's drift between repetitions cancels
+                fby = {f["rep"]: f.get("cpu_us_per_call") for f in g["ftrace"]}
+                paired = [r["cpu_us_per_call"] - fby[r["rep"]] for r in rs
+                          if r.get("cpu_us_per_call") is not None and fby.get(r["rep"]) is not None]
                 summary.append((wl, b, tool, ws / fw if fw else None, med(ratios),
                                 we / med([r["window_events"] for r in g["ftrace"]]),
                                 extra, med([r.get("cpu_us_per_call") for r in g["ftrace"]]) - base_cost
-                                if base_cost is not None else None, miss))
+                                if base_cost is not None else None, miss, paired))
     out.append("")
     out.append("| workload | budget | tracer | window vs ftrace (s, ratio of medians) | median of per-rep ratios "
-               "| window vs ftrace (events) | extra CPU us/call vs ftrace's | target | met |")
-    out.append("|---|--:|---|--:|--:|--:|--:|---|---|")
-    for wl, b, tool, rs_, rr, re_, extra, fextra, miss in summary:
+               "| window vs ftrace (events) | extra CPU us/call vs ftrace's "
+               "| CPU minus ftrace's, paired by repetition: median (range) | target | met |")
+    out.append("|---|--:|---|--:|--:|--:|--:|--:|---|---|")
+    for wl, b, tool, rs_, rr, re_, extra, fextra, miss, paired in summary:
         if tool.startswith("btrace"):
             tgt = 4 if wl == "skewed" else 2
             ok = rs_ is not None and rs_ >= tgt and re_ is not None and re_ >= tgt and miss == 0 \
@@ -420,7 +426,9 @@ def cmd_table(argv):
         else:
             target, met = "", ""
         out.append(f"| {wl} | {b} MiB | {NAMES[tool]} | {fmt(rs_, '{:.2f}x')} | {fmt(rr, '{:.2f}x')} "
-                   f"| {fmt(re_, '{:.2f}x')} | {fmt(extra)} vs {fmt(fextra)} | {target} | {met} |")
+                   f"| {fmt(re_, '{:.2f}x')} | {fmt(extra)} vs {fmt(fextra)} "
+                   f"| {fmt(med(paired), '{:+.3f}')} ({fmt(min(paired, default=None), '{:+.3f}')}.."
+                   f"{fmt(max(paired, default=None), '{:+.3f}')}) | {target} | {met} |")
     print("\n".join(out))
 
 
