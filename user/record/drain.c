@@ -174,6 +174,16 @@ static void batch_start(struct bt_drain *d, uint32_t core)
 	d->bprev = (struct bt_compact_prev){ 0 };
 }
 
+/* The form of h just put at the batch's end, rec bytes: its seq and time
+ * for the live window (flush_batch). */
+static inline void batch_took(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t rec)
+{
+	d->blen += rec;
+	d->bseq[d->bcount] = h->seq;
+	d->bts[d->bcount] = h->ts_ns;
+	d->bcount++;
+}
+
 /* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
  * its length, 0 if malformed. */
 static uint32_t stack_event(struct bt_stack_table *t, const struct bt_raw_stacks *r, struct bt_ev_offcpu *out)
@@ -222,14 +232,10 @@ static void drain_store(struct bt_drain *d, const struct bt_event_hdr *h, uint32
 		if (rec > d->bcap) /* not even alone in the tail: the next block */
 			d->bcap = d->batch_limit;
 	}
-	if (!rec || rec > d->bcap) {
+	if (!rec || rec > d->bcap)
 		bump(&d->rejected); /* cannot happen with a block of 256 bytes or more */
-	} else {
-		d->blen += rec;
-		d->bseq[d->bcount] = h->seq;
-		d->bts[d->bcount] = h->ts_ns;
-		d->bcount++;
-	}
+	else
+		batch_took(d, h, rec);
 	if (d->l->hook && (h->type == BT_EV_UPROBE_ENTRY || h->type == BT_EV_USDT))
 		d->l->hook(d->l->hook_ctx, h, len);
 }
@@ -243,10 +249,7 @@ static void drain_sys(struct bt_drain *d, const struct bt_ev_syscall *s)
 
 	if (d->bcount && d->bcore == s->h.cpu && d->bcount < BATCH_EVENTS_MAX &&
 	    d->blen + BT_COMPACT_SYS_MAX <= d->bcap && (n = bt_compact_sys_put(d->batch + d->blen, s, &d->bprev))) {
-		d->blen += n;
-		d->bseq[d->bcount] = s->h.seq;
-		d->bts[d->bcount] = s->h.ts_ns;
-		d->bcount++;
+		batch_took(d, &s->h, n);
 		return;
 	}
 	drain_store(d, &s->h, sizeof(*s));
