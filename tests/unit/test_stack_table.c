@@ -150,7 +150,9 @@ static int collect_block(const struct bt_block_view *blk, void *ctx)
 struct verdict {
 	uint64_t events, bad, undefined, lost, reclaimed;
 	uint64_t tail_gone; /* of the last TAIL events read: without their stack */
+	uint64_t recent, recent_gone; /* events naming a hash in [recent_from, 0x7000...): without their stack */
 };
+static uint64_t recent_from = UINT64_MAX;
 #define TAIL 40
 
 /* A dump's order: hold, read the buffer, (the drain goes on: a pass),
@@ -180,7 +182,10 @@ static struct verdict verify(struct rig *r)
 			uint32_t id = bt_stack_births_id(b, e->id, 0, e->ts);
 			int tail = i + TAIL >= c.n;
 			v.events++;
+			int recent = e->hash >= recent_from && e->hash < 0x7000000000000000ull;
 			v.tail_gone += tail && BT_STACK_ID_GONE(id);
+			v.recent += recent;
+			v.recent_gone += recent && BT_STACK_ID_GONE(id);
 			if (id == BT_STACK_LOST || id == BT_STACK_RECLAIMED) {
 				v.lost += id == BT_STACK_LOST;
 				v.reclaimed += id == BT_STACK_RECLAIMED;
@@ -194,6 +199,7 @@ static struct verdict verify(struct rig *r)
 			if (k->flags & BT_STACK_F_UNDEFINED) {
 				v.undefined++;
 				v.tail_gone += tail;
+				v.recent_gone += recent;
 			} else if (!k->nframes || s.frames[k->first].off != e->hash)
 				v.bad++;
 		}
@@ -314,6 +320,44 @@ static void test_full_keeps_newest(void)
 	CHECK(counter(&r, 4) > 1000 && counter(&r, 4) <= counter(&r, 2), "evicted %lu, reclaimed %lu",
 	      (unsigned long)counter(&r, 4), (unsigned long)counter(&r, 2));
 	CHECK(counter(&r, 0) <= 96, "stacks %lu", (unsigned long)counter(&r, 0));
+	rig_free(&r);
+}
+
+/* A full table under a steady stream of new stacks with bursts (6 a pass,
+ * 30 every tenth): room is made for the next passes, the oldest first,
+ * and no more than that: the newest half of the table's stacks keep every
+ * event that names them (a burst once doomed twice the room wanted, and
+ * with it stacks named a second ago: CI run of 2026-12-05). */
+static void test_full_keeps_half(void)
+{
+	struct rig r;
+	uint64_t next = 0x9000, recent = 0, recent_gone = 0, bad = 0, checks = 0;
+
+	REQUIRE(rig_new(&r, 192) == 0, "rig");
+	for (uint32_t p = 0; p < 400; p++) {
+		uint32_t n = p % 10 == 9 ? 30 : 6;
+		for (uint32_t j = 0; j < n; j++, next++) {
+			define(&r, next);
+			event(&r, next);
+			event(&r, next);
+		}
+		pass(&r);
+		if (p % 25 == 24 && p > 100) {
+			recent_from = next - 96;
+			struct verdict v = verify(&r);
+			recent_from = UINT64_MAX;
+			recent += v.recent;
+			recent_gone += v.recent_gone;
+			bad += v.bad;
+			checks++;
+		}
+	}
+	CHECK(checks > 5 && recent > checks * 100, "checked %lu events in %lu dumps", (unsigned long)recent,
+	      (unsigned long)checks);
+	CHECK(recent_gone == 0, "%lu of %lu events naming the newest 96 stacks without them", (unsigned long)recent_gone,
+	      (unsigned long)recent);
+	CHECK(bad == 0, "%lu events name frames not theirs", (unsigned long)bad);
+	CHECK(counter(&r, 4) > 1000, "evicted %lu", (unsigned long)counter(&r, 4));
 	rig_free(&r);
 }
 
@@ -481,6 +525,7 @@ int main(void)
 	RUN(test_follows_window);
 	RUN(test_follows_window_dumps_between);
 	RUN(test_full_keeps_newest);
+	RUN(test_full_keeps_half);
 	RUN(test_off_fills);
 	RUN(test_kept_while_held);
 	RUN(test_named_while_doomed);

@@ -548,13 +548,15 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 	pthread_mutex_unlock(&t->lock);
 	/* Nearly full: free room for the next passes' new stacks now, the
 	 * oldest first, rather than losing the newest. Doomed now, freed at
-	 * the next pass: room for two passes' new stacks and a burst. */
-	uint32_t room = t->nfree + (t->max - t->n), want = t->max / 16 ? t->max / 16 : 1;
+	 * the next pass: room for two passes' new stacks and a burst. Only
+	 * the shortfall goes (at least a batch, so the scan is rare): dooming
+	 * the whole room wanted took stacks named a second ago after a burst. */
+	uint32_t room = t->nfree + (t->max - t->n), batch = t->max / 16 ? t->max / 16 : 1, want = batch;
 	if (t->new_ids > want / 4)
 		want = 4 * t->new_ids < t->max / 2 ? 4 * t->new_ids : t->max / 2;
 	t->new_ids = 0;
 	if (!t->ndoomed && room < want)
-		doom_oldest(t, want);
+		doom_oldest(t, want - room > batch ? want - room : batch);
 	/* GENS_PER_WINDOW generations over the whole window, the tier's too:
 	 * the ring of their ends reaches back past its oldest */
 	uint64_t window = blocks_used >= kept_from && blocks_used - kept_from + 1 > nblocks ? blocks_used - kept_from + 1

@@ -27,8 +27,9 @@
  * When the table is nearly full before the window has moved on (a big
  * buffer, many new stacks), the newest stacks must still get ids: the
  * stacks named longest ago (by drain pass, an LRU) are doomed the same way,
- * a batch at a time (1/8 of the table, or twice the last pass's new stacks),
- * though retained events still name them. Those events must then not show
+ * as many as keep room for four times the last pass's new stacks (at
+ * least 1/16 of the table, at most half), at least 1/16 of the table at a
+ * time, though retained events still name them. Those events must then not show
  * the frames of the stack their id goes to next: each free is an epoch,
  * which remembers per CPU the newest time of a stack event drained so far,
  * and a freed id remembers its epoch. An event of CPU c at time ts naming
