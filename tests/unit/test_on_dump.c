@@ -153,10 +153,12 @@ static void test_timeout_kills_the_session(void)
 	bt_hooks_destroy(h);
 	/* A child that ignores SIGTERM under a shell that does not: the shell
 	 * dies of the SIGTERM, the child must still get SIGKILL (it used to
-	 * outlive its timeout for ever). */
+	 * outlive its timeout for ever). The timeout leaves the child time to
+	 * set its trap: a loaded CI machine took over 0.2 s to start it, and
+	 * the SIGTERM came first. */
 	snprintf(body, sizeof(body), "sh -c \"trap '' TERM; echo \\$\\$ >%s/stubborn; exec sleep 60\" & wait", dir);
 	script("stubborn.sh", body, cmd, sizeof(cmd));
-	h = bt_hooks_new(cmd, 200000000ull);
+	h = bt_hooks_new(cmd, 3000000000ull);
 	REQUIRE(h, "new");
 	t0 = bt_now_ns();
 	bt_hooks_run(h, "/d/s.btd", NULL, "signal");
