@@ -88,14 +88,27 @@ static int hold_reservation(void)
 		CPU_SET(cpu, &one);
 		pinned = sched_setaffinity(0, sizeof(one), &one) == 0;
 	}
-	BTRACE_INSTANT("hold"); /* this CPU has a block now */
-	cpu = sched_getcpu();
-	uint64_t cw = atomic_load(&cores[(uint32_t)(cpu < 0 ? 0 : cpu) % s->ncores].cur);
-	if (cw)
-		atomic_fetch_add(&meta[(uint32_t)cw].alloc, bt_app_entry_size(3));
+	/* The hole must lie inside the block: reserved where the block was
+	 * already full (the event before filled it exactly, or a writer of
+	 * this CPU padded its tail and has not moved on yet) it would own no
+	 * byte and the block would complete (CI, 2026-12-05: 0 busy, 0
+	 * partial). A CAS takes it only where it fits; else one more event. */
+	uint32_t len = bt_app_entry_size(3);
+	int held = 0;
+	for (int tries = 0; tries < 1000 && !held; tries++) {
+		BTRACE_INSTANT("hold"); /* this CPU has a block now */
+		cpu = sched_getcpu();
+		uint64_t cw = atomic_load(&cores[(uint32_t)(cpu < 0 ? 0 : cpu) % s->ncores].cur);
+		if (!cw)
+			continue;
+		_Atomic uint64_t *alloc = &meta[(uint32_t)cw].alloc;
+		uint64_t a = atomic_load(alloc);
+		held = BT_APP_RND(a) == BT_APP_RND(cw) && BT_APP_BYTES(a) + len <= s->block_size &&
+		       atomic_compare_exchange_strong(alloc, &a, a + len);
+	}
 	if (pinned)
 		sched_setaffinity(0, sizeof(old), &old);
-	return cw ? 0 : -1;
+	return held ? 0 : -1;
 }
 
 static void *writer(void *arg)
@@ -114,7 +127,8 @@ static void *writer(void *arg)
 		if (pause_us)
 			usleep((useconds_t)pause_us);
 		if (die_mid_write && t == 0 && i == nevents / 2) {
-			hold_reservation();
+			if (hold_reservation() < 0)
+				fprintf(stderr, "app_stress: no reservation held\n");
 			kill(getpid(), SIGKILL);
 		}
 	}
