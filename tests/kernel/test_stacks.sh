@@ -77,6 +77,17 @@ if wait_for 20 sh -c "'$BT' ctl --ctl '$T_TMP/ctl.sock' status | grep -qE '^sour
 else
 	not_ok "source lines resolved ahead" "$("$BT" ctl --ctl "$T_TMP/ctl.sock" status 2>&1 | grep -E '^(symbols|source lines):')"
 fi
+# With nothing new to look up the loader sleeps: the drain wakes it for new
+# frames and files; it polled 10 times a second (~115 us a wake in a VM).
+wakes() { awk '/^voluntary_ctxt_switches/ { print $2 }' "$(grep -l '^btrace-symbols$' /proc/"$REC_PID"/task/*/comm | sed 's/comm$/status/')"; }
+w0=$(wakes)
+sleep 3
+w1=$(wakes)
+if [ -n "$w0" ] && [ -n "$w1" ] && [ $((w1 - w0)) -le 9 ]; then
+	ok "the symbol loader sleeps while nothing is new ($((w1 - w0)) wakeups in 3 s)"
+else
+	not_ok "the symbol loader sleeps while nothing is new" "${w0:-?} -> ${w1:-?} wakeups in 3 s"
+fi
 rec_stop "$REC_PID"
 dump=$(ls "$out"/*.btd 2>/dev/null | head -1)
 [ -n "$dump" ] && ok "dump written" || { not_ok "dump written" "$(cat "$T_TMP/rec.log")"; finish; exit; }

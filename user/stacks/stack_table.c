@@ -88,7 +88,13 @@ struct bt_stack_table {
 	 * BT_NEW_FRAMES_MAX; NULL until bt_stack_table_keep_new_frames) */
 	struct bt_frame_ref *newf;
 	uint32_t newf_head, newf_n;
-	uint64_t newf_dropped;
+	uint64_t newf_dropped, newf_added;
+	uint64_t ids_total; /* ids ever handed out */
+	/* who waits for new frames and files (bt_stack_table_set_waker); the
+	 * drain's own: the work it was last woken for, and when */
+	int (*wake)(void *arg);
+	void *wake_arg;
+	uint64_t wake_sig, wake_ns;
 };
 
 struct bt_stack_table *bt_stack_table_new(uint32_t max_stacks)
@@ -239,6 +245,7 @@ uint32_t bt_stack_table_ref(struct bt_stack_table *t, uint64_t hash)
 	t->e[id - 1] = (struct entry){ .hash = hash, .last_gen = t->gen, .last_use = t->pass, .born = t->e[id - 1].born };
 	t->live++;
 	t->new_ids++;
+	t->ids_total++;
 	pthread_mutex_unlock(&t->lock);
 	t->slot_hash[i] = hash;
 	t->slot_id[i] = id;
@@ -254,6 +261,13 @@ void bt_stack_table_note(struct bt_stack_table *t, uint32_t cpu, uint64_t ts)
 	 * one had, an older one only judges more events reclaimed). */
 	if (cpu < t->ncpus && ts > t->hi_ts[cpu])
 		__atomic_store_n(&t->hi_ts[cpu], ts, __ATOMIC_RELAXED);
+}
+
+void bt_stack_table_set_waker(struct bt_stack_table *t, int (*wake)(void *arg), void *arg)
+{
+	t->wake = wake;
+	t->wake_arg = arg;
+	t->wake_sig = 0;
 }
 
 void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_reclaim_ops *ops)
@@ -583,9 +597,25 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t nblocks, uint64_t cold_from,
 			 uint64_t slack)
 {
+	size_t nfiles;
+	uint64_t sig;
+
 	pthread_mutex_lock(&t->lock); /* bt_mapcap_files' readers hold it */
 	bt_mapcap_tick(t->maps);
+	/* Each term only grows: the sum changes when any does (a frame
+	 * queued, a file added or first landed in, the first stack). */
+	bt_mapcap_files(t->maps, &nfiles);
+	sig = t->newf_added + nfiles + bt_mapcap_ntried(t->maps) + (t->ids_total > 0);
 	pthread_mutex_unlock(&t->lock);
+	if (t->wake && sig != t->wake_sig) {
+		uint64_t now = bt_now_ns();
+		/* at most every BT_STACK_WAKE_NS; refused (its lock busy): the
+		 * next pass tries again */
+		if (now - t->wake_ns >= BT_STACK_WAKE_NS && t->wake(t->wake_arg)) {
+			t->wake_sig = sig;
+			t->wake_ns = now;
+		}
+	}
 	if (!t->reclaim)
 		return;
 	stack_pass(t, blocks_used, nblocks, cold_from, slack);
@@ -602,6 +632,7 @@ static void keep_new_frame(struct bt_stack_table *t, uint32_t map, uint64_t off)
 		t->newf_dropped++;
 	}
 	t->newf[(t->newf_head + t->newf_n++) % BT_NEW_FRAMES_MAX] = (struct bt_frame_ref){ map, off };
+	t->newf_added++;
 }
 
 int bt_stack_table_keep_new_frames(struct bt_stack_table *t)

@@ -100,6 +100,14 @@ void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_
  * (bt_cold_kept_from), UINT64_MAX without a tier. */
 void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t nblocks, uint64_t cold_from,
 			 uint64_t slack);
+/* Before the drain starts, or once it is gone: wake(arg) is called by the
+ * drain after a pass that queued new frames or files, the first stack
+ * included (the symbol loader's work), at most every BT_STACK_WAKE_NS;
+ * it returns 0 when it could not wake now (called again next pass). The
+ * loader then sleeps while the machine is idle instead of polling. NULL:
+ * none. */
+#define BT_STACK_WAKE_NS 50000000ull
+void bt_stack_table_set_waker(struct bt_stack_table *t, int (*wake)(void *arg), void *arg);
 /* Any thread: a dump, from before it copies the buffer until it has copied
  * the table. No stack is freed meanwhile. Returns the token to release
  * with; holds may overlap. */
