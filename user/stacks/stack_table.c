@@ -41,8 +41,10 @@ struct entry {
 	uint64_t last_gen; /* drain: newest generation that named it */
 	uint64_t last_use; /* drain: the last pass that named it */
 	uint64_t born;     /* under lock: the epoch its id was last freed in, 0 never */
-	int doomed;        /* drain: forgotten by the kernel, freed next pass unless named */
+	uint64_t doomed_at; /* drain: the pass it was doomed in (last named then or before) */
+	int doomed;        /* drain: forgotten by the kernel, freed next pass unless named: DOOM_* */
 };
+enum { DOOM_NONE, DOOM_WINDOW, DOOM_FULL /* for room, though events still name it */ };
 
 struct bt_stack_table {
 	uint32_t max, nslots;
@@ -57,9 +59,7 @@ struct bt_stack_table {
 	uint64_t gen, gen_start, nblocks_max;
 	uint64_t gen_end[GEN_RING]; /* blocks_used when generation g ended, at g % GEN_RING */
 	uint32_t *free_ids, nfree;
-	uint32_t *doomed, ndoomed;
-	uint64_t doom_pass; /* the doomed were last named before this pass or in it */
-	int doom_full;      /* ... and were chosen because the table was full */
+	uint32_t *doomed, ndoomed; /* each id once (entry's doomed set) */
 	uint64_t pass;      /* passes so far: last_use's clock */
 	uint32_t new_ids;   /* ids handed out this pass */
 	int said_full, said_lost; /* logged once */
@@ -263,6 +263,31 @@ void bt_stack_table_note(struct bt_stack_table *t, uint32_t cpu, uint64_t ts)
 		__atomic_store_n(&t->hi_ts[cpu], ts, __ATOMIC_RELAXED);
 }
 
+void bt_stack_table_wake(struct bt_stack_table *t)
+{
+	size_t nfiles;
+	uint64_t sig;
+
+	if (!t->wake)
+		return;
+	pthread_mutex_lock(&t->lock);
+	/* Each term only grows: the sum changes when any does (a frame
+	 * queued, a file added or first landed in, the first stack). */
+	bt_mapcap_files(t->maps, &nfiles);
+	sig = t->newf_added + nfiles + bt_mapcap_ntried(t->maps) + (t->ids_total > 0);
+	pthread_mutex_unlock(&t->lock);
+	if (sig == t->wake_sig)
+		return;
+	uint64_t now = bt_now_ns();
+	/* at most every BT_STACK_WAKE_NS; refused (its lock busy): the next
+	 * pass tries again. Called without t->lock: the loader takes its own
+	 * lock, then t->lock (caught_up). */
+	if (now - t->wake_ns >= BT_STACK_WAKE_NS && t->wake(t->wake_arg)) {
+		t->wake_sig = sig;
+		t->wake_ns = now;
+	}
+}
+
 void bt_stack_table_set_waker(struct bt_stack_table *t, int (*wake)(void *arg), void *arg)
 {
 	t->wake = wake;
@@ -397,7 +422,7 @@ void bt_stack_births_view(const struct bt_stack_births *b, struct bt_stack_birth
  * when the kernel side cannot say which hashes it holds. */
 static void free_doomed(struct bt_stack_table *t, uint64_t blocks_used)
 {
-	uint64_t epoch = 0, nfreed = 0;
+	uint64_t epoch = 0;
 	uint64_t *held = NULL;
 	long nheld;
 
@@ -418,8 +443,10 @@ static void free_doomed(struct bt_stack_table *t, uint64_t blocks_used)
 		uint32_t id = t->doomed[k];
 		struct entry *e = &t->e[id - 1];
 
-		e->doomed = 0;
-		if (e->last_use > t->doom_pass || (nheld && bsearch(&e->hash, held, (size_t)nheld, sizeof(*held), bt_cmp_u64))) {
+		int why = e->doomed;
+
+		e->doomed = DOOM_NONE;
+		if (e->last_use > e->doomed_at || (nheld && bsearch(&e->hash, held, (size_t)nheld, sizeof(*held), bt_cmp_u64))) {
 			continue; /* named since (an event in flight), or a blocked task holds it */
 		}
 		if (!epoch) {
@@ -438,17 +465,15 @@ static void free_doomed(struct bt_stack_table *t, uint64_t blocks_used)
 		t->free_ids[t->nfree++] = id;
 		t->live--;
 		t->reclaimed++;
-		nfreed++;
+		t->evicted += why == DOOM_FULL;
 	}
-	if (t->doom_full)
-		t->evicted += nfreed;
 	pthread_mutex_unlock(&t->lock);
 	t->ndoomed = 0;
 	free(held);
 }
 
-/* Phase 1: doom the stacks last named in generation g or before, and have
- * the kernel side forget them. */
+/* Phase 1: doom the stacks last named in generation g or before (not
+ * doomed yet), and have the kernel side forget them. */
 static void doom(struct bt_stack_table *t, uint64_t g)
 {
 	uint32_t nh = 0;
@@ -456,14 +481,13 @@ static void doom(struct bt_stack_table *t, uint64_t g)
 	for (uint32_t id = 1; id <= t->n; id++) {
 		struct entry *e = &t->e[id - 1];
 
-		if (!e->hash || e->last_gen > g) /* hash: the drain's own write, read back */
+		if (!e->hash || e->doomed || e->last_gen > g) /* hash: the drain's own write, read back */
 			continue;
-		e->doomed = 1;
+		e->doomed = DOOM_WINDOW;
+		e->doomed_at = t->pass;
 		t->doomed[t->ndoomed++] = id;
 		t->scratch[nh++] = e->hash;
 	}
-	t->doom_pass = t->pass;
-	t->doom_full = 0;
 	if (nh)
 		t->ops.forget(t->ops.ctx, t->scratch, nh);
 }
@@ -481,7 +505,7 @@ static void doom_oldest(struct bt_stack_table *t, uint32_t want)
 		return;
 	if (nheld > 0)
 		qsort(held, (size_t)nheld, sizeof(*held), bt_cmp_u64);
-#define CANDIDATE(e) ((e)->hash && (e)->last_use < t->pass && \
+#define CANDIDATE(e) ((e)->hash && !(e)->doomed && (e)->last_use < t->pass && \
 		      !(nheld > 0 && bsearch(&(e)->hash, held, (size_t)nheld, sizeof(*held), bt_cmp_u64)))
 	for (uint32_t id = 1; id <= t->n; id++)
 		if (CANDIDATE(&t->e[id - 1]))
@@ -503,7 +527,8 @@ static void doom_oldest(struct bt_stack_table *t, uint32_t want)
 				continue;
 			if (e->last_use == cut)
 				at_cut--;
-			e->doomed = 1;
+			e->doomed = DOOM_FULL;
+			e->doomed_at = t->pass;
 			t->doomed[t->ndoomed++] = id;
 			t->scratch[nh++] = e->hash; /* use[] is done with below nh */
 		}
@@ -518,8 +543,6 @@ static void doom_oldest(struct bt_stack_table *t, uint32_t want)
 			"named longest ago give way to new ones, and their older events say their stack was reclaimed "
 			"(counted: ctl status, report --stats)", t->max);
 	}
-	t->doom_pass = t->pass;
-	t->doom_full = 1;
 	t->ops.forget(t->ops.ctx, t->scratch, nh);
 }
 
@@ -562,15 +585,21 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 	pthread_mutex_unlock(&t->lock);
 	/* Nearly full: free room for the next passes' new stacks now, the
 	 * oldest first, rather than losing the newest. Doomed now, freed at
-	 * the next pass: room for two passes' new stacks and a burst. Only
-	 * the shortfall goes (at least a batch, so the scan is rare): dooming
-	 * the whole room wanted took stacks named a second ago after a burst. */
-	uint32_t room = t->nfree + (t->max - t->n), batch = t->max / 16 ? t->max / 16 : 1, want = batch;
+	 * the next pass (or once a dump lets go): room for two passes' new
+	 * stacks and a burst (at least 1/8 of the table: a dump may hold it
+	 * for a few passes), counting the doomed still to be freed. Below
+	 * that, room is made up to it and a batch more (the scan stays rare,
+	 * and a dump holding the table a few passes finds slack), never past
+	 * half the table: dooming the room wanted on top of what was free took
+	 * stacks named a second ago after a burst (CI, 2026-12-05). */
+	uint32_t room = t->nfree + (t->max - t->n), batch = t->max / 16 ? t->max / 16 : 1, want = 2 * batch;
 	if (t->new_ids > want / 4)
 		want = 4 * t->new_ids < t->max / 2 ? 4 * t->new_ids : t->max / 2;
 	t->new_ids = 0;
-	if (!t->ndoomed && room < want)
-		doom_oldest(t, want - room > batch ? want - room : batch);
+	if (room + t->ndoomed < want) {
+		uint32_t target = want + batch < t->max / 2 ? want + batch : t->max / 2;
+		doom_oldest(t, target > room + t->ndoomed ? target - room - t->ndoomed : 1);
+	}
 	/* GENS_PER_WINDOW generations over the whole window, the tier's too:
 	 * the ring of their ends reaches back past its oldest */
 	uint64_t window = blocks_used >= kept_from && blocks_used - kept_from + 1 > nblocks ? blocks_used - kept_from + 1
@@ -582,8 +611,6 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 	t->gen_end[t->gen % GEN_RING] = blocks_used;
 	t->gen++;
 	t->gen_start = blocks_used;
-	if (t->ndoomed)
-		return; /* still held by a dump, or doomed for room: doom more once those are done */
 	/* The newest ended generation whose blocks are all gone: below the
 	 * oldest position kept, in the buffer and in the tier. */
 	for (uint64_t g = t->gen; g-- > 0 && t->gen - g <= GEN_RING;) {
@@ -597,25 +624,9 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t nblocks, uint64_t cold_from,
 			 uint64_t slack)
 {
-	size_t nfiles;
-	uint64_t sig;
-
 	pthread_mutex_lock(&t->lock); /* bt_mapcap_files' readers hold it */
 	bt_mapcap_tick(t->maps);
-	/* Each term only grows: the sum changes when any does (a frame
-	 * queued, a file added or first landed in, the first stack). */
-	bt_mapcap_files(t->maps, &nfiles);
-	sig = t->newf_added + nfiles + bt_mapcap_ntried(t->maps) + (t->ids_total > 0);
 	pthread_mutex_unlock(&t->lock);
-	if (t->wake && sig != t->wake_sig) {
-		uint64_t now = bt_now_ns();
-		/* at most every BT_STACK_WAKE_NS; refused (its lock busy): the
-		 * next pass tries again */
-		if (now - t->wake_ns >= BT_STACK_WAKE_NS && t->wake(t->wake_arg)) {
-			t->wake_sig = sig;
-			t->wake_ns = now;
-		}
-	}
 	if (!t->reclaim)
 		return;
 	stack_pass(t, blocks_used, nblocks, cold_from, slack);

@@ -27,9 +27,10 @@
  * When the table is nearly full before the window has moved on (a big
  * buffer, many new stacks), the newest stacks must still get ids: the
  * stacks named longest ago (by drain pass, an LRU) are doomed the same way,
- * as many as keep room for four times the last pass's new stacks (at
- * least 1/16 of the table, at most half), at least 1/16 of the table at a
- * time, though retained events still name them. Those events must then not show
+ * when the room (free and doomed) falls below four times the last pass's
+ * new stacks (at least 1/8 of the table, at most half), as many as make
+ * it up and 1/16 of the table more (never past half the table), though
+ * retained events still name them. Those events must then not show
  * the frames of the stack their id goes to next: each free is an epoch,
  * which remembers per CPU the newest time of a stack event drained so far,
  * and a freed id remembers its epoch. An event of CPU c at time ts naming
@@ -100,14 +101,17 @@ void bt_stack_table_set_reclaim(struct bt_stack_table *t, const struct bt_stack_
  * (bt_cold_kept_from), UINT64_MAX without a tier. */
 void bt_stack_table_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t nblocks, uint64_t cold_from,
 			 uint64_t slack);
-/* Before the drain starts, or once it is gone: wake(arg) is called by the
- * drain after a pass that queued new frames or files, the first stack
- * included (the symbol loader's work), at most every BT_STACK_WAKE_NS;
- * it returns 0 when it could not wake now (called again next pass). The
- * loader then sleeps while the machine is idle instead of polling. NULL:
- * none. */
+/* Before the drain starts, or once it is gone: wake(arg) is called by
+ * bt_stack_table_wake when new frames or files were queued, the first
+ * stack included (the symbol loader's work), at most every
+ * BT_STACK_WAKE_NS; it returns 0 when it could not wake now (called again
+ * next pass). The loader then sleeps while the machine is idle instead of
+ * polling. NULL: none. */
 #define BT_STACK_WAKE_NS 50000000ull
 void bt_stack_table_set_waker(struct bt_stack_table *t, int (*wake)(void *arg), void *arg);
+/* Drain thread, at the end of each pass (after the stack copies, which
+ * add frames and files too). */
+void bt_stack_table_wake(struct bt_stack_table *t);
 /* Any thread: a dump, from before it copies the buffer until it has copied
  * the table. No stack is freed meanwhile. Returns the token to release
  * with; holds may overlap. */
