@@ -80,13 +80,20 @@ fi
 # With nothing new to look up the loader sleeps: the drain wakes it for new
 # frames and files; it polled 10 times a second (~115 us a wake in a VM).
 wakes() { awk '/^voluntary_ctxt_switches/ { print $2 }' "$(grep -l '^btrace-symbols$' /proc/"$REC_PID"/task/*/comm | sed 's/comm$/status/')"; }
-w0=$(wakes)
-sleep 3
-w1=$(wakes)
-if [ -n "$w0" ] && [ -n "$w1" ] && [ $((w1 - w0)) -le 9 ]; then
-	ok "the symbol loader sleeps while nothing is new ($((w1 - w0)) wakeups in 3 s)"
+# The quieter of two 3 s windows: other processes' bursts wake it rightly.
+quiet=99999 seen=
+for _ in 1 2; do
+	w0=$(wakes)
+	sleep 3
+	w1=$(wakes)
+	[ -n "$w0" ] && [ -n "$w1" ] && [ $((w1 - w0)) -lt "$quiet" ] && quiet=$((w1 - w0))
+	seen="$seen ${w0:-?}->${w1:-?}"
+	[ "$quiet" -le 9 ] && break
+done
+if [ "$quiet" -le 9 ]; then
+	ok "the symbol loader sleeps while nothing is new ($quiet wakeups in 3 s)"
 else
-	not_ok "the symbol loader sleeps while nothing is new" "${w0:-?} -> ${w1:-?} wakeups in 3 s"
+	not_ok "the symbol loader sleeps while nothing is new" "wakeups in two 3 s windows:$seen (want <= 9 in one)"
 fi
 rec_stop "$REC_PID"
 dump=$(ls "$out"/*.btd 2>/dev/null | head -1)

@@ -470,6 +470,8 @@ static void *drain_main(void *arg)
 					    d->l->cold ? bt_cold_kept_from(d->l->cold) : UINT64_MAX, bs.active);
 		/* copies whose tables came: before a dump copies the table */
 		bt_stack_copies_pass(d->l->copies, d->l->stacks, req != d->flush_done);
+		if (d->l->stacks) /* the pass's new frames and files: the symbol loader's work */
+			bt_stack_table_wake(d->l->stacks);
 		apply_task_events(d, horizon);
 		int hook_busy = d->l->pass_hook ? d->l->pass_hook(d->l->pass_ctx) : 0;
 		wait = next_wait(d, wait, records, pass_blocks, exec_seen || hook_busy || req != d->flush_done);

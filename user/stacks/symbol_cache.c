@@ -754,6 +754,8 @@ void bt_symcache_hold(struct bt_symcache *c)
 void bt_symcache_release(struct bt_symcache *c)
 {
 	c->dump_units += units_indexed(c) - c->hold_units; /* nothing is evicted under the hold */
+	c->kicked = 1; /* the loader gave way to the dump (dump_wants) and may have work left */
+	pthread_cond_signal(&c->cond);
 	pthread_mutex_unlock(&c->lock);
 	atomic_fetch_sub_explicit(&c->want, 1, memory_order_relaxed); /* pairs with bt_symcache_hold */
 }
@@ -774,6 +776,7 @@ int bt_symcache_get(struct bt_symcache *c, uint32_t map, const struct bt_symfile
 		return -1;
 	case E_EVICTED:
 		e->state = E_QUEUED; /* wanted again: loaded for the next dump */
+		c->kicked = 1;
 		pthread_cond_signal(&c->cond);
 		return 0;
 	default:
