@@ -222,7 +222,7 @@ static void *slow_request(void *arg)
 	char reply[256];
 
 	(void)arg;
-	raw_request("sleep 4", reply, sizeof(reply));
+	raw_request("sleep 8", reply, sizeof(reply));
 	return NULL;
 }
 
@@ -242,7 +242,9 @@ static void test_busy_and_timeout(void)
 	for (int i = 0; i < 16; i++)
 		REQUIRE(pthread_create(&t[i], NULL, slow_request, NULL) == 0, "thread");
 	usleep(1500 * 1000); /* all sixteen running, even on a loaded machine */
-	r = bt_ctl_request(sock, "hello", 1, out, why, sizeof(why));
+	/* 3 s: a loaded CI machine's server took over 1 s to say busy; the
+	 * slots free at ~8 s, after this timeout */
+	r = bt_ctl_request(sock, "hello", 3, out, why, sizeof(why));
 	CHECK(r == 1 && strstr(why, "busy"), "with 16 requests running: %d '%s'", r, why);
 	t0 = now_s();
 	r = bt_ctl_request(sock, "hello", 10, out, why, sizeof(why));
