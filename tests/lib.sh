@@ -141,6 +141,18 @@ rec_stop() {
 	REC_STATUS=$?
 }
 
+# thread_wakes PID COMM: how often the thread of PID named COMM has slept
+# and woken (voluntary context switches); empty if there is none
+thread_wakes() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		[ "$(cat "$t/comm" 2>/dev/null)" = "$2" ] || continue
+		awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status"
+		return 0
+	done
+	return 1
+}
+
 t_cleanup() {
 	local p
 	for p in "${T_PIDS[@]}"; do

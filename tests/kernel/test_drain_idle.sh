@@ -49,15 +49,14 @@ diag "$line"
 # The compressor's wakeups too: the drain nudges it once an eighth of the
 # buffer is used, so after a pass that took nothing it sleeps 2 s (it
 # woke 5 times a second, 0.6-0.9 ms of CPU a second here).
-cold_wakes() { awk '/^voluntary_ctxt_switches/ { print $2 }' "$(grep -l '^btrace-cold$' /proc/"$REC_PID"/task/*/comm | sed 's/comm$/status/')"; }
 sleep 2
 rates=
 rate=99999
 cold=99999
 for _ in 1 2; do
-	p0=$(drain passes) t0=$(now_ms) c0=$(cold_wakes)
+	p0=$(drain passes) t0=$(now_ms) c0=$(thread_wakes "$REC_PID" btrace-cold)
 	sleep 4
-	p1=$(drain passes) t1=$(now_ms) c1=$(cold_wakes)
+	p1=$(drain passes) t1=$(now_ms) c1=$(thread_wakes "$REC_PID" btrace-cold)
 	r=$(((${p1:-0} - ${p0:-0}) * 1000 / (t1 - t0)))
 	rates="$rates $r"
 	[ -n "$p0" ] && [ "$r" -lt "$rate" ] && rate=$r

@@ -79,13 +79,12 @@ else
 fi
 # With nothing new to look up the loader sleeps: the drain wakes it for new
 # frames and files; it polled 10 times a second (~115 us a wake in a VM).
-wakes() { awk '/^voluntary_ctxt_switches/ { print $2 }' "$(grep -l '^btrace-symbols$' /proc/"$REC_PID"/task/*/comm | sed 's/comm$/status/')"; }
 # The quieter of two 3 s windows: other processes' bursts wake it rightly.
 quiet=99999 seen=
 for _ in 1 2; do
-	w0=$(wakes)
+	w0=$(thread_wakes "$REC_PID" btrace-symbols)
 	sleep 3
-	w1=$(wakes)
+	w1=$(thread_wakes "$REC_PID" btrace-symbols)
 	[ -n "$w0" ] && [ -n "$w1" ] && [ $((w1 - w0)) -lt "$quiet" ] && quiet=$((w1 - w0))
 	seen="$seen ${w0:-?}->${w1:-?}"
 	[ "$quiet" -le 9 ] && break
