@@ -89,7 +89,6 @@ struct bt_stack_table {
 	struct bt_frame_ref *newf;
 	uint32_t newf_head, newf_n;
 	uint64_t newf_dropped, newf_added;
-	uint64_t ids_total; /* ids ever handed out */
 	/* who waits for new frames and files (bt_stack_table_set_waker); the
 	 * drain's own: the work it was last woken for, and when */
 	int (*wake)(void *arg);
@@ -245,7 +244,6 @@ uint32_t bt_stack_table_ref(struct bt_stack_table *t, uint64_t hash)
 	t->e[id - 1] = (struct entry){ .hash = hash, .last_gen = t->gen, .last_use = t->pass, .born = t->e[id - 1].born };
 	t->live++;
 	t->new_ids++;
-	t->ids_total++;
 	pthread_mutex_unlock(&t->lock);
 	t->slot_hash[i] = hash;
 	t->slot_id[i] = id;
@@ -272,9 +270,10 @@ void bt_stack_table_wake(struct bt_stack_table *t)
 		return;
 	pthread_mutex_lock(&t->lock);
 	/* Each term only grows: the sum changes when any does (a frame
-	 * queued, a file added or first landed in, the first stack). */
+	 * queued, a file added or first landed in, the first id handed out:
+	 * n never shrinks, freed ids are reused). */
 	bt_mapcap_files(t->maps, &nfiles);
-	sig = t->newf_added + nfiles + bt_mapcap_ntried(t->maps) + (t->ids_total > 0);
+	sig = t->newf_added + nfiles + bt_mapcap_ntried(t->maps) + (t->n > 0);
 	pthread_mutex_unlock(&t->lock);
 	if (sig == t->wake_sig)
 		return;
@@ -598,6 +597,7 @@ static void stack_pass(struct bt_stack_table *t, uint64_t blocks_used, uint64_t 
 	t->new_ids = 0;
 	if (room + t->ndoomed < want) {
 		uint32_t target = want + batch < t->max / 2 ? want + batch : t->max / 2;
+		/* (a table under 4 stacks: half of it is below want) */
 		doom_oldest(t, target > room + t->ndoomed ? target - room - t->ndoomed : 1);
 	}
 	/* GENS_PER_WINDOW generations over the whole window, the tier's too:
