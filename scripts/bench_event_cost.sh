@@ -13,11 +13,15 @@
 #   cold      the cold tier's compressor thread
 #   other     the recorder's other threads (main, dump, ...)
 #   total     workload + drain + cold + other: the extra CPU per call
+#   ftrace    (CONFIGS=... ftrace) the same events in a tracefs instance of
+#             the same memory: all of its cost is in the workload's column
 # Medians over REPS rotated repetitions. Usage: sudo scripts/bench_event_cost.sh
-# Env: REPS (3), SECS (4), RATE (250000), BUDGET (8M), RING (512K).
+# Env: REPS (3), SECS (4), RATE (250000), BUDGET (8M), RING (512K), SETTLE
+#   (3 s between the recorder's start and the workload's: its start-up apart),
+#   CONFIGS ("none off lz4 zstd"; also "default", "ftrace").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-REPS=${REPS:-3} SECS=${SECS:-4} RATE=${RATE:-250000} BUDGET=${BUDGET:-8M} RING=${RING:-512K}
+REPS=${REPS:-3} SECS=${SECS:-4} SETTLE=${SETTLE:-3} RATE=${RATE:-250000} BUDGET=${BUDGET:-8M} RING=${RING:-512K}
 BT=build/btrace-bpf LOAD=build/bench/cmp_load STATS=build/bench/bpf_stats_on
 for b in "$BT" "$LOAD" "$STATS"; do [ -x "$b" ] || { echo "bench_event_cost: $b missing (make benches)" >&2; exit 1; }; done
 [ "$(id -u)" -eq 0 ] || { echo "bench_event_cost: needs root" >&2; exit 1; }
@@ -26,18 +30,45 @@ for b in "$BT" "$LOAD" "$STATS"; do [ -x "$b" ] || { echo "bench_event_cost: $b 
 [ -n "${BT_STATS_ON:-}" ] || BT_STATS_ON=1 exec "$STATS" "$0" "$@"
 TMP=$(mktemp -d /tmp/bt-cost.XXXXXX)
 REC=''
-trap '[ -n "$REC" ] && kill -INT "$REC" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
+trap '[ -n "$REC" ] && kill -INT "$REC" 2>/dev/null; wait 2>/dev/null; ft_stop; rm -rf "$TMP"' EXIT
 
-# thread_ns PID NAME: CPU ns of the process's threads named NAME (utime+stime)
+# ftrace at the same events and memory (a tracefs instance, overwrite mode,
+# boot clock), the in-kernel peer of the costs above
+TRACEFS=/sys/kernel/tracing
+[ -d "$TRACEFS/instances" ] || TRACEFS=/sys/kernel/debug/tracing
+INST=$TRACEFS/instances/btrace_cost_$$
+FT_EVENTS=(sched/sched_switch sched/sched_wakeup sched/sched_wakeup_new sched/sched_migrate_task
+	sched/sched_process_fork sched/sched_process_exec sched/sched_process_exit task/task_rename
+	raw_syscalls/sys_enter raw_syscalls/sys_exit)
+ft_start()
+{
+	local kb e
+	kb=$(numfmt --from=iec "$BUDGET")
+	mkdir "$INST" || exit 1
+	echo boot >"$INST/trace_clock"
+	echo 1 >"$INST/options/overwrite"
+	echo $((kb / 1024 / $(nproc))) >"$INST/buffer_size_kb"
+	for e in "${FT_EVENTS[@]}"; do echo 1 >"$INST/events/$e/enable" || exit 1; done
+	echo 1 >"$INST/tracing_on"
+}
+ft_stop()
+{
+	[ -d "$INST" ] || return 0
+	echo 0 >"$INST/tracing_on"
+	echo >"$INST/set_event"
+	rmdir "$INST"
+}
+
+# thread_ns PID [NAME]: CPU ns of the process's threads named NAME (all:
+# no NAME), from schedstat (nanoseconds, not clock ticks of 10 ms)
 thread_ns()
 {
-	local pid=$1 name=$2 t sum=0 tick
-	tick=$(getconf CLK_TCK)
+	local pid=$1 name=${2:-} t sum=0
 	for t in /proc/"$pid"/task/*; do
-		[ "$(cat "$t/comm" 2>/dev/null)" = "$name" ] || continue
-		sum=$((sum + $(awk '{ print $14 + $15 }' "$t/stat")))
+		[ -z "$name" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$name" ] || continue
+		sum=$((sum + $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0)))
 	done
-	echo $((sum * 1000000000 / tick))
+	echo "$sum"
 }
 
 # prog_ns PID: total run_time_ns of the process's BPF programs
@@ -57,19 +88,22 @@ one()
 	local cfg=$1 args=() out calls wl d0 d1 c0 c1 a0 a1 b0 b1 log=$TMP/rec.log
 	case "$cfg" in
 	none) ;;
+	default) ;;
 	off) args=(--cold-tier off) ;;
 	lz4) args=(--cold-tier 75 --cold-codec lz4) ;;
 	zstd) args=(--cold-tier 75 --cold-codec zstd:-1) ;;
 	esac
-	if [ "$cfg" != none ]; then
+	if [ "$cfg" = ftrace ]; then
+		ft_start
+	elif [ "$cfg" != none ]; then
 		rm -rf "$TMP/d"
 		"$BT" record -e sched,syscalls -m "$BUDGET" --ring-size "$RING" -z 0 --no-final-dump --no-ctl \
 			-o "$TMP/d" "${args[@]}" >"$log" 2>&1 &
 		REC=$!
 		for _ in $(seq 300); do grep -q 'recording (pid' "$log" && break; sleep 0.1; done
-		sleep 0.3
+		sleep "$SETTLE"
 		d0=$(thread_ns "$REC" btrace-drain) c0=$(thread_ns "$REC" btrace-cold)
-		a0=$(awk '{ print ($14 + $15) }' /proc/"$REC"/stat) b0=$(prog_ns "$REC")
+		a0=$(thread_ns "$REC") b0=$(prog_ns "$REC")
 	fi
 	out=$("$LOAD" -m skewed -d "$SECS" -r "$RATE" -o "$TMP/truth")
 	calls=$(sed -n 's/.* ops=\([0-9]*\).*/\1/p' <<<"$out")
@@ -78,14 +112,19 @@ one()
 		echo "$cfg $calls $((wl * 1000)) 0 0 0 0"
 		return
 	fi
+	if [ "$cfg" = ftrace ]; then
+		ft_stop
+		echo "$cfg $calls $((wl * 1000)) 0 0 0 0"
+		return
+	fi
 	d1=$(thread_ns "$REC" btrace-drain) c1=$(thread_ns "$REC" btrace-cold)
-	a1=$(awk '{ print ($14 + $15) }' /proc/"$REC"/stat) b1=$(prog_ns "$REC")
+	a1=$(thread_ns "$REC") b1=$(prog_ns "$REC")
 	kill -INT "$REC"; wait "$REC" 2>/dev/null; REC=''
-	local all=$(((a1 - a0) * 1000000000 / $(getconf CLK_TCK)))
+	local all=$((a1 - a0))
 	echo "$cfg $calls $((wl * 1000)) $((b1 - b0)) $((d1 - d0)) $((c1 - c0)) $((all - (d1 - d0) - (c1 - c0)))"
 }
 
-CONFIGS=(none off lz4 zstd)
+read -r -a CONFIGS <<<"${CONFIGS:-none off lz4 zstd}"
 echo "bench_event_cost: $REPS reps x ${CONFIGS[*]}, ${SECS}s at $RATE calls/s (skewed), budget $BUDGET"
 for ((rep = 0; rep < REPS; rep++)); do
 	for ((i = 0; i < ${#CONFIGS[@]}; i++)); do
@@ -103,9 +142,10 @@ def med(cfg, k):
 base = statistics.median(v[1] / v[0] for v in by["none"])
 print("| config | calls/run | workload +ns/call | of which BPF | drain | cold tier | other | total extra ns/call |")
 print("|---|--:|--:|--:|--:|--:|--:|--:|")
-names = {"off": "btrace-bpf (no cold tier, the default)", "lz4": "btrace-bpf --cold-tier 75 (lz4)",
-         "zstd": "btrace-bpf --cold-tier 75 --cold-codec zstd:-1"}
-for cfg in ["off", "lz4", "zstd"]:
+names = {"default": "btrace-bpf (as shipped: tier on, within its budget)",
+         "off": "btrace-bpf --cold-tier off", "lz4": "btrace-bpf --cold-tier 75 (lz4)",
+         "zstd": "btrace-bpf --cold-tier 75 --cold-codec zstd:-1", "ftrace": "ftrace (same events and memory)"}
+for cfg in [c for c in names if c in by]:
     per = lambda k: statistics.median(v[k] / v[0] for v in by[cfg])
     wl = statistics.median(v[1] / v[0] for v in by[cfg]) - base
     bpf, dr, co, ot = per(2), per(3), per(4), per(5)

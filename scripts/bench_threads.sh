@@ -9,8 +9,9 @@
 # call, medians over REPS runs. Configurations given as LABEL=ARGS run
 # alternately, one run of each per repetition, so drift hits all alike.
 #
-# Usage: scripts/bench_threads.sh [-w skewed|balanced] [LABEL=ARGS ...]
-#        (default: default= notier='--cold-tier 0')
+# Usage: scripts/bench_threads.sh [-w skewed|balanced] [LABEL[:BINARY]=ARGS ...]
+#        (default: default= notier='--cold-tier 0'; BINARY: another build of
+#        btrace-bpf for that configuration, e.g. old:/tmp/btrace-bpf.old=)
 # Environment: REPS (5), SECS (4), SETTLE (3), RATE (250000), BT (the
 # binary). Needs root; a few seconds a run. Not part of `make bench`.
 set -uo pipefail
@@ -25,7 +26,7 @@ if [ "${1:-}" = -w ]; then
 fi
 case "$wl" in skewed | balanced) ;; *) echo "bench_threads: -w takes skewed or balanced" >&2; exit 2 ;; esac
 [ "$(id -u)" -eq 0 ] || { echo "bench_threads: needs root" >&2; exit 1; }
-[ -x "$BT" ] && [ -x "$LOAD" ] || { echo "bench_threads: make tool bench first" >&2; exit 1; }
+if ! [ -x "$BT" ] || ! [ -x "$LOAD" ]; then echo "bench_threads: make tool bench first" >&2; exit 1; fi
 [ $# -gt 0 ] || set -- default= "notier=--cold-tier 0"
 for spec in "$@"; do
 	case "$spec" in *=*) ;; *) echo "bench_threads: '$spec' is not LABEL=ARGS" >&2; exit 2 ;; esac
@@ -40,12 +41,13 @@ threads() { # PID: "NAME NS" per thread name, summed
 	done | awk 'NF == 2 { a[$1] += $2 } END { for (k in a) print k, a[k] }'
 }
 
-for rep in $(seq "$REPS"); do
+for _ in $(seq "$REPS"); do
 	for spec in "$@"; do
-		label=${spec%%=*}
+		label=${spec%%=*} bin=$BT
+		case "$label" in *:*) bin=${label#*:} label=${label%%:*} ;; esac
 		read -r -a args <<<"${spec#*=}"
 		rm -rf "$TMP/out"
-		"$BT" record -e sched,syscalls -m 7680K --ring-size 512K -z 0 -o "$TMP/out" --no-final-dump \
+		"$bin" record -e sched,syscalls -m 7680K --ring-size 512K -z 0 -o "$TMP/out" --no-final-dump \
 			"${args[@]}" >"$TMP/rec.log" 2>&1 &
 		RPID=$!
 		sleep "$SETTLE"
