@@ -55,6 +55,7 @@
 #include "btrace_buffer_int.h"
 #include "errors.h"
 #include "clocks.h"
+#include "prefault.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -720,22 +721,25 @@ static int punch(int fd, uint64_t off, uint64_t len)
 
 static int map_slot(struct bt_buffer *b, uint32_t s, bool populate)
 {
-	/* Fresh zero pages over the reserved range. MAP_POPULATE backs them
-	 * now, in the kernel, so writers never page-fault on a new block; a
-	 * grow skips it (the kernel zeroes ~4 GB/s: 50 ms for 192 MiB) and
-	 * lets the pages fault in as the new blocks are first written. A
-	 * shared buffer maps its file's range (zero: punched at create and
-	 * at each release). */
+	/* Fresh zero pages over the reserved range. Prefaulted (prefault.h)
+	 * at create, so writers never fault on a new block; a grow skips it
+	 * (the kernel zeroes ~4 GB/s: 50 ms for 192 MiB) and lets the pages
+	 * fault in as the new blocks are first written. A shared buffer maps
+	 * its file's range (zero: punched at create and at each release). */
 	void *at = block_at(b, s * b->A), *p;
 
 	if (b->shm_fd >= 0)
-		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | (populate ? MAP_POPULATE : 0),
-			 b->shm_fd, (off_t)(b->shm_data_off + (uint64_t)s * slot_bytes(b)));
+		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, b->shm_fd,
+			 (off_t)(b->shm_data_off + (uint64_t)s * slot_bytes(b)));
 	else
-		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | (populate ? MAP_POPULATE : 0), -1, 0);
+		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
+	if (populate && bt_prefault(p, slot_bytes(b))) {
+		/* back to the reservation (unmap_slot), keeping the range ours */
+		mmap(at, slot_bytes(b), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+		return -ENOMEM;
+	}
 	b->mapped[s] = 1;
 	atomic_fetch_add_explicit(&b->nmapped, 1, memory_order_relaxed);
 	return 0;

@@ -6,8 +6,10 @@
 
 /* Back [p, p + len) with memory now (written pages: no fault later, and
  * memory the machine lacks fails here): the kernel populates the whole
- * pages in one call (MADV_POPULATE_WRITE, 5.14); before it, each page is
- * written. Contents are kept. 0, or -ENOMEM. */
+ * pages in one call (MADV_POPULATE_WRITE, 5.14), then each page is
+ * written once from user space (a hypervisor's shadow of the mapping).
+ * Contents are kept: no other thread may write them meanwhile. 0, or
+ * -ENOMEM. */
 int bt_prefault(void *p, size_t len);
 
 #endif
