@@ -157,6 +157,55 @@ static void test_chains_roundtrip(void)
 	      (unsigned long long)fast, (unsigned long long)slow);
 }
 
+/* A pair record put by the drain's pair path (bt_compact_sys_pair_put) is
+ * the bytes of its enter then its exit put one at a time; a pair with a
+ * value too wide for the narrow forms writes nothing and leaves prev. */
+static void test_pairs_same_bytes(void)
+{
+	uint8_t a[2 * BT_COMPACT_MAX], b[2 * BT_COMPACT_MAX];
+	uint64_t ts = 1ull << 40, both = 0, neither = 0;
+	uint32_t seq = UINT32_MAX - 500, tid = 7;
+	struct bt_compact_prev prev = { 0 }, ref = { 0 };
+	srand(12);
+	for (int i = 0; i < 20000; i++) {
+		int r = rand();
+		struct bt_raw_sys_pair p = { 0 };
+		if (r % 17 == 0)
+			tid = 7 + (uint32_t)(r % 3);
+		seq += r % 9 ? 1 : 3;
+		p.enter_seq = seq;
+		p.enter_ts = ts += (uint64_t)(r % 700) + (r % 101 == 0 ? 1ull << 30 : 0);
+		p.enter_id = r % 53 == 0 ? 1ll << 33 : r % 400;
+		p.h = (struct bt_event_hdr){ .ts_ns = ts += (uint64_t)(r % 300), .seq = seq += r % 23 ? 1 : 2, .tid = tid,
+					     .tgid = r % 5 ? tid : 7, .cpu = 1, .type = BT_RAW_SYS_PAIR };
+		p.id = p.enter_id;
+		p.ret = r % 47 == 0 ? -(1ll << 40) : r % 2 ? -(r % 30) : r % 1000;
+		struct bt_ev_syscall in = { .h = p.h, .id = p.enter_id }, out = { .h = p.h, .id = p.id, .ret = p.ret };
+		in.h.type = BT_EV_SYS_ENTER, in.h.ts_ns = p.enter_ts, in.h.seq = p.enter_seq;
+		out.h.type = BT_EV_SYS_EXIT;
+		struct bt_compact_prev before = prev;
+		uint32_t n = bt_compact_sys_pair_put(a, &p, &prev);
+		uint32_t k = bt_compact_batch_put(b, &in.h, sizeof(in), &ref);
+		k += bt_compact_batch_put(b + k, &out.h, sizeof(out), &ref);
+		if (!n) {
+			if (memcmp(&before, &prev, sizeof(prev))) {
+				CHECK(0, "pair %d: no narrow forms, yet prev moved", i);
+				return;
+			}
+			prev = ref; /* the drain puts them the general way */
+			neither++;
+			continue;
+		}
+		if (n != k || memcmp(a, b, n) || memcmp(&prev, &ref, sizeof(prev))) {
+			CHECK(0, "pair %d: %u bytes by the pair path, %u one at a time", i, n, k);
+			return;
+		}
+		both++;
+	}
+	CHECK(both > 10 * neither && neither > 0, "%llu pairs in narrow forms, %llu left to the general path",
+	      (unsigned long long)both, (unsigned long long)neither);
+}
+
 static void test_time_epochs(void)
 {
 	uint8_t st[BT_COMPACT_MAX], dec[BT_EVENT_MAX];
@@ -393,6 +442,7 @@ int main(void)
 	RUN(test_variable_length);
 	RUN(test_every_type_roundtrips);
 	RUN(test_chains_roundtrip);
+	RUN(test_pairs_same_bytes);
 	RUN(test_time_epochs);
 	RUN(test_malformed);
 	return h_done();

@@ -16,7 +16,9 @@
 
 static void add(struct bt_live *lv, uint32_t cpu, uint32_t seq, uint64_t ts)
 {
-	bt_live_add(lv, cpu, &seq, &ts, 1);
+	struct bt_live_run r = { seq, 1, ts, ts };
+
+	bt_live_add(lv, cpu, &r, 1);
 }
 
 static void test_reorder_is_not_a_gap(void)
@@ -111,11 +113,73 @@ static void test_long_run(void)
 	bt_live_free(lv);
 }
 
+/* The drain reports a batch as runs of consecutive seqs: the window must
+ * be the one its events give one at a time, whatever the batches, with
+ * nested events out of order, gaps, late events filling holes, seqs
+ * wrapping at 2^32 and times going back. */
+static void test_runs_same_as_events(void)
+{
+	struct bt_live *one = bt_live_new(2), *runs = bt_live_new(2);
+	struct bt_seq_window a, b;
+	struct bt_live_run batch[64];
+	uint32_t seq = UINT32_MAX - 3000, nb = 0, late_from = 0, late_n = 0, late_in = 0;
+	uint64_t ts = 1000, pos = 0, rnd = 42;
+	REQUIRE(one && runs, "new");
+	for (int i = 0; i < 20000; i++) {
+		rnd = rnd * 6364136223846793005ull + 1442695040888963407ull;
+		uint32_t r = (uint32_t)(rnd >> 33), s = seq++;
+		if (r % 97 == 0)
+			seq += 1 + r % 5; /* a gap */
+		if (!late_n && r % 29 == 0) { /* the next 2-4 (a nested program's) come late */
+			late_from = seq, late_n = 2 + r % 3, late_in = 1 + r % 7;
+			seq += late_n;
+		}
+		ts += r % 7 == 0 ? (uint64_t)-3 : 10; /* now and then a time back */
+		add(one, 0, s, ts);
+		bt_live_run_take(batch, &nb, s, ts);
+		if (late_n && !--late_in) {
+			for (uint32_t k = 0; k < late_n; k++) {
+				add(one, 0, late_from + k, ts);
+				bt_live_run_take(batch, &nb, late_from + k, ts);
+			}
+			late_n = 0;
+		}
+		if (nb >= 56 || r % 11 == 0) { /* a batch written */
+			bt_live_add(runs, 0, batch, nb);
+			nb = 0;
+		}
+		if (r % 101 == 0) {
+			bt_live_add(runs, 0, batch, nb);
+			nb = 0;
+			pos += 1 + r % 3;
+			bt_live_pass(one, pos, 400);
+			bt_live_pass(runs, pos, 400);
+		}
+	}
+	bt_live_add(runs, 0, batch, nb);
+	bt_live_pass(one, pos, 400);
+	bt_live_pass(runs, pos, 400);
+	bt_live_window(one, pos, 400, &a);
+	bt_live_window(runs, pos, 400, &b);
+	CHECK(a.events > 1000 && a.gaps > 10, "the sequence has events (%" PRIu64 ") and gaps (%" PRIu64 ")", a.events,
+	      a.gaps);
+	CHECK(a.events == b.events && a.first_ts == b.first_ts && a.last_ts == b.last_ts && a.gaps == b.gaps &&
+	      a.missing == b.missing && a.cpus_with_events == b.cpus_with_events && a.limit_cpu == b.limit_cpu &&
+	      a.cont_start_ts == b.cont_start_ts && a.cont_events == b.cont_events,
+	      "runs give the window of single events: events %" PRIu64 "/%" PRIu64 " gaps %" PRIu64 "/%" PRIu64
+	      " missing %" PRIu64 "/%" PRIu64 " from %" PRIu64 "/%" PRIu64 " last %" PRIu64 "/%" PRIu64,
+	      a.events, b.events, a.gaps, b.gaps, a.missing, b.missing, a.cont_start_ts, b.cont_start_ts, a.last_ts,
+	      b.last_ts);
+	bt_live_free(one);
+	bt_live_free(runs);
+}
+
 int main(void)
 {
 	RUN(test_reorder_is_not_a_gap);
 	RUN(test_gap_starts_window);
 	RUN(test_overwritten);
 	RUN(test_long_run);
+	RUN(test_runs_same_as_events);
 	return h_done();
 }

@@ -118,6 +118,27 @@ uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct b
 	return sys_form(s, prev, at); /* whole words: no padding */
 }
 
+uint32_t bt_compact_sys_pair_put(uint8_t *at, const struct bt_raw_sys_pair *p, struct bt_compact_prev *prev)
+{
+	/* Both narrow forms or neither: sys_form() fails only on these. */
+	if (!fits32(p->enter_id) || !fits32(p->id) || !fits32(p->ret))
+		return 0;
+	const struct bt_ev_syscall in = {
+		.h = { .ts_ns = p->enter_ts, .seq = p->enter_seq, .tid = p->h.tid, .tgid = p->h.tgid,
+		       .cpu = p->h.cpu, .type = BT_EV_SYS_ENTER },
+		.id = p->enter_id,
+	};
+	const struct bt_ev_syscall out = {
+		.h = { .ts_ns = p->h.ts_ns, .seq = p->h.seq, .tid = p->h.tid, .tgid = p->h.tgid,
+		       .cpu = p->h.cpu, .type = BT_EV_SYS_EXIT },
+		.id = p->id,
+		.ret = p->ret,
+	};
+	uint32_t n = sys_form(&in, prev, at);
+
+	return n + sys_form(&out, prev, at + n);
+}
+
 uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev, void *out)
 {
 	uint8_t *o = out;

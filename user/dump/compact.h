@@ -85,6 +85,10 @@ uint32_t bt_compact_batch_put(uint8_t *at, const struct bt_event_hdr *ev, uint32
  * at most BT_COMPACT_SYS_MAX bytes. */
 #define BT_COMPACT_SYS_MAX 28u
 uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct bt_compact_prev *prev);
+/* Both halves of a pair record (the enter, then the exit) in their narrow
+ * forms, at most 2 * BT_COMPACT_SYS_MAX bytes; 0 (nothing written, prev
+ * unchanged) if they have none. */
+uint32_t bt_compact_sys_pair_put(uint8_t *at, const struct bt_raw_sys_pair *p, struct bt_compact_prev *prev);
 
 /* Next stored event of a batch entry (ent, elen bytes) at *off: 1 with
  * rec and rlen set and *off advanced, 0 at the end, -1 if malformed (the

@@ -30,7 +30,6 @@
 #include "kernel_features.h"
 #include "compact.h"
 #include "ringbuf.h"
-#include "live_window.h"
 #include "prog_misses.h"
 #include "util.h"
 #include "stack_table.h"
@@ -146,14 +145,14 @@ static void flush_batch(struct bt_drain *d)
 	if (bt_write(d->l->buf, d->bcore, d->batch, d->blen) == 0) {
 		add_to(&d->events, n);
 		/* Events not stored are not reported: their seqs make the gap. */
-		bt_live_add(d->l->live, d->bcore, d->bseq, d->bts, n);
+		bt_live_add(d->l->live, d->bcore, d->runs, d->nruns);
 		/* Within the pass too: one pass over full rings can write more
 		 * than the whole buffer, which the compressor must follow. */
 		if (d->l->cold)
 			bt_cold_nudge(d->l->cold, bt_buffer_blocks_used(d->l->buf), d->nblocks);
 	} else
 		add_to(&d->rejected, n);
-	d->blen = d->bcount = 0;
+	d->blen = d->bcount = d->nruns = 0;
 }
 
 /* A tail of a block smaller than this is left as padding: a batch there
@@ -179,9 +178,8 @@ static void batch_start(struct bt_drain *d, uint32_t core)
 static inline void batch_took(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t rec)
 {
 	d->blen += rec;
-	d->bseq[d->bcount] = h->seq;
-	d->bts[d->bcount] = h->ts_ns;
 	d->bcount++;
+	bt_live_run_take(d->runs, &d->nruns, h->seq, h->ts_ns);
 }
 
 /* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
@@ -255,6 +253,27 @@ static void drain_sys(struct bt_drain *d, const struct bt_ev_syscall *s)
 	drain_store(d, &s->h, sizeof(*s));
 }
 
+/* Both halves of a pair record straight into the batch being filled, when
+ * they join it in their narrow forms: no split into two events, no live
+ * window entry of their own (they extend the batch's run of seqs). */
+static inline bool drain_pair(struct bt_drain *d, const struct bt_raw_sys_pair *p)
+{
+	uint32_t n;
+
+	if (d->bcount && (d->bcore != p->h.cpu || d->bcount + 2 > BATCH_EVENTS_MAX))
+		flush_batch(d);
+	if (!d->bcount)
+		batch_start(d, p->h.cpu);
+	/* Near the block's end, the exact fit is drain_store()'s. */
+	if (d->blen + 2 * BT_COMPACT_SYS_MAX > d->bcap || !(n = bt_compact_sys_pair_put(d->batch + d->blen, p, &d->bprev)))
+		return false;
+	d->blen += n;
+	d->bcount += 2;
+	bt_live_run_take(d->runs, &d->nruns, p->enter_seq, p->enter_ts);
+	bt_live_run_take(d->runs, &d->nruns, p->h.seq, p->h.ts_ns);
+	return true;
+}
+
 static int drain_sample(void *ctx, void *data, size_t len)
 {
 	struct bt_drain *d = ctx;
@@ -305,8 +324,14 @@ static int drain_sample(void *ctx, void *data, size_t len)
 				bump(&d->malformed);
 				return 0;
 			}
+			/* The enter may have been stored from its slot already. */
+			const struct bt_event_hdr enter = { .seq = p[i].enter_seq, .tid = p[i].h.tid, .cpu = p[i].h.cpu };
+			bool dup = bt_sys_landed_dup(&d->landed, &enter);
+
+			if (!dup && drain_pair(d, &p[i]))
+				continue;
 			bt_sys_pair_split(&p[i], &in, &out);
-			if (!bt_sys_landed_dup(&d->landed, &in.h))
+			if (!dup)
 				drain_sys(d, &in);
 			drain_sys(d, &out);
 		}

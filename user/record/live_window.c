@@ -118,6 +118,15 @@ static void late_seq(struct live_cpu *c, uint64_t s)
 	}
 }
 
+/* Nested programs reach the ring a few events late, never 64. */
+static void expire_holes(struct live_cpu *c)
+{
+	while (c->nholes && c->holes[0].at + HOLE_SLACK <= c->events) {
+		gap_push(c, &c->holes[0]);
+		hole_drop(c, 0);
+	}
+}
+
 static void add_one(struct live_cpu *c, uint32_t seq, uint64_t ts, uint64_t pos)
 {
 	uint64_t s = c->events ? c->next + (uint64_t)(int64_t)(int32_t)(seq - (uint32_t)c->next) : seq;
@@ -143,16 +152,34 @@ static void add_one(struct live_cpu *c, uint32_t seq, uint64_t ts, uint64_t pos)
 	c->events++;
 	if (ts > c->last_ts)
 		c->last_ts = ts;
-	/* Nested programs reach the ring a few events late, never 64. */
-	while (c->nholes && c->holes[0].at + HOLE_SLACK <= c->events) {
-		gap_push(c, &c->holes[0]);
-		hole_drop(c, 0);
-	}
+	expire_holes(c);
 }
 
-void bt_live_add(struct bt_live *lv, uint32_t cpu, const uint32_t *seq, const uint64_t *ts, uint32_t n)
+/* A run: its first as any event; the rest, if that one was the newest,
+ * are too, in one step (no hole can open between consecutive seqs, and
+ * the holes that expire are the same as one at a time); else one by one. */
+static void add_run(struct live_cpu *c, const struct bt_live_run *r, uint64_t pos)
 {
-	if (cpu >= lv->ncpus || !n)
+	uint64_t s = c->events ? c->next + (uint64_t)(int64_t)(int32_t)(r->seq - (uint32_t)c->next) : r->seq;
+
+	add_one(c, r->seq, r->ts, pos);
+	if (r->n < 2)
+		return;
+	if (c->next != s + 1) {
+		for (uint32_t i = 1; i < r->n; i++)
+			add_one(c, r->seq + i, r->max_ts, pos);
+		return;
+	}
+	c->next += r->n - 1;
+	c->events += r->n - 1;
+	if (r->max_ts > c->last_ts)
+		c->last_ts = r->max_ts;
+	expire_holes(c);
+}
+
+void bt_live_add(struct bt_live *lv, uint32_t cpu, const struct bt_live_run *runs, uint32_t nruns)
+{
+	if (cpu >= lv->ncpus || !nruns)
 		return;
 	pthread_mutex_lock(&lv->lock);
 	struct live_cpu *c = lv->c[cpu];
@@ -162,8 +189,8 @@ void bt_live_add(struct bt_live *lv, uint32_t cpu, const uint32_t *seq, const ui
 			c->stride = 1;
 	}
 	if (c)
-		for (uint32_t i = 0; i < n; i++)
-			add_one(c, seq[i], ts[i], lv->last_pos);
+		for (uint32_t i = 0; i < nruns; i++)
+			add_run(c, &runs[i], lv->last_pos);
 	pthread_mutex_unlock(&lv->lock);
 }
 

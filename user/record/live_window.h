@@ -21,10 +21,34 @@
 
 struct bt_live;
 
+/* Events of one CPU with consecutive seqs, in write order: how the drain
+ * reports a batch (one run for most batches, not a record per event). */
+struct bt_live_run {
+	uint32_t seq;    /* the first's */
+	uint32_t n;
+	uint64_t ts;     /* the first's time */
+	uint64_t max_ts; /* the latest of their times */
+};
+
+/* One more event of a batch: the last of the runs so far (nruns of them,
+ * room for one more) grows, or a run starts. */
+static inline void bt_live_run_take(struct bt_live_run *runs, uint32_t *nruns, uint32_t seq, uint64_t ts)
+{
+	struct bt_live_run *r = *nruns ? &runs[*nruns - 1] : NULL;
+
+	if (r && seq == r->seq + r->n) {
+		r->n++;
+		if (ts > r->max_ts)
+			r->max_ts = ts;
+		return;
+	}
+	runs[(*nruns)++] = (struct bt_live_run){ seq, 1, ts, ts };
+}
+
 struct bt_live *bt_live_new(uint32_t ncpus);
 void bt_live_free(struct bt_live *lv);
-/* Drain thread: n events of cpu are now in the buffer (write order). */
-void bt_live_add(struct bt_live *lv, uint32_t cpu, const uint32_t *seq, const uint64_t *ts, uint32_t n);
+/* Drain thread: these runs of cpu's events are now in the buffer. */
+void bt_live_add(struct bt_live *lv, uint32_t cpu, const struct bt_live_run *runs, uint32_t nruns);
 /* Drain thread, after each pass: the buffer's blocks_used and nblocks. */
 void bt_live_pass(struct bt_live *lv, uint64_t blocks_used, uint64_t nblocks);
 /* Any thread: the window given the buffer's blocks_used and nblocks now.

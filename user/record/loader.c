@@ -69,7 +69,6 @@
 #include "sys_pairs.h"
 #include "compact.h"
 #include "ringbuf.h"
-#include "live_window.h"
 #include "prog_misses.h"
 #include "util.h"
 #include "stack_table.h"

@@ -12,6 +12,7 @@
 #include <linux/types.h>
 #include "events.h"
 #include "compact.h"
+#include "live_window.h"
 #include "loader.h"
 #include "sys_pairs.h"
 
@@ -37,9 +38,9 @@ struct bt_drain {
 	struct bt_compact_prev bprev; /* the batch's last event (next-event forms) */
 	uint32_t batch_limit; /* BT_BATCH_MAX, or less if blocks are that small */
 	uint32_t nblocks;     /* the buffer's blocks at the last pass (the cold tier's nudge) */
-	/* seq and time of the batch's events, for the live window (live_window.h) */
-	uint32_t bseq[BATCH_EVENTS_MAX];
-	uint64_t bts[BATCH_EVENTS_MAX];
+	/* the batch's events as runs of seqs, for the live window */
+	struct bt_live_run runs[BATCH_EVENTS_MAX];
+	uint32_t nruns;
 	unsigned ring_first, ring_count; /* the rings (CPUs) this drain owns */
 	pthread_t thread;
 	int running;
