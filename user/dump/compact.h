@@ -62,7 +62,7 @@
  *   repeated: a stored form, zero padding to 4
  * Stored forms are multiples of 4 bytes, so the padding is empty today.
  */
-#define BT_BATCH_MAX 256u
+#define BT_BATCH_MAX 1024u
 
 /* The event a next-event form follows: what the encoder stored last, or a
  * reader decoded last, in the same batch entry. Zero it at each entry's
