@@ -206,6 +206,50 @@ static void test_young_maps_reread(void)
 	bt_mapcap_free(m);
 }
 
+/* A junk address (no mapping) re-reads the maps at most every 200 ms, that
+ * interval doubling with each read that finds nothing new (to 1.6 s), and
+ * back to 200 ms once a read finds a new mapping. */
+static void test_junk_backs_off(void)
+{
+	struct bt_mapcap *m = bt_mapcap_new();
+	uint32_t me = (uint32_t)getpid();
+	int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	struct timespec nap = { 0, 220 * 1000000L }, twice = { 0, 420 * 1000000L };
+	uint64_t off, junk = 0x1000;
+	uint8_t *a;
+
+	REQUIRE(m && fd >= 0, "mapcap and our executable");
+	bt_mapcap_resolve(m, me, junk, &off);
+	nanosleep(&nap, NULL);
+	bt_mapcap_resolve(m, me, junk, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 2, "a junk address 220 ms on: read again (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	bt_mapcap_resolve(m, me, junk, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 2, "nothing new in it: 220 ms later, no read (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	bt_mapcap_resolve(m, me, junk, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 3, "440 ms later, read (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	a = map_exe(fd); /* a library dlopen'ed */
+	REQUIRE(a, "a new executable mapping");
+	nanosleep(&twice, NULL);
+	bt_mapcap_resolve(m, me, junk, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 3, "nothing new twice: 420 ms later, no read (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&twice, NULL);
+	CHECK(bt_mapcap_resolve(m, me, (uint64_t)(uintptr_t)a + 16, &off) != BT_MAP_NONE &&
+		      bt_mapcap_maps_reads(m) == 4,
+	      "840 ms later: read, the new mapping named (%llu)", (unsigned long long)bt_mapcap_maps_reads(m));
+	nanosleep(&nap, NULL);
+	bt_mapcap_resolve(m, me, junk, &off);
+	CHECK(bt_mapcap_maps_reads(m) == 5, "after a read that found it: 200 ms again (%llu)",
+	      (unsigned long long)bt_mapcap_maps_reads(m));
+	munmap(a, 4096);
+	close(fd);
+	bt_mapcap_free(m);
+}
+
 /* A process whose maps were read young (before its loader mapped a
  * library) and whose later frames all fall in what was known: the tick
  * reads its maps once more, so a frame in the library sampled as it ends,
@@ -383,6 +427,7 @@ int main(void)
 	RUN(test_vdso_named);
 	RUN(test_jit_code_no_reread);
 	RUN(test_young_maps_reread);
+	RUN(test_junk_backs_off);
 	RUN(test_young_read_again_by_tick);
 	RUN(test_pre_exec_named_from_parent);
 	RUN(test_deleted_first_in_child);

@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <libelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,7 @@ struct proc {
 	uint64_t read_ns; /* when the maps were last read (CLOCK_BOOTTIME) */
 	uint64_t first_ns; /* when they were first read (since its exec) */
 	uint64_t exit_ns; /* 0: running; else when its exit was applied */
+	uint32_t same;    /* reads in a row that found the mappings unchanged */
 };
 
 /* An address outside every known mapping re-reads the maps at most this
@@ -61,6 +63,12 @@ struct proc {
  * yield junk addresses, and reading /proc/PID/maps for each would cost more
  * than the tracing. A library dlopen'ed since is seen within this time. */
 #define REREAD_NS 200000000ull
+/* ... doubled for each read in a row that found nothing new, up to 8x
+ * (1.6 s): a process whose unwinding keeps yielding junk (a binary without
+ * frame pointers, an agent's tokio threads here) cost its maps, its vDSO
+ * and their parsing 5 times a second for as long as it ran, the symbol
+ * loader's largest idle cost and ~10 ns of each traced call under load. */
+#define REREAD_SAME_SHIFT_MAX 3u
 /* An address in anonymous executable memory the maps showed (JIT code:
  * qemu, Java, V8, LuaJIT) is known to have no file: its maps are re-read
  * only this often, for the rare range a file has been mapped over since.
@@ -405,6 +413,14 @@ static int is_own_vdso(struct bt_mapcap *m, uint32_t tgid, uint64_t start, uint6
 	       memcmp(m->vdso_cmp, m->vdso, m->vdso_len) == 0;
 }
 
+static bool same_vmas(const struct vma *a, const struct vma *b, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (a[i].start != b[i].start || a[i].end != b[i].end || a[i].pgoff != b[i].pgoff || a[i].file != b[i].file)
+			return false;
+	return true;
+}
+
 /* (Re)read /proc/tgid/maps: the file-backed mappings. A read that finds
  * none (the process gone, or a zombie) keeps what was known: the stacks
  * it took while it ended still name those. */
@@ -473,9 +489,13 @@ keep:
 		free(p->vma);
 		p->vma = old;
 		p->nvma = nold;
-	} else {
-		free(old);
+		return;
 	}
+	if (nold && p->nvma == nold && same_vmas(p->vma, old, nold))
+		p->same += p->same < REREAD_SAME_SHIFT_MAX;
+	else
+		p->same = 0;
+	free(old);
 }
 
 void bt_mapcap_tick(struct bt_mapcap *m)
@@ -510,6 +530,7 @@ static void forget_proc(struct proc *p)
 	p->read_ns = 0;
 	p->first_ns = 0;
 	p->exit_ns = 0;
+	p->same = 0;
 }
 
 /* Forget the oldest exited process held, unless its process was forgotten
@@ -553,7 +574,7 @@ uint32_t bt_mapcap_resolve_at(struct bt_mapcap *m, uint32_t tgid, uint64_t addr,
 	v = find_vma(p, addr);
 	now = bt_boottime_ns();
 	if ((!v || v->file == BT_MAP_NONE) && !p->exit_ns &&
-	    (now - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS) ||
+	    (now - p->read_ns >= (v ? REREAD_ANON_NS : REREAD_NS << p->same) ||
 	     (!v && seen_ns > p->read_ns && p->read_ns - p->first_ns < YOUNG_NS))) {
 		/* Outside what we knew: a library loaded since (dlopen), or
 		 * the maps were read while the loader was still mapping the
