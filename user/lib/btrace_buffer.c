@@ -719,6 +719,8 @@ static int punch(int fd, uint64_t off, uint64_t len)
 	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ? -errno : 0;
 }
 
+static int unmap_slot(struct bt_buffer *b, uint32_t s);
+
 static int map_slot(struct bt_buffer *b, uint32_t s, bool populate)
 {
 	/* Fresh zero pages over the reserved range. Prefaulted (prefault.h)
@@ -735,13 +737,13 @@ static int map_slot(struct bt_buffer *b, uint32_t s, bool populate)
 		p = mmap(at, slot_bytes(b), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	if (populate && bt_prefault(p, slot_bytes(b))) {
-		/* back to the reservation (unmap_slot), keeping the range ours */
-		mmap(at, slot_bytes(b), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
-		return -ENOMEM;
-	}
 	b->mapped[s] = 1;
 	atomic_fetch_add_explicit(&b->nmapped, 1, memory_order_relaxed);
+	if (populate && bt_prefault(p, slot_bytes(b))) {
+		/* back to the reservation, a shared file's pages given back */
+		unmap_slot(b, s);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -1223,6 +1225,10 @@ struct bt_buffer *bt_buffer_create(const struct bt_config *cfg, char *err, size_
 nomem_free:
 	if (err && !err[0])
 		bt_errmsg(err, errlen, "out of memory");
+	/* The handed file was reused from zero: give back what the slots
+	 * mapped so far took of it (a caller may retry in private memory). */
+	if (b->shm_fd >= 0)
+		punch(b->shm_fd, b->shm_data_off, b->max_size);
 	bt_buffer_destroy(b);
 	errno = ENOMEM;
 	return NULL;
