@@ -61,7 +61,8 @@ struct proc {
 /* An address outside every known mapping re-reads the maps at most this
  * often per process: frame-pointer walks through code built without them
  * yield junk addresses, and reading /proc/PID/maps for each would cost more
- * than the tracing. A library dlopen'ed since is seen within this time. */
+ * than the tracing. A library dlopen'ed since is seen within this time,
+ * or within 8 times it after reads that found nothing new (below). */
 #define REREAD_NS 200000000ull
 /* ... doubled for each read in a row that found nothing new, up to 8x
  * (1.6 s): a process whose unwinding keeps yielding junk (a binary without
