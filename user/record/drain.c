@@ -163,7 +163,8 @@ static void flush_batch(struct bt_drain *d)
  * takes, so the batch is one entry there and never split (a next-event
  * form needs the form before it in its entry). A batch that does not fit
  * would leave the tail as padding, half a batch a block on average (~12%
- * of the buffer with 4 KiB blocks and 1 KiB batches). The drain is its cores' only writer. */
+ * of the buffer with 4 KiB blocks and 1 KiB batches). The drain is its
+ * cores' only writer. */
 static void batch_start(struct bt_drain *d, uint32_t core)
 {
 	uint32_t room = bt_room(d->l->buf, core);

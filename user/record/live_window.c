@@ -127,9 +127,15 @@ static void expire_holes(struct live_cpu *c)
 	}
 }
 
+/* seq unwrapped: the 64-bit seq nearest the next one expected. */
+static uint64_t unwrap(const struct live_cpu *c, uint32_t seq)
+{
+	return c->events ? c->next + (uint64_t)(int64_t)(int32_t)(seq - (uint32_t)c->next) : seq;
+}
+
 static void add_one(struct live_cpu *c, uint32_t seq, uint64_t ts, uint64_t pos)
 {
-	uint64_t s = c->events ? c->next + (uint64_t)(int64_t)(int32_t)(seq - (uint32_t)c->next) : seq;
+	uint64_t s = unwrap(c, seq);
 
 	if (!c->events) {
 		c->next = s + 1;
@@ -160,7 +166,7 @@ static void add_one(struct live_cpu *c, uint32_t seq, uint64_t ts, uint64_t pos)
  * the holes that expire are the same as one at a time); else one by one. */
 static void add_run(struct live_cpu *c, const struct bt_live_run *r, uint64_t pos)
 {
-	uint64_t s = c->events ? c->next + (uint64_t)(int64_t)(int32_t)(r->seq - (uint32_t)c->next) : r->seq;
+	uint64_t s = unwrap(c, r->seq);
 
 	add_one(c, r->seq, r->ts, pos);
 	if (r->n < 2)
