@@ -151,6 +151,18 @@ static uint64_t heap_bytes(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
+/* Free heap kept for the next loads. What a load frees goes back to the
+ * system past it: trimming after every load handed back pages the next
+ * load faulted in again, a third of the loader's CPU in a VM (a first
+ * touch there costs ~7 us a page). */
+#define TRIM_SLACK (8u << 20)
+
+static void trim_heap(void)
+{
+	if (mallinfo2().fordblks > TRIM_SLACK)
+		malloc_trim(0);
+}
+
 /* The most a file is charged, for a load and its units' decoding: a
  * multiple of the bytes its files hold on disk (loads measured on Debian's
  * binaries, symbols and DWARF: 1-1.5x; at 2x the bound did not bind on
@@ -618,7 +630,7 @@ static void *loader_main(void *arg)
 		}
 		pthread_cond_broadcast(&c->idle);
 		pthread_mutex_unlock(&c->lock);
-		malloc_trim(0); /* what a load freed goes back to the system */
+		trim_heap();
 	}
 	return NULL;
 }
