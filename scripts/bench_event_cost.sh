@@ -16,12 +16,12 @@
 #   ftrace    (CONFIGS=... ftrace) the same events in a tracefs instance of
 #             the same memory: all of its cost is in the workload's column
 # Medians over REPS rotated repetitions. Usage: sudo scripts/bench_event_cost.sh
-# Env: REPS (3), SECS (4), RATE (250000), BUDGET (8M), RING (512K), SETTLE
+# Env: REPS (3), SECS (4), RATE (250000), BUDGET (8M), RING (1M), SETTLE
 #   (3 s between the recorder's start and the workload's: its start-up apart),
 #   CONFIGS ("none off lz4 zstd"; also "default", "ftrace").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
-REPS=${REPS:-3} SECS=${SECS:-4} SETTLE=${SETTLE:-3} RATE=${RATE:-250000} BUDGET=${BUDGET:-8M} RING=${RING:-512K}
+REPS=${REPS:-3} SECS=${SECS:-4} SETTLE=${SETTLE:-3} RATE=${RATE:-250000} BUDGET=${BUDGET:-8M} RING=${RING:-1M}
 BT=build/btrace-bpf LOAD=build/bench/cmp_load STATS=build/bench/bpf_stats_on
 for b in "$BT" "$LOAD" "$STATS"; do [ -x "$b" ] || { echo "bench_event_cost: $b missing (make benches)" >&2; exit 1; }; done
 [ "$(id -u)" -eq 0 ] || { echo "bench_event_cost: needs root" >&2; exit 1; }

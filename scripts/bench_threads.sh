@@ -2,7 +2,7 @@
 # bench_threads.sh - which of the recorder's threads costs what, per traced
 # call, on the load of `make bench-compare` (bench/cmp_load at RATE calls/s
 # per busy CPU): the recorder as the comparison starts it (`record -e
-# sched,syscalls -m 7680K --ring-size 512K -z 0`, plus ARGS), SETTLE
+# sched,syscalls -m 7M --ring-size 1M -z 0`, plus ARGS), SETTLE
 # seconds for its one-time work, then SECS seconds of load; each thread's
 # run time in that window (/proc/PID/task/*/schedstat, summed by name) and
 # the workload's own CPU (getrusage: it includes the BPF programs), in ns a
@@ -47,7 +47,7 @@ for _ in $(seq "$REPS"); do
 		case "$label" in *:*) bin=${label#*:} label=${label%%:*} ;; esac
 		read -r -a args <<<"${spec#*=}"
 		rm -rf "$TMP/out"
-		"$bin" record -e sched,syscalls -m 7680K --ring-size 512K -z 0 -o "$TMP/out" --no-final-dump \
+		"$bin" record -e sched,syscalls -m 7M --ring-size 1M -z 0 -o "$TMP/out" --no-final-dump \
 			"${args[@]}" >"$TMP/rec.log" 2>&1 &
 		RPID=$!
 		sleep "$SETTLE"

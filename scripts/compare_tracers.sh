@@ -39,7 +39,7 @@
 #            results.jsonl of an earlier run (kept with --keep)
 # Environment: REPS (3), BUDGETS ("8 32", MiB), WORKLOADS ("skewed balanced"),
 #   TOOLS ("none btrace-default btrace-lz4 btrace-zstd btrace ftrace perf"), COLD_PCT (75), SECS (4), RATE (250000 calls/s per busy
-#   CPU), RING (512K, btrace-bpf's BPF rings in total), SETTLE (3 s; 0.3 with --quick).
+#   CPU), RING (1M, btrace-bpf's BPF rings in total), SETTLE (3 s; 0.3 with --quick).
 # Results: one JSON line per run in the work directory's results.jsonl, the
 # tables on stdout and into BENCHMARKS.md between <!-- compare:begin --> and
 # <!-- compare:end -->, the figure docs/compare-last-n.png (gnuplot).
@@ -71,7 +71,7 @@ TOOLS=${TOOLS:-none btrace-default btrace-lz4 btrace-zstd btrace ftrace perf}
 COLD_PCT=${COLD_PCT:-75}
 SECS=${SECS:-4}
 RATE=${RATE:-250000}
-RING=${RING:-512K}
+RING=${RING:-1M}
 SETTLE=${SETTLE:-3}
 LIGHT_PERIOD_US=1000 LIGHT_CALLS=8
 
