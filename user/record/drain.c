@@ -501,8 +501,9 @@ static void *drain_main(void *arg)
 		apply_task_events(d, horizon);
 		int hook_busy = d->l->pass_hook ? d->l->pass_hook(d->l->pass_ctx) : 0;
 		wait = next_wait(d, wait, records, pass_blocks, exec_seen || hook_busy || req != d->flush_done);
-		/* Relaxed: a number for ctl status, read by bt_loader_drain_stats. */
+		/* Relaxed: numbers for ctl status, read by bt_loader_drain_stats. */
 		atomic_store_explicit(&d->wait_ms, wait, memory_order_relaxed);
+		atomic_store_explicit(&d->ring_peak, bt_rings_peak(d->rb), memory_order_relaxed);
 		bump(&d->wakeups);
 		if (req != d->flush_done) {
 			pthread_mutex_lock(&d->lock);

@@ -868,6 +868,9 @@ void bt_loader_drain_stats(const struct bt_loader *l, struct bt_drain_stats *st)
 		st->sys_pair_records += atomic_load_explicit(&d->sys_pair_records, memory_order_relaxed);
 		st->sys_pairs += atomic_load_explicit(&d->sys_pairs, memory_order_relaxed);
 		st->wait_ms = atomic_load_explicit(&d->wait_ms, memory_order_relaxed);
+		uint64_t peak = atomic_load_explicit(&d->ring_peak, memory_order_relaxed);
+		if (peak > st->ring_peak)
+			st->ring_peak = peak;
 	}
 	st->drain_ms = l->drain_ms;
 }

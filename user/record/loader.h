@@ -63,6 +63,7 @@ struct bt_drain_stats {
 	uint64_t wakeups;   /* drain passes */
 	uint64_t exec_wakes; /* long waits an exec ended (drain.c: DRAIN_IDLE_MS) */
 	uint64_t sys_pair_records, sys_pairs; /* system-call pairs, and the ring records (batches) holding them */
+	uint64_t ring_peak; /* the fullest a drain pass found a CPU's ring, bytes */
 	uint32_t wait_ms;   /* the drain's wait now (loader drain_ms while events flow) */
 	uint32_t drain_ms;
 };

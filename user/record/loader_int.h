@@ -59,6 +59,7 @@ struct bt_drain {
 	_Atomic uint64_t events, rejected, malformed, wakeups, exec_wakes;
 	_Atomic uint64_t sys_pair_records, sys_pairs; /* BT_RAW_SYS_PAIR records, the pairs in them */
 	_Atomic uint32_t wait_ms; /* the current wait between passes */
+	_Atomic uint64_t ring_peak; /* bt_rings_peak(), for ctl status */
 };
 
 struct bt_loader {

@@ -387,8 +387,14 @@ static int do_status(struct recorder *r, FILE *out)
 		"%" PRIu64 " quiet waits ended by an exec; %" PRIu64 " wakeups forced by a ring past %s (%" PRIu64
 		" not repeated: the drain had not moved yet)\n", ds.wakeups, ds.wait_ms, ds.drain_ms, ds.exec_wakes,
 		forced, format_size(bt_loader_wakeup_bytes(r->loader), a, sizeof(a)), held);
+	/* How near the rings came to a reservation failing: the margin
+	 * --ring-size leaves the drain. */
+	uint64_t ring = bt_loader_ring_size_per_cpu(r->loader);
+	fprintf(out, "rings: %s a CPU, the fullest a drain pass found %s (%.1f%%)\n", format_size(ring, a, sizeof(a)),
+		format_size(ds.ring_peak, b2, sizeof(b2)), ring ? 100.0 * (double)ds.ring_peak / (double)ring : 0.0);
 	/* How well the kernel batches system-call pairs (emit.bpf.h): up to
-	 * 4 a record; anything else the CPU emits sends a batch out early. */
+	 * BT_SYS_BATCH a record; anything else the CPU emits sends a batch
+	 * out early. */
 	if (ds.sys_pair_records)
 		fprintf(out, "system calls: %" PRIu64 " pairs in %" PRIu64 " ring records (%.2f a record)\n",
 			ds.sys_pairs, ds.sys_pair_records, (double)ds.sys_pairs / (double)ds.sys_pair_records);

@@ -36,6 +36,7 @@ struct ring {
 	_Atomic unsigned long *prod; /* producer page, read-only */
 	uint8_t *data;               /* data area, mapped twice */
 	size_t prod_len;
+	uint64_t peak; /* the most a pass found waiting (drain thread only) */
 };
 
 struct bt_rings {
@@ -168,6 +169,8 @@ static uint64_t consume_ring(struct ring *r, bt_ring_cb cb, void *ctx)
 	 * Read once: a pass ends at what was there when it began, so a busy
 	 * producer cannot keep the drain here forever. */
 	prod = atomic_load_explicit(r->prod, memory_order_acquire);
+	if (prod - cons > r->peak)
+		r->peak = prod - cons;
 	while (cons < prod) {
 		_Atomic uint32_t *hdr = (_Atomic uint32_t *)(r->data + (cons & r->mask));
 		/* Acquire: pairs with the kernel's release when it commits. */
@@ -197,4 +200,14 @@ uint64_t bt_rings_consume(struct bt_rings *rs, bt_ring_cb cb, void *ctx)
 	for (size_t i = 0; i < rs->n; i++)
 		n += consume_ring(&rs->r[i], cb, ctx);
 	return n;
+}
+
+uint64_t bt_rings_peak(const struct bt_rings *rs)
+{
+	uint64_t peak = 0;
+
+	for (size_t i = 0; i < rs->n; i++)
+		if (rs->r[i].peak > peak)
+			peak = rs->r[i].peak;
+	return peak;
 }

@@ -37,4 +37,8 @@ void bt_rings_wake(struct bt_rings *rs);
  * first per ring. Returns records consumed. */
 typedef int (*bt_ring_cb)(void *ctx, void *data, size_t len);
 uint64_t bt_rings_consume(struct bt_rings *rs, bt_ring_cb cb, void *ctx);
+
+/* The most bytes a bt_rings_consume() found waiting in one ring: how near
+ * the rings came to full (a reservation failing). The consuming thread's. */
+uint64_t bt_rings_peak(const struct bt_rings *rs);
 #endif
