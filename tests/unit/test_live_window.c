@@ -12,6 +12,8 @@
 #include <string.h>
 #include <time.h>
 #include "harness.h"
+#include <linux/types.h>
+#include "events.h" /* BT_SYS_BATCH */
 #include "live_window.h"
 
 static void add(struct bt_live *lv, uint32_t cpu, uint32_t seq, uint64_t ts)
@@ -38,6 +40,34 @@ static void test_reorder_is_not_a_gap(void)
 	CHECK(w.first_ts == 1000 && w.last_ts == 1199 && w.cont_start_ts == 1000 && w.limit_cpu == -1,
 	      "window %" PRIu64 "..%" PRIu64 " from %" PRIu64 " limit %d", w.first_ts, w.last_ts, w.cont_start_ts,
 	      w.limit_cpu);
+	bt_live_free(lv);
+}
+
+/* A CPU's batch of system-call pairs held while uprobe events (which do
+ * not flush it) go ahead, one after each pair: the batch's seqs come after
+ * all of them and fill every hole, none is a gap. */
+static void test_batch_overtaken(void)
+{
+	struct bt_live *lv = bt_live_new(1);
+	struct bt_seq_window w;
+	uint32_t seq = 0, n = 0;
+	REQUIRE(lv, "new");
+	for (int round = 0; round < 20; round++) {
+		uint32_t first = seq;
+
+		for (int i = 0; i < BT_SYS_BATCH; i++, seq += 3) /* enter, exit, the uprobe */
+			add(lv, 0, seq + 2, 1000 + n++);
+		for (int i = 0; i < BT_SYS_BATCH; i++) { /* the batch, after them */
+			struct bt_live_run r = { first + 3 * (uint32_t)i, 2, 1000 + n, 1000 + n };
+
+			bt_live_add(lv, 0, &r, 1);
+			n += 2;
+		}
+	}
+	bt_live_pass(lv, 10, 1000);
+	bt_live_window(lv, 10, 1000, &w);
+	CHECK(w.events == n && w.gaps == 0 && w.missing == 0, "events %" PRIu64 " of %u, gaps %" PRIu64 " missing %" PRIu64,
+	      w.events, n, w.gaps, w.missing);
 	bt_live_free(lv);
 }
 
@@ -177,6 +207,7 @@ static void test_runs_same_as_events(void)
 int main(void)
 {
 	RUN(test_reorder_is_not_a_gap);
+	RUN(test_batch_overtaken);
 	RUN(test_gap_starts_window);
 	RUN(test_overwritten);
 	RUN(test_long_run);

@@ -7,12 +7,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <linux/types.h>
+#include "events.h" /* BT_SYS_BATCH */
 #include "live_window.h"
 
 #define LIVE_CKPTS 256 /* per CPU; decimated (and taken less often) when full */
-#define LIVE_HOLES 8   /* missing seqs waiting for a late nested event */
+/* Missing seqs waiting for late events: a nested program's, or a CPU's
+ * batch of system-call pairs that uprobe events (which never flush it,
+ * uprobe.bpf.c) overtook, one hole between each two pairs. */
+#define LIVE_HOLES 40
 #define LIVE_GAPS 64   /* newest gaps per CPU, for the counts in the window */
 #define HOLE_SLACK 64  /* events after which a missing seq is a gap */
+
+_Static_assert(LIVE_HOLES > 2 * BT_SYS_BATCH, "a batch overtaken after each pair fits in the holes");
+/* One uprobe event after each pair: the batch comes BT_SYS_BATCH events
+ * after its first hole opened. Many more between two system calls still
+ * expire the holes into gaps the batch then finds gone (counted as late
+ * duplicates): a window that starts too late, never events shown twice. */
+_Static_assert(HOLE_SLACK >= 4 * BT_SYS_BATCH, "a batch comes before its holes expire");
 
 struct ckpt {
 	uint64_t pos;    /* blocks taken before this event was written */
