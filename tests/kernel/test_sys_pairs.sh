@@ -259,10 +259,10 @@ fi
 
 # ---- 5. a dump holds the calls still batched on a busy CPU ---------------------------
 # python3 (Debian's), pinned to CPU 0, three rounds: it waits in read() for
-# a line, makes 5 getppid() and a write(), and spins 0.4 s (no system
+# a line, makes 17 getppid() and a write(), and spins 0.4 s (no system
 # call); a dump is taken as soon as the write is seen. Its read()'s exit
-# goes alone (the enter went into the ring when it blocked), then 6 pairs:
-# 4 fill a batch, 2 wait in the next. No CPU samples (each would flush the
+# goes alone (the enter went into the ring when it blocked), then 18 pairs:
+# 16 fill a batch (BT_SYS_BATCH), 2 wait in the next. No CPU samples (each would flush the
 # batch), and the recorder, this shell and what it runs stay on CPU 1, so
 # only kernel threads (~3 a second here) put the batch into the ring
 # otherwise.
@@ -271,7 +271,7 @@ if [ -x /usr/bin/python3 ]; then
 	taskset -c 0 /usr/bin/python3 -c 'import os, sys, time
 for r in range(3):
     sys.stdin.readline()
-    for _ in range(5):
+    for _ in range(17):
         os.getppid()
     os.write(1, b"spinning %d\n" % r)
     t = time.perf_counter()
@@ -293,7 +293,7 @@ for r in range(3):
 		rec_stop "$REC_PID" INT 60
 		taskset -p "$cpus" $$ >/dev/null
 		whole=0 got=''
-		# the ctl dumps in order: round r's has 5 (r + 1) getppid() and r + 1 write()
+		# the ctl dumps in order: round r's has 17 (r + 1) getppid() and r + 1 write()
 		r=0
 		for f in $(ls -tr "$T_TMP"/o6/*.btd); do
 			grep -q '"reason": "ctl"' "$f.json" 2>/dev/null || continue
@@ -301,12 +301,12 @@ for r in range(3):
 			c=$("$BT" report -e syscalls "$f" | awk -v py="$PY" '$1 ~ "-" py "$" && /sys_exit: .*NR 110\)? = / { g++ }
 				$1 ~ "-" py "$" && /sys_exit: .*NR 1\)? = / { w++ } END { printf "%d+%d", g, w }')
 			got="$got $c"
-			[ "$c" = "$((5 * r))+$r" ] && whole=$((whole + 1))
+			[ "$c" = "$((17 * r))+$r" ] && whole=$((whole + 1))
 		done
 		[ "$r" -eq 3 ] && [ "$whole" -eq 3 ] &&
 			ok "dumps while python3 spins hold its calls so far (3 of 3: getppid+write$got)" ||
 			not_ok "dumps while python3 spins hold its calls so far: $whole of $r" \
-				"getppid+write exits by dump:$got (want 5+1 10+2 15+3)"
+				"getppid+write exits by dump:$got (want 17+1 34+2 51+3)"
 	else
 		not_ok "recorder starts with -p python3" "$(cat "$T_TMP/rec6.log")"
 	fi

@@ -86,6 +86,7 @@ struct bt_symcache {
 	uint64_t lines_ahead, lines_dropped; /* under lock */
 	uint64_t dump_units, hold_units;     /* under lock: units dumps decoded themselves */
 	uint64_t table_dropped;              /* the table's dropped count last seen */
+	size_t trimmed_free;                 /* free heap after the last trim (the thread's) */
 	_Atomic int want;                    /* dumps waiting for or holding the lock */
 	pthread_t th;
 };
@@ -151,16 +152,25 @@ static uint64_t heap_bytes(void)
 	return mi.uordblks + mi.hblkhd;
 }
 
-/* Free heap kept for the next loads. What a load frees goes back to the
+/* Free heap kept for the next loads. What loads free goes back to the
  * system past it: trimming after every load handed back pages the next
  * load faulted in again, a third of the loader's CPU in a VM (a first
  * touch there costs ~7 us a page). */
 #define TRIM_SLACK (8u << 20)
 
-static void trim_heap(void)
+static void trim_heap(struct bt_symcache *c)
 {
-	if (mallinfo2().fordblks > TRIM_SLACK)
+	/* Measured from the last trim's: a trim hands back the pages of free
+	 * chunks inside the heap but keeps them free, so fordblks stays up;
+	 * growth past it is what the loads freed since. */
+	size_t f = mallinfo2().fordblks;
+
+	if (f > c->trimmed_free + TRIM_SLACK) {
 		malloc_trim(0);
+		c->trimmed_free = mallinfo2().fordblks;
+	} else if (f < c->trimmed_free) {
+		c->trimmed_free = f;
+	}
 }
 
 /* The most a file is charged, for a load and its units' decoding: a
@@ -630,7 +640,7 @@ static void *loader_main(void *arg)
 		}
 		pthread_cond_broadcast(&c->idle);
 		pthread_mutex_unlock(&c->lock);
-		trim_heap();
+		trim_heap(c);
 	}
 	return NULL;
 }
