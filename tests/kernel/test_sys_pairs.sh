@@ -20,7 +20,7 @@
 #   4. 30 dumps of two dd making 256 KiB reads (calls start and end while
 #      the drain reads the slots): no seq gap in any.
 #   5. completed calls wait in their CPU's batch (up to 16 a ring record):
-#      python3 (Debian's) makes 5 getppid() and a write() and then spins on
+#      python3 (Debian's) makes 17 getppid() and a write() and then spins on
 #      CPU 0, three times; a dump taken in each spin holds all its calls
 #      (the drain flushes every CPU's batch first).
 # Needs root; prints TAP lines.
@@ -262,10 +262,10 @@ fi
 # a line, makes 17 getppid() and a write(), and spins 0.4 s (no system
 # call); a dump is taken as soon as the write is seen. Its read()'s exit
 # goes alone (the enter went into the ring when it blocked), then 18 pairs:
-# 16 fill a batch (BT_SYS_BATCH), 2 wait in the next. No CPU samples (each would flush the
-# batch), and the recorder, this shell and what it runs stay on CPU 1, so
-# only kernel threads (~3 a second here) put the batch into the ring
-# otherwise.
+# 16 fill a batch (BT_SYS_BATCH), 2 wait in the next. No CPU samples (each
+# would flush the batch), and the recorder, this shell and what it runs
+# stay on CPU 1, so only kernel threads (~3 a second here) put the batch
+# into the ring otherwise.
 if [ -x /usr/bin/python3 ]; then
 	mkfifo "$T_TMP/go"
 	taskset -c 0 /usr/bin/python3 -c 'import os, sys, time
