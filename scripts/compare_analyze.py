@@ -407,8 +407,7 @@ def cmd_table(argv):
                 fby = {f["rep"]: f.get("cpu_us_per_call") for f in g["ftrace"]}
                 paired = [r["cpu_us_per_call"] - fby[r["rep"]] for r in rs
                           if r.get("cpu_us_per_call") is not None and fby.get(r["rep"]) is not None]
-                drops = sum(int(m.group(1)) for r in rs
-                            for m in [re.search(r"rb drops (\d+)", r.get("losses", ""))] if m)
+                drops = sum(v for r in rs for k, v in losses_of(r) if k == "rb drops")
                 summary.append((wl, b, tool, ws / fw if fw else None, med(ratios),
                                 we / med([r["window_events"] for r in g["ftrace"]]),
                                 extra, med([r.get("cpu_us_per_call") for r in g["ftrace"]]) - base_cost
@@ -435,16 +434,20 @@ def cmd_table(argv):
     print("\n".join(out))
 
 
+def losses_of(r):
+    """A run's 'name N; name N' losses as (name, N) pairs, in order."""
+    for part in r.get("losses", "").split(";"):
+        m = re.match(r"\s*(.*?)\s+(\d+)\s*$", part)
+        if m:
+            yield m.group(1), int(m.group(2))
+
+
 def loss_summary(rs):
     """'name N; name N' of each run -> 'name M' with M the largest over the
     runs, and in how many runs it was not 0."""
     names, worst, nz = [], {}, {}
     for r in rs:
-        for part in r.get("losses", "").split(";"):
-            m = re.match(r"\s*(.*?)\s+(\d+)\s*$", part)
-            if not m:
-                continue
-            k, v = m.group(1), int(m.group(2))
+        for k, v in losses_of(r):
             if k not in worst:
                 names.append(k)
                 worst[k], nz[k] = 0, 0
