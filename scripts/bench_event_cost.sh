@@ -21,6 +21,7 @@
 #   CONFIGS ("none off lz4 zstd"; also "default", "ftrace").
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/bench_lib.sh
 REPS=${REPS:-3} SECS=${SECS:-4} SETTLE=${SETTLE:-3} RATE=${RATE:-250000} BUDGET=${BUDGET:-8M} RING=${RING:-1M}
 BT=build/btrace-bpf LOAD=build/bench/cmp_load STATS=build/bench/bpf_stats_on
 for b in "$BT" "$LOAD" "$STATS"; do [ -x "$b" ] || { echo "bench_event_cost: $b missing (make benches)" >&2; exit 1; }; done
@@ -60,15 +61,10 @@ ft_stop()
 }
 
 # thread_ns PID [NAME]: CPU ns of the process's threads named NAME (all:
-# no NAME), from schedstat (nanoseconds, not clock ticks of 10 ms)
+# no NAME)
 thread_ns()
 {
-	local pid=$1 name=${2:-} t sum=0
-	for t in /proc/"$pid"/task/*; do
-		[ -z "$name" ] || [ "$(cat "$t/comm" 2>/dev/null)" = "$name" ] || continue
-		sum=$((sum + $(cut -d' ' -f1 "$t/schedstat" 2>/dev/null || echo 0)))
-	done
-	echo "$sum"
+	bench_threads_ns "$1" | awk -v n="${2:-}" 'n == "" || $1 == n { s += $2 } END { printf "%.0f\n", s }'
 }
 
 # prog_ns PID: total run_time_ns of the process's BPF programs

@@ -8,6 +8,7 @@
 #                       kernel.bpf_stats_enabled gets back STATS_PREV if
 #                       the script set that
 #   bench_cpu_ns PID    CPU time of all of PID's threads (schedstat), ns
+#   bench_threads_ns PID   the same per thread name: "NAME NS" lines
 #   bench_pairs A B LEGEND   REPS pairs of the script's `run A` and `run B`,
 #                       their order alternated, each line of output appended
 #                       to $TMP/A or $TMP/B and printed with LEGEND
@@ -39,6 +40,15 @@ bench_workdir() {
 
 bench_cpu_ns() {
 	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'
+}
+
+# schedstat's run time: exact, where ticks of 10 ms charge a whole tick to
+# a thread that wakes on the timer
+bench_threads_ns() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		printf '%s %s\n' "$(cat "$t/comm" 2>/dev/null)" "$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)"
+	done | awk 'NF == 2 { a[$1] += $2 } END { for (k in a) printf "%s %.0f\n", k, a[k] }'
 }
 
 bench_pairs() {

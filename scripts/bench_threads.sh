@@ -16,6 +16,7 @@
 # binary). Needs root; a few seconds a run. Not part of `make bench`.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
+. scripts/bench_lib.sh
 BT=${BT:-$PWD/build/btrace-bpf}
 LOAD=$PWD/build/bench/cmp_load
 REPS=${REPS:-5} SECS=${SECS:-4} SETTLE=${SETTLE:-3} RATE=${RATE:-250000}
@@ -35,12 +36,6 @@ TMP=$(mktemp -d /tmp/bench_threads.XXXXXX) || exit 1
 RPID=''
 trap '[ -n "$RPID" ] && kill -INT "$RPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$TMP"' EXIT
 
-threads() { # PID: "NAME NS" per thread name, summed
-	for t in /proc/"$1"/task/*; do
-		printf '%s %s\n' "$(cat "$t/comm" 2>/dev/null)" "$(cut -d' ' -f1 "$t/schedstat" 2>/dev/null)"
-	done | awk 'NF == 2 { a[$1] += $2 } END { for (k in a) print k, a[k] }'
-}
-
 for _ in $(seq "$REPS"); do
 	for spec in "$@"; do
 		label=${spec%%=*} bin=$BT
@@ -52,9 +47,9 @@ for _ in $(seq "$REPS"); do
 		RPID=$!
 		sleep "$SETTLE"
 		kill -0 "$RPID" 2>/dev/null || { cat "$TMP/rec.log" >&2; exit 1; }
-		threads "$RPID" >"$TMP/t0"
+		bench_threads_ns "$RPID" >"$TMP/t0"
 		out=$("$LOAD" -m "$wl" -d "$SECS" -r "$RATE" -p 1000 -l 8 -o "$TMP/truth") || exit 1
-		threads "$RPID" >"$TMP/t1"
+		bench_threads_ns "$RPID" >"$TMP/t1"
 		kill -INT "$RPID"
 		wait "$RPID" 2>/dev/null
 		RPID=''

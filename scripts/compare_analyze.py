@@ -9,6 +9,8 @@
       cpu,tid,time,event,trace --show-lost-events`) and the workload's truth
       file (build/bench/cmp_load -o), print one JSON line of metrics.
   compare_analyze.py table RESULTS.jsonl    the markdown tables (medians)
+  compare_analyze.py pooled RESULTS.jsonl...  each row's CPU minus ftrace's,
+                                            paired by repetition, over several runs
   compare_analyze.py plot RESULTS.jsonl DIR  gnuplot data + script for the
                                             "which of the last N calls" figure
   compare_analyze.py selftest              check the parsers and the decoder
@@ -357,6 +359,39 @@ def fmt(v, f="{:.3f}"):
     return "-" if v is None else f.format(v)
 
 
+def paired_cpu(rows):
+    """{(tool, workload, budget): [CPU per call minus ftrace's run of the
+    same repetition (back to back: the drift between repetitions cancels)]}"""
+    reps, out = {}, {}
+    for r in rows:
+        reps.setdefault((r["workload"], r["budget_mib"], r.get("_run", 0), r["rep"]), {})[r["tool"]] = r
+    for (wl, b, _, _), t in sorted(reps.items(), key=lambda kv: kv[0][2:]):
+        f = t.get("ftrace", {}).get("cpu_us_per_call")
+        for tool, r in t.items():
+            if tool not in ("ftrace", "none") and f is not None and r.get("cpu_us_per_call") is not None:
+                out.setdefault((tool, wl, b), []).append(r["cpu_us_per_call"] - f)
+    return out
+
+
+def pair_stats(v):
+    """'median M, mean A us (standard error E), at or below ftrace's in K of N'"""
+    se = statistics.stdev(v) / len(v) ** 0.5 if len(v) > 1 else float("nan")
+    return (f"median {statistics.median(v):+.3f}, mean {statistics.mean(v):+.3f} us (standard error {se:.3f}), "
+            f"at or below ftrace's in {sum(p <= 0 for p in v)} of {len(v)}")
+
+
+def cmd_pooled(argv):
+    rows = [dict(r, _run=i) for i, path in enumerate(argv) for r in load(path)]  # reps restart at 1 in each run
+    pairs = paired_cpu(rows)
+    print(f"CPU per call minus ftrace's, paired by repetition, {len(argv)} runs pooled:")
+    for tool in TOOLS:
+        keys = sorted((k for k in pairs if k[0] == tool), key=lambda k: (k[1] != "skewed", k[2]))
+        for k in keys:
+            print(f"  {NAMES[tool]}, {k[1]} {k[2]} MiB: {pair_stats(pairs[k])}")
+        if len(keys) > 1:
+            print(f"  {NAMES[tool]}, every row: {pair_stats([p for k in keys for p in pairs[k]])}")
+
+
 def cmd_table(argv):
     rows = load(argv[0])
     groups = {}
@@ -368,6 +403,7 @@ def cmd_table(argv):
                "| count check | CPU us/call | tracer CPU % | start-up CPU ms | reps |")
     out.append("|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|---|--:|--:|--:|--:|")
     summary = []
+    pairs = paired_cpu(rows)
     for (wl, b) in sorted(groups, key=lambda x: (x[0] != "skewed", x[1])):
         g = groups[(wl, b)]
         base = g.get("none", [])
@@ -402,11 +438,7 @@ def cmd_table(argv):
                 ratios = [r["window_s"] / f["window_s"] for r, f in
                           zip(sorted(rs, key=lambda r: r["rep"]), sorted(g["ftrace"], key=lambda r: r["rep"]))
                           if f["window_s"] > 0]
-                # CPU against ftrace's run of the same repetition (back to
-                # back): the machine's drift between repetitions cancels
-                fby = {f["rep"]: f.get("cpu_us_per_call") for f in g["ftrace"]}
-                paired = [r["cpu_us_per_call"] - fby[r["rep"]] for r in rs
-                          if r.get("cpu_us_per_call") is not None and fby.get(r["rep"]) is not None]
+                paired = pairs.get((tool, wl, b), [])
                 drops = sum(v for r in rs for k, v in losses_of(r) if k == "rb drops")
                 summary.append((wl, b, tool, ws / fw if fw else None, med(ratios),
                                 we / med([r["window_events"] for r in g["ftrace"]]),
@@ -438,14 +470,10 @@ def cmd_table(argv):
                    f"{fmt(max(paired, default=None), '{:+.3f}')}) | {target} | {met} |")
     # every row's pairs together: the estimate the noise of one row hides
     for tool in TOOLS:
-        allp = [p for _, _, t, *rest in summary if t == tool for p in rest[-1]]
+        allp = [p for k, v in pairs.items() if k[0] == tool for p in v]
         if tool.startswith("btrace") and len(allp) > 2:
-            sd = statistics.stdev(allp)
             out.append("")
-            out.append(f"{NAMES[tool]}, CPU minus ftrace's over every row's {len(allp)} pairs: median "
-                       f"{statistics.median(allp):+.3f}, mean {statistics.mean(allp):+.3f} us "
-                       f"(standard error {sd / len(allp) ** 0.5:.3f}), at or below ftrace's in "
-                       f"{sum(p <= 0 for p in allp)} of {len(allp)}.")
+            out.append(f"{NAMES[tool]}, CPU minus ftrace's over every row's pairs: {pair_stats(allp)}.")
     print("\n".join(out))
 
 
@@ -648,6 +676,15 @@ def cmd_selftest():
     ok(r["window_start"] == 1000 + 420 and r["seq_missing"] == 20 and t["missing"] == 15
        and r["missing_in_window"] == 5, "a gap ending at the window's first event is before the window "
        f"(window {r['window_start']}, seq missing {r['seq_missing']}, in window {r['missing_in_window']})")
+    # pairs: by repetition within a run, never across runs (each run's reps
+    # restart at 1), and "none" is no tracer to pair
+    run = lambda i, tool, rep, cpu: {"_run": i, "tool": tool, "workload": "skewed", "budget_mib": 8,
+                                     "rep": rep, "cpu_us_per_call": cpu}
+    p = paired_cpu([run(0, "ftrace", 1, 1.0), run(0, "btrace-default", 1, 0.9), run(0, "none", 1, 0.5),
+                    run(1, "btrace-default", 1, 1.3), run(1, "ftrace", 1, 1.1),
+                    run(1, "btrace-default", 2, 2.0)])
+    ok(list(p) == [("btrace-default", "skewed", 8)]
+       and [round(x, 3) for x in p[("btrace-default", "skewed", 8)]] == [-0.1, 0.2], f"CPU paired by run and repetition ({p})")
     print(f"# {n - fails} passed, {fails} failed")
     return 1 if fails else 0
 
@@ -661,6 +698,8 @@ def main():
         cmd_run(rest)
     elif cmd == "table":
         cmd_table(rest)
+    elif cmd == "pooled":
+        cmd_pooled(rest)
     elif cmd == "plot":
         cmd_plot(rest)
     elif cmd == "selftest":

@@ -280,11 +280,15 @@ print("  %s %sM rep %s %-6s window %.4f s %7d events (of %d), calls kept %d, mis
 }
 
 START_DATE=$(date -u '+%Y-%m-%d %H:%M UTC')
-echo "compare_tracers: $REPS reps x workloads ($WORKLOADS) x budgets ($BUDGETS MiB) x tracers ($TOOLS), ${SECS}s runs at $RATE calls/s"
 failed=0
 tools=($TOOLS)
 [ -n "$from" ] && { cp "$from" "$RES" || die "cannot read $from"; REPS_SHOWN=$(python3 -c 'import json, sys
 print(max(json.loads(l).get("rep", 0) for l in open(sys.argv[1]) if l.startswith("{")))' "$RES"); REPS=0; START_DATE="${MEASURED:-an earlier run} (tables regenerated from its results.jsonl)"; }
+if [ -n "$from" ]; then
+	echo "compare_tracers: no runs, the tables of $from ($REPS_SHOWN reps)"
+else
+	echo "compare_tracers: $REPS reps x workloads ($WORKLOADS) x budgets ($BUDGETS MiB) x tracers ($TOOLS), ${SECS}s runs at $RATE calls/s"
+fi
 for ((rep = 1; rep <= REPS; rep++)); do
 	for wl in $WORKLOADS; do
 		for b in $BUDGETS; do
