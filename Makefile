@@ -370,7 +370,7 @@ test-systemd: check-deps
 	$(Q)scripts/test-systemd.sh
 
 # btrace-bpf against ftrace and perf at equal memory on the real kernel
-# (scripts/compare_tracers.sh, about 17 minutes; not part of `make bench`).
+# (scripts/compare_tracers.sh, about 20 minutes at its defaults; not part of `make bench`).
 .PHONY: bench-compare
 bench-compare: check-deps
 	$(Q)$(MAKE) --no-print-directory tool $(OUT)/bench/cmp_load $(OUT)/bench/btd_events

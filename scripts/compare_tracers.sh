@@ -2,7 +2,7 @@
 # compare_tracers.sh - btrace-bpf against ftrace and perf on the real kernel at
 # equal memory: the latest continuous (gap-free) window each keeps, checked
 # call by call against the workload's own count. `make bench-compare` runs it;
-# `make bench` does not (it takes about 17 minutes).
+# `make bench` does not (~15 s a run: about 20 minutes at the defaults).
 #
 #   workloads  bench/cmp_load, paced getpid()/getppid() calls whose pattern
 #              numbers every call (decoded by scripts/compare_analyze.py):
@@ -319,8 +319,16 @@ if [ "$write_md" -eq 1 ]; then
 		echo "<!-- compare:begin -->"
 		echo "## Tracer comparison on the real kernel: latest continuous window at equal memory"
 		echo ""
-		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} BUDGETS=\"$BUDGETS\""
-		echo "SECS=$SECS RATE=$RATE RING=$RING; about 17 minutes; not part of \`make bench\`)."
+		# what was run, from the results (--results: not this call's REPS and TOOLS)
+		local_tools=$(python3 -c 'import json, sys
+seen = []
+for l in open(sys.argv[1]):
+    t = json.loads(l)["tool"]
+    if t not in seen: seen.append(t)
+print(" ".join(t for t in sys.argv[2:] if t in seen))' "$RES" none btrace-default btrace-lz4 btrace-zstd btrace-cold btrace ftrace perf)
+		nruns=$(grep -c . "$RES")
+		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} TOOLS=\"$local_tools\""
+		echo "BUDGETS=\"$BUDGETS\" SECS=$SECS RATE=$RATE RING=$RING; $nruns runs of ~15 s: about $(((nruns * 15 + 59) / 60)) minutes; not part of \`make bench\`)."
 		echo "Run $START_DATE on kernel $KERNEL, $NCPU CPUs ($CPU), perf $PERF_VER; tree $COMMIT."
 		echo ""
 		cat "$ROOT/scripts/compare_method.md"
