@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_live_window.c - the window `ctl status` shows, kept by the drain
- * (live_window.h): nested events a few seqs out of order are not gaps, a
+ * (live_window.h): nested events a few seqs out of order are not gaps, nor
+ * a batch of system-call pairs that uprobe events overtook, a
  * real gap starts the continuous window after it, what the buffer has
  * overwritten (by its position clock) is not counted, and the answer costs
  * the same whatever the buffer holds.
@@ -16,11 +17,16 @@
 #include "events.h" /* BT_SYS_BATCH */
 #include "live_window.h"
 
-static void add(struct bt_live *lv, uint32_t cpu, uint32_t seq, uint64_t ts)
+static void add_o(struct bt_live *lv, uint32_t cpu, uint32_t seq, uint64_t ts, uint32_t overtaking)
 {
-	struct bt_live_run r = { seq, 1, ts, ts };
+	struct bt_live_run r = { seq, 1, ts, ts, overtaking };
 
 	bt_live_add(lv, cpu, &r, 1);
+}
+
+static void add(struct bt_live *lv, uint32_t cpu, uint32_t seq, uint64_t ts)
+{
+	add_o(lv, cpu, seq, ts, 0);
 }
 
 static void test_reorder_is_not_a_gap(void)
@@ -58,7 +64,7 @@ static void test_batch_overtaken(void)
 		for (int i = 0; i < BT_SYS_BATCH; i++, seq += 3) /* enter, exit, the uprobe */
 			add(lv, 0, seq + 2, 1000 + n++);
 		for (int i = 0; i < BT_SYS_BATCH; i++) { /* the batch, after them */
-			struct bt_live_run r = { first + 3 * (uint32_t)i, 2, 1000 + n, 1000 + n };
+			struct bt_live_run r = { first + 3 * (uint32_t)i, 2, 1000 + n, 1000 + n, 0 };
 
 			bt_live_add(lv, 0, &r, 1);
 			n += 2;
@@ -68,6 +74,58 @@ static void test_batch_overtaken(void)
 	bt_live_window(lv, 10, 1000, &w);
 	CHECK(w.events == n && w.gaps == 0 && w.missing == 0, "events %" PRIu64 " of %u, gaps %" PRIu64 " missing %" PRIu64,
 	      w.events, n, w.gaps, w.missing);
+	bt_live_free(lv);
+}
+
+/* As above, with 200 uprobe events after each pair (a probed function
+ * called in a loop between two system calls): they never flush the
+ * batch, so its holes wait for it, however many came (up to
+ * HOLE_SLACK_ALL); the same events from programs that flush it would
+ * have brought it first. */
+static void test_batch_overtaken_long(void)
+{
+	struct bt_live *lv = bt_live_new(1);
+	struct bt_seq_window w;
+	uint32_t seq = 0, n = 0, k = 200;
+	REQUIRE(lv, "new");
+	for (int round = 0; round < 3; round++) {
+		uint32_t first = seq;
+
+		for (int i = 0; i < BT_SYS_BATCH; i++, seq += 2 + k) { /* enter, exit, k uprobe events */
+			struct bt_live_run r = { seq + 2, k, 1000 + n, 1000 + n + k - 1, 1 };
+
+			bt_live_add(lv, 0, &r, 1);
+			n += k;
+		}
+		for (int i = 0; i < BT_SYS_BATCH; i++) { /* the batch, after them */
+			struct bt_live_run r = { first + (2 + k) * (uint32_t)i, 2, 1000 + n, 1000 + n, 0 };
+
+			bt_live_add(lv, 0, &r, 1);
+			n += 2;
+		}
+	}
+	bt_live_pass(lv, 10, 1000);
+	bt_live_window(lv, 10, 1000, &w);
+	CHECK(w.events == n && w.gaps == 0 && w.missing == 0, "events %" PRIu64 " of %u, gaps %" PRIu64 " missing %" PRIu64,
+	      w.events, n, w.gaps, w.missing);
+	bt_live_free(lv);
+}
+
+/* A CPU with uprobe events alone: a seq lost among them is still a gap,
+ * once HOLE_SLACK_ALL (4096) events came after it. */
+static void test_overtaking_loss_is_a_gap(void)
+{
+	struct bt_live *lv = bt_live_new(1);
+	struct bt_seq_window w;
+	REQUIRE(lv, "new");
+	struct bt_live_run a = { 0, 100, 1000, 1099, 1 }, b = { 101, 5000, 1101, 6100, 1 };
+	bt_live_add(lv, 0, &a, 1);
+	bt_live_add(lv, 0, &b, 1);
+	bt_live_pass(lv, 10, 1000);
+	bt_live_window(lv, 10, 1000, &w);
+	CHECK(w.events == 5100 && w.gaps == 1 && w.missing == 1 && w.cont_start_ts == 1101,
+	      "events %" PRIu64 ", gaps %" PRIu64 " missing %" PRIu64 " from %" PRIu64, w.events, w.gaps, w.missing,
+	      w.cont_start_ts);
 	bt_live_free(lv);
 }
 
@@ -165,12 +223,13 @@ static void test_runs_same_as_events(void)
 			seq += late_n;
 		}
 		ts += r % 7 == 0 ? (uint64_t)-3 : 10; /* now and then a time back */
-		add(one, 0, s, ts);
-		bt_live_run_take(batch, &nb, s, ts);
+		uint32_t o = r % 13 < 2; /* now and then a uprobe's event */
+		add_o(one, 0, s, ts, o);
+		bt_live_run_take(batch, &nb, s, ts, o);
 		if (late_n && !--late_in) {
 			for (uint32_t k = 0; k < late_n; k++) {
 				add(one, 0, late_from + k, ts);
-				bt_live_run_take(batch, &nb, late_from + k, ts);
+				bt_live_run_take(batch, &nb, late_from + k, ts, 0);
 			}
 			late_n = 0;
 		}
@@ -208,6 +267,8 @@ int main(void)
 {
 	RUN(test_reorder_is_not_a_gap);
 	RUN(test_batch_overtaken);
+	RUN(test_batch_overtaken_long);
+	RUN(test_overtaking_loss_is_a_gap);
 	RUN(test_gap_starts_window);
 	RUN(test_overwritten);
 	RUN(test_long_run);

@@ -174,13 +174,23 @@ static void batch_start(struct bt_drain *d, uint32_t core)
 	d->bprev = (struct bt_compact_prev){ 0 };
 }
 
+/* Events of programs that never flush their CPU's batch of system-call
+ * pairs (uprobe.bpf.c: uprobes, USDT, their stacks): any number of them
+ * may reach the ring before the batch does. Every other program flushes
+ * it before its event. */
+static inline uint32_t overtakes(uint32_t type)
+{
+	return type == BT_EV_UPROBE_ENTRY || type == BT_EV_UPROBE_RETURN || type == BT_EV_USDT ||
+	       type == BT_EV_PROBE_STACK;
+}
+
 /* The form of h just put at the batch's end, rec bytes: its seq and time
  * for the live window (flush_batch). */
 static inline void batch_took(struct bt_drain *d, const struct bt_event_hdr *h, uint32_t rec)
 {
 	d->blen += rec;
 	d->bcount++;
-	bt_live_run_take(d->runs, &d->nruns, h->seq, h->ts_ns);
+	bt_live_run_take(d->runs, &d->nruns, h->seq, h->ts_ns, overtakes(h->type));
 }
 
 /* The event a BT_RAW_STACKS record stands for, its stacks as table ids;
@@ -270,8 +280,8 @@ static inline bool drain_pair(struct bt_drain *d, const struct bt_raw_sys_pair *
 		return false;
 	d->blen += n;
 	d->bcount += 2;
-	bt_live_run_take(d->runs, &d->nruns, p->enter_seq, p->enter_ts);
-	bt_live_run_take(d->runs, &d->nruns, p->h.seq, p->h.ts_ns);
+	bt_live_run_take(d->runs, &d->nruns, p->enter_seq, p->enter_ts, 0);
+	bt_live_run_take(d->runs, &d->nruns, p->h.seq, p->h.ts_ns, 0);
 	return true;
 }
 

@@ -28,21 +28,24 @@ struct bt_live_run {
 	uint32_t n;
 	uint64_t ts;     /* the first's time */
 	uint64_t max_ts; /* the latest of their times */
+	uint32_t overtaking; /* 1: events that may overtake their CPU's held
+			      * system-call pairs (drain.c: overtakes) */
 };
 
 /* One more event of a batch: the last of the runs so far (nruns of them,
  * room for one more) grows, or a run starts. */
-static inline void bt_live_run_take(struct bt_live_run *runs, uint32_t *nruns, uint32_t seq, uint64_t ts)
+static inline void bt_live_run_take(struct bt_live_run *runs, uint32_t *nruns, uint32_t seq, uint64_t ts,
+				    uint32_t overtaking)
 {
 	struct bt_live_run *r = *nruns ? &runs[*nruns - 1] : NULL;
 
-	if (r && seq == r->seq + r->n) {
+	if (r && seq == r->seq + r->n && overtaking == r->overtaking) {
 		r->n++;
 		if (ts > r->max_ts)
 			r->max_ts = ts;
 		return;
 	}
-	runs[(*nruns)++] = (struct bt_live_run){ seq, 1, ts, ts };
+	runs[(*nruns)++] = (struct bt_live_run){ seq, 1, ts, ts, overtaking };
 }
 
 struct bt_live *bt_live_new(uint32_t ncpus);
