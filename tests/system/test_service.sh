@@ -148,12 +148,17 @@ wait "$SAMPLER"
 max=$(sort -n "$T_TMP/samples" | tail -1)
 n=$(wc -l <"$T_TMP/samples")
 # (a sample forks find and awk: under an emulated CPU, BT_TEST_EMULATED,
-# 50 dumps see about 100 of them, not several hundred)
-min_samples=100
+# 50 dumps see about 100 of them, not several hundred; beside the other
+# tests on 2 CPUs, 82 were seen once)
+min_samples=50
 [ -n "${BT_TEST_EMULATED:-}" ] && min_samples=30
-[ "${max:-0}" -le $LIMIT ] && [ "$n" -gt $min_samples ] &&
-	ok "the directory never held more than the quota ($max <= $LIMIT bytes, $n samples)" ||
-	not_ok "quota exceeded: $max > $LIMIT ($n samples)"
+if [ "${max:-0}" -gt $LIMIT ]; then
+	not_ok "quota exceeded: $max > $LIMIT bytes ($n samples)"
+elif [ "$n" -le $min_samples ]; then
+	not_ok "the directory's size sampled only $n times (want > $min_samples; at most $max bytes)"
+else
+	ok "the directory never held more than the quota ($max <= $LIMIT bytes, $n samples)"
+fi
 written=$(grep -c "written to" "$LOG")
 kept=$(find "$Q" -name 'btrace-*.btd' ! -name 'btrace-fake-*' | wc -l)
 [ "$kept" -lt "$written" ] && [ "$kept" -ge 3 ] && ok "old dumps removed: $written written, $kept kept" ||
