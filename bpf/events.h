@@ -83,6 +83,12 @@ static inline int bt_event_is_kernel(unsigned type)
 	return (type > BT_EV_NONE && type < BT_EV_KERNEL_MAX) || (type >= BT_EV_CPU_SAMPLE && type < BT_EV_MAX);
 }
 
+/* A probe hit: struct bt_ev_uprobe (-u entries and returns, -U USDT). */
+static inline int bt_event_is_uprobe(unsigned type)
+{
+	return type == BT_EV_UPROBE_ENTRY || type == BT_EV_UPROBE_RETURN || type == BT_EV_USDT;
+}
+
 struct bt_event_hdr {
 	__u64 ts_ns; /* CLOCK_BOOTTIME, bpf_ktime_get_boot_ns() */
 	__u32 seq;   /* per-CPU sequence (see above) */

@@ -319,7 +319,7 @@ static int parse_block(struct parse *p, uint8_t *pl, uint64_t len, int32_t app)
 				return PFAIL(p, "corrupt dump: application event with %u arguments in %u bytes",
 					     a->nargs, e.len);
 		}
-		if (ev->type == BT_EV_UPROBE_ENTRY || ev->type == BT_EV_USDT || ev->type == BT_EV_UPROBE_RETURN) {
+		if (bt_event_is_uprobe(ev->type)) {
 			const struct bt_ev_uprobe *u = (const void *)ev;
 			if (u->nargs > BT_MAX_UARGS)
 				return PFAIL(p, "corrupt dump: uprobe event with %u arguments (max %d)", u->nargs,

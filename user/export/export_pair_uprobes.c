@@ -64,7 +64,7 @@ int bt_export_pair_uprobes(struct bt_export_prep *p)
 	for (size_t i = 0; i < p->nev && r == 0; i++) {
 		const struct bt_event_hdr *h = p->ev[i].ev;
 		/* the exporters skip what this skips: roles stay aligned */
-		if (!bt_export_is_uprobe(h->type) || h->cpu >= p->hdr->ncpus)
+		if (!bt_event_is_uprobe(h->type) || h->cpu >= p->hdr->ncpus)
 			continue;
 		const struct bt_ev_uprobe *u = (const void *)h;
 		size_t slot = k++;

@@ -104,7 +104,7 @@ int bt_export_prepare_filtered(const struct bt_dump *d, struct bt_export_prep *p
 	}
 	size_t nu = 0;
 	for (size_t i = 0; i < p->nev; i++)
-		nu += bt_export_is_uprobe(p->ev[i].ev->type) && p->ev[i].ev->cpu < p->hdr->ncpus;
+		nu += bt_event_is_uprobe(p->ev[i].ev->type) && p->ev[i].ev->cpu < p->hdr->ncpus;
 	p->urole = calloc(nu ? nu : 1, 1);
 	if (!p->urole)
 		goto out;

@@ -8,11 +8,6 @@
 #define BTRACE_EXPORT_PREP_STEPS_H
 #include "export_prep.h"
 
-static inline int bt_export_is_uprobe(uint32_t t)
-{
-	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
-}
-
 /* p->threads, p->nthreads (export_threads.c): 0 or -ENOMEM */
 int bt_export_collect_threads(struct bt_export_prep *p);
 /* p->urole (p->nurole bytes): 0 or -ENOMEM */

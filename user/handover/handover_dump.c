@@ -39,7 +39,7 @@ static int event_ok(const struct bt_event_hdr *ev, uint32_t len, uint32_t ncpus)
 {
 	if (!bt_event_is_kernel(ev->type) || len < bt_event_min_size(ev->type) || ev->cpu >= ncpus)
 		return 0;
-	if (ev->type == BT_EV_UPROBE_ENTRY || ev->type == BT_EV_USDT || ev->type == BT_EV_UPROBE_RETURN)
+	if (bt_event_is_uprobe(ev->type))
 		return ((const struct bt_ev_uprobe *)ev)->nargs <= BT_MAX_UARGS;
 	return 1;
 }

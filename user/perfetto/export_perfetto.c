@@ -172,11 +172,6 @@ static int put_stacks(struct pf *f, const struct bt_event_hdr *h)
 	return pf_packet_flush(f, w);
 }
 
-static int is_uprobe(uint32_t t)
-{
-	return t == BT_EV_UPROBE_ENTRY || t == BT_EV_UPROBE_RETURN || t == BT_EV_USDT;
-}
-
 static int perfetto_gap(void *ctx, const struct bt_seq_gap *g, uint64_t ts)
 {
 	return pf_put_gap(ctx, g, ts);
@@ -211,7 +206,7 @@ static int perfetto_kernel(void *ctx, const struct bt_dump_event *e)
 		return r;
 	if (h->type >= BT_EV_MAX || h->cpu >= f->ncpus)
 		return 0;
-	if (is_uprobe(h->type))
+	if (bt_event_is_uprobe(h->type))
 		r = pf_put_uprobe(f, h);
 	else if (h->type == BT_EV_CPU_SAMPLE || h->type == BT_EV_OFFCPU || h->type == BT_EV_WAKER)
 		r = put_stacks(f, h);

@@ -180,8 +180,7 @@ static void batch_start(struct bt_drain *d, uint32_t core)
  * it before its event. */
 static inline uint32_t overtakes(uint32_t type)
 {
-	return type == BT_EV_UPROBE_ENTRY || type == BT_EV_UPROBE_RETURN || type == BT_EV_USDT ||
-	       type == BT_EV_PROBE_STACK;
+	return bt_event_is_uprobe(type) || type == BT_EV_PROBE_STACK;
 }
 
 /* The form of h just put at the batch's end, rec bytes: its seq and time
