@@ -284,7 +284,9 @@ int main(void)
 		pthread_create(&wt[w], NULL, writer, (void *)w);
 	pthread_create(&pt, NULL, pump, NULL);
 	pthread_create(&rt, NULL, reader, NULL);
-	sleep((unsigned)(secs > 2 ? secs / 2 : 1));
+	unsigned half = secs > 2 ? (unsigned)secs / 2 : 1;
+
+	sleep(half);
 	/* Quiet phase: paced writers, the pump keeps up, nothing may be lost. */
 	atomic_store(&paced, 1);
 	usleep(100000); /* the pump catches up */
@@ -293,7 +295,7 @@ int main(void)
 	/* Until the quiet phase alone outgrows the buffer (check 6: the storm's
 	 * last chain break cuts everything older from a read), 10 s at most:
 	 * a paced write takes over 1 ms under TSAN on a busy machine. */
-	for (int ms = 0; ms < 10000 && (ms < 1000 * (secs > 2 ? secs / 2 : 1) ||
+	for (unsigned ms = 0; ms < 10000 && (ms < 1000 * half ||
 					 atomic_load(&written[0]) - quiet_seq[0] <= 2 * HOT_SIZE / 32); ms += 100)
 		usleep(100000);
 	atomic_store(&stop, 1);

@@ -49,50 +49,20 @@ static void test_reorder_is_not_a_gap(void)
 	bt_live_free(lv);
 }
 
-/* A CPU's batch of system-call pairs held while uprobe events (which do
- * not flush it) go ahead, one after each pair: the batch's seqs come after
- * all of them and fill every hole, none is a gap. */
-static void test_batch_overtaken(void)
+/* A CPU's batch of system-call pairs held while k uprobe events (which do
+ * not flush it) go ahead after each pair, for rounds batches: the batch's
+ * seqs come after all of them and fill every hole, none is a gap. */
+static void overtaken(int rounds, uint32_t k, uint32_t overtaking)
 {
 	struct bt_live *lv = bt_live_new(1);
 	struct bt_seq_window w;
 	uint32_t seq = 0, n = 0;
 	REQUIRE(lv, "new");
-	for (int round = 0; round < 20; round++) {
-		uint32_t first = seq;
-
-		for (int i = 0; i < BT_SYS_BATCH; i++, seq += 3) /* enter, exit, the uprobe */
-			add(lv, 0, seq + 2, 1000 + n++);
-		for (int i = 0; i < BT_SYS_BATCH; i++) { /* the batch, after them */
-			struct bt_live_run r = { first + 3 * (uint32_t)i, 2, 1000 + n, 1000 + n, 0 };
-
-			bt_live_add(lv, 0, &r, 1);
-			n += 2;
-		}
-	}
-	bt_live_pass(lv, 10, 1000);
-	bt_live_window(lv, 10, 1000, &w);
-	CHECK(w.events == n && w.gaps == 0 && w.missing == 0, "events %" PRIu64 " of %u, gaps %" PRIu64 " missing %" PRIu64,
-	      w.events, n, w.gaps, w.missing);
-	bt_live_free(lv);
-}
-
-/* As above, with 200 uprobe events after each pair (a probed function
- * called in a loop between two system calls): they never flush the
- * batch, so its holes wait for it, however many came (up to
- * HOLE_SLACK_ALL); the same events from programs that flush it would
- * have brought it first. */
-static void test_batch_overtaken_long(void)
-{
-	struct bt_live *lv = bt_live_new(1);
-	struct bt_seq_window w;
-	uint32_t seq = 0, n = 0, k = 200;
-	REQUIRE(lv, "new");
-	for (int round = 0; round < 3; round++) {
+	for (int round = 0; round < rounds; round++) {
 		uint32_t first = seq;
 
 		for (int i = 0; i < BT_SYS_BATCH; i++, seq += 2 + k) { /* enter, exit, k uprobe events */
-			struct bt_live_run r = { seq + 2, k, 1000 + n, 1000 + n + k - 1, 1 };
+			struct bt_live_run r = { seq + 2, k, 1000 + n, 1000 + n + k - 1, overtaking };
 
 			bt_live_add(lv, 0, &r, 1);
 			n += k;
@@ -109,6 +79,21 @@ static void test_batch_overtaken_long(void)
 	CHECK(w.events == n && w.gaps == 0 && w.missing == 0, "events %" PRIu64 " of %u, gaps %" PRIu64 " missing %" PRIu64,
 	      w.events, n, w.gaps, w.missing);
 	bt_live_free(lv);
+}
+
+/* One uprobe event after each pair: within the slack of any event. */
+static void test_batch_overtaken(void)
+{
+	overtaken(20, 1, 0);
+}
+
+/* 200 after each pair (a probed function called in a loop between two
+ * system calls): the holes wait for the batch however many came (up to
+ * HOLE_SLACK_ALL); the same events from programs that flush it would have
+ * brought it first. */
+static void test_batch_overtaken_long(void)
+{
+	overtaken(3, 200, 1);
 }
 
 /* A CPU with uprobe events alone: a seq lost among them is still a gap,
