@@ -11,6 +11,7 @@
   compare_analyze.py table RESULTS.jsonl    the markdown tables (medians)
   compare_analyze.py pooled RESULTS.jsonl...  each row's CPU minus ftrace's,
                                             paired by repetition, over several runs
+  compare_analyze.py tools RESULTS.jsonl    the tracers it holds, in the tables' order
   compare_analyze.py plot RESULTS.jsonl DIR  gnuplot data + script for the
                                             "which of the last N calls" figure
   compare_analyze.py selftest              check the parsers and the decoder
@@ -392,6 +393,11 @@ def cmd_pooled(argv):
             print(f"  {NAMES[tool]}, every row: {pair_stats([p for k in keys for p in pairs[k]])}")
 
 
+def cmd_tools(argv):
+    seen = {r["tool"] for r in load(argv[0])}
+    print(" ".join(t for t in ["none"] + TOOLS if t in seen))
+
+
 def cmd_table(argv):
     rows = load(argv[0])
     groups = {}
@@ -700,6 +706,8 @@ def main():
         cmd_table(rest)
     elif cmd == "pooled":
         cmd_pooled(rest)
+    elif cmd == "tools":
+        cmd_tools(rest)
     elif cmd == "plot":
         cmd_plot(rest)
     elif cmd == "selftest":

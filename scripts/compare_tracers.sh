@@ -320,14 +320,9 @@ if [ "$write_md" -eq 1 ]; then
 		echo "## Tracer comparison on the real kernel: latest continuous window at equal memory"
 		echo ""
 		# what was run, from the results (--results: not this call's REPS and TOOLS)
-		local_tools=$(python3 -c 'import json, sys
-seen = []
-for l in open(sys.argv[1]):
-    t = json.loads(l)["tool"]
-    if t not in seen: seen.append(t)
-print(" ".join(t for t in sys.argv[2:] if t in seen))' "$RES" none btrace-default btrace-lz4 btrace-zstd btrace-cold btrace ftrace perf)
+		tools_run=$(python3 "$AN" tools "$RES")
 		nruns=$(grep -c . "$RES")
-		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} TOOLS=\"$local_tools\""
+		echo "Reproduce: \`sudo make bench-compare\` (= \`sudo scripts/compare_tracers.sh\`; REPS=${REPS_SHOWN:-$REPS} TOOLS=\"$tools_run\""
 		echo "BUDGETS=\"$BUDGETS\" SECS=$SECS RATE=$RATE RING=$RING; $nruns runs of ~15 s: about $(((nruns * 15 + 59) / 60)) minutes; not part of \`make bench\`)."
 		echo "Run $START_DATE on kernel $KERNEL, $NCPU CPUs ($CPU), perf $PERF_VER; tree $COMMIT."
 		echo ""
