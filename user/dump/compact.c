@@ -118,25 +118,44 @@ uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct b
 	return sys_form(s, prev, at); /* whole words: no padding */
 }
 
+/* One half of a pair record in its narrow form (sys_form() on the fields,
+ * without building the ABI event first): n value words after the header. */
+static inline uint32_t pair_half(uint8_t *o, struct bt_compact_prev *prev, uint64_t ts, uint32_t seq,
+				 const struct bt_event_hdr *h, uint32_t type, const int32_t *v, uint32_t nv)
+{
+	uint32_t flags, n;
+
+	if (prev->valid && h->tid == prev->tid && h->tgid == prev->tgid && seq == (uint32_t)(prev->seq + 1) &&
+	    ts >= prev->ts && ts - prev->ts < (1ull << DTS_BITS)) {
+		uint32_t w = (uint32_t)(ts - prev->ts) << 8 | type | F_NEXT;
+
+		memcpy(o, &w, 4);
+		n = HDR_NEXT;
+	} else {
+		flags = h->tgid != h->tid ? F_TGID : 0;
+		struct chdr c = { .tf_ts = (ts & TS_MASK) << 8 | type | flags, .seq = seq, .tid = h->tid };
+
+		memcpy(o, &c, sizeof(c));
+		n = HDR;
+		if (flags) {
+			memcpy(o + HDR, &h->tgid, 4);
+			n += 4;
+		}
+	}
+	memcpy(o + n, v, 4 * nv);
+	*prev = (struct bt_compact_prev){ ts, seq, h->tid, h->tgid, 1 };
+	return n + 4 * nv;
+}
+
 uint32_t bt_compact_sys_pair_put(uint8_t *at, const struct bt_raw_sys_pair *p, struct bt_compact_prev *prev)
 {
 	/* Both narrow forms or neither: sys_form() fails only on these. */
 	if (!fits32(p->enter_id) || !fits32(p->id) || !fits32(p->ret))
 		return 0;
-	const struct bt_ev_syscall in = {
-		.h = { .ts_ns = p->enter_ts, .seq = p->enter_seq, .tid = p->h.tid, .tgid = p->h.tgid,
-		       .cpu = p->h.cpu, .type = BT_EV_SYS_ENTER },
-		.id = p->enter_id,
-	};
-	const struct bt_ev_syscall out = {
-		.h = { .ts_ns = p->h.ts_ns, .seq = p->h.seq, .tid = p->h.tid, .tgid = p->h.tgid,
-		       .cpu = p->h.cpu, .type = BT_EV_SYS_EXIT },
-		.id = p->id,
-		.ret = p->ret,
-	};
-	uint32_t n = sys_form(&in, prev, at);
+	const int32_t in = (int32_t)p->enter_id, out[2] = { (int32_t)p->id, (int32_t)p->ret };
+	uint32_t n = pair_half(at, prev, p->enter_ts, p->enter_seq, &p->h, BT_EV_SYS_ENTER, &in, 1);
 
-	return n + sys_form(&out, prev, at + n);
+	return n + pair_half(at + n, prev, p->h.ts_ns, p->h.seq, &p->h, BT_EV_SYS_EXIT, out, 2);
 }
 
 uint32_t bt_compact_encode(const struct bt_event_hdr *ev, uint32_t len, struct bt_compact_prev *prev, void *out)
