@@ -61,8 +61,10 @@
  * confirmation per batch instead of per event, and no per-event header):
  *   repeated: a stored form, zero padding to 4
  * Stored forms are multiples of 4 bytes, so the padding is empty today.
+ * A block's worth (4 KiB blocks: one entry a block at a system-call load):
+ * at 1 KiB the reservations and copies were 7 of the drain's 47 ns a call.
  */
-#define BT_BATCH_MAX 1024u
+#define BT_BATCH_MAX 4096u
 
 /* The event a next-event form follows: what the encoder stored last, or a
  * reader decoded last, in the same batch entry. Zero it at each entry's
