@@ -7,6 +7,8 @@
 #   ok NAME / not_ok NAME [WHY]   one result
 #   check NAME CMD...             ok if CMD succeeds, else not_ok (CMD's output shown)
 #   skip NAME WHY                 ok with "# SKIP WHY"
+#   need_root WHAT [WHY]          end the test with one skip unless root
+#   need_cmd WHAT CMD...          end it with one skip unless every CMD is installed
 #   diag TEXT...                  a "# " line
 #   run_with_timeout SECS CMD...  CMD, killed after SECS (status 124)
 #   rec_start LOG ARGS...         start `btrace-bpf record ARGS` in the background,
@@ -54,6 +56,19 @@ need_root() {
 	skip "$1" "${2:-need root}"
 	finish
 	exit $?
+}
+
+# need_cmd WHAT CMD...: a test that runs these programs ends here, one
+# skip line naming the first one missing, unless all are installed
+need_cmd() {
+	local what=$1 c
+	shift
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 && continue
+		skip "$what" "no $c (scripts/install-deps.sh installs it)"
+		finish
+		exit $?
+	done
 }
 
 check() {

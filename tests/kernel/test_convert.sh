@@ -34,11 +34,7 @@ if ! "$BT" convert --help >/dev/null 2>&1; then
 fi
 HAVE_PROTOC=1
 command -v protoc >/dev/null 2>&1 || HAVE_PROTOC=0
-command -v python3 >/dev/null 2>&1 || {
-	skip "convert tests" "python3 not installed (scripts/install-deps.sh)"
-	finish
-	exit $?
-}
+need_cmd "convert tests" python3
 
 # "name=N,..." per event type from a report (one line per event)
 # (one awk pass: sed | sort | uniq -c took 7 s of 500k lines)

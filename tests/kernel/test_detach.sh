@@ -13,11 +13,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 need_root "detach tests"
-if ! command -v python3 >/dev/null; then
-	skip "uprobe detach test" "no python3"
-	finish
-	exit $?
-fi
+need_cmd "uprobe detach test" python3
 
 LOG=$T_TMP/rec.log
 # A process that calls malloc (through python's allocator) without a pause.

@@ -17,11 +17,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 need_root "live window tests"
-if ! command -v python3 >/dev/null; then
-	skip "live window with uprobes" "no python3"
-	finish
-	exit $?
-fi
+need_cmd "live window with uprobes" python3
 
 # status_gaps SOCK: "GAPS MISSING EVENTS" of ctl status's window line
 status_gaps() {

@@ -27,9 +27,7 @@ cd "$(dirname "$0")/../.." || exit 1
 GEN=$TB/gen_hostile_elf
 need_root "hostile unwind tables"
 if [ ! -x "$GEN" ]; then skip "hostile unwind tables" "no $GEN (make tests)"; finish; exit; fi
-for p in python3 perl sha256sum gzip; do
-	command -v "$p" >/dev/null || { skip "hostile unwind tables" "no $p"; finish; exit; }
-done
+need_cmd "hostile unwind tables" python3 perl sha256sum gzip
 if [ -n "${BT_TEST_EMULATED:-}" ]; then
 	skip "hostile unwind tables" "emulated CPU: timings checked natively"
 	finish

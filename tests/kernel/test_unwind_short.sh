@@ -24,9 +24,7 @@ cd "$(dirname "$0")/../.." || exit 1
 . tests/lib.sh
 
 need_root "short processes' stacks"
-for p in python3 perl sha256sum; do
-	command -v "$p" >/dev/null || { skip "short processes' stacks" "no $p"; finish; exit; }
-done
+need_cmd "short processes' stacks" python3 perl sha256sum
 
 W=$T_TMP/w
 mkdir -p "$W" "$T_TMP/cache"
