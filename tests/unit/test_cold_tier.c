@@ -280,14 +280,14 @@ static void test_nudge(void)
 	REQUIRE(b && c, "setup");
 	bt_buffer_stats(b, &bs);
 	bt_cold_pump(c, b);
-	write_n(b, &seq, per_block * (bs.nblocks / 16), NULL, 0);
+	write_n(b, &seq, per_block * (bs.nblocks / BT_COLD_NUDGE_DIV / 2), NULL, 0);
 	bt_buffer_stats(b, &bs);
 	bt_cold_nudge(c, bs.blocks_used, bs.nblocks);
-	CHECK(bt_cold_wait(c, 1000000) == 0, "a sixteenth of the buffer used: no wakeup");
-	write_n(b, &seq, per_block * (bs.nblocks / 8), NULL, 0);
+	CHECK(bt_cold_wait(c, 1000000) == 0, "half the nudge interval used: no wakeup");
+	write_n(b, &seq, per_block * (bs.nblocks / BT_COLD_NUDGE_DIV), NULL, 0);
 	bt_buffer_stats(b, &bs);
 	bt_cold_nudge(c, bs.blocks_used, bs.nblocks);
-	CHECK(bt_cold_wait(c, 2000000000ull) == 1, "over an eighth used: woken");
+	CHECK(bt_cold_wait(c, 2000000000ull) == 1, "over the interval used: woken");
 	CHECK(bt_cold_wait(c, 1000000) == 0, "the wakeup is consumed by the wait it ended");
 	bt_cold_wake(c);
 	CHECK(bt_cold_wait(c, 2000000000ull) == 1, "bt_cold_wake wakes");

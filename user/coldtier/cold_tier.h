@@ -89,7 +89,7 @@ struct bt_cold *bt_cold_create(const struct bt_cold_config *cfg, uint32_t block_
 void bt_cold_destroy(struct bt_cold *c);
 
 /* The compressor's wakeup. The drain calls bt_cold_nudge() after each pass
- * with the buffer's blocks_used: once an eighth of the buffer was used since
+ * with the buffer's blocks_used: once a sixteenth of the buffer was used since
  * the pump's last pass began, the thread waiting in bt_cold_wait() wakes at
  * once instead of at the end of its sleep, so it takes the blocks long before
  * writers come round to overwrite them. Cheap when nothing is due (two
@@ -98,8 +98,11 @@ void bt_cold_destroy(struct bt_cold *c);
 void bt_cold_nudge(struct bt_cold *c, uint64_t blocks_used, uint32_t nblocks);
 /* The nudge comes once 1/BT_COLD_NUDGE_DIV of the buffer was used; the
  * pump sleeps no longer than that takes, and takes blocks with a quarter
- * turn to spare (cold_pump.c: take_end), twice this interval. */
-#define BT_COLD_NUDGE_DIV 8
+ * turn to spare (cold_pump.c: take_end), four times this interval. At an
+ * eighth (twice), a drain that fills blocks faster left the pump too
+ * little of the turn: 1-6 gaps a dd storm beside two busy loops (test_cold_budget),
+ * 0 in 4 at a sixteenth, for 0.5 ns more of its CPU a traced call. */
+#define BT_COLD_NUDGE_DIV 16
 void bt_cold_wake(struct bt_cold *c);
 /* The drain's nudges count from blocks_used again: a compressor that waits
  * for its budget is not woken by every drain pass meanwhile. */

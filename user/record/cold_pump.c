@@ -3,9 +3,9 @@
  * cold_pump.c - the recorder's compressor thread (see cold_pump.h).
  *
  * It sleeps for the time the drain takes, at the rate of the last passes,
- * to fill an eighth of the buffer (MIN_MS..MAX_MS), and not at all while a
- * pass finds more than a sixteenth of the buffer complete; the drain wakes
- * it early (bt_cold_nudge after each of its passes) once an eighth of the
+ * to fill a sixteenth of the buffer (MIN_MS..MAX_MS), and not at all while a
+ * pass finds more than a thirty-second of the buffer complete; the drain wakes
+ * it early (bt_cold_nudge after each of its passes) once a sixteenth of the
  * buffer was used since its last pass began, since a burst outruns any
  * rate learnt from the passes before it: the buffer turning
  * over between two passes would lose blocks before they are taken (each
@@ -55,7 +55,7 @@
 #define MIN_MS 1
 #define MAX_MS 20
 #define FALLBACK_NICE (-5)
-/* After a pass that took nothing. The drain's nudge comes once an eighth
+/* After a pass that took nothing. The drain's nudge comes once a sixteenth
  * of the buffer is used, well before a block due is overwritten, so this
  * only bounds the sleep: at 200 ms its 5 wakes a second were 0.6-0.9 ms of
  * CPU a second on an idle machine in a VM, for nothing. */
@@ -145,7 +145,7 @@ static uint32_t budget_blocks(const struct budget *bg)
 
 /* The first position the pump leaves in the buffer: it takes the blocks
  * older than three quarters of a turn, and has the last quarter to reach
- * each (the drain nudges it every eighth). What it takes earlier is held
+ * each (the drain nudges it every sixteenth). What it takes earlier is held
  * twice until the buffer overwrites it: stored raw (the budget spent),
  * that is memory the window loses. Taking the older half, at 1M events/s
  * into 8 MiB with half a percent of a CPU, left the window 3.57x ftrace's
