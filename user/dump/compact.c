@@ -31,11 +31,16 @@ struct chdr {
 
 /* Whether ev may be stored as the next event after prev: same thread, the
  * next seq, a little later. */
+static inline int is_next_at(const struct bt_compact_prev *prev, uint64_t ts, uint32_t seq, uint32_t tid,
+			     uint32_t tgid)
+{
+	return prev && prev->valid && tid == prev->tid && tgid == prev->tgid && seq == (uint32_t)(prev->seq + 1) &&
+	       ts >= prev->ts && ts - prev->ts < (1ull << DTS_BITS);
+}
+
 static inline int is_next(const struct bt_compact_prev *prev, const struct bt_event_hdr *ev)
 {
-	return prev && prev->valid && ev->tid == prev->tid && ev->tgid == prev->tgid &&
-	       ev->seq == (uint32_t)(prev->seq + 1) && ev->ts_ns >= prev->ts &&
-	       ev->ts_ns - prev->ts < (1ull << DTS_BITS);
+	return is_next_at(prev, ev->ts_ns, ev->seq, ev->tid, ev->tgid);
 }
 
 static int fits32(int64_t v)
@@ -79,20 +84,28 @@ static inline uint32_t header_size(uint32_t flags)
 	return flags & F_NEXT ? HDR_NEXT : HDR + (flags & F_TGID ? 4u : 0u);
 }
 
-/* Write the header of ev's form at o and make ev the one the next follows. */
-static inline void put_header(uint8_t *o, const struct bt_event_hdr *ev, uint32_t flags, struct bt_compact_prev *prev)
+/* Write the header of an event's form at o and make it the one the next
+ * follows: its fields given one by one (a pair record's halves have no
+ * ABI event of their own), or ev's (put_header). */
+static inline void put_header_at(uint8_t *o, uint64_t ts, uint32_t seq, uint32_t tid, uint32_t tgid, uint32_t type,
+				 uint32_t flags, struct bt_compact_prev *prev)
 {
 	if (flags & F_NEXT) {
-		uint32_t w = (uint32_t)(ev->ts_ns - prev->ts) << 8 | ev->type | flags;
+		uint32_t w = (uint32_t)(ts - prev->ts) << 8 | type | flags;
 		memcpy(o, &w, 4);
 	} else {
-		struct chdr h = { .tf_ts = (ev->ts_ns & TS_MASK) << 8 | ev->type | flags, .seq = ev->seq, .tid = ev->tid };
+		struct chdr h = { .tf_ts = (ts & TS_MASK) << 8 | type | flags, .seq = seq, .tid = tid };
 		memcpy(o, &h, sizeof(h));
 		if (flags & F_TGID)
-			memcpy(o + HDR, &ev->tgid, 4);
+			memcpy(o + HDR, &tgid, 4);
 	}
 	if (prev)
-		*prev = (struct bt_compact_prev){ ev->ts_ns, ev->seq, ev->tid, ev->tgid, 1 };
+		*prev = (struct bt_compact_prev){ ts, seq, tid, tgid, 1 };
+}
+
+static inline void put_header(uint8_t *o, const struct bt_event_hdr *ev, uint32_t flags, struct bt_compact_prev *prev)
+{
+	put_header_at(o, ev->ts_ns, ev->seq, ev->tid, ev->tgid, ev->type, flags, prev);
 }
 
 /* A system call's narrow form (s32 id, and for an exit s32 ret); 0 if its
@@ -119,31 +132,15 @@ uint32_t bt_compact_sys_put(uint8_t *at, const struct bt_ev_syscall *s, struct b
 }
 
 /* One half of a pair record in its narrow form (sys_form() on the fields,
- * without building the ABI event first): n value words after the header. */
+ * without building the ABI event first): nv value words after the header. */
 static inline uint32_t pair_half(uint8_t *o, struct bt_compact_prev *prev, uint64_t ts, uint32_t seq,
 				 const struct bt_event_hdr *h, uint32_t type, const int32_t *v, uint32_t nv)
 {
-	uint32_t flags, n;
+	uint32_t flags = is_next_at(prev, ts, seq, h->tid, h->tgid) ? F_NEXT : h->tgid != h->tid ? F_TGID : 0;
+	uint32_t n = header_size(flags);
 
-	if (prev->valid && h->tid == prev->tid && h->tgid == prev->tgid && seq == (uint32_t)(prev->seq + 1) &&
-	    ts >= prev->ts && ts - prev->ts < (1ull << DTS_BITS)) {
-		uint32_t w = (uint32_t)(ts - prev->ts) << 8 | type | F_NEXT;
-
-		memcpy(o, &w, 4);
-		n = HDR_NEXT;
-	} else {
-		flags = h->tgid != h->tid ? F_TGID : 0;
-		struct chdr c = { .tf_ts = (ts & TS_MASK) << 8 | type | flags, .seq = seq, .tid = h->tid };
-
-		memcpy(o, &c, sizeof(c));
-		n = HDR;
-		if (flags) {
-			memcpy(o + HDR, &h->tgid, 4);
-			n += 4;
-		}
-	}
 	memcpy(o + n, v, 4 * nv);
-	*prev = (struct bt_compact_prev){ ts, seq, h->tid, h->tgid, 1 };
+	put_header_at(o, ts, seq, h->tid, h->tgid, type, flags, prev);
 	return n + 4 * nv;
 }
 
