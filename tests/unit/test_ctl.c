@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include "harness.h"
 
 static char dir[] = "/tmp/btrace-ctl-XXXXXX";
+static atomic_int sleeping; /* handlers inside "sleep" right now */
 static char sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 
 static int handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_t whylen)
@@ -30,7 +32,10 @@ static int handler(void *ctx, int argc, char **argv, FILE *out, char *why, size_
 	(void)ctx;
 	if (argc == 2 && strcmp(argv[0], "sleep") == 0) {
 		struct timespec ts = { .tv_sec = atoi(argv[1]) };
+
+		atomic_fetch_add(&sleeping, 1);
 		nanosleep(&ts, NULL);
+		atomic_fetch_sub(&sleeping, 1);
 		fprintf(out, "slept %s\n", argv[1]);
 		return 0;
 	}
@@ -222,7 +227,15 @@ static void *slow_request(void *arg)
 	char reply[256];
 
 	(void)arg;
-	raw_request("sleep 8", reply, sizeof(reply));
+	/* "busy" while the last test's clients still hold slots (their
+	 * threads not yet gone on a loaded machine), or evicted as idle when
+	 * the server's thread did not read the line in time: ask again. */
+	for (int i = 0; i < 100; i++) {
+		raw_request("sleep 8", reply, sizeof(reply));
+		if (strncmp(reply, "error: ", 7) != 0)
+			break;
+		usleep(50 * 1000);
+	}
 	return NULL;
 }
 
@@ -241,7 +254,11 @@ static void test_busy_and_timeout(void)
 	REQUIRE(out, "memstream");
 	for (int i = 0; i < 16; i++)
 		REQUIRE(pthread_create(&t[i], NULL, slow_request, NULL) == 0, "thread");
-	usleep(1500 * 1000); /* all sixteen running, even on a loaded machine */
+	/* All sixteen inside the handler: a fixed sleep was not enough once,
+	 * when a slot of the last test was still held and one got "busy". */
+	for (int i = 0; i < 500 && atomic_load(&sleeping) < 16; i++)
+		usleep(10 * 1000);
+	REQUIRE(atomic_load(&sleeping) == 16, "%d of 16 requests running", atomic_load(&sleeping));
 	/* 3 s: a loaded CI machine's server took over 1 s to say busy; the
 	 * slots free at ~8 s, after this timeout */
 	r = bt_ctl_request(sock, "hello", 3, out, why, sizeof(why));
