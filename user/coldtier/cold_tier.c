@@ -921,6 +921,14 @@ uint64_t bt_cold_only_blocks(const struct bt_cold_stats *cs, const struct bt_sta
 	return cs->blocks > in_both ? cs->blocks - in_both : 0;
 }
 
+uint64_t bt_cold_retained_span(uint64_t kept_from, const struct bt_stats *bs)
+{
+	/* 0: the pump has not passed yet, the tier holds nothing */
+	if (!kept_from || kept_from > bs->blocks_used || bs->blocks_used - kept_from + 1 <= bs->nblocks)
+		return bs->nblocks;
+	return bs->blocks_used - kept_from + 1;
+}
+
 void bt_cold_budget_set(struct bt_cold *c, uint32_t ppm)
 {
 	pthread_mutex_lock(&c->lock);

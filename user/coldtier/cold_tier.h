@@ -61,7 +61,8 @@ struct bt_cold_stats {
 	uint64_t pumps;           /* bt_cold_pump calls */
 	uint64_t nudges;          /* pumps woken early by the drain (bt_cold_nudge) */
 	uint64_t cpu_ns;          /* thread CPU time spent in bt_cold_pump */
-	uint64_t copy_ns;         /* of it, passes that only copied (past the budget, not charged) */
+	uint64_t copy_ns;         /* apart from cpu_ns: passes that only copied, with their wakeups
+				   * (past the budget, not charged; cold_pump.c) */
 	/* The compressor's CPU budget (bt_cold_budget_*, set by its thread). */
 	uint32_t budget_ppm;      /* share of one CPU, millionths; 0 = unbounded */
 	uint64_t held_back;       /* passes the budget cut short or put off with blocks due */
@@ -192,6 +193,12 @@ void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st);
 /* Blocks held only by the tier: compressed, and no longer in the buffer
  * (positions below its oldest). What the tier adds to the window. */
 uint64_t bt_cold_only_blocks(const struct bt_cold_stats *cs, const struct bt_stats *bs);
+
+/* Blocks of positions whose events the buffer and the tier still hold
+ * together, given kept_from (bt_cold_kept_from): the buffer's nblocks, or
+ * more when the tier reaches back further. What the live window
+ * (live_window.h) counts back over. */
+uint64_t bt_cold_retained_span(uint64_t kept_from, const struct bt_stats *bs);
 
 /* "lz4", "zstd"; 0 or -EINVAL on parsing. */
 int bt_codec_parse(const char *s, enum bt_codec *out);

@@ -494,7 +494,10 @@ static void *drain_main(void *arg)
 		flush_batch(d);
 		struct bt_stats bs;
 		bt_buffer_stats(d->l->buf, &bs);
-		bt_live_pass(d->l->live, bs.blocks_used, bs.nblocks);
+		uint64_t cold_from = d->l->cold ? bt_cold_kept_from(d->l->cold) : UINT64_MAX;
+		/* the tier's blocks count in the window too (ctl status) */
+		bt_live_pass(d->l->live, bs.blocks_used,
+			     d->l->cold ? bt_cold_retained_span(cold_from, &bs) : bs.nblocks);
 		uint64_t pass_blocks = bs.blocks_used - blocks_seen; /* handed out since the last pass */
 		blocks_seen = bs.blocks_used;
 		d->nblocks = bs.nblocks;
@@ -502,7 +505,7 @@ static void *drain_main(void *arg)
 			bt_cold_nudge(d->l->cold, bs.blocks_used, bs.nblocks);
 		if (d->l->stacks) /* the pass's events are in the buffer: retire older stacks */
 			bt_stack_table_pass(d->l->stacks, bs.blocks_used, bs.nblocks,
-					    d->l->cold ? bt_cold_kept_from(d->l->cold) : UINT64_MAX, bs.active);
+					    cold_from, bs.active);
 		/* copies whose tables came: before a dump copies the table */
 		bt_stack_copies_pass(d->l->copies, d->l->stacks, req != d->flush_done);
 		if (d->l->stacks) /* the pass's new frames and files: the symbol loader's work */

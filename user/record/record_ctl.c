@@ -81,12 +81,12 @@ static int do_resize(struct recorder *r, int argc, char **argv, FILE *out, char 
 	recorder_budget_split(r, size, &raw, &cold);
 	if (raw == 0 || (r->cold && cold < bt_cold_min_size(r->cold))) {
 		if (r->cold)
-			snprintf(why, whylen, "%s is below the smallest size: the buffer's part (%u%%) needs %s (A blocks), "
-				 "the cold tier's %s (a group)", argv[1], 100 - r->o->cold_pct,
+			snprintf(why, whylen, "%s is below the smallest size: the buffer's part (%u%%) needs %s "
+				 "(a slot of its active blocks), the cold tier's %s (a group)", argv[1], 100 - r->o->cold_pct,
 				 format_size(bt_size_granule(r->buf), a, sizeof(a)),
 				 format_size(bt_cold_min_size(r->cold), b2, sizeof(b2)));
 		else
-			snprintf(why, whylen, "%s is below the smallest size %s (A blocks)", argv[1],
+			snprintf(why, whylen, "%s is below the smallest size %s (a slot of the active blocks)", argv[1],
 				 format_size(bt_size_granule(r->buf), a, sizeof(a)));
 		return -EINVAL;
 	}
@@ -345,8 +345,9 @@ static void print_cold(struct recorder *r, const struct bt_stats *bs, FILE *out)
 			up > 0 ? 100.0 * (double)cs.cpu_ns / up : 0.0);
 		return;
 	}
-	fprintf(out, "cold tier budget: %.2f%% of one CPU, compressor %.2f%% since start (of it copies past "
-		"the budget %.3fs, %.2f%%); held back: %s (%" PRIu64 " passes stored blocks uncompressed", cs.budget_ppm / 1e4,
+	/* copy_ns is apart from cpu_ns (cold_tier.h) */
+	fprintf(out, "cold tier budget: %.2f%% of one CPU, compressor %.2f%% since start (and apart from it, copies "
+		"past the budget %.3fs, %.2f%%); held back: %s (%" PRIu64 " passes stored blocks uncompressed", cs.budget_ppm / 1e4,
 		up > 0 ? 100.0 * (double)cs.cpu_ns / up : 0.0, (double)cs.copy_ns / 1e9,
 		up > 0 ? 100.0 * (double)cs.copy_ns / up : 0.0,
 		cs.held_back_ago_ns < BT_COLD_BOUND_RECENT_NS ? "yes" : "no", cs.held_back);
@@ -404,7 +405,8 @@ static int do_status(struct recorder *r, FILE *out)
 			"above 2 needs CAP_SYS_ADMIN\n", strerror(bt_loader_sampling_refused(r->loader)));
 	/* Kept by the drain as it writes: no read of the buffer. */
 	if (bt_loader_live(r->loader))
-		bt_live_window(bt_loader_live(r->loader), bs.blocks_used, bs.nblocks, &w);
+		bt_live_window(bt_loader_live(r->loader), bs.blocks_used,
+			       r->cold ? bt_cold_retained_span(bt_cold_kept_from(r->cold), &bs) : bs.nblocks, &w);
 	else
 		memset(&w, 0, sizeof(w));
 	if (w.events) {
