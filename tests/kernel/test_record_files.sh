@@ -72,8 +72,17 @@ trunc=$(printf '%s' "$LONG" | cut -c1-107)
 	not_ok "long --ctl" "rc=$rc: $r"
 
 # ---- --ctl conflict found before anything is loaded -------------------------------------
-if rec_start "$LOG" -e sched --no-final-dump -o "$T_TMP/out" --ctl "$T_TMP/ctl.sock"; then
+# (started in $T_TMP with -o relative to it: ctl dump, asked from another
+# directory, prints where the dump is, not a path relative to the recorder's)
+cd "$T_TMP" || exit 1
+rec_start "$LOG" -e sched --no-final-dump -o out --ctl "$T_TMP/ctl.sock"
+started=$?
+cd - >/dev/null || exit 1
+if [ $started = 0 ]; then
 	A=$REC_PID
+	p=$(ctl dump 2>&1)
+	[ "$p" != "${p#"$T_TMP/out/"}" ] && [ -s "$p" ] && ok "ctl dump prints the dump's absolute path ($p)" ||
+		not_ok "ctl dump's path" "$p"
 	r=$(run_with_timeout 60 "$BT" record -v -v -e sched -o "$T_TMP/nodir3" --ctl "$T_TMP/ctl.sock" -d 1s 2>&1)
 	rc=$?
 	[ $rc -ne 0 ] && echo "$r" | grep -q "in use by a running recorder" && ! echo "$r" | grep -q "libbpf" &&

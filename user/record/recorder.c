@@ -205,6 +205,31 @@ static int check_output_dir(const struct record_opts *o)
 
 /* Once nothing can fail any more: make the directory, and remove what
  * recorders that died mid-dump left in it. */
+/* The directory as an absolute path: paths the recorder prints (ctl dump's
+ * reply, the log) are read by users in other directories. */
+static int absolute_output_dir(struct record_opts *o)
+{
+	static char abs_dir[PATH_MAX];
+	char cwd[PATH_MAX];
+	const char *dir = o->output_dir;
+
+	if (dir[0] == '/')
+		return 0;
+	if (!getcwd(cwd, sizeof(cwd))) {
+		bt_log(BT_LOG_ERR, "cannot tell the current directory for --output-dir %s: %s", dir, strerror(errno));
+		return -1;
+	}
+	while (dir[0] == '.' && dir[1] == '/')
+		dir += 2;
+	if (snprintf(abs_dir, sizeof(abs_dir), "%s%s%s", cwd, strcmp(cwd, "/") ? "/" : "", dir) >=
+	    (int)sizeof(abs_dir)) {
+		bt_log(BT_LOG_ERR, "--output-dir %s: the absolute path is too long", o->output_dir);
+		return -1;
+	}
+	o->output_dir = abs_dir;
+	return 0;
+}
+
 static int create_output_dir(const char *dir)
 {
 	char err[256];
@@ -505,7 +530,7 @@ static int preflight_checks(struct record_opts *o)
 		record_key_err(o, RK_CTL, "%s", err[0] ? err : strerror(errno));
 		return -2;
 	}
-	if (check_output_dir(o))
+	if (check_output_dir(o) || absolute_output_dir(o))
 		return -2;
 	/* Probe targets are the likeliest to be wrong: found before BPF is loaded. */
 	if (record_check_probes(o))
