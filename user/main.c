@@ -27,7 +27,7 @@ static void usage(FILE *f)
 		"\n"
 		"Examples:\n"
 		"  sudo %s record                 # Ctrl-C to stop; kill -USR1 PID to dump\n"
-		"  %s report traces/btrace-*.btd\n",
+		"  %s report \"$(ls -t traces/*.btd | head -1)\"   # the newest dump\n",
 		BT_PROG, BT_PROG, BT_PROG);
 }
 

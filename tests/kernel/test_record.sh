@@ -157,6 +157,13 @@ if [ -n "$DF" ] && "$BT" report --stats "$DF" | grep -q "reason exit"; then
 else
 	not_ok "SIGINT writes a final dump" "$(cat "$LOG")"
 fi
+# The README's command to read a dump, as printed, with many dumps in
+# traces/: it reads the newest (the final one), not an error.
+readme=$(sed -n 's/^build\/btrace-bpf report \(.*\) | less .*/\1/p' README.md)
+mkdir -p "$T_TMP/readme" && ln -sfn "$OUT" "$T_TMP/readme/traces"
+rm_out=$(cd "$T_TMP/readme" && eval "\"\$BT\" report --stats $readme" 2>&1)
+[ -n "$readme" ] && grep -q "reason exit" <<<"$rm_out" && ok "the README's report command reads the newest of $nfiles dumps" ||
+	not_ok "the README's report command ($readme)" "$(head -3 <<<"$rm_out")"
 "$BT" report "$DF" >"$T_TMP/rf.txt" 2>&1
 check "final dump holds the last events before SIGINT" grep -q "prev_comm=bt-last " "$T_TMP/rf.txt"
 check "exit summary printed" grep -q "stopped: .* events recorded" "$LOG"

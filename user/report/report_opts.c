@@ -214,12 +214,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_ARG:
 		if (o->path)
-			argp_error(state, "one dump file at a time");
+			argp_error(state, "one dump file at a time (the newest: \"$(ls -t traces/*.btd | head -1)\")");
 		o->path = arg;
 		break;
 	case ARGP_KEY_END:
 		if (!o->path)
-			argp_error(state, "no dump file given: give one, e.g. traces/btrace-*.btd");
+			argp_error(state, "no dump file given: give one, e.g. the newest: \"$(ls -t traces/*.btd | head -1)\"");
 		break;
 	default:
 		return bt_cli_common_key(key, state);
