@@ -1071,7 +1071,7 @@ static int check_geometry(const struct bt_config *cfg, struct geometry *g, char 
 		if ((size_t)A * bsize > cfg->size)
 			A = (uint32_t)(cfg->size / bsize);
 		if (A < ncores) {
-			bt_errmsg(err, errlen, "buffer of %zu bytes holds %zu blocks of %u bytes, fewer than %u cores",
+			bt_errmsg(err, errlen, "buffer of %zu bytes holds %zu blocks of %u bytes: fewer than one a core (%u cores)",
 				cfg->size, cfg->size / bsize, bsize, ncores);
 			return -EINVAL;
 		}

@@ -811,13 +811,19 @@ static int record(int argc, char **args)
 		size_t size = 0; /* refused geometry: 0, reported where the buffer is made */
 		uint64_t raw;
 
-		bt_buffer_geometry(&c, NULL, &size, NULL, err, sizeof(err));
+		int shared = bt_buffer_geometry(&c, NULL, &size, NULL, err, sizeof(err));
 		raw = size / (o.block_size ? o.block_size : BT_DEFAULT_BLOCK_SIZE);
 
 		if (raw < COLD_MIN_RAW_BLOCKS) {
-			bt_log(BT_LOG_NOTICE, "cold tier off: its default share would leave the buffer %" PRIu64
-			       " blocks, under the %u its compressor needs to follow the writes; give --cold-tier to have it",
-			       raw, COLD_MIN_RAW_BLOCKS);
+			size_t whole = 0;
+
+			/* A size refused whole is an error of its own, said
+			 * where the buffer is made: no notice before it. */
+			c.size = (size_t)o.buffer_size;
+			if (shared == 0 || bt_buffer_geometry(&c, NULL, &whole, NULL, err, sizeof(err)) == 0)
+				bt_log(BT_LOG_NOTICE, "cold tier off: its default share would leave the buffer %" PRIu64
+				       " blocks, under the %u its compressor needs to follow the writes; give --cold-tier to have it",
+				       raw, COLD_MIN_RAW_BLOCKS);
 			o.cold_pct = 0;
 		}
 	}
