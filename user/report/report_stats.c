@@ -184,7 +184,7 @@ static void print_cold_tier(const struct bt_dump *d, const struct bt_seq_window 
 
 	if (!c)
 		return;
-	fprintf(out, "cold tier:  %s, %s: %" PRIu64 " blocks held compressed (%s raw; %.2fx overall: %s in %s), %" PRIu64
+	fprintf(out, "cold tier:  %s, %s: %" PRIu64 " blocks held (%s raw; %.2fx overall: %s in %s), %" PRIu64
 		" evicted oldest first, %" PRIu64 " gaps (blocks overwritten before they were compressed), "
 		"compressor CPU %.3f s\n",
 		c->codec == 1 ? "lz4" : c->codec == 2 ? "zstd" : "unknown codec", human(c->size, b1, sizeof(b1)),
