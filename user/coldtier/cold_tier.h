@@ -195,8 +195,8 @@ void bt_cold_stats(struct bt_cold *c, struct bt_cold_stats *st);
 uint64_t bt_cold_only_blocks(const struct bt_cold_stats *cs, const struct bt_stats *bs);
 
 /* Blocks of positions whose events the buffer and the tier still hold
- * together, given kept_from (bt_cold_kept_from): the buffer's nblocks, or
- * more when the tier reaches back further. What the live window
+ * together, given kept_from (bt_cold_kept_from; UINT64_MAX without a
+ * tier): the buffer's nblocks, or more when the tier reaches back further. What the live window
  * (live_window.h) counts back over. */
 uint64_t bt_cold_retained_span(uint64_t kept_from, const struct bt_stats *bs);
 

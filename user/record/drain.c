@@ -496,8 +496,7 @@ static void *drain_main(void *arg)
 		bt_buffer_stats(d->l->buf, &bs);
 		uint64_t cold_from = d->l->cold ? bt_cold_kept_from(d->l->cold) : UINT64_MAX;
 		/* the tier's blocks count in the window too (ctl status) */
-		bt_live_pass(d->l->live, bs.blocks_used,
-			     d->l->cold ? bt_cold_retained_span(cold_from, &bs) : bs.nblocks);
+		bt_live_pass(d->l->live, bs.blocks_used, bt_cold_retained_span(cold_from, &bs));
 		uint64_t pass_blocks = bs.blocks_used - blocks_seen; /* handed out since the last pass */
 		blocks_seen = bs.blocks_used;
 		d->nblocks = bs.nblocks;

@@ -203,8 +203,6 @@ static int check_output_dir(const struct record_opts *o)
 	return 0;
 }
 
-/* Once nothing can fail any more: make the directory, and remove what
- * recorders that died mid-dump left in it. */
 /* The directory as an absolute path: paths the recorder prints (ctl dump's
  * reply, the log) are read by users in other directories. */
 static int absolute_output_dir(struct record_opts *o)
@@ -230,6 +228,8 @@ static int absolute_output_dir(struct record_opts *o)
 	return 0;
 }
 
+/* Once nothing can fail any more: make the directory, and remove what
+ * recorders that died mid-dump left in it. */
 static int create_output_dir(const char *dir)
 {
 	char err[256];
